@@ -1,0 +1,161 @@
+// The backend interface: a handful of tensor operations that every feature
+// pipeline is composed of, implemented once per device (cpu, opencl, cuda).
+//
+// The feature pipeline (feature_pipeline.h) owns the order of operations and
+// all the constant matrices (filterbanks, DCTs); a backend only moves data and
+// runs the operations below. That keeps the numbers the same everywhere: the
+// CPU backend is the reference, and tests run the same work on two backends
+// and compare (backend_compare.h).
+//
+// All buffers hold float32, row-major. Operations are asynchronous where the
+// device allows; download() and synchronize() wait.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <stdexcept>
+#include <string>
+
+namespace gpuspeech {
+
+class Backend;
+
+// Memory owned by a backend. Only that backend may use it.
+class DeviceBuffer {
+ public:
+  virtual ~DeviceBuffer() = default;
+  size_t size() const { return size_; }  // in floats
+  const Backend* owner() const { return owner_; }
+
+ protected:
+  DeviceBuffer(const Backend* owner, size_t size) : owner_(owner), size_(size) {}
+
+ private:
+  const Backend* owner_;
+  size_t size_;
+};
+using BufferPtr = std::unique_ptr<DeviceBuffer>;
+
+// Thrown for device failures and misuse (wrong buffer sizes, foreign buffers).
+class BackendError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// How frame_signal cuts a batch of utterances into frames.
+//
+// The signal buffer holds `num_utts` segments of `utt_stride` samples each.
+// Inside segment u, sample index p (0-based, relative to the segment start)
+// reads signal[u * utt_stride + p] when 0 <= p < valid_length and 0 otherwise.
+// Frame t of segment u starts at p = first_frame_offset + t * frame_shift.
+// Output row r = u * frames_per_utt + t.
+struct FramingSpec {
+  int64_t num_utts = 1;
+  int64_t utt_stride = 0;
+  int64_t valid_length = 0;
+  int64_t frames_per_utt = 0;
+  int64_t first_frame_offset = 0;
+  int frame_shift = 160;
+  int frame_length = 400;
+  int fft_size = 512;  // output row length; frame_length..fft_size are zero
+
+  // Steps for each frame (x = the frame's samples by the zero rule above):
+  //  energy (optional output): sum of squares of x after DC removal (if
+  //     remove_dc), before pre-emphasis and window (Kaldi's raw energy).
+  //  per-frame mode (Kaldi, HTK):
+  //     1. remove_dc: subtract the mean of the frame_length samples;
+  //     2. y[0] = x[0] - a x[0], y[i] = x[i] - a x[i-1];
+  //     3. multiply by window[i], i < frame_length.
+  //  continuous mode (Sphinx):
+  //     1. y[i] = x(p) - a * x(p - 1), p = start + i, and y[i] = 0 where
+  //        p >= valid_length (Sphinx zero-pads after pre-emphasis);
+  //     2. remove_dc: subtract the mean of y over frame_length;
+  //     3. multiply by window[i].
+  //  a = preemphasis; a == 0 skips the pre-emphasis step.
+  float preemphasis = 0.0f;
+  bool preemphasis_per_frame = false;
+  bool remove_dc = false;
+
+  int64_t rows() const { return num_utts * frames_per_utt; }
+};
+
+// Element-wise functions for Backend::apply.
+enum class UnaryOp {
+  kLogFloor,  // x > 0 ? ln(x) : param
+  kLogOffset, // ln(x + param)  (Sphinx: ln(x + 1e-4))
+  kLogClamp,  // ln(max(x, param))
+  kPow,       // x >= 0 ? x^param : 0  (PLP's cube-root compression)
+  kSqrt,      // sqrt(max(x, 0))
+};
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+
+  // "cpu", "opencl" or "cuda".
+  virtual const char* name() const = 0;
+  // Human-readable device, e.g. "NVIDIA H100 80GB HBM3" or "pthread-cpu (pocl)".
+  virtual std::string device_name() const = 0;
+
+  virtual BufferPtr alloc(size_t n_floats) = 0;
+  virtual void upload(DeviceBuffer& dst, const float* src, size_t n,
+                      size_t dst_offset = 0) = 0;
+  virtual void download(const DeviceBuffer& src, float* dst, size_t n,
+                        size_t src_offset = 0) = 0;
+  // Waits for all queued work.
+  virtual void synchronize() = 0;
+
+  // Cuts, cleans and windows frames (see FramingSpec). `window` holds
+  // spec.frame_length floats. `frames` receives rows x fft_size floats.
+  // If `energy` is non-null it receives one float per row (raw sum of
+  // squares, see FramingSpec step 1).
+  virtual void frame_signal(const DeviceBuffer& signal, const FramingSpec& spec,
+                            const DeviceBuffer& window, DeviceBuffer& frames,
+                            DeviceBuffer* energy) = 0;
+
+  // Real FFT of each row of `frames` (rows x fft_size, fft_size a power of
+  // two) and |X_k|^2 (or |X_k| if magnitude) for k = 0..fft_size/2, written
+  // to `spectrum` as rows x (fft_size/2 + 1).
+  virtual void power_spectrum(const DeviceBuffer& frames, int64_t rows,
+                              int fft_size, bool magnitude,
+                              DeviceBuffer& spectrum) = 0;
+
+  // C[rows x m] = A[rows x k] * B[m x k]^T. A and C may be row blocks of a
+  // larger buffer: rows start at a_offset / c_offset floats.
+  virtual void gemm_nt(const DeviceBuffer& a, int64_t rows, int k,
+                       const DeviceBuffer& b, int m, DeviceBuffer& c,
+                       size_t a_offset = 0, size_t c_offset = 0) = 0;
+
+  // x[i] = op(x[i], param) for i < n.
+  virtual void apply(UnaryOp op, float param, DeviceBuffer& x, size_t n) = 0;
+
+  // dst[r * dst_cols + dst_col] = op(src[r]) for r < rows, where op is
+  // kLogClamp with `param` (log energy into a cepstral column).
+  virtual void log_into_column(const DeviceBuffer& src, int64_t rows,
+                               float param, DeviceBuffer& dst, int dst_cols,
+                               int dst_col) = 0;
+
+  // Splices context: dst row t (of rows_per_utt in each of num_utts
+  // utterances) is [x[t-left], ..., x[t+right]], each `cols` wide, with the
+  // frame index clamped to the utterance (edge frames repeat).
+  // dst is (num_utts * rows_per_utt) x ((left + right + 1) * cols).
+  virtual void splice(const DeviceBuffer& src, int64_t num_utts,
+                      int64_t rows_per_utt, int cols, int left, int right,
+                      DeviceBuffer& dst) = 0;
+
+  // PLP's linear prediction: each row of `autocorr` holds r[0..order].
+  // Levinson-Durbin gives the predictor A(z) = 1 + sum_{i=1..p} a_i z^-i and
+  // the residual energy E; the cepstrum of the all-pole model E / |A|^2 is
+  //   c_0 = ln(E),
+  //   c_n = -a_n - sum_{k=1..n-1} (k/n) c_k a_{n-k}   (a_j = 0 for j > p),
+  // written as rows x num_ceps (c_0..c_{num_ceps-1}). A row with r[0] <= 0 or
+  // a non-positive residual yields all zeros. Computed in double internally.
+  virtual void lpc_to_cepstrum(const DeviceBuffer& autocorr, int64_t rows,
+                               int order, int num_ceps,
+                               DeviceBuffer& ceps) = 0;
+};
+
+using BackendPtr = std::unique_ptr<Backend>;
+
+}  // namespace gpuspeech

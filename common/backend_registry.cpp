@@ -1,0 +1,96 @@
+#include "backend_registry.h"
+
+namespace gpuspeech {
+
+const char* backend_choices() { return "auto|cuda|opencl|cpu"; }
+
+std::vector<BackendInfo> list_backends() {
+  std::vector<BackendInfo> out;
+  {
+    BackendInfo info{"cuda", false, false, "not compiled in"};
+#ifdef GPUSPEECH_HAVE_CUDA
+    info.compiled = true;
+    try {
+      auto b = make_cuda_backend(0);
+      info.usable = true;
+      info.detail = b->device_name();
+    } catch (const BackendError& e) {
+      info.detail = e.what();
+    }
+#endif
+    out.push_back(info);
+  }
+  {
+    BackendInfo info{"opencl", false, false, "not compiled in"};
+#ifdef GPUSPEECH_HAVE_OPENCL
+    info.compiled = true;
+    try {
+      auto b = make_opencl_backend(0);
+      info.usable = true;
+      info.detail = b->device_name();
+    } catch (const BackendError& e) {
+      info.detail = e.what();
+    }
+#endif
+    out.push_back(info);
+  }
+  out.push_back({"cpu", true, true, make_cpu_backend()->device_name()});
+  return out;
+}
+
+BackendPtr open_backend(const std::string& name, int device_id,
+                        std::string* why) {
+  if (device_id < 0)
+    throw BackendError("device-id must be >= 0, got " +
+                       std::to_string(device_id));
+  if (name == "cpu") return make_cpu_backend();
+  if (name == "cuda") {
+#ifdef GPUSPEECH_HAVE_CUDA
+    return make_cuda_backend(device_id);
+#else
+    throw BackendError(
+        "backend 'cuda' is not available: this build has no CUDA support "
+        "(configure with -Dcuda=enabled and nvcc installed)");
+#endif
+  }
+  if (name == "opencl") {
+#ifdef GPUSPEECH_HAVE_OPENCL
+    return make_opencl_backend(device_id);
+#else
+    throw BackendError(
+        "backend 'opencl' is not available: this build has no OpenCL support "
+        "(install ocl-icd-opencl-dev, opencl-headers and libclfft-dev)");
+#endif
+  }
+  if (name == "auto") {
+    std::string reasons;
+#ifdef GPUSPEECH_HAVE_CUDA
+    try {
+      auto b = make_cuda_backend(device_id);
+      if (why) *why = "auto chose cuda: " + b->device_name();
+      return b;
+    } catch (const BackendError& e) {
+      reasons += std::string("cuda: ") + e.what() + "; ";
+    }
+#else
+    reasons += "cuda: not compiled in; ";
+#endif
+#ifdef GPUSPEECH_HAVE_OPENCL
+    try {
+      auto b = make_opencl_backend(device_id, /*gpu_only=*/true);
+      if (why) *why = "auto chose opencl: " + b->device_name();
+      return b;
+    } catch (const BackendError& e) {
+      reasons += std::string("opencl: ") + e.what() + "; ";
+    }
+#else
+    reasons += "opencl: not compiled in; ";
+#endif
+    if (why) *why = "auto chose cpu (" + reasons.substr(0, reasons.size() - 2) + ")";
+    return make_cpu_backend();
+  }
+  throw BackendError("unknown backend '" + name + "' (expected " +
+                     backend_choices() + ")");
+}
+
+}  // namespace gpuspeech

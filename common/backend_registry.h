@@ -1,0 +1,45 @@
+// The registry of backends: which exist in this build, which can run on this
+// machine, and `auto` selection (a usable CUDA device, else an OpenCL GPU,
+// else the CPU).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "backend.h"
+
+namespace gpuspeech {
+
+struct BackendInfo {
+  std::string name;       // "cpu", "opencl", "cuda"
+  bool compiled = false;  // built into this library
+  bool usable = false;    // a device answered
+  std::string detail;     // device name, or why it is not usable
+};
+
+// Every backend this library knows, in preference order (cuda, opencl, cpu).
+std::vector<BackendInfo> list_backends();
+
+// The backend names accepted by open_backend, for error messages and docs.
+const char* backend_choices();  // "auto|cuda|opencl|cpu"
+
+// Opens a backend by name ("auto", "cuda", "opencl", "cpu") on device
+// `device_id` (ignored by cpu). A named backend that is not compiled in or
+// has no usable device throws BackendError saying why; it never falls back.
+// "auto" tries cuda, then an OpenCL GPU, then cpu. `why` (optional)
+// receives a sentence on what auto chose and why, for logs and messages.
+BackendPtr open_backend(const std::string& name, int device_id = 0,
+                        std::string* why = nullptr);
+
+// Per-backend factories (backends/*.cpp). The cuda and opencl ones exist
+// only when compiled in; they throw BackendError when no device is usable.
+BackendPtr make_cpu_backend();
+#ifdef GPUSPEECH_HAVE_OPENCL
+// gpu_only: accept only CL_DEVICE_TYPE_GPU devices (used by auto).
+BackendPtr make_opencl_backend(int device_id, bool gpu_only = false);
+#endif
+#ifdef GPUSPEECH_HAVE_CUDA
+BackendPtr make_cuda_backend(int device_id);
+#endif
+
+}  // namespace gpuspeech

@@ -1,0 +1,275 @@
+#include "feature_pipeline.h"
+
+#include <algorithm>
+#include <cfloat>
+#include <cmath>
+#include <random>
+#include <stdexcept>
+
+#include "cepstral_transform.h"
+#include "mel_filterbank.h"
+#include "plp.h"
+#include "postprocess.h"
+#include "traps.h"
+#include "window.h"
+
+namespace gpuspeech {
+
+// Device work buffers, grown on demand and reused across calls.
+struct FeatureExtractor::Scratch {
+  int64_t capacity = 0;  // rows
+  BufferPtr frames;      // rows x fft
+  BufferPtr spectrum;    // rows x bins
+  BufferPtr energy;      // rows
+  BufferPtr bands;       // rows x (warps * bands)
+  BufferPtr work;        // PLP autocorrelation / TRAPS splice
+  BufferPtr work2;       // PLP raw cepstra
+  BufferPtr signal;      // compute(): the uploaded utterance
+};
+
+namespace {
+
+UnaryOp log_op(LogFloorMode mode) {
+  switch (mode) {
+    case LogFloorMode::kConstant: return UnaryOp::kLogFloor;
+    case LogFloorMode::kClamp: return UnaryOp::kLogClamp;
+    case LogFloorMode::kOffset: return UnaryOp::kLogOffset;
+  }
+  return UnaryOp::kLogClamp;
+}
+
+BufferPtr upload_matrix(Backend& b, const std::vector<float>& m) {
+  BufferPtr buf = b.alloc(m.size());
+  b.upload(*buf, m.data(), m.size());
+  return buf;
+}
+
+}  // namespace
+
+FeatureExtractor::FeatureExtractor(const FeatureOptions& opts, Backend& backend,
+                                   std::vector<float> warps)
+    : opts_(opts), backend_(backend), warps_(std::move(warps)) {
+  opts_.validate();
+  if (warps_.empty()) warps_.push_back(opts_.mel.vtln.warp);
+  if (warps_.size() > 64) throw std::invalid_argument("at most 64 VTLN warps at once");
+  for (float w : warps_)
+    if (!(w > 0.5f && w < 2.0f))
+      throw std::invalid_argument("VTLN warp factors must be in (0.5, 2)");
+
+  const FrameOptions& f = opts_.frame;
+  frame_length_ = f.frame_length_samples();
+  frame_shift_ = f.frame_shift_samples();
+  fft_size_ = f.padded_fft_size();
+  base_dim_ = opts_.base_dim();
+  const int bins = fft_size_ / 2 + 1;
+  const int nwarps = num_warps();
+
+  std::vector<double> w = make_window(f.window, frame_length_);
+  window_ = upload_matrix(backend_, std::vector<float>(w.begin(), w.end()));
+
+  // One filterbank row block per warp, stacked: a single GEMM from one FFT
+  // yields every warp's band energies.
+  std::vector<float> stacked;
+  if (opts_.kind == FeatureKind::kPlp) {
+    num_bands_ = opts_.plp.num_filters;
+    const float high = static_cast<float>(resolve_high_freq(opts_.mel.high_freq, f.sample_rate));
+    for (float warp : warps_) {
+      std::vector<float> fb = plp_filterbank(opts_.plp, fft_size_, f.sample_rate,
+                                             opts_.mel.low_freq, high, opts_.mel.vtln, warp);
+      stacked.insert(stacked.end(), fb.begin(), fb.end());
+    }
+  } else {
+    num_bands_ = opts_.mel.num_filters;
+    // Kaldi leaves the Nyquist bin out of its mel banks.
+    const bool nyquist = opts_.flavour != Flavour::kKaldi;
+    for (float warp : warps_) {
+      std::vector<float> fb = mel_filterbank(opts_.mel, fft_size_, f.sample_rate, warp, nyquist);
+      stacked.insert(stacked.end(), fb.begin(), fb.end());
+    }
+  }
+  if (stacked.size() != static_cast<size_t>(nwarps) * num_bands_ * bins)
+    throw std::logic_error("filterbank has the wrong shape");
+  filterbank_ = upload_matrix(backend_, stacked);
+
+  switch (opts_.kind) {
+    case FeatureKind::kMfcc:
+      cepstral_ = upload_matrix(
+          backend_, cepstral_matrix(opts_.mfcc.transform, opts_.mfcc.num_ceps,
+                                    num_bands_, opts_.mfcc.lifter));
+      break;
+    case FeatureKind::kPlp:
+      cepstral_ = upload_matrix(backend_, plp_autocorr_matrix(opts_.plp));
+      plp_lifter_ = upload_matrix(backend_, plp_lifter_matrix(opts_.plp));
+      break;
+    case FeatureKind::kTraps:
+      // Built over every warp's bands at once, which keeps warp k's output
+      // in columns [k * base_dim, (k + 1) * base_dim).
+      cepstral_ = upload_matrix(backend_, traps_matrix(opts_.traps, nwarps * num_bands_));
+      break;
+    case FeatureKind::kFbank:
+      break;
+  }
+  scratch_ = new Scratch();
+}
+
+FeatureExtractor::~FeatureExtractor() { delete scratch_; }
+
+int FeatureExtractor::spectral_context() const {
+  return opts_.kind == FeatureKind::kTraps ? opts_.traps.context : 0;
+}
+
+int64_t FeatureExtractor::num_frames(int64_t n) const {
+  if (n <= 0) return 0;
+  if (opts_.frame.snip_edges)
+    return n < frame_length_ ? 0 : 1 + (n - frame_length_) / frame_shift_;
+  // sphinx_fe: whole frames, then one zero-padded frame from whatever
+  // samples follow the last whole frame's start + shift.
+  if (n < frame_length_) return 1;
+  const int64_t whole = 1 + (n - frame_length_) / frame_shift_;
+  return whole * frame_shift_ < n ? whole + 1 : whole;
+}
+
+FramingSpec FeatureExtractor::framing_for(int64_t num_utts, int64_t num_samples,
+                                          int64_t stride) const {
+  FramingSpec s;
+  s.num_utts = num_utts;
+  s.utt_stride = stride;
+  s.valid_length = num_samples;
+  s.frames_per_utt = num_frames(num_samples);
+  s.first_frame_offset = 0;
+  s.frame_shift = frame_shift_;
+  s.frame_length = frame_length_;
+  s.fft_size = fft_size_;
+  s.preemphasis = opts_.frame.preemphasis;
+  s.preemphasis_per_frame = opts_.frame.preemphasis_mode == PreemphasisMode::kPerFrame;
+  s.remove_dc = opts_.frame.remove_dc;
+  return s;
+}
+
+void FeatureExtractor::ensure_scratch(int64_t rows) {
+  if (rows <= scratch_->capacity) return;
+  const int64_t cap = std::max<int64_t>(rows, scratch_->capacity * 3 / 2);
+  const int bins = fft_size_ / 2 + 1;
+  const int64_t bands = static_cast<int64_t>(num_warps()) * num_bands_;
+  Scratch& s = *scratch_;
+  s.frames = backend_.alloc(cap * fft_size_);
+  s.spectrum = backend_.alloc(cap * bins);
+  s.energy = backend_.alloc(cap);
+  s.bands = backend_.alloc(cap * bands);
+  if (opts_.kind == FeatureKind::kPlp) {
+    s.work = backend_.alloc(cap * num_warps() * (opts_.plp.order + 1));
+    s.work2 = backend_.alloc(cap * num_warps() * opts_.plp.num_ceps);
+  } else if (opts_.kind == FeatureKind::kTraps) {
+    s.work = backend_.alloc(cap * bands * (2 * opts_.traps.context + 1));
+  }
+  s.capacity = cap;
+}
+
+void FeatureExtractor::compute_device(const DeviceBuffer& signal,
+                                      const FramingSpec& spec, DeviceBuffer& out) {
+  const int64_t rows = spec.rows();
+  if (rows == 0) return;
+  if (spec.frame_length != frame_length_ || spec.frame_shift != frame_shift_ ||
+      spec.fft_size != fft_size_)
+    throw std::invalid_argument("FramingSpec does not match the extractor's frames");
+  if (out.size() < static_cast<size_t>(rows) * num_warps() * base_dim_)
+    throw std::invalid_argument("output buffer too small");
+  ensure_scratch(rows);
+  Scratch& s = *scratch_;
+  const bool energy = (opts_.kind == FeatureKind::kMfcc && opts_.mfcc.use_energy) ||
+                      (opts_.kind == FeatureKind::kPlp && opts_.plp.use_energy);
+  backend_.frame_signal(signal, spec, *window_, *s.frames, energy ? s.energy.get() : nullptr);
+  run_from_frames(rows, spec, out);
+}
+
+void FeatureExtractor::run_from_frames(int64_t rows, const FramingSpec& spec,
+                                       DeviceBuffer& out) {
+  Scratch& s = *scratch_;
+  const int bins = fft_size_ / 2 + 1;
+  const int nwarps = num_warps();
+  const int bands = nwarps * num_bands_;
+  const bool magnitude = !opts_.mel.use_power && opts_.kind != FeatureKind::kPlp;
+  backend_.power_spectrum(*s.frames, rows, fft_size_, magnitude, *s.spectrum);
+
+  // fbank writes its bands straight into the output.
+  DeviceBuffer& band_buf = opts_.kind == FeatureKind::kFbank ? out : *s.bands;
+  backend_.gemm_nt(*s.spectrum, rows, bins, *filterbank_, bands, band_buf);
+
+  // The energy floor follows Kaldi: ln(max(E, FLT_EPSILON)), and at least
+  // ln(energy_floor) when that is set.
+  const float energy_clamp = std::max(FLT_EPSILON, opts_.mfcc.energy_floor);
+  switch (opts_.kind) {
+    case FeatureKind::kFbank:
+      backend_.apply(log_op(opts_.log.mode), opts_.log.floor_value, out,
+                     static_cast<size_t>(rows) * bands);
+      break;
+    case FeatureKind::kMfcc: {
+      const int nceps = opts_.mfcc.num_ceps;
+      backend_.apply(log_op(opts_.log.mode), opts_.log.floor_value, *s.bands,
+                     static_cast<size_t>(rows) * bands);
+      // [rows x (warps*bands)] is [rows*warps x bands] row-major: one GEMM
+      // transforms every warp.
+      backend_.gemm_nt(*s.bands, rows * nwarps, num_bands_, *cepstral_, nceps, out);
+      if (opts_.mfcc.use_energy)
+        for (int k = 0; k < nwarps; ++k)
+          backend_.log_into_column(*s.energy, rows, energy_clamp, out, nwarps * nceps, k * nceps);
+      break;
+    }
+    case FeatureKind::kPlp: {
+      const int order = opts_.plp.order, nceps = opts_.plp.num_ceps;
+      backend_.apply(UnaryOp::kPow, opts_.plp.compress, *s.bands,
+                     static_cast<size_t>(rows) * bands);
+      backend_.gemm_nt(*s.bands, rows * nwarps, num_bands_, *cepstral_, order + 1, *s.work);
+      backend_.lpc_to_cepstrum(*s.work, rows * nwarps, order, nceps, *s.work2);
+      backend_.gemm_nt(*s.work2, rows * nwarps, nceps, *plp_lifter_, nceps, out);
+      if (opts_.plp.use_energy)
+        for (int k = 0; k < nwarps; ++k)
+          backend_.log_into_column(*s.energy, rows, energy_clamp, out, nwarps * nceps, k * nceps);
+      break;
+    }
+    case FeatureKind::kTraps: {
+      const int c = opts_.traps.context;
+      backend_.apply(log_op(opts_.log.mode), opts_.log.floor_value, *s.bands,
+                     static_cast<size_t>(rows) * bands);
+      backend_.splice(*s.bands, spec.num_utts, spec.frames_per_utt, bands, c, c, *s.work);
+      backend_.gemm_nt(*s.work, rows, (2 * c + 1) * bands, *cepstral_,
+                       bands * 2 * opts_.traps.num_coeffs, out);
+      break;
+    }
+  }
+}
+
+FeatureMatrix FeatureExtractor::compute(const float* samples, int64_t n) {
+  FeatureMatrix m;
+  m.dim = num_warps() * base_dim_;
+  m.rows = num_frames(n);
+  if (m.rows == 0) return m;
+  std::vector<float> dithered;
+  if (opts_.frame.dither > 0.0f) {
+    // Dither on the host with a seeded generator, so every backend sees the
+    // same samples.
+    std::mt19937 gen(opts_.frame.dither_seed);
+    std::normal_distribution<float> noise(0.0f, opts_.frame.dither);
+    dithered.assign(samples, samples + n);
+    for (float& v : dithered) v += noise(gen);
+    samples = dithered.data();
+  }
+  Scratch& s = *scratch_;
+  if (!s.signal || s.signal->size() < static_cast<size_t>(n)) s.signal = backend_.alloc(n);
+  backend_.upload(*s.signal, samples, n);
+  BufferPtr out = backend_.alloc(static_cast<size_t>(m.rows) * m.dim);
+  compute_device(*s.signal, framing_for(1, n, n), *out);
+  m.data.resize(static_cast<size_t>(m.rows) * m.dim);
+  backend_.download(*out, m.data.data(), m.data.size());
+  return m;
+}
+
+FeatureMatrix compute_features(const FeatureOptions& opts, Backend& backend,
+                               const float* samples, int64_t num_samples) {
+  FeatureExtractor extractor(opts, backend);
+  FeatureMatrix m = extractor.compute(samples, num_samples);
+  postprocess_utterance(opts, m);
+  return m;
+}
+
+}  // namespace gpuspeech

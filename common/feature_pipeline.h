@@ -1,0 +1,110 @@
+// The feature pipeline: turns audio into feature frames on any backend.
+//
+// FeatureExtractor compiles FeatureOptions into a fixed list of backend
+// operations and the constant matrices they need (window, filterbank, DCT),
+// uploaded once. Every kind is the same skeleton:
+//
+//   frame_signal -> power_spectrum -> gemm(filterbank) -> log or pow
+//     MFCC:  -> gemm(DCT with lifter folded in) [-> log energy into c0]
+//     fbank: (done)
+//     PLP:   -> pow(1/3) -> gemm(IDFT to autocorrelation) -> lpc_to_cepstrum
+//            -> gemm(lifter)
+//     TRAPS: -> splice(context) -> gemm(half-Hamming-weighted DCTs)
+//
+// K VTLN warps share one FFT: the K warped filterbanks are stacked into one
+// matrix, so the filterbank GEMM produces all K at once.
+//
+// Normalisation and deltas (postprocess.h) run on the host afterwards; they
+// are cheap and identical for every backend.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "backend.h"
+#include "options.h"
+
+namespace gpuspeech {
+
+// A feature matrix on the host: rows frames of dim floats, row-major.
+struct FeatureMatrix {
+  int64_t rows = 0;
+  int dim = 0;
+  std::vector<float> data;
+  float* row(int64_t r) { return data.data() + r * dim; }
+  const float* row(int64_t r) const { return data.data() + r * dim; }
+};
+
+class FeatureExtractor {
+ public:
+  // Validates `opts` (std::invalid_argument on bad values) and uploads the
+  // constant matrices to `backend`, which must outlive the extractor.
+  // `warps` lists VTLN factors computed together from one FFT; empty means
+  // the single warp opts.mel.vtln.warp.
+  FeatureExtractor(const FeatureOptions& opts, Backend& backend,
+                   std::vector<float> warps = {});
+  ~FeatureExtractor();
+  FeatureExtractor(const FeatureExtractor&) = delete;
+  FeatureExtractor& operator=(const FeatureExtractor&) = delete;
+
+  const FeatureOptions& options() const { return opts_; }
+  Backend& backend() const { return backend_; }
+  int num_warps() const { return static_cast<int>(warps_.size()); }
+  // Floats per frame per warp, before deltas (options().base_dim()).
+  int base_dim() const { return base_dim_; }
+  int frame_length() const { return frame_length_; }
+  int frame_shift() const { return frame_shift_; }
+  // Frames of context the spectral stage needs on each side (TRAPS).
+  int spectral_context() const;
+
+  // Frames an utterance of `num_samples` samples yields (snip_edges: whole
+  // frames only; otherwise also one zero-padded frame for leftover samples,
+  // as sphinx_fe does).
+  int64_t num_frames(int64_t num_samples) const;
+
+  // Spectral features of one whole utterance, samples in 16-bit units
+  // (a float in [-1, 1] must be scaled by 32768 first). The result has
+  // num_frames(n) rows of num_warps() * base_dim() floats: warp k's features
+  // are columns [k * base_dim, (k + 1) * base_dim).
+  FeatureMatrix compute(const float* samples, int64_t num_samples);
+
+  // The same for `spec.num_utts` utterances already on the device (see
+  // FramingSpec; its frame fields are filled by framing_for()). `out`
+  // receives spec.rows() x (num_warps * base_dim) floats. For benchmarks and
+  // streaming; no host transfer happens.
+  void compute_device(const DeviceBuffer& signal, const FramingSpec& spec,
+                      DeviceBuffer& out);
+
+  // A FramingSpec for a batch of utterances of `num_samples` each, laid out
+  // `stride` samples apart, with this extractor's frame settings.
+  FramingSpec framing_for(int64_t num_utts, int64_t num_samples,
+                          int64_t stride) const;
+
+ private:
+  struct Scratch;
+  void ensure_scratch(int64_t rows);
+  // Spectral features for frames already windowed in scratch.
+  void run_from_frames(int64_t rows, const FramingSpec& spec,
+                       DeviceBuffer& out);
+
+  FeatureOptions opts_;
+  Backend& backend_;
+  std::vector<float> warps_;
+  int frame_length_ = 0;
+  int frame_shift_ = 0;
+  int fft_size_ = 0;
+  int base_dim_ = 0;
+  int num_bands_ = 0;  // filters per warp
+  BufferPtr window_;
+  BufferPtr filterbank_;   // (warps * bands) x (fft/2+1)
+  BufferPtr cepstral_;     // DCT (MFCC), IDFT (PLP) or TRAPS weights
+  BufferPtr plp_lifter_;   // num_ceps x num_ceps diagonal (PLP)
+  Scratch* scratch_ = nullptr;
+};
+
+// Full pipeline for one utterance: spectral features, then normalisation and
+// deltas from opts (postprocess.h). Rows = num_frames, dim = output_dim().
+FeatureMatrix compute_features(const FeatureOptions& opts, Backend& backend,
+                               const float* samples, int64_t num_samples);
+
+}  // namespace gpuspeech

@@ -1,0 +1,178 @@
+// Options for every configurable stage of feature extraction, one struct per
+// stage, Kaldi-style. Defaults live here and nowhere else: the CLI, the
+// GStreamer element and feat.params parsing all start from these values.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace gpuspeech {
+
+// Which toolkit's conventions a cepstral pipeline follows. The flavour picks
+// defaults (see FeatureOptions::for_flavour) and details no single option
+// expresses: Sphinx pre-emphasises the continuous signal and floors the log
+// at a constant, Kaldi pre-emphasises inside each frame, and so on.
+enum class Flavour { kSphinx, kHtk, kKaldi };
+
+enum class FeatureKind {
+  kMfcc,   // cepstra from a mel filterbank
+  kFbank,  // log mel filterbank energies
+  kPlp,    // perceptual linear prediction cepstra
+  kTraps,  // TRAPS (LC-RC): per-band temporal trajectories
+};
+
+enum class WindowType { kHamming, kHanning, kPovey, kRectangular, kBlackman };
+
+enum class PreemphasisMode {
+  kContinuous,  // y[n] = x[n] - a x[n-1] over the whole signal (Sphinx)
+  kPerFrame,    // inside each frame, first sample y[0] = x[0] - a x[0] (Kaldi, HTK)
+};
+
+// Cutting the signal into frames.
+struct FrameOptions {
+  float sample_rate = 16000.0f;
+  float frame_length_ms = 25.625f;  // Sphinx -wlen 0.025625
+  float frame_shift_ms = 10.0f;     // Sphinx -frate 100
+  int fft_size = 512;               // 0: next power of two >= frame length
+  float preemphasis = 0.97f;        // 0 disables
+  PreemphasisMode preemphasis_mode = PreemphasisMode::kContinuous;
+  WindowType window = WindowType::kHamming;
+  bool remove_dc = false;  // subtract each frame's mean before windowing
+  // Kaldi's snip_edges: only frames that fit entirely in the signal. When
+  // false the last partial frame is zero-padded (what sphinx_fe does at the
+  // end of an utterance).
+  bool snip_edges = false;
+  float dither = 0.0f;  // std-dev of Gaussian dither in sample units; 0 = off
+  uint32_t dither_seed = 0;
+
+  int frame_length_samples() const;  // rounded like the toolkits do
+  int frame_shift_samples() const;
+  int padded_fft_size() const;  // fft_size, or next pow2 if fft_size == 0
+};
+
+// The triangular mel filterbank and the mel scale.
+enum class MelScale {
+  kSphinx,  // 2595 log10(1 + f/700), filter edges rounded to DFT bins, unit area
+  kHtk,     // 1127 ln(1 + f/700), triangles on the mel axis, peak 1
+};
+
+// Vocal-tract length normalisation by a piecewise-linear frequency warp
+// (the form Kaldi and HTK use: linear with slope 1/alpha up to a knee, then
+// a line that maps the Nyquist frequency onto itself).
+struct VtlnOptions {
+  float warp = 1.0f;         // 1.0 = no warp
+  float low_cutoff = 100.0f;  // Hz; below this the warp is the identity
+  float high_cutoff = -500.0f;  // Hz; <= 0 means offset from Nyquist
+};
+
+struct MelOptions {
+  int num_filters = 25;      // Sphinx -nfilt (en-us: 25)
+  float low_freq = 130.0f;   // Sphinx -lowerf (en-us: 130)
+  float high_freq = 6800.0f; // Sphinx -upperf (en-us: 6800); <= 0: offset from Nyquist
+  MelScale scale = MelScale::kSphinx;
+  bool use_power = true;  // power spectrum (true) or magnitude (HTK default)
+  VtlnOptions vtln;
+};
+
+enum class CepstralTransform {
+  kSphinxDct,  // Sphinx "dct": orthonormal-like DCT-II, c0 scaled by sqrt(1/N)
+  kSphinxLegacy,  // Sphinx "legacy": plain cos sum over filters / N
+  kHtkDct,     // sqrt(2/N) sum m_j cos(pi i (j+0.5)/N) for every i
+  kKaldiDct,   // orthonormal DCT-II (Kaldi / torchaudio)
+};
+
+// How the log of a filterbank energy is protected from log(0).
+enum class LogFloorMode {
+  kConstant,  // x > 0 ? ln x : floor_value
+  kClamp,     // ln(max(x, floor_value)) (Kaldi: FLT_EPSILON; HTK: 1.0)
+  kOffset,    // ln(x + floor_value) (Sphinx: 1e-4)
+};
+
+struct LogOptions {
+  LogFloorMode mode = LogFloorMode::kClamp;
+  float floor_value = 0.0f;  // filled per flavour
+};
+
+struct MfccOptions {
+  int num_ceps = 13;
+  CepstralTransform transform = CepstralTransform::kSphinxDct;
+  int lifter = 22;  // 0: none; L: c_i *= 1 + L/2 sin(pi i / L)
+  // C0 (default) or the frame's log energy as the first coefficient (HTK
+  // and Kaldi use_energy). The energy is computed from the raw frame after
+  // DC removal and before pre-emphasis and window, like Kaldi's raw_energy.
+  bool use_energy = false;
+  float energy_floor = 0.0f;  // log energy >= ln(energy_floor) when > 0
+};
+
+struct PlpOptions {
+  int num_filters = 21;  // critical bands on the Bark scale
+  int order = 12;        // LPC order
+  int num_ceps = 13;
+  float compress = 0.33f;  // cube-root intensity-loudness compression
+  int lifter = 22;
+  bool use_energy = false;
+};
+
+struct TrapsOptions {
+  int context = 25;   // frames on each side; the trajectory spans 2*context+1
+  int num_coeffs = 8;  // DCT coefficients kept per half (left and right)
+};
+
+struct DeltaOptions {
+  // Sphinx "1s_c_d_dd": 39-dim [c, d, dd] with d = c[t+2]-c[t-2],
+  // dd = d[t+1]-d[t-1] and frames outside the utterance replicate its edges.
+  enum class Layout { kNone, kSphinx1sCDDd, kRegression };
+  Layout layout = Layout::kNone;
+  int order = 2;   // kRegression: 1 = deltas, 2 = + accelerations
+  int window = 2;  // kRegression: N in sum_n n (c[t+n] - c[t-n]) / (2 sum n^2)
+};
+
+struct NormOptions {
+  enum class Cmn { kNone, kBatch, kLive };
+  Cmn cmn = Cmn::kNone;
+  bool cvn = false;  // variance normalisation (needs kBatch)
+  // Starting mean for live CMN (Sphinx -cmninit); empty = first frame's.
+  std::vector<float> cmn_init;
+  int live_window = 500;  // frames after which live CMN starts forgetting
+  bool min_max = false;   // scale each dimension to [0, 1] over the utterance
+};
+
+// Everything that defines one feature stream. Two streams with equal options
+// produce identical numbers on every backend.
+struct FeatureOptions {
+  FeatureKind kind = FeatureKind::kMfcc;
+  Flavour flavour = Flavour::kSphinx;
+  FrameOptions frame;
+  MelOptions mel;
+  LogOptions log;
+  MfccOptions mfcc;
+  PlpOptions plp;
+  TrapsOptions traps;
+  DeltaOptions delta;
+  NormOptions norm;
+
+  // The defaults of each toolkit for `kind`. Sphinx defaults are the
+  // en-us model's feat.params; Kaldi's those of compute-mfcc-feats and
+  // torchaudio.compliance.kaldi; HTK's those of a common HCopy config
+  // (TARGETKIND MFCC_0, 25 ms Hamming, 26 filters, lifter 22).
+  static FeatureOptions for_flavour(Flavour flavour, FeatureKind kind);
+
+  // Features per frame before deltas (e.g. 13 for MFCC).
+  int base_dim() const;
+  // Features per frame as delivered (after deltas).
+  int output_dim() const;
+  // Throws std::invalid_argument naming the offending option.
+  void validate() const;
+};
+
+const char* to_string(Flavour);
+const char* to_string(FeatureKind);
+const char* to_string(WindowType);
+// Parse helpers for CLI flags and element properties; throw
+// std::invalid_argument listing the accepted names.
+Flavour parse_flavour(const std::string&);
+FeatureKind parse_feature_kind(const std::string&);
+WindowType parse_window(const std::string&);
+
+}  // namespace gpuspeech

@@ -1,0 +1,64 @@
+// Utterance-level post-processing on the host: cepstral mean and variance
+// normalisation (batch and live), min/max scaling, and deltas. These are
+// cheap, sequential, and identical for every backend.
+#pragma once
+
+#include <vector>
+
+#include "feature_pipeline.h"
+#include "options.h"
+
+namespace gpuspeech {
+
+// Subtracts the per-dimension mean over all rows; with cvn also divides by
+// the standard deviation (dimensions with zero variance are left at 0).
+void apply_batch_cmn(FeatureMatrix& feats, bool cvn);
+
+// Scales each dimension to [0, 1] over the utterance (constant dims -> 0).
+void apply_min_max(FeatureMatrix& feats);
+
+// Live CMN for streams: keeps a running mean that starts from `init` (Sphinx
+// -cmninit; empty means the first frame) and is updated after every frame,
+// so the result depends only on the frame sequence, never on how audio was
+// chunked. After `window` frames the sums are halved, so the estimate
+// follows a drifting channel.
+class LiveCmn {
+ public:
+  LiveCmn(int dim, std::vector<float> init, int window);
+  // Normalises one frame in place with the current mean, then updates it.
+  void process(float* frame);
+  void reset();
+  const std::vector<float>& mean() const { return mean_; }
+
+ private:
+  int dim_;
+  std::vector<float> init_;
+  int window_;
+  std::vector<double> sum_;
+  double count_ = 0;
+  std::vector<float> mean_;
+  bool started_ = false;
+};
+
+// Frames of context deltas need on each side (0 for kNone; 3 for Sphinx
+// 1s_c_d_dd; order * window for regression).
+int delta_context(const DeltaOptions& opts);
+
+// Appends deltas to a whole utterance: rows stay, dim grows to
+// dim * (1 + order) (39 for Sphinx 1s_c_d_dd with 13 cepstra). Frames
+// outside the utterance replicate the first and last frame.
+FeatureMatrix add_deltas(const FeatureMatrix& feats, const DeltaOptions& opts);
+
+// Deltas for rows [first, first + count) of `feats`, where `feats` is a
+// window of the utterance and rows outside it are clamped to the window.
+// Used by the streaming extractor, which keeps delta_context() frames of
+// history and look-ahead, so results equal add_deltas on the whole.
+void add_deltas_rows(const FeatureMatrix& feats, int64_t first, int64_t count,
+                     const DeltaOptions& opts, float* out);
+
+// Normalisation, then deltas, as opts.norm and opts.delta ask. kLive runs
+// LiveCmn over the rows in order, so a whole utterance and a stream of the
+// same audio give the same numbers.
+void postprocess_utterance(const FeatureOptions& opts, FeatureMatrix& feats);
+
+}  // namespace gpuspeech
