@@ -52,9 +52,11 @@ FeatureExtractor::FeatureExtractor(const FeatureOptions& opts, Backend& backend,
   opts_.validate();
   if (warps_.empty()) warps_.push_back(opts_.mel.vtln.warp);
   if (warps_.size() > 64) throw std::invalid_argument("at most 64 VTLN warps at once");
-  for (float w : warps_)
-    if (!(w > 0.5f && w < 2.0f))
-      throw std::invalid_argument("VTLN warp factors must be in (0.5, 2)");
+  for (float w : warps_) check_vtln(opts_.mel, opts_.frame.sample_rate, w);
+  // TRAPS transforms every warp's bands with one dense matrix, whose size
+  // grows with the square of the warp count.
+  if (opts_.kind == FeatureKind::kTraps && warps_.size() > 4)
+    throw std::invalid_argument("TRAPS supports at most 4 VTLN warps at once");
 
   const FrameOptions& f = opts_.frame;
   frame_length_ = f.frame_length_samples();

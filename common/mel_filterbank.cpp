@@ -17,6 +17,26 @@ double resolve_high_freq(double high_freq, double sample_rate) {
   return high_freq > 0 ? high_freq : sample_rate / 2.0 + high_freq;
 }
 
+void check_vtln(const MelOptions& mel, double sample_rate, double warp) {
+  if (!(warp > 0.5 && warp < 2.0))
+    throw std::invalid_argument("VTLN warp factors must be in (0.5, 2), got " +
+                                std::to_string(warp));
+  if (warp == 1.0) return;
+  const double low = mel.low_freq;
+  const double high = resolve_high_freq(mel.high_freq, sample_rate);
+  const double nyquist = sample_rate / 2.0;
+  const double high_cutoff =
+      mel.vtln.high_cutoff > 0 ? mel.vtln.high_cutoff : nyquist + mel.vtln.high_cutoff;
+  const double lower_knee = mel.vtln.low_cutoff * std::max(1.0, warp);
+  const double upper_knee = high_cutoff * std::min(1.0, warp);
+  if (!(low < lower_knee && lower_knee < upper_knee && upper_knee < high))
+    throw std::invalid_argument(
+        "VTLN warp " + std::to_string(warp) + ": its knees (" + std::to_string(lower_knee) +
+        " and " + std::to_string(upper_knee) + " Hz) must lie inside the filterbank band (" +
+        std::to_string(low) + " to " + std::to_string(high) +
+        " Hz); set the VTLN low and high cutoffs inside the band");
+}
+
 double vtln_warp_hz(double hz, double warp, double low_freq, double high_freq,
                     double nyquist, const VtlnOptions& vtln) {
   if (warp == 1.0) return hz;

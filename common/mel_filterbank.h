@@ -22,6 +22,11 @@ double mel_htk_inverse(double mel);
 double vtln_warp_hz(double hz, double warp, double low_freq, double high_freq,
                     double nyquist, const VtlnOptions& vtln);
 
+// Throws std::invalid_argument unless `warp` is in (0.5, 2) and, when it is
+// not 1, both VTLN knees fall strictly inside the filterbank's band (outside
+// it the piecewise-linear warp would be discontinuous).
+void check_vtln(const MelOptions& mel, double sample_rate, double warp);
+
 // The Sphinx filterbank (sphinxbase fe_build_melfilters): filter edges
 // equally spaced on the Sphinx mel scale from low to high, rounded to DFT
 // bins, unit-area triangles. VTLN warps the edge frequencies.

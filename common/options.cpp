@@ -1,5 +1,7 @@
 #include "options.h"
 
+#include "mel_filterbank.h"
+
 #include <cfloat>
 #include <cmath>
 #include <stdexcept>
@@ -50,6 +52,8 @@ FeatureOptions FeatureOptions::for_flavour(Flavour flavour, FeatureKind kind) {
       o.log.floor_value = FLT_EPSILON;
       o.mfcc.transform = CepstralTransform::kKaldiDct;
       o.mfcc.energy_floor = 1.0f;  // torchaudio's default; Kaldi's is 0
+      o.mel.vtln.low_cutoff = 100.0f;  // Kaldi's VTLN knees
+      o.mel.vtln.high_cutoff = -500.0f;
       if (kind == FeatureKind::kPlp) o.plp.num_filters = 23;
       break;
     case Flavour::kHtk:
@@ -67,6 +71,8 @@ FeatureOptions FeatureOptions::for_flavour(Flavour flavour, FeatureKind kind) {
       o.log.mode = LogFloorMode::kClamp;
       o.log.floor_value = 1.0f;  // HTK's mel floor
       o.mfcc.transform = CepstralTransform::kHtkDct;
+      o.mel.vtln.low_cutoff = 100.0f;
+      o.mel.vtln.high_cutoff = -500.0f;
       break;
   }
   if (kind == FeatureKind::kFbank && flavour == Flavour::kSphinx) {
@@ -107,6 +113,9 @@ void FeatureOptions::validate() const {
         std::to_string(f.sample_rate));
   if (!(f.frame_length_ms > 0.0f) || !(f.frame_shift_ms > 0.0f))
     bad("frame length and shift must be positive");
+  // Bounded before converting to samples, which would overflow an int.
+  if (!(f.frame_length_ms <= 10000.0f) || !(f.frame_shift_ms <= 10000.0f))
+    bad("frame length and shift must be at most 10000 ms");
   const int len = f.frame_length_samples();
   const int shift = f.frame_shift_samples();
   if (len < 2) bad("frame length is under 2 samples");
@@ -130,8 +139,7 @@ void FeatureOptions::validate() const {
     bad("filterbank edges must satisfy 0 <= low-freq < high-freq <= " +
         std::to_string(nyquist) + " Hz (got " + std::to_string(mel.low_freq) +
         ", " + std::to_string(high) + ")");
-  if (!(mel.vtln.warp > 0.5f && mel.vtln.warp < 2.0f))
-    bad("vtln-warp must be in (0.5, 2)");
+  check_vtln(mel, f.sample_rate, mel.vtln.warp);
   if (log.mode != LogFloorMode::kConstant && !(log.floor_value > 0.0f))
     bad("the log floor must be positive");
 

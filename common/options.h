@@ -60,10 +60,13 @@ enum class MelScale {
 // Vocal-tract length normalisation by a piecewise-linear frequency warp
 // (the form Kaldi and HTK use: linear with slope 1/alpha up to a knee, then
 // a line that maps the Nyquist frequency onto itself).
+// The two knees (low_cutoff * max(1, warp) and high_cutoff * min(1, warp))
+// must fall strictly inside the filterbank's [low_freq, high_freq] whenever a
+// warp other than 1 is used; check_vtln (mel_filterbank.h) says so clearly.
 struct VtlnOptions {
-  float warp = 1.0f;         // 1.0 = no warp
-  float low_cutoff = 100.0f;  // Hz; below this the warp is the identity
-  float high_cutoff = -500.0f;  // Hz; <= 0 means offset from Nyquist
+  float warp = 1.0f;            // 1.0 = no warp
+  float low_cutoff = 200.0f;    // Hz; lower knee (Kaldi's default is 100)
+  float high_cutoff = 6300.0f;  // Hz; upper knee; <= 0: offset from Nyquist
 };
 
 struct MelOptions {

@@ -14,12 +14,13 @@ namespace gpuspeech {
 double hz_to_bark(double hz);
 double bark_to_hz(double bark);
 
-// Hermansky's (1990) equal-loudness weight at `hz`: about 1 above 5 kHz,
-// falling off towards low frequencies.
+// Hermansky's (1990) equal-loudness weight at `hz`: rising monotonically
+// towards 1 (0.85 at 7 kHz), about -33 dB at 100 Hz.
 double plp_equal_loudness(double hz);
 
 // The inverse of vtln_warp_hz (mel_filterbank.h) for the same arguments:
-// the frequency x with vtln_warp_hz(x, ...) == hz.
+// the frequency x with vtln_warp_hz(x, ...) == hz. Throws
+// std::invalid_argument when the warp is not invertible on the band.
 double vtln_unwarp_hz(double hz, double warp, double low_freq,
                       double high_freq, double nyquist,
                       const VtlnOptions& vtln);

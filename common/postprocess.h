@@ -18,10 +18,11 @@ void apply_batch_cmn(FeatureMatrix& feats, bool cvn);
 void apply_min_max(FeatureMatrix& feats);
 
 // Live CMN for streams: keeps a running mean that starts from `init` (Sphinx
-// -cmninit; empty means the first frame) and is updated after every frame,
-// so the result depends only on the frame sequence, never on how audio was
-// chunked. After `window` frames the sums are halved, so the estimate
-// follows a drifting channel.
+// -cmninit, weighted as `window` frames; empty means the first frame, with
+// weight 1) and is updated after every frame, so the result depends only on
+// the frame sequence, never on how audio was chunked. Whenever the weight
+// reaches 2 * window the sums are halved (back to `window`), so the estimate
+// averages the last window..2*window frames and follows a drifting channel.
 class LiveCmn {
  public:
   LiveCmn(int dim, std::vector<float> init, int window);

@@ -1,0 +1,290 @@
+// Utterance-level post-processing on the host: CMN, CVN, min/max and deltas.
+// Sums run in double so that long utterances (hours of frames) do not lose
+// the mean to float rounding.
+#include "postprocess.h"
+
+#include <algorithm>
+#include <cmath>
+#include <stdexcept>
+#include <string>
+
+namespace gpuspeech {
+
+void apply_batch_cmn(FeatureMatrix& feats, bool cvn) {
+  const int dim = feats.dim;
+  if (feats.rows <= 0 || dim <= 0) return;
+  std::vector<double> sum(dim, 0.0), sum_sq(dim, 0.0);
+  for (int64_t t = 0; t < feats.rows; ++t) {
+    const float* x = feats.row(t);
+    for (int d = 0; d < dim; ++d) sum[d] += x[d];
+  }
+  const double n = static_cast<double>(feats.rows);
+  std::vector<double> mean(dim);
+  for (int d = 0; d < dim; ++d) mean[d] = sum[d] / n;
+  // Variance from the centred values (two passes), not E[x^2] - E[x]^2,
+  // which cancels badly when the mean is large against the spread.
+  std::vector<double> scale(dim, 1.0);
+  if (cvn) {
+    for (int64_t t = 0; t < feats.rows; ++t) {
+      const float* x = feats.row(t);
+      for (int d = 0; d < dim; ++d) {
+        const double c = x[d] - mean[d];
+        sum_sq[d] += c * c;
+      }
+    }
+    for (int d = 0; d < dim; ++d) {
+      const double var = sum_sq[d] / n;
+      // A constant dimension carries no information; leave it at 0 rather
+      // than dividing by zero.
+      scale[d] = var > 0.0 ? 1.0 / std::sqrt(var) : 0.0;
+    }
+  }
+  for (int64_t t = 0; t < feats.rows; ++t) {
+    float* x = feats.row(t);
+    for (int d = 0; d < dim; ++d)
+      x[d] = static_cast<float>((x[d] - mean[d]) * scale[d]);
+  }
+}
+
+void apply_min_max(FeatureMatrix& feats) {
+  const int dim = feats.dim;
+  if (feats.rows <= 0 || dim <= 0) return;
+  std::vector<float> lo(feats.row(0), feats.row(0) + dim);
+  std::vector<float> hi = lo;
+  for (int64_t t = 1; t < feats.rows; ++t) {
+    const float* x = feats.row(t);
+    for (int d = 0; d < dim; ++d) {
+      lo[d] = std::min(lo[d], x[d]);
+      hi[d] = std::max(hi[d], x[d]);
+    }
+  }
+  for (int64_t t = 0; t < feats.rows; ++t) {
+    float* x = feats.row(t);
+    for (int d = 0; d < dim; ++d) {
+      const double range = static_cast<double>(hi[d]) - lo[d];
+      x[d] = range > 0.0
+                 ? static_cast<float>((static_cast<double>(x[d]) - lo[d]) / range)
+                 : 0.0f;
+    }
+  }
+}
+
+// ---------------------------------------------------------------------------
+// Live CMN.
+//
+// The running estimate is sum_ / count_. A non-empty `init` enters as a
+// prior worth `window` frames (Sphinx's cmn_prior gives -cmninit the weight
+// of its CMN_WIN frames); an empty one is replaced by the first frame, with
+// weight 1. Every frame is normalised with the mean as it stands, then
+// added. Whenever the weight reaches 2 * window, sum and weight are halved:
+// the estimate then averages the last window..2*window frames with older
+// ones discounted geometrically, so it follows a drifting channel while
+// staying as smooth as Sphinx's (which rescales from 800 down to 500).
+// Because the update is per frame, chunking the stream cannot change it.
+
+LiveCmn::LiveCmn(int dim, std::vector<float> init, int window)
+    : dim_(dim), init_(std::move(init)), window_(window) {
+  if (dim_ < 1)
+    throw std::invalid_argument("live CMN: dimension must be >= 1, got " +
+                                std::to_string(dim_));
+  if (window_ < 1)
+    throw std::invalid_argument("live CMN: window must be >= 1 frame, got " +
+                                std::to_string(window_));
+  if (!init_.empty() && static_cast<int>(init_.size()) != dim_)
+    throw std::invalid_argument(
+        "live CMN: cmn_init has " + std::to_string(init_.size()) +
+        " values but the features have " + std::to_string(dim_) +
+        " dimensions");
+  reset();
+}
+
+void LiveCmn::reset() {
+  sum_.assign(dim_, 0.0);
+  mean_.assign(dim_, 0.0f);
+  count_ = 0.0;
+  started_ = !init_.empty();
+  if (started_) {
+    for (int d = 0; d < dim_; ++d) {
+      mean_[d] = init_[d];
+      sum_[d] = static_cast<double>(init_[d]) * window_;
+    }
+    count_ = window_;
+  }
+}
+
+void LiveCmn::process(float* frame) {
+  if (!started_) {
+    for (int d = 0; d < dim_; ++d) mean_[d] = frame[d];
+    started_ = true;
+  }
+  for (int d = 0; d < dim_; ++d) {
+    const float x = frame[d];
+    frame[d] = x - mean_[d];
+    sum_[d] += x;
+  }
+  count_ += 1.0;
+  if (count_ >= 2.0 * window_) {
+    for (int d = 0; d < dim_; ++d) sum_[d] *= 0.5;
+    count_ *= 0.5;
+  }
+  for (int d = 0; d < dim_; ++d)
+    mean_[d] = static_cast<float>(sum_[d] / count_);
+}
+
+// ---------------------------------------------------------------------------
+// Deltas.
+//
+// Both layouts are linear filters over the base features with the frame
+// index clamped to the available rows, so the edges replicate the first and
+// last frame. Accelerations are the delta filter applied twice *to the
+// clamped base features* (not to clamped deltas): for Sphinx
+//   d[t]  = c[t+2] - c[t-2],
+//   dd[t] = d[t+1] - d[t-1] = (c[t+3] - c[t-1]) - (c[t+1] - c[t-3]),
+// as sphinxbase's feat_1s_c_d_dd computes from its edge-padded cepstra; for
+// regression (HTK/Kaldi, window N)
+//   d[t] = sum_{n=1..N} n (c[t+n] - c[t-n]) / (2 sum_{n=1..N} n^2)
+// and dd = the same filter convolved with itself (Kaldi's DeltaFeatures).
+// Either way row t needs only rows t - context .. t + context.
+
+namespace {
+
+void check_delta(const DeltaOptions& opts) {
+  if (opts.layout == DeltaOptions::Layout::kRegression) {
+    if (opts.order < 1 || opts.order > 2)
+      throw std::invalid_argument(
+          "deltas: regression order must be 1 or 2, got " +
+          std::to_string(opts.order));
+    if (opts.window < 1)
+      throw std::invalid_argument("deltas: window must be >= 1, got " +
+                                  std::to_string(opts.window));
+  }
+}
+
+int delta_orders(const DeltaOptions& opts) {
+  switch (opts.layout) {
+    case DeltaOptions::Layout::kNone: return 0;
+    case DeltaOptions::Layout::kSphinx1sCDDd: return 2;
+    case DeltaOptions::Layout::kRegression: return opts.order;
+  }
+  return 0;
+}
+
+std::vector<double> convolve(const std::vector<double>& x,
+                             const std::vector<double>& y) {
+  std::vector<double> out(x.size() + y.size() - 1, 0.0);
+  for (size_t i = 0; i < x.size(); ++i)
+    for (size_t j = 0; j < y.size(); ++j) out[i + j] += x[i] * y[j];
+  return out;
+}
+
+// Centred FIR taps per order: taps[o][j] weights c[t + j - taps[o].size()/2]
+// in the order-(o + 1) derivative.
+std::vector<std::vector<double>> delta_taps(const DeltaOptions& opts) {
+  std::vector<std::vector<double>> taps;
+  switch (opts.layout) {
+    case DeltaOptions::Layout::kNone:
+      break;
+    case DeltaOptions::Layout::kSphinx1sCDDd: {
+      const std::vector<double> d = {-1.0, 0.0, 0.0, 0.0, 1.0};  // c[t+2]-c[t-2]
+      taps.push_back(d);
+      taps.push_back(convolve(d, {-1.0, 0.0, 1.0}));  // d[t+1] - d[t-1]
+      break;
+    }
+    case DeltaOptions::Layout::kRegression: {
+      const int w = opts.window;
+      double denom = 0.0;
+      for (int n = 1; n <= w; ++n) denom += 2.0 * n * n;
+      std::vector<double> d(2 * w + 1, 0.0);
+      for (int n = 1; n <= w; ++n) {
+        d[w + n] = n / denom;
+        d[w - n] = -n / denom;
+      }
+      taps.push_back(d);
+      if (opts.order == 2) taps.push_back(convolve(d, d));
+      break;
+    }
+  }
+  return taps;
+}
+
+}  // namespace
+
+int delta_context(const DeltaOptions& opts) {
+  switch (opts.layout) {
+    case DeltaOptions::Layout::kNone: return 0;
+    case DeltaOptions::Layout::kSphinx1sCDDd: return 3;
+    case DeltaOptions::Layout::kRegression: return opts.order * opts.window;
+  }
+  return 0;
+}
+
+void add_deltas_rows(const FeatureMatrix& feats, int64_t first, int64_t count,
+                     const DeltaOptions& opts, float* out) {
+  check_delta(opts);
+  if (count < 0 || first < 0 || first + count > feats.rows)
+    throw std::invalid_argument(
+        "deltas: rows [" + std::to_string(first) + ", " +
+        std::to_string(first + count) + ") outside a window of " +
+        std::to_string(feats.rows) + " rows");
+  const int dim = feats.dim;
+  const int orders = delta_orders(opts);
+  const int out_dim = dim * (1 + orders);
+  const auto taps = delta_taps(opts);
+  std::vector<double> acc(dim);
+  for (int64_t i = 0; i < count; ++i) {
+    const int64_t t = first + i;
+    float* o = out + i * out_dim;
+    std::copy(feats.row(t), feats.row(t) + dim, o);
+    for (int ord = 0; ord < orders; ++ord) {
+      const std::vector<double>& f = taps[ord];
+      const int64_t half = static_cast<int64_t>(f.size() / 2);
+      std::fill(acc.begin(), acc.end(), 0.0);
+      for (size_t j = 0; j < f.size(); ++j) {
+        if (f[j] == 0.0) continue;
+        const int64_t s = std::clamp<int64_t>(
+            t + static_cast<int64_t>(j) - half, 0, feats.rows - 1);
+        const float* x = feats.row(s);
+        for (int d = 0; d < dim; ++d) acc[d] += f[j] * x[d];
+      }
+      float* od = o + dim * (1 + ord);
+      for (int d = 0; d < dim; ++d) od[d] = static_cast<float>(acc[d]);
+    }
+  }
+}
+
+FeatureMatrix add_deltas(const FeatureMatrix& feats, const DeltaOptions& opts) {
+  check_delta(opts);
+  FeatureMatrix out;
+  out.rows = feats.rows;
+  out.dim = feats.dim * (1 + delta_orders(opts));
+  out.data.resize(static_cast<size_t>(out.rows) * out.dim);
+  if (feats.rows > 0)
+    add_deltas_rows(feats, 0, feats.rows, opts, out.data.data());
+  return out;
+}
+
+void postprocess_utterance(const FeatureOptions& opts, FeatureMatrix& feats) {
+  const NormOptions& norm = opts.norm;
+  switch (norm.cmn) {
+    case NormOptions::Cmn::kNone:
+      if (norm.cvn)
+        throw std::invalid_argument("cvn needs batch CMN (norm.cmn = batch)");
+      break;
+    case NormOptions::Cmn::kBatch:
+      apply_batch_cmn(feats, norm.cvn);
+      break;
+    case NormOptions::Cmn::kLive: {
+      if (norm.cvn)
+        throw std::invalid_argument("cvn needs batch CMN (norm.cmn = batch)");
+      if (feats.rows == 0) break;
+      LiveCmn cmn(feats.dim, norm.cmn_init, norm.live_window);
+      for (int64_t t = 0; t < feats.rows; ++t) cmn.process(feats.row(t));
+      break;
+    }
+  }
+  if (norm.min_max) apply_min_max(feats);
+  if (opts.delta.layout != DeltaOptions::Layout::kNone)
+    feats = add_deltas(feats, opts.delta);
+}
+
+}  // namespace gpuspeech
