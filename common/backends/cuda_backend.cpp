@@ -1,0 +1,497 @@
+// The CUDA backend: the kernels of kernels/cuda, cuBLAS for the matrix
+// products, and for the power spectrum either our fused real-FFT + |X|^2
+// kernel (FFT sizes 256..2048, the ones speech uses) or cuFFT followed by a
+// power kernel (every other size, or all sizes with GPUSPEECH_CUDA_FFT=cufft).
+// All work is queued on one stream per backend; every CUDA, cuFFT and cuBLAS
+// status is checked and becomes a BackendError naming the call.
+//
+// Numbers must match the CPU reference, so cuBLAS runs plain FP32 (no TF32
+// tensor-op math) and no kernel uses fast-math intrinsics.
+#include <cublas_v2.h>
+#include <cuda_runtime.h>
+#include <cufft.h>
+
+#include <cmath>
+#include <cstdint>
+#include <cstdlib>
+#include <list>
+#include <map>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "common/backend.h"
+#include "common/backend_registry.h"
+#include "kernels/cuda/feature_kernels.cuh"
+
+namespace gpuspeech {
+namespace {
+
+void check_cuda(cudaError_t status, const char* call) {
+  if (status != cudaSuccess)
+    throw BackendError(std::string("cuda: ") + call + " failed: " +
+                       cudaGetErrorName(status) + " (" +
+                       cudaGetErrorString(status) + ")");
+}
+
+const char* cufft_result_name(cufftResult r) {
+  switch (r) {
+    case CUFFT_SUCCESS: return "CUFFT_SUCCESS";
+    case CUFFT_INVALID_PLAN: return "CUFFT_INVALID_PLAN";
+    case CUFFT_ALLOC_FAILED: return "CUFFT_ALLOC_FAILED (out of device memory)";
+    case CUFFT_INVALID_VALUE: return "CUFFT_INVALID_VALUE";
+    case CUFFT_INTERNAL_ERROR: return "CUFFT_INTERNAL_ERROR";
+    case CUFFT_EXEC_FAILED: return "CUFFT_EXEC_FAILED";
+    case CUFFT_SETUP_FAILED: return "CUFFT_SETUP_FAILED";
+    case CUFFT_INVALID_SIZE: return "CUFFT_INVALID_SIZE";
+    case CUFFT_INVALID_DEVICE: return "CUFFT_INVALID_DEVICE";
+    case CUFFT_NO_WORKSPACE: return "CUFFT_NO_WORKSPACE";
+    case CUFFT_NOT_IMPLEMENTED: return "CUFFT_NOT_IMPLEMENTED";
+    case CUFFT_NOT_SUPPORTED: return "CUFFT_NOT_SUPPORTED";
+    default: return "unknown cuFFT error";
+  }
+}
+
+void check_cufft(cufftResult status, const char* call) {
+  if (status != CUFFT_SUCCESS)
+    throw BackendError(std::string("cuda: ") + call + " failed: " +
+                       cufft_result_name(status) + " (code " +
+                       std::to_string(static_cast<int>(status)) + ")");
+}
+
+void check_cublas(cublasStatus_t status, const char* call) {
+  if (status != CUBLAS_STATUS_SUCCESS)
+    throw BackendError(std::string("cuda: ") + call + " failed: " +
+                       cublasGetStatusName(status) + " (" +
+                       cublasGetStatusString(status) + ")");
+}
+
+bool fused_fft_from_env() {
+  const char* v = std::getenv("GPUSPEECH_CUDA_FFT");
+  return !(v != nullptr && std::string(v) == "cufft");
+}
+
+class CudaBuffer : public DeviceBuffer {
+ public:
+  CudaBuffer(const Backend* owner, size_t n) : DeviceBuffer(owner, n) {
+    if (n > 0) check_cuda(cudaMalloc(&ptr_, n * sizeof(float)), "cudaMalloc");
+  }
+  ~CudaBuffer() override {
+    if (ptr_ != nullptr) cudaFree(ptr_);  // no throwing from a destructor
+  }
+  float* ptr() const { return ptr_; }
+
+ private:
+  float* ptr_ = nullptr;
+};
+
+// A cuFFT plan for `batch` real-to-complex transforms of size n.
+struct FftPlan {
+  int64_t batch = 0;
+  int n = 0;
+  cufftHandle handle = 0;
+};
+
+class CudaBackend : public Backend {
+ public:
+  explicit CudaBackend(int device_id) : device_id_(device_id) {
+    int count = 0;
+    const cudaError_t st = cudaGetDeviceCount(&count);
+    if (st != cudaSuccess)
+      throw BackendError(std::string("no CUDA device: ") +
+                         cudaGetErrorString(st));
+    if (count == 0) throw BackendError("no CUDA device: none found");
+    if (device_id < 0 || device_id >= count)
+      throw BackendError("device-id " + std::to_string(device_id) +
+                         " out of range (" + std::to_string(count) +
+                         (count == 1 ? " device)" : " devices)"));
+    check_cuda(cudaSetDevice(device_id), "cudaSetDevice");
+    cudaDeviceProp prop;
+    check_cuda(cudaGetDeviceProperties(&prop, device_id),
+               "cudaGetDeviceProperties");
+    device_name_ = std::string(prop.name) + " (cuda device " +
+                   std::to_string(device_id) + ", sm_" +
+                   std::to_string(prop.major) + std::to_string(prop.minor) +
+                   ")";
+    const cudaError_t img = cuda::check_kernel_image();
+    if (img != cudaSuccess)
+      throw BackendError("CUDA device " + device_name_ +
+                         " cannot run this build's kernels (" +
+                         cudaGetErrorString(img) +
+                         "); rebuild with -Dcuda_arch=" +
+                         std::to_string(prop.major) +
+                         std::to_string(prop.minor));
+    try {
+      check_cuda(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking),
+                 "cudaStreamCreate");
+      check_cublas(cublasCreate(&blas_), "cublasCreate");
+      check_cublas(cublasSetStream(blas_, stream_), "cublasSetStream");
+      // Plain FP32: TF32 tensor ops would move results by ~1e-3 relative.
+      // Pedantic math keeps FP32 whatever NVIDIA_TF32_OVERRIDE or a changed
+      // library default says.
+      check_cublas(cublasSetMathMode(blas_, CUBLAS_PEDANTIC_MATH),
+                   "cublasSetMathMode");
+    } catch (...) {
+      release();
+      throw;
+    }
+  }
+
+  ~CudaBackend() override { release(); }
+
+  const char* name() const override { return "cuda"; }
+  std::string device_name() const override { return device_name_; }
+
+  BufferPtr alloc(size_t n_floats) override {
+    select_device();
+    return BufferPtr(new CudaBuffer(this, n_floats));
+  }
+
+  void upload(DeviceBuffer& dst, const float* src, size_t n,
+              size_t dst_offset) override {
+    select_device();
+    float* d = ptr(dst, "upload destination");
+    check_range(dst, dst_offset, n, "upload");
+    if (n == 0) return;
+    // From pageable memory the copy has read `src` by the time it returns.
+    check_cuda(cudaMemcpyAsync(d + dst_offset, src, n * sizeof(float),
+                               cudaMemcpyHostToDevice, stream_),
+               "cudaMemcpyAsync (upload)");
+  }
+
+  void download(const DeviceBuffer& src, float* dst, size_t n,
+                size_t src_offset) override {
+    select_device();
+    const float* s = ptr(src, "download source");
+    check_range(src, src_offset, n, "download");
+    if (n > 0)
+      check_cuda(cudaMemcpyAsync(dst, s + src_offset, n * sizeof(float),
+                                 cudaMemcpyDeviceToHost, stream_),
+                 "cudaMemcpyAsync (download)");
+    check_cuda(cudaStreamSynchronize(stream_), "cudaStreamSynchronize");
+  }
+
+  void synchronize() override {
+    select_device();
+    check_cuda(cudaStreamSynchronize(stream_), "cudaStreamSynchronize");
+  }
+
+  void frame_signal(const DeviceBuffer& signal, const FramingSpec& spec,
+                    const DeviceBuffer& window, DeviceBuffer& frames,
+                    DeviceBuffer* energy) override {
+    select_device();
+    if (spec.num_utts < 0 || spec.frames_per_utt < 0 || spec.valid_length < 0 ||
+        spec.utt_stride < 0 || spec.frame_shift <= 0 ||
+        spec.frame_length <= 0 || spec.fft_size < spec.frame_length)
+      throw BackendError("cuda: frame_signal: invalid framing (frame_length " +
+                         std::to_string(spec.frame_length) + ", fft_size " +
+                         std::to_string(spec.fft_size) + ", frame_shift " +
+                         std::to_string(spec.frame_shift) + ")");
+    if (spec.frame_length > cuda::kMaxFrameLength)
+      throw BackendError("cuda: frame_signal: frame_length " +
+                         std::to_string(spec.frame_length) + " exceeds " +
+                         std::to_string(cuda::kMaxFrameLength));
+    const int64_t rows = spec.rows();
+    check_rows(rows, "frame_signal");
+    if (spec.num_utts > 0 && spec.valid_length > 0) {
+      const int64_t need =
+          (spec.num_utts - 1) * spec.utt_stride + spec.valid_length;
+      check_size(signal, static_cast<size_t>(need), "frame_signal signal");
+    }
+    check_size(window, spec.frame_length, "frame_signal window");
+    check_size(frames, static_cast<size_t>(rows) * spec.fft_size,
+               "frame_signal frames");
+    float* e = nullptr;
+    if (energy != nullptr) {
+      check_size(*energy, static_cast<size_t>(rows), "frame_signal energy");
+      e = ptr(*energy, "frame_signal energy");
+    }
+    cuda::FrameParams p;
+    p.num_utts = spec.num_utts;
+    p.utt_stride = spec.utt_stride;
+    p.valid_length = spec.valid_length;
+    p.frames_per_utt = spec.frames_per_utt;
+    p.first_frame_offset = spec.first_frame_offset;
+    p.frame_shift = spec.frame_shift;
+    p.frame_length = spec.frame_length;
+    p.fft_size = spec.fft_size;
+    p.preemphasis = spec.preemphasis;
+    p.preemphasis_per_frame = spec.preemphasis_per_frame;
+    p.remove_dc = spec.remove_dc;
+    check_cuda(cuda::launch_frame_signal(ptr(signal, "frame_signal signal"), p,
+                                         ptr(window, "frame_signal window"),
+                                         ptr(frames, "frame_signal frames"), e,
+                                         stream_),
+               "frame_signal kernel");
+  }
+
+  void power_spectrum(const DeviceBuffer& frames, int64_t rows, int fft_size,
+                      bool magnitude, DeviceBuffer& spectrum) override {
+    select_device();
+    if (fft_size < 2 || (fft_size & (fft_size - 1)) != 0)
+      throw BackendError("cuda: power_spectrum: fft_size " +
+                         std::to_string(fft_size) + " is not a power of two");
+    check_rows(rows, "power_spectrum");
+    const int64_t bins = fft_size / 2 + 1;
+    check_size(frames, static_cast<size_t>(rows) * fft_size,
+               "power_spectrum frames");
+    check_size(spectrum, static_cast<size_t>(rows * bins),
+               "power_spectrum spectrum");
+    if (rows == 0) return;
+    float* out = ptr(spectrum, "power_spectrum spectrum");
+    const float* in = ptr(frames, "power_spectrum frames");
+    if (use_fused_fft_ && cuda::has_real_fft_power(fft_size)) {
+      check_cuda(cuda::launch_real_fft_power(in, rows, fft_size, twiddles(fft_size),
+                                             magnitude, out, stream_),
+                 "real FFT + power kernel");
+      return;
+    }
+    float* complex_out = complex_scratch(static_cast<size_t>(rows * bins * 2));
+    cufftHandle plan = plan_for(rows, fft_size);
+    check_cufft(cufftExecR2C(plan, const_cast<float*>(in),
+                             reinterpret_cast<cufftComplex*>(complex_out)),
+                "cufftExecR2C");
+    check_cuda(cuda::launch_power_from_complex(complex_out, rows * bins, magnitude,
+                                               out, stream_),
+               "power spectrum kernel");
+  }
+
+  void gemm_nt(const DeviceBuffer& a, int64_t rows, int k,
+               const DeviceBuffer& b, int m, DeviceBuffer& c, size_t a_offset,
+               size_t c_offset) override {
+    select_device();
+    if (k < 0 || m < 0)
+      throw BackendError("cuda: gemm_nt: negative size (k " + std::to_string(k) +
+                         ", m " + std::to_string(m) + ")");
+    check_rows(rows, "gemm_nt");
+    check_size(a, a_offset + static_cast<size_t>(rows) * k, "gemm_nt A");
+    check_size(b, static_cast<size_t>(m) * k, "gemm_nt B");
+    check_size(c, c_offset + static_cast<size_t>(rows) * m, "gemm_nt C");
+    if (rows == 0 || m == 0) return;
+    if (k == 0) {  // an empty sum: C is zero
+      check_cuda(cudaMemsetAsync(ptr(c, "gemm_nt C") + c_offset, 0,
+                                 static_cast<size_t>(rows) * m * sizeof(float), stream_),
+                 "cudaMemsetAsync");
+      return;
+    }
+    // Row-major C = A B^T is column-major C^T (m x rows) = B^T' A^T', where
+    // the stored row-major B (m x k) reads as a column-major k x m matrix.
+    const float alpha = 1.0f, beta = 0.0f;
+    check_cublas(cublasSgemm(blas_, CUBLAS_OP_T, CUBLAS_OP_N, m,
+                             static_cast<int>(rows), k, &alpha,
+                             ptr(b, "gemm_nt B"), k,
+                             ptr(a, "gemm_nt A") + a_offset, k, &beta,
+                             ptr(c, "gemm_nt C") + c_offset, m),
+                 "cublasSgemm");
+  }
+
+  void apply(UnaryOp op, float param, DeviceBuffer& x, size_t n) override {
+    select_device();
+    check_size(x, n, "apply");
+    cuda::ApplyOp code;
+    switch (op) {
+      case UnaryOp::kLogFloor: code = cuda::kOpLogFloor; break;
+      case UnaryOp::kLogOffset: code = cuda::kOpLogOffset; break;
+      case UnaryOp::kLogClamp: code = cuda::kOpLogClamp; break;
+      case UnaryOp::kPow: code = cuda::kOpPow; break;
+      case UnaryOp::kSqrt: code = cuda::kOpSqrt; break;
+      default: throw BackendError("cuda: apply: unknown operation");
+    }
+    check_cuda(cuda::launch_apply(code, param, ptr(x, "apply"),
+                                  static_cast<int64_t>(n), stream_),
+               "apply kernel");
+  }
+
+  void log_into_column(const DeviceBuffer& src, int64_t rows, float param,
+                       DeviceBuffer& dst, int dst_cols, int dst_col) override {
+    select_device();
+    if (dst_cols <= 0 || dst_col < 0 || dst_col >= dst_cols)
+      throw BackendError("cuda: log_into_column: column " +
+                         std::to_string(dst_col) + " outside 0.." +
+                         std::to_string(dst_cols - 1));
+    check_rows(rows, "log_into_column");
+    check_size(src, static_cast<size_t>(rows), "log_into_column source");
+    check_size(dst, static_cast<size_t>(rows) * dst_cols,
+               "log_into_column destination");
+    check_cuda(cuda::launch_log_into_column(ptr(src, "log_into_column source"),
+                                            rows, param,
+                                            ptr(dst, "log_into_column dst"),
+                                            dst_cols, dst_col, stream_),
+               "log_into_column kernel");
+  }
+
+  void splice(const DeviceBuffer& src, int64_t num_utts, int64_t rows_per_utt,
+              int cols, int left, int right, DeviceBuffer& dst) override {
+    select_device();
+    if (num_utts < 0 || rows_per_utt < 0 || cols <= 0 || left < 0 ||
+        right < 0)
+      throw BackendError("cuda: splice: invalid shape");
+    if (num_utts == 0 || rows_per_utt == 0) return;
+    const size_t rows = static_cast<size_t>(num_utts * rows_per_utt);
+    check_size(src, rows * cols, "splice source");
+    check_size(dst, rows * (left + right + 1) * cols, "splice destination");
+    check_cuda(cuda::launch_splice(ptr(src, "splice source"), num_utts,
+                                   rows_per_utt, cols, left, right,
+                                   ptr(dst, "splice destination"), stream_),
+               "splice kernel");
+  }
+
+  void lpc_to_cepstrum(const DeviceBuffer& autocorr, int64_t rows, int order,
+                       int num_ceps, DeviceBuffer& ceps) override {
+    select_device();
+    if (order < 1 || order > cuda::kMaxLpcOrder || num_ceps < 1 ||
+        num_ceps > cuda::kMaxLpcCeps)
+      throw BackendError("cuda: lpc_to_cepstrum: order " +
+                         std::to_string(order) + " / num_ceps " +
+                         std::to_string(num_ceps) + " outside 1.." +
+                         std::to_string(cuda::kMaxLpcOrder) + " / 1.." +
+                         std::to_string(cuda::kMaxLpcCeps));
+    check_rows(rows, "lpc_to_cepstrum");
+    check_size(autocorr, static_cast<size_t>(rows) * (order + 1),
+               "lpc_to_cepstrum autocorrelation");
+    check_size(ceps, static_cast<size_t>(rows) * num_ceps,
+               "lpc_to_cepstrum cepstra");
+    check_cuda(cuda::launch_lpc_to_cepstrum(ptr(autocorr, "autocorr"), rows,
+                                            order, num_ceps,
+                                            ptr(ceps, "ceps"), stream_),
+               "lpc_to_cepstrum kernel");
+  }
+
+ private:
+  // Plans hold device work areas; a stream of differently sized batches must
+  // not grow the cache without bound.
+  static constexpr size_t kMaxPlans = 8;
+
+  void select_device() const {
+    int current = -1;
+    check_cuda(cudaGetDevice(&current), "cudaGetDevice");
+    if (current != device_id_)
+      check_cuda(cudaSetDevice(device_id_), "cudaSetDevice");
+  }
+
+  float* ptr(const DeviceBuffer& b, const char* what) const {
+    if (b.owner() != this)
+      throw BackendError(std::string("cuda: ") + what +
+                         " belongs to another backend");
+    return static_cast<const CudaBuffer&>(b).ptr();
+  }
+
+  static void check_size(const DeviceBuffer& b, size_t need, const char* what) {
+    if (b.size() < need)
+      throw BackendError(std::string("cuda: ") + what + " holds " +
+                         std::to_string(b.size()) + " floats, needs " +
+                         std::to_string(need));
+  }
+
+  static void check_range(const DeviceBuffer& b, size_t offset, size_t n,
+                          const char* what) {
+    if (offset > b.size() || n > b.size() - offset)
+      throw BackendError(std::string("cuda: ") + what + " of " +
+                         std::to_string(n) + " floats at offset " +
+                         std::to_string(offset) + " overruns a buffer of " +
+                         std::to_string(b.size()));
+  }
+
+  // Kernels index rows by block or int; cuBLAS and cuFFT take int counts.
+  static void check_rows(int64_t rows, const char* what) {
+    if (rows < 0 || rows > INT32_MAX)
+      throw BackendError(std::string("cuda: ") + what + ": " +
+                         std::to_string(rows) +
+                         " rows is outside 0..2^31-1; split the batch");
+  }
+
+  // exp(-2 pi i k / n), k < n, as (re, im) floats, computed in double.
+  const float* twiddles(int n) {
+    auto it = twiddles_.find(n);
+    if (it != twiddles_.end()) return it->second->ptr();
+    std::vector<float> host(2 * static_cast<size_t>(n));
+    const double kTwoPi = 6.283185307179586476925286766559;
+    for (int k = 0; k < n; ++k) {
+      host[2 * k] = static_cast<float>(std::cos(kTwoPi * k / n));
+      host[2 * k + 1] = static_cast<float>(-std::sin(kTwoPi * k / n));
+    }
+    std::unique_ptr<CudaBuffer> buf(new CudaBuffer(this, host.size()));
+    // Synchronous: `host` goes out of scope on return.
+    check_cuda(cudaMemcpy(buf->ptr(), host.data(), host.size() * sizeof(float),
+                          cudaMemcpyHostToDevice),
+               "cudaMemcpy (twiddles)");
+    const float* p = buf->ptr();
+    twiddles_.emplace(n, std::move(buf));
+    return p;
+  }
+
+  float* complex_scratch(size_t n) {
+    if (!complex_ || complex_->size() < n) {
+      // Free first (the old one may be large), once the stream is done
+      // with it.
+      check_cuda(cudaStreamSynchronize(stream_), "cudaStreamSynchronize");
+      complex_.reset();
+      complex_.reset(new CudaBuffer(this, n));
+    }
+    return complex_->ptr();
+  }
+
+  cufftHandle plan_for(int64_t batch, int n) {
+    for (auto it = plans_.begin(); it != plans_.end(); ++it) {
+      if (it->batch == batch && it->n == n) {
+        plans_.splice(plans_.begin(), plans_, it);  // most recent first
+        return plans_.front().handle;
+      }
+    }
+    if (plans_.size() >= kMaxPlans) {
+      // The stream may still run a transform with the oldest plan.
+      check_cuda(cudaStreamSynchronize(stream_), "cudaStreamSynchronize");
+      cufftDestroy(plans_.back().handle);
+      plans_.pop_back();
+    }
+    FftPlan p;
+    p.batch = batch;
+    p.n = n;
+    int dims[1] = {n};
+    check_cufft(cufftPlanMany(&p.handle, 1, dims, nullptr, 1, n, nullptr, 1,
+                              n / 2 + 1, CUFFT_R2C, static_cast<int>(batch)),
+                "cufftPlanMany");
+    const cufftResult st = cufftSetStream(p.handle, stream_);
+    if (st != CUFFT_SUCCESS) {
+      cufftDestroy(p.handle);
+      check_cufft(st, "cufftSetStream");
+    }
+    plans_.push_front(p);
+    return p.handle;
+  }
+
+  // Errors are ignored here: this runs from the destructor.
+  void release() {
+    cudaSetDevice(device_id_);
+    if (stream_ != nullptr) cudaStreamSynchronize(stream_);
+    for (auto& p : plans_) cufftDestroy(p.handle);
+    plans_.clear();
+    complex_.reset();
+    twiddles_.clear();
+    if (blas_ != nullptr) cublasDestroy(blas_);
+    blas_ = nullptr;
+    if (stream_ != nullptr) cudaStreamDestroy(stream_);
+    stream_ = nullptr;
+  }
+
+  int device_id_;
+  std::string device_name_;
+  cudaStream_t stream_ = nullptr;
+  cublasHandle_t blas_ = nullptr;
+  std::list<FftPlan> plans_;
+  std::unique_ptr<CudaBuffer> complex_;
+  std::map<int, std::unique_ptr<CudaBuffer>> twiddles_;
+  // GPUSPEECH_CUDA_FFT=cufft forces cuFFT + a separate power kernel for
+  // every size (to compare the two paths); otherwise the fused kernel runs
+  // where it exists.
+  bool use_fused_fft_ = fused_fft_from_env();
+};
+
+}  // namespace
+
+BackendPtr make_cuda_backend(int device_id) {
+  return BackendPtr(new CudaBackend(device_id));
+}
+
+}  // namespace gpuspeech
