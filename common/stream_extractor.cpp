@@ -1,0 +1,269 @@
+#include "stream_extractor.h"
+
+#include <algorithm>
+#include <cstring>
+#include <random>
+#include <stdexcept>
+#include <string>
+
+namespace gpuspeech {
+
+namespace {
+
+void append_rows(FeatureMatrix& out, const float* rows, int64_t count) {
+  if (count <= 0) return;
+  out.data.insert(out.data.end(), rows, rows + count * out.dim);
+  out.rows += count;
+}
+
+// Refusals specific to streaming come before the pipeline is built.
+const FeatureOptions& checked_for_streaming(const FeatureOptions& opts) {
+  if (opts.noise.remove_silence)
+    throw std::invalid_argument(
+        "remove_silence is not supported for streaming feature extraction "
+        "(dropping frames would need per-frame timestamps downstream); use "
+        "it with whole utterances (compute_features, gpuspeech-features)");
+  return opts;
+}
+
+}  // namespace
+
+StreamingFeatureExtractor::StreamingFeatureExtractor(const FeatureOptions& opts,
+                                                     Backend& backend)
+    : opts_(checked_for_streaming(opts)),
+      extractor_(opts_, backend),
+      backend_(backend) {
+  frame_length_ = extractor_.frame_length();
+  frame_shift_ = extractor_.frame_shift();
+  base_dim_ = extractor_.num_warps() * extractor_.base_dim();
+  output_dim_ = opts_.output_dim();
+  spectral_context_ = extractor_.spectral_context();
+  delta_context_ = delta_context(opts_.delta);
+  // Anything that needs the whole utterance before the first frame can be
+  // finished goes through postprocess_utterance at flush().
+  buffered_ = opts_.norm.cmn == NormOptions::Cmn::kBatch || opts_.norm.cvn ||
+              opts_.norm.min_max;
+  live_cmn_enabled_ = !buffered_ && opts_.norm.cmn == NormOptions::Cmn::kLive;
+  if (live_cmn_enabled_)
+    live_cmn_ = std::make_unique<LiveCmn>(base_dim_, opts_.norm.cmn_init,
+                                          opts_.norm.live_window);
+  reset();
+}
+
+StreamingFeatureExtractor::~StreamingFeatureExtractor() = default;
+
+void StreamingFeatureExtractor::set_max_block_frames(int frames) {
+  if (frames < 1)
+    throw std::invalid_argument("max block frames must be >= 1, got " +
+                                std::to_string(frames));
+  max_block_frames_ = frames;
+}
+
+void StreamingFeatureExtractor::reset() {
+  window_.clear();
+  window_start_ = 0;
+  total_samples_ = 0;
+  next_spectral_ = 0;
+  frames_emitted_ = 0;
+  history_ = FeatureMatrix{};
+  history_.dim = base_dim_;
+  history_first_ = 0;
+  utterance_ = FeatureMatrix{};
+  utterance_.dim = base_dim_;
+  if (live_cmn_) live_cmn_->reset();
+  // Sphinx noise removal tracks the stream frame by frame; every frame
+  // passes through compute_device exactly once and in order (no spectral
+  // context without TRAPS), so restarting the trackers here matches
+  // FeatureExtractor::compute on the whole utterance.
+  extractor_.reset_noise_state();
+  if (opts_.frame.dither > 0.0f) {
+    dither_gen_.seed(opts_.frame.dither_seed);
+    dither_ = std::make_unique<std::normal_distribution<float>>(
+        0.0f, opts_.frame.dither);
+  }
+}
+
+int64_t StreamingFeatureExtractor::latency_samples() const {
+  return frame_length_ +
+         static_cast<int64_t>(spectral_context_ + delta_context_) *
+             frame_shift_;
+}
+
+int64_t StreamingFeatureExtractor::complete_frames(int64_t num_samples) const {
+  if (num_samples < frame_length_) return 0;
+  return (num_samples - frame_length_) / frame_shift_ + 1;
+}
+
+void StreamingFeatureExtractor::prepare_out(FeatureMatrix& out) const {
+  if (out.rows == 0) {
+    out.dim = output_dim_;
+    out.data.clear();
+  } else if (out.dim != output_dim_) {
+    throw std::invalid_argument(
+        "StreamingFeatureExtractor: output matrix has dim " +
+        std::to_string(out.dim) + " but the features have " +
+        std::to_string(output_dim_));
+  }
+}
+
+void StreamingFeatureExtractor::accept(const float* samples, size_t n,
+                                       FeatureMatrix& out) {
+  prepare_out(out);
+  if (n == 0) return;
+  const size_t old_size = window_.size();
+  window_.insert(window_.end(), samples, samples + n);
+  if (dither_) {
+    // The same generator, drawn once per sample in order from the
+    // utterance start, as FeatureExtractor::compute does: the dithered
+    // signal does not depend on how the audio was cut.
+    for (size_t i = old_size; i < window_.size(); ++i)
+      window_[i] += (*dither_)(dither_gen_);
+  }
+  total_samples_ += static_cast<int64_t>(n);
+
+  const int64_t complete = complete_frames(total_samples_);
+  // A frame's spectral features are final once its TRAPS context is here.
+  const int64_t ready = complete - spectral_context_;
+  if (ready > next_spectral_)
+    compute_spectral(next_spectral_, ready, complete, out);
+  drop_consumed_samples();
+}
+
+void StreamingFeatureExtractor::flush(FeatureMatrix& out) {
+  prepare_out(out);
+  const int64_t total = extractor_.num_frames(total_samples_);
+  if (total > next_spectral_)
+    compute_spectral(next_spectral_, total, total, out);
+  if (buffered_) {
+    if (utterance_.rows > 0) {
+      postprocess_utterance(opts_, utterance_);
+      if (utterance_.dim != output_dim_)
+        throw std::logic_error(
+            "postprocess_utterance produced dim " +
+            std::to_string(utterance_.dim) + ", expected " +
+            std::to_string(output_dim_));
+      append_rows(out, utterance_.data.data(), utterance_.rows);
+      frames_emitted_ += utterance_.rows;
+    }
+  } else {
+    emit_ready(/*at_end=*/true, out);
+  }
+  reset();
+}
+
+void StreamingFeatureExtractor::compute_spectral(int64_t t0, int64_t t1,
+                                                 int64_t available,
+                                                 FeatureMatrix& out) {
+  const int64_t ctx = spectral_context_;
+  for (int64_t c0 = t0; c0 < t1; c0 += max_block_frames_) {
+    const int64_t c1 = std::min<int64_t>(t1, c0 + max_block_frames_);
+    // Frames [a, b) are computed so that [c0, c1) see their full context;
+    // the splice clamps at a and b, which are the utterance's edges or at
+    // least `ctx` frames away from every frame kept.
+    const int64_t a = std::max<int64_t>(0, c0 - ctx);
+    const int64_t b = std::min<int64_t>(available, c1 + ctx);
+    // One sample before frame a feeds continuous pre-emphasis; before the
+    // utterance start the zero rule of FramingSpec gives x(-1) = 0, as in
+    // the whole-utterance path.
+    const int64_t first_sample = a * frame_shift_ - (a > 0 ? 1 : 0);
+    const int64_t last_needed = (b - 1) * frame_shift_ + frame_length_;
+    const int64_t valid =
+        std::min(total_samples_, last_needed) - first_sample;
+    if (first_sample < window_start_ ||
+        first_sample + valid > window_start_ +
+                                   static_cast<int64_t>(window_.size()))
+      throw std::logic_error(
+          "StreamingFeatureExtractor: samples of frames " + std::to_string(a) +
+          ".." + std::to_string(b) + " are no longer buffered");
+
+    FramingSpec spec = extractor_.framing_for(1, valid, valid);
+    spec.frames_per_utt = b - a;
+    spec.first_frame_offset = a * frame_shift_ - first_sample;
+
+    const size_t signal_floats = static_cast<size_t>(std::max<int64_t>(valid, 1));
+    if (!device_signal_ || device_signal_->size() < signal_floats)
+      device_signal_ = backend_.alloc(signal_floats);
+    if (valid > 0)
+      backend_.upload(*device_signal_,
+                      window_.data() + (first_sample - window_start_),
+                      static_cast<size_t>(valid));
+    const size_t feature_floats = static_cast<size_t>((b - a) * base_dim_);
+    if (!device_features_ || device_features_->size() < feature_floats)
+      device_features_ = backend_.alloc(feature_floats);
+    extractor_.compute_device(*device_signal_, spec, *device_features_);
+
+    const size_t kept = static_cast<size_t>((c1 - c0) * base_dim_);
+    block_host_.resize(kept);
+    backend_.download(*device_features_, block_host_.data(), kept,
+                      static_cast<size_t>((c0 - a) * base_dim_));
+    next_spectral_ = c1;
+    take_spectral(block_host_.data(), c1 - c0, out);
+  }
+}
+
+void StreamingFeatureExtractor::take_spectral(const float* rows, int64_t count,
+                                              FeatureMatrix& out) {
+  if (buffered_) {
+    append_rows(utterance_, rows, count);
+    return;
+  }
+  const int64_t first_new = history_.rows;
+  append_rows(history_, rows, count);
+  if (live_cmn_)
+    for (int64_t r = first_new; r < history_.rows; ++r)
+      live_cmn_->process(history_.row(r));
+  emit_ready(/*at_end=*/false, out);
+}
+
+void StreamingFeatureExtractor::emit_ready(bool at_end, FeatureMatrix& out) {
+  const int64_t have = history_first_ + history_.rows;
+  const int64_t upto = at_end ? have : have - delta_context_;
+  if (upto <= frames_emitted_) return;
+  const int64_t count = upto - frames_emitted_;
+  const int64_t first_row = frames_emitted_ - history_first_;
+  const size_t old_size = out.data.size();
+  out.data.resize(old_size + static_cast<size_t>(count) * output_dim_);
+  float* dst = out.data.data() + old_size;
+  if (opts_.delta.layout == DeltaOptions::Layout::kNone) {
+    std::memcpy(dst, history_.row(first_row),
+                static_cast<size_t>(count) * base_dim_ * sizeof(float));
+  } else {
+    // history_ starts delta_context_ frames before frames_emitted_ (or at
+    // the utterance start) and, unless at_end, reaches delta_context_
+    // frames past the last frame emitted here, so the clamping inside
+    // add_deltas_rows happens only at the true utterance edges.
+    add_deltas_rows(history_, first_row, count, opts_.delta, dst);
+  }
+  out.rows += count;
+  frames_emitted_ = upto;
+
+  // Keep delta_context_ frames before the next frame to emit.
+  const int64_t keep_from =
+      std::max(history_first_, frames_emitted_ - delta_context_);
+  const int64_t drop = keep_from - history_first_;
+  if (drop > 0) {
+    history_.data.erase(history_.data.begin(),
+                        history_.data.begin() + drop * base_dim_);
+    history_.rows -= drop;
+    history_first_ = keep_from;
+  }
+}
+
+void StreamingFeatureExtractor::drop_consumed_samples() {
+  // The next block starts at frame next_spectral_ - context (its TRAPS
+  // context) and needs one sample before that for pre-emphasis.
+  const int64_t first_frame =
+      std::max<int64_t>(0, next_spectral_ - spectral_context_);
+  const int64_t keep_from =
+      std::max<int64_t>(0, first_frame * frame_shift_ - 1);
+  const int64_t drop = keep_from - window_start_;
+  // Erase in bulk only when it pays (amortised O(1) per sample even for
+  // one-sample input).
+  if (drop > 0 && drop >= static_cast<int64_t>(window_.size()) / 2 &&
+      drop >= 1024) {
+    window_.erase(window_.begin(), window_.begin() + drop);
+    window_start_ = keep_from;
+  }
+}
+
+}  // namespace gpuspeech

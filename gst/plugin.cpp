@@ -1,0 +1,30 @@
+/* The gpuspeech GStreamer plugin: registers every element of the project.
+ * Elements live in their own files (gstgpufeatures.cpp, ...); this file only
+ * lists them. */
+#ifdef HAVE_CONFIG_H
+#include "config.h"
+#endif
+
+#include <gst/gst.h>
+
+#include "gstgpufeatures.h"
+
+#ifndef GPUSPEECH_VERSION
+#define GPUSPEECH_VERSION "0.0.0"
+#endif
+/* GST_PLUGIN_DEFINE refers to PACKAGE (the gettext domain / package). */
+#ifndef PACKAGE
+#define PACKAGE "gpuspeech"
+#endif
+
+static gboolean
+plugin_init (GstPlugin * plugin)
+{
+  gboolean ok = FALSE;
+  ok |= GST_ELEMENT_REGISTER (gpufeatures, plugin);
+  return ok;
+}
+
+GST_PLUGIN_DEFINE (GST_VERSION_MAJOR, GST_VERSION_MINOR, gpuspeech,
+    "Speech features and recognition on the GPU (CUDA, OpenCL) or the CPU",
+    plugin_init, GPUSPEECH_VERSION, "LGPL", "gpuspeech", "gpuspeech")

@@ -1,0 +1,790 @@
+// The gpufeatures element under GstHarness: output identical however the
+// audio is cut, timestamps, EOS/DISCONT/GAP/FLUSH handling, caps, latency,
+// and every kind of bad input (wrong caps, NaN/Inf, empty stream, missing
+// backend or feat.params) ending in a bus message, never a crash.
+#include <gst/check/gstharness.h>
+#include <gst/gst.h>
+#include <gtest/gtest.h>
+
+#include <unistd.h>
+
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <limits>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "common/backend_registry.h"
+#include "common/feature_pipeline.h"
+#include "common/feature_signature.h"
+#include "common/stream_extractor.h"
+#include "common/wav_reader.h"
+#include "test_backends.h"
+
+namespace gpuspeech {
+namespace {
+
+constexpr const char* kS16Caps =
+    "audio/x-raw, format=S16LE, rate=16000, channels=1, layout=interleaved";
+constexpr const char* kF32Caps =
+    "audio/x-raw, format=F32LE, rate=16000, channels=1, layout=interleaved";
+
+class GstEnvironment : public ::testing::Environment {
+ public:
+  void SetUp() override { gst_init(nullptr, nullptr); }
+};
+const auto* const kGstEnv = ::testing::AddGlobalTestEnvironment(new GstEnvironment);
+
+std::vector<int16_t> speech_s16() {
+  const AudioData a = read_wav_file(testing::audio_dir() +
+                                    "/librivox/sense_and_sensibility_01_austen_64kb-0880.wav");
+  std::vector<int16_t> out(a.samples.size());
+  for (size_t i = 0; i < out.size(); ++i) out[i] = static_cast<int16_t>(a.samples[i]);
+  return out;
+}
+
+std::vector<float> as_float(const std::vector<int16_t>& s) {
+  return std::vector<float>(s.begin(), s.end());
+}
+
+// The options the element builds for flavour sphinx, kind mfcc, cmn=live,
+// deltas=1s_c_d_dd.
+FeatureOptions live_sphinx_options() {
+  FeatureOptions o = FeatureOptions::for_flavour(Flavour::kSphinx, FeatureKind::kMfcc);
+  o.norm.cmn = NormOptions::Cmn::kLive;
+  o.delta.layout = DeltaOptions::Layout::kSphinx1sCDDd;
+  return o;
+}
+
+// An element with a bus of its own, so that its messages can be inspected.
+struct Element {
+  GstElement* element = nullptr;
+  GstBus* bus = nullptr;
+  explicit Element(std::initializer_list<std::pair<const char*, const char*>> props) {
+    element = gst_element_factory_make("gpufeatures", nullptr);
+    if (!element) return;
+    for (const auto& p : props) gst_util_set_object_arg(G_OBJECT(element), p.first, p.second);
+    bus = gst_bus_new();
+    gst_element_set_bus(element, bus);
+  }
+  ~Element() {
+    if (element) {
+      gst_element_set_state(element, GST_STATE_NULL);
+      gst_object_unref(element);
+    }
+    if (bus) gst_object_unref(bus);
+  }
+};
+
+struct Message {
+  GstMessageType type;
+  std::string name;  // structure name for element messages
+  std::string text;  // error/warning text + debug, or the structure
+  GstStructure* s = nullptr;  // owned copy for element messages
+};
+
+std::vector<Message> drain_bus(GstBus* bus) {
+  std::vector<Message> out;
+  while (GstMessage* m = gst_bus_pop(bus)) {
+    Message msg{GST_MESSAGE_TYPE(m), "", "", nullptr};
+    if (msg.type == GST_MESSAGE_ERROR || msg.type == GST_MESSAGE_WARNING) {
+      GError* err = nullptr;
+      gchar* dbg = nullptr;
+      if (msg.type == GST_MESSAGE_ERROR)
+        gst_message_parse_error(m, &err, &dbg);
+      else
+        gst_message_parse_warning(m, &err, &dbg);
+      msg.text = std::string(err ? err->message : "") + " | " + (dbg ? dbg : "");
+      g_clear_error(&err);
+      g_free(dbg);
+    } else if (msg.type == GST_MESSAGE_ELEMENT) {
+      const GstStructure* s = gst_message_get_structure(m);
+      msg.name = gst_structure_get_name(s);
+      gchar* str = gst_structure_to_string(s);
+      msg.text = str;
+      g_free(str);
+      msg.s = gst_structure_copy(s);
+    }
+    gst_message_unref(m);
+    out.push_back(msg);
+  }
+  return out;
+}
+
+void free_messages(std::vector<Message>& ms) {
+  for (Message& m : ms)
+    if (m.s) gst_structure_free(m.s);
+  ms.clear();
+}
+
+int count(const std::vector<Message>& ms, GstMessageType type, const std::string& name = "") {
+  int n = 0;
+  for (const Message& m : ms)
+    if (m.type == type && (name.empty() || m.name == name)) ++n;
+  return n;
+}
+
+std::string first_text(const std::vector<Message>& ms, GstMessageType type) {
+  for (const Message& m : ms)
+    if (m.type == type) return m.text;
+  return "";
+}
+
+// A harness around an Element, with input caps set.
+struct Harnessed {
+  Element el;
+  GstHarness* h = nullptr;
+  Harnessed(std::initializer_list<std::pair<const char*, const char*>> props,
+            const char* caps = kS16Caps)
+      : el(props) {
+    if (!el.element) return;
+    h = gst_harness_new_with_element(el.element, "sink", "src");
+    if (caps) gst_harness_set_src_caps_str(h, caps);
+  }
+  ~Harnessed() {
+    if (h) gst_harness_teardown(h);
+  }
+};
+
+GstBuffer* s16_buffer(const int16_t* s, size_t n, GstClockTime pts) {
+  GstBuffer* b = gst_buffer_new_allocate(nullptr, n * 2, nullptr);
+  GstMapInfo map;
+  gst_buffer_map(b, &map, GST_MAP_WRITE);
+  for (size_t i = 0; i < n; ++i) GST_WRITE_UINT16_LE(map.data + 2 * i, static_cast<uint16_t>(s[i]));
+  gst_buffer_unmap(b, &map);
+  GST_BUFFER_PTS(b) = pts;
+  GST_BUFFER_DURATION(b) = gst_util_uint64_scale_int(n, GST_SECOND, 16000);
+  return b;
+}
+
+GstBuffer* f32_buffer(const float* s, size_t n, GstClockTime pts) {
+  GstBuffer* b = gst_buffer_new_allocate(nullptr, n * 4, nullptr);
+  GstMapInfo map;
+  gst_buffer_map(b, &map, GST_MAP_WRITE);
+  for (size_t i = 0; i < n; ++i) GST_WRITE_FLOAT_LE(map.data + 4 * i, s[i]);
+  gst_buffer_unmap(b, &map);
+  GST_BUFFER_PTS(b) = pts;
+  return b;
+}
+
+// Pushes `audio` in pieces of the given sizes (cycled), timestamped from
+// `base`.
+void push_s16(GstHarness* h, const std::vector<int16_t>& audio, const std::vector<size_t>& sizes,
+              GstClockTime base = 0, size_t from = 0, size_t to = SIZE_MAX) {
+  to = std::min(to, audio.size());
+  size_t pos = from, k = 0;
+  while (pos < to) {
+    const size_t n = std::min(sizes[k++ % sizes.size()], to - pos);
+    ASSERT_EQ(gst_harness_push(h, s16_buffer(audio.data() + pos, n,
+                                             base + gst_util_uint64_scale_int(pos - from, GST_SECOND, 16000))),
+              GST_FLOW_OK);
+    pos += n;
+  }
+}
+
+struct Output {
+  int dim = 0;
+  std::vector<float> data;
+  std::vector<GstClockTime> pts, duration;
+  std::vector<guint64> offset, offset_end;
+  std::vector<bool> discont;
+  int64_t frames() const { return dim ? static_cast<int64_t>(data.size()) / dim : 0; }
+};
+
+void pull_all(GstHarness* h, int dim, Output& out) {
+  out.dim = dim;
+  while (GstBuffer* b = gst_harness_try_pull(h)) {
+    GstMapInfo map;
+    gst_buffer_map(b, &map, GST_MAP_READ);
+    EXPECT_EQ(map.size % (dim * sizeof(float)), 0u) << "buffer is not whole frames";
+    const float* f = reinterpret_cast<const float*>(map.data);
+    out.data.insert(out.data.end(), f, f + map.size / sizeof(float));
+    gst_buffer_unmap(b, &map);
+    out.pts.push_back(GST_BUFFER_PTS(b));
+    out.duration.push_back(GST_BUFFER_DURATION(b));
+    out.offset.push_back(GST_BUFFER_OFFSET(b));
+    out.offset_end.push_back(GST_BUFFER_OFFSET_END(b));
+    out.discont.push_back(GST_BUFFER_FLAG_IS_SET(b, GST_BUFFER_FLAG_DISCONT));
+    gst_buffer_unref(b);
+  }
+}
+
+std::vector<size_t> random_sizes(uint32_t seed, size_t max) {
+  std::mt19937 gen(seed);
+  std::uniform_int_distribution<size_t> d(1, max);
+  std::vector<size_t> v(101);
+  for (size_t& x : v) x = d(gen);
+  v[0] = 1;
+  v[1] = 1;
+  v[50] = 1;
+  return v;
+}
+
+double max_rel_diff(const std::vector<float>& a, const std::vector<float>& b) {
+  double worst = 0.0;
+  for (size_t i = 0; i < std::min(a.size(), b.size()); ++i)
+    worst = std::max(worst, std::fabs(static_cast<double>(a[i]) - b[i]) /
+                                std::max(1.0, std::fabs(static_cast<double>(b[i]))));
+  return worst;
+}
+
+Output run_s16(const std::vector<int16_t>& audio, const std::vector<size_t>& sizes,
+               GstClockTime base = 0) {
+  Harnessed t({{"backend", "cpu"}, {"cmn", "live"}, {"deltas", "1s_c_d_dd"}});
+  Output out;
+  if (!t.h) {
+    ADD_FAILURE() << "gpufeatures not found (GST_PLUGIN_PATH_1_0?)";
+    return out;
+  }
+  push_s16(t.h, audio, sizes, base);
+  EXPECT_TRUE(gst_harness_push_event(t.h, gst_event_new_eos()));
+  pull_all(t.h, 39, out);
+  return out;
+}
+
+// Every test needs the element; without it (GST_PLUGIN_PATH_1_0 not at
+// build/gst) each fails at once instead of crashing on a null harness.
+class GstGpuFeatures : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    GstElementFactory* f = gst_element_factory_find("gpufeatures");
+    ASSERT_NE(f, nullptr) << "gpufeatures not found; GST_PLUGIN_PATH_1_0 must point at build/gst";
+    gst_object_unref(f);
+  }
+};
+
+TEST_F(GstGpuFeatures, ElementIsRegistered) {
+  GstElement* e = gst_element_factory_make("gpufeatures", nullptr);
+  ASSERT_NE(e, nullptr);
+  gst_object_unref(e);
+}
+
+TEST_F(GstGpuFeatures, PiecesGiveIdenticalFeaturesEqualToTheCore) {
+  const std::vector<int16_t> audio = speech_s16();
+  const Output whole = run_s16(audio, {audio.size()});
+  ASSERT_GT(whole.frames(), 0);
+
+  BackendPtr cpu = make_cpu_backend();
+  const std::vector<float> samples = as_float(audio);
+  const FeatureMatrix ref =
+      compute_features(live_sphinx_options(), *cpu, samples.data(), samples.size());
+  ASSERT_EQ(whole.frames(), ref.rows);
+  EXPECT_LE(max_rel_diff(whole.data, ref.data), 1e-5);
+
+  for (const auto& sizes : {random_sizes(1, 3), random_sizes(2, 900), random_sizes(3, 12000),
+                            std::vector<size_t>{1}}) {
+    const Output pieces = run_s16(audio, sizes);
+    ASSERT_EQ(pieces.frames(), whole.frames());
+    EXPECT_EQ(0, std::memcmp(pieces.data.data(), whole.data.data(),
+                             whole.data.size() * sizeof(float)))
+        << "features differ when the audio is cut differently";
+  }
+}
+
+TEST_F(GstGpuFeatures, F32InputGivesTheSameFeaturesAsS16) {
+  const std::vector<int16_t> audio = speech_s16();
+  const Output s16 = run_s16(audio, {4000});
+  Harnessed t({{"backend", "cpu"}, {"cmn", "live"}, {"deltas", "1s_c_d_dd"}}, kF32Caps);
+  std::vector<float> f(audio.size());
+  for (size_t i = 0; i < f.size(); ++i) f[i] = audio[i] / 32768.0f;
+  for (size_t pos = 0; pos < f.size(); pos += 777)
+    ASSERT_EQ(gst_harness_push(t.h, f32_buffer(f.data() + pos, std::min<size_t>(777, f.size() - pos),
+                                               GST_CLOCK_TIME_NONE)),
+              GST_FLOW_OK);
+  gst_harness_push_event(t.h, gst_event_new_eos());
+  Output f32;
+  pull_all(t.h, 39, f32);
+  ASSERT_EQ(f32.frames(), s16.frames());
+  EXPECT_EQ(0, std::memcmp(f32.data.data(), s16.data.data(), s16.data.size() * sizeof(float)));
+}
+
+TEST_F(GstGpuFeatures, TimestampsFollowFramesAndEosFlushesTheRest) {
+  const std::vector<int16_t> audio = speech_s16();
+  const GstClockTime base = 5 * GST_SECOND;
+  Harnessed t({{"backend", "cpu"}, {"cmn", "live"}, {"deltas", "1s_c_d_dd"}});
+  push_s16(t.h, audio, random_sizes(7, 2000), base);
+  Output before;
+  pull_all(t.h, 39, before);
+  BackendPtr cpu = make_cpu_backend();
+  const int64_t expected = FeatureExtractor(live_sphinx_options(), *cpu).num_frames(audio.size());
+  EXPECT_LT(before.frames(), expected);  // look-ahead and the last frames wait
+  ASSERT_FALSE(before.discont.empty());
+  EXPECT_TRUE(before.discont[0]);  // the stream's first buffer
+  for (size_t i = 1; i < before.discont.size(); ++i) EXPECT_FALSE(before.discont[i]) << i;
+  ASSERT_TRUE(gst_harness_push_event(t.h, gst_event_new_eos()));
+  Output after;
+  pull_all(t.h, 39, after);
+  EXPECT_EQ(before.frames() + after.frames(), expected);
+
+  Output all = before;
+  all.data.insert(all.data.end(), after.data.begin(), after.data.end());
+  all.pts.insert(all.pts.end(), after.pts.begin(), after.pts.end());
+  all.duration.insert(all.duration.end(), after.duration.begin(), after.duration.end());
+  all.offset.insert(all.offset.end(), after.offset.begin(), after.offset.end());
+  all.offset_end.insert(all.offset_end.end(), after.offset_end.begin(), after.offset_end.end());
+  ASSERT_FALSE(all.pts.empty());
+  guint64 next = 0;
+  for (size_t i = 0; i < all.pts.size(); ++i) {
+    // PTS = base + first frame index * 10 ms; duration = frames * 10 ms.
+    EXPECT_EQ(all.offset[i], next);
+    EXPECT_EQ(all.pts[i], base + all.offset[i] * 10 * GST_MSECOND) << "buffer " << i;
+    EXPECT_EQ(all.duration[i], (all.offset_end[i] - all.offset[i]) * 10 * GST_MSECOND);
+    if (i > 0) {
+      EXPECT_EQ(all.pts[i], all.pts[i - 1] + all.duration[i - 1]);
+    }
+    next = all.offset_end[i];
+  }
+  EXPECT_EQ(next, static_cast<guint64>(expected));
+
+  // EOS itself is forwarded after the last frames.
+  bool saw_eos = false;
+  while (GstEvent* e = gst_harness_try_pull_event(t.h)) {
+    if (GST_EVENT_TYPE(e) == GST_EVENT_EOS) saw_eos = true;
+    gst_event_unref(e);
+  }
+  EXPECT_TRUE(saw_eos);
+}
+
+TEST_F(GstGpuFeatures, SrcCapsDescribeTheFeatures) {
+  Harnessed t({{"backend", "cpu"}, {"cmn", "live"}, {"deltas", "1s_c_d_dd"}});
+  GstPad* src = gst_element_get_static_pad(t.el.element, "src");
+  GstCaps* caps = gst_pad_get_current_caps(src);
+  gst_object_unref(src);
+  ASSERT_NE(caps, nullptr);
+  const GstStructure* s = gst_caps_get_structure(caps, 0);
+  EXPECT_STREQ(gst_structure_get_name(s), "audio/x-gpuspeech-features");
+  EXPECT_STREQ(gst_structure_get_string(s, "kind"), "mfcc");
+  EXPECT_STREQ(gst_structure_get_string(s, "flavour"), "sphinx");
+  EXPECT_STREQ(gst_structure_get_string(s, "layout"), "1s_c_d_dd");
+  EXPECT_STREQ(gst_structure_get_string(s, "format"), "F32LE");
+  EXPECT_STREQ(gst_structure_get_string(s, "cmn"), "live");
+  int dim = 0, base = 0, rate = 0, warps = 0, num = 0, den = 0;
+  EXPECT_TRUE(gst_structure_get_int(s, "dim", &dim));
+  EXPECT_TRUE(gst_structure_get_int(s, "base-dim", &base));
+  EXPECT_TRUE(gst_structure_get_int(s, "sample-rate", &rate));
+  EXPECT_TRUE(gst_structure_get_int(s, "num-warps", &warps));
+  EXPECT_TRUE(gst_structure_get_fraction(s, "frame-rate", &num, &den));
+  EXPECT_EQ(dim, 39);
+  EXPECT_EQ(base, 13);
+  EXPECT_EQ(rate, 16000);
+  EXPECT_EQ(warps, 1);
+  EXPECT_EQ(num, 100);
+  EXPECT_EQ(den, 1);
+  const char* config = gst_structure_get_string(s, "config");
+  ASSERT_NE(config, nullptr);
+  EXPECT_EQ(std::string(config), feature_signature(live_sphinx_options()));
+  gst_caps_unref(caps);
+}
+
+TEST_F(GstGpuFeatures, SinkCapsQueryOffersOnlyTheConfiguredRate) {
+  for (const char* rate : {"16000", "8000"}) {
+    // (An 8 kHz configuration needs the filterbank below 4 kHz.)
+    Element el({{"sample-rate", rate}, {"high-freq", "3500"}, {"backend", "cpu"}});
+    GstPad* sink = gst_element_get_static_pad(el.element, "sink");
+    GstCaps* caps = gst_pad_query_caps(sink, nullptr);
+    int r = 0;
+    ASSERT_EQ(gst_caps_get_size(caps), 1u);
+    EXPECT_TRUE(gst_structure_get_int(gst_caps_get_structure(caps, 0), "rate", &r));
+    EXPECT_EQ(r, std::stoi(rate));
+    gst_caps_unref(caps);
+    gst_object_unref(sink);
+  }
+  // The rate is offered even while other options are inconsistent (the
+  // state change reports those).
+  Element el({{"sample-rate", "8000"}, {"backend", "cpu"}});
+  GstPad* sink = gst_element_get_static_pad(el.element, "sink");
+  GstCaps* caps = gst_pad_query_caps(sink, nullptr);
+  int r = 0;
+  EXPECT_TRUE(gst_structure_get_int(gst_caps_get_structure(caps, 0), "rate", &r));
+  EXPECT_EQ(r, 8000);
+  gst_caps_unref(caps);
+  gst_object_unref(sink);
+}
+
+TEST_F(GstGpuFeatures, StereoCapsAreRefusedWithAMessage) {
+  Harnessed t({{"backend", "cpu"}}, nullptr);
+  GstCaps* caps = gst_caps_from_string(
+      "audio/x-raw, format=S16LE, rate=16000, channels=2, layout=interleaved, "
+      "channel-mask=(bitmask)0x3");
+  gst_harness_push_event(t.h, gst_event_new_caps(caps));
+  gst_caps_unref(caps);
+  // The refused caps stay sticky upstream; data then fails to negotiate.
+  const int16_t s[4] = {1, 2, 3, 4};
+  EXPECT_EQ(gst_harness_push(t.h, s16_buffer(s, 4, 0)), GST_FLOW_NOT_NEGOTIATED);
+  EXPECT_EQ(gst_harness_buffers_received(t.h), 0u);
+  std::vector<Message> ms = drain_bus(t.el.bus);
+  const std::string err = first_text(ms, GST_MESSAGE_ERROR);
+  EXPECT_NE(err.find("mono"), std::string::npos) << err;
+  EXPECT_NE(err.find("2 channels"), std::string::npos) << err;
+  free_messages(ms);
+}
+
+TEST_F(GstGpuFeatures, WrongRateIsRefusedNamingBothRates) {
+  Harnessed t({{"backend", "cpu"}}, nullptr);
+  GstCaps* caps = gst_caps_from_string(
+      "audio/x-raw, format=S16LE, rate=44100, channels=1, layout=interleaved");
+  gst_harness_push_event(t.h, gst_event_new_caps(caps));
+  gst_caps_unref(caps);
+  // Buffers then fail as not negotiated rather than being misread.
+  const int16_t s[4] = {1, 2, 3, 4};
+  EXPECT_EQ(gst_harness_push(t.h, s16_buffer(s, 4, 0)), GST_FLOW_NOT_NEGOTIATED);
+  EXPECT_EQ(gst_harness_buffers_received(t.h), 0u);
+  std::vector<Message> ms = drain_bus(t.el.bus);
+  const std::string err = first_text(ms, GST_MESSAGE_ERROR);
+  EXPECT_NE(err.find("16000"), std::string::npos) << err;
+  EXPECT_NE(err.find("44100"), std::string::npos) << err;
+  free_messages(ms);
+}
+
+TEST_F(GstGpuFeatures, DownstreamCapsMismatchNamesBothSides) {
+  Harnessed t({{"backend", "cpu"}, {"deltas", "1s_c_d_dd"}}, nullptr);
+  gst_harness_set_sink_caps_str(t.h, "audio/x-gpuspeech-features, dim=(int)13");
+  GstCaps* caps = gst_caps_from_string(kS16Caps);
+  gst_harness_push_event(t.h, gst_event_new_caps(caps));
+  gst_caps_unref(caps);
+  const int16_t s[4] = {1, 2, 3, 4};
+  EXPECT_EQ(gst_harness_push(t.h, s16_buffer(s, 4, 0)), GST_FLOW_NOT_NEGOTIATED);
+  std::vector<Message> ms = drain_bus(t.el.bus);
+  const std::string err = first_text(ms, GST_MESSAGE_ERROR);
+  EXPECT_NE(err.find("dim=(int)39"), std::string::npos) << err;  // ours
+  EXPECT_NE(err.find("dim=(int)13"), std::string::npos) << err;  // theirs
+  free_messages(ms);
+}
+
+TEST_F(GstGpuFeatures, NonFiniteSamplesBecomeZeroWithOneWarning) {
+  std::vector<int16_t> audio = speech_s16();
+  audio.resize(16000);
+  std::vector<float> f(audio.size()), zeroed(audio.size());
+  for (size_t i = 0; i < f.size(); ++i) f[i] = zeroed[i] = audio[i] / 32768.0f;
+  const size_t bad[] = {5, 4000, 4001, 9000, 15999};
+  const float values[] = {NAN, INFINITY, -INFINITY, NAN, 1e38f /* inf once scaled */};
+  for (size_t k = 0; k < 5; ++k) {
+    f[bad[k]] = values[k];
+    zeroed[bad[k]] = 0.0f;
+  }
+  auto run = [](const std::vector<float>& x, std::vector<Message>* msgs) {
+    Harnessed t({{"backend", "cpu"}, {"cmn", "live"}}, kF32Caps);
+    for (size_t pos = 0; pos < x.size(); pos += 3000)
+      EXPECT_EQ(gst_harness_push(t.h, f32_buffer(x.data() + pos, std::min<size_t>(3000, x.size() - pos),
+                                                 GST_CLOCK_TIME_NONE)),
+                GST_FLOW_OK);
+    gst_harness_push_event(t.h, gst_event_new_eos());
+    Output out;
+    pull_all(t.h, 13, out);
+    if (msgs) *msgs = drain_bus(t.el.bus);
+    return out;
+  };
+  std::vector<Message> ms;
+  const Output got = run(f, &ms);
+  const Output ref = run(zeroed, nullptr);
+  ASSERT_EQ(got.frames(), ref.frames());
+  ASSERT_GT(got.frames(), 0);
+  for (float v : got.data) ASSERT_TRUE(std::isfinite(v));
+  EXPECT_EQ(0, std::memcmp(got.data.data(), ref.data.data(), ref.data.size() * sizeof(float)));
+  EXPECT_EQ(count(ms, GST_MESSAGE_WARNING), 1) << "one warning per stream";
+  EXPECT_NE(first_text(ms, GST_MESSAGE_WARNING).find("NaN"), std::string::npos);
+  EXPECT_EQ(count(ms, GST_MESSAGE_ERROR), 0);
+  bool counted = false;
+  for (const Message& m : ms)
+    if (m.name == "gpufeatures-utterance") {
+      guint64 n = 0;
+      EXPECT_TRUE(gst_structure_get_uint64(m.s, "nonfinite-samples", &n));
+      EXPECT_EQ(n, 5u);
+      counted = true;
+    }
+  EXPECT_TRUE(counted);
+  free_messages(ms);
+}
+
+TEST_F(GstGpuFeatures, ZeroLengthStreamGivesNoBuffersAndForwardsEos) {
+  Harnessed t({{"backend", "cpu"}, {"deltas", "1s_c_d_dd"}});
+  EXPECT_TRUE(gst_harness_push_event(t.h, gst_event_new_eos()));
+  EXPECT_EQ(gst_harness_buffers_received(t.h), 0u);
+  bool saw_eos = false;
+  while (GstEvent* e = gst_harness_try_pull_event(t.h)) {
+    if (GST_EVENT_TYPE(e) == GST_EVENT_EOS) saw_eos = true;
+    gst_event_unref(e);
+  }
+  EXPECT_TRUE(saw_eos);
+  std::vector<Message> ms = drain_bus(t.el.bus);
+  EXPECT_EQ(count(ms, GST_MESSAGE_ERROR), 0);
+  EXPECT_EQ(count(ms, GST_MESSAGE_ELEMENT, "gpufeatures-utterance"), 0);
+  free_messages(ms);
+  // Zero-sized buffers are fine too.
+  Harnessed t2({{"backend", "cpu"}});
+  EXPECT_EQ(gst_harness_push(t2.h, gst_buffer_new()), GST_FLOW_OK);
+  EXPECT_TRUE(gst_harness_push_event(t2.h, gst_event_new_eos()));
+  EXPECT_EQ(gst_harness_buffers_received(t2.h), 0u);
+}
+
+TEST_F(GstGpuFeatures, DiscontEndsTheUtterance) {
+  const std::vector<int16_t> audio = speech_s16();
+  const size_t half = audio.size() / 2 + 123;
+  Harnessed t({{"backend", "cpu"}, {"cmn", "live"}, {"deltas", "1s_c_d_dd"}});
+  push_s16(t.h, audio, {1000}, 0, 0, half);
+  GstBuffer* b = s16_buffer(audio.data() + half, audio.size() - half, 10 * GST_SECOND);
+  GST_BUFFER_FLAG_SET(b, GST_BUFFER_FLAG_DISCONT);
+  ASSERT_EQ(gst_harness_push(t.h, b), GST_FLOW_OK);
+  gst_harness_push_event(t.h, gst_event_new_eos());
+  Output out;
+  pull_all(t.h, 39, out);
+
+  BackendPtr cpu = make_cpu_backend();
+  const std::vector<float> s = as_float(audio);
+  const FeatureMatrix a = compute_features(live_sphinx_options(), *cpu, s.data(), half);
+  const FeatureMatrix c =
+      compute_features(live_sphinx_options(), *cpu, s.data() + half, s.size() - half);
+  ASSERT_EQ(out.frames(), a.rows + c.rows);
+  std::vector<float> expected = a.data;
+  expected.insert(expected.end(), c.data.begin(), c.data.end());
+  EXPECT_LE(max_rel_diff(out.data, expected), 1e-5);
+  // The second utterance's frames are timed from the DISCONT buffer and
+  // flagged DISCONT.
+  bool found = false;
+  for (size_t i = 0; i < out.pts.size(); ++i)
+    if (out.offset[i] == static_cast<guint64>(a.rows)) {
+      EXPECT_EQ(out.pts[i], 10 * GST_SECOND);
+      EXPECT_TRUE(out.discont[i]);
+      found = true;
+    }
+  EXPECT_TRUE(found) << "no buffer starts the second utterance";
+  std::vector<Message> ms = drain_bus(t.el.bus);
+  EXPECT_EQ(count(ms, GST_MESSAGE_ELEMENT, "gpufeatures-utterance"), 2);
+  free_messages(ms);
+}
+
+TEST_F(GstGpuFeatures, GapEndsTheUtteranceAndIsForwarded) {
+  const std::vector<int16_t> audio = speech_s16();
+  const size_t half = audio.size() / 2;
+  Harnessed t({{"backend", "cpu"}});
+  push_s16(t.h, audio, {2000}, 0, 0, half);
+  const GstClockTime half_t = gst_util_uint64_scale_int(half, GST_SECOND, 16000);
+  ASSERT_TRUE(gst_harness_push_event(t.h, gst_event_new_gap(half_t, GST_SECOND)));
+  Output first;
+  pull_all(t.h, 13, first);
+  BackendPtr cpu = make_cpu_backend();
+  FeatureOptions o = FeatureOptions::for_flavour(Flavour::kSphinx, FeatureKind::kMfcc);
+  EXPECT_EQ(first.frames(), FeatureExtractor(o, *cpu).num_frames(half));
+  bool saw_gap = false;
+  while (GstEvent* e = gst_harness_try_pull_event(t.h)) {
+    if (GST_EVENT_TYPE(e) == GST_EVENT_GAP) {
+      GstClockTime ts, dur;
+      gst_event_parse_gap(e, &ts, &dur);
+      EXPECT_EQ(ts, half_t);
+      EXPECT_EQ(dur, GST_SECOND);
+      saw_gap = true;
+    }
+    gst_event_unref(e);
+  }
+  EXPECT_TRUE(saw_gap);
+  push_s16(t.h, audio, {2000}, half_t + GST_SECOND, half, SIZE_MAX);
+  gst_harness_push_event(t.h, gst_event_new_eos());
+  Output second;
+  pull_all(t.h, 13, second);
+  ASSERT_FALSE(second.pts.empty());
+  EXPECT_EQ(second.pts[0], half_t + GST_SECOND);
+  EXPECT_TRUE(second.discont[0]);  // a new utterance
+  EXPECT_EQ(second.frames(), FeatureExtractor(o, *cpu).num_frames(audio.size() - half));
+}
+
+TEST_F(GstGpuFeatures, FlushDropsPendingAudio) {
+  const std::vector<int16_t> audio = speech_s16();
+  Harnessed t({{"backend", "cpu"}, {"cmn", "live"}, {"deltas", "1s_c_d_dd"}});
+  push_s16(t.h, audio, {1500}, 0, 0, 20000);  // an abandoned start
+  ASSERT_TRUE(gst_harness_push_event(t.h, gst_event_new_flush_start()));
+  ASSERT_TRUE(gst_harness_push_event(t.h, gst_event_new_flush_stop(TRUE)));
+  GstSegment seg;
+  gst_segment_init(&seg, GST_FORMAT_TIME);
+  ASSERT_TRUE(gst_harness_push_event(t.h, gst_event_new_segment(&seg)));
+  while (GstBuffer* b = gst_harness_try_pull(t.h)) gst_buffer_unref(b);
+  push_s16(t.h, audio, {1500});
+  gst_harness_push_event(t.h, gst_event_new_eos());
+  Output out;
+  pull_all(t.h, 39, out);
+  BackendPtr cpu = make_cpu_backend();
+  const std::vector<float> s = as_float(audio);
+  const FeatureMatrix ref = compute_features(live_sphinx_options(), *cpu, s.data(), s.size());
+  ASSERT_EQ(out.frames(), ref.rows);
+  EXPECT_LE(max_rel_diff(out.data, ref.data), 1e-5);
+  ASSERT_FALSE(out.offset.empty());
+  EXPECT_EQ(out.offset[0], 0u);  // frame counting restarts after a flush
+}
+
+TEST_F(GstGpuFeatures, SegmentsAreForwardedInTime) {
+  Harnessed t({{"backend", "cpu"}});
+  while (GstEvent* e = gst_harness_try_pull_event(t.h)) gst_event_unref(e);
+  GstSegment seg;
+  gst_segment_init(&seg, GST_FORMAT_DEFAULT);  // in samples
+  seg.start = 16000;
+  seg.time = 16000;
+  seg.position = 16000;
+  seg.stop = 48000;
+  ASSERT_TRUE(gst_harness_push_event(t.h, gst_event_new_segment(&seg)));
+  bool saw = false;
+  while (GstEvent* e = gst_harness_try_pull_event(t.h)) {
+    if (GST_EVENT_TYPE(e) == GST_EVENT_SEGMENT) {
+      const GstSegment* out;
+      gst_event_parse_segment(e, &out);
+      EXPECT_EQ(out->format, GST_FORMAT_TIME);
+      EXPECT_EQ(out->start, GST_SECOND);
+      EXPECT_EQ(out->stop, 3 * GST_SECOND);
+      EXPECT_EQ(out->time, GST_SECOND);
+      saw = true;
+    }
+    gst_event_unref(e);
+  }
+  EXPECT_TRUE(saw);
+}
+
+TEST_F(GstGpuFeatures, LatencyIsUpstreamPlusFrameAndLookAhead) {
+  Harnessed t({{"backend", "cpu"}, {"deltas", "1s_c_d_dd"}});
+  gst_harness_set_upstream_latency(t.h, 20 * GST_MSECOND);
+  // 410-sample frame + 3 frames of delta look-ahead of 160 samples at 16 kHz.
+  const GstClockTime ours = gst_util_uint64_scale_int_ceil(410 + 3 * 160, GST_SECOND, 16000);
+  EXPECT_EQ(gst_harness_query_latency(t.h), 20 * GST_MSECOND + ours);
+}
+
+TEST_F(GstGpuFeatures, BackendMessageSaysWhichBackend) {
+  Harnessed t({{"backend", "auto"}});
+  std::vector<Message> ms = drain_bus(t.el.bus);
+  ASSERT_EQ(count(ms, GST_MESSAGE_ELEMENT, "gpufeatures-backend"), 1);
+  for (const Message& m : ms)
+    if (m.name == "gpufeatures-backend") {
+      const std::string backend = gst_structure_get_string(m.s, "backend");
+      EXPECT_TRUE(backend == "cpu" || backend == "opencl" || backend == "cuda") << backend;
+      EXPECT_NE(gst_structure_get_string(m.s, "device"), nullptr);
+      const char* reason = gst_structure_get_string(m.s, "reason");
+      ASSERT_NE(reason, nullptr);
+      EXPECT_NE(std::string(reason).find("auto"), std::string::npos) << reason;
+    }
+  free_messages(ms);
+}
+
+// An explicitly requested backend without a device: an error on the bus and
+// a failed state change, no crash and no fallback.
+TEST_F(GstGpuFeatures, UnavailableBackendIsAnError) {
+  for (const BackendInfo& info : list_backends()) {
+    if (info.usable) continue;
+    Element el({{"backend", info.name.c_str()}});
+    ASSERT_NE(el.element, nullptr);
+    EXPECT_EQ(gst_element_set_state(el.element, GST_STATE_PAUSED), GST_STATE_CHANGE_FAILURE);
+    std::vector<Message> ms = drain_bus(el.bus);
+    const std::string err = first_text(ms, GST_MESSAGE_ERROR);
+    EXPECT_NE(err.find("backend=" + info.name), std::string::npos) << err;
+    EXPECT_EQ(count(ms, GST_MESSAGE_ELEMENT, "gpufeatures-backend"), 0);
+    free_messages(ms);
+    return;
+  }
+  GTEST_SKIP() << "every backend is usable on this machine";
+}
+
+TEST_F(GstGpuFeatures, MissingFeatParamsIsAnErrorNamingTheFile) {
+  const std::string path = "/nonexistent/dir/feat.params";
+  Element el({{"backend", "cpu"}, {"feat-params", path.c_str()}});
+  EXPECT_EQ(gst_element_set_state(el.element, GST_STATE_PAUSED), GST_STATE_CHANGE_FAILURE);
+  std::vector<Message> ms = drain_bus(el.bus);
+  const std::string err = first_text(ms, GST_MESSAGE_ERROR);
+  EXPECT_NE(err.find(path), std::string::npos) << err;
+  EXPECT_NE(err.find("does not exist"), std::string::npos) << err;
+  free_messages(ms);
+}
+
+TEST_F(GstGpuFeatures, MalformedFeatParamsIsAnErrorNamingTheFile) {
+  char path[] = "/tmp/gpufeatures-bad-XXXXXX";
+  const int fd = mkstemp(path);
+  ASSERT_GE(fd, 0);
+  const char text[] = "-lowerf 130\n-nfilt twenty-five\n";
+  ASSERT_EQ(write(fd, text, sizeof text - 1), static_cast<ssize_t>(sizeof text - 1));
+  close(fd);
+  Element el({{"backend", "cpu"}, {"feat-params", path}});
+  EXPECT_EQ(gst_element_set_state(el.element, GST_STATE_PAUSED), GST_STATE_CHANGE_FAILURE);
+  std::vector<Message> ms = drain_bus(el.bus);
+  const std::string err = first_text(ms, GST_MESSAGE_ERROR);
+  EXPECT_NE(err.find(path), std::string::npos) << err;
+  EXPECT_NE(err.find("nfilt"), std::string::npos) << err;
+  free_messages(ms);
+  unlink(path);
+}
+
+TEST_F(GstGpuFeatures, FeatParamsOfTheEnUsModelConfigureTheStream) {
+  const std::string path = "/usr/share/pocketsphinx/model/en-us/en-us/feat.params";
+  if (!g_file_test(path.c_str(), G_FILE_TEST_EXISTS)) GTEST_SKIP() << path << " missing";
+  Harnessed t({{"backend", "cpu"}, {"feat-params", path.c_str()}});
+  GstPad* src = gst_element_get_static_pad(t.el.element, "src");
+  GstCaps* caps = gst_pad_get_current_caps(src);
+  gst_object_unref(src);
+  ASSERT_NE(caps, nullptr);
+  const GstStructure* s = gst_caps_get_structure(caps, 0);
+  int dim = 0;
+  EXPECT_TRUE(gst_structure_get_int(s, "dim", &dim));
+  EXPECT_EQ(dim, 39);  // -feat 1s_c_d_dd
+  EXPECT_STREQ(gst_structure_get_string(s, "layout"), "1s_c_d_dd");
+  EXPECT_STREQ(gst_structure_get_string(s, "cmn"), "batch");  // -cmn batch
+  const std::string config = gst_structure_get_string(s, "config");
+  EXPECT_NE(config.find("filters=25"), std::string::npos) << config;
+  EXPECT_NE(config.find("low-freq=130"), std::string::npos) << config;
+  EXPECT_NE(config.find("high-freq=6800"), std::string::npos) << config;
+  gst_caps_unref(caps);
+}
+
+TEST_F(GstGpuFeatures, ExplicitPropertiesOverrideFeatParams) {
+  const std::string path = "/usr/share/pocketsphinx/model/en-us/en-us/feat.params";
+  if (!g_file_test(path.c_str(), G_FILE_TEST_EXISTS)) GTEST_SKIP() << path << " missing";
+  Harnessed t({{"backend", "cpu"}, {"cmn", "live"}, {"feat-params", path.c_str()},
+               {"deltas", "none"}, {"num-ceps", "20"}});
+  GstPad* src = gst_element_get_static_pad(t.el.element, "src");
+  GstCaps* caps = gst_pad_get_current_caps(src);
+  gst_object_unref(src);
+  ASSERT_NE(caps, nullptr);
+  const GstStructure* s = gst_caps_get_structure(caps, 0);
+  int dim = 0;
+  EXPECT_TRUE(gst_structure_get_int(s, "dim", &dim));
+  EXPECT_EQ(dim, 20);
+  EXPECT_STREQ(gst_structure_get_string(s, "layout"), "c");
+  EXPECT_STREQ(gst_structure_get_string(s, "cmn"), "live");
+  // The model's 13-value -cmninit, padded with zeros to 20.
+  const std::string config = gst_structure_get_string(s, "config");
+  EXPECT_NE(config.find("cmn-init=41,"), std::string::npos) << config;
+  EXPECT_NE(config.find(",1.16999996,0,0,0,0,0,0,0;"), std::string::npos) << config;
+  gst_caps_unref(caps);
+}
+
+TEST_F(GstGpuFeatures, CmnInitPropertyStartsLiveCmn) {
+  std::vector<int16_t> audio = speech_s16();
+  audio.resize(20000);
+  Harnessed t({{"backend", "cpu"}, {"cmn", "live"}, {"cmn-init", " 41.0, -5.29 ,3"}});
+  push_s16(t.h, audio, {3333});
+  gst_harness_push_event(t.h, gst_event_new_eos());
+  Output out;
+  pull_all(t.h, 13, out);
+  FeatureOptions o = FeatureOptions::for_flavour(Flavour::kSphinx, FeatureKind::kMfcc);
+  o.norm.cmn = NormOptions::Cmn::kLive;
+  o.norm.cmn_init = {41.0f, -5.29f, 3.0f, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
+  BackendPtr cpu = make_cpu_backend();
+  const std::vector<float> s = as_float(audio);
+  const FeatureMatrix ref = compute_features(o, *cpu, s.data(), s.size());
+  ASSERT_EQ(out.frames(), ref.rows);
+  EXPECT_LE(max_rel_diff(out.data, ref.data), 1e-5);
+
+  Element bad({{"backend", "cpu"}, {"cmn", "live"}, {"cmn-init", "41,x"}});
+  EXPECT_EQ(gst_element_set_state(bad.element, GST_STATE_PAUSED), GST_STATE_CHANGE_FAILURE);
+  std::vector<Message> ms = drain_bus(bad.bus);
+  EXPECT_NE(first_text(ms, GST_MESSAGE_ERROR).find("cmn-init"), std::string::npos)
+      << first_text(ms, GST_MESSAGE_ERROR);
+  free_messages(ms);
+}
+
+TEST_F(GstGpuFeatures, InvalidPropertyCombinationIsAnError) {
+  Element el({{"backend", "cpu"}, {"cvn", "true"}});  // cvn without batch CMN
+  EXPECT_EQ(gst_element_set_state(el.element, GST_STATE_PAUSED), GST_STATE_CHANGE_FAILURE);
+  std::vector<Message> ms = drain_bus(el.bus);
+  EXPECT_NE(first_text(ms, GST_MESSAGE_ERROR).find("cvn"), std::string::npos)
+      << first_text(ms, GST_MESSAGE_ERROR);
+  free_messages(ms);
+}
+
+}  // namespace
+}  // namespace gpuspeech

@@ -1,0 +1,398 @@
+// StreamingFeatureExtractor: the frames of a stream equal those of the whole
+// utterance (compute_features), however the audio is cut, for every kind,
+// flavour, CMN mode and delta layout; frames leave exactly latency_samples()
+// after their first sample; flush/reset start clean utterances.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <ostream>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "common/backend_registry.h"
+#include "common/feature_pipeline.h"
+#include "common/postprocess.h"
+#include "common/stream_extractor.h"
+#include "common/wav_reader.h"
+#include "test_backends.h"
+
+namespace gpuspeech {
+namespace {
+
+std::vector<float> speech(const std::string& name) {
+  return read_wav_file(testing::audio_dir() + "/librivox/" + name).samples;
+}
+
+std::vector<float> noise(size_t n, uint32_t seed) {
+  std::mt19937 gen(seed);
+  std::normal_distribution<float> d(0.0f, 2000.0f);
+  std::vector<float> v(n);
+  for (float& x : v) x = d(gen);
+  return v;
+}
+
+// Feeds `audio` in pieces whose sizes come from `sizes` (cycled), then
+// flushes.
+FeatureMatrix stream(StreamingFeatureExtractor& ex, const std::vector<float>& audio,
+                     const std::vector<size_t>& sizes) {
+  FeatureMatrix out;
+  size_t pos = 0, k = 0;
+  while (pos < audio.size()) {
+    const size_t n = std::min(sizes[k++ % sizes.size()], audio.size() - pos);
+    ex.accept(audio.data() + pos, n, out);
+    pos += n;
+  }
+  ex.flush(out);
+  return out;
+}
+
+std::vector<size_t> random_sizes(uint32_t seed, size_t max) {
+  std::mt19937 gen(seed);
+  std::uniform_int_distribution<size_t> d(1, max);
+  std::vector<size_t> v(257);
+  for (size_t& x : v) x = d(gen);
+  v[3] = 1;  // always some one-sample pieces
+  v[4] = 1;
+  v[100] = 0;  // and an empty call
+  return v;
+}
+
+bool bitwise_equal(const FeatureMatrix& a, const FeatureMatrix& b) {
+  return a.rows == b.rows && a.dim == b.dim && a.data.size() == b.data.size() &&
+         std::memcmp(a.data.data(), b.data.data(), a.data.size() * sizeof(float)) == 0;
+}
+
+// Largest |a-b| / max(1, |b|): relative where values are large, absolute
+// near zero (CMN output crosses zero).
+double max_rel_diff(const FeatureMatrix& a, const FeatureMatrix& b) {
+  double worst = 0.0;
+  for (size_t i = 0; i < a.data.size(); ++i) {
+    const double d = std::fabs(static_cast<double>(a.data[i]) - b.data[i]) /
+                     std::max(1.0, std::fabs(static_cast<double>(b.data[i])));
+    worst = std::max(worst, d);
+  }
+  return worst;
+}
+
+struct Case {
+  std::string name;
+  FeatureOptions opts;
+};
+void PrintTo(const Case& c, std::ostream* os) { *os << c.name; }
+
+std::vector<Case> cases() {
+  std::vector<Case> out;
+  {
+    // The en-us front end as pocketsphinx runs it live.
+    FeatureOptions o = FeatureOptions::for_flavour(Flavour::kSphinx, FeatureKind::kMfcc);
+    o.delta.layout = DeltaOptions::Layout::kSphinx1sCDDd;
+    o.norm.cmn = NormOptions::Cmn::kLive;
+    o.norm.cmn_init = {41.00f, -5.29f, -0.12f, 5.09f, 2.48f, -4.07f, -1.37f,
+                       -1.78f, -5.08f, -2.05f, -6.45f, -1.42f, 1.17f};
+    o.norm.live_window = 100;  // exercise the halving within the test audio
+    out.push_back({"sphinx_mfcc_live_1s_c_d_dd", o});
+  }
+  {
+    FeatureOptions o = FeatureOptions::for_flavour(Flavour::kSphinx, FeatureKind::kMfcc);
+    o.norm.cmn = NormOptions::Cmn::kBatch;
+    o.norm.cvn = true;
+    o.delta.layout = DeltaOptions::Layout::kSphinx1sCDDd;
+    out.push_back({"sphinx_mfcc_batch_cvn", o});
+  }
+  {
+    FeatureOptions o = FeatureOptions::for_flavour(Flavour::kKaldi, FeatureKind::kMfcc);
+    o.delta.layout = DeltaOptions::Layout::kRegression;
+    o.delta.order = 2;
+    o.delta.window = 2;
+    o.mfcc.use_energy = true;
+    out.push_back({"kaldi_mfcc_energy_deltas", o});
+  }
+  {
+    FeatureOptions o = FeatureOptions::for_flavour(Flavour::kKaldi, FeatureKind::kFbank);
+    o.frame.dither = 1.0f;  // seeded dither: still independent of cutting
+    o.frame.dither_seed = 7;
+    out.push_back({"kaldi_fbank_dither", o});
+  }
+  {
+    FeatureOptions o = FeatureOptions::for_flavour(Flavour::kHtk, FeatureKind::kMfcc);
+    o.norm.cmn = NormOptions::Cmn::kLive;  // first-frame start
+    o.delta.layout = DeltaOptions::Layout::kRegression;
+    o.delta.order = 1;
+    o.delta.window = 3;
+    out.push_back({"htk_mfcc_live_first_frame", o});
+  }
+  {
+    FeatureOptions o = FeatureOptions::for_flavour(Flavour::kHtk, FeatureKind::kPlp);
+    o.mel.vtln.warp = 1.1f;
+    out.push_back({"htk_plp_vtln", o});
+  }
+  {
+    FeatureOptions o = FeatureOptions::for_flavour(Flavour::kSphinx, FeatureKind::kTraps);
+    o.traps.context = 10;
+    o.traps.num_coeffs = 4;
+    o.delta.layout = DeltaOptions::Layout::kRegression;
+    o.delta.order = 1;
+    out.push_back({"sphinx_traps_deltas", o});
+  }
+  {
+    // Sphinx noise removal: trackers carried frame by frame.
+    FeatureOptions o = FeatureOptions::for_flavour(Flavour::kSphinx, FeatureKind::kMfcc);
+    o.noise.remove_noise = true;
+    o.norm.cmn = NormOptions::Cmn::kLive;
+    out.push_back({"sphinx_mfcc_remove_noise", o});
+  }
+  {
+    FeatureOptions o = FeatureOptions::for_flavour(Flavour::kSphinx, FeatureKind::kFbank);
+    o.norm.min_max = true;
+    out.push_back({"sphinx_fbank_minmax", o});
+  }
+  return out;
+}
+
+class StreamCases : public ::testing::TestWithParam<Case> {};
+
+TEST_P(StreamCases, PiecesEqualWholeAndComputeFeatures) {
+  const Case& c = GetParam();
+  BackendPtr cpu = make_cpu_backend();
+  // A speech utterance whose length leaves a partial last frame.
+  std::vector<float> audio = speech("sense_and_sensibility_01_austen_64kb-0880.wav");
+  audio.resize(audio.size() - 37);
+
+  const FeatureMatrix reference = compute_features(c.opts, *cpu, audio.data(), audio.size());
+  FeatureExtractor fx(c.opts, *cpu);
+  ASSERT_EQ(reference.rows, fx.num_frames(static_cast<int64_t>(audio.size())));
+  ASSERT_EQ(reference.dim, c.opts.output_dim());
+
+  StreamingFeatureExtractor ex(c.opts, *cpu);
+  const FeatureMatrix whole = stream(ex, audio, {audio.size()});
+  EXPECT_EQ(whole.rows, reference.rows);
+  EXPECT_LE(max_rel_diff(whole, reference), 1e-5) << c.name;
+
+  const std::vector<std::vector<size_t>> cuttings = {
+      random_sizes(1, 3),        // mostly 1..3 samples
+      random_sizes(2, 700),      // around a frame
+      random_sizes(3, 20000),    // large blocks
+      {160}, {1}, {409, 411}};   // shift-aligned, single samples, near-frame
+  for (size_t i = 0; i < cuttings.size(); ++i) {
+    const FeatureMatrix pieces = stream(ex, audio, cuttings[i]);
+    EXPECT_TRUE(bitwise_equal(pieces, whole))
+        << c.name << ": cutting " << i << " differs (rows " << pieces.rows
+        << " vs " << whole.rows << ", max rel diff "
+        << (pieces.rows == whole.rows ? max_rel_diff(pieces, whole) : -1.0) << ")";
+  }
+
+  // Small device blocks (forces block splitting and TRAPS context reuse).
+  StreamingFeatureExtractor small(c.opts, *cpu);
+  small.set_max_block_frames(3);
+  EXPECT_TRUE(bitwise_equal(stream(small, audio, random_sizes(4, 5000)), whole)) << c.name;
+}
+
+INSTANTIATE_TEST_SUITE_P(AllKinds, StreamCases, ::testing::ValuesIn(cases()),
+                         [](const ::testing::TestParamInfo<Case>& i) { return i.param.name; });
+
+// Frames leave exactly latency_samples() after their first sample: not
+// earlier (they would lack context) and not later.
+TEST(StreamExtractor, FramesLeaveExactlyAtLatency) {
+  BackendPtr cpu = make_cpu_backend();
+  for (const Case& c : cases()) {
+    StreamingFeatureExtractor ex(c.opts, *cpu);
+    if (ex.buffers_utterance()) continue;
+    const std::vector<float> audio = noise(6000, 11);
+    FeatureMatrix out;
+    int64_t expected_rows = 0;
+    for (size_t i = 0; i < audio.size(); ++i) {
+      ex.accept(&audio[i], 1, out);
+      const int64_t have = static_cast<int64_t>(i + 1);
+      // Frame t is out once have >= t * shift + latency.
+      const int64_t due =
+          have < ex.latency_samples()
+              ? 0
+              : (have - ex.latency_samples()) / ex.frame_shift() + 1;
+      expected_rows = due;
+      ASSERT_EQ(out.rows, expected_rows) << c.name << " after " << have << " samples";
+    }
+    EXPECT_EQ(ex.frames_emitted(), expected_rows);
+  }
+}
+
+TEST(StreamExtractor, LatencyFormula) {
+  BackendPtr cpu = make_cpu_backend();
+  FeatureOptions o = FeatureOptions::for_flavour(Flavour::kSphinx, FeatureKind::kMfcc);
+  StreamingFeatureExtractor plain(o, *cpu);
+  EXPECT_EQ(plain.latency_samples(), o.frame.frame_length_samples());
+  o.delta.layout = DeltaOptions::Layout::kSphinx1sCDDd;
+  StreamingFeatureExtractor deltas(o, *cpu);
+  EXPECT_EQ(deltas.latency_samples(),
+            o.frame.frame_length_samples() + 3 * o.frame.frame_shift_samples());
+  o.kind = FeatureKind::kTraps;
+  o.traps.context = 5;
+  o.traps.num_coeffs = 4;
+  StreamingFeatureExtractor traps(o, *cpu);
+  EXPECT_EQ(traps.latency_samples(),
+            o.frame.frame_length_samples() + 8 * o.frame.frame_shift_samples());
+}
+
+TEST(StreamExtractor, BatchModeHoldsFramesUntilFlush) {
+  BackendPtr cpu = make_cpu_backend();
+  FeatureOptions o = FeatureOptions::for_flavour(Flavour::kSphinx, FeatureKind::kMfcc);
+  o.norm.cmn = NormOptions::Cmn::kBatch;
+  StreamingFeatureExtractor ex(o, *cpu);
+  EXPECT_TRUE(ex.buffers_utterance());
+  const std::vector<float> audio = noise(16000, 3);
+  FeatureMatrix out;
+  ex.accept(audio.data(), audio.size(), out);
+  EXPECT_EQ(out.rows, 0);
+  ex.flush(out);
+  const FeatureMatrix ref = compute_features(o, *cpu, audio.data(), audio.size());
+  EXPECT_TRUE(bitwise_equal(out, ref));
+}
+
+TEST(StreamExtractor, EmptyAndShortUtterances) {
+  BackendPtr cpu = make_cpu_backend();
+  for (const Case& c : cases()) {
+    StreamingFeatureExtractor ex(c.opts, *cpu);
+    FeatureExtractor fx(c.opts, *cpu);
+    FeatureMatrix out;
+    ex.flush(out);  // nothing at all
+    EXPECT_EQ(out.rows, 0) << c.name;
+    for (size_t n : {size_t{1}, size_t{100}, size_t{399}, size_t{401}}) {
+      const std::vector<float> audio = noise(n, static_cast<uint32_t>(n));
+      FeatureMatrix got = stream(ex, audio, {7});
+      const FeatureMatrix ref = compute_features(c.opts, *cpu, audio.data(), n);
+      EXPECT_EQ(got.rows, fx.num_frames(static_cast<int64_t>(n))) << c.name << " n=" << n;
+      ASSERT_EQ(got.rows, ref.rows) << c.name << " n=" << n;
+      EXPECT_LE(max_rel_diff(got, ref), 1e-5) << c.name << " n=" << n;
+    }
+  }
+}
+
+TEST(StreamExtractor, ResetAndFlushStartCleanUtterances) {
+  BackendPtr cpu = make_cpu_backend();
+  FeatureOptions o = cases()[0].opts;  // live CMN + deltas: state to leak
+  StreamingFeatureExtractor ex(o, *cpu);
+  const std::vector<float> a = noise(9000, 5), b = noise(7000, 6);
+  const FeatureMatrix ref_b = compute_features(o, *cpu, b.data(), b.size());
+
+  FeatureMatrix junk;
+  ex.accept(a.data(), a.size(), junk);  // an abandoned utterance
+  EXPECT_GT(junk.rows, 0);
+  ex.reset();
+  EXPECT_EQ(ex.samples_accepted(), 0);
+  EXPECT_TRUE(bitwise_equal(stream(ex, b, {333}), ref_b));
+
+  // flush() ends utterance a; b then starts from scratch.
+  FeatureMatrix first = stream(ex, a, {1000});
+  EXPECT_EQ(first.rows, FeatureExtractor(o, *cpu).num_frames(9000));
+  EXPECT_TRUE(bitwise_equal(stream(ex, b, {1000}), ref_b));
+}
+
+TEST(StreamExtractor, RejectsMismatchedOutputMatrix) {
+  BackendPtr cpu = make_cpu_backend();
+  StreamingFeatureExtractor ex(
+      FeatureOptions::for_flavour(Flavour::kSphinx, FeatureKind::kMfcc), *cpu);
+  FeatureMatrix out;
+  out.dim = 5;
+  out.rows = 1;
+  out.data.resize(5);
+  const std::vector<float> audio = noise(100, 1);
+  EXPECT_THROW(ex.accept(audio.data(), audio.size(), out), std::invalid_argument);
+}
+
+TEST(StreamExtractor, InvalidOptionsThrowNamingTheOption) {
+  BackendPtr cpu = make_cpu_backend();
+  FeatureOptions o = FeatureOptions::for_flavour(Flavour::kSphinx, FeatureKind::kMfcc);
+  o.norm.cvn = true;  // needs batch CMN
+  try {
+    StreamingFeatureExtractor ex(o, *cpu);
+    FAIL() << "expected std::invalid_argument";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("cvn"), std::string::npos) << e.what();
+  }
+}
+
+TEST(StreamExtractor, RemoveSilenceIsRefused) {
+  BackendPtr cpu = make_cpu_backend();
+  FeatureOptions o = FeatureOptions::for_flavour(Flavour::kSphinx, FeatureKind::kMfcc);
+  o.noise.remove_silence = true;
+  try {
+    StreamingFeatureExtractor ex(o, *cpu);
+    FAIL() << "expected std::invalid_argument";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("remove_silence"), std::string::npos) << e.what();
+  }
+}
+
+// Live CMN started far from the truth (cmn_init = 0) converges to the batch
+// mean over a long utterance: on the last quarter of ~25 s of speech the
+// live-normalised c0 is within a small fraction of its initial offset from
+// the batch-normalised one.
+TEST(StreamExtractor, LiveCmnConvergesToBatchCmn) {
+  BackendPtr cpu = make_cpu_backend();
+  std::vector<float> audio;
+  for (const char* f : {"sense_and_sensibility_01_austen_64kb-0870.wav",
+                        "sense_and_sensibility_01_austen_64kb-0880.wav",
+                        "sense_and_sensibility_01_austen_64kb-0890.wav",
+                        "sense_and_sensibility_01_austen_64kb-0920.wav",
+                        "sense_and_sensibility_01_austen_64kb-0930.wav"}) {
+    const std::vector<float> s = speech(f);
+    audio.insert(audio.end(), s.begin(), s.end());
+  }
+  FeatureOptions live = FeatureOptions::for_flavour(Flavour::kSphinx, FeatureKind::kMfcc);
+  live.norm.cmn = NormOptions::Cmn::kLive;
+  live.norm.cmn_init.assign(13, 0.0f);
+  FeatureOptions batch = live;
+  batch.norm.cmn = NormOptions::Cmn::kBatch;
+  batch.norm.cmn_init.clear();
+
+  StreamingFeatureExtractor ex(live, *cpu);
+  const FeatureMatrix l = stream(ex, audio, random_sizes(9, 4000));
+  const FeatureMatrix b = compute_features(batch, *cpu, audio.data(), audio.size());
+  ASSERT_EQ(l.rows, b.rows);
+  ASSERT_GT(l.rows, 2000);  // > 20 s
+
+  // live - batch = batch mean - live mean, per frame and dimension.
+  auto mean_abs_offset = [&](int64_t from, int64_t to, int d) {
+    double s = 0.0;
+    for (int64_t t = from; t < to; ++t) s += std::fabs(l.row(t)[d] - b.row(t)[d]);
+    return s / static_cast<double>(to - from);
+  };
+  const double start = mean_abs_offset(0, 10, 0);
+  const double end = mean_abs_offset(l.rows * 3 / 4, l.rows, 0);
+  EXPECT_GT(start, 20.0);  // c0's mean is far from 0: a real test
+  EXPECT_LT(end, 0.1 * start) << "start offset " << start << ", end " << end;
+  // The other cepstra: the remaining mean offset is small against each
+  // dimension's spread (it is what a 500-frame window cannot know about
+  // the rest of the utterance).
+  for (int d = 1; d < 13; ++d) {
+    double sum = 0.0, sum_sq = 0.0;
+    for (int64_t t = 0; t < b.rows; ++t) {
+      sum += b.row(t)[d];
+      sum_sq += static_cast<double>(b.row(t)[d]) * b.row(t)[d];
+    }
+    const double sd = std::sqrt(sum_sq / b.rows - (sum / b.rows) * (sum / b.rows));
+    EXPECT_LT(mean_abs_offset(l.rows * 3 / 4, l.rows, d), 0.25 * sd) << "c" << d;
+  }
+}
+
+// GPU backends: streaming matches the whole utterance on the same backend
+// (not bitwise: block sizes may change the GEMM's summation order).
+TEST(StreamExtractor, OtherBackendsMatchWholeUtterance) {
+  for (const std::string& name : testing::backends_under_test()) {
+    if (name == "cpu") continue;
+    BackendPtr be = open_backend(name);
+    for (const Case& c : cases()) {
+      const std::vector<float> audio = noise(24000, 21);
+      const FeatureMatrix ref = compute_features(c.opts, *be, audio.data(), audio.size());
+      StreamingFeatureExtractor ex(c.opts, *be);
+      const FeatureMatrix got = stream(ex, audio, random_sizes(8, 3000));
+      ASSERT_EQ(got.rows, ref.rows) << name << " " << c.name;
+      EXPECT_LE(max_rel_diff(got, ref), 1e-4) << name << " " << c.name;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace gpuspeech
