@@ -37,11 +37,11 @@ class CpuBackend : public Backend {
 
   void upload(DeviceBuffer& dst, const float* src, size_t n, size_t off) override {
     check_range(dst, off, n, "upload");
-    std::memcpy(mut(dst) + off, src, n * sizeof(float));
+    if (n) std::memcpy(mut(dst) + off, src, n * sizeof(float));
   }
   void download(const DeviceBuffer& src, float* dst, size_t n, size_t off) override {
     check_range(src, off, n, "download");
-    std::memcpy(dst, get(src) + off, n * sizeof(float));
+    if (n) std::memcpy(dst, get(src) + off, n * sizeof(float));
   }
   void synchronize() override {}
 

@@ -1,0 +1,694 @@
+// The OpenCL backend: clFFT for the FFT, our own kernels (kernels/opencl/*.cl,
+// embedded at build time) for everything else. Semantics follow
+// common/backend.h exactly; the CPU backend is the reference the tests
+// compare against (backend_compare.h).
+//
+// The kernel program is compiled on first use, not when the backend is
+// opened: list_backends() and `auto` open backends just to ask whether a
+// device answers, and drivers such as pocl take a while to compile.
+#include <CL/cl.h>
+#include <clFFT.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstdlib>
+#include <map>
+#include <mutex>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "common/backend_registry.h"
+#include "kernels/opencl/opencl_kernels.h"
+
+#ifndef CL_PLATFORM_NOT_FOUND_KHR
+#define CL_PLATFORM_NOT_FOUND_KHR -1001
+#endif
+
+namespace gpuspeech {
+namespace {
+
+// Largest LPC order / cepstrum count the lpc_to_cepstrum kernel's private
+// arrays hold (kernels/opencl/lpc.cl).
+constexpr int kLpcMaxOrder = 64;
+constexpr int kLpcMaxCeps = 128;
+// Rows per clFFT call; see power_spectrum.
+constexpr int64_t kFftChunkRows = 32768;
+
+const char* cl_error_name(cl_int code) {
+  switch (code) {
+#define GPUSPEECH_CL_CASE(x) \
+  case x:                    \
+    return #x;
+    GPUSPEECH_CL_CASE(CL_DEVICE_NOT_FOUND)
+    GPUSPEECH_CL_CASE(CL_DEVICE_NOT_AVAILABLE)
+    GPUSPEECH_CL_CASE(CL_COMPILER_NOT_AVAILABLE)
+    GPUSPEECH_CL_CASE(CL_MEM_OBJECT_ALLOCATION_FAILURE)
+    GPUSPEECH_CL_CASE(CL_OUT_OF_RESOURCES)
+    GPUSPEECH_CL_CASE(CL_OUT_OF_HOST_MEMORY)
+    GPUSPEECH_CL_CASE(CL_BUILD_PROGRAM_FAILURE)
+    GPUSPEECH_CL_CASE(CL_INVALID_VALUE)
+    GPUSPEECH_CL_CASE(CL_INVALID_DEVICE_TYPE)
+    GPUSPEECH_CL_CASE(CL_INVALID_PLATFORM)
+    GPUSPEECH_CL_CASE(CL_INVALID_DEVICE)
+    GPUSPEECH_CL_CASE(CL_INVALID_CONTEXT)
+    GPUSPEECH_CL_CASE(CL_INVALID_COMMAND_QUEUE)
+    GPUSPEECH_CL_CASE(CL_INVALID_MEM_OBJECT)
+    GPUSPEECH_CL_CASE(CL_INVALID_BUILD_OPTIONS)
+    GPUSPEECH_CL_CASE(CL_INVALID_PROGRAM)
+    GPUSPEECH_CL_CASE(CL_INVALID_PROGRAM_EXECUTABLE)
+    GPUSPEECH_CL_CASE(CL_INVALID_KERNEL_NAME)
+    GPUSPEECH_CL_CASE(CL_INVALID_KERNEL)
+    GPUSPEECH_CL_CASE(CL_INVALID_ARG_INDEX)
+    GPUSPEECH_CL_CASE(CL_INVALID_ARG_VALUE)
+    GPUSPEECH_CL_CASE(CL_INVALID_ARG_SIZE)
+    GPUSPEECH_CL_CASE(CL_INVALID_KERNEL_ARGS)
+    GPUSPEECH_CL_CASE(CL_INVALID_WORK_DIMENSION)
+    GPUSPEECH_CL_CASE(CL_INVALID_WORK_GROUP_SIZE)
+    GPUSPEECH_CL_CASE(CL_INVALID_WORK_ITEM_SIZE)
+    GPUSPEECH_CL_CASE(CL_INVALID_GLOBAL_OFFSET)
+    GPUSPEECH_CL_CASE(CL_INVALID_EVENT_WAIT_LIST)
+    GPUSPEECH_CL_CASE(CL_INVALID_OPERATION)
+    GPUSPEECH_CL_CASE(CL_INVALID_BUFFER_SIZE)
+    GPUSPEECH_CL_CASE(CL_INVALID_GLOBAL_WORK_SIZE)
+    GPUSPEECH_CL_CASE(CL_PLATFORM_NOT_FOUND_KHR)
+#undef GPUSPEECH_CL_CASE
+    default:
+      return nullptr;
+  }
+}
+
+std::string describe_code(cl_int code) {
+  const char* name = cl_error_name(code);
+  return std::string(name ? name : "error") + " (" + std::to_string(code) + ")";
+}
+
+// clFFT's status codes are the OpenCL ones plus a few of its own.
+std::string describe_clfft(clfftStatus status) {
+  switch (status) {
+    case CLFFT_BUGCHECK: return "CLFFT_BUGCHECK (4096)";
+    case CLFFT_NOTIMPLEMENTED: return "CLFFT_NOTIMPLEMENTED (4097)";
+    case CLFFT_TRANSPOSED_NOTIMPLEMENTED:
+      return "CLFFT_TRANSPOSED_NOTIMPLEMENTED (4098)";
+    case CLFFT_FILE_NOT_FOUND: return "CLFFT_FILE_NOT_FOUND (4099)";
+    case CLFFT_FILE_CREATE_FAILURE: return "CLFFT_FILE_CREATE_FAILURE (4100)";
+    case CLFFT_VERSION_MISMATCH: return "CLFFT_VERSION_MISMATCH (4101)";
+    case CLFFT_INVALID_PLAN: return "CLFFT_INVALID_PLAN (4102)";
+    case CLFFT_DEVICE_NO_DOUBLE: return "CLFFT_DEVICE_NO_DOUBLE (4103)";
+    case CLFFT_DEVICE_MISMATCH: return "CLFFT_DEVICE_MISMATCH (4104)";
+    default: return describe_code(static_cast<cl_int>(status));
+  }
+}
+
+[[noreturn]] void throw_cl(const std::string& call, cl_int code) {
+  throw BackendError("opencl: " + call + " failed: " + describe_code(code));
+}
+
+void check_cl(cl_int code, const std::string& call) {
+  if (code != CL_SUCCESS) throw_cl(call, code);
+}
+
+void check_clfft(clfftStatus status, const std::string& call) {
+  if (status != CLFFT_SUCCESS)
+    throw BackendError("opencl: " + call + " failed: " + describe_clfft(status));
+}
+
+std::string trimmed(std::string s) {
+  while (!s.empty() && (s.back() == '\0' || s.back() == ' ')) s.pop_back();
+  size_t first = s.find_first_not_of(' ');
+  return first == std::string::npos ? std::string() : s.substr(first);
+}
+
+std::string platform_string(cl_platform_id platform, cl_platform_info what) {
+  size_t n = 0;
+  check_cl(clGetPlatformInfo(platform, what, 0, nullptr, &n), "clGetPlatformInfo");
+  std::string s(n, '\0');
+  check_cl(clGetPlatformInfo(platform, what, n, &s[0], nullptr), "clGetPlatformInfo");
+  return trimmed(s);
+}
+
+std::string device_string(cl_device_id device, cl_device_info what) {
+  size_t n = 0;
+  check_cl(clGetDeviceInfo(device, what, 0, nullptr, &n), "clGetDeviceInfo");
+  std::string s(n, '\0');
+  check_cl(clGetDeviceInfo(device, what, n, &s[0], nullptr), "clGetDeviceInfo");
+  return trimmed(s);
+}
+
+template <typename T>
+T device_value(cl_device_id device, cl_device_info what) {
+  T v{};
+  check_cl(clGetDeviceInfo(device, what, sizeof(T), &v, nullptr), "clGetDeviceInfo");
+  return v;
+}
+
+struct DeviceEntry {
+  cl_platform_id platform;
+  cl_device_id device;
+  std::string label;  // "<device> (<platform>)"
+  bool is_gpu;
+};
+
+// Every device of every platform, in platform order.
+std::vector<DeviceEntry> enumerate_devices() {
+  cl_uint num_platforms = 0;
+  cl_int err = clGetPlatformIDs(0, nullptr, &num_platforms);
+  if (err == CL_PLATFORM_NOT_FOUND_KHR || (err == CL_SUCCESS && num_platforms == 0))
+    throw BackendError(
+        "no OpenCL platform (the ICD loader found no driver; install one, "
+        "e.g. pocl-opencl-icd or a GPU vendor's OpenCL driver)");
+  check_cl(err, "clGetPlatformIDs");
+  std::vector<cl_platform_id> platforms(num_platforms);
+  check_cl(clGetPlatformIDs(num_platforms, platforms.data(), nullptr),
+           "clGetPlatformIDs");
+
+  std::vector<DeviceEntry> out;
+  for (cl_platform_id p : platforms) {
+    cl_uint n = 0;
+    err = clGetDeviceIDs(p, CL_DEVICE_TYPE_ALL, 0, nullptr, &n);
+    if (err == CL_DEVICE_NOT_FOUND || n == 0) continue;
+    check_cl(err, "clGetDeviceIDs");
+    std::vector<cl_device_id> devices(n);
+    check_cl(clGetDeviceIDs(p, CL_DEVICE_TYPE_ALL, n, devices.data(), nullptr),
+             "clGetDeviceIDs");
+    const std::string pname = platform_string(p, CL_PLATFORM_NAME);
+    for (cl_device_id d : devices) {
+      auto type = device_value<cl_device_type>(d, CL_DEVICE_TYPE);
+      out.push_back({p, d, device_string(d, CL_DEVICE_NAME) + " (" + pname + ")",
+                     (type & CL_DEVICE_TYPE_GPU) != 0});
+    }
+  }
+  return out;
+}
+
+// "0: name (platform), 1: ..." for device-id errors; without the indices
+// where they would not be device ids.
+std::string list_labels(const std::vector<DeviceEntry>& devices, bool with_index = true) {
+  std::string s;
+  for (size_t i = 0; i < devices.size(); ++i) {
+    if (i) s += ", ";
+    if (with_index) s += std::to_string(i) + ": ";
+    s += devices[i].label;
+  }
+  return s;
+}
+
+// clFFT keeps process-wide state: set it up once, tear it down at exit (it
+// complains on stderr otherwise). Backends destroyed after the teardown must
+// not touch their plans any more.
+std::once_flag g_clfft_once;
+clfftStatus g_clfft_setup_status = CLFFT_SUCCESS;
+std::atomic<bool> g_clfft_torn_down{false};
+
+void clfft_teardown_at_exit() {
+  g_clfft_torn_down = true;
+  clfftTeardown();
+}
+
+void ensure_clfft() {
+  std::call_once(g_clfft_once, [] {
+    clfftSetupData setup;
+    g_clfft_setup_status = clfftInitSetupData(&setup);
+    if (g_clfft_setup_status == CLFFT_SUCCESS)
+      g_clfft_setup_status = clfftSetup(&setup);
+    // Registered after the first backend was constructed, so static
+    // backends built from here on are destroyed before this runs.
+    if (g_clfft_setup_status == CLFFT_SUCCESS) std::atexit(clfft_teardown_at_exit);
+  });
+  check_clfft(g_clfft_setup_status, "clfftSetup");
+}
+
+class ClBuffer : public DeviceBuffer {
+ public:
+  ClBuffer(const Backend* owner, size_t n, cl_mem mem)
+      : DeviceBuffer(owner, n), mem_(mem) {}
+  ~ClBuffer() override { clReleaseMemObject(mem_); }
+  cl_mem mem() const { return mem_; }
+
+ private:
+  cl_mem mem_;
+};
+
+// The operation codes of kernels/opencl/elementwise.cl.
+cl_int unary_code(UnaryOp op) {
+  switch (op) {
+    case UnaryOp::kLogFloor: return 0;
+    case UnaryOp::kLogOffset: return 1;
+    case UnaryOp::kLogClamp: return 2;
+    case UnaryOp::kPow: return 3;
+    case UnaryOp::kSqrt: return 4;
+  }
+  throw BackendError("opencl: apply: unknown UnaryOp " +
+                     std::to_string(static_cast<int>(op)));
+}
+
+size_t round_up(size_t x, size_t to) { return (x + to - 1) / to * to; }
+
+class OpenclBackend : public Backend {
+ public:
+  explicit OpenclBackend(const DeviceEntry& entry)
+      : device_(entry.device), label_(entry.label) {
+    // Device queries first: they may throw, and nothing needs releasing yet.
+    max_alloc_ = device_value<cl_ulong>(device_, CL_DEVICE_MAX_MEM_ALLOC_SIZE);
+    const std::string ext = device_string(device_, CL_DEVICE_EXTENSIONS);
+    has_fp64_ = ext.find("cl_khr_fp64") != std::string::npos;
+    const size_t max_wg = device_value<size_t>(device_, CL_DEVICE_MAX_WORK_GROUP_SIZE);
+    gemm_tile_ = max_wg >= 256 ? 16 : (max_wg >= 64 ? 8 : 4);
+    frame_wg_ = 1;
+    while (frame_wg_ * 2 <= std::min<size_t>(max_wg, 128)) frame_wg_ *= 2;
+
+    cl_int err = CL_SUCCESS;
+    context_ = clCreateContext(nullptr, 1, &device_, nullptr, nullptr, &err);
+    check_cl(err, "clCreateContext(" + label_ + ")");
+    queue_ = clCreateCommandQueue(context_, device_, 0, &err);
+    if (err != CL_SUCCESS) {
+      clReleaseContext(context_);
+      throw_cl("clCreateCommandQueue(" + label_ + ")", err);
+    }
+  }
+
+  ~OpenclBackend() override {
+    clFinish(queue_);  // nothing queued may outlive the scratch it uses
+    if (!g_clfft_torn_down)
+      for (auto& kv : plans_) clfftDestroyPlan(&kv.second);
+    if (fft_bins_) clReleaseMemObject(fft_bins_);
+    for (cl_kernel k : {k_frame_, k_power_, k_gemm_, k_apply_, k_logcol_, k_splice_, k_lpc_})
+      if (k) clReleaseKernel(k);
+    if (program_) clReleaseProgram(program_);
+    clReleaseCommandQueue(queue_);
+    clReleaseContext(context_);
+  }
+
+  const char* name() const override { return "opencl"; }
+  std::string device_name() const override { return label_; }
+
+  BufferPtr alloc(size_t n_floats) override {
+    const size_t bytes = std::max<size_t>(n_floats, 1) * sizeof(float);
+    if (n_floats > max_alloc_ / sizeof(float))
+      throw BackendError("opencl: cannot allocate " + std::to_string(n_floats) +
+                         " floats on " + label_ + ": the device allows at most " +
+                         std::to_string(max_alloc_) + " bytes per buffer");
+    cl_int err = CL_SUCCESS;
+    cl_mem mem = clCreateBuffer(context_, CL_MEM_READ_WRITE, bytes, nullptr, &err);
+    check_cl(err, "clCreateBuffer(" + std::to_string(bytes) + " bytes)");
+    return BufferPtr(new ClBuffer(this, n_floats, mem));
+  }
+
+  void upload(DeviceBuffer& dst, const float* src, size_t n,
+              size_t dst_offset) override {
+    const ClBuffer& d = own(dst, "upload");
+    require_range(d, dst_offset, n, "upload destination");
+    if (n == 0) return;
+    check_cl(clEnqueueWriteBuffer(queue_, d.mem(), CL_TRUE, dst_offset * sizeof(float),
+                                  n * sizeof(float), src, 0, nullptr, nullptr),
+             "clEnqueueWriteBuffer");
+  }
+
+  void download(const DeviceBuffer& src, float* dst, size_t n,
+                size_t src_offset) override {
+    const ClBuffer& s = own(src, "download");
+    require_range(s, src_offset, n, "download source");
+    if (n == 0) return;
+    check_cl(clEnqueueReadBuffer(queue_, s.mem(), CL_TRUE, src_offset * sizeof(float),
+                                 n * sizeof(float), dst, 0, nullptr, nullptr),
+             "clEnqueueReadBuffer");
+  }
+
+  void synchronize() override { check_cl(clFinish(queue_), "clFinish"); }
+
+  void frame_signal(const DeviceBuffer& signal, const FramingSpec& spec,
+                    const DeviceBuffer& window, DeviceBuffer& frames,
+                    DeviceBuffer* energy) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    const ClBuffer& sig = own(signal, "frame_signal signal");
+    const ClBuffer& win = own(window, "frame_signal window");
+    const ClBuffer& out = own(frames, "frame_signal frames");
+    const ClBuffer* en = energy ? &own(*energy, "frame_signal energy") : nullptr;
+    if (spec.num_utts < 0 || spec.frames_per_utt < 0 || spec.utt_stride < 0 ||
+        spec.valid_length < 0 || spec.frame_shift <= 0 || spec.frame_length <= 0 ||
+        spec.fft_size < spec.frame_length)
+      throw BackendError(
+          "opencl: frame_signal: bad FramingSpec (need num_utts, frames_per_utt, "
+          "utt_stride, valid_length >= 0, frame_shift, frame_length > 0 and "
+          "fft_size >= frame_length)");
+    const int64_t rows = spec.rows();
+    require_size(win, static_cast<size_t>(spec.frame_length), "frame_signal window");
+    require_size(out, static_cast<size_t>(rows) * spec.fft_size, "frame_signal frames");
+    if (en) require_size(*en, static_cast<size_t>(rows), "frame_signal energy");
+    if (spec.num_utts > 0 && spec.valid_length > 0)
+      require_size(sig, static_cast<size_t>((spec.num_utts - 1) * spec.utt_stride +
+                                            spec.valid_length),
+                   "frame_signal signal");
+    if (rows == 0) return;
+    ensure_program();
+    cl_mem energy_mem = en ? en->mem() : out.mem();  // unused when !en
+    set_args(k_frame_, "frame_signal", sig.mem(), cl_long(spec.utt_stride),
+             cl_long(spec.valid_length), cl_long(spec.frames_per_utt),
+             cl_long(spec.first_frame_offset), cl_int(spec.frame_shift),
+             cl_int(spec.frame_length), cl_int(spec.fft_size),
+             cl_float(spec.preemphasis), cl_int(spec.preemphasis_per_frame ? 1 : 0),
+             cl_int(spec.remove_dc ? 1 : 0), win.mem(), out.mem(), energy_mem,
+             cl_int(en ? 1 : 0));
+    const size_t global = static_cast<size_t>(rows) * frame_wg_;
+    launch(k_frame_, "frame_signal", 1, &global, &frame_wg_);
+  }
+
+  void power_spectrum(const DeviceBuffer& frames, int64_t rows, int fft_size,
+                      bool magnitude, DeviceBuffer& spectrum) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    const ClBuffer& in = own(frames, "power_spectrum frames");
+    const ClBuffer& out = own(spectrum, "power_spectrum spectrum");
+    if (fft_size < 2 || (fft_size & (fft_size - 1)) != 0)
+      throw BackendError("opencl: power_spectrum: fft_size must be a power of two >= 2, got " +
+                         std::to_string(fft_size));
+    if (rows < 0) throw BackendError("opencl: power_spectrum: rows < 0");
+    const size_t bins = static_cast<size_t>(fft_size) / 2 + 1;
+    require_size(in, static_cast<size_t>(rows) * fft_size, "power_spectrum frames");
+    require_size(out, static_cast<size_t>(rows) * bins, "power_spectrum spectrum");
+    if (rows == 0) return;
+    ensure_program();
+
+    // clFFT has no buffer offsets, so a large batch is transformed in
+    // chunks through sub-buffers of `frames`: the complex scratch stays
+    // bounded (a full batch of complex bins would double the memory a big
+    // benchmark needs). The chunk start is a multiple of kFftChunkRows rows,
+    // which keeps every sub-buffer origin aligned for any device.
+    const int64_t chunk = std::min<int64_t>(rows, kFftChunkRows);
+    ensure_fft_bins(static_cast<size_t>(chunk) * bins * 2 * sizeof(float));
+    for (int64_t first = 0; first < rows; first += chunk) {
+      const int64_t n_rows = std::min<int64_t>(chunk, rows - first);
+      clfftPlanHandle plan = fft_plan(n_rows, fft_size);
+      cl_mem in_mem = in.mem();
+      cl_mem sub = nullptr;
+      if (first > 0 || n_rows < rows) {
+        cl_buffer_region region;
+        region.origin = static_cast<size_t>(first) * fft_size * sizeof(float);
+        region.size = static_cast<size_t>(n_rows) * fft_size * sizeof(float);
+        cl_int err = CL_SUCCESS;
+        sub = clCreateSubBuffer(in.mem(), 0, CL_BUFFER_CREATE_TYPE_REGION, &region, &err);
+        check_cl(err, "clCreateSubBuffer(fft input rows " + std::to_string(first) + "+" +
+                          std::to_string(n_rows) + ")");
+        in_mem = sub;
+      }
+      const clfftStatus status = clfftEnqueueTransform(
+          plan, CLFFT_FORWARD, 1, &queue_, 0, nullptr, nullptr, &in_mem, &fft_bins_, nullptr);
+      // Released now; the runtime keeps it alive until the transform ran.
+      if (sub) clReleaseMemObject(sub);
+      check_clfft(status, "clfftEnqueueTransform");
+
+      const cl_ulong n = static_cast<cl_ulong>(n_rows) * bins;
+      set_args(k_power_, "hermitian_to_power", fft_bins_, n, cl_int(magnitude ? 1 : 0),
+               out.mem(), cl_ulong(static_cast<size_t>(first) * bins));
+      launch_1d(k_power_, "hermitian_to_power", n);
+    }
+  }
+
+  void gemm_nt(const DeviceBuffer& a, int64_t rows, int k, const DeviceBuffer& b,
+               int m, DeviceBuffer& c, size_t a_offset, size_t c_offset) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    const ClBuffer& ab = own(a, "gemm_nt A");
+    const ClBuffer& bb = own(b, "gemm_nt B");
+    const ClBuffer& cb = own(c, "gemm_nt C");
+    if (rows < 0 || k < 0 || m < 0)
+      throw BackendError("opencl: gemm_nt: negative size (rows " + std::to_string(rows) +
+                         ", k " + std::to_string(k) + ", m " + std::to_string(m) + ")");
+    require_range(ab, a_offset, static_cast<size_t>(rows) * k, "gemm_nt A");
+    require_size(bb, static_cast<size_t>(m) * k, "gemm_nt B");
+    require_range(cb, c_offset, static_cast<size_t>(rows) * m, "gemm_nt C");
+    if (rows == 0 || m == 0) return;
+    ensure_program();
+    set_args(k_gemm_, "gemm_nt", ab.mem(), cl_ulong(a_offset), cl_long(rows), cl_int(k),
+             bb.mem(), cl_int(m), cb.mem(), cl_ulong(c_offset));
+    const size_t global[2] = {round_up(static_cast<size_t>(rows), gemm_tile_),
+                              round_up(static_cast<size_t>(m), gemm_tile_)};
+    const size_t local[2] = {gemm_tile_, gemm_tile_};
+    launch(k_gemm_, "gemm_nt", 2, global, local);
+  }
+
+  void apply(UnaryOp op, float param, DeviceBuffer& x, size_t n) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    const ClBuffer& xb = own(x, "apply");
+    require_size(xb, n, "apply");
+    if (n == 0) return;
+    ensure_program();
+    set_args(k_apply_, "apply_unary", xb.mem(), cl_ulong(n), unary_code(op),
+             cl_float(param));
+    launch_1d(k_apply_, "apply_unary", n);
+  }
+
+  void log_into_column(const DeviceBuffer& src, int64_t rows, float param,
+                       DeviceBuffer& dst, int dst_cols, int dst_col) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    const ClBuffer& s = own(src, "log_into_column src");
+    const ClBuffer& d = own(dst, "log_into_column dst");
+    if (rows < 0 || dst_cols <= 0 || dst_col < 0 || dst_col >= dst_cols)
+      throw BackendError("opencl: log_into_column: need rows >= 0 and 0 <= dst_col < "
+                         "dst_cols (got rows " + std::to_string(rows) + ", dst_col " +
+                         std::to_string(dst_col) + ", dst_cols " +
+                         std::to_string(dst_cols) + ")");
+    require_size(s, static_cast<size_t>(rows), "log_into_column src");
+    require_size(d, static_cast<size_t>(rows) * dst_cols, "log_into_column dst");
+    if (rows == 0) return;
+    ensure_program();
+    set_args(k_logcol_, "log_into_column", s.mem(), cl_long(rows), cl_float(param),
+             d.mem(), cl_int(dst_cols), cl_int(dst_col));
+    launch_1d(k_logcol_, "log_into_column", static_cast<size_t>(rows));
+  }
+
+  void splice(const DeviceBuffer& src, int64_t num_utts, int64_t rows_per_utt,
+              int cols, int left, int right, DeviceBuffer& dst) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    const ClBuffer& s = own(src, "splice src");
+    const ClBuffer& d = own(dst, "splice dst");
+    if (num_utts < 0 || rows_per_utt < 0 || cols <= 0 || left < 0 || right < 0)
+      throw BackendError("opencl: splice: need num_utts, rows_per_utt, left, right >= 0 "
+                         "and cols > 0");
+    const size_t rows = static_cast<size_t>(num_utts * rows_per_utt);
+    const size_t width = static_cast<size_t>(left + right + 1) * cols;
+    require_size(s, rows * cols, "splice src");
+    require_size(d, rows * width, "splice dst");
+    if (rows == 0) return;
+    ensure_program();
+    const cl_ulong total = rows * width;
+    set_args(k_splice_, "splice", s.mem(), cl_long(rows_per_utt), cl_int(cols),
+             cl_int(left), cl_int(right), d.mem(), total);
+    launch_1d(k_splice_, "splice", total);
+  }
+
+  void lpc_to_cepstrum(const DeviceBuffer& autocorr, int64_t rows, int order,
+                       int num_ceps, DeviceBuffer& ceps) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    const ClBuffer& r = own(autocorr, "lpc_to_cepstrum autocorr");
+    const ClBuffer& c = own(ceps, "lpc_to_cepstrum ceps");
+    if (rows < 0 || order < 1 || order > kLpcMaxOrder || num_ceps < 1 ||
+        num_ceps > kLpcMaxCeps)
+      throw BackendError("opencl: lpc_to_cepstrum: need rows >= 0, 1 <= order <= " +
+                         std::to_string(kLpcMaxOrder) + " and 1 <= num_ceps <= " +
+                         std::to_string(kLpcMaxCeps) + " (got order " +
+                         std::to_string(order) + ", num_ceps " +
+                         std::to_string(num_ceps) + ")");
+    require_size(r, static_cast<size_t>(rows) * (order + 1), "lpc_to_cepstrum autocorr");
+    require_size(c, static_cast<size_t>(rows) * num_ceps, "lpc_to_cepstrum ceps");
+    if (rows == 0) return;
+    ensure_program();
+    set_args(k_lpc_, "lpc_to_cepstrum", r.mem(), cl_long(rows), cl_int(order),
+             cl_int(num_ceps), c.mem());
+    launch_1d(k_lpc_, "lpc_to_cepstrum", static_cast<size_t>(rows));
+  }
+
+ private:
+  const ClBuffer& own(const DeviceBuffer& b, const char* what) const {
+    auto* cb = dynamic_cast<const ClBuffer*>(&b);
+    if (!cb || b.owner() != this)
+      throw BackendError(std::string("opencl: ") + what +
+                         ": buffer belongs to another backend");
+    return *cb;
+  }
+
+  static void require_size(const DeviceBuffer& b, size_t need, const char* what) {
+    if (b.size() < need)
+      throw BackendError(std::string("opencl: ") + what + ": buffer holds " +
+                         std::to_string(b.size()) + " floats, needs " +
+                         std::to_string(need));
+  }
+
+  static void require_range(const DeviceBuffer& b, size_t offset, size_t n,
+                            const char* what) {
+    if (offset > b.size() || n > b.size() - offset)
+      throw BackendError(std::string("opencl: ") + what + ": range [" +
+                         std::to_string(offset) + ", " + std::to_string(offset + n) +
+                         ") exceeds the buffer's " + std::to_string(b.size()) +
+                         " floats");
+  }
+
+  // Builds the program from the embedded sources (once per backend).
+  void ensure_program() {
+    if (program_) return;
+    std::vector<const char*> texts;
+    for (int i = 0; i < opencl_kernels::kNumSources; ++i)
+      texts.push_back(opencl_kernels::kSources[i].text);
+    cl_int err = CL_SUCCESS;
+    cl_program program = clCreateProgramWithSource(
+        context_, static_cast<cl_uint>(texts.size()), texts.data(), nullptr, &err);
+    check_cl(err, "clCreateProgramWithSource");
+    const std::string options = "-DGPUSPEECH_FP64=" + std::to_string(has_fp64_ ? 1 : 0) +
+                                " -DGEMM_TILE=" + std::to_string(gemm_tile_) +
+                                " -DFRAME_WG=" + std::to_string(frame_wg_);
+    err = clBuildProgram(program, 1, &device_, options.c_str(), nullptr, nullptr);
+    if (err != CL_SUCCESS) {
+      std::string log;
+      size_t n = 0;
+      if (clGetProgramBuildInfo(program, device_, CL_PROGRAM_BUILD_LOG, 0, nullptr, &n) ==
+          CL_SUCCESS) {
+        log.resize(n);
+        clGetProgramBuildInfo(program, device_, CL_PROGRAM_BUILD_LOG, n, &log[0], nullptr);
+      }
+      clReleaseProgram(program);
+      throw BackendError("opencl: clBuildProgram(kernels/opencl/*.cl, " + options +
+                         ") failed on " + label_ + ": " + describe_code(err) +
+                         "\n" + trimmed(log));
+    }
+    program_ = program;
+    k_frame_ = make_kernel("frame_signal");
+    k_power_ = make_kernel("hermitian_to_power");
+    k_gemm_ = make_kernel("gemm_nt");
+    k_apply_ = make_kernel("apply_unary");
+    k_logcol_ = make_kernel("log_into_column");
+    k_splice_ = make_kernel("splice");
+    k_lpc_ = make_kernel("lpc_to_cepstrum");
+  }
+
+  cl_kernel make_kernel(const char* name) {
+    cl_int err = CL_SUCCESS;
+    cl_kernel k = clCreateKernel(program_, name, &err);
+    check_cl(err, std::string("clCreateKernel(") + name + ")");
+    return k;
+  }
+
+  // Scratch for one chunk of complex FFT output, grown on demand.
+  void ensure_fft_bins(size_t bytes) {
+    if (bytes <= fft_bins_bytes_) return;
+    if (fft_bins_) clReleaseMemObject(fft_bins_);
+    fft_bins_ = nullptr;
+    fft_bins_bytes_ = 0;
+    cl_int err = CL_SUCCESS;
+    fft_bins_ = clCreateBuffer(context_, CL_MEM_READ_WRITE, bytes, nullptr, &err);
+    check_cl(err, "clCreateBuffer(fft scratch, " + std::to_string(bytes) + " bytes)");
+    fft_bins_bytes_ = bytes;
+  }
+
+  // A batched real-to-complex plan for `rows` rows of `fft_size`, cached.
+  // clFFT shares the compiled kernels between plans of the same length, so
+  // a plan per row count is cheap; the cache is bounded for streams whose
+  // chunk sizes vary.
+  clfftPlanHandle fft_plan(int64_t rows, int fft_size) {
+    const auto key = std::make_pair(rows, fft_size);
+    auto it = plans_.find(key);
+    if (it != plans_.end()) return it->second;
+    ensure_clfft();
+    if (plans_.size() >= 32) {
+      for (auto& kv : plans_) clfftDestroyPlan(&kv.second);
+      plans_.clear();
+    }
+    clfftPlanHandle plan = 0;
+    size_t length = static_cast<size_t>(fft_size);
+    check_clfft(clfftCreateDefaultPlan(&plan, context_, CLFFT_1D, &length),
+                "clfftCreateDefaultPlan");
+    try {
+      size_t stride = 1;
+      check_clfft(clfftSetPlanPrecision(plan, CLFFT_SINGLE), "clfftSetPlanPrecision");
+      check_clfft(clfftSetLayout(plan, CLFFT_REAL, CLFFT_HERMITIAN_INTERLEAVED),
+                  "clfftSetLayout");
+      check_clfft(clfftSetResultLocation(plan, CLFFT_OUTOFPLACE),
+                  "clfftSetResultLocation");
+      check_clfft(clfftSetPlanBatchSize(plan, static_cast<size_t>(rows)),
+                  "clfftSetPlanBatchSize");
+      check_clfft(clfftSetPlanInStride(plan, CLFFT_1D, &stride), "clfftSetPlanInStride");
+      check_clfft(clfftSetPlanOutStride(plan, CLFFT_1D, &stride), "clfftSetPlanOutStride");
+      check_clfft(clfftSetPlanDistance(plan, length, length / 2 + 1),
+                  "clfftSetPlanDistance");
+      check_clfft(clfftBakePlan(plan, 1, &queue_, nullptr, nullptr), "clfftBakePlan");
+    } catch (...) {
+      clfftDestroyPlan(&plan);
+      throw;
+    }
+    plans_.emplace(key, plan);
+    return plan;
+  }
+
+  // Sets kernel arguments in order; each value's C++ type must be the cl_*
+  // type matching the kernel's parameter.
+  template <typename... Args>
+  void set_args(cl_kernel k, const char* name, const Args&... args) {
+    cl_uint index = 0;
+    (set_arg(k, name, index++, args), ...);
+  }
+
+  template <typename T>
+  void set_arg(cl_kernel k, const char* name, cl_uint index, const T& value) {
+    check_cl(clSetKernelArg(k, index, sizeof(T), &value),
+             std::string("clSetKernelArg(") + name + ", " + std::to_string(index) + ")");
+  }
+
+  void launch(cl_kernel k, const char* name, cl_uint dims, const size_t* global,
+              const size_t* local) {
+    check_cl(clEnqueueNDRangeKernel(queue_, k, dims, nullptr, global, local, 0, nullptr,
+                                    nullptr),
+             std::string("clEnqueueNDRangeKernel(") + name + ")");
+  }
+
+  void launch_1d(cl_kernel k, const char* name, size_t n) {
+    // A fixed group size keeps the global size a multiple of it on drivers
+    // without non-uniform work-groups; kernels check their index against n.
+    const size_t local = 64;
+    const size_t global = round_up(n, local);
+    launch(k, name, 1, &global, &local);
+  }
+
+  // Kernel objects carry their arguments and the FFT scratch is shared, so
+  // operations from different threads are serialised: each enqueues its
+  // whole sequence under this lock (the in-order queue then keeps it whole).
+  std::mutex mu_;
+  cl_device_id device_;
+  std::string label_;
+  cl_context context_ = nullptr;
+  cl_command_queue queue_ = nullptr;
+  cl_ulong max_alloc_ = 0;
+  bool has_fp64_ = false;
+  size_t gemm_tile_ = 16;
+  size_t frame_wg_ = 128;
+
+  cl_program program_ = nullptr;
+  cl_kernel k_frame_ = nullptr, k_power_ = nullptr, k_gemm_ = nullptr,
+            k_apply_ = nullptr, k_logcol_ = nullptr, k_splice_ = nullptr,
+            k_lpc_ = nullptr;
+
+  std::map<std::pair<int64_t, int>, clfftPlanHandle> plans_;
+  cl_mem fft_bins_ = nullptr;
+  size_t fft_bins_bytes_ = 0;
+};
+
+}  // namespace
+
+BackendPtr make_opencl_backend(int device_id, bool gpu_only) {
+  if (device_id < 0)
+    throw BackendError("opencl: device-id must be >= 0, got " + std::to_string(device_id));
+  std::vector<DeviceEntry> all = enumerate_devices();
+  std::vector<DeviceEntry> usable;
+  for (const DeviceEntry& d : all)
+    if (!gpu_only || d.is_gpu) usable.push_back(d);
+  if (usable.empty()) {
+    if (gpu_only)
+      throw BackendError("no OpenCL GPU device (found: " +
+                         (all.empty() ? std::string("no devices") : list_labels(all, false)) + ")");
+    throw BackendError("no OpenCL device (platforms exist but list no devices)");
+  }
+  if (static_cast<size_t>(device_id) >= usable.size())
+    throw BackendError("opencl device-id " + std::to_string(device_id) +
+                       " out of range: " + std::to_string(usable.size()) +
+                       (gpu_only ? " GPU" : "") + " device(s) (" + list_labels(usable) +
+                       ")");
+  return BackendPtr(new OpenclBackend(usable[static_cast<size_t>(device_id)]));
+}
+
+}  // namespace gpuspeech

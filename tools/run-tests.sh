@@ -1,0 +1,61 @@
+#!/bin/sh
+# Builds gpuspeech and runs every test suite, in three builds:
+#   build/       everything this machine can build (CUDA if nvcc is there,
+#                OpenCL through the ICD loader, pocl on a machine without a
+#                GPU, the GStreamer plugin) and every suite;
+#   build-asan/  the core library under AddressSanitizer + UBSan, its unit,
+#                reference and CLI suites;
+#   build-fuzz/  the file parsers under libFuzzer (clang), each fuzzed for a
+#                bounded time.
+# Ends with one line "tests: N passed, N failed, N skipped" over all three.
+# Environment: GPUSPEECH_REQUIRE_BACKENDS=opencl,cuda makes backend tests
+# fail rather than skip when a named backend is missing (CI sets opencl).
+set -u
+cd "$(dirname "$0")/.."
+jobs=$(nproc 2>/dev/null || echo 2)
+status=0
+
+setup() {  # dir, options...
+  dir=$1; shift
+  if [ -f "$dir/build.ninja" ]; then
+    meson setup --reconfigure "$dir" "$@" >"$dir.setup.log" 2>&1
+  else
+    meson setup "$dir" "$@" >"$dir.setup.log" 2>&1
+  fi || { cat "$dir.setup.log"; echo "meson setup $dir failed"; return 1; }
+}
+
+run_suites() {  # dir, meson test args...
+  dir=$1; shift
+  ninja -C "$dir" || return 1
+  meson test -C "$dir" --print-errorlogs --num-processes "$jobs" "$@"
+}
+
+setup build && run_suites build || status=1
+
+CC=gcc CXX=g++ setup build-asan -Db_sanitize=address,undefined -Db_lundef=false \
+  -Dgstreamer=disabled -Dcuda=disabled -Dopencl=disabled -Dfuzzers=disabled &&
+  ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
+  run_suites build-asan --suite unit --suite reference --suite cli || status=1
+
+if command -v clang++ >/dev/null 2>&1; then
+  CC=clang CXX=clang++ setup build-fuzz -Dfuzzers=enabled -Dgstreamer=disabled \
+    -Dcuda=disabled -Dopencl=disabled &&
+    run_suites build-fuzz --suite fuzz || status=1
+else
+  echo "clang++ not found: fuzzers not run"; status=1
+fi
+
+python3 - build build-asan build-fuzz <<'PY'
+import json, os, sys
+counts = {"OK": 0, "FAIL": 0, "SKIP": 0, "TIMEOUT": 0, "ERROR": 0}
+for d in sys.argv[1:]:
+    log = os.path.join(d, "meson-logs", "testlog.json")
+    if not os.path.exists(log):
+        continue
+    for line in open(log):
+        r = json.loads(line).get("result", "ERROR")
+        counts[r if r in counts else "ERROR"] += 1
+failed = counts["FAIL"] + counts["TIMEOUT"] + counts["ERROR"]
+print(f"tests: {counts['OK']} passed, {failed} failed, {counts['SKIP']} skipped")
+PY
+exit $status
