@@ -4,37 +4,36 @@ namespace gpuspeech {
 
 const char* backend_choices() { return "auto|cuda|opencl|cpu"; }
 
+namespace {
+
+// Tries to open a backend and records what happened.
+template <typename Open>
+BackendInfo probe(const char* name, Open open) {
+  BackendInfo info{name, true, false, ""};
+  try {
+    info.detail = open()->device_name();
+    info.usable = true;
+  } catch (const BackendError& e) {
+    info.detail = e.what();
+  }
+  return info;
+}
+
+}  // namespace
+
 std::vector<BackendInfo> list_backends() {
   std::vector<BackendInfo> out;
-  {
-    BackendInfo info{"cuda", false, false, "not compiled in"};
 #ifdef GPUSPEECH_HAVE_CUDA
-    info.compiled = true;
-    try {
-      auto b = make_cuda_backend(0);
-      info.usable = true;
-      info.detail = b->device_name();
-    } catch (const BackendError& e) {
-      info.detail = e.what();
-    }
+  out.push_back(probe("cuda", [] { return make_cuda_backend(0); }));
+#else
+  out.push_back({"cuda", false, false, "not compiled in"});
 #endif
-    out.push_back(info);
-  }
-  {
-    BackendInfo info{"opencl", false, false, "not compiled in"};
 #ifdef GPUSPEECH_HAVE_OPENCL
-    info.compiled = true;
-    try {
-      auto b = make_opencl_backend(0);
-      info.usable = true;
-      info.detail = b->device_name();
-    } catch (const BackendError& e) {
-      info.detail = e.what();
-    }
+  out.push_back(probe("opencl", [] { return make_opencl_backend(0); }));
+#else
+  out.push_back({"opencl", false, false, "not compiled in"});
 #endif
-    out.push_back(info);
-  }
-  out.push_back({"cpu", true, true, make_cpu_backend()->device_name()});
+  out.push_back(probe("cpu", [] { return make_cpu_backend(); }));
   return out;
 }
 

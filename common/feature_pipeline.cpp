@@ -10,6 +10,7 @@
 #include "mel_filterbank.h"
 #include "plp.h"
 #include "postprocess.h"
+#include "sphinx_noise.h"
 #include "traps.h"
 #include "window.h"
 
@@ -111,6 +112,12 @@ FeatureExtractor::FeatureExtractor(const FeatureOptions& opts, Backend& backend,
     case FeatureKind::kFbank:
       break;
   }
+  if (opts_.noise.remove_noise || opts_.noise.remove_silence) {
+    // One speech decision per frame: every warp would need its own.
+    if (nwarps != 1)
+      throw std::invalid_argument("Sphinx noise / silence removal needs a single VTLN warp");
+    noise_ = std::make_unique<SphinxNoiseRemover>(num_bands_, opts_.noise);
+  }
   scratch_ = new Scratch();
 }
 
@@ -170,12 +177,16 @@ void FeatureExtractor::ensure_scratch(int64_t rows) {
 void FeatureExtractor::compute_device(const DeviceBuffer& signal,
                                       const FramingSpec& spec, DeviceBuffer& out) {
   const int64_t rows = spec.rows();
+  speech_flags_.clear();
   if (rows == 0) return;
   if (spec.frame_length != frame_length_ || spec.frame_shift != frame_shift_ ||
       spec.fft_size != fft_size_)
     throw std::invalid_argument("FramingSpec does not match the extractor's frames");
   if (out.size() < static_cast<size_t>(rows) * num_warps() * base_dim_)
     throw std::invalid_argument("output buffer too small");
+  if (noise_ && spec.num_utts != 1)
+    throw std::invalid_argument(
+        "Sphinx noise / silence removal tracks one stream: one utterance per call");
   ensure_scratch(rows);
   Scratch& s = *scratch_;
   const bool energy = (opts_.kind == FeatureKind::kMfcc && opts_.mfcc.use_energy) ||
@@ -196,6 +207,7 @@ void FeatureExtractor::run_from_frames(int64_t rows, const FramingSpec& spec,
   // fbank writes its bands straight into the output.
   DeviceBuffer& band_buf = opts_.kind == FeatureKind::kFbank ? out : *s.bands;
   backend_.gemm_nt(*s.spectrum, rows, bins, *filterbank_, bands, band_buf);
+  if (noise_) run_noise_stage(rows, band_buf);
 
   // The energy floor follows Kaldi: ln(max(E, FLT_EPSILON)), and at least
   // ln(energy_floor) when that is set.
@@ -241,10 +253,29 @@ void FeatureExtractor::run_from_frames(int64_t rows, const FramingSpec& spec,
   }
 }
 
+void FeatureExtractor::reset_noise_state() {
+  if (noise_) noise_->reset();
+  speech_flags_.clear();
+}
+
+// Host-side and sequential by nature: frame t's gains and speech decision
+// depend on the trackers after frame t-1. Rows are one utterance's frames in
+// order (compute_device checks num_utts == 1).
+void FeatureExtractor::run_noise_stage(int64_t rows, DeviceBuffer& bands) {
+  const size_t count = static_cast<size_t>(rows) * num_bands_;
+  host_bands_.resize(count);
+  backend_.download(bands, host_bands_.data(), count);
+  speech_flags_.resize(static_cast<size_t>(rows));
+  for (int64_t r = 0; r < rows; ++r)
+    speech_flags_[r] = noise_->process(host_bands_.data() + r * num_bands_) ? 1 : 0;
+  if (opts_.noise.remove_noise) backend_.upload(bands, host_bands_.data(), count);
+}
+
 FeatureMatrix FeatureExtractor::compute(const float* samples, int64_t n) {
   FeatureMatrix m;
   m.dim = num_warps() * base_dim_;
   m.rows = num_frames(n);
+  reset_noise_state();
   if (m.rows == 0) return m;
   std::vector<float> dithered;
   if (opts_.frame.dither > 0.0f) {
@@ -263,7 +294,34 @@ FeatureMatrix FeatureExtractor::compute(const float* samples, int64_t n) {
   compute_device(*s.signal, framing_for(1, n, n), *out);
   m.data.resize(static_cast<size_t>(m.rows) * m.dim);
   backend_.download(*out, m.data.data(), m.data.size());
+  if (opts_.noise.remove_silence) {
+    const int64_t whole = n < frame_length_ ? 0 : 1 + (n - frame_length_) / frame_shift_;
+    drop_silence(m, !opts_.frame.snip_edges && m.rows > whole);
+  }
   return m;
+}
+
+// Keeps the frames SphinxVad releases, in order, as sphinx_fe writes them.
+// `last_is_leftover`: the last frame is the zero-padded one that sphinx_fe
+// computes in fe_end_utt, which releases only that frame.
+void FeatureExtractor::drop_silence(FeatureMatrix& m, bool last_is_leftover) const {
+  if (speech_flags_.size() != static_cast<size_t>(m.rows))
+    throw std::logic_error("speech decisions do not match the frames");
+  SphinxVad vad(opts_.noise);
+  std::vector<int64_t> keep;
+  keep.reserve(static_cast<size_t>(m.rows));
+  for (int64_t t = 0; t < m.rows; ++t) {
+    if (t == m.rows - 1 && last_is_leftover)
+      vad.push_final(speech_flags_[t] != 0, keep);
+    else
+      vad.push(speech_flags_[t] != 0, keep);
+  }
+  // keep is increasing, so rows move towards the front only.
+  for (size_t k = 0; k < keep.size(); ++k)
+    if (keep[k] != static_cast<int64_t>(k))
+      std::copy(m.row(keep[k]), m.row(keep[k]) + m.dim, m.row(static_cast<int64_t>(k)));
+  m.rows = static_cast<int64_t>(keep.size());
+  m.data.resize(static_cast<size_t>(m.rows) * m.dim);
 }
 
 FeatureMatrix compute_features(const FeatureOptions& opts, Backend& backend,

@@ -16,15 +16,26 @@
 //
 // Normalisation and deltas (postprocess.h) run on the host afterwards; they
 // are cheap and identical for every backend.
+//
+// Sphinx noise and silence removal (NoiseOptions, sphinx_noise.h) are the one
+// host-side stage inside the spectral pipeline: each frame depends on all the
+// frames before it, so when either is on the band energies are downloaded
+// after the filterbank GEMM, processed frame by frame on the host
+// (SphinxNoiseRemover: noise-reduced energies and a per-frame speech
+// decision) and, for remove_noise, uploaded again before the log. With
+// remove_silence, compute() then drops the frames SphinxVad calls silence.
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "backend.h"
 #include "options.h"
 
 namespace gpuspeech {
+
+class SphinxNoiseRemover;
 
 // A feature matrix on the host: rows frames of dim floats, row-major.
 struct FeatureMatrix {
@@ -66,6 +77,9 @@ class FeatureExtractor {
   // (a float in [-1, 1] must be scaled by 32768 first). The result has
   // num_frames(n) rows of num_warps() * base_dim() floats: warp k's features
   // are columns [k * base_dim, (k + 1) * base_dim).
+  // With noise.remove_noise / remove_silence the noise trackers and the VAD
+  // start afresh (like one sphinx_fe run), and with remove_silence only the
+  // frames the VAD keeps are returned (fewer than num_frames(n) rows).
   FeatureMatrix compute(const float* samples, int64_t num_samples);
 
   // The same for `spec.num_utts` utterances already on the device (see
@@ -80,12 +94,28 @@ class FeatureExtractor {
   FramingSpec framing_for(int64_t num_utts, int64_t num_samples,
                           int64_t stride) const;
 
+  // Sphinx noise / silence removal (opts.noise). True when the host-side
+  // stage runs (remove_noise or remove_silence).
+  bool has_noise_stage() const { return noise_ != nullptr; }
+  // compute_device() carries the noise trackers from call to call (one
+  // stream, frames in order, one utterance per call); this starts them
+  // afresh. compute() calls it itself.
+  void reset_noise_state();
+  // Speech decision of each frame of the last compute_device() call (1 =
+  // speech), before the hangover: feed them to a SphinxVad to decide which
+  // frames to keep. Empty when has_noise_stage() is false.
+  const std::vector<uint8_t>& speech_flags() const { return speech_flags_; }
+
  private:
   struct Scratch;
   void ensure_scratch(int64_t rows);
   // Spectral features for frames already windowed in scratch.
   void run_from_frames(int64_t rows, const FramingSpec& spec,
                        DeviceBuffer& out);
+  // The host-side Sphinx noise stage on `rows` frames of band energies.
+  void run_noise_stage(int64_t rows, DeviceBuffer& bands);
+  // compute() with remove_silence: keeps the frames SphinxVad releases.
+  void drop_silence(FeatureMatrix& m, bool last_is_leftover) const;
 
   FeatureOptions opts_;
   Backend& backend_;
@@ -100,6 +130,9 @@ class FeatureExtractor {
   BufferPtr cepstral_;     // DCT (MFCC), IDFT (PLP) or TRAPS weights
   BufferPtr plp_lifter_;   // num_ceps x num_ceps diagonal (PLP)
   Scratch* scratch_ = nullptr;
+  std::unique_ptr<SphinxNoiseRemover> noise_;  // null unless opts.noise asks
+  std::vector<uint8_t> speech_flags_;
+  std::vector<float> host_bands_;
 };
 
 // Full pipeline for one utterance: spectral features, then normalisation and

@@ -181,6 +181,16 @@ void FeatureOptions::validate() const {
     bad("cmn-init has " + std::to_string(norm.cmn_init.size()) +
         " values but features have " + std::to_string(base_dim()));
   if (norm.live_window < 1) bad("live CMN window must be >= 1");
+  if (noise.remove_noise || noise.remove_silence) {
+    if (kind != FeatureKind::kMfcc && kind != FeatureKind::kFbank)
+      bad("remove-noise and remove-silence apply to mfcc and fbank only");
+    if (!std::isfinite(noise.vad_threshold)) bad("vad-threshold must be finite");
+    // sphinxbase keeps these counts in 16-bit integers.
+    const int counts[] = {noise.vad_prespeech, noise.vad_postspeech, noise.vad_startspeech};
+    for (int c : counts)
+      if (c < 0 || c > 32767)
+        bad("vad-prespeech, vad-postspeech and vad-startspeech must be in 0..32767");
+  }
 }
 
 const char* to_string(Flavour f) {

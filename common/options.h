@@ -131,6 +131,20 @@ struct DeltaOptions {
   int window = 2;  // kRegression: N in sum_n n (c[t+n] - c[t-n]) / (2 sum n^2)
 };
 
+// Sphinx's front-end noise removal and voice activity detection
+// (sphinx_noise.h): spectral subtraction on the mel power energies, and
+// dropping the frames its VAD calls silence. sphinx_fe and pocketsphinx
+// enable both by default; here they are off unless asked for. They apply to
+// MFCC and fbank with a single VTLN warp, and run on the host, in order.
+struct NoiseOptions {
+  bool remove_noise = false;    // Sphinx -remove_noise
+  bool remove_silence = false;  // Sphinx -remove_silence: drop non-speech frames
+  float vad_threshold = 2.0f;   // -vad_threshold: min. ln(power / noise) of speech
+  int vad_prespeech = 20;       // -vad_prespeech: frames held in silence = this + 1
+  int vad_postspeech = 50;      // -vad_postspeech: non-speech frames that end speech
+  int vad_startspeech = 10;     // -vad_startspeech: speech frames that start speech
+};
+
 struct NormOptions {
   enum class Cmn { kNone, kBatch, kLive };
   Cmn cmn = Cmn::kNone;
@@ -154,6 +168,7 @@ struct FeatureOptions {
   TrapsOptions traps;
   DeltaOptions delta;
   NormOptions norm;
+  NoiseOptions noise;  // Sphinx noise / silence removal (off by default)
 
   // The defaults of each toolkit for `kind`. Sphinx defaults are the
   // en-us model's feat.params; Kaldi's those of compute-mfcc-feats and

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "common/backend_registry.h"
+#include "tests/test_backends.h"
 #include "common/cepstral_transform.h"
 #include "common/feature_pipeline.h"
 #include "common/mel_filterbank.h"
@@ -34,7 +35,7 @@ std::string test_data(const std::string& rel) {
 
 const std::vector<float>& goforward16k() {
   static const std::vector<float> s =
-      read_raw_s16("/usr/share/pocketsphinx/test/data/goforward.raw");
+      read_raw_s16(testing::audio_dir() + "/goforward.raw");
   return s;
 }
 
