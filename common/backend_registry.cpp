@@ -45,7 +45,11 @@ BackendPtr open_backend(const std::string& name, int device_id,
   if (name == "cpu") return make_cpu_backend();
   if (name == "cuda") {
 #ifdef GPUSPEECH_HAVE_CUDA
-    return make_cuda_backend(device_id);
+    try {
+      return make_cuda_backend(device_id);
+    } catch (const BackendError& e) {
+      throw BackendError(std::string("backend 'cuda' is not available: ") + e.what());
+    }
 #else
     throw BackendError(
         "backend 'cuda' is not available: this build has no CUDA support "
@@ -54,7 +58,11 @@ BackendPtr open_backend(const std::string& name, int device_id,
   }
   if (name == "opencl") {
 #ifdef GPUSPEECH_HAVE_OPENCL
-    return make_opencl_backend(device_id);
+    try {
+      return make_opencl_backend(device_id);
+    } catch (const BackendError& e) {
+      throw BackendError(std::string("backend 'opencl' is not available: ") + e.what());
+    }
 #else
     throw BackendError(
         "backend 'opencl' is not available: this build has no OpenCL support "

@@ -1502,7 +1502,7 @@ gst_gpu_features_start (GstGpuFeatures * self)
     st->backend = gs::open_backend (requested, settings.device_id, &why);
   } catch (const std::exception & e) {
     GST_ELEMENT_ERROR (self, RESOURCE, SETTINGS,
-        ("backend=%s is not available: %s", requested, e.what ()),
+        ("%s", e.what ()),
         ("device-id=%d", settings.device_id));
     return FALSE;
   }

@@ -152,7 +152,7 @@ TEST(GstLaunch, UnavailableBackendFailsWithAMessage) {
                              " ! fakesink"));
     EXPECT_NE(r.exit_code, 0);
     const std::string all = r.out + r.err;
-    EXPECT_NE(all.find("backend=" + info.name + " is not available"), std::string::npos) << all;
+    EXPECT_NE(all.find("backend '" + info.name + "' is not available"), std::string::npos) << all;
     return;
   }
   GTEST_SKIP() << "every backend is usable on this machine";
