@@ -154,6 +154,36 @@ class Backend {
   virtual void lpc_to_cepstrum(const DeviceBuffer& autocorr, int64_t rows,
                                int order, int num_ceps,
                                DeviceBuffer& ceps) = 0;
+
+  // Acoustic scoring's second stage: senone log-likelihoods from Gaussian
+  // log densities (common/gaussian_scoring.h runs the first stage as GEMMs).
+  //
+  // densities: num_gaussians (>= 1) x frames, gaussian-major: densities[g * frames
+  //   + f] is Gaussian g's log density at frame f of the block.
+  // The mixtures are a sparse matrix of senones * streams rows in CSR form:
+  //   row r = s * streams + t (senone s, stream t) holds the entries
+  //   j in [offsets[r], offsets[r + 1]), each a Gaussian index gaussian[j]
+  //   (a row of `densities`) and a natural-log weight logw[j].
+  //   offsets holds senones * streams + 1 non-decreasing values from
+  //   offsets[0] = 0; gaussian and logw hold at least offsets[last] values.
+  // Result, for f < frames and s < senones:
+  //   out[out_offset + f * senones + s] =
+  //       sum over t < streams of LSE_j (logw[j] + densities[gaussian[j] * frames + f]),
+  //   LSE_j(v_j) = m + ln sum_j exp(v_j - m) with m = max_j v_j (two passes
+  //   over the row's entries, the sum in CSR order). -inf terms add zero (so
+  //   -inf weights are harmless); a row that is empty or all -inf gives -inf,
+  //   and so does the senone's sum. NaN propagates.
+  // Indices (offsets, gaussian) are stored as float32 values, which hold
+  // integers exactly below 2^24 = 16777216; callers keep num_gaussians and
+  // the entry count below that. Their contents are the caller's contract
+  // (GaussianScorer builds them): indices are clamped into the buffers, so a
+  // bad CSR gives wrong numbers, never an out-of-bounds access (the CPU
+  // backend also checks the offsets and throws BackendError).
+  virtual void senone_scores(const DeviceBuffer& densities, int num_gaussians,
+                             int64_t frames, const DeviceBuffer& offsets,
+                             const DeviceBuffer& gaussian, const DeviceBuffer& logw,
+                             int senones, int streams, DeviceBuffer& out,
+                             size_t out_offset = 0) = 0;
 };
 
 using BackendPtr = std::unique_ptr<Backend>;

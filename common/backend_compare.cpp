@@ -336,6 +336,49 @@ Comparison BackendComparison::lpc_to_cepstrum(int64_t rows, int order, int num_c
   });
 }
 
+Comparison BackendComparison::senone_scores(int64_t frames, int num_gaussians, int senones,
+                                            int streams, int max_row_len, size_t out_offset,
+                                            const Tolerance& tol) {
+  // Log densities of the scale real models give (tens to hundreds of nats
+  // below zero), with a few -inf.
+  std::vector<float> dens = uniform(static_cast<size_t>(num_gaussians) * frames, -250.f, -20.f);
+  for (float& d : dens)
+    if (uniform(1, 0.f, 1.f)[0] < 0.01f) d = -INFINITY;
+  const int64_t rows = static_cast<int64_t>(senones) * streams;
+  std::uniform_int_distribution<int> row_len(0, max_row_len);
+  std::uniform_int_distribution<int> pick(0, num_gaussians - 1);
+  std::vector<float> offsets{0.0f}, gaussian, logw;
+  for (int64_t r = 0; r < rows; ++r) {
+    // One row in twenty is empty; the rest have at least one component.
+    const int n = uniform(1, 0.f, 1.f)[0] < 0.05f ? 0 : std::max(1, row_len(rng_));
+    for (int j = 0; j < n; ++j) {
+      gaussian.push_back(static_cast<float>(pick(rng_)));
+      const float w = uniform(1, -12.f, 0.f)[0];
+      logw.push_back(uniform(1, 0.f, 1.f)[0] < 0.1f ? -INFINITY : w);
+    }
+    offsets.push_back(static_cast<float>(gaussian.size()));
+  }
+  if (gaussian.empty()) {  // buffers cannot be empty; the padding is unused
+    gaussian.push_back(0.0f);
+    logw.push_back(0.0f);
+  }
+  const std::vector<float> out_init =
+      uniform(out_offset + static_cast<size_t>(frames) * senones + 3, -1.f, 1.f);
+  std::ostringstream what;
+  what << "senone_scores(frames " << frames << ", gaussians " << num_gaussians << ", senones "
+       << senones << ", streams " << streams << ", components " << gaussian.size()
+       << ", out_offset " << out_offset << ")";
+  return run(what.str(), tol, [&](Backend& b) {
+    BufferPtr d = upload_new(b, dens.empty() ? std::vector<float>{0.f} : dens);
+    BufferPtr o = upload_new(b, offsets);
+    BufferPtr g = upload_new(b, gaussian);
+    BufferPtr w = upload_new(b, logw);
+    BufferPtr out = upload_new(b, out_init);
+    b.senone_scores(*d, num_gaussians, frames, *o, *g, *w, senones, streams, *out, out_offset);
+    return download_all(b, *out);
+  });
+}
+
 namespace {
 
 std::string describe_features(const FeatureOptions& opts, const std::vector<float>& warps) {

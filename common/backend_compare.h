@@ -111,6 +111,13 @@ class BackendComparison {
   // one row with r[0] <= 0 and one of all zeros, which must give zeros.
   Comparison lpc_to_cepstrum(int64_t rows, int order, int num_ceps,
                              const Tolerance& tol);
+  // Random mixtures in CSR form over random log densities: rows of 0 to
+  // max_row_len components (Gaussians drawn with repeats), a tenth of the
+  // weights and a few densities -inf, some rows empty (so some senones score
+  // -inf); the output lies at out_offset inside a larger buffer.
+  Comparison senone_scores(int64_t frames, int num_gaussians, int senones,
+                           int streams, int max_row_len, size_t out_offset,
+                           const Tolerance& tol);
 
   // FeatureExtractor::compute on one utterance of random audio.
   Comparison features(const FeatureOptions& opts, const std::vector<float>& warps,

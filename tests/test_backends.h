@@ -50,6 +50,13 @@ inline std::string audio_dir() {
   return env ? env : "/usr/share/pocketsphinx/test/data";
 }
 
+// Directory of the installed models (pocketsphinx-en-us's by default):
+// en-us/en-us (acoustic model), en-us/cmudict-en-us.dict, en-us/*.lm.bin.
+inline std::string model_dir() {
+  const char* env = std::getenv("GPUSPEECH_MODEL_DIR");
+  return env ? env : "/usr/share/pocketsphinx/model";
+}
+
 inline std::string data_dir() {
   const char* env = std::getenv("GPUSPEECH_TEST_DATA");
   return env ? env : "tests/data";

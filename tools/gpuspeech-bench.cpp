@@ -1,4 +1,5 @@
-// gpuspeech-bench: throughput of batch feature extraction per backend.
+// gpuspeech-bench: throughput of batch feature extraction and of acoustic
+// scoring per backend.
 //
 //   gpuspeech-bench features [--backend all|auto|cuda|opencl|cpu]
 //       [--device-id N] [--utts 512] [--cpu-utts 4] [--seconds 30]
@@ -16,6 +17,23 @@
 // with the CPU backend's on the same audio, so a fast wrong result cannot
 // pass unnoticed. The last line per backend starts with "RESULT" for
 // scripts.
+//
+//   gpuspeech-bench scoring [--backend all|auto|cuda|opencl|cpu]
+//       [--device-id N] [--frames 2000] [--cpu-frames 20] [--senones 5126]
+//       [--codebooks 42] [--gaussians 128] [--streams 3] [--dim 39]
+//       [--block 512] [--reps 10] [--warmup 2] [--seed 1]
+//
+// Acoustic scoring (GaussianScorer) of `frames` random feature frames with a
+// random model of the given shape: `gaussians` per codebook (the mixture
+// size), `codebooks` codebooks (0: one per senone, a continuous model), the
+// `dim` feature components split into `streams` near-equal streams. The
+// defaults are the shape of pocketsphinx's en-us PTM model. Timed, each as
+// the median of `reps` runs after `warmup`: the whole scorer (host features
+// in, [x², x, 1] expansion and upload, the GEMMs and senone_scores, scores
+// left on the device), the GEMMs alone and senone_scores alone on the same
+// shapes. Reported: frames/s, GEMM GFLOP/s, mixture terms/s (one term is
+// one component of one senone at one frame: an add, a compare, an exp);
+// the first block's scores are checked against the CPU backend's.
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -31,6 +49,8 @@
 
 #include "common/backend_registry.h"
 #include "common/feature_pipeline.h"
+#include "common/gaussian_scoring.h"
+#include "common/model/gaussian_mixtures.h"
 #include "common/options.h"
 
 namespace gpuspeech {
@@ -57,8 +77,12 @@ struct BenchOptions {
                "usage: gpuspeech-bench features [--backend all|%s] [--device-id N]\n"
                "         [--utts 512] [--cpu-utts 4] [--seconds 30] [--rate 16000]\n"
                "         [--kind mfcc|fbank|plp|traps] [--flavour sphinx|htk|kaldi]\n"
-               "         [--warps K] [--reps 20] [--warmup 3] [--seed 1]\n",
-               error.c_str(), backend_choices());
+               "         [--warps K] [--reps 20] [--warmup 3] [--seed 1]\n"
+               "       gpuspeech-bench scoring [--backend all|%s] [--device-id N]\n"
+               "         [--frames 2000] [--cpu-frames 20] [--senones 5126] [--codebooks 42]\n"
+               "         [--gaussians 128] [--streams 3] [--dim 39] [--block 512]\n"
+               "         [--reps 10] [--warmup 2] [--seed 1]\n",
+               error.c_str(), backend_choices(), backend_choices());
   std::exit(2);
 }
 
@@ -81,8 +105,6 @@ double parse_double(const std::string& flag, const char* v, double lo, double hi
 }
 
 BenchOptions parse_args(int argc, char** argv) {
-  if (argc < 2) usage("missing command (only 'features' exists)");
-  if (std::string(argv[1]) != "features") usage(std::string("unknown command '") + argv[1] + "'");
   BenchOptions o;
   for (int i = 2; i < argc; ++i) {
     const std::string flag = argv[i];
@@ -106,6 +128,47 @@ BenchOptions parse_args(int argc, char** argv) {
       usage(e.what());
     }
   }
+  return o;
+}
+
+struct ScoringBenchOptions {
+  std::string backend = "all";
+  int device_id = 0;
+  int64_t frames = 2000;
+  int64_t cpu_frames = 20;
+  int senones = 5126;
+  int codebooks = 42;  // 0: one per senone
+  int gaussians = 128;
+  int streams = 3;
+  int dim = 39;
+  int64_t block = 512;
+  int reps = 10;
+  int warmup = 2;
+  uint32_t seed = 1;
+};
+
+ScoringBenchOptions parse_scoring_args(int argc, char** argv) {
+  ScoringBenchOptions o;
+  for (int i = 2; i < argc; ++i) {
+    const std::string flag = argv[i];
+    if (i + 1 >= argc) usage(flag + " needs a value");
+    const char* v = argv[++i];
+    if (flag == "--backend") o.backend = v;
+    else if (flag == "--device-id") o.device_id = static_cast<int>(parse_int(flag, v, 0, 1023));
+    else if (flag == "--frames") o.frames = parse_int(flag, v, 1, 1 << 24);
+    else if (flag == "--cpu-frames") o.cpu_frames = parse_int(flag, v, 1, 1 << 24);
+    else if (flag == "--senones") o.senones = static_cast<int>(parse_int(flag, v, 1, 1 << 20));
+    else if (flag == "--codebooks") o.codebooks = static_cast<int>(parse_int(flag, v, 0, 1 << 20));
+    else if (flag == "--gaussians") o.gaussians = static_cast<int>(parse_int(flag, v, 1, 1 << 16));
+    else if (flag == "--streams") o.streams = static_cast<int>(parse_int(flag, v, 1, 64));
+    else if (flag == "--dim") o.dim = static_cast<int>(parse_int(flag, v, 1, 4096));
+    else if (flag == "--block") o.block = parse_int(flag, v, 1, 1 << 20);
+    else if (flag == "--reps") o.reps = static_cast<int>(parse_int(flag, v, 1, 100000));
+    else if (flag == "--warmup") o.warmup = static_cast<int>(parse_int(flag, v, 0, 1000));
+    else if (flag == "--seed") o.seed = static_cast<uint32_t>(parse_int(flag, v, 0, UINT32_MAX));
+    else usage("unknown option " + flag);
+  }
+  if (o.streams > o.dim) usage("--streams must not exceed --dim");
   return o;
 }
 
@@ -267,15 +330,189 @@ int bench_features(const BenchOptions& o) {
   return failures == 0 ? 0 : 1;
 }
 
+// A random model of the requested shape: the numbers only need to be of
+// realistic scale (the bench checks device against CPU, not accuracy).
+GaussianMixtures random_model(const ScoringBenchOptions& o) {
+  std::mt19937 gen(o.seed);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  std::uniform_real_distribution<float> uni(0.0f, 1.0f);
+  GaussianMixtures gm;
+  gm.num_senones = o.senones;
+  gm.num_codebooks = o.codebooks == 0 ? o.senones : o.codebooks;
+  gm.gaussians_per_codebook = o.gaussians;
+  int c = 0;
+  for (int t = 0; t < o.streams; ++t) {
+    const int dim = o.dim / o.streams + (t < o.dim % o.streams ? 1 : 0);
+    gm.stream_components.emplace_back();
+    for (int i = 0; i < dim; ++i) gm.stream_components.back().push_back(c++);
+    const size_t n = static_cast<size_t>(gm.num_codebooks) * o.gaussians * dim;
+    std::vector<float> mean(n), var(n);
+    for (size_t i = 0; i < n; ++i) {
+      mean[i] = 8.0f * normal(gen);
+      var[i] = 5.0f + 45.0f * uni(gen);
+    }
+    gm.means.push_back(std::move(mean));
+    gm.variances.push_back(std::move(var));
+  }
+  for (int s = 0; s < o.senones; ++s)
+    gm.senone_codebook.push_back(o.codebooks == 0 ? s : static_cast<int>(gen() % o.codebooks));
+  gm.log_weights.resize(static_cast<size_t>(o.senones) * o.streams * o.gaussians);
+  for (float& w : gm.log_weights) w = std::log(1e-4f + uni(gen)) - std::log(0.5f * o.gaussians);
+  return gm;
+}
+
+template <typename Work>
+double median_seconds(Backend& b, int warmup, int reps, Work work) {
+  for (int i = 0; i < warmup; ++i) work();
+  b.synchronize();
+  std::vector<double> times;
+  for (int i = 0; i < reps; ++i) {
+    const auto t0 = std::chrono::steady_clock::now();
+    work();
+    b.synchronize();
+    times.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+  }
+  std::sort(times.begin(), times.end());
+  return times[times.size() / 2];
+}
+
+int bench_scoring(const ScoringBenchOptions& o) {
+  std::vector<std::string> names;
+  if (o.backend == "all") {
+    for (const BackendInfo& b : list_backends()) {
+      if (b.usable) names.push_back(b.name);
+      else std::printf("backend %s: skipped (%s)\n", b.name.c_str(), b.detail.c_str());
+    }
+  } else {
+    names.push_back(o.backend);
+  }
+  const GaussianMixtures gm = random_model(o);
+  const MixtureCsr csr = build_mixture_csr(gm);
+  const int64_t max_frames = std::max(o.frames, o.cpu_frames);
+  std::vector<float> feats(static_cast<size_t>(max_frames) * o.dim);
+  {
+    std::mt19937 gen(o.seed + 1);
+    std::normal_distribution<float> normal(0.0f, 10.0f);
+    for (float& x : feats) x = normal(gen);
+  }
+  // The reference scores for the check: the CPU backend, first block.
+  const int64_t check_frames =
+      std::min<int64_t>({o.block, o.frames, o.cpu_frames, int64_t(16)});
+  std::vector<float> want(static_cast<size_t>(check_frames) * o.senones);
+  {
+    BackendPtr cpu = make_cpu_backend();
+    GaussianScorer ref(gm, *cpu);
+    ref.score(feats.data(), check_frames, want.data());
+  }
+  int failures = 0;
+  for (const std::string& name : names) {
+    try {
+      BackendPtr b = open_backend(name, o.device_id);
+      const int64_t frames = std::string(b->name()) == "cpu" ? std::min(o.frames, o.cpu_frames)
+                                                             : o.frames;
+      ScorerOptions so;
+      so.block_frames = std::min(o.block, frames);
+      GaussianScorer scorer(gm, *b, so);
+      BufferPtr out = b->alloc(static_cast<size_t>(frames) * o.senones);
+      const double whole = median_seconds(*b, o.warmup, o.reps, [&] {
+        scorer.score(feats.data(), frames, *out);
+      });
+
+      // The stages alone on the same shapes, block by block: random
+      // operands (their values do not change the work).
+      const int64_t block = scorer.block_frames();  // after the scorer's memory cap
+      const int per_stream = gm.num_codebooks * gm.gaussians_per_codebook;
+      std::mt19937 gen(o.seed + 2);
+      std::uniform_real_distribution<float> uni(-1.0f, 1.0f);
+      std::vector<BufferPtr> coef, expanded;
+      for (int t = 0; t < o.streams; ++t) {
+        const int width = 2 * gm.stream_dim(t) + 1;
+        std::vector<float> c(static_cast<size_t>(per_stream) * width), x(block * width);
+        for (float& v : c) v = uni(gen);
+        for (float& v : x) v = uni(gen);
+        coef.push_back(b->alloc(c.size()));
+        b->upload(*coef.back(), c.data(), c.size());
+        expanded.push_back(b->alloc(x.size()));
+        b->upload(*expanded.back(), x.data(), x.size());
+      }
+      BufferPtr dens = b->alloc(static_cast<size_t>(scorer.num_gaussians()) * block);
+      const auto for_blocks = [&](auto stage) {
+        for (int64_t f0 = 0; f0 < frames; f0 += block) stage(std::min(block, frames - f0), f0);
+      };
+      const double gemm = median_seconds(*b, o.warmup, o.reps, [&] {
+        for_blocks([&](int64_t n, int64_t) {
+          for (int t = 0; t < o.streams; ++t)
+            b->gemm_nt(*coef[t], per_stream, 2 * gm.stream_dim(t) + 1, *expanded[t],
+                       static_cast<int>(n), *dens, 0, static_cast<size_t>(t) * per_stream * n);
+        });
+      });
+      std::vector<float> d(dens->size());
+      for (float& v : d) v = -60.0f + 40.0f * uni(gen);
+      b->upload(*dens, d.data(), d.size());
+      BufferPtr off = b->alloc(csr.offsets.size()), gi = b->alloc(csr.gaussian.size()),
+                lw = b->alloc(csr.logw.size());
+      b->upload(*off, csr.offsets.data(), csr.offsets.size());
+      b->upload(*gi, csr.gaussian.data(), csr.gaussian.size());
+      b->upload(*lw, csr.logw.data(), csr.logw.size());
+      const double lse = median_seconds(*b, o.warmup, o.reps, [&] {
+        for_blocks([&](int64_t n, int64_t f0) {
+          b->senone_scores(*dens, scorer.num_gaussians(), n, *off, *gi, *lw, o.senones,
+                           o.streams, *out, static_cast<size_t>(f0) * o.senones);
+        });
+      });
+
+      // Check: the whole scorer again, first frames against the CPU.
+      scorer.score(feats.data(), frames, *out);
+      std::vector<float> got(want.size());
+      b->download(*out, got.data(), got.size());
+      double max_diff = 0.0;
+      for (size_t i = 0; i < got.size(); ++i)
+        max_diff = std::max(max_diff, static_cast<double>(std::fabs(got[i] - want[i])));
+
+      const double gemm_flops = static_cast<double>(scorer.gemm_flops_per_frame()) * frames;
+      const double terms = static_cast<double>(scorer.num_components()) * frames;
+      std::printf(
+          "backend %s (%s): %d senones, %d codebooks x %d Gaussians, %d streams, dim %d, "
+          "%lld frames in blocks of %lld\n"
+          "  whole scorer: median %.3f ms, %.3e frames/s (%.0fx real time at 100 frames/s)\n"
+          "  GEMMs alone:  median %.3f ms, %.2f GFLOP/s\n"
+          "  senone_scores alone: median %.3f ms, %.3e mixture terms/s\n"
+          "  first %lld frames vs cpu: max |diff| %.2e\n",
+          b->name(), b->device_name().c_str(), o.senones, gm.num_codebooks, o.gaussians,
+          o.streams, o.dim, static_cast<long long>(frames), static_cast<long long>(block),
+          whole * 1e3, frames / whole, frames / whole / 100.0, gemm * 1e3,
+          gemm_flops / gemm / 1e9, lse * 1e3, terms / lse, static_cast<long long>(check_frames),
+          max_diff);
+      std::printf("RESULT bench=scoring backend=%s senones=%d codebooks=%d gaussians=%d "
+                  "streams=%d dim=%d frames=%lld block=%lld whole_ms=%.4f frames_per_s=%.4e "
+                  "gemm_ms=%.4f gemm_gflops=%.3f lse_ms=%.4f lse_terms_per_s=%.4e "
+                  "max_diff_vs_cpu=%.3e\n",
+                  b->name(), o.senones, gm.num_codebooks, o.gaussians, o.streams, o.dim,
+                  static_cast<long long>(frames), static_cast<long long>(block), whole * 1e3,
+                  frames / whole, gemm * 1e3, gemm_flops / gemm / 1e9, lse * 1e3, terms / lse,
+                  max_diff);
+      std::fflush(stdout);
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "backend %s: %s\n", name.c_str(), e.what());
+      ++failures;
+    }
+  }
+  return failures == 0 ? 0 : 1;
+}
+
 }  // namespace
 }  // namespace gpuspeech
 
 int main(int argc, char** argv) {
-  const gpuspeech::BenchOptions o = gpuspeech::parse_args(argc, argv);
+  if (argc < 2) gpuspeech::usage("missing command ('features' or 'scoring')");
+  const std::string command = argv[1];
   try {
-    return gpuspeech::bench_features(o);
+    if (command == "features") return gpuspeech::bench_features(gpuspeech::parse_args(argc, argv));
+    if (command == "scoring")
+      return gpuspeech::bench_scoring(gpuspeech::parse_scoring_args(argc, argv));
   } catch (const std::exception& e) {
     std::fprintf(stderr, "gpuspeech-bench: %s\n", e.what());
     return 1;
   }
+  gpuspeech::usage("unknown command '" + command + "'");
 }

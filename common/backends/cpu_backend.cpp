@@ -4,12 +4,17 @@
 #include <algorithm>
 #include <cmath>
 #include <complex>
+#include <cstdint>
 #include <cstring>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <thread>
 #include <vector>
+
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
 
 #include "common/backend.h"
 #include "common/backend_registry.h"
@@ -201,7 +206,171 @@ class CpuBackend : public Backend {
       lpc_to_cepstrum_row(r + i * (order + 1), order, num_ceps, c + i * num_ceps);
   }
 
- private:
+  void senone_scores(const DeviceBuffer& densities, int num_gaussians, int64_t frames,
+                     const DeviceBuffer& offsets, const DeviceBuffer& gaussian,
+                     const DeviceBuffer& logw, int senones, int streams, DeviceBuffer& out,
+                     size_t out_offset) override {
+    if (num_gaussians < 1 || frames < 0 || senones < 0 || streams < 1)
+      throw BackendError("cpu backend: senone_scores: bad shape (gaussians " +
+                         std::to_string(num_gaussians) + ", frames " + std::to_string(frames) +
+                         ", senones " + std::to_string(senones) + ", streams " +
+                         std::to_string(streams) + ")");
+    const size_t rows = static_cast<size_t>(senones) * streams;
+    check_range(densities, 0, static_cast<size_t>(num_gaussians) * frames,
+                "senone_scores densities");
+    check_range(offsets, 0, rows + 1, "senone_scores offsets");
+    check_range(out, out_offset, static_cast<size_t>(frames) * senones, "senone_scores out");
+    const float* off = get(offsets);
+    // The offsets (one per row, cheap) are checked: a bad one is a caller
+    // bug worth a clear message. Gaussian indices (one per component, too
+    // many to check on every call of a streaming decoder) are clamped into
+    // range as the devices do.
+    const auto index = [](float v, double limit, const char* what, size_t at) {
+      if (!(v >= 0.0f) || v > limit || v != std::floor(v))
+        throw BackendError(std::string("cpu backend: senone_scores: ") + what + "[" +
+                           std::to_string(at) + "] = " + std::to_string(v) +
+                           " is not a whole number in 0.." + std::to_string(limit));
+      return static_cast<size_t>(v);
+    };
+    if (off[0] != 0.0f) index(off[0], 0, "offsets", 0);
+    const size_t entries = index(off[rows], 16777216.0, "offsets", rows);
+    check_range(gaussian, 0, entries, "senone_scores gaussian");
+    check_range(logw, 0, entries, "senone_scores logw");
+    const float* gi = get(gaussian);
+    const float* w = get(logw);
+    for (size_t r = 0; r < rows; ++r)
+      if (index(off[r + 1], static_cast<double>(entries), "offsets", r + 1) <
+          static_cast<size_t>(off[r]))
+        throw BackendError("cpu backend: senone_scores: offsets decrease at row " +
+                           std::to_string(r));
+
+    const float* dens = get(densities);
+    const float last_gaussian = static_cast<float>(num_gaussians - 1);
+    float* o = mut(out) + out_offset;
+    // Frames in chunks, the CSR walked once per chunk: each entry's
+    // densities are a contiguous run of the chunk's frames, so both passes
+    // run along frames, four at a time.
+    constexpr int64_t kChunk = 64;
+    float total[kChunk], top[kChunk], sum[kChunk];
+    for (int64_t f0 = 0; f0 < frames; f0 += kChunk) {
+      const int n = static_cast<int>(std::min(kChunk, frames - f0));
+      for (int s = 0; s < senones; ++s) {
+        std::fill(total, total + n, 0.0f);
+        for (int t = 0; t < streams; ++t) {
+          const size_t r = static_cast<size_t>(s) * streams + t;
+          const size_t j0 = static_cast<size_t>(off[r]), j1 = static_cast<size_t>(off[r + 1]);
+          const auto row_of = [&](size_t j) {
+            // fmax turns NaN into 0; the clamp keeps the read in bounds.
+            const float g = std::fmin(std::fmax(gi[j], 0.0f), last_gaussian);
+            return dens + static_cast<size_t>(g) * frames + f0;
+          };
+          std::fill(top, top + n, -INFINITY);
+          for (size_t j = j0; j < j1; ++j) max_terms(row_of(j), w[j], top, n);
+          std::fill(sum, sum + n, 0.0f);
+          for (size_t j = j0; j < j1; ++j) add_exp_terms(row_of(j), w[j], top, sum, n);
+          for (int f = 0; f < n; ++f)
+            total[f] += top[f] == -INFINITY ? -INFINITY : top[f] + std::log(sum[f]);
+        }
+        for (int f = 0; f < n; ++f) o[(f0 + f) * senones + s] = total[f];
+      }
+    }
+  }
+
+  // The log-sum-exp's first pass over one entry: top[f] = max(top[f], w +
+  // d[f]), a NaN term sticking (so that it reaches the result).
+  static void max_terms(const float* d, float w, float* top, int n) {
+    int f = 0;
+#ifdef __SSE2__
+    const __m128 wv = _mm_set1_ps(w);
+    for (; f + 4 <= n; f += 4) {
+      const __m128 v = _mm_add_ps(wv, _mm_loadu_ps(d + f));
+      // maxps(v, top) returns top when either is NaN; a NaN v is or-ed in.
+      const __m128 m = _mm_max_ps(v, _mm_loadu_ps(top + f));
+      _mm_storeu_ps(top + f, _mm_or_ps(m, _mm_and_ps(_mm_cmpunord_ps(v, v), v)));
+    }
+#endif
+    for (; f < n; ++f) {
+      const float v = w + d[f];
+      if (v > top[f] || std::isnan(v)) top[f] = v;
+    }
+  }
+
+  // The second pass: sum[f] += exp(w + d[f] - top[f]).
+  static void add_exp_terms(const float* d, float w, const float* top, float* sum, int n) {
+    int f = 0;
+#ifdef __SSE2__
+    const __m128 wv = _mm_set1_ps(w);
+    for (; f + 4 <= n; f += 4) {
+      const __m128 x = _mm_sub_ps(_mm_add_ps(wv, _mm_loadu_ps(d + f)), _mm_loadu_ps(top + f));
+      _mm_storeu_ps(sum + f, _mm_add_ps(_mm_loadu_ps(sum + f), exp_nonpositive(x)));
+    }
+#endif
+    for (; f < n; ++f) sum[f] += exp_nonpositive(w + d[f] - top[f]);
+  }
+
+  // exp(x) for x <= 0, the log-sum-exp's terms, branch-free so that four
+  // go at once: x = n ln2 + r with |r| <= ln2 / 2 (ln2 split in two so that
+  // n ln2 is exact), e^r by its Taylor series to r^7 (truncation below
+  // 6e-9 relative), times 2^n built in the exponent bits. Within about one
+  // ulp of the exact value, as expf on the devices. Below -87 the result is
+  // e^-87 (1.6e-38) instead of less: the terms are added to a sum >= 1,
+  // where neither is visible. NaN gives NaN; -inf gives e^-87; x > 0 (which
+  // the two passes never produce) gives 1.
+  static constexpr float kLog2e = 1.44269504088896341f;
+  static constexpr float kLn2Hi = 0.693359375f;        // 355/512, exact
+  static constexpr float kLn2Lo = -2.12194440054690583e-4f;  // ln2 - kLn2Hi
+  static constexpr float kExpFloor = -87.0f;
+
+  static float exp_nonpositive(float x) {
+    if (std::isnan(x)) return x;
+    x = kExpFloor > x ? kExpFloor : (x > 0.0f ? 0.0f : x);
+    const float n = std::nearbyint(x * kLog2e);
+    const float r = (x - n * kLn2Hi) - n * kLn2Lo;
+    const float p = taylor_exp(r);
+    const int32_t bits = (static_cast<int32_t>(n) + 127) << 23;
+    float scale;
+    std::memcpy(&scale, &bits, sizeof scale);
+    return p * scale;
+  }
+
+  template <typename T, typename Mul, typename Add>
+  static T horner_exp(T r, Mul mul, Add add, T (*splat)(float)) {
+    T p = splat(1.0f / 5040.0f);
+    p = add(mul(p, r), splat(1.0f / 720.0f));
+    p = add(mul(p, r), splat(1.0f / 120.0f));
+    p = add(mul(p, r), splat(1.0f / 24.0f));
+    p = add(mul(p, r), splat(1.0f / 6.0f));
+    p = add(mul(p, r), splat(0.5f));
+    p = add(mul(p, r), splat(1.0f));
+    return add(mul(p, r), splat(1.0f));
+  }
+
+  static float taylor_exp(float r) {
+    return horner_exp<float>(
+        r, [](float a, float b) { return a * b; }, [](float a, float b) { return a + b; },
+        [](float c) { return c; });
+  }
+
+#ifdef __SSE2__
+  static __m128 exp_nonpositive(__m128 x) {
+    // Clamped to [kExpFloor, 0]; maxps and minps return their second
+    // operand (x) when either is NaN.
+    x = _mm_max_ps(_mm_set1_ps(kExpFloor), _mm_min_ps(_mm_setzero_ps(), x));
+    // cvtps2dq rounds to nearest even, as nearbyint does by default.
+    const __m128i ni = _mm_cvtps_epi32(_mm_mul_ps(x, _mm_set1_ps(kLog2e)));
+    const __m128 n = _mm_cvtepi32_ps(ni);
+    const __m128 r = _mm_sub_ps(_mm_sub_ps(x, _mm_mul_ps(n, _mm_set1_ps(kLn2Hi))),
+                                _mm_mul_ps(n, _mm_set1_ps(kLn2Lo)));
+    const __m128 p = horner_exp<__m128>(
+        r, [](__m128 a, __m128 b) { return _mm_mul_ps(a, b); },
+        [](__m128 a, __m128 b) { return _mm_add_ps(a, b); },
+        [](float c) { return _mm_set1_ps(c); });
+    const __m128 scale =
+        _mm_castsi128_ps(_mm_slli_epi32(_mm_add_epi32(ni, _mm_set1_epi32(127)), 23));
+    return _mm_mul_ps(p, scale);
+  }
+#endif
+
   // Eight partial sums: a fixed summation order (deterministic), and one the
   // compiler can keep in vector registers.
   static float dot(const float* a, const float* b, int k) {

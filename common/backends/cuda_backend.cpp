@@ -11,6 +11,7 @@
 #include <cuda_runtime.h>
 #include <cufft.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
@@ -24,6 +25,7 @@
 #include "common/backend.h"
 #include "common/backend_registry.h"
 #include "kernels/cuda/feature_kernels.cuh"
+#include "kernels/cuda/scoring_kernels.cuh"
 
 namespace gpuspeech {
 namespace {
@@ -356,6 +358,31 @@ class CudaBackend : public Backend {
                                             order, num_ceps,
                                             ptr(ceps, "ceps"), stream_),
                "lpc_to_cepstrum kernel");
+  }
+
+  void senone_scores(const DeviceBuffer& densities, int num_gaussians, int64_t frames,
+                     const DeviceBuffer& offsets, const DeviceBuffer& gaussian,
+                     const DeviceBuffer& logw, int senones, int streams, DeviceBuffer& out,
+                     size_t out_offset) override {
+    select_device();
+    if (num_gaussians < 1 || senones < 0 || streams < 1)
+      throw BackendError("cuda: senone_scores: need num_gaussians >= 1, senones >= 0 and "
+                         "streams >= 1 (got " + std::to_string(num_gaussians) + ", " +
+                         std::to_string(senones) + ", " + std::to_string(streams) + ")");
+    check_rows(frames, "senone_scores");
+    check_size(densities, static_cast<size_t>(num_gaussians) * frames,
+               "senone_scores densities");
+    check_size(offsets, static_cast<size_t>(senones) * streams + 1, "senone_scores offsets");
+    check_range(out, out_offset, static_cast<size_t>(frames) * senones, "senone_scores out");
+    if (frames == 0 || senones == 0) return;
+    // The kernel clamps entry indices to what both entry buffers hold.
+    const int64_t entries = static_cast<int64_t>(std::min(gaussian.size(), logw.size()));
+    check_cuda(cuda::launch_senone_scores(
+                   ptr(densities, "senone_scores densities"), num_gaussians, frames,
+                   ptr(offsets, "senone_scores offsets"), ptr(gaussian, "senone_scores gaussian"),
+                   ptr(logw, "senone_scores logw"), entries, senones, streams,
+                   ptr(out, "senone_scores out") + out_offset, stream_),
+               "senone_scores kernel");
   }
 
  private:

@@ -272,7 +272,8 @@ class OpenclBackend : public Backend {
     if (!g_clfft_torn_down)
       for (auto& kv : plans_) clfftDestroyPlan(&kv.second);
     if (fft_bins_) clReleaseMemObject(fft_bins_);
-    for (cl_kernel k : {k_frame_, k_power_, k_gemm_, k_apply_, k_logcol_, k_splice_, k_lpc_})
+    for (cl_kernel k : {k_frame_, k_power_, k_gemm_, k_apply_, k_logcol_, k_splice_, k_lpc_,
+                        k_senone_})
       if (k) clReleaseKernel(k);
     if (program_) clReleaseProgram(program_);
     clReleaseCommandQueue(queue_);
@@ -496,6 +497,35 @@ class OpenclBackend : public Backend {
     launch_1d(k_lpc_, "lpc_to_cepstrum", static_cast<size_t>(rows));
   }
 
+  void senone_scores(const DeviceBuffer& densities, int num_gaussians, int64_t frames,
+                     const DeviceBuffer& offsets, const DeviceBuffer& gaussian,
+                     const DeviceBuffer& logw, int senones, int streams, DeviceBuffer& out,
+                     size_t out_offset) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    const ClBuffer& d = own(densities, "senone_scores densities");
+    const ClBuffer& o = own(offsets, "senone_scores offsets");
+    const ClBuffer& g = own(gaussian, "senone_scores gaussian");
+    const ClBuffer& w = own(logw, "senone_scores logw");
+    const ClBuffer& r = own(out, "senone_scores out");
+    if (num_gaussians < 1 || frames < 0 || senones < 0 || streams < 1)
+      throw BackendError("opencl: senone_scores: need num_gaussians >= 1, frames >= 0, "
+                         "senones >= 0 and streams >= 1 (got " +
+                         std::to_string(num_gaussians) + ", " + std::to_string(frames) +
+                         ", " + std::to_string(senones) + ", " + std::to_string(streams) +
+                         ")");
+    require_size(d, static_cast<size_t>(num_gaussians) * frames, "senone_scores densities");
+    require_size(o, static_cast<size_t>(senones) * streams + 1, "senone_scores offsets");
+    require_range(r, out_offset, static_cast<size_t>(frames) * senones, "senone_scores out");
+    if (frames == 0 || senones == 0) return;
+    ensure_program();
+    // The kernel clamps entry indices to what both entry buffers hold.
+    const cl_long entries = static_cast<cl_long>(std::min(g.size(), w.size()));
+    set_args(k_senone_, "senone_scores", d.mem(), cl_int(num_gaussians), cl_long(frames),
+             o.mem(), g.mem(), w.mem(), entries, cl_int(senones), cl_int(streams), r.mem(),
+             cl_ulong(out_offset));
+    launch_1d(k_senone_, "senone_scores", static_cast<size_t>(frames) * senones);
+  }
+
  private:
   const ClBuffer& own(const DeviceBuffer& b, const char* what) const {
     auto* cb = dynamic_cast<const ClBuffer*>(&b);
@@ -556,6 +586,7 @@ class OpenclBackend : public Backend {
     k_logcol_ = make_kernel("log_into_column");
     k_splice_ = make_kernel("splice");
     k_lpc_ = make_kernel("lpc_to_cepstrum");
+    k_senone_ = make_kernel("senone_scores");
   }
 
   cl_kernel make_kernel(const char* name) {
@@ -661,7 +692,7 @@ class OpenclBackend : public Backend {
   cl_program program_ = nullptr;
   cl_kernel k_frame_ = nullptr, k_power_ = nullptr, k_gemm_ = nullptr,
             k_apply_ = nullptr, k_logcol_ = nullptr, k_splice_ = nullptr,
-            k_lpc_ = nullptr;
+            k_lpc_ = nullptr, k_senone_ = nullptr;
 
   std::map<std::pair<int64_t, int>, clfftPlanHandle> plans_;
   cl_mem fft_bins_ = nullptr;

@@ -1,0 +1,143 @@
+// The recognition engine: what the gpudecoder element and
+// gpuspeech-transcribe wrap, with no GStreamer in it.
+//
+//   Recognizer r(config);            // model, dictionary, LM or grammar,
+//                                    // backends; the graph compiled or
+//                                    // taken from the cache
+//   r.push_features(frames, n);      // any number of times
+//   r.partial();                     // words so far, the stable ones marked
+//   r.finish();                      // final words, times, confidence, n-best
+//   r.reset();                       // next utterance
+//
+// Features must be what the acoustic model expects: feature_options()
+// (the model's feat.params over pocketsphinx's defaults), feature_dim()
+// floats a frame. recognize() runs the whole chain on audio samples.
+//
+// Scoring (GaussianScorer) runs on the chosen backend (cpu, opencl, cuda),
+// the search on the CPU or, with search "cuda", on a CUDA device; both
+// searches follow token_passing.h and find the same best path on the same
+// scores.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "common/backend.h"
+#include "common/options.h"
+#include "common/search/graph_compiler.h"
+#include "common/search/lm_pruning.h"
+#include "common/search/search_graph.h"
+#include "common/search/token_passing.h"
+
+namespace gpuspeech {
+
+enum class GrammarKind {
+  kNgram,       // -lm: ARPA or Sphinx binary (.lm.bin)
+  kJsgf,        // -jsgf
+  kFsg,         // -fsg
+  kKeyphrases,  // -kws: keyphrase list, spotted in a phone loop
+};
+const char* to_string(GrammarKind kind);
+
+// The graph compiler's defaults, except that each word's output label goes
+// on an epsilon arc at the word's exact end (word_labels_on_epsilon): the
+// searcher reports a word as ending where its label is passed, so this
+// makes word end frames exact (on the default graph a word's last HMM
+// state's self-loop frames would count towards the next word).
+inline GraphCompileOptions exact_word_end_graph_options() {
+  GraphCompileOptions o;
+  o.word_labels_on_epsilon = true;
+  return o;
+}
+
+struct RecognizerConfig {
+  std::string model_dir;          // acoustic model (pocketsphinx -hmm)
+  std::string dictionary;         // pocketsphinx -dict
+  std::string filler_dictionary;  // -fdict; "" = the model's noisedict
+  GrammarKind grammar_kind = GrammarKind::kNgram;
+  std::string grammar;            // the LM, JSGF, FSG or keyphrase file
+  std::string jsgf_rule;          // JSGF rule to use ("" = first public)
+
+  std::string scoring_backend = "auto";  // auto|cuda|opencl|cpu
+  // "cpu", "cuda", or "auto": cuda when scoring runs on cuda, else cpu.
+  std::string search_backend = "auto";
+  int device_id = 0;
+
+  SearchOptions search;
+  GraphCompileOptions graph = exact_word_end_graph_options();
+  // N-gram models are pruned this way before the graph is compiled (off by
+  // default: the whole model goes into the graph).
+  LmPruneOptions lm_prune;
+  // Compiled graphs are cached here by content hash (graph_cache.h); "" =
+  // the default, $GPUSPEECH_CACHE_DIR, else $XDG_CACHE_HOME/gpuspeech, else
+  // ~/.cache/gpuspeech. "-" disables the cache. Keyphrase graphs are
+  // compiled every time (they take about a second).
+  std::string cache_dir;
+  int nbest = 0;  // alternatives in the final result (0 = none)
+
+  // The installed pocketsphinx-en-us model, dictionary and LM (the
+  // transcribe tool's defaults); paths under `model_root`.
+  static RecognizerConfig en_us_defaults(
+      const std::string& model_root = "/usr/share/pocketsphinx/model/en-us");
+};
+
+struct RecognitionResult {
+  Hypothesis best;                 // words (fillers left out), times, confidence
+  std::vector<Hypothesis> nbest;   // finish() only, when asked for
+  bool final = false;              // from finish()
+  int64_t frames = 0;              // frames pushed in this utterance
+  std::string text() const { return best.text(); }
+};
+
+// Wall-clock seconds spent in each stage since the recognizer was made
+// (every call waits for its device work, so the split is accurate).
+struct RecognizerTimings {
+  double features = 0.0;  // recognize() only
+  double scoring = 0.0;
+  double search = 0.0;
+};
+
+class Recognizer {
+ public:
+  // Loads and checks everything; compiles the graph or loads it from the
+  // cache. Throws ModelError / GraphInputError / std::runtime_error naming
+  // the file at fault, BackendError for a backend that cannot run.
+  // `log` (optional) receives what was loaded, the graph's source and size.
+  explicit Recognizer(const RecognizerConfig& config, std::string* log = nullptr);
+  ~Recognizer();
+  Recognizer(const Recognizer&) = delete;
+  Recognizer& operator=(const Recognizer&) = delete;
+
+  const RecognizerConfig& config() const { return config_; }
+  // The front end the model expects, and its output width.
+  const FeatureOptions& feature_options() const;
+  int feature_dim() const;
+  const SearchGraph& graph() const;
+  Backend& scoring_backend();
+  const char* search_backend() const;
+
+  // Scores and searches `num_frames` frames (num_frames x feature_dim()
+  // floats). Throws std::logic_error after finish() until reset().
+  void push_features(const float* frames, int64_t num_frames);
+  RecognitionResult partial();
+  RecognitionResult finish();
+  // Starts the next utterance.
+  void reset();
+
+  // One whole utterance from samples in 16-bit units at the model's sample
+  // rate: features with feature_options() on the scoring backend, then
+  // reset(), push_features() and finish().
+  RecognitionResult recognize(const float* samples, int64_t num_samples);
+
+  const SearchStats& search_stats() const;
+  const RecognizerTimings& timings() const;
+
+ private:
+  struct Impl;
+  RecognizerConfig config_;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace gpuspeech

@@ -1,0 +1,57 @@
+// Token passing on the CPU: the reference implementation of the rules in
+// token_passing.h, single-threaded, with dense per-state arrays (touched
+// entries are reset after each frame, so a frame costs what it visits, not
+// the graph's size).
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "common/search/token_passing.h"
+
+namespace gpuspeech {
+
+class CpuSearcher : public Searcher {
+ public:
+  // Validates the options and the graph (std::invalid_argument).
+  CpuSearcher(const SearchGraph& graph, const SearchOptions& options = {});
+  // The searcher keeps a reference: a temporary graph would dangle.
+  CpuSearcher(SearchGraph&&, const SearchOptions& = {}) = delete;
+
+  const char* name() const override { return "cpu"; }
+  void reset() override;
+  void advance(const float* loglik, int64_t frames, int64_t columns) override;
+
+ protected:
+  std::vector<SearchToken> fetch_live() override { return live_; }
+
+ private:
+  struct Changed {
+    int32_t state;
+    float cost;
+    int32_t record;
+  };
+
+  void decode_frame(const float* loglik_row);
+  // Offers candidate (cost, arc) to state d; returns true if d's value dropped.
+  bool offer(int32_t d, float cost, uint32_t arc, int32_t source);
+  // Step 2 from the tokens in `changed` at boundary `boundary`.
+  void epsilon_closure(std::vector<Changed>& changed, float best_emit, int32_t boundary);
+  // Step 3 into live_; clears the per-state arrays of every touched state.
+  void prune();
+  void collect_garbage_if_full();
+
+  std::vector<SearchToken> live_;
+  // Per state, valid for touched states of the frame being built:
+  std::vector<uint64_t> best_;        // packed (cost, arc) or kNoCandidate
+  std::vector<int32_t> source_;       // the state the winning arc leaves
+  std::vector<int32_t> record_;       // record of the state's token
+  std::vector<int32_t> prev_record_;  // records of the previous frame's tokens
+  std::vector<uint32_t> stamp_;       // pass id that last changed the state
+  uint32_t pass_id_ = 0;
+  std::vector<int32_t> touched_;
+  int32_t frame_first_record_ = 0;  // records at or above were made this frame
+  std::vector<uint32_t> histogram_;
+};
+
+}  // namespace gpuspeech

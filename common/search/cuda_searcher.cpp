@@ -1,0 +1,498 @@
+// Host side of the CUDA searcher: device memory, the per-frame launch
+// sequence, the one wait per frame, reruns, word-record transfer and
+// garbage collection. See cuda_searcher.h and kernels/cuda/token_passing.cuh.
+#include "common/search/cuda_searcher.h"
+
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstddef>
+#include <cstring>
+#include <stdexcept>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "common/backend.h"
+#include "common/search/search_arithmetic.h"
+#include "kernels/cuda/token_passing.cuh"
+
+namespace gpuspeech {
+namespace {
+
+static_assert(sizeof(cuda::TpToken) == sizeof(SearchToken), "token layouts differ");
+static_assert(offsetof(cuda::TpToken, cost) == offsetof(SearchToken, cost), "token layouts differ");
+static_assert(offsetof(cuda::TpToken, record) == offsetof(SearchToken, record),
+              "token layouts differ");
+
+void check(cudaError_t status, const char* call) {
+  if (status != cudaSuccess)
+    throw BackendError(std::string("cuda search: ") + call + " failed: " +
+                       cudaGetErrorName(status) + " (" + cudaGetErrorString(status) + ")");
+}
+
+// Device memory of n T's, freed on destruction.
+template <typename T>
+class DeviceArray {
+ public:
+  DeviceArray() = default;
+  explicit DeviceArray(size_t n) { resize(n); }
+  ~DeviceArray() { release(); }
+  DeviceArray(const DeviceArray&) = delete;
+  DeviceArray& operator=(const DeviceArray&) = delete;
+
+  void resize(size_t n) {
+    release();
+    if (n > 0) check(cudaMalloc(reinterpret_cast<void**>(&ptr_), n * sizeof(T)), "cudaMalloc");
+    size_ = n;
+  }
+  T* get() const { return ptr_; }
+  size_t size() const { return size_; }
+
+ private:
+  void release() {
+    if (ptr_ != nullptr) cudaFree(ptr_);
+    ptr_ = nullptr;
+    size_ = 0;
+  }
+  T* ptr_ = nullptr;
+  size_t size_ = 0;
+};
+
+// Page-locked host memory, so transfers are real asynchronous DMA.
+template <typename T>
+class PinnedArray {
+ public:
+  PinnedArray() = default;
+  ~PinnedArray() { release(); }
+  PinnedArray(const PinnedArray&) = delete;
+  PinnedArray& operator=(const PinnedArray&) = delete;
+
+  void resize(size_t n) {
+    release();
+    if (n > 0) check(cudaMallocHost(reinterpret_cast<void**>(&ptr_), n * sizeof(T)), "cudaMallocHost");
+    size_ = n;
+  }
+  T* get() const { return ptr_; }
+  size_t size() const { return size_; }
+
+ private:
+  void release() {
+    if (ptr_ != nullptr) cudaFreeHost(ptr_);
+    ptr_ = nullptr;
+    size_ = 0;
+  }
+  T* ptr_ = nullptr;
+  size_t size_ = 0;
+};
+
+template <typename T>
+void upload(DeviceArray<T>& dst, const std::vector<T>& src, cudaStream_t stream) {
+  dst.resize(src.size());
+  if (!src.empty())
+    check(cudaMemcpyAsync(dst.get(), src.data(), src.size() * sizeof(T), cudaMemcpyHostToDevice,
+                          stream),
+          "cudaMemcpyAsync (graph)");
+}
+
+// Frames of host scores uploaded per block.
+constexpr int64_t kScoreBlockFrames = 256;
+// Closure passes queued per frame to begin with; then as many as the
+// deepest closure so far needed (a frame that needs more runs again).
+constexpr int kInitialPassesPerBatch = 2;
+
+}  // namespace
+
+struct CudaSearcher::Impl {
+  int device = 0;
+  std::string device_name;
+  int sm_count = 1;
+  cudaStream_t stream = nullptr;
+
+  DeviceArray<int64_t> arc_begin;
+  DeviceArray<int32_t> dest, ilabel, olabel;
+  DeviceArray<float> cost;
+  DeviceArray<int32_t> source;  // per arc; empty if it would not fit
+  DeviceArray<uint8_t> has_epsilon;  // per state
+  bool has_heavy = false;       // any state with more than kHeavyDegree arcs
+
+  DeviceArray<unsigned long long> best;
+  DeviceArray<int32_t> record, prev_record, touched;
+  DeviceArray<uint32_t> stamp, histogram;
+  DeviceArray<cuda::TpToken> changed[2], live[2], heavy;
+  DeviceArray<cuda::TpRecord> staging;
+  DeviceArray<cuda::TpCounters> counters;
+  PinnedArray<cuda::TpCounters> host_counters;
+  PinnedArray<cuda::TpRecord> host_records;
+  DeviceArray<float> scores;
+
+  int live_in = 0;
+  uint32_t live_count = 0;
+  // Records of the last frame on their way to host_records (copied after
+  // the frame's wait, appended to the store at the next one).
+  uint32_t pending_records = 0;
+  uint32_t pass_id = 0;  // the last stamp id handed out
+  int passes_per_batch = kInitialPassesPerBatch;
+  int passes_needed = 0;  // the most any frame has needed
+  int blocks = 1;  // grid size of the list kernels
+
+  // The frame's parameters: written on the host, copied to the device by
+  // the frame's first operation.
+  PinnedArray<cuda::TpFrame> host_frame;
+  DeviceArray<cuda::TpFrame> frame;
+
+  // The emitting frame's whole sequence as one CUDA graph (launching ~20
+  // small kernels one by one costs more than the work of a small search).
+  // Re-captured when what it bakes in changes: the pass count or buffers.
+  cudaGraphExec_t frame_graph = nullptr;
+  int graph_passes = 0;
+  const void* graph_staging = nullptr;
+  size_t graph_staging_size = 0;
+
+  cuda::TpGraph graph() const {
+    return cuda::TpGraph{arc_begin.get(), dest.get(), ilabel.get(), olabel.get(), cost.get(),
+                         source.size() > 0 ? source.get() : nullptr, has_epsilon.get(), 0};
+  }
+  cuda::TpState state() {
+    cuda::TpState s;
+    s.best = best.get();
+    s.record = record.get();
+    s.prev_record = prev_record.get();
+    s.stamp = stamp.get();
+    s.touched = touched.get();
+    s.changed[0] = changed[0].get();
+    s.changed[1] = changed[1].get();
+    s.heavy = heavy.get();
+    s.live[0] = live[0].get();
+    s.live[1] = live[1].get();
+    s.staging = staging.get();
+    s.staging_capacity = static_cast<uint32_t>(staging.size());
+    s.histogram = histogram.get();
+    s.counters = counters.get();
+    return s;
+  }
+  // The first of `n` consecutive stamp ids for a frame's closure passes.
+  uint32_t take_pass_ids(int n) {
+    if (pass_id > 0xFFFFFFFFu - static_cast<uint32_t>(n) - 1) {  // would wrap
+      check(cudaMemsetAsync(stamp.get(), 0, stamp.size() * sizeof(uint32_t), stream),
+            "cudaMemsetAsync (stamps)");
+      pass_id = 0;
+    }
+    const uint32_t base = pass_id + 1;
+    pass_id += static_cast<uint32_t>(n);
+    return base;
+  }
+  void sync() { check(cudaStreamSynchronize(stream), "cudaStreamSynchronize"); }
+  void drop_graph() {
+    if (frame_graph != nullptr) cudaGraphExecDestroy(frame_graph);
+    frame_graph = nullptr;
+  }
+
+  ~Impl() {
+    drop_graph();
+    if (stream != nullptr) cudaStreamDestroy(stream);
+  }
+};
+
+CudaSearcher::CudaSearcher(const SearchGraph& graph, const SearchOptions& options, int device_id)
+    : Searcher(graph, options), impl_(std::make_unique<Impl>()) {
+  Impl& m = *impl_;
+  if (options_.histogram_bins > cuda::kMaxHistogramBins)
+    throw std::invalid_argument("cuda search: histogram_bins " +
+                                std::to_string(options_.histogram_bins) + " above the device's " +
+                                std::to_string(cuda::kMaxHistogramBins));
+  int count = 0;
+  const cudaError_t st = cudaGetDeviceCount(&count);
+  if (st != cudaSuccess)
+    throw BackendError(std::string("cuda search: no CUDA device: ") + cudaGetErrorString(st));
+  if (device_id < 0 || device_id >= count)
+    throw BackendError("cuda search: device " + std::to_string(device_id) + " out of range (" +
+                       std::to_string(count) + " devices)");
+  m.device = device_id;
+  check(cudaSetDevice(device_id), "cudaSetDevice");
+  cudaDeviceProp prop;
+  check(cudaGetDeviceProperties(&prop, device_id), "cudaGetDeviceProperties");
+  m.device_name = prop.name;
+  m.sm_count = std::max(1, prop.multiProcessorCount);
+  check(cudaStreamCreateWithFlags(&m.stream, cudaStreamNonBlocking), "cudaStreamCreate");
+
+  upload(m.arc_begin, graph_.arc_begin, m.stream);
+  upload(m.dest, graph_.arc_dest, m.stream);
+  upload(m.ilabel, graph_.arc_ilabel, m.stream);
+  upload(m.olabel, graph_.arc_olabel, m.stream);
+  upload(m.cost, graph_.arc_cost, m.stream);
+
+  const size_t n = static_cast<size_t>(graph_.num_states());
+  size_t heavy_states = 0;
+  for (size_t s = 0; s < n; ++s)
+    if (graph_.arc_begin[s + 1] - graph_.arc_begin[s] > cuda::kHeavyDegree) ++heavy_states;
+  m.has_heavy = heavy_states > 0;
+  std::vector<uint8_t> has_epsilon(std::max<size_t>(n, 1), 0);
+  for (size_t s = 0; s < n; ++s)
+    for (int64_t a = graph_.arc_begin[s]; a < graph_.arc_begin[s + 1]; ++a)
+      if (graph_.arc_ilabel[a] == 0) {
+        has_epsilon[s] = 1;
+        break;
+      }
+  upload(m.has_epsilon, has_epsilon, m.stream);
+  m.sync();  // `has_epsilon` goes out of scope
+  // Each arc's source state, when it takes under a quarter of the free
+  // device memory; else the kernels binary-search the CSR offsets.
+  size_t free_bytes = 0, total_bytes = 0;
+  check(cudaMemGetInfo(&free_bytes, &total_bytes), "cudaMemGetInfo");
+  const size_t arcs = static_cast<size_t>(graph_.num_arcs());
+  if (arcs * sizeof(int32_t) * 4 < free_bytes) {
+    std::vector<int32_t> src(arcs);
+    for (size_t s = 0; s < n; ++s)
+      for (int64_t a = graph_.arc_begin[s]; a < graph_.arc_begin[s + 1]; ++a)
+        src[a] = static_cast<int32_t>(s);
+    upload(m.source, src, m.stream);
+    m.sync();  // `src` goes out of scope
+  }
+  m.best.resize(n);
+  m.record.resize(n);
+  m.prev_record.resize(n);
+  m.touched.resize(n);
+  m.stamp.resize(n);
+  m.histogram.resize(static_cast<size_t>(options_.histogram_bins));
+  for (int i = 0; i < 2; ++i) {
+    m.changed[i].resize(n);
+    m.live[i].resize(n);
+  }
+  m.heavy.resize(std::max<size_t>(heavy_states, 1));
+  m.staging.resize(std::min<size_t>(std::max<size_t>(n, 1024), size_t{1} << 20));
+  m.counters.resize(1);
+  m.host_counters.resize(1);
+  m.frame.resize(1);
+  m.host_frame.resize(1);
+  // Grid-stride list kernels: a few blocks per SM cover lists of any
+  // length; blocks with nothing to do exit at once.
+  m.blocks = 4 * m.sm_count;
+  check(cudaMemsetAsync(m.stamp.get(), 0, n * sizeof(uint32_t), m.stream), "cudaMemsetAsync");
+  check(cudaMemsetAsync(m.best.get(), 0xFF, n * sizeof(unsigned long long), m.stream),
+        "cudaMemsetAsync");
+  check(cudaMemsetAsync(m.counters.get(), 0, sizeof(cuda::TpCounters), m.stream),
+        "cudaMemsetAsync");
+  m.sync();
+}
+
+CudaSearcher::~CudaSearcher() = default;
+
+std::string CudaSearcher::device_name() const { return impl_->device_name; }
+
+void CudaSearcher::reset() {
+  Impl& m = *impl_;
+  check(cudaSetDevice(m.device), "cudaSetDevice");
+  // A frame cut short by an error may have left candidates behind.
+  check(cudaMemsetAsync(m.best.get(), 0xFF, m.best.size() * sizeof(unsigned long long), m.stream),
+        "cudaMemsetAsync");
+  records_ = WordRecordStore(options_.max_word_records);
+  stats_ = SearchStats{};
+  stats_.record_capacity = records_.capacity();
+  frames_ = 0;
+  started_ = false;  // until the start token's closure is done
+  m.sync();  // no copy into host_records may still be running
+  m.pending_records = 0;
+  m.live_in = 1;  // the start frame writes live[0]
+  m.live_count = 0;
+  run_frame(nullptr, 0);
+  started_ = true;
+}
+
+void CudaSearcher::advance(const float* loglik, int64_t frames, int64_t columns) {
+  check_advance(loglik, frames, columns);
+  Impl& m = *impl_;
+  check(cudaSetDevice(m.device), "cudaSetDevice");
+  const size_t block = static_cast<size_t>(std::min(frames, kScoreBlockFrames) * columns);
+  if (m.scores.size() < block) m.scores.resize(block);
+  try {
+    for (int64_t f0 = 0; f0 < frames; f0 += kScoreBlockFrames) {
+      const int64_t n = std::min(kScoreBlockFrames, frames - f0);
+      check(cudaMemcpyAsync(m.scores.get(), loglik + f0 * columns,
+                            static_cast<size_t>(n * columns) * sizeof(float),
+                            cudaMemcpyHostToDevice, m.stream),
+            "cudaMemcpyAsync (scores)");
+      for (int64_t f = 0; f < n; ++f) {
+        collect_garbage_if_full();
+        run_frame(m.scores.get() + f * columns, frames_ + 1);
+      }
+    }
+  } catch (...) {
+    started_ = false;  // a frame cut short: the next utterance needs reset()
+    throw;
+  }
+}
+
+void CudaSearcher::advance_device(const float* device_loglik, int64_t frames, int64_t columns) {
+  check_advance(device_loglik, frames, columns);
+  check(cudaSetDevice(impl_->device), "cudaSetDevice");
+  try {
+    for (int64_t f = 0; f < frames; ++f) {
+      collect_garbage_if_full();
+      run_frame(device_loglik + f * columns, frames_ + 1);
+    }
+  } catch (...) {
+    started_ = false;
+    throw;
+  }
+}
+
+void CudaSearcher::enqueue_frame(bool start) {
+  Impl& m = *impl_;
+  cuda::TpGraph g = m.graph();
+  g.num_states = graph_.num_states();
+  const cuda::TpState s = m.state();
+  const cuda::TpFrame* f = m.frame.get();
+  check(cudaMemcpyAsync(m.frame.get(), m.host_frame.get(), sizeof(cuda::TpFrame),
+                        cudaMemcpyHostToDevice, m.stream),
+        "cudaMemcpyAsync (frame)");
+  check(cuda::tp_frame_begin(s, f, m.stream), "tp_frame_begin");
+  if (start)
+    check(cuda::tp_start(s, graph_.start_state, m.stream), "tp_start");
+  else
+    check(cuda::tp_emit(g, s, f, m.blocks, m.has_heavy, m.stream), "tp_emit");
+  for (int p = 0; p < m.passes_per_batch; ++p)
+    check(cuda::tp_epsilon_pass(g, s, f, p, m.blocks, m.has_heavy, m.stream), "tp_epsilon_pass");
+  check(cuda::tp_prune(s, f, options_.histogram_bins, m.blocks, m.stream), "tp_prune");
+  check(cudaMemcpyAsync(m.host_counters.get(), m.counters.get(), sizeof(cuda::TpCounters),
+                        cudaMemcpyDeviceToHost, m.stream),
+        "cudaMemcpyAsync (counters)");
+}
+
+void CudaSearcher::launch_frame(bool start) {
+  Impl& m = *impl_;
+  if (start) {  // once per utterance: no graph
+    enqueue_frame(true);
+    return;
+  }
+  if (m.frame_graph == nullptr || m.graph_passes != m.passes_per_batch ||
+      m.graph_staging != m.staging.get() || m.graph_staging_size != m.staging.size()) {
+    m.drop_graph();
+    cudaGraph_t graph = nullptr;
+    check(cudaStreamBeginCapture(m.stream, cudaStreamCaptureModeThreadLocal),
+          "cudaStreamBeginCapture");
+    try {
+      enqueue_frame(false);
+    } catch (...) {
+      cudaStreamEndCapture(m.stream, &graph);
+      if (graph != nullptr) cudaGraphDestroy(graph);
+      throw;
+    }
+    check(cudaStreamEndCapture(m.stream, &graph), "cudaStreamEndCapture");
+    const cudaError_t st = cudaGraphInstantiate(&m.frame_graph, graph, 0);
+    cudaGraphDestroy(graph);
+    check(st, "cudaGraphInstantiate");
+    m.graph_passes = m.passes_per_batch;
+    m.graph_staging = m.staging.get();
+    m.graph_staging_size = m.staging.size();
+  }
+  check(cudaGraphLaunch(m.frame_graph, m.stream), "cudaGraphLaunch");
+}
+
+void CudaSearcher::run_frame(const float* device_row, int32_t boundary) {
+  Impl& m = *impl_;
+  const uint32_t expanded = m.live_count;
+  const bool start = device_row == nullptr;
+  cuda::TpFrame& f = *m.host_frame.get();
+  f.loglik = device_row;
+  f.acoustic_scale = options_.acoustic_scale;
+  f.beam = options_.beam;
+  f.word_end_beam = options_.word_end_beam;
+  f.bins = options_.histogram_bins;
+  f.bin_scale = static_cast<float>(options_.histogram_bins) / options_.beam;
+  f.max_active = options_.max_active;
+  f.boundary = boundary;
+  f.first_record = static_cast<int32_t>(records_.size() + m.pending_records);
+  f.live_in = m.live_in;
+
+  cuda::TpCounters hc{};
+  for (;;) {
+    f.pass_base = m.take_pass_ids(m.passes_per_batch);
+    launch_frame(start);
+    m.sync();
+    hc = *m.host_counters.get();
+    if (hc.records > m.staging.size()) {  // records overflowed: rerun with room
+      m.staging.resize(static_cast<size_t>(hc.records) * 2);
+      continue;
+    }
+    if (hc.last_changed != 0) {  // closure unsettled: rerun with more passes
+      if (m.passes_per_batch >= options_.max_epsilon_passes)
+        throw std::runtime_error("search: epsilon closure did not settle after " +
+                                 std::to_string(options_.max_epsilon_passes) +
+                                 " passes at frame " + std::to_string(boundary) +
+                                 " (a negative-cost epsilon cycle in the graph?)");
+      m.passes_per_batch = std::min(m.passes_per_batch * 2, options_.max_epsilon_passes);
+      continue;
+    }
+    break;
+  }
+  // Passes that changed something, plus the one that found nothing to do.
+  m.passes_needed = std::max<int>(m.passes_needed, static_cast<int>(hc.passes) + 1);
+  m.passes_per_batch = std::max(m.passes_needed, kInitialPassesPerBatch);
+
+  // The previous frame's records have arrived (the wait above covered their
+  // copy); this frame's follow in one transfer, appended at the next wait.
+  flush_records();
+  if (hc.records > 0) {
+    if (m.host_records.size() < hc.records) m.host_records.resize(static_cast<size_t>(hc.records) * 2);
+    check(cudaMemcpyAsync(m.host_records.get(), m.staging.get(), hc.records * sizeof(cuda::TpRecord),
+                          cudaMemcpyDeviceToHost, m.stream),
+          "cudaMemcpyAsync (records)");
+    m.pending_records = hc.records;
+  }
+
+  m.live_in = 1 - m.live_in;
+  m.live_count = hc.live[m.live_in];
+  if (!start) {
+    ++frames_;
+    ++stats_.frames;
+    stats_.tokens_expanded += expanded;
+  }
+  stats_.epsilon_passes += hc.passes + (hc.touched > 0 ? 1 : 0);
+  stats_.max_live_tokens = std::max<int64_t>(stats_.max_live_tokens, m.live_count);
+}
+
+void CudaSearcher::flush_records() {
+  Impl& m = *impl_;
+  if (m.pending_records == 0) return;
+  m.sync();
+  // In index order: a record's predecessor always has a lower index, as
+  // the store requires.
+  const cuda::TpRecord* r = m.host_records.get();
+  for (uint32_t i = 0; i < m.pending_records; ++i)
+    records_.append(r[i].word, r[i].frame, r[i].prev, r[i].cost);
+  m.pending_records = 0;
+}
+
+std::vector<SearchToken> CudaSearcher::fetch_live() {
+  Impl& m = *impl_;
+  flush_records();
+  std::vector<SearchToken> out(m.live_count);
+  if (m.live_count > 0) {
+    check(cudaMemcpyAsync(out.data(), m.live[m.live_in].get(), m.live_count * sizeof(SearchToken),
+                          cudaMemcpyDeviceToHost, m.stream),
+          "cudaMemcpyAsync (live tokens)");
+    m.sync();
+  }
+  return out;
+}
+
+void CudaSearcher::collect_garbage_if_full() {
+  Impl& m = *impl_;
+  if (records_.size() + m.pending_records < records_.capacity()) return;
+  std::vector<SearchToken> live = fetch_live();
+  std::vector<int32_t> roots(live.size());
+  for (size_t i = 0; i < live.size(); ++i) roots[i] = live[i].record;
+  stats_.records_collected += records_.collect(roots.data(), roots.size());
+  for (size_t i = 0; i < live.size(); ++i) live[i].record = roots[i];
+  if (!live.empty()) {
+    check(cudaMemcpyAsync(m.live[m.live_in].get(), live.data(), live.size() * sizeof(SearchToken),
+                          cudaMemcpyHostToDevice, m.stream),
+          "cudaMemcpyAsync (collected tokens)");
+    m.sync();
+  }
+  ++stats_.collections;
+  stats_.record_capacity = records_.capacity();
+}
+
+}  // namespace gpuspeech

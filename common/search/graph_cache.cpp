@@ -1,0 +1,195 @@
+#include "common/search/graph_cache.h"
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+#include <stdexcept>
+
+#include "common/model/acoustic_model.h"
+#include "common/model/arpa_lm.h"
+#include "common/model/dictionary.h"
+#include "common/model/fsg.h"
+#include "common/model/jsgf.h"
+#include "common/model/ngram_model.h"
+#include "common/search/content_hash.h"
+
+namespace gpuspeech {
+
+namespace {
+
+// Bump whenever the compiler may build a different graph from the same
+// inputs and options (any change to graph_compiler.cpp's output).
+constexpr const char* kCacheFormat = "gpuspeech-graph 2";
+
+bool is_file(const std::string& path) {
+  struct stat st;
+  return stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode);
+}
+
+// mkdir -p; false if the directory cannot be made.
+bool make_dirs(const std::string& path) {
+  if (path.empty()) return false;
+  std::string cur = path[0] == '/' ? "/" : "";
+  std::stringstream ss(path);
+  std::string part;
+  while (std::getline(ss, part, '/')) {
+    if (part.empty()) continue;
+    cur += part + "/";
+    if (mkdir(cur.c_str(), 0755) != 0 && errno != EEXIST) return false;
+  }
+  return true;
+}
+
+void write_file_atomically(const std::string& path, const std::string& bytes) {
+  const std::string tmp = path + ".tmp" + std::to_string(static_cast<long>(getpid()));
+  {
+    std::ofstream f(tmp, std::ios::binary);
+    f.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+    f.close();
+    if (!f) {
+      std::remove(tmp.c_str());
+      throw std::runtime_error(path + ": write failed");
+    }
+  }
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+    std::remove(tmp.c_str());
+    throw std::runtime_error(path + ": cannot rename into place");
+  }
+}
+
+}  // namespace
+
+const char* to_string(GraphSourceKind kind) {
+  switch (kind) {
+    case GraphSourceKind::kNgram: return "lm";
+    case GraphSourceKind::kJsgf: return "jsgf";
+    case GraphSourceKind::kFsg: return "fsg";
+  }
+  return "?";
+}
+
+std::string GraphSources::filler_path() const {
+  if (!filler_dictionary.empty()) return filler_dictionary;
+  const std::string nd = model_dir + "/noisedict";
+  return is_file(nd) ? nd : std::string();
+}
+
+std::string default_graph_cache_dir() {
+  if (const char* d = std::getenv("GPUSPEECH_CACHE_DIR"); d != nullptr && *d != '\0') return d;
+  if (const char* x = std::getenv("XDG_CACHE_HOME"); x != nullptr && *x != '\0')
+    return std::string(x) + "/gpuspeech";
+  if (const char* h = std::getenv("HOME"); h != nullptr && *h != '\0')
+    return std::string(h) + "/.cache/gpuspeech";
+  return "";
+}
+
+std::string graph_cache_key(const GraphSources& src, const GraphBuildOptions& opt) {
+  ContentHasher h;
+  h.update_field(kCacheFormat);
+  h.update_field(to_string(src.kind));
+  h.update_field(src.kind == GraphSourceKind::kJsgf ? src.jsgf_rule : std::string());
+  h.update_field(opt.compile.fingerprint());
+  h.update_field(src.kind == GraphSourceKind::kNgram ? opt.prune.fingerprint() : std::string());
+  for (const std::string& f : {src.model_dir + "/mdef", src.model_dir + "/transition_matrices",
+                               src.dictionary, src.filler_path(), src.grammar}) {
+    h.update_field(f.empty() ? "<none>" : "<file>");
+    if (!f.empty()) h.update_file(f);
+  }
+  return h.hex();
+}
+
+GraphBuildResult build_search_graph(const GraphSources& src, const GraphBuildOptions& opt) {
+  GraphBuildResult r;
+  const std::string key = graph_cache_key(src, opt);
+  const std::string dir = opt.cache_dir == "-" ? "" : (opt.cache_dir.empty() ? default_graph_cache_dir() : opt.cache_dir);
+  const bool pruned = src.kind == GraphSourceKind::kNgram && opt.prune.prunes();
+  if (!dir.empty()) {
+    r.cache_path = dir + "/graph-" + key + ".gsg";
+    if (pruned) r.pruned_lm_path = dir + "/graph-" + key + ".pruned.arpa";
+  }
+  if (!opt.rebuild && !r.cache_path.empty() && is_file(r.cache_path) &&
+      (r.pruned_lm_path.empty() || is_file(r.pruned_lm_path))) {
+    try {
+      r.graph = SearchGraph::load(r.cache_path);
+      if (r.graph.source_hash != key) throw std::runtime_error(r.cache_path + ": key mismatch");
+      r.from_cache = true;
+      r.log.push_back("graph loaded from the cache: " + r.cache_path);
+      return r;
+    } catch (const std::exception& e) {
+      r.log.push_back(std::string("cache entry unusable, compiling again: ") + e.what());
+    }
+  }
+
+#ifdef GPUSPEECH_HAVE_OPENFST
+  const AcousticModel am = AcousticModel::load(src.model_dir);
+  const Dictionary dict = Dictionary::load(src.dictionary, src.filler_path());
+  for (const std::string& w : dict.warnings()) r.log.push_back("warning: " + w);
+  switch (src.kind) {
+    case GraphSourceKind::kJsgf:
+      r.graph = compile_grammar_graph(am.mdef(), am.transitions(), dict,
+                                      read_jsgf_graph(src.grammar, src.jsgf_rule), opt.compile,
+                                      &r.report);
+      break;
+    case GraphSourceKind::kFsg: {
+      std::vector<std::string> warnings;
+      const WordGraph wg = read_fsg(src.grammar, &warnings);
+      for (const std::string& w : warnings) r.log.push_back("warning: " + w);
+      r.graph = compile_grammar_graph(am.mdef(), am.transitions(), dict, wg, opt.compile, &r.report);
+      break;
+    }
+    case GraphSourceKind::kNgram: {
+      NgramModel lm = read_ngram_model(src.grammar);
+      if (opt.compile.progress)
+        opt.compile.progress("read " + src.grammar + ": order " + std::to_string(lm.order()) +
+                             ", " + std::to_string(lm.vocabulary_size()) + " words");
+      for (const std::string& w : lm.warnings()) r.log.push_back("warning: " + w);
+      if (pruned) {
+        lm = prune_ngram_model(lm, opt.prune, &r.prune_report);
+        r.log.push_back(r.prune_report.summary());
+        if (opt.compile.progress) opt.compile.progress(r.prune_report.summary());
+      }
+      r.graph = compile_ngram_graph(am.mdef(), am.transitions(), dict, lm, opt.compile, &r.report);
+      if (!r.pruned_lm_path.empty() && make_dirs(dir)) {
+        try {
+          write_file_atomically(r.pruned_lm_path, format_arpa_lm(lm));
+        } catch (const std::exception& e) {
+          r.log.push_back(std::string("pruned LM not cached: ") + e.what());
+          r.pruned_lm_path.clear();
+        }
+      } else {
+        r.pruned_lm_path.clear();
+      }
+      break;
+    }
+  }
+  r.graph.source_hash = key;
+  if (!r.cache_path.empty()) {
+    if (make_dirs(dir)) {
+      try {
+        r.graph.save(r.cache_path);  // writes a temporary file and renames it
+        r.log.push_back("graph cached as " + r.cache_path);
+      } catch (const std::exception& e) {
+        r.log.push_back(std::string("graph not cached: ") + e.what());
+        r.cache_path.clear();
+      }
+    } else {
+      r.log.push_back("graph not cached: cannot create " + dir);
+      r.cache_path.clear();
+    }
+  }
+  return r;
+#else
+  throw std::runtime_error(src.grammar + ": no compiled graph for it in the cache" +
+                           (dir.empty() ? std::string() : " (" + dir + ")") +
+                           ", and this build has no graph compiler (OpenFst)");
+#endif
+}
+
+}  // namespace gpuspeech

@@ -1,0 +1,72 @@
+// Search graphs from files, compiled once: the graph for (acoustic model,
+// dictionaries, grammar or LM, options) is looked up in a cache directory
+// by a content hash of those files' bytes and the options, and compiled
+// (then stored) only when absent. A large LM is pruned first when asked
+// (lm_pruning.h); the pruned model is stored next to the graph as ARPA text
+// for the word-end rescorer.
+//
+// Cache entries: DIR/graph-KEY.gsg (SearchGraph::save) and, for pruned
+// LMs, DIR/graph-KEY.pruned.arpa. KEY = graph_cache_key(); the graph's
+// source_hash is KEY. Writes go to a temporary name and are renamed into
+// place, so concurrent builders and readers never see half a file.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "common/search/graph_compiler.h"
+#include "common/search/lm_pruning.h"
+#include "common/search/search_graph.h"
+
+namespace gpuspeech {
+
+enum class GraphSourceKind { kNgram, kJsgf, kFsg };
+const char* to_string(GraphSourceKind kind);
+
+struct GraphSources {
+  std::string model_dir;          // acoustic model directory (mdef, transition_matrices)
+  std::string dictionary;         // pocketsphinx -dict
+  std::string filler_dictionary;  // -fdict; "" = MODEL_DIR/noisedict if present
+  GraphSourceKind kind = GraphSourceKind::kNgram;
+  std::string grammar;            // the LM, JSGF or FSG file
+  std::string jsgf_rule;          // "" = the first public rule
+
+  // The filler dictionary actually used ("" if none).
+  std::string filler_path() const;
+};
+
+struct GraphBuildOptions {
+  GraphCompileOptions compile;
+  LmPruneOptions prune;      // n-gram models only
+  // "" = default_graph_cache_dir(); "-" = no cache (always compile).
+  std::string cache_dir;
+  bool rebuild = false;      // compile even if cached (and replace the entry)
+};
+
+struct GraphBuildResult {
+  SearchGraph graph;
+  bool from_cache = false;
+  std::string cache_path;      // "" when not cached
+  std::string pruned_lm_path;  // the pruned LM as ARPA, when the LM was pruned
+  GraphCompileReport report;   // empty when from the cache
+  LmPruneReport prune_report;
+  std::vector<std::string> log;  // what happened, one line each
+};
+
+// $GPUSPEECH_CACHE_DIR, else $XDG_CACHE_HOME/gpuspeech, else
+// ~/.cache/gpuspeech; "" if none of these is set.
+std::string default_graph_cache_dir();
+
+// 32 hex digits: the hash of the cache format version, the kind, the JSGF
+// rule, the options that change the graph, and the bytes of mdef,
+// transition_matrices, the dictionaries and the grammar/LM. Throws
+// std::runtime_error "FILE: ..." if a file cannot be read.
+std::string graph_cache_key(const GraphSources& sources, const GraphBuildOptions& options);
+
+// Loads the graph from the cache, or compiles and caches it. Throws what
+// the readers and the compiler throw (ModelError, GraphInputError, ...),
+// and std::runtime_error when the graph is not cached and this build has
+// no OpenFst. A damaged cache entry is compiled again (and logged).
+GraphBuildResult build_search_graph(const GraphSources& sources, const GraphBuildOptions& options);
+
+}  // namespace gpuspeech

@@ -1,0 +1,328 @@
+// The search graph file, all integers and floats little-endian:
+//
+//   char[8]  magic "GPUSGRPH"
+//   u32      version (1)
+//   u32      flags (0; reserved)
+//   i32      num_states        i32 start_state
+//   i64      num_arcs
+//   i32      num_senones       i32 num_words
+//   u32      source_hash bytes u32 reserved (0)
+//   u64      word table bytes (the sum of 4 + length over all words)
+//   u8[]     source_hash
+//   i64[num_states + 1]  arc_begin
+//   i32[num_arcs]        arc_dest, then arc_ilabel, then arc_olabel
+//   f32[num_arcs]        arc_cost
+//   f32[num_states]      final_cost
+//   per word: u32 length, bytes
+//   u8[num_words]        word_is_filler
+//   u64      checksum: ContentHasher::low64 of every byte before it
+//
+// Every count is checked against the file size before anything is
+// allocated, and the graph is validate()d after parsing.
+#include "common/search/search_graph.h"
+
+#include <cerrno>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <stdexcept>
+
+#include <unistd.h>
+
+#include "common/search/content_hash.h"
+
+namespace gpuspeech {
+
+namespace {
+
+constexpr char kMagic[8] = {'G', 'P', 'U', 'S', 'G', 'R', 'P', 'H'};
+constexpr uint32_t kVersion = 1;
+constexpr size_t kFixedHeaderBytes = 8 + 4 + 4 + 4 + 4 + 8 + 4 + 4 + 4 + 4 + 8;
+constexpr uint32_t kMaxHashBytes = 4096;
+constexpr uint32_t kMaxWordBytes = 65536;
+
+constexpr bool host_is_little_endian() {
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+  return false;
+#else
+  return true;
+#endif
+}
+
+template <typename T>
+T byteswap(T v) {
+  uint8_t b[sizeof(T)];
+  std::memcpy(b, &v, sizeof(T));
+  for (size_t i = 0; i < sizeof(T) / 2; ++i) std::swap(b[i], b[sizeof(T) - 1 - i]);
+  std::memcpy(&v, b, sizeof(T));
+  return v;
+}
+
+// Appends values in little-endian order.
+class Writer {
+ public:
+  template <typename T>
+  void put(T v) {
+    if (!host_is_little_endian()) v = byteswap(v);
+    const uint8_t* p = reinterpret_cast<const uint8_t*>(&v);
+    bytes.insert(bytes.end(), p, p + sizeof(T));
+  }
+  template <typename T>
+  void put_array(const std::vector<T>& v) {
+    if (host_is_little_endian()) {
+      const uint8_t* p = reinterpret_cast<const uint8_t*>(v.data());
+      bytes.insert(bytes.end(), p, p + v.size() * sizeof(T));
+    } else {
+      for (T x : v) put(x);
+    }
+  }
+  void put_bytes(const std::string& s) { bytes.insert(bytes.end(), s.begin(), s.end()); }
+  std::vector<uint8_t> bytes;
+};
+
+class Reader {
+ public:
+  Reader(const uint8_t* data, size_t size, const std::string& name)
+      : data_(data), size_(size), name_(name) {}
+  [[noreturn]] void fail(const std::string& why) const {
+    throw std::runtime_error(name_ + ": " + why + " (at byte " + std::to_string(pos_) + ")");
+  }
+  size_t remaining() const { return size_ - pos_; }
+  size_t pos() const { return pos_; }
+  template <typename T>
+  T get(const char* what) {
+    if (remaining() < sizeof(T)) fail(std::string("truncated reading ") + what);
+    T v;
+    std::memcpy(&v, data_ + pos_, sizeof(T));
+    pos_ += sizeof(T);
+    return host_is_little_endian() ? v : byteswap(v);
+  }
+  template <typename T>
+  void get_array(std::vector<T>& out, uint64_t count, const char* what) {
+    if (count > remaining() / sizeof(T)) fail(std::string("truncated reading ") + what);
+    out.resize(static_cast<size_t>(count));
+    if (count) std::memcpy(out.data(), data_ + pos_, static_cast<size_t>(count) * sizeof(T));
+    pos_ += static_cast<size_t>(count) * sizeof(T);
+    if (!host_is_little_endian())
+      for (T& x : out) x = byteswap(x);
+  }
+  std::string get_string(uint64_t n, const char* what) {
+    if (n > remaining()) fail(std::string("truncated reading ") + what);
+    std::string s(reinterpret_cast<const char*>(data_ + pos_), static_cast<size_t>(n));
+    pos_ += static_cast<size_t>(n);
+    return s;
+  }
+
+ private:
+  const uint8_t* data_;
+  size_t size_;
+  std::string name_;
+  size_t pos_ = 0;
+};
+
+}  // namespace
+
+void SearchGraph::validate() const {
+  auto bad = [](const std::string& why) { throw std::invalid_argument("search graph: " + why); };
+  const size_t ns = final_cost.size();
+  if (ns == 0) bad("no states");
+  if (ns > static_cast<size_t>(std::numeric_limits<int32_t>::max())) bad("too many states");
+  if (start_state < 0 || static_cast<size_t>(start_state) >= ns)
+    bad("start state " + std::to_string(start_state) + " out of range");
+  if (arc_begin.size() != ns + 1)
+    bad("arc_begin has " + std::to_string(arc_begin.size()) + " entries for " +
+        std::to_string(ns) + " states");
+  const size_t na = arc_dest.size();
+  if (arc_ilabel.size() != na || arc_olabel.size() != na || arc_cost.size() != na)
+    bad("arc arrays differ in length");
+  if (arc_begin[0] != 0) bad("arc_begin[0] is not 0");
+  for (size_t s = 0; s < ns; ++s)
+    if (arc_begin[s + 1] < arc_begin[s])
+      bad("arc offsets decrease at state " + std::to_string(s));
+  if (static_cast<uint64_t>(arc_begin[ns]) != na)
+    bad("arc_begin ends at " + std::to_string(arc_begin[ns]) + " but there are " +
+        std::to_string(na) + " arcs");
+  if (num_senones < 0) bad("negative senone count");
+  if (word_is_filler.size() != words.size()) bad("word_is_filler and words differ in length");
+  for (size_t a = 0; a < na; ++a) {
+    if (arc_dest[a] < 0 || static_cast<size_t>(arc_dest[a]) >= ns)
+      bad("arc " + std::to_string(a) + " goes to state " + std::to_string(arc_dest[a]) +
+          " out of range");
+    if (arc_ilabel[a] < 0 || arc_ilabel[a] > num_senones)
+      bad("arc " + std::to_string(a) + " has input label " + std::to_string(arc_ilabel[a]) +
+          " beyond " + std::to_string(num_senones) + " senones");
+    if (arc_olabel[a] < 0 || static_cast<size_t>(arc_olabel[a]) > words.size())
+      bad("arc " + std::to_string(a) + " has output label " + std::to_string(arc_olabel[a]) +
+          " beyond " + std::to_string(words.size()) + " words");
+    if (!std::isfinite(arc_cost[a]))
+      bad("arc " + std::to_string(a) + " has a non-finite cost");
+  }
+  for (size_t s = 0; s < ns; ++s)
+    if (std::isnan(final_cost[s]) || final_cost[s] == -kInfinity)
+      bad("state " + std::to_string(s) + " has an invalid final cost");
+  for (uint8_t f : word_is_filler)
+    if (f > 1) bad("word_is_filler holds a value other than 0 or 1");
+}
+
+void SearchGraph::save(const std::string& path) const {
+  validate();
+  for (const std::string& w : words)
+    if (w.size() > kMaxWordBytes) throw std::invalid_argument("search graph: word too long");
+  if (source_hash.size() > kMaxHashBytes)
+    throw std::invalid_argument("search graph: source hash too long");
+  uint64_t word_bytes = 0;
+  for (const std::string& w : words) word_bytes += 4 + w.size();
+
+  Writer w;
+  w.bytes.reserve(kFixedHeaderBytes + source_hash.size() + arc_begin.size() * 8 +
+                  arc_dest.size() * 16 + final_cost.size() * 4 + word_bytes + words.size() + 8);
+  w.bytes.insert(w.bytes.end(), kMagic, kMagic + 8);
+  w.put<uint32_t>(kVersion);
+  w.put<uint32_t>(0);
+  w.put<int32_t>(num_states());
+  w.put<int32_t>(start_state);
+  w.put<int64_t>(num_arcs());
+  w.put<int32_t>(num_senones);
+  w.put<int32_t>(static_cast<int32_t>(words.size()));
+  w.put<uint32_t>(static_cast<uint32_t>(source_hash.size()));
+  w.put<uint32_t>(0);
+  w.put<uint64_t>(word_bytes);
+  w.put_bytes(source_hash);
+  w.put_array(arc_begin);
+  w.put_array(arc_dest);
+  w.put_array(arc_ilabel);
+  w.put_array(arc_olabel);
+  w.put_array(arc_cost);
+  w.put_array(final_cost);
+  for (const std::string& word : words) {
+    w.put<uint32_t>(static_cast<uint32_t>(word.size()));
+    w.put_bytes(word);
+  }
+  w.put_array(word_is_filler);
+  ContentHasher h;
+  h.update(w.bytes.data(), w.bytes.size());
+  w.put<uint64_t>(h.low64());
+
+  // Write to a temporary name and rename, so that a reader (or a second
+  // compiler filling the same cache) never sees a half-written file.
+  const std::string tmp = path + ".tmp" + std::to_string(static_cast<long>(getpid()));
+  FILE* f = std::fopen(tmp.c_str(), "wb");
+  if (!f) throw std::runtime_error(path + ": cannot create: " + std::strerror(errno));
+  size_t n = std::fwrite(w.bytes.data(), 1, w.bytes.size(), f);
+  bool ok = n == w.bytes.size();
+  ok = (std::fclose(f) == 0) && ok;
+  if (!ok) {
+    std::remove(tmp.c_str());
+    throw std::runtime_error(path + ": write failed (disk full?)");
+  }
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+    int e = errno;
+    std::remove(tmp.c_str());
+    throw std::runtime_error(path + ": cannot rename into place: " + std::strerror(e));
+  }
+}
+
+SearchGraph SearchGraph::load(const std::string& path) {
+  FILE* f = std::fopen(path.c_str(), "rb");
+  if (!f) throw std::runtime_error(path + ": cannot open: " + std::strerror(errno));
+  std::vector<uint8_t> bytes;
+  if (std::fseek(f, 0, SEEK_END) == 0) {
+    long end = std::ftell(f);
+    if (end > 0) bytes.reserve(static_cast<size_t>(end));
+    std::rewind(f);
+  }
+  std::vector<uint8_t> buf(1 << 20);
+  for (;;) {
+    size_t n = std::fread(buf.data(), 1, buf.size(), f);
+    bytes.insert(bytes.end(), buf.data(), buf.data() + n);
+    if (n < buf.size()) break;
+  }
+  bool failed = std::ferror(f) != 0;
+  std::fclose(f);
+  if (failed) throw std::runtime_error(path + ": read error");
+  return parse(bytes.data(), bytes.size(), path);
+}
+
+SearchGraph SearchGraph::parse(const uint8_t* bytes, size_t size, const std::string& name) {
+  Reader r(bytes, size, name);
+  if (size < 8 || std::memcmp(bytes, kMagic, 8) != 0)
+    throw std::runtime_error(name + ": not a gpuspeech search graph (bad magic)");
+  r.get_string(8, "magic");
+  const uint32_t version = r.get<uint32_t>("version");
+  if (version != kVersion)
+    r.fail("unsupported version " + std::to_string(version) + " (this build reads " +
+           std::to_string(kVersion) + "); recompile the graph");
+  if (r.get<uint32_t>("flags") != 0) r.fail("unknown flags");
+  const int32_t num_states = r.get<int32_t>("state count");
+  const int32_t start = r.get<int32_t>("start state");
+  const int64_t num_arcs = r.get<int64_t>("arc count");
+  const int32_t num_senones = r.get<int32_t>("senone count");
+  const int32_t num_words = r.get<int32_t>("word count");
+  const uint32_t hash_bytes = r.get<uint32_t>("hash length");
+  if (r.get<uint32_t>("reserved field") != 0) r.fail("reserved field is not 0");
+  const uint64_t word_bytes = r.get<uint64_t>("word table size");
+  if (num_states < 1) r.fail("state count " + std::to_string(num_states) + " is not positive");
+  if (num_arcs < 0) r.fail("negative arc count");
+  if (num_senones < 0) r.fail("negative senone count");
+  if (num_words < 0) r.fail("negative word count");
+  if (hash_bytes > kMaxHashBytes) r.fail("source hash length " + std::to_string(hash_bytes) + " too large");
+
+  // The exact size the counts imply, computed without overflow: each term
+  // is bounded by the checks before it is added.
+  const uint64_t avail = size;
+  uint64_t need = kFixedHeaderBytes;
+  auto add = [&](uint64_t count, uint64_t unit, const char* what) {
+    if (count > avail / unit || need + count * unit > avail)
+      r.fail(std::string("file too short for its ") + what + " (" + std::to_string(count) +
+             " declared, " + std::to_string(avail) + " bytes in the file)");
+    need += count * unit;
+  };
+  add(hash_bytes, 1, "source hash");
+  add(static_cast<uint64_t>(num_states) + 1, 8, "arc offsets");
+  add(static_cast<uint64_t>(num_arcs), 16, "arcs");
+  add(static_cast<uint64_t>(num_states), 4, "final costs");
+  add(word_bytes, 1, "word table");
+  add(static_cast<uint64_t>(num_words), 1, "filler flags");
+  add(1, 8, "checksum");
+  if (need != avail)
+    r.fail("file size " + std::to_string(avail) + " does not match the " + std::to_string(need) +
+           " bytes its header implies");
+  if (word_bytes < 4ull * static_cast<uint64_t>(num_words))
+    r.fail("word table too small for its word count");
+
+  ContentHasher h;
+  h.update(bytes, size - 8);
+  uint64_t stored;
+  std::memcpy(&stored, bytes + size - 8, 8);
+  if (!host_is_little_endian()) stored = byteswap(stored);
+  if (stored != h.low64()) throw std::runtime_error(name + ": checksum mismatch (file corrupt)");
+
+  SearchGraph g;
+  g.start_state = start;
+  g.num_senones = num_senones;
+  g.source_hash = r.get_string(hash_bytes, "source hash");
+  r.get_array(g.arc_begin, static_cast<uint64_t>(num_states) + 1, "arc offsets");
+  r.get_array(g.arc_dest, static_cast<uint64_t>(num_arcs), "arc destinations");
+  r.get_array(g.arc_ilabel, static_cast<uint64_t>(num_arcs), "input labels");
+  r.get_array(g.arc_olabel, static_cast<uint64_t>(num_arcs), "output labels");
+  r.get_array(g.arc_cost, static_cast<uint64_t>(num_arcs), "arc costs");
+  r.get_array(g.final_cost, static_cast<uint64_t>(num_states), "final costs");
+  const size_t words_start = r.pos();
+  g.words.reserve(static_cast<size_t>(num_words));
+  for (int32_t i = 0; i < num_words; ++i) {
+    const uint32_t len = r.get<uint32_t>("word length");
+    if (len > kMaxWordBytes) r.fail("word " + std::to_string(i) + " length " + std::to_string(len) + " too large");
+    if (r.pos() - words_start + len > word_bytes) r.fail("word " + std::to_string(i) + " runs past the word table");
+    g.words.push_back(r.get_string(len, "word"));
+  }
+  if (r.pos() - words_start != word_bytes) r.fail("word table size does not match its words");
+  r.get_array(g.word_is_filler, static_cast<uint64_t>(num_words), "filler flags");
+  try {
+    g.validate();
+  } catch (const std::invalid_argument& e) {
+    throw std::runtime_error(name + ": " + e.what());
+  }
+  return g;
+}
+
+}  // namespace gpuspeech

@@ -1,0 +1,343 @@
+// The host half of token passing shared by the CPU and CUDA searchers: the
+// options, the word-record store and its garbage collection, and every
+// result built from the live tokens (see token_passing.h for the rules).
+#include "common/search/token_passing.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <stdexcept>
+#include <string>
+#include <utility>
+
+#include "common/search/search_arithmetic.h"
+
+namespace gpuspeech {
+
+void SearchOptions::validate() const {
+  auto fail = [](const std::string& what) {
+    throw std::invalid_argument("search options: " + what);
+  };
+  if (!(beam > 0.0f) || !std::isfinite(beam))
+    fail("beam must be positive and finite, got " + std::to_string(beam));
+  if (!(word_end_beam > 0.0f) || word_end_beam > beam)
+    fail("word_end_beam must be in (0, beam], got " + std::to_string(word_end_beam));
+  if (max_active < 1) fail("max_active must be at least 1, got " + std::to_string(max_active));
+  if (!(acoustic_scale > 0.0f) || !std::isfinite(acoustic_scale))
+    fail("acoustic_scale must be positive and finite, got " + std::to_string(acoustic_scale));
+  if (histogram_bins < 2 || histogram_bins > 65536)
+    fail("histogram_bins must be in [2, 65536], got " + std::to_string(histogram_bins));
+  if (max_word_records < 16 || max_word_records > (int64_t{1} << 30))
+    fail("max_word_records must be in [16, 2^30], got " + std::to_string(max_word_records));
+  if (max_epsilon_passes < 1)
+    fail("max_epsilon_passes must be at least 1, got " + std::to_string(max_epsilon_passes));
+  if (!(posterior_scale > 0.0f) || !std::isfinite(posterior_scale))
+    fail("posterior_scale must be positive and finite, got " + std::to_string(posterior_scale));
+}
+
+// --- WordRecordStore --------------------------------------------------------
+
+WordRecordStore::WordRecordStore(int64_t capacity) : capacity_(capacity) {}
+
+int32_t WordRecordStore::append(int32_t word, int32_t frame, int32_t prev, float cost) {
+  if (records_.size() >= static_cast<size_t>(INT32_MAX))
+    throw std::length_error("word record store: more than 2^31 records");
+  WordRecord r;
+  r.word = word;
+  r.frame = frame;
+  r.prev = prev;
+  r.depth = prev >= 0 ? records_[prev].depth + 1 : 1;
+  r.cost = cost;
+  records_.push_back(r);
+  return static_cast<int32_t>(records_.size() - 1);
+}
+
+int64_t WordRecordStore::collect(int32_t* roots, size_t num_roots) {
+  const size_t n = records_.size();
+  // Mark: walk each root's chain until it meets a record already marked
+  // (chains share their beginnings, so each record is visited once).
+  std::vector<int32_t> remap(n, -1);  // -1 = dead; marked = 0 for now
+  for (size_t i = 0; i < num_roots; ++i)
+    for (int32_t r = roots[i]; r >= 0 && remap[r] < 0; r = records_[r].prev) remap[r] = 0;
+  // Compact in order: a record's predecessor has a lower index, so it is
+  // already renumbered when the record moves.
+  size_t out = 0;
+  for (size_t i = 0; i < n; ++i) {
+    if (remap[i] < 0) continue;
+    WordRecord r = records_[i];
+    if (r.prev >= 0) r.prev = remap[r.prev];
+    remap[i] = static_cast<int32_t>(out);
+    records_[out++] = r;
+  }
+  records_.resize(out);
+  for (size_t i = 0; i < num_roots; ++i)
+    if (roots[i] >= 0) roots[i] = remap[roots[i]];
+  while (static_cast<int64_t>(out) * 2 > capacity_) capacity_ *= 2;
+  return static_cast<int64_t>(n - out);
+}
+
+std::vector<int32_t> WordRecordStore::chain(int32_t last) const {
+  std::vector<int32_t> out;
+  for (int32_t r = last; r >= 0; r = records_[r].prev) out.push_back(r);
+  std::reverse(out.begin(), out.end());
+  return out;
+}
+
+int32_t WordRecordStore::common_ancestor(const std::vector<int32_t>& lasts) const {
+  if (lasts.empty()) return -1;
+  int32_t a = lasts[0];
+  for (size_t i = 1; i < lasts.size() && a >= 0; ++i) {
+    int32_t b = lasts[i];
+    if (b == a) continue;
+    auto depth = [&](int32_t r) { return r >= 0 ? records_[r].depth : 0; };
+    while (depth(b) > depth(a)) b = records_[b].prev;
+    while (depth(a) > depth(b)) a = records_[a].prev;
+    while (a != b) {
+      a = records_[a].prev;
+      b = records_[b].prev;
+    }
+  }
+  return a;
+}
+
+// --- Hypothesis -------------------------------------------------------------
+
+std::string Hypothesis::text() const {
+  std::string s;
+  for (const HypothesisWord& w : words) {
+    if (!s.empty()) s += ' ';
+    s += w.text;
+  }
+  return s;
+}
+
+// --- Searcher ---------------------------------------------------------------
+
+Searcher::Searcher(const SearchGraph& graph, const SearchOptions& options)
+    : graph_(graph), options_(options), records_(options.max_word_records) {
+  options_.validate();
+  graph_.validate();
+  if (graph_.num_arcs() >= search::kMaxArcs)
+    throw std::invalid_argument("search graph has " + std::to_string(graph_.num_arcs()) +
+                                " arcs; the search handles at most 2^32 - 1");
+  if (graph_.num_states() < 1) throw std::invalid_argument("search graph has no states");
+  stats_.record_capacity = records_.capacity();
+}
+
+Searcher::~Searcher() = default;
+
+void Searcher::check_advance(const float* loglik, int64_t frames, int64_t columns) const {
+  if (!started_) throw std::logic_error(std::string(name()) + " searcher: advance() before reset()");
+  if (frames < 0) throw std::invalid_argument("advance: negative frame count");
+  if (frames > 0 && loglik == nullptr) throw std::invalid_argument("advance: null scores");
+  if (columns < graph_.num_senones)
+    throw std::invalid_argument("advance: scores have " + std::to_string(columns) +
+                                " columns but the graph uses " +
+                                std::to_string(graph_.num_senones) + " senones");
+  if (static_cast<int64_t>(frames_) + frames > INT32_MAX - 1)
+    throw std::invalid_argument("advance: utterance longer than 2^31 frames");
+}
+
+int Searcher::max_active_cutoff_bin(const std::vector<uint32_t>& histogram, int64_t kept,
+                                    int max_active) {
+  const int bins = static_cast<int>(histogram.size());
+  if (kept <= max_active) return bins;
+  int64_t cum = 0;
+  for (int k = 0; k < bins; ++k) {
+    cum += histogram[k];
+    if (cum > max_active) return std::max(k, 1);
+  }
+  return bins;
+}
+
+int Searcher::best_token(const std::vector<SearchToken>& live, const SearchGraph& graph,
+                         float* total, bool* final_state) {
+  // Lowest (cost + final cost, state) among final states, else lowest
+  // (cost, state): the same order on every searcher.
+  bool any_final = false;
+  for (const SearchToken& t : live)
+    if (search::usable_cost(search::add_cost(t.cost, graph.final_cost[t.state]))) any_final = true;
+  int best = -1;
+  uint64_t best_key = search::kNoCandidate;
+  for (size_t i = 0; i < live.size(); ++i) {
+    const float c = any_final ? search::add_cost(live[i].cost, graph.final_cost[live[i].state])
+                              : live[i].cost;
+    if (!search::usable_cost(c)) continue;
+    const uint64_t key = search::pack_candidate(c, static_cast<uint32_t>(live[i].state));
+    if (key < best_key) {
+      best_key = key;
+      best = static_cast<int>(i);
+    }
+  }
+  *final_state = any_final;
+  *total = best >= 0 ? search::candidate_cost(best_key) : SearchGraph::kInfinity;
+  return best;
+}
+
+std::vector<HypothesisWord> Searcher::words_of(int32_t record, int32_t* num_records) const {
+  std::vector<HypothesisWord> out;
+  const std::vector<int32_t> chain = records_.chain(record);
+  *num_records = static_cast<int32_t>(chain.size());
+  int32_t start = 0;
+  for (int32_t r : chain) {
+    const WordRecord& rec = records_[r];
+    // A word ends on the frame before the boundary its label was passed at.
+    const int32_t end = rec.frame - 1;
+    const bool filler = rec.word >= 0 &&
+                        static_cast<size_t>(rec.word) < graph_.word_is_filler.size() &&
+                        graph_.word_is_filler[rec.word] != 0;
+    if (!filler) {
+      HypothesisWord w;
+      w.word = rec.word;
+      w.text = static_cast<size_t>(rec.word) < graph_.words.size()
+                   ? graph_.words[rec.word]
+                   : "<word " + std::to_string(rec.word) + ">";
+      w.start_frame = start;
+      w.end_frame = std::max(end, start - 1);
+      w.cost = rec.cost;
+      out.push_back(std::move(w));
+    }
+    start = std::max(start, rec.frame);
+  }
+  return out;
+}
+
+Hypothesis Searcher::best() {
+  Hypothesis h;
+  h.frames = frames_;
+  if (!started_) return h;
+  const std::vector<SearchToken> live = fetch_live();
+  float total = 0.0f;
+  bool fin = false;
+  const int b = best_token(live, graph_, &total, &fin);
+  if (b < 0) return h;
+  int32_t n = 0;
+  h.words = words_of(live[b].record, &n);
+  h.cost = total;
+  h.final_state = fin;
+  std::vector<Hypothesis> alternatives = nbest(2);
+  if (!alternatives.empty()) h.confidence = alternatives.front().confidence;
+  return h;
+}
+
+Hypothesis Searcher::partial() {
+  Hypothesis h;
+  h.frames = frames_;
+  if (!started_) return h;
+  const std::vector<SearchToken> live = fetch_live();
+  float total = 0.0f;
+  bool fin = false;
+  const int b = best_token(live, graph_, &total, &fin);
+  if (b < 0) return h;
+  // Partial results follow the best path so far, final or not.
+  int best_any = 0;
+  for (size_t i = 1; i < live.size(); ++i) {
+    const uint64_t ki = search::pack_candidate(live[i].cost, static_cast<uint32_t>(live[i].state));
+    const uint64_t kb =
+        search::pack_candidate(live[best_any].cost, static_cast<uint32_t>(live[best_any].state));
+    if (ki < kb) best_any = static_cast<int>(i);
+  }
+  int32_t n = 0;
+  h.words = words_of(live[best_any].record, &n);
+  h.cost = live[best_any].cost;
+  h.final_state = false;
+  std::vector<int32_t> lasts;
+  lasts.reserve(live.size());
+  for (const SearchToken& t : live) lasts.push_back(t.record);
+  std::sort(lasts.begin(), lasts.end());
+  lasts.erase(std::unique(lasts.begin(), lasts.end()), lasts.end());
+  const int32_t shared = records_.common_ancestor(lasts);
+  int32_t shared_records = 0;
+  const std::vector<HypothesisWord> stable = words_of(shared, &shared_records);
+  h.stable_words = static_cast<int32_t>(stable.size());
+  return h;
+}
+
+std::vector<int32_t> Searcher::active_senones() {
+  std::vector<int32_t> out;
+  if (!started_) return out;
+  for (const SearchToken& t : fetch_live())
+    for (int64_t a = graph_.arc_begin[t.state]; a < graph_.arc_begin[t.state + 1]; ++a)
+      if (graph_.arc_ilabel[a] > 0) out.push_back(graph_.arc_ilabel[a] - 1);
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
+}
+
+std::vector<Hypothesis> Searcher::nbest(int n) {
+  std::vector<Hypothesis> out;
+  if (!started_ || n < 1) return out;
+  const std::vector<SearchToken> live = fetch_live();
+  // Candidate totals: final states only if any token is in one.
+  bool any_final = false;
+  for (const SearchToken& t : live)
+    if (search::usable_cost(search::add_cost(t.cost, graph_.final_cost[t.state]))) any_final = true;
+  // Best (total, state) per distinct non-filler word sequence.
+  struct Entry {
+    uint64_t key;
+    int token;
+  };
+  std::map<std::vector<int32_t>, Entry> by_words;
+  for (size_t i = 0; i < live.size(); ++i) {
+    const SearchToken& t = live[i];
+    const float total = any_final ? search::add_cost(t.cost, graph_.final_cost[t.state]) : t.cost;
+    if (!search::usable_cost(total)) continue;
+    std::vector<int32_t> seq;
+    for (int32_t r = t.record; r >= 0; r = records_[r].prev) {
+      const int32_t w = records_[r].word;
+      const bool filler = static_cast<size_t>(w) < graph_.word_is_filler.size() &&
+                          graph_.word_is_filler[w] != 0;
+      if (!filler) seq.push_back(w);
+    }
+    const uint64_t key = search::pack_candidate(total, static_cast<uint32_t>(t.state));
+    auto it = by_words.find(seq);
+    if (it == by_words.end())
+      by_words.emplace(std::move(seq), Entry{key, static_cast<int>(i)});
+    else if (key < it->second.key)
+      it->second = Entry{key, static_cast<int>(i)};
+  }
+  std::vector<Entry> entries;
+  for (const auto& kv : by_words) entries.push_back(kv.second);
+  std::sort(entries.begin(), entries.end(),
+            [](const Entry& a, const Entry& b) { return a.key < b.key; });
+  if (entries.empty()) return out;
+  // Posteriors over all distinct sequences (not only the n returned).
+  const double best_total = search::candidate_cost(entries[0].key);
+  std::vector<double> post(entries.size());
+  double sum = 0.0;
+  for (size_t i = 0; i < entries.size(); ++i) {
+    const double d = search::candidate_cost(entries[i].key) - best_total;
+    post[i] = std::exp(-static_cast<double>(options_.posterior_scale) * d);
+    sum += post[i];
+  }
+  std::vector<std::vector<HypothesisWord>> all_words(entries.size());
+  for (size_t i = 0; i < entries.size(); ++i) {
+    int32_t nrec = 0;
+    all_words[i] = words_of(live[entries[i].token].record, &nrec);
+  }
+  const size_t keep = std::min(entries.size(), static_cast<size_t>(n));
+  for (size_t i = 0; i < keep; ++i) {
+    Hypothesis h;
+    h.frames = frames_;
+    h.words = all_words[i];
+    h.cost = static_cast<float>(search::candidate_cost(entries[i].key));
+    h.final_state = any_final;
+    h.confidence = static_cast<float>(post[i] / sum);
+    // Word confidence: posterior mass of the sequences that have the same
+    // word over an overlapping span.
+    for (HypothesisWord& w : h.words) {
+      double mass = 0.0;
+      for (size_t j = 0; j < entries.size(); ++j)
+        for (const HypothesisWord& o : all_words[j])
+          if (o.word == w.word && o.start_frame <= w.end_frame && w.start_frame <= o.end_frame) {
+            mass += post[j];
+            break;
+          }
+      w.confidence = static_cast<float>(mass / sum);
+    }
+    out.push_back(std::move(h));
+  }
+  return out;
+}
+
+}  // namespace gpuspeech

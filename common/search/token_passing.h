@@ -1,0 +1,242 @@
+// Frame-synchronous token passing (Viterbi beam search) over a SearchGraph,
+// in the style of Kaldi's "faster decoder": what is searched, the exact
+// rules both searchers follow, the word-record buffer, and the results.
+// CpuSearcher (cpu_searcher.h) is the reference implementation and
+// CudaSearcher (cuda_searcher.h) runs the same rules on the device; on the
+// same graph and scores they find the same best path.
+//
+// A token is (state, cost, record): the best path cost into the state and
+// the last word record on that path. Costs are minus log probabilities:
+// lower is better. Frame t (0-based) of scores is consumed like this:
+//
+//  1. Emitting step. Every live token at state s follows every arc
+//     s -> d with ilabel > 0:
+//        cost' = (cost + arc.cost) - acoustic_scale * loglik[t][ilabel - 1]
+//     Each destination keeps the candidate that is smallest in
+//     (cost', arc index) order (search_arithmetic.h): the tie-break is the
+//     lower CSR arc index, so the result does not depend on the order
+//     tokens are visited in. Non-finite candidates are dropped.
+//  2. Epsilon closure at frame boundary t + 1, by passes. Pass k relaxes
+//     the epsilon arcs (ilabel == 0) of the tokens that changed in pass
+//     k - 1 (pass 1: those the emitting step created), using their costs as
+//     of the end of pass k - 1 (a Jacobi iteration, so again the visiting
+//     order cannot matter); a destination changes when its (cost, arc) value
+//     drops. Passes repeat until nothing changes. A token relaxes only if
+//     its cost is within `beam` of the best cost of step 1 (`word_end_beam`
+//     if it passed a word label at this boundary). More than
+//     max_epsilon_passes passes means a negative-cost epsilon cycle: an
+//     error.
+//  3. Pruning. With best = the lowest cost now, a token survives if
+//     cost <= best + beam (best + word_end_beam if its last word record was
+//     made at this boundary). If more than max_active survive, a histogram
+//     of (cost - best) over histogram_bins bins spanning the beam gives a
+//     cutoff bin instead of a sort: the smallest bin k at which the
+//     cumulative count exceeds max_active; tokens in bins < max(k, 1)
+//     survive (so the best bin always does, even if it alone is larger).
+//
+// Before frame 0 the start state gets a token of cost 0 and the closure of
+// step 2 runs at boundary 0.
+//
+// Word records: whenever a winning token came over an arc with an output
+// label, a record (word, frame boundary, previous record, cost) is appended
+// and the token carries its index. Records form a tree (each points to an
+// earlier one). The buffer is bounded: at the start of a frame, if it holds
+// max_word_records or more, the records no live token reaches are dropped
+// and the rest renumbered (garbage collection); if more than half the
+// capacity is still live the capacity doubles, so memory follows what is
+// live, not the length of the stream.
+//
+// Results: the best token is the one with the lowest cost + final cost among
+// final states (lowest cost of all if none is final; ties: lower state
+// index); its record chain gives the words. The partial result is the best
+// token's chain, of which the words every live token's chain shares (their
+// common ancestor and everything before) are marked stable.
+//
+// Word times. The graph compiler puts each word's output label on an arc at
+// the word's end (common/search/graph_compiler.h); a record made when frame t
+// is consumed (or at boundary t + 1 by an epsilon arc) ends its word at frame
+// t, and the word starts where the previous record ended. The first word
+// starts at frame 0.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "common/search/search_graph.h"
+
+namespace gpuspeech {
+
+struct SearchOptions {
+  // Beams are natural-log cost differences. The defaults are pocketsphinx's:
+  // -beam 1e-48 and -wbeam 7e-29 (-ln of each).
+  float beam = 110.5f;
+  float word_end_beam = 64.8f;  // <= beam
+  // pocketsphinx -maxhmmpf is 30000 HMMs; here it counts graph states.
+  int max_active = 30000;
+  // Scores enter as -acoustic_scale * loglik. The graph compiler folds the
+  // language weight (pocketsphinx -lw, 6.5 by default) and the word insertion
+  // penalty into the arc costs, so the acoustic log-likelihood keeps scale
+  // 1, as in pocketsphinx. (Kaldi graphs have unscaled LM costs and decode
+  // with acoustic_scale 0.1 instead; same ranking, costs 10x smaller.)
+  float acoustic_scale = 1.0f;
+  int histogram_bins = 512;           // max-active histogram resolution
+  int64_t max_word_records = 1 << 20;  // garbage-collection threshold
+  int max_epsilon_passes = 1000;
+  // Posterior scale for confidences (see Hypothesis::confidence).
+  float posterior_scale = 0.1f;
+
+  // Throws std::invalid_argument naming the bad field.
+  void validate() const;
+};
+
+// One entry of the word-record tree.
+struct WordRecord {
+  int32_t word = 0;   // graph word id (output label - 1)
+  int32_t frame = 0;  // frame boundary at which the label was passed
+  int32_t prev = -1;  // earlier record on the same path, -1 if none
+  int32_t depth = 0;  // number of records on the chain up to this one
+  float cost = 0.0f;  // path cost when the label was passed
+};
+
+// The bounded record buffer with garbage collection.
+class WordRecordStore {
+ public:
+  explicit WordRecordStore(int64_t capacity);
+
+  int32_t append(int32_t word, int32_t frame, int32_t prev, float cost);
+  const WordRecord& operator[](int32_t i) const { return records_[i]; }
+  int64_t size() const { return static_cast<int64_t>(records_.size()); }
+  int64_t capacity() const { return capacity_; }
+  bool needs_collection() const { return size() >= capacity_; }
+  void clear() { records_.clear(); }
+
+  // Keeps the records reachable from `roots` (indices, -1 = none), in their
+  // order, and rewrites `roots` to the new indices. Grows the capacity if
+  // more than half of it stays live. Returns the number of records dropped.
+  int64_t collect(int32_t* roots, size_t num_roots);
+
+  // Record indices from the oldest to `last` (empty for -1).
+  std::vector<int32_t> chain(int32_t last) const;
+  // The deepest record on every one of the chains ending at `lasts`, or -1
+  // if they share none.
+  int32_t common_ancestor(const std::vector<int32_t>& lasts) const;
+
+ private:
+  std::vector<WordRecord> records_;
+  int64_t capacity_;
+};
+
+// A live token as the searchers hand them out.
+struct SearchToken {
+  int32_t state = 0;
+  float cost = 0.0f;
+  int32_t record = -1;
+};
+
+struct HypothesisWord {
+  int32_t word = 0;  // graph word id
+  std::string text;
+  int32_t start_frame = 0;  // first frame of the word
+  int32_t end_frame = 0;    // last frame of the word (inclusive)
+  float cost = 0.0f;        // path cost at the word's end
+  // Fraction of the n-best posterior mass whose hypotheses hold this word
+  // over an overlapping span (1 when the search kept no alternative).
+  float confidence = 1.0f;
+};
+
+struct Hypothesis {
+  std::vector<HypothesisWord> words;  // filler words left out
+  float cost = 0.0f;          // total cost, final cost included if final
+  bool final_state = false;   // ended in a final state of the graph
+  int32_t frames = 0;         // frames decoded
+  int32_t stable_words = 0;   // partial results: leading words no live path can change
+  // Posterior of this hypothesis among the distinct word sequences of the
+  // live tokens at the end: exp(-posterior_scale * cost), normalised. It is
+  // a margin measure over what the beam kept, not a calibrated probability.
+  float confidence = 1.0f;
+
+  std::string text() const;  // the words joined by single spaces
+};
+
+// Statistics of the search so far (reset with the utterance).
+struct SearchStats {
+  int64_t frames = 0;
+  int64_t tokens_expanded = 0;      // live tokens summed over frames
+  int64_t max_live_tokens = 0;
+  int64_t epsilon_passes = 0;
+  int64_t records_collected = 0;    // dropped by garbage collection
+  int64_t collections = 0;
+  int64_t record_capacity = 0;
+};
+
+// The part of a searcher that lives on the host: options, the record
+// store, and every result (traceback, partial, n-best), computed from the
+// live tokens the implementation hands over.
+class Searcher {
+ public:
+  // `graph` must outlive the searcher.
+  Searcher(const SearchGraph& graph, const SearchOptions& options);
+  virtual ~Searcher();
+  Searcher(const Searcher&) = delete;
+  Searcher& operator=(const Searcher&) = delete;
+
+  virtual const char* name() const = 0;
+  // Starts an utterance: the start token and its epsilon closure.
+  virtual void reset() = 0;
+  // Consumes `frames` frames of senone log-likelihoods (natural log, higher
+  // is better): row f holds `columns` values, senone k at column k. columns
+  // must be >= graph.num_senones. Throws std::invalid_argument on a bad
+  // shape, std::logic_error before reset().
+  virtual void advance(const float* loglik, int64_t frames, int64_t columns) = 0;
+
+  const SearchGraph& graph() const { return graph_; }
+  const SearchOptions& options() const { return options_; }
+  int32_t frames_decoded() const { return frames_; }
+  const SearchStats& stats() const { return stats_; }
+
+  // The best hypothesis so far (the final result after the last frame).
+  Hypothesis best();
+  // The best hypothesis with stable_words set.
+  Hypothesis partial();
+  // Up to n distinct word sequences among the live tokens, best first,
+  // each with its posterior as confidence; word confidences as described
+  // at HypothesisWord. n-best from the survivors of the beam only (Viterbi
+  // paths that merged earlier are gone), so it is short when the beam is.
+  std::vector<Hypothesis> nbest(int n);
+
+  // The live tokens, in an unspecified order (tests, diagnostics).
+  std::vector<SearchToken> live_tokens() { return fetch_live(); }
+
+  // The senones the next frame can score: those on the emitting arcs that
+  // leave live states, sorted, each once. A scorer that evaluates only
+  // these (as pocketsphinx does) gives the search everything it reads.
+  std::vector<int32_t> active_senones();
+
+ protected:
+  // The current live tokens with records valid in records_.
+  virtual std::vector<SearchToken> fetch_live() = 0;
+
+  // Histogram cutoff of pruning step 3: tokens in bins < the result survive.
+  static int max_active_cutoff_bin(const std::vector<uint32_t>& histogram,
+                                   int64_t kept, int max_active);
+  // Throws std::invalid_argument unless `columns` covers the graph's senones
+  // and the pointers are usable; std::logic_error before reset().
+  void check_advance(const float* loglik, int64_t frames, int64_t columns) const;
+
+  const SearchGraph& graph_;
+  SearchOptions options_;
+  WordRecordStore records_;
+  SearchStats stats_;
+  int32_t frames_ = 0;
+  bool started_ = false;
+
+ private:
+  // Words of the chain ending at `record`, fillers dropped, with times.
+  std::vector<HypothesisWord> words_of(int32_t record, int32_t* num_records) const;
+  // The best token (final preferred) and its total cost.
+  static int best_token(const std::vector<SearchToken>& live,
+                        const SearchGraph& graph, float* total, bool* final_state);
+};
+
+}  // namespace gpuspeech

@@ -1,0 +1,25 @@
+// CUDA kernels of acoustic scoring, behind a host-callable launch wrapper
+// (the same arrangement as feature_kernels.cuh: the backend is ordinary
+// C++, only this folder goes through nvcc). The wrapper queues work on
+// `stream` and returns the launch status; the caller validates sizes and
+// turns a failure into a BackendError.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+namespace gpuspeech {
+namespace cuda {
+
+// Backend::senone_scores (common/backend.h). `entries` is how many values
+// the gaussian and logw buffers hold: CSR indices are clamped to it and to
+// num_gaussians, so a corrupt CSR cannot read outside the buffers.
+cudaError_t launch_senone_scores(const float* densities, int num_gaussians,
+                                 int64_t frames, const float* offsets,
+                                 const float* gaussian, const float* logw,
+                                 int64_t entries, int senones, int streams,
+                                 float* out, cudaStream_t stream);
+
+}  // namespace cuda
+}  // namespace gpuspeech

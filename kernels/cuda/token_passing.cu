@@ -1,0 +1,430 @@
+// CUDA kernels of token passing. See token_passing.cuh for the device state
+// and common/search/token_passing.h for the rules; every float operation
+// goes through common/search/search_arithmetic.h so that the results are the
+// CPU reference's bit for bit.
+//
+// Work distribution: a group of kGroup lanes per token over its arcs (most
+// states have a handful), except tokens with more than kHeavyDegree arcs
+// (word-end fan-out into a language model), which go to a heavy list that a
+// second kernel expands with a whole block per token.
+#include "kernels/cuda/token_passing.cuh"
+
+#include <cooperative_groups.h>
+
+#include "common/search/search_arithmetic.h"
+
+namespace cg = cooperative_groups;
+
+namespace gpuspeech {
+namespace cuda {
+namespace {
+
+using search::add_cost;
+using search::candidate_arc;
+using search::candidate_cost;
+using search::cost_key;
+using search::key_cost;
+using search::kNoArc;
+using search::kNoCandidate;
+using search::pack_candidate;
+using search::usable_cost;
+
+constexpr int kThreads = 256;
+// Lanes that share one token's arcs: most states have a handful of arcs
+// (self-loop, next state, a few cross-word ones), so a whole warp per token
+// would leave most lanes idle.
+constexpr int kGroup = 8;
+constexpr int kGroupsPerBlock = kThreads / kGroup;
+
+// A slot in a list whose length is *counter: the threads of a warp that
+// append together take consecutive slots with one atomic (tens of
+// thousands of appends a frame to one counter would otherwise serialise).
+__device__ __forceinline__ uint32_t append_slot(uint32_t* counter) {
+  const cg::coalesced_group g = cg::coalesced_threads();
+  uint32_t base = 0;
+  if (g.thread_rank() == 0) base = atomicAdd(counter, g.size());
+  return g.shfl(base, 0) + g.thread_rank();
+}
+
+// Minimum over the warp, then one atomicMin per warp. Every lane of the
+// warp must call it (lanes with nothing to offer pass 0xFFFFFFFF).
+__device__ __forceinline__ void warp_min_into(uint32_t* target, uint32_t v) {
+  for (int off = 16; off > 0; off >>= 1) {
+    const uint32_t o = __shfl_xor_sync(0xffffffffu, v, off);
+    v = o < v ? o : v;
+  }
+  if ((threadIdx.x & 31) == 0 && v != 0xFFFFFFFFu) atomicMin(target, v);
+}
+
+__device__ __forceinline__ int32_t source_of(const TpGraph& g, uint32_t arc) {
+  return g.source != nullptr ? g.source[arc] : search::arc_source(g.arc_begin, g.num_states, arc);
+}
+
+// Offers candidate `key` to state d. Returns true if d's value dropped; the
+// thread that first fills an empty slot adds d to the touched list.
+__device__ __forceinline__ bool offer(const TpState& s, int32_t d, uint64_t key) {
+  const unsigned long long old =
+      atomicMin(s.best + d, static_cast<unsigned long long>(key));
+  if (old == kNoCandidate) s.touched[append_slot(&s.counters->touched)] = d;
+  return key < old;
+}
+
+// Appends a word record; returns its global index. Past the staging
+// capacity the record is counted but not written: the host sees the
+// overflow and runs the frame again with a larger buffer.
+__device__ __forceinline__ int32_t stage_record(const TpState& s, const TpFrame& f,
+                                                int32_t word, int32_t prev, float cost) {
+  const uint32_t i = append_slot(&s.counters->records);
+  if (i < s.staging_capacity) {
+    TpRecord r;
+    r.word = word;
+    r.frame = f.boundary;
+    r.prev = prev;
+    r.cost = cost;
+    s.staging[i] = r;
+  }
+  return f.first_record + static_cast<int32_t>(i);
+}
+
+__global__ void frame_begin_kernel(TpState s, const TpFrame* __restrict__ fp) {
+  const TpFrame f = *fp;
+  TpCounters* c = s.counters;
+  if (blockIdx.x == 0 && threadIdx.x == 0) {
+    c->touched = 0;
+    c->changed[0] = 0;
+    c->changed[1] = 0;
+    c->heavy = 0;
+    c->live[1 - f.live_in] = 0;
+    c->records = 0;
+    c->best_emit_key = 0xFFFFFFFFu;
+    c->best_key = 0xFFFFFFFFu;
+    c->kept = 0;
+    c->cut_bin = f.bins;
+    c->passes = 0;
+    c->last_changed = 0;
+  }
+  for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < f.bins; i += gridDim.x * blockDim.x)
+    s.histogram[i] = 0;
+}
+
+__global__ void start_kernel(TpState s, int32_t start) {
+  s.best[start] = pack_candidate(0.0f, kNoArc);
+  s.record[start] = -1;
+  s.touched[0] = start;
+  TpToken t;
+  t.state = start;
+  t.cost = 0.0f;
+  t.record = -1;
+  s.changed[0][0] = t;
+  s.counters->touched = 1;
+  s.counters->changed[0] = 1;
+  s.counters->best_emit_key = cost_key(0.0f);
+}
+
+// Emitting arcs of one token, lanes striding over its arcs.
+__device__ __forceinline__ void emit_arcs(const TpGraph& g, const TpState& s, const TpFrame& f,
+                                          const TpToken& tok, int64_t first, int64_t step) {
+  const int64_t end = g.arc_begin[tok.state + 1];
+  for (int64_t a = g.arc_begin[tok.state] + first; a < end; a += step) {
+    const int32_t il = g.ilabel[a];
+    if (il == 0) continue;
+    const float c = search::emitting_cost(tok.cost, g.cost[a], f.acoustic_scale, f.loglik[il - 1]);
+    if (!usable_cost(c)) continue;
+    offer(s, g.dest[a], pack_candidate(c, static_cast<uint32_t>(a)));
+  }
+}
+
+__global__ void emit_kernel(TpGraph g, TpState s, const TpFrame* __restrict__ fp) {
+  const TpFrame f = *fp;
+  const int lane = threadIdx.x % kGroup;
+  const uint32_t n = s.counters->live[f.live_in];
+  const TpToken* live = s.live[f.live_in];
+  for (uint32_t i = blockIdx.x * kGroupsPerBlock + threadIdx.x / kGroup; i < n;
+       i += gridDim.x * kGroupsPerBlock) {
+    const TpToken tok = live[i];
+    const int64_t degree = g.arc_begin[tok.state + 1] - g.arc_begin[tok.state];
+    if (lane == 0) s.prev_record[tok.state] = tok.record;
+    if (degree > kHeavyDegree) {
+      if (lane == 0) s.heavy[append_slot(&s.counters->heavy)] = tok;
+      continue;
+    }
+    emit_arcs(g, s, f, tok, lane, kGroup);
+  }
+}
+
+// One block per heavy token, its threads striding over the arcs.
+__global__ void emit_heavy_kernel(TpGraph g, TpState s, const TpFrame* __restrict__ fp) {
+  const TpFrame f = *fp;
+  const uint32_t n = s.counters->heavy;
+  for (uint32_t h = blockIdx.x; h < n; h += gridDim.x)
+    emit_arcs(g, s, f, s.heavy[h], threadIdx.x, blockDim.x);
+}
+
+// The emitting step's winners: records, changed[0], the best cost.
+__global__ void emit_resolve_kernel(TpGraph g, TpState s, const TpFrame* __restrict__ fp) {
+  const TpFrame f = *fp;
+  const uint32_t n = s.counters->touched;
+  uint32_t best = 0xFFFFFFFFu;
+  for (uint32_t i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {
+    const int32_t d = s.touched[i];
+    const uint64_t key = s.best[d];
+    const float c = candidate_cost(key);
+    const uint32_t a = candidate_arc(key);
+    const int32_t src = source_of(g, a);
+    int32_t rec = s.prev_record[src];
+    const int32_t ol = g.olabel[a];
+    if (ol > 0) rec = stage_record(s, f, ol - 1, rec, c);
+    s.record[d] = rec;
+    TpToken t;
+    t.state = d;
+    t.cost = c;
+    t.record = rec;
+    // Only tokens with epsilon arcs to relax start the closure (their
+    // records are final already).
+    if (g.has_epsilon[d]) s.changed[0][append_slot(&s.counters->changed[0])] = t;
+    const uint32_t k = cost_key(c);
+    best = k < best ? k : best;
+  }
+  warp_min_into(&s.counters->best_emit_key, best);
+  if (blockIdx.x == 0 && threadIdx.x == 0) s.counters->heavy = 0;
+}
+
+// Epsilon arcs of one token; a destination whose value dropped joins the
+// pass's changed list once (the stamp says it already has).
+__device__ __forceinline__ void relax_arcs(const TpGraph& g, const TpState& s, const TpToken& tok,
+                                           int out, uint32_t pass_id, int64_t first,
+                                           int64_t step) {
+  const int64_t end = g.arc_begin[tok.state + 1];
+  for (int64_t a = g.arc_begin[tok.state] + first; a < end; a += step) {
+    if (g.ilabel[a] != 0) continue;
+    const float c = add_cost(tok.cost, g.cost[a]);
+    if (!usable_cost(c)) continue;
+    const int32_t d = g.dest[a];
+    if (offer(s, d, pack_candidate(c, static_cast<uint32_t>(a))) &&
+        atomicExch(s.stamp + d, pass_id) != pass_id)
+      s.changed[out][append_slot(&s.counters->changed[out])].state = d;
+  }
+}
+
+__global__ void relax_kernel(TpGraph g, TpState s, const TpFrame* __restrict__ fp, int pass) {
+  const TpFrame f = *fp;
+  const int in = pass & 1;
+  const uint32_t pass_id = f.pass_base + static_cast<uint32_t>(pass);
+  const int lane = threadIdx.x % kGroup;
+  const int out = 1 - in;
+  const uint32_t n = s.counters->changed[in];
+  const TpToken* list = s.changed[in];
+  const float best_emit = key_cost(s.counters->best_emit_key);
+  const float limit_beam = add_cost(best_emit, f.beam);
+  const float limit_word_end = add_cost(best_emit, f.word_end_beam);
+  for (uint32_t i = blockIdx.x * kGroupsPerBlock + threadIdx.x / kGroup; i < n;
+       i += gridDim.x * kGroupsPerBlock) {
+    const TpToken tok = list[i];
+    // The previous pass's records become the state's (no kernel of this
+    // pass reads record[] before the resolve kernel).
+    if (lane == 0) s.record[tok.state] = tok.record;
+    if (!g.has_epsilon[tok.state]) continue;
+    const bool fresh = tok.record >= f.first_record;
+    if (!(tok.cost <= (fresh ? limit_word_end : limit_beam))) continue;
+    const int64_t degree = g.arc_begin[tok.state + 1] - g.arc_begin[tok.state];
+    if (degree > kHeavyDegree) {
+      if (lane == 0) s.heavy[append_slot(&s.counters->heavy)] = tok;
+      continue;
+    }
+    relax_arcs(g, s, tok, out, pass_id, lane, kGroup);
+  }
+}
+
+__global__ void relax_heavy_kernel(TpGraph g, TpState s, const TpFrame* __restrict__ fp, int pass) {
+  const int in = pass & 1;
+  const uint32_t pass_id = fp->pass_base + static_cast<uint32_t>(pass);
+  const uint32_t n = s.counters->heavy;
+  for (uint32_t h = blockIdx.x; h < n; h += gridDim.x)
+    relax_arcs(g, s, s.heavy[h], 1 - in, pass_id, threadIdx.x, blockDim.x);
+}
+
+// The pass's winners take their records from their sources' tokens as of
+// the previous pass (record[] is committed by the next relax kernel, so
+// every read here sees the previous pass).
+__global__ void relax_resolve_kernel(TpGraph g, TpState s, const TpFrame* __restrict__ fp, int pass) {
+  const TpFrame f = *fp;
+  const int in = pass & 1;
+  const int out = 1 - in;
+  const uint32_t n = s.counters->changed[out];
+  TpToken* list = s.changed[out];
+  for (uint32_t i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {
+    const int32_t d = list[i].state;
+    const uint64_t key = s.best[d];
+    const float c = candidate_cost(key);
+    const uint32_t a = candidate_arc(key);
+    const int32_t src = source_of(g, a);
+    int32_t rec = s.record[src];
+    const int32_t ol = g.olabel[a];
+    if (ol > 0) rec = stage_record(s, f, ol - 1, rec, c);
+    list[i].cost = c;
+    list[i].record = rec;
+  }
+  if (blockIdx.x == 0 && threadIdx.x == 0) {
+    s.counters->changed[in] = 0;  // consumed; the next pass writes it
+    s.counters->heavy = 0;
+    s.counters->last_changed = n;
+    if (n > 0) s.counters->passes += 1;
+  }
+}
+
+__global__ void prune_best_kernel(TpState s) {
+  const uint32_t n = s.counters->touched;
+  uint32_t local = 0xFFFFFFFFu;
+  for (uint32_t i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {
+    const uint32_t k = static_cast<uint32_t>(s.best[s.touched[i]] >> 32);
+    local = k < local ? k : local;
+  }
+  warp_min_into(&s.counters->best_key, local);
+}
+
+__device__ __forceinline__ bool within_beam(const TpState& s, const TpFrame& f, int32_t d, float c,
+                                            float limit_beam, float limit_word_end) {
+  const bool fresh = s.record[d] >= f.first_record;
+  return c <= (fresh ? limit_word_end : limit_beam);
+}
+
+// Counts in a per-block histogram in shared memory (the bins near the best
+// cost get most tokens: global atomics on them would serialise), then adds
+// the block's non-zero bins to the global one.
+__global__ void prune_histogram_kernel(TpState s, const TpFrame* __restrict__ fp) {
+  const TpFrame f = *fp;
+  extern __shared__ uint32_t block_hist[];
+  for (int k = threadIdx.x; k < f.bins; k += blockDim.x) block_hist[k] = 0;
+  __syncthreads();
+  const uint32_t n = s.counters->touched;
+  const float best = key_cost(s.counters->best_key);
+  const float limit_beam = add_cost(best, f.beam);
+  const float limit_word_end = add_cost(best, f.word_end_beam);
+  uint32_t kept = 0;
+  for (uint32_t i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {
+    const int32_t d = s.touched[i];
+    const float c = candidate_cost(s.best[d]);
+    if (!within_beam(s, f, d, c, limit_beam, limit_word_end)) continue;
+    ++kept;
+    atomicAdd(block_hist + search::histogram_bin(c, best, f.bin_scale, f.bins), 1u);
+  }
+  for (int off = 16; off > 0; off >>= 1) kept += __shfl_xor_sync(0xffffffffu, kept, off);
+  if ((threadIdx.x & 31) == 0 && kept > 0) atomicAdd(&s.counters->kept, kept);
+  __syncthreads();
+  for (int k = threadIdx.x; k < f.bins; k += blockDim.x)
+    if (block_hist[k] != 0) atomicAdd(s.histogram + k, block_hist[k]);
+}
+
+// The same rule as Searcher::max_active_cutoff_bin, by one block: each
+// thread sums a run of bins, a block-wide scan gives each run's starting
+// count, and the first bin where the running count passes max_active wins.
+constexpr int kCutoffThreads = 1024;
+
+__global__ void prune_cutoff_kernel(TpState s, const TpFrame* __restrict__ fp) {
+  const TpFrame f = *fp;
+  TpCounters* c = s.counters;
+  if (c->kept <= static_cast<uint32_t>(f.max_active)) {  // the same for all threads
+    if (threadIdx.x == 0) c->cut_bin = f.bins;
+    return;
+  }
+  __shared__ uint32_t warp_total[kCutoffThreads / 32];
+  __shared__ int cut;
+  const int per = (f.bins + blockDim.x - 1) / blockDim.x;
+  const int first = threadIdx.x * per;
+  const int last = first + per < f.bins ? first + per : f.bins;
+  uint32_t run = 0;
+  for (int k = first; k < last; ++k) run += s.histogram[k];
+  // Inclusive scan of the runs: within each warp, then over warp totals.
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  uint32_t incl = run;
+  for (int off = 1; off < 32; off <<= 1) {
+    const uint32_t o = __shfl_up_sync(0xffffffffu, incl, off);
+    if (lane >= off) incl += o;
+  }
+  if (lane == 31) warp_total[warp] = incl;
+  if (threadIdx.x == 0) cut = f.bins;
+  __syncthreads();
+  if (warp == 0) {
+    const int warps = blockDim.x / 32;
+    uint32_t t = lane < warps ? warp_total[lane] : 0;
+    for (int off = 1; off < 32; off <<= 1) {
+      const uint32_t o = __shfl_up_sync(0xffffffffu, t, off);
+      if (lane >= off) t += o;
+    }
+    if (lane < warps) warp_total[lane] = t;  // inclusive over warps
+  }
+  __syncthreads();
+  uint64_t cum = static_cast<uint64_t>(incl - run) + (warp > 0 ? warp_total[warp - 1] : 0);
+  for (int k = first; k < last; ++k) {
+    cum += s.histogram[k];
+    if (cum > static_cast<uint64_t>(f.max_active)) {
+      atomicMin(&cut, k);
+      break;
+    }
+  }
+  __syncthreads();
+  if (threadIdx.x == 0) c->cut_bin = cut < 1 ? 1 : cut;  // max(k, 1), or bins if none
+}
+
+__global__ void prune_compact_kernel(TpState s, const TpFrame* __restrict__ fp) {
+  const TpFrame f = *fp;
+  const uint32_t n = s.counters->touched;
+  const float best = key_cost(s.counters->best_key);
+  const float limit_beam = add_cost(best, f.beam);
+  const float limit_word_end = add_cost(best, f.word_end_beam);
+  const int cut = s.counters->cut_bin;
+  const int out = 1 - f.live_in;
+  for (uint32_t i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {
+    const int32_t d = s.touched[i];
+    const float c = candidate_cost(s.best[d]);
+    if (within_beam(s, f, d, c, limit_beam, limit_word_end) &&
+        search::histogram_bin(c, best, f.bin_scale, f.bins) < cut) {
+      TpToken t;
+      t.state = d;
+      t.cost = c;
+      t.record = s.record[d];
+      s.live[out][append_slot(&s.counters->live[out])] = t;
+    }
+    s.best[d] = kNoCandidate;
+  }
+}
+
+}  // namespace
+
+cudaError_t tp_frame_begin(const TpState& s, const TpFrame* f, cudaStream_t stream) {
+  frame_begin_kernel<<<1, kThreads, 0, stream>>>(s, f);
+  return cudaGetLastError();
+}
+
+cudaError_t tp_start(const TpState& s, int32_t start_state, cudaStream_t stream) {
+  start_kernel<<<1, 1, 0, stream>>>(s, start_state);
+  return cudaGetLastError();
+}
+
+cudaError_t tp_emit(const TpGraph& g, const TpState& s, const TpFrame* f, int blocks, bool heavy,
+                    cudaStream_t stream) {
+  emit_kernel<<<blocks, kThreads, 0, stream>>>(g, s, f);
+  if (heavy) emit_heavy_kernel<<<blocks, kThreads, 0, stream>>>(g, s, f);
+  emit_resolve_kernel<<<blocks, kThreads, 0, stream>>>(g, s, f);
+  return cudaGetLastError();
+}
+
+cudaError_t tp_epsilon_pass(const TpGraph& g, const TpState& s, const TpFrame* f, int pass,
+                            int blocks, bool heavy, cudaStream_t stream) {
+  relax_kernel<<<blocks, kThreads, 0, stream>>>(g, s, f, pass);
+  if (heavy) relax_heavy_kernel<<<blocks, kThreads, 0, stream>>>(g, s, f, pass);
+  relax_resolve_kernel<<<blocks, kThreads, 0, stream>>>(g, s, f, pass);
+  return cudaGetLastError();
+}
+
+cudaError_t tp_prune(const TpState& s, const TpFrame* f, int bins, int blocks,
+                     cudaStream_t stream) {
+  prune_best_kernel<<<blocks, kThreads, 0, stream>>>(s);
+  prune_histogram_kernel<<<blocks, kThreads, bins * sizeof(uint32_t), stream>>>(s, f);
+  prune_cutoff_kernel<<<1, kCutoffThreads, 0, stream>>>(s, f);
+  prune_compact_kernel<<<blocks, kThreads, 0, stream>>>(s, f);
+  return cudaGetLastError();
+}
+
+}  // namespace cuda
+}  // namespace gpuspeech

@@ -1,0 +1,132 @@
+// CUDA kernels of token passing (common/search/cuda_searcher.cpp drives
+// them; token_passing.h states the rules, cpu_searcher.cpp is the
+// reference). Plain host-callable launch wrappers, as in feature_kernels.cuh:
+// each queues work on `stream` and returns cudaGetLastError().
+//
+// Device state per frame:
+//   best[state]         packed (cost key, arc) candidate, kNoCandidate when
+//                       empty; atomicMin picks winners without races
+//   record[state]       the record of the state's token (this frame)
+//   prev_record[state]  records of the previous frame's live tokens
+//   stamp[state]        id of the last closure pass that changed the state
+//   touched             every state that got a candidate this frame
+//   changed[2]          the tokens that changed in the last pass / this pass
+//   heavy               tokens with more than kHeavyDegree arcs, which a
+//                       whole block expands each
+//   live[2]             pruned live tokens of the previous / this frame
+//   staging             word records made this frame (index first_record + i)
+// List lengths live in TpCounters on the device, so kernels read them there
+// and the host need not wait between kernels; it waits once per frame for
+// the counters (and once for the frame's records).
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+namespace gpuspeech {
+namespace cuda {
+
+// The largest histogram the pruning kernels keep in shared memory.
+constexpr int kMaxHistogramBins = 8192;
+// Tokens with more arcs than this are expanded by a whole block each.
+constexpr int kHeavyDegree = 64;
+
+struct TpGraph {
+  const int64_t* arc_begin;
+  const int32_t* dest;
+  const int32_t* ilabel;
+  const int32_t* olabel;
+  const float* cost;
+  // The state each arc leaves (one load instead of a binary search over
+  // arc_begin when resolving winners); null: binary search.
+  const int32_t* source;
+  const uint8_t* has_epsilon;  // per state: 1 if it has an epsilon arc
+  int32_t num_states;
+};
+
+struct TpToken {
+  int32_t state;
+  float cost;
+  int32_t record;
+};
+
+struct TpRecord {
+  int32_t word;
+  int32_t frame;
+  int32_t prev;
+  float cost;
+};
+
+struct TpCounters {
+  uint32_t touched;
+  uint32_t changed[2];
+  uint32_t heavy;
+  uint32_t live[2];
+  uint32_t records;        // staged this frame; above capacity = overflow
+  uint32_t best_emit_key;  // cost key of the emitting step's best token
+  uint32_t best_key;       // cost key of the frame's best token
+  uint32_t kept;           // tokens within their beam
+  int32_t cut_bin;         // max-active cutoff bin
+  uint32_t passes;         // closure passes that changed something
+  uint32_t last_changed;   // tokens changed by the last pass queued
+};
+
+struct TpState {
+  unsigned long long* best;
+  int32_t* record;
+  int32_t* prev_record;
+  uint32_t* stamp;
+  int32_t* touched;
+  TpToken* changed[2];
+  TpToken* heavy;
+  TpToken* live[2];
+  TpRecord* staging;
+  uint32_t staging_capacity;
+  uint32_t* histogram;
+  TpCounters* counters;
+};
+
+// Per-frame parameters, in device memory: the host writes them before each
+// frame (a copy node of the frame's CUDA graph), so one captured graph
+// serves every frame.
+struct TpFrame {
+  const float* loglik;   // this frame's scores (emitting step only)
+  float acoustic_scale;
+  float beam;
+  float word_end_beam;
+  float bin_scale;       // histogram_bins / beam, in float
+  int bins;
+  int max_active;
+  int32_t boundary;      // frames consumed after this frame
+  int32_t first_record;  // records >= this were made this frame
+  int live_in;           // parity of the previous frame's live list
+  uint32_t pass_base;    // stamp id of closure pass 0 (pass p: pass_base + p)
+};
+
+// `f` points to the frame's TpFrame in device memory. `blocks` sizes the
+// list kernels' grids (they loop over lists of any length). `heavy` false
+// (the graph has no state with more than kHeavyDegree arcs) leaves out the
+// heavy-list kernels.
+
+// Zeroes the frame's counters and histogram (live[1 - live_in] too).
+cudaError_t tp_frame_begin(const TpState& s, const TpFrame* f, cudaStream_t stream);
+// The start token (cost 0, no arc, no record) at `start_state`, as the
+// emitting step's only result.
+cudaError_t tp_start(const TpState& s, int32_t start_state, cudaStream_t stream);
+// Step 1 and its winners' records; changed[0] = the touched tokens at
+// states with epsilon arcs.
+cudaError_t tp_emit(const TpGraph& g, const TpState& s, const TpFrame* f, int blocks, bool heavy,
+                    cudaStream_t stream);
+// Closure pass `pass` (0-based): reads changed[pass % 2], writes the other.
+cudaError_t tp_epsilon_pass(const TpGraph& g, const TpState& s, const TpFrame* f, int pass,
+                            int blocks, bool heavy, cudaStream_t stream);
+// Step 3: beam, max-active histogram and cutoff, compaction into
+// live[1 - live_in]; clears best[] of every touched state.
+// `bins` = f->bins (sizes the per-block histogram in shared memory; at most
+// kMaxHistogramBins).
+cudaError_t tp_prune(const TpState& s, const TpFrame* f, int bins, int blocks,
+                     cudaStream_t stream);
+
+}  // namespace cuda
+}  // namespace gpuspeech

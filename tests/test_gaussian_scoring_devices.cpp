@@ -1,0 +1,264 @@
+// Acoustic scoring on every usable device backend (opencl, cuda) against
+// the CPU reference, on fresh random inputs: the senone_scores operation
+// alone (random CSR mixtures with -inf weights, empty rows, offsets), then
+// the whole GaussianScorer (GEMMs + senone_scores) on random models of
+// several layouts, through all three entry points, and against the double
+// reference too.
+//
+// A backend with no usable device is skipped, unless GPUSPEECH_REQUIRE_BACKENDS
+// names it (tests/test_backends.h).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdio>
+#include <map>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "common/backend_compare.h"
+#include "common/backend_registry.h"
+#include "common/gaussian_scoring.h"
+#include "tests/gaussian_reference.h"
+#include "tests/test_backends.h"
+
+namespace gpuspeech {
+namespace {
+
+// senone_scores alone: the same entries in the same order on both sides,
+// so only exp/log rounding differs (a few ulp of each term): 2e-6 relative
+// on scores of -20 to -750.
+const Tolerance kSenoneTol = Tolerance::relative(2e-6);
+// The whole scorer: the GEMMs sum in different orders (cuBLAS, OpenCL tiles,
+// the CPU's eight partial sums), which moves a density by ~1e-5 of the
+// terms summed; 1e-4 absolute plus 1e-6 relative is ten times what was
+// measured (printed per case).
+const Tolerance kScorerTol{1e-6, 1e-4, 0.0};
+// Both against the double reference: see test_gaussian_scoring.cpp.
+constexpr double kReferenceTol = 1e-3;
+
+bool is_required(const std::string& name) {
+  for (const std::string& r : testing::required_backends())
+    if (r == name) return true;
+  return false;
+}
+
+const std::vector<BackendInfo>& backend_infos() {
+  static const std::vector<BackendInfo> infos = list_backends();
+  return infos;
+}
+
+// One instance per backend: device kernels compile once per run.
+Backend& shared_backend(const std::string& name) {
+  static std::map<std::string, BackendPtr> opened;
+  BackendPtr& b = opened[name];
+  if (!b) b = open_backend(name, 0);
+  return *b;
+}
+
+class ScoringVsCpu : public ::testing::TestWithParam<std::string> {
+ protected:
+  void SetUp() override {
+    const std::string name = GetParam();
+    const BackendInfo* info = nullptr;
+    for (const BackendInfo& i : backend_infos())
+      if (i.name == name) info = &i;
+    ASSERT_NE(info, nullptr) << "list_backends() does not list '" << name << "'";
+    if (!info->usable) {
+      if (is_required(name))
+        FAIL() << "backend '" << name
+               << "' is required by GPUSPEECH_REQUIRE_BACKENDS but not usable: " << info->detail;
+      GTEST_SKIP() << "backend '" << name << "' not usable here: " << info->detail;
+    }
+    device_ = &shared_backend(name);
+    cpu_ = make_cpu_backend();
+    cmp_.reset(new BackendComparison(*device_, *cpu_));
+  }
+
+  Backend* device_ = nullptr;
+  BackendPtr cpu_;
+  std::unique_ptr<BackendComparison> cmp_;
+};
+
+#define EXPECT_AGREES(comparison)                                         \
+  do {                                                                    \
+    const Comparison c_ = (comparison);                                   \
+    EXPECT_TRUE(c_.ok()) << c_.report();                                  \
+    std::printf("[ scoring ] %s: max |diff| %.2e, max rel %.2e\n", c_.what.c_str(), \
+                c_.max_abs, c_.max_rel);                                  \
+  } while (0)
+
+TEST_P(ScoringVsCpu, SenoneScoresOperation) {
+  BackendComparison& cmp = *cmp_;
+  // frames, Gaussians, senones, streams, longest row, out_offset
+  EXPECT_AGREES(cmp.senone_scores(1, 7, 5, 1, 3, 0, kSenoneTol));
+  EXPECT_AGREES(cmp.senone_scores(37, 300, 101, 3, 40, 13, kSenoneTol));
+  EXPECT_AGREES(cmp.senone_scores(129, 1000, 257, 1, 130, 0, kSenoneTol));
+  EXPECT_AGREES(cmp.senone_scores(5, 64, 33, 4, 300, 7, kSenoneTol));  // rows longer than G
+}
+
+TEST_P(ScoringVsCpu, SenoneScoresRejectsMisuse) {
+  Backend& dev = *device_;
+  BufferPtr d = dev.alloc(6), o = dev.alloc(3), g = dev.alloc(3), w = dev.alloc(3);
+  BufferPtr out = dev.alloc(4), small = dev.alloc(3);
+  BufferPtr foreign = cpu_->alloc(6);
+  EXPECT_THROW(dev.senone_scores(*foreign, 3, 2, *o, *g, *w, 2, 1, *out), BackendError);
+  EXPECT_THROW(dev.senone_scores(*d, 3, 2, *o, *g, *w, 2, 1, *small), BackendError);
+  EXPECT_THROW(dev.senone_scores(*d, 3, 2, *o, *g, *w, 2, 1, *out, 1), BackendError);
+  EXPECT_THROW(dev.senone_scores(*d, 4, 2, *o, *g, *w, 2, 1, *out), BackendError);  // densities
+  EXPECT_THROW(dev.senone_scores(*d, 3, 2, *o, *g, *w, 3, 1, *out), BackendError);  // offsets
+  EXPECT_THROW(dev.senone_scores(*d, 3, 2, *o, *g, *w, 2, 0, *out), BackendError);  // streams
+  EXPECT_THROW(dev.senone_scores(*d, 0, 2, *o, *g, *w, 2, 1, *out), BackendError);  // no Gaussians
+}
+
+TEST_P(ScoringVsCpu, CorruptCsrStaysInBounds) {
+  // Out-of-range indices are the caller's bug, but must not make the device
+  // read outside its buffers (the kernels clamp): the call completes, and a
+  // correct call afterwards still gives the CPU's numbers.
+  Backend& dev = *device_;
+  const std::vector<float> dens = {-1.f, -2.f, -3.f, -4.f};  // 2 Gaussians x 2 frames
+  const std::vector<float> bad_offsets = {0.f, 1e7f, -5.f};
+  const std::vector<float> bad_gauss = {1e9f, -3.f, NAN};
+  const std::vector<float> logw = {0.f, 0.f, 0.f};
+  BufferPtr d = dev.alloc(4), o = dev.alloc(3), g = dev.alloc(3), w = dev.alloc(3),
+            out = dev.alloc(4);
+  dev.upload(*d, dens.data(), 4);
+  dev.upload(*o, bad_offsets.data(), 3);
+  dev.upload(*g, bad_gauss.data(), 3);
+  dev.upload(*w, logw.data(), 3);
+  dev.senone_scores(*d, 2, 2, *o, *g, *w, 2, 1, *out);
+  dev.synchronize();
+  EXPECT_AGREES(cmp_->senone_scores(9, 20, 11, 2, 6, 0, kSenoneTol));
+}
+
+TEST_P(ScoringVsCpu, NonFiniteTermsMatchCpu) {
+  // -inf terms add nothing, an all -inf row gives -inf, NaN anywhere in a
+  // row gives NaN (even next to -inf terms only): the same on every backend.
+  const float inf = INFINITY, nan = NAN;
+  // 4 Gaussians x 3 frames.
+  const std::vector<float> dens = {-5.f, nan,  -inf,   // g0
+                                   -inf, -7.f, -inf,   // g1
+                                   -3.f, -inf, -inf,   // g2
+                                   -9.f, -1.f, nan};   // g3
+  // 4 senones x 1 stream: {g0, g1}, {g1, g2, g3}, {g1}, {g3, g0}.
+  const std::vector<float> offsets = {0, 2, 5, 6, 8};
+  const std::vector<float> gauss = {0, 1, 1, 2, 3, 1, 3, 0};
+  const std::vector<float> logw = {-1.f, -2.f, -inf, -0.5f, -0.5f, 0.f, -1.f, -1.f};
+  const Comparison c = cmp_->run("senone_scores with NaN and -inf terms",
+                                 Tolerance::relative(2e-6), [&](Backend& b) {
+    BufferPtr d = b.alloc(dens.size()), o = b.alloc(offsets.size()), g = b.alloc(gauss.size()),
+              w = b.alloc(logw.size()), out = b.alloc(3 * 4);
+    b.upload(*d, dens.data(), dens.size());
+    b.upload(*o, offsets.data(), offsets.size());
+    b.upload(*g, gauss.data(), gauss.size());
+    b.upload(*w, logw.data(), logw.size());
+    b.senone_scores(*d, 4, 3, *o, *g, *w, 4, 1, *out);
+    std::vector<float> r(12);
+    b.download(*out, r.data(), r.size());
+    return r;
+  });
+  EXPECT_AGREES(c);
+}
+
+struct Layout {
+  const char* name;
+  testing::RandomModelSpec spec;
+  int64_t frames;
+};
+
+std::vector<Layout> layouts() {
+  std::vector<Layout> v;
+  testing::RandomModelSpec s;
+  s.num_senones = s.num_codebooks = 100;
+  s.gaussians_per_codebook = 8;
+  s.stream_dims = {39};
+  v.push_back({"continuous", s, 130});
+  s = testing::RandomModelSpec();
+  s.num_senones = 200;
+  s.num_codebooks = 1;
+  s.gaussians_per_codebook = 256;
+  s.stream_dims = {13, 13, 13};
+  v.push_back({"semi-continuous", s, 41});
+  s = testing::RandomModelSpec();
+  s.num_senones = 300;
+  s.num_codebooks = 9;
+  s.gaussians_per_codebook = 64;
+  s.stream_dims = {13, 13, 13};
+  s.interleave_components = true;
+  s.zero_weight_fraction = 0.3;
+  v.push_back({"ptm", s, 77});
+  s = testing::RandomModelSpec();
+  s.num_senones = s.num_codebooks = 50;
+  s.gaussians_per_codebook = 16;
+  s.stream_dims = {12, 24, 3, 12};
+  s.zero_weight_fraction = 0.8;
+  v.push_back({"four streams, sparse weights", s, 19});
+  return v;
+}
+
+TEST_P(ScoringVsCpu, ScorerMatchesCpuAndReference) {
+  Backend& dev = *device_;
+  std::mt19937& rng = cmp_->rng();
+  for (const Layout& l : layouts()) {
+    SCOPED_TRACE(std::string(l.name) + ", seed " + std::to_string(cmp_->seed()));
+    const GaussianMixtures gm = testing::random_mixtures(l.spec, rng);
+    const std::vector<float> x = testing::random_features(gm, l.spec, l.frames, rng);
+    const size_t n = static_cast<size_t>(l.frames) * gm.num_senones;
+    // Blocks that do not divide the frame count, on both sides.
+    ScorerOptions opts;
+    opts.block_frames = 32;
+
+    GaussianScorer on_cpu(gm, *cpu_, opts);
+    std::vector<float> want(n);
+    on_cpu.score(x.data(), l.frames, want.data());
+
+    GaussianScorer on_dev(gm, dev, opts);
+    std::vector<float> host_out(n);
+    on_dev.score(x.data(), l.frames, host_out.data());
+    Comparison c = compare_values(host_out.data(), want.data(), n, kScorerTol);
+    c.what = std::string("GaussianScorer::score, ") + l.name;
+    c.test_backend = dev.name();
+    c.ref_backend = "cpu";
+    c.seed = cmp_->seed();
+    EXPECT_AGREES(c);
+
+    // Host features, scores left on the device at an offset.
+    const size_t off = 17;
+    BufferPtr out = dev.alloc(off + n);
+    on_dev.score(x.data(), l.frames, *out, off);
+    std::vector<float> dev_out(n);
+    dev.download(*out, dev_out.data(), n, off);
+    EXPECT_EQ(dev_out, host_out) << "score to a device buffer differs from score to the host";
+
+    // Device features at an offset.
+    const size_t feats_off = 3;
+    BufferPtr feats = dev.alloc(feats_off + x.size());
+    dev.upload(*feats, x.data(), x.size(), feats_off);
+    BufferPtr out2 = dev.alloc(n);
+    on_dev.score_device(*feats, l.frames, *out2, feats_off, 0);
+    std::vector<float> dev_out2(n);
+    dev.download(*out2, dev_out2.data(), n);
+    EXPECT_EQ(dev_out2, host_out) << "score_device differs from score";
+
+    const std::vector<double> exact = testing::reference_scores(gm, x.data(), l.frames);
+    const double err = testing::max_abs_error(host_out, exact);
+    std::printf("[ scoring ] %-30s %s vs double: max |error| %.2e nats\n", l.name, dev.name(),
+                err);
+    EXPECT_LE(err, kReferenceTol);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Backends, ScoringVsCpu, ::testing::Values("opencl", "cuda"),
+                         [](const ::testing::TestParamInfo<std::string>& p) { return p.param; });
+
+TEST(ScoringCompare, CpuAgainstItselfIsExact) {
+  // The comparison machinery sees a difference only where there is one.
+  BackendPtr a = make_cpu_backend(), b = make_cpu_backend();
+  BackendComparison cmp(*a, *b);
+  const Comparison c = cmp.senone_scores(17, 50, 23, 2, 20, 3, Tolerance::absolute(0.0));
+  EXPECT_TRUE(c.ok()) << c.report();
+}
+
+}  // namespace
+}  // namespace gpuspeech

@@ -1,0 +1,162 @@
+// The CUDA searcher against the CPU reference (suite 'backend'): identical
+// live tokens, partial results, best paths (words, frames, costs bit for bit)
+// and n-best on random graphs with ties, heavy fan-out, pruning that bites
+// and a tiny word-record buffer. Skipped without a usable CUDA device unless
+// GPUSPEECH_REQUIRE_BACKENDS names cuda.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <random>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "common/search/cpu_searcher.h"
+#include "tests/search_test_graphs.h"
+#include "tests/test_backends.h"
+
+#ifdef GPUSPEECH_HAVE_CUDA
+#include "common/search/cuda_searcher.h"
+#endif
+
+namespace gpuspeech {
+namespace {
+
+using testing::decode;
+using testing::make_word_loop;
+using testing::random_graph;
+using testing::random_scores;
+using testing::Scores;
+using testing::WordLoop;
+
+// ---------------------------------------------------------------------------
+// CUDA against the CPU reference.
+
+#ifdef GPUSPEECH_HAVE_CUDA
+bool cuda_usable() {
+  for (const std::string& b : testing::backends_under_test())
+    if (b == "cuda") return true;
+  return false;
+}
+
+// (state, cost) of every live token, by state. Record indices are left out:
+// the device numbers a frame's records in arrival order; the words they
+// stand for are compared through partial() and best().
+std::vector<std::pair<int32_t, float>> canonical_live(Searcher& s) {
+  std::vector<std::pair<int32_t, float>> out;
+  for (const SearchToken& t : s.live_tokens()) out.emplace_back(t.state, t.cost);
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+void expect_same_hypothesis(const Hypothesis& a, const Hypothesis& b, const std::string& what) {
+  EXPECT_EQ(a.text(), b.text()) << what;
+  EXPECT_EQ(a.cost, b.cost) << what;  // bit for bit
+  EXPECT_EQ(a.final_state, b.final_state) << what;
+  EXPECT_EQ(a.stable_words, b.stable_words) << what;
+  ASSERT_EQ(a.words.size(), b.words.size()) << what;
+  for (size_t i = 0; i < a.words.size(); ++i) {
+    EXPECT_EQ(a.words[i].start_frame, b.words[i].start_frame) << what << " word " << i;
+    EXPECT_EQ(a.words[i].end_frame, b.words[i].end_frame) << what << " word " << i;
+    EXPECT_EQ(a.words[i].cost, b.words[i].cost) << what << " word " << i;
+  }
+}
+
+TEST(TokenPassingCuda, IdenticalToCpuOnRandomGraphs) {
+  if (!cuda_usable()) GTEST_SKIP() << "no usable CUDA device";
+  std::mt19937 rng(99);
+  for (int trial = 0; trial < 12; ++trial) {
+    // Quantised costs and scores make ties common; heavy states exercise
+    // the grid-wide expansion; tight beams and caps make pruning bite.
+    const float quantum = trial % 2 == 0 ? 0.25f : 0.0f;
+    const SearchGraph g =
+        random_graph(rng, 300 + 200 * trial, 40, 30, quantum, trial % 3 == 0 ? 3 : 0, 3000);
+    const Scores sc = random_scores(rng, 60, 40, quantum);
+    SearchOptions o;
+    o.beam = 8.0f + trial;
+    o.word_end_beam = 6.0f + trial / 2.0f;
+    o.max_active = trial % 4 == 0 ? 1 << 30 : 40 + 30 * trial;
+    o.histogram_bins = 64;
+    o.max_word_records = trial % 2 == 0 ? 64 : 1 << 20;
+    CpuSearcher cpu(g, o);
+    CudaSearcher gpu(g, o);
+    cpu.reset();
+    gpu.reset();
+    const std::string what = "trial " + std::to_string(trial);
+    for (int f0 = 0; f0 < sc.frames; f0 += 15) {
+      cpu.advance(sc.v.data() + size_t(f0) * sc.senones, 15, sc.senones);
+      gpu.advance(sc.v.data() + size_t(f0) * sc.senones, 15, sc.senones);
+      EXPECT_EQ(canonical_live(cpu), canonical_live(gpu)) << what << " frame " << f0 + 15;
+      expect_same_hypothesis(cpu.partial(), gpu.partial(), what + " partial");
+    }
+    expect_same_hypothesis(cpu.best(), gpu.best(), what);
+    const auto nc = cpu.nbest(4), ng = gpu.nbest(4);
+    ASSERT_EQ(nc.size(), ng.size()) << what;
+    for (size_t i = 0; i < nc.size(); ++i) expect_same_hypothesis(nc[i], ng[i], what + " nbest");
+  }
+}
+
+TEST(TokenPassingCuda, GarbageCollectionAndResetOnTheDevice) {
+  if (!cuda_usable()) GTEST_SKIP() << "no usable CUDA device";
+  const WordLoop loop = make_word_loop({"a", "b", "c", "d"}, 2, 2.0f);
+  std::mt19937 rng(5);
+  Scores sc(400, 8, -6.0f);
+  std::uniform_int_distribution<int> pick(0, 7);
+  for (int t = 0; t < sc.frames; ++t) sc.at(t, pick(rng)) = -1.0f;
+  SearchOptions o;
+  o.beam = 20.0f;
+  o.word_end_beam = 15.0f;
+  o.max_word_records = 16;
+  CpuSearcher cpu(loop.graph, o);
+  CudaSearcher gpu(loop.graph, o);
+  for (int rep = 0; rep < 2; ++rep) {
+    expect_same_hypothesis(decode(cpu, sc), decode(gpu, sc), "rep " + std::to_string(rep));
+    EXPECT_GE(gpu.stats().collections, 3);
+    EXPECT_GE(cpu.stats().collections, 3);
+  }
+}
+
+TEST(TokenPassingCuda, LargeRandomGraphAgreesAndReportsSpeed) {
+  if (!cuda_usable()) GTEST_SKIP() << "no usable CUDA device";
+  // 200k states, a few arcs each, 20k live tokens a frame: a stress test
+  // of the device lists (not a realistic graph: destinations are random).
+  std::mt19937 rng(2024);
+  const SearchGraph g = random_graph(rng, 200000, 2000, 5000, 0.0f, 20, 4000);
+  const Scores sc = random_scores(rng, 150, 2000, 0.0f);
+  SearchOptions o;
+  o.beam = 12.0f;
+  o.word_end_beam = 10.0f;
+  o.max_active = 20000;
+  CpuSearcher cpu(g, o);
+  CudaSearcher gpu(g, o);
+  using clock = std::chrono::steady_clock;
+  auto t0 = clock::now();
+  cpu.reset();
+  cpu.advance(sc.v.data(), sc.frames, sc.senones);
+  auto t1 = clock::now();
+  gpu.reset();
+  gpu.advance(sc.v.data(), sc.frames, sc.senones);
+  auto t2 = clock::now();
+  const double cpu_ms = std::chrono::duration<double, std::milli>(t1 - t0).count() / sc.frames;
+  const double gpu_ms = std::chrono::duration<double, std::milli>(t2 - t1).count() / sc.frames;
+  std::printf("large random graph: %d states, %lld arcs, max live %lld: cpu %.3f ms/frame, "
+              "cuda %.3f ms/frame (%s)\n",
+              g.num_states(), static_cast<long long>(g.num_arcs()),
+              static_cast<long long>(gpu.stats().max_live_tokens), cpu_ms, gpu_ms,
+              gpu.device_name().c_str());
+  EXPECT_EQ(canonical_live(cpu), canonical_live(gpu));
+  expect_same_hypothesis(cpu.best(), gpu.best(), "large");
+  EXPECT_EQ(cpu.stats().max_live_tokens, gpu.stats().max_live_tokens);
+}
+#else
+TEST(TokenPassingCuda, NotBuilt) {
+  for (const std::string& b : testing::required_backends())
+    if (b == "cuda") FAIL() << "GPUSPEECH_REQUIRE_BACKENDS names cuda but CUDA is not built";
+  GTEST_SKIP() << "built without CUDA";
+}
+#endif
+
+}  // namespace
+}  // namespace gpuspeech

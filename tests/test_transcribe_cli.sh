@@ -1,0 +1,164 @@
+#!/bin/bash
+# gpuspeech-transcribe on good input (sclite trn lines checked against
+# pocketsphinx-testdata's transcriptions, word times, n-best, the graph
+# cache) and on bad input (each must exit non-zero, by status and not by a
+# signal, with a "gpuspeech-transcribe: error:" line that names the problem;
+# a bad file among good ones fails alone).
+#
+# Usage: test_transcribe_cli.sh PATH/TO/gpuspeech-transcribe
+# Needs sox and pocketsphinx-testdata / pocketsphinx-en-us under
+# /usr/share/pocketsphinx (GPUSPEECH_AUDIO_DIR, GPUSPEECH_MODEL_DIR override).
+set -u
+TOOL=$1
+DATA=${GPUSPEECH_AUDIO_DIR:-/usr/share/pocketsphinx/test/data}
+MODEL=${GPUSPEECH_MODEL_DIR:-/usr/share/pocketsphinx/model}/en-us
+T=$(mktemp -d /tmp/gpuspeech-transcribe-XXXXXX)
+trap 'rm -rf "$T"' EXIT
+failures=0
+checks=0
+
+pass() { checks=$((checks + 1)); echo "ok   $1"; }
+fail() { checks=$((checks + 1)); failures=$((failures + 1)); echo "FAIL $1"; }
+
+command -v sox >/dev/null || { echo "missing sox"; exit 1; }
+[ -f "$DATA/goforward.raw" ] && [ -f "$MODEL/en-us/mdef" ] || { echo "missing pocketsphinx data"; exit 1; }
+
+# Every run on the CPU, the model given explicitly, graphs cached in $T.
+run() {
+  "$TOOL" --backend cpu --search cpu --hmm "$MODEL/en-us" --dict "$MODEL/cmudict-en-us.dict" \
+    --cache "$T/cache" "$@"
+}
+
+# expect_error NAME STATUS PATTERN ARGS...: exit STATUS, an error line
+# "gpuspeech-transcribe: error: ..." containing PATTERN.
+expect_error() {
+  local name=$1 want=$2 pattern=$3
+  shift 3
+  run "$@" >"$T/out" 2>"$T/err"
+  local rc=$?
+  if [ $rc -ge 128 ]; then
+    fail "$name: killed by a signal (status $rc)"
+  elif [ $rc -ne "$want" ]; then
+    fail "$name: status $rc, expected $want: $(cat "$T/err")"
+  elif ! grep -q '^gpuspeech-transcribe: error: ' "$T/err"; then
+    fail "$name: no error line: $(cat "$T/err")"
+  elif ! grep -F -- "$pattern" "$T/err" | grep -q '^gpuspeech-transcribe: error: '; then
+    fail "$name: message lacks '$pattern': $(cat "$T/err")"
+  else
+    pass "$name (status $rc): $(grep '^gpuspeech-transcribe: error: ' "$T/err" | head -1)"
+  fi
+}
+
+# --- good input ---------------------------------------------------------------
+
+if run --jsgf "$DATA/goforward.gram" "$DATA/goforward.raw" >"$T/out" 2>"$T/err" &&
+   [ "$(cat "$T/out")" = "go forward ten meters (goforward)" ]; then
+  pass "goforward.raw with goforward.gram"
+else
+  fail "goforward: status $?, got '$(cat "$T/out")': $(cat "$T/err")"
+fi
+if grep -q 'RTF' "$T/err" && grep -q 's audio' "$T/err"; then
+  pass "timing summary on stderr: $(tail -1 "$T/err")"
+else
+  fail "no timing summary: $(cat "$T/err")"
+fi
+
+# The cards, all five in one run: one trn line each, the reference words.
+sed -e 's/<s>//; s/<\/s>//; s/  */ /g; s/^ //; s/ (/ (/' "$DATA/cards/cards.transcription" >"$T/cards.ref"
+if run --jsgf "$DATA/cards/cards.gram" "$DATA"/cards/00[1-5].wav >"$T/out" 2>"$T/err" &&
+   diff -u "$T/cards.ref" "$T/out" >"$T/diff"; then
+  pass "cards: five trn lines equal to cards.transcription"
+else
+  fail "cards: $(cat "$T/diff") $(cat "$T/err")"
+fi
+
+# Word times and n-best.
+if run --fsg "$DATA/goforward.fsg" --times --nbest 2 "$DATA/goforward.raw" >"$T/out" 2>"$T/err"; then
+  words=$(grep -c '^# [a-z]* [0-9]* [0-9]* [0-9.]*$' "$T/out")
+  nbest=$(grep -c '^# nbest ' "$T/out")
+  if [ "$(head -1 "$T/out")" = "go forward ten meters (goforward)" ] && [ "$words" -eq 4 ] && [ "$nbest" -ge 1 ]; then
+    pass "--times (4 word lines) and --nbest ($nbest)"
+  else
+    fail "--times/--nbest output: $(cat "$T/out")"
+  fi
+else
+  fail "--fsg goforward: $(cat "$T/err")"
+fi
+
+# Word times against pocketsphinx_continuous -time yes on the same file and
+# grammar (seconds of 10 ms frames, end inclusive): within 3 frames.
+if command -v pocketsphinx_continuous >/dev/null; then
+  pocketsphinx_continuous -infile "$DATA/goforward.raw" -jsgf "$DATA/goforward.gram" -time yes \
+    -hmm "$MODEL/en-us" -dict "$MODEL/cmudict-en-us.dict" 2>/dev/null |
+    awk 'NF == 4 && $2 ~ /^[0-9.]+$/ && $1 !~ /^[<[]/ { printf "%s %d %d\n", $1, $2 * 100 + 0.5, $3 * 100 + 0.5 }' >"$T/ps.times"
+  run --jsgf "$DATA/goforward.gram" --times "$DATA/goforward.raw" 2>/dev/null |
+    awk '$1 == "#" { print $2, $3, $4 }' >"$T/our.times"
+  if [ -s "$T/ps.times" ] && paste -d' ' "$T/ps.times" "$T/our.times" | awk '
+      { if ($1 != $4) bad = 1; d1 = $2 - $5; d2 = $3 - $6
+        if (d1 < -3 || d1 > 3 || d2 < -3 || d2 > 3) bad = 1; n++ }
+      END { exit (bad || n != 4) }'; then
+    pass "word times within 3 frames of pocketsphinx_continuous: $(tr '\n' ' ' <"$T/our.times")"
+  else
+    fail "word times: pocketsphinx $(tr '\n' ' ' <"$T/ps.times") vs ours $(tr '\n' ' ' <"$T/our.times")"
+  fi
+else
+  echo "skip word times (no pocketsphinx_continuous)"
+fi
+
+# Keyphrase spotting with Debian's goforward.kws (which has malformed lines
+# and an unknown word on purpose: warnings, not errors), against what
+# pocketsphinx_continuous -kws spots when it is there.
+want="forward"
+if command -v pocketsphinx_continuous >/dev/null; then
+  want=$(pocketsphinx_continuous -infile "$DATA/goforward.raw" -kws "$DATA/goforward.kws" \
+    -hmm "$MODEL/en-us" -dict "$MODEL/cmudict-en-us.dict" 2>/dev/null | tr '\n' ' ' | sed 's/ *$//')
+fi
+if [ "$(run --kws "$DATA/goforward.kws" "$DATA/goforward.raw" 2>"$T/err")" = "$want (goforward)" ]; then
+  pass "keyphrases spotted: '$want'"
+else
+  fail "kws: expected '$want': $(cat "$T/err")"
+fi
+
+# The cache: the second run of the same inputs loads the graph.
+run -v --jsgf "$DATA/goforward.gram" "$DATA/goforward.raw" >"$T/out" 2>"$T/err"
+if grep -q 'loaded from the cache' "$T/err" && [ "$(cat "$T/out")" = "go forward ten meters (goforward)" ]; then
+  pass "graph taken from the cache on the second run"
+else
+  fail "cache not used: $(cat "$T/err")"
+fi
+
+# A WAV with a RIFF header, stereo, same words.
+sox -t raw -r 16000 -e signed -b 16 -c 1 "$DATA/goforward.raw" -c 2 "$T/stereo.wav" 2>/dev/null
+if [ "$(run --jsgf "$DATA/goforward.gram" "$T/stereo.wav" 2>/dev/null)" = "go forward ten meters (stereo)" ]; then
+  pass "stereo WAV, id from the base name"
+else
+  fail "stereo WAV"
+fi
+
+# --- bad input ----------------------------------------------------------------
+
+expect_error "no files" 2 "no input files" --jsgf "$DATA/goforward.gram"
+expect_error "unknown option" 2 "--frobnicate" --frobnicate "$DATA/goforward.raw"
+expect_error "two grammars" 2 "at most one" --jsgf "$DATA/goforward.gram" --fsg "$DATA/goforward.fsg" "$DATA/goforward.raw"
+expect_error "bad beam" 2 "--beam" --beam 2 --jsgf "$DATA/goforward.gram" "$DATA/goforward.raw"
+expect_error "missing grammar" 1 "$T/none.gram" --jsgf "$T/none.gram" "$DATA/goforward.raw"
+printf '#JSGF V1.0;\ngrammar g;\npublic <a> = go zzqxv;\n' >"$T/oov.gram"
+expect_error "grammar word not in the dictionary" 1 "zzqxv" --jsgf "$T/oov.gram" "$DATA/goforward.raw"
+expect_error "unknown backend" 1 "nosuch" --backend nosuch --jsgf "$DATA/goforward.gram" "$DATA/goforward.raw"
+sox -t raw -r 16000 -e signed -b 16 -c 1 "$DATA/goforward.raw" -r 8000 "$T/rate8k.wav" 2>/dev/null
+expect_error "wrong sample rate" 1 "8000" --jsgf "$DATA/goforward.gram" "$T/rate8k.wav"
+head -c 30 "$T/stereo.wav" >"$T/truncated.wav"
+expect_error "truncated WAV" 1 "truncated.wav" --jsgf "$DATA/goforward.gram" "$T/truncated.wav"
+
+# A missing file among good ones: exit 1, the good one still transcribed.
+run --jsgf "$DATA/goforward.gram" "$T/missing.raw" "$DATA/goforward.raw" >"$T/out" 2>"$T/err"
+rc=$?
+if [ $rc -eq 1 ] && [ "$(cat "$T/out")" = "go forward ten meters (goforward)" ] &&
+   grep -q "^gpuspeech-transcribe: error: .*missing.raw" "$T/err"; then
+  pass "a missing file fails alone"
+else
+  fail "missing file among good ones: status $rc, out '$(cat "$T/out")', err $(cat "$T/err")"
+fi
+
+echo "transcribe cli: $checks checks, $failures failed"
+[ $failures -eq 0 ]
