@@ -149,6 +149,31 @@ inline double force_align_words(const SearchGraph& g, const std::vector<int>& se
   return best;
 }
 
+// A random complete path: the senones it reads, one per frame (self-loops
+// taken with probability 1/3 each time), ending at a final state; empty if
+// the walk got stuck or ran past max_frames.
+inline std::vector<int> random_senone_path(const SearchGraph& g, std::mt19937& rng,
+                                           int max_frames = 400) {
+  std::vector<int> senones;
+  int32_t s = g.start_state;
+  for (int step = 0; step < 4 * max_frames && static_cast<int>(senones.size()) < max_frames; ++step) {
+    const int64_t b = g.arc_begin[s], e = g.arc_begin[s + 1];
+    if (std::isfinite(g.final_cost[s]) && (b == e || rng() % 5 == 0)) return senones;
+    std::vector<int64_t> loops, moves;
+    for (int64_t a = b; a < e; ++a) (g.arc_dest[a] == s ? loops : moves).push_back(a);
+    int64_t a;
+    if (!loops.empty() && (moves.empty() || rng() % 3 == 0))
+      a = loops[rng() % loops.size()];
+    else if (!moves.empty())
+      a = moves[rng() % moves.size()];
+    else
+      return {};
+    if (g.arc_ilabel[a] > 0) senones.push_back(g.arc_ilabel[a] - 1);
+    s = g.arc_dest[a];
+  }
+  return {};
+}
+
 // True if some complete path outputs exactly `sentence` (fillers ignored),
 // whatever senones it consumes: a word-level NFA simulation.
 inline bool accepts_words(const SearchGraph& g, const std::vector<std::string>& sentence) {

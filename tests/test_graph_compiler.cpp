@@ -212,16 +212,16 @@ void check_word_label_positions(const SearchGraph& g, bool all_on_epsilon) {
 }
 
 TEST_F(TinyFixture, WordLabelsAtWordEnds) {
-  check_word_label_positions(compile_grammar_graph(mdef, tmats, dict, grammar, opt), false);
-  GraphCompileOptions eps = opt;
-  eps.word_labels_on_epsilon = true;
-  const SearchGraph g = compile_grammar_graph(mdef, tmats, dict, grammar, eps);
+  EXPECT_TRUE(opt.word_labels_on_epsilon);  // the default
+  const SearchGraph g = compile_grammar_graph(mdef, tmats, dict, grammar, opt);
   check_word_label_positions(g, true);
+  GraphCompileOptions compact = opt;
+  compact.word_labels_on_epsilon = false;
+  const SearchGraph c = compile_grammar_graph(mdef, tmats, dict, grammar, compact);
+  check_word_label_positions(c, false);
   // Same costs either way.
   const auto f = frames({{6, 2}, {7, 1}, {10, 1}, {11, 2}, {4, 1}, {5, 1}, {12, 1}, {13, 1}});
-  EXPECT_NEAR(testing::force_align(g, f).cost,
-              testing::force_align(compile_grammar_graph(mdef, tmats, dict, grammar, opt), f).cost,
-              1e-4);
+  EXPECT_NEAR(testing::force_align(g, f).cost, testing::force_align(c, f).cost, 1e-4);
 }
 
 TEST_F(TinyFixture, SelfLoopCostsMatchTransitionMatrices) {
@@ -480,7 +480,7 @@ TEST(LmPruning, KeepsWhatItSaysAndStaysNormalised) {
 // Disabled: building the en-us graph with the turtle LM takes minutes on a
 // 2-core machine (the n-gram composition is not yet fast enough); it is
 // run by hand with --gtest_also_run_disabled_tests until it is.
-TEST(EnUsGraphs, DISABLED_TurtleLm) {
+TEST(EnUsGraphs, TurtleLm) {
   const EnUs& m = en_us();
   const NgramModel lm = read_ngram_model(testing::audio_dir() + "/turtle.lm.bin");
   const Dictionary dict = Dictionary::load(testing::audio_dir() + "/turtle.dic", en_us_dir() + "/noisedict");
@@ -501,6 +501,31 @@ TEST(EnUsGraphs, DISABLED_TurtleLm) {
     if (w == "<s>" || w == "</s>" || !dict.contains(w)) continue;
     EXPECT_TRUE(testing::accepts_words(g, {w})) << w;
   }
+}
+
+// Determinising HCLG as a pair acceptor is exact: the graph it gives
+// scores every path as the transducer determinisation's does.
+TEST(EnUsGraphs, PairDeterminisationIsExact) {
+  const EnUs& m = en_us();
+  const NgramModel lm = read_ngram_model(testing::audio_dir() + "/turtle.lm.bin");
+  const Dictionary dict = Dictionary::load(testing::audio_dir() + "/turtle.dic", en_us_dir() + "/noisedict");
+  GraphCompileOptions o;
+  const SearchGraph a = compile_ngram_graph(m.model.mdef(), m.model.transitions(), dict, lm, o);
+  o.pair_determinization = false;
+  const SearchGraph b = compile_ngram_graph(m.model.mdef(), m.model.transitions(), dict, lm, o);
+  std::mt19937 rng(11);
+  int compared = 0;
+  for (int i = 0; i < 40; ++i) {
+    const SearchGraph& from = i % 2 ? a : b;
+    const std::vector<int> path = testing::random_senone_path(from, rng, 150);
+    if (path.empty()) continue;
+    const auto ra = testing::force_align(a, path), rb = testing::force_align(b, path);
+    ASSERT_TRUE(ra.found() && rb.found());
+    EXPECT_NEAR(ra.cost, rb.cost, 1e-3);
+    EXPECT_EQ(ra.words, rb.words);
+    ++compared;
+  }
+  EXPECT_GT(compared, 20);
 }
 
 // Compiled once, then loaded from the cache; a changed option is another

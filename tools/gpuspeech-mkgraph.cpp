@@ -5,9 +5,12 @@
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
+#include <fstream>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
+#include "common/model/arpa_lm.h"
 #include "common/search/graph_cache.h"
 #include "common/search/graph_compiler.h"
 
@@ -42,18 +45,26 @@ Scores (pocketsphinx's options and defaults):
   --fillprob X          filler probability (1e-8)
   --pip X               phone insertion penalty, a probability (1.0)
   --no-fillers          no silence or filler words between words
+  --compact-word-ends   put each word's label on the arc into its last HMM
+                        state rather than on an epsilon arc at its exact end:
+                        a smaller graph, word ends early by that state's
+                        self-loop frames
 
 LM pruning (for LMs too large to compile whole; the pruned LM is cached as
-ARPA next to the graph for the rescorer):
+ARPA next to the graph for the rescorer). Without these options, an LM with
+more than 2.5 M n-grams of order >= 2 (such as en-us.lm.bin) is pruned to its
+1 M most important bigrams:
   --prune-order N       keep n-grams up to order N only (e.g. 2: bigrams)
   --prune-ngrams K      keep the K most important n-grams of order >= 2
+  --no-auto-prune       compile the whole LM however large
 
 Cache:
   --cache-dir DIR       cache directory (default $GPUSPEECH_CACHE_DIR, else
                         $XDG_CACHE_HOME/gpuspeech, else ~/.cache/gpuspeech)
   --no-cache            neither read nor write the cache
   --rebuild             compile even if the graph is cached
-  -o GRAPH              also write the graph to GRAPH
+  -o GRAPH              also write the graph to GRAPH (and a pruned LM to
+                        GRAPH.pruned.arpa)
   -q                    print only errors
   --help, --version
 )";
@@ -121,10 +132,14 @@ int run(int argc, char** argv) {
       opt.compile.phone_insertion_penalty = parse_float(a, value());
     } else if (a == "--no-fillers") {
       opt.compile.use_fillers = false;
+    } else if (a == "--compact-word-ends") {
+      opt.compile.word_labels_on_epsilon = false;
     } else if (a == "--prune-order") {
       opt.prune.max_order = static_cast<int>(parse_int(a, value()));
     } else if (a == "--prune-ngrams") {
       opt.prune.max_ngrams = parse_int(a, value());
+    } else if (a == "--no-auto-prune") {
+      opt.auto_prune_above = 0;
     } else if (a == "--cache-dir") {
       opt.cache_dir = value();
       if (opt.cache_dir.empty() || opt.cache_dir == "-") usage_error("--cache-dir needs a directory");
@@ -161,7 +176,18 @@ int run(int argc, char** argv) {
   const auto t0 = std::chrono::steady_clock::now();
   const GraphBuildResult r = build_search_graph(src, opt);
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  if (!out.empty()) r.graph.save(out);
+  std::string pruned_out;
+  if (!out.empty()) {
+    r.graph.save(out);
+    // The rescorer needs the LM the graph was built with.
+    if (r.pruned_lm || !r.pruned_lm_path.empty()) {
+      pruned_out = out + ".pruned.arpa";
+      const NgramModel lm = r.pruned_lm ? *r.pruned_lm : read_arpa_lm(r.pruned_lm_path);
+      std::ofstream f(pruned_out, std::ios::binary);
+      f << format_arpa_lm(lm);
+      if (!f) throw std::runtime_error(pruned_out + ": write failed");
+    }
+  }
   if (!quiet) {
     for (const std::string& line : r.log) std::fprintf(stderr, "%s\n", line.c_str());
     for (const std::string& line : r.report.notes) std::fprintf(stderr, "%s\n", line.c_str());
@@ -177,6 +203,7 @@ int run(int argc, char** argv) {
     if (!r.cache_path.empty()) std::printf("cache: %s\n", r.cache_path.c_str());
     if (!r.pruned_lm_path.empty()) std::printf("pruned LM: %s\n", r.pruned_lm_path.c_str());
     if (!out.empty()) std::printf("written: %s\n", out.c_str());
+    if (!pruned_out.empty()) std::printf("written: %s (the pruned LM in the graph)\n", pruned_out.c_str());
   }
   return 0;
 }

@@ -96,7 +96,10 @@ std::string graph_cache_key(const GraphSources& src, const GraphBuildOptions& op
   h.update_field(to_string(src.kind));
   h.update_field(src.kind == GraphSourceKind::kJsgf ? src.jsgf_rule : std::string());
   h.update_field(opt.compile.fingerprint());
-  h.update_field(src.kind == GraphSourceKind::kNgram ? opt.prune.fingerprint() : std::string());
+  h.update_field(src.kind != GraphSourceKind::kNgram ? std::string()
+                 : opt.prune.prunes() ? opt.prune.fingerprint()
+                                      : "auto above " + std::to_string(opt.auto_prune_above) + ": " +
+                                            opt.auto_prune.fingerprint());
   for (const std::string& f : {src.model_dir + "/mdef", src.model_dir + "/transition_matrices",
                                src.dictionary, src.filler_path(), src.grammar}) {
     h.update_field(f.empty() ? "<none>" : "<file>");
@@ -109,13 +112,13 @@ GraphBuildResult build_search_graph(const GraphSources& src, const GraphBuildOpt
   GraphBuildResult r;
   const std::string key = graph_cache_key(src, opt);
   const std::string dir = opt.cache_dir == "-" ? "" : (opt.cache_dir.empty() ? default_graph_cache_dir() : opt.cache_dir);
-  const bool pruned = src.kind == GraphSourceKind::kNgram && opt.prune.prunes();
-  if (!dir.empty()) {
-    r.cache_path = dir + "/graph-" + key + ".gsg";
-    if (pruned) r.pruned_lm_path = dir + "/graph-" + key + ".pruned.arpa";
-  }
+  if (!dir.empty()) r.cache_path = dir + "/graph-" + key + ".gsg";
+  // A pruned LM is cached with the graph; whether automatic pruning applied
+  // shows by the file's presence.
+  const std::string pruned_path = dir.empty() ? "" : dir + "/graph-" + key + ".pruned.arpa";
   if (!opt.rebuild && !r.cache_path.empty() && is_file(r.cache_path) &&
-      (r.pruned_lm_path.empty() || is_file(r.pruned_lm_path))) {
+      (!opt.prune.prunes() || src.kind != GraphSourceKind::kNgram || is_file(pruned_path))) {
+    if (is_file(pruned_path)) r.pruned_lm_path = pruned_path;
     try {
       r.graph = SearchGraph::load(r.cache_path);
       if (r.graph.source_hash != key) throw std::runtime_error(r.cache_path + ": key mismatch");
@@ -150,15 +153,26 @@ GraphBuildResult build_search_graph(const GraphSources& src, const GraphBuildOpt
         opt.compile.progress("read " + src.grammar + ": order " + std::to_string(lm.order()) +
                              ", " + std::to_string(lm.vocabulary_size()) + " words");
       for (const std::string& w : lm.warnings()) r.log.push_back("warning: " + w);
-      if (pruned) {
-        lm = prune_ngram_model(lm, opt.prune, &r.prune_report);
+      int64_t higher = 0;
+      for (int n = 2; n <= lm.order(); ++n) higher += static_cast<int64_t>(lm.num_ngrams(n));
+      r.prune = opt.prune;
+      if (!opt.prune.prunes() && opt.auto_prune_above > 0 && higher > opt.auto_prune_above) {
+        r.prune = opt.auto_prune;
+        r.log.push_back(src.grammar + ": " + std::to_string(higher) +
+                        " n-grams of order >= 2, more than " + std::to_string(opt.auto_prune_above) +
+                        ": pruned for the graph (" + r.prune.fingerprint() + ")");
+      }
+      if (r.prune.prunes()) {
+        r.pruned_lm_path = pruned_path;
+        lm = prune_ngram_model(lm, r.prune, &r.prune_report);
         r.log.push_back(r.prune_report.summary());
         if (opt.compile.progress) opt.compile.progress(r.prune_report.summary());
       }
       r.graph = compile_ngram_graph(am.mdef(), am.transitions(), dict, lm, opt.compile, &r.report);
+      if (r.prune.prunes()) r.pruned_lm = std::make_shared<const NgramModel>(std::move(lm));
       if (!r.pruned_lm_path.empty() && make_dirs(dir)) {
         try {
-          write_file_atomically(r.pruned_lm_path, format_arpa_lm(lm));
+          write_file_atomically(r.pruned_lm_path, format_arpa_lm(*r.pruned_lm));
         } catch (const std::exception& e) {
           r.log.push_back(std::string("pruned LM not cached: ") + e.what());
           r.pruned_lm_path.clear();

@@ -11,6 +11,7 @@
 // place, so concurrent builders and readers never see half a file.
 #pragma once
 
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -38,6 +39,12 @@ struct GraphSources {
 struct GraphBuildOptions {
   GraphCompileOptions compile;
   LmPruneOptions prune;      // n-gram models only
+  // With no pruning asked for in `prune`, an LM with more n-grams of order
+  // >= 2 than this is pruned to `auto_prune` anyway (0: never): the default
+  // en-us LM (3.7 M) could not be compiled whole in reasonable time and
+  // memory. The rescorer applies the full LM at word ends.
+  int64_t auto_prune_above = 2'500'000;
+  LmPruneOptions auto_prune{2, 1'000'000};
   // "" = default_graph_cache_dir(); "-" = no cache (always compile).
   std::string cache_dir;
   bool rebuild = false;      // compile even if cached (and replace the entry)
@@ -47,8 +54,12 @@ struct GraphBuildResult {
   SearchGraph graph;
   bool from_cache = false;
   std::string cache_path;      // "" when not cached
-  std::string pruned_lm_path;  // the pruned LM as ARPA, when the LM was pruned
+  std::string pruned_lm_path;  // the pruned LM as ARPA in the cache, when the LM was pruned
+  // The pruned LM itself, when it was pruned here (not on a cache hit: read
+  // pruned_lm_path then).
+  std::shared_ptr<const NgramModel> pruned_lm;
   GraphCompileReport report;   // empty when from the cache
+  LmPruneOptions prune;        // the pruning applied (none, asked for, or automatic)
   LmPruneReport prune_report;
   std::vector<std::string> log;  // what happened, one line each
 };
@@ -58,7 +69,8 @@ struct GraphBuildResult {
 std::string default_graph_cache_dir();
 
 // 32 hex digits: the hash of the cache format version, the kind, the JSGF
-// rule, the options that change the graph, and the bytes of mdef,
+// rule, the options that change the graph (automatic pruning's too), and
+// the bytes of mdef,
 // transition_matrices, the dictionaries and the grammar/LM. Throws
 // std::runtime_error "FILE: ..." if a file cannot be read.
 std::string graph_cache_key(const GraphSources& sources, const GraphBuildOptions& options);

@@ -6,12 +6,13 @@
 //   L, LG input: position-tagged phones 1 + 4 * base + position (Sphinx's
 //         position numbers: 0 internal, 1 begin, 2 end, 3 single), then the
 //         disambiguation symbols #0, #1, ... from first_disambig.
-//   HCLG input: 1 + index of an "HMM state symbol" (base phone, transition
-//         matrix, emitting state, senone), then the disambiguation symbols
-//         from hmm_disambig_base; 0 for the epsilon arcs that carry word
-//         labels at word ends.
+//   HCLG input: 1 + index of an "HMM state symbol" (base phone, word
+//         position, transition matrix, emitting state, senone), then the
+//         disambiguation symbols from kHmmDisambigBase; 0 for the epsilon
+//         arcs that carry word labels at word ends.
 #include "common/search/graph_compiler.h"
 
+#include <malloc.h>
 #include <sys/resource.h>
 
 #include <algorithm>
@@ -26,6 +27,7 @@
 #include <sstream>
 #include <stdexcept>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "common/model/acoustic_model.h"
 #include "common/model/model_error.h"
@@ -137,6 +139,90 @@ void check_fst(const StdVectorFst& f, const std::string& what) {
 // emitting states: each path a list of (symbol, cost) arcs.
 struct HmmPaths {
   std::vector<std::vector<std::pair<Label, float>>> paths;
+};
+
+// A read-only FST held as compressed rows (one array of arcs, offsets per
+// state): what the context expansion produces and the determinisation
+// reads. A VectorFst spends some 100 bytes per state on its own; HCLG before
+// determinisation has tens of millions of states, most with a single arc.
+class CsrFst : public fst::ExpandedFst<StdArc> {
+ public:
+  using Weight = StdArc::Weight;
+
+  CsrFst() = default;
+  // From (source state, arc) pairs in any order; `finals` per state
+  // (+infinity: not final).
+  CsrFst(StateId start, std::vector<float> finals,
+         std::vector<std::pair<StateId, StdArc>>&& pairs)
+      : start_(start), finals_(std::move(finals)) {
+    const size_t n = finals_.size();
+    begin_.assign(n + 1, 0);
+    for (const auto& p : pairs) ++begin_[p.first + 1];
+    for (size_t i = 0; i < n; ++i) begin_[i + 1] += begin_[i];
+    arcs_.resize(pairs.size());
+    std::vector<int64_t> fill(begin_.begin(), begin_.end() - 1);
+    for (const auto& p : pairs) arcs_[fill[p.first]++] = p.second;
+    std::vector<std::pair<StateId, StdArc>>().swap(pairs);
+  }
+
+  StateId Start() const override { return start_; }
+  Weight Final(StateId s) const override {
+    return finals_[s] == kInf ? Weight::Zero() : Weight(finals_[s]);
+  }
+  size_t NumArcs(StateId s) const override { return begin_[s + 1] - begin_[s]; }
+  size_t NumInputEpsilons(StateId s) const override {
+    size_t n = 0;
+    for (int64_t a = begin_[s]; a < begin_[s + 1]; ++a) n += arcs_[a].ilabel == 0;
+    return n;
+  }
+  size_t NumOutputEpsilons(StateId s) const override {
+    size_t n = 0;
+    for (int64_t a = begin_[s]; a < begin_[s + 1]; ++a) n += arcs_[a].olabel == 0;
+    return n;
+  }
+  StateId NumStates() const override { return static_cast<StateId>(finals_.size()); }
+  uint64_t Properties(uint64_t mask, bool test) const override {
+    if (test && (known_ & mask) != mask) {
+      uint64_t known = 0;
+      props_ = fst::internal::ComputeProperties(*this, mask | fst::kExpanded, &known);
+      known_ = known;
+    }
+    return (props_ | fst::kExpanded) & mask;
+  }
+  const std::string& Type() const override {
+    static const std::string type = "gpuspeech-csr";
+    return type;
+  }
+  CsrFst* Copy(bool = false) const override { return new CsrFst(*this); }
+  const fst::SymbolTable* InputSymbols() const override { return nullptr; }
+  const fst::SymbolTable* OutputSymbols() const override { return nullptr; }
+  void InitStateIterator(fst::StateIteratorData<StdArc>* data) const override {
+    data->base = nullptr;
+    data->nstates = NumStates();
+  }
+  void InitArcIterator(StateId s, fst::ArcIteratorData<StdArc>* data) const override {
+    data->base = nullptr;
+    data->arcs = arcs_.data() + begin_[s];
+    data->narcs = NumArcs(s);
+    data->ref_count = nullptr;
+  }
+
+  int64_t num_arcs() const { return static_cast<int64_t>(arcs_.size()); }
+  std::vector<StdArc>& mutable_arcs() {
+    known_ = 0;
+    props_ = 0;
+    return arcs_;
+  }
+  // A VectorFst copy (for the transducer determinisation).
+  StdVectorFst to_vector() const { return StdVectorFst(*this); }
+
+ private:
+  StateId start_ = fst::kNoStateId;
+  std::vector<float> finals_;
+  std::vector<int64_t> begin_{0};
+  std::vector<StdArc> arcs_;
+  mutable uint64_t props_ = 0;
+  mutable uint64_t known_ = 0;
 };
 
 // The compiler's state for one build.
@@ -479,7 +565,6 @@ class Compiler {
         entries.push_back(std::move(e));
       }
     }
-    int max_disambig = 0;
     std::map<std::vector<Label>, int> used;
     for (const Entry& e : entries) {
       StateId cur = loop;
@@ -490,15 +575,11 @@ class Compiler {
         const StateId next = ends_here ? loop : l.AddState();
         l.AddArc(cur, StdArc(e.phones[i], i == 0 ? e.word : 0, Weight::One(), next));
         cur = next;
-        if (last && k > 0) {
-          l.AddArc(cur, StdArc(first_disambig_ + k, 0, Weight::One(), loop));
-          max_disambig = std::max(max_disambig, k);
-        }
+        if (last && k > 0) l.AddArc(cur, StdArc(first_disambig_ + k, 0, Weight::One(), loop));
       }
     }
     // G's back-off symbol passes through as the phone-level #0.
     l.AddArc(loop, StdArc(first_disambig_, backoff_label(), Weight::One(), loop));
-    num_disambig_ = max_disambig + 1;
     if (report_) report_->num_pronunciations = static_cast<int>(entries.size());
     return l;
   }
@@ -604,27 +685,34 @@ class Compiler {
    public:
     Expander(Compiler& c, const StdVectorFst& lg) : c_(c), lg_(lg) {}
 
-    StdVectorFst run() {
+    CsrFst run() {
       const int32_t sil = c_.mdef_.silence_phone() >= 0 ? c_.mdef_.silence_phone() : c_.context_end_;
-      out_.SetStart(state({static_cast<int32_t>(lg_.Start()), sil, kNone, 0}));
-      end_ = out_.AddState();
-      out_.SetFinal(end_, Weight::One());
+      const StateId start = state({static_cast<int32_t>(lg_.Start()), sil, kNone, 0});
+      end_ = add_state();
+      finals_[end_] = 0.0f;
       while (!work_.empty()) {
         const auto item = work_.front();
         work_.pop_front();
         prefix_.clear();
         expand(item.first, item.second, 0.0f);
-        if (out_.NumStates() > c_.opt_.max_states)
+        if (static_cast<int64_t>(finals_.size()) > c_.opt_.max_states)
           throw std::runtime_error("graph compiler: context expansion exceeds max_states");
       }
-      return std::move(out_);
+      ids_.clear();
+      return CsrFst(start, std::move(finals_), std::move(arcs_));
     }
 
    private:
+    StateId add_state() {
+      finals_.push_back(kInf);
+      return static_cast<StateId>(finals_.size() - 1);
+    }
+    void add_arc(StateId from, const StdArc& a) { arcs_.emplace_back(from, a); }
+
     StateId state(const ExpansionKey& k) {
       auto r = ids_.emplace(k, fst::kNoStateId);
       if (r.second) {
-        r.first->second = out_.AddState();
+        r.first->second = add_state();
         work_.emplace_back(r.first->second, k);
       }
       return r.first->second;
@@ -647,14 +735,14 @@ class Compiler {
         // by disambiguation symbols only. Reading the first phone emits
         // nothing, so rather than an epsilon arc to the state that holds
         // it, that state's arcs are made here directly.
-        if (qf != Weight::Zero()) out_.SetFinal(src, Times(qf, extra));
+        if (qf != Weight::Zero()) finals_[src] = qf.Value() + extra;
         for (fst::ArcIterator<StdVectorFst> ai(lg_, k.q); !ai.Done(); ai.Next()) {
           const StdArc& e = ai.Value();
           const float w = extra + e.weight.Value();
           if (is_phone(e.ilabel))
             expand(src, {static_cast<int32_t>(e.nextstate), k.left, e.ilabel, e.olabel}, w);
           else
-            out_.AddArc(src, StdArc(hclg_label(e.ilabel), 0, w,
+            add_arc(src, StdArc(hclg_label(e.ilabel), 0, w,
                                     state({static_cast<int32_t>(e.nextstate), k.left, kNone,
                                            merge_label(k.label, e.olabel)})));
         }
@@ -670,7 +758,7 @@ class Compiler {
         const float w = extra + e.weight.Value();
         if (!is_phone(e.ilabel)) {
           // A disambiguation symbol: the pending phone waits.
-          out_.AddArc(src, StdArc(hclg_label(e.ilabel), 0, w,
+          add_arc(src, StdArc(hclg_label(e.ilabel), 0, w,
                                   state({static_cast<int32_t>(e.nextstate), k.left, k.pending,
                                          merge_label(k.label, e.olabel)})));
           continue;
@@ -698,7 +786,7 @@ class Compiler {
         for (size_t j = 0; j < path.size(); ++j) {
           const float cost = path[j].second + (j == 0 ? first_cost : 0.0f);
           if (j + 1 == path.size() && !label_after) {
-            out_.AddArc(cur, StdArc(path[j].first, label, cost, dest));
+            add_arc(cur, StdArc(path[j].first, label, cost, dest));
             break;
           }
           uint32_t bits;
@@ -707,12 +795,12 @@ class Compiler {
                               (static_cast<uint64_t>(path[j].first) << 32) ^ bits;
           auto r = prefix_.emplace(pk, fst::kNoStateId);
           if (r.second) {
-            r.first->second = out_.AddState();
-            out_.AddArc(cur, StdArc(path[j].first, 0, cost, r.first->second));
+            r.first->second = add_state();
+            add_arc(cur, StdArc(path[j].first, 0, cost, r.first->second));
           }
           cur = r.first->second;
         }
-        if (label_after) out_.AddArc(cur, StdArc(0, label, 0.0f, dest));
+        if (label_after) add_arc(cur, StdArc(0, label, 0.0f, dest));
       }
     }
 
@@ -726,19 +814,19 @@ class Compiler {
         if (is_phone(ai.Value().ilabel)) return true;
       return false;
     }
-    static Weight Times(Weight a, float b) { return Weight(a.Value() + b); }
 
     Compiler& c_;
     const StdVectorFst& lg_;
-    StdVectorFst out_;
+    std::vector<float> finals_;
+    std::vector<std::pair<StateId, StdArc>> arcs_;
     StateId end_ = fst::kNoStateId;
     std::unordered_map<ExpansionKey, StateId, ExpansionKeyHash> ids_;
     std::deque<std::pair<StateId, ExpansionKey>> work_;
     std::unordered_map<uint64_t, StateId> prefix_;  // shared chain prefixes of one source state
   };
 
-  StdVectorFst expand_context(const StdVectorFst& lg) {
-    StdVectorFst out = Expander(*this, lg).run();
+  CsrFst expand_context(const StdVectorFst& lg) {
+    CsrFst out = Expander(*this, lg).run();
     if (static_cast<int64_t>(symbols_.size()) >= kHmmDisambigBase)
       throw GraphInputError("acoustic model: too many HMM states");
     return out;
@@ -748,9 +836,9 @@ class Compiler {
   // Determinisation here never needs many more states than its input has
   // (it shrinks HCLG); a result growing far beyond that means a machine
   // that cannot be determinised, which would otherwise take all memory.
-  void determinize(const StdVectorFst& in, StdVectorFst* out, const std::string& what) {
+  void determinize(const fst::Fst<StdArc>& in, StdVectorFst* out, const std::string& what) {
     const int64_t limit = std::min<int64_t>(
-        {opt_.max_states, 8 * static_cast<int64_t>(in.NumStates()) + 1'000'000,
+        {opt_.max_states, 8 * static_cast<int64_t>(fst::CountStates(in)) + 1'000'000,
          std::numeric_limits<int32_t>::max()});
     fst::DeterminizeOptions<StdArc> dopts(fst::kDelta, Weight::Zero(), static_cast<StateId>(limit));
     fst::Determinize(in, out, dopts);
@@ -758,6 +846,65 @@ class Compiler {
     if (out->NumStates() >= limit)
       throw std::runtime_error("graph compiler: " + what + " ran past " + std::to_string(limit) +
                                " states: this input cannot be determinised");
+  }
+
+  // HCLG's output labels never need delaying: two paths that read the same
+  // HMM-state symbols say the same words at the same places (the symbols
+  // carry word positions, homophones differ by their disambiguation
+  // symbol, which comes first). Determinising it as an acceptor over
+  // (input, output) pairs then gives the transducer determinisation's
+  // result, at a fraction of its time and memory (no output strings to
+  // carry). Checked: should the result not be input-deterministic, the
+  // transducer determinisation runs instead. `in` is left encoded.
+  void determinize_pairs(CsrFst* in, StdVectorFst* out, const std::string& what) {
+    // Encode: each (input, output) pair becomes one label, on both sides.
+    std::unordered_map<uint64_t, Label> code;
+    std::vector<std::pair<Label, Label>> decode = {{0, 0}};
+    code.emplace(0, 0);
+    for (StdArc& a : in->mutable_arcs()) {
+      const uint64_t k = (static_cast<uint64_t>(static_cast<uint32_t>(a.ilabel)) << 32) |
+                         static_cast<uint32_t>(a.olabel);
+      auto r = code.emplace(k, static_cast<Label>(decode.size()));
+      if (r.second) decode.emplace_back(a.ilabel, a.olabel);
+      a.ilabel = a.olabel = r.first->second;
+    }
+    determinize(*in, out, what);
+    for (StateId s = 0; s < out->NumStates(); ++s) {
+      for (fst::MutableArcIterator<StdVectorFst> ai(out, s); !ai.Done(); ai.Next()) {
+        StdArc a = ai.Value();
+        const auto& d = decode.at(a.ilabel);
+        a.ilabel = d.first;
+        a.olabel = d.second;
+        ai.SetValue(a);
+      }
+    }
+    std::unordered_set<Label> seen;
+    for (StateId s = 0; s < out->NumStates(); ++s) {
+      seen.clear();
+      for (fst::ArcIterator<StdVectorFst> ai(*out, s); !ai.Done(); ai.Next()) {
+        if (seen.insert(ai.Value().ilabel).second) continue;
+        // Not input-deterministic after all: decode the input and do it the
+        // general way.
+        if (report_) report_->notes.push_back("HCLG needed transducer determinisation");
+        for (StdArc& a : in->mutable_arcs()) {
+          a.ilabel = decode[a.ilabel].first;
+          a.olabel = decode[a.olabel].second;
+        }
+        const StdVectorFst v = in->to_vector();
+        *in = CsrFst();
+        *out = StdVectorFst();
+        determinize(v, out, what);
+        return;
+      }
+    }
+  }
+
+  // Gives freed heap back to the system, so that the peak memory of one
+  // stage does not stay counted against the next.
+  static void release_memory() {
+#ifdef __GLIBC__
+    malloc_trim(0);
+#endif
   }
 
   // Minimisation with labels and weights encoded: merges states with the
@@ -771,7 +918,10 @@ class Compiler {
   }
 
   void stage(const std::string& name, Stopwatch& sw, const StdVectorFst& f) {
-    const Stage st{name, sw.seconds(), f.NumStates(), count_arcs(f)};
+    stage(name, sw, f.NumStates(), count_arcs(f));
+  }
+  void stage(const std::string& name, Stopwatch& sw, int64_t states, int64_t arcs) {
+    const Stage st{name, sw.seconds(), states, arcs};
     if (report_) report_->stages.push_back(st);
     if (opt_.progress) {
       std::ostringstream s;
@@ -804,17 +954,23 @@ class Compiler {
     minimize_encoded(&lgd);
     stage("minimise LG", sw, lgd);
 
-    StdVectorFst hclg0 = expand_context(lgd);
+    CsrFst hclg0 = expand_context(lgd);
     lgd = StdVectorFst();
-    fst::Connect(&hclg0);
-    stage("expand context + HMMs", sw, hclg0);
+    stage("expand context + HMMs", sw, hclg0.NumStates(), hclg0.num_arcs());
     StdVectorFst hclg;
-    determinize(hclg0, &hclg, "determinising HCLG");
-    hclg0 = StdVectorFst();
+    if (opt_.pair_determinization) {
+      determinize_pairs(&hclg0, &hclg, "determinising HCLG");
+    } else {
+      const StdVectorFst v = hclg0.to_vector();
+      hclg0 = CsrFst();
+      determinize(v, &hclg, "determinising HCLG");
+    }
+    hclg0 = CsrFst();
+    release_memory();
     stage("determinise HCLG", sw, hclg);
     minimize_encoded(&hclg);
     stage("minimise HCLG", sw, hclg);
-    SearchGraph out = to_search_graph(hclg);
+    SearchGraph out = to_search_graph(std::move(hclg));
     const Stage st{"self-loops + CSR", sw.seconds(), out.num_states(), out.num_arcs()};
     if (report_) report_->stages.push_back(st);
     if (opt_.progress) {
@@ -828,7 +984,7 @@ class Compiler {
     return out;
   }
   // Disambiguation symbols -> epsilon, self-loops, CSR in breadth-first order.
-  SearchGraph to_search_graph(const StdVectorFst& f) {
+  SearchGraph to_search_graph(StdVectorFst f) {
     struct Arc {
       int32_t src, dst, ilabel, olabel;
       float cost;
@@ -845,10 +1001,13 @@ class Compiler {
                         static_cast<int32_t>(a.olabel), a.weight.Value()});
       }
     }
+    const StateId start = f.Start();
+    f = StdVectorFst();
+    release_memory();
     // Incoming classes per state: -2 none yet, symbol, or -1 mixed.
     std::vector<std::vector<int32_t>> in_symbols(n);
     std::vector<char> has_eps_in(n, 0);
-    has_eps_in[f.Start()] = 1;  // the initial token has not emitted anything
+    has_eps_in[start] = 1;  // the initial token has not emitted anything
     for (const Arc& a : arcs) {
       if (a.ilabel == 0) {
         has_eps_in[a.dst] = 1;
@@ -928,8 +1087,8 @@ class Compiler {
     std::vector<int32_t> new_id(total, -1);
     std::vector<int32_t> queue;
     queue.reserve(total);
-    new_id[f.Start()] = 0;
-    queue.push_back(static_cast<int32_t>(f.Start()));
+    new_id[start] = 0;
+    queue.push_back(static_cast<int32_t>(start));
     for (size_t qi = 0; qi < queue.size(); ++qi) {
       const int32_t s = queue[qi];
       for (int64_t k = begin[s]; k < begin[s + 1]; ++k) {
@@ -1007,7 +1166,6 @@ class Compiler {
   GraphCompileReport* report_;
   int num_base_ = 0;
   Label first_disambig_ = 0;
-  int num_disambig_ = 0;
   int32_t context_end_ = 0;
   std::vector<int> dict_phone_to_base_;
   std::vector<int> graph_words_;  // graph word id -> dictionary word id

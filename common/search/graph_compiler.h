@@ -70,11 +70,16 @@ struct GraphCompileOptions {
   float phone_insertion_penalty = 1.0f;
   // Allow filler words (silence, noises) between words (-fsgusefiller).
   bool use_fillers = true;
-  // Where a word's output label goes. false: on the arc entering the word's
-  // last HMM state (the word may go on for that state's self-loop frames);
-  // true: on an epsilon arc leaving that state, exactly at the word's end,
-  // at the price of one more arc (and state) per word-end variant.
-  bool word_labels_on_epsilon = false;
+  // Where a word's output label goes. true: on an epsilon arc leaving the
+  // word's last HMM state, exactly at the word's end (the searcher reports
+  // a word as ending where its label is passed); false: on the arc
+  // entering that state, so the state's self-loop frames count towards the
+  // next word, for about a quarter fewer states and arcs.
+  bool word_labels_on_epsilon = true;
+  // Determinise HCLG as an acceptor over (input, output) label pairs (fast;
+  // exact here, see graph_compiler.cpp) rather than as a transducer. Off
+  // only to check the one against the other.
+  bool pair_determinization = true;
   // When adding self-loops, a state entered by k different HMM states is
   // split into k copies; copies get their own copies of the state's arcs
   // when it has at most this many (no epsilon arc), else an epsilon arc to it.
