@@ -184,6 +184,48 @@ class Backend {
                              const DeviceBuffer& gaussian, const DeviceBuffer& logw,
                              int senones, int streams, DeviceBuffer& out,
                              size_t out_offset = 0) = 0;
+
+  // The second stage with Gaussian selection (pocketsphinx's -topn;
+  // ScorerOptions::top_n): each senone's mixture in a stream sums only the
+  // n = min(top_n, density) Gaussians of its codebook that have the highest
+  // densities at that frame, each with the senone's own weight. The
+  // selection is per codebook, shared by all its senones, and so are the
+  // exps: a senone costs n multiply-adds and a log. An approximation of the
+  // full mixture that pocketsphinx makes too.
+  //
+  // densities: as for senone_scores, streams * codebooks * density rows;
+  //   codebook c of stream t is the `density` consecutive rows from
+  //   (t * codebooks + c) * density.
+  // codebook: `senones` float-stored indices, senone s's codebook (clamped
+  //   into 0..codebooks-1 like the CSR indices above).
+  // weights: senones * streams * density LINEAR mixture weights (>= 0),
+  //   dense: weights[(s * streams + t) * density + k] for Gaussian k of s's
+  //   codebook in stream t.
+  // Selection, per frame, stream and codebook: Gaussians k = 0..density-1 in
+  //   order, each entering the ranked list if it is not full or its density
+  //   is strictly greater than the last one's, placed after the entries with
+  //   a density >= its own: highest densities first, equal ones by lower k.
+  //   Ranked k_1..k_n with densities d_1 >= ... >= d_n, and
+  //   e_i = exp(d_i - d_1) (0 <= e_i <= 1, e_1 = 1).
+  // Result, for f < frames and s < senones, the sum over t < streams of
+  //   d_1 + ln S,  S = w(k_1) e_1 + w(k_2) e_2 + ... + w(k_n) e_n, products
+  //                then sums in rank order (no fused multiply-add);
+  //   but where S < 2^-60 (the weights on the selected Gaussians all tiny,
+  //   where S would lose precision to underflow) the same sum in the log
+  //   domain: m + ln sum_i exp(ln w(k_i) + d_i - m), m = max_i (ln w(k_i) + d_i),
+  //   -inf if all those weights are 0;
+  //   -inf where d_1 is -inf; NaN where any density of the codebook at the
+  //   frame is NaN. Every backend computes this; exps and logs may differ in
+  //   the last bits (the CPU's exp is within about an ulp and returns no less
+  //   than e^-87, invisible in a sum S >= 2^-60).
+  // 1 <= top_n <= kMaxTopN.
+  static constexpr int kMaxTopN = 16;
+  static constexpr float kTopNUnderflow = 8.67361738e-19f;  // 2^-60
+  virtual void senone_scores_top_n(const DeviceBuffer& densities, int codebooks,
+                                   int density, int64_t frames, int top_n,
+                                   const DeviceBuffer& codebook, const DeviceBuffer& weights,
+                                   int senones, int streams, DeviceBuffer& out,
+                                   size_t out_offset = 0) = 0;
 };
 
 using BackendPtr = std::unique_ptr<Backend>;

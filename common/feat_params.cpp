@@ -214,9 +214,7 @@ class Parser {
     } else if (k == "remove_dc") {
       o.frame.remove_dc = boolean(e);
     } else if (k == "round_filters") {
-      if (!boolean(e))
-        fail(e.line, "-round_filters no is not supported (filter edges are always "
-                     "rounded to DFT bins, as sphinx does by default)");
+      o.mel.round_filters = boolean(e);
     } else if (k == "unit_area") {
       if (!boolean(e))
         fail(e.line, "-unit_area no is not supported (Sphinx filters always have unit "
@@ -228,9 +226,11 @@ class Parser {
         o.delta.layout = DeltaOptions::Layout::kSphinx1sCDDd;
       } else if (e.value == "1s_c") {
         o.delta.layout = DeltaOptions::Layout::kNone;
+      } else if (e.value == "s2_4x") {
+        o.delta.layout = DeltaOptions::Layout::kSphinxS2_4x;
       } else {
         fail(e.line, "-feat '" + e.value +
-                         "' is not supported (only 1s_c_d_dd and 1s_c are)");
+                         "' is not supported (only 1s_c_d_dd, s2_4x and 1s_c are)");
       }
     } else if (k == "cmn") {
       if (e.value == "none") {
@@ -349,6 +349,7 @@ void apply_pocketsphinx_defaults(FeatureOptions& o) {
   o.mfcc.num_ceps = 13;
   o.mfcc.transform = CepstralTransform::kSphinxLegacy;
   o.mfcc.lifter = 0;
+  o.mel.round_filters = true;
   o.delta.layout = DeltaOptions::Layout::kSphinx1sCDDd;
   o.norm.cmn = NormOptions::Cmn::kLive;
   o.norm.cvn = false;

@@ -19,7 +19,9 @@
 //   -dither yes|no, -seed N              Gaussian dither of std-dev 0.5 sample
 //                                        (sphinx adds "1/2-bit" noise; the
 //                                        exact noise differs), seeded if N >= 0
-//   -feat 1s_c_d_dd | 1s_c               Sphinx 39-dim deltas | none
+//   -feat 1s_c_d_dd | s2_4x | 1s_c       Sphinx 39-dim deltas | Sphinx-II's
+//                                        four streams (51 dims) | none
+//   -round_filters yes|no                MelOptions::round_filters
 //   -cmn none|batch|current|live|prior   NormOptions (current = batch,
 //                                        prior = live, as in sphinxbase)
 //   -cmninit a,b,c                       live CMN start; padded with zeros to
@@ -37,8 +39,8 @@
 //                                        turns them on (pocketsphinx's
 //                                        default is yes; options.h keeps
 //                                        them off unless asked for).
-// Unsupported values are errors that name the line: -round_filters no,
-// -unit_area no, -doublebw yes, -feat other than 1s_c_d_dd/1s_c, a warp type
+// Unsupported values are errors that name the line: -unit_area no,
+// -doublebw yes, -feat other than 1s_c_d_dd/s2_4x/1s_c, a warp type
 // other than piecewise_linear when -warp_params is given. Automatic gain
 // control (-agc max|emax|noise) is not implemented and becomes a warning.
 // Decoder-side options that do not change the features (-svspec, -model,

@@ -74,6 +74,7 @@ std::string feature_layout_name(const DeltaOptions& delta) {
   switch (delta.layout) {
     case DeltaOptions::Layout::kNone: return "c";
     case DeltaOptions::Layout::kSphinx1sCDDd: return "1s_c_d_dd";
+    case DeltaOptions::Layout::kSphinxS2_4x: return "s2_4x";
     case DeltaOptions::Layout::kRegression:
       return delta.order == 1 ? "c_d" : "c_d_dd";
   }
@@ -122,6 +123,9 @@ std::string feature_signature(const FeatureOptions& o) {
     w.put("filters", o.mel.num_filters);
     w.put("mel", mel_scale_name(o.mel.scale));
     w.put("power", o.mel.use_power);
+    // Only when off, so the signatures of rounded filterbanks stay as they were.
+    if (o.mel.scale == MelScale::kSphinx && !o.mel.round_filters)
+      w.put("round-filters", false);
     w.put("log", log_mode_name(o.log.mode));
     w.put("log-floor", o.log.floor_value);
     if (o.kind == FeatureKind::kMfcc) {

@@ -103,6 +103,8 @@ uint16_t htk_parm_kind(const FeatureOptions& opts) {
   switch (opts.delta.layout) {
     case DeltaOptions::Layout::kNone: break;
     case DeltaOptions::Layout::kSphinx1sCDDd: kind |= htk::kDelta | htk::kAcceleration; break;
+    // Four rearranged streams: no HTK kind or qualifier describes them.
+    case DeltaOptions::Layout::kSphinxS2_4x: kind = htk::kUser; break;
     case DeltaOptions::Layout::kRegression:
       kind |= htk::kDelta;
       if (opts.delta.order >= 2) kind |= htk::kAcceleration;

@@ -54,8 +54,13 @@ GaussianScorer::GaussianScorer(const GaussianMixtures& gm, Backend& backend,
   if (options_.block_frames < 1)
     throw std::invalid_argument("GaussianScorer: block_frames must be >= 1, got " +
                                 std::to_string(options_.block_frames));
+  if (options_.top_n < 0 || options_.top_n > Backend::kMaxTopN)
+    throw std::invalid_argument("GaussianScorer: top_n must be 0 (all Gaussians) or 1.." +
+                                std::to_string(Backend::kMaxTopN) + ", got " +
+                                std::to_string(options_.top_n));
   // Validates the model and checks its sizes against the float indices.
   const MixtureCsr csr = build_mixture_csr(gm);
+  num_codebooks_ = gm.num_codebooks;
   num_senones_ = gm.num_senones;
   feature_dim_ = gm.feature_dim();
   const int64_t per_stream = static_cast<int64_t>(gm.num_codebooks) * gm.gaussians_per_codebook;
@@ -98,15 +103,30 @@ GaussianScorer::GaussianScorer(const GaussianMixtures& gm, Backend& backend,
     st.expanded_dev = backend_.alloc(static_cast<size_t>(options_.block_frames) * st.width);
   }
 
-  // Stage 2: the mixtures as CSR rows.
+  // Stage 2: the mixtures as CSR rows, or for Gaussian selection each
+  // senone's codebook and its dense linear weights.
   num_components_ = static_cast<int64_t>(csr.gaussian.size());
-  csr_offsets_ = backend_.alloc(csr.offsets.size());
-  backend_.upload(*csr_offsets_, csr.offsets.data(), csr.offsets.size());
-  // Never empty: validate() guarantees a non-zero weight per senone and stream.
-  csr_gaussian_ = backend_.alloc(csr.gaussian.size());
-  backend_.upload(*csr_gaussian_, csr.gaussian.data(), csr.gaussian.size());
-  csr_logw_ = backend_.alloc(csr.logw.size());
-  backend_.upload(*csr_logw_, csr.logw.data(), csr.logw.size());
+  std::vector<float> codebook, linear_weights;
+  if (options_.top_n == 0) {
+    csr_offsets_ = backend_.alloc(csr.offsets.size());
+    backend_.upload(*csr_offsets_, csr.offsets.data(), csr.offsets.size());
+    // Never empty: validate() guarantees a non-zero weight per senone and stream.
+    csr_gaussian_ = backend_.alloc(csr.gaussian.size());
+    backend_.upload(*csr_gaussian_, csr.gaussian.data(), csr.gaussian.size());
+    csr_logw_ = backend_.alloc(csr.logw.size());
+    backend_.upload(*csr_logw_, csr.logw.data(), csr.logw.size());
+  } else {
+    codebook.assign(gm.senone_codebook.begin(), gm.senone_codebook.end());
+    senone_codebook_ = backend_.alloc(codebook.size());
+    backend_.upload(*senone_codebook_, codebook.data(), codebook.size());
+    // Linear weights (Backend::senone_scores_top_n), exp in double and
+    // rounded once; a zero weight (-inf) becomes 0.
+    linear_weights.resize(gm.log_weights.size());
+    for (size_t i = 0; i < linear_weights.size(); ++i)
+      linear_weights[i] = static_cast<float>(std::exp(static_cast<double>(gm.log_weights[i])));
+    dense_weights_ = backend_.alloc(linear_weights.size());
+    backend_.upload(*dense_weights_, linear_weights.data(), linear_weights.size());
+  }
 
   densities_ = backend_.alloc(static_cast<size_t>(num_gaussians_) * options_.block_frames);
   backend_.synchronize();  // the host vectors above go out of scope
@@ -144,8 +164,13 @@ void GaussianScorer::score_block(int64_t n, DeviceBuffer& out, size_t out_offset
                      static_cast<int>(n), *densities_, 0,
                      t * static_cast<size_t>(gaussians_per_stream_) * n);
   }
-  backend_.senone_scores(*densities_, num_gaussians_, n, *csr_offsets_, *csr_gaussian_,
-                         *csr_logw_, num_senones_, num_streams(), out, out_offset);
+  if (options_.top_n > 0)
+    backend_.senone_scores_top_n(*densities_, num_codebooks_, gaussians_per_stream_ / num_codebooks_,
+                                 n, options_.top_n, *senone_codebook_, *dense_weights_, num_senones_,
+                                 num_streams(), out, out_offset);
+  else
+    backend_.senone_scores(*densities_, num_gaussians_, n, *csr_offsets_, *csr_gaussian_,
+                           *csr_logw_, num_senones_, num_streams(), out, out_offset);
 }
 
 void GaussianScorer::score(const float* feats, int64_t frames, float* out) {

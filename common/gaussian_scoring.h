@@ -14,7 +14,10 @@
 //     densities of all Gaussians, gaussian-major, for all frames.
 //  2. Backend::senone_scores: per senone and stream, the log-sum-exp of
 //     log weight + density over the mixture's components (a CSR list that
-//     leaves out zero weights), summed over streams.
+//     leaves out zero weights), summed over streams. With
+//     ScorerOptions::top_n, Backend::senone_scores_top_n instead: only each
+//     codebook's top_n best Gaussians at the frame (pocketsphinx's -topn),
+//     ~14x cheaper on the CPU (docs/acoustic-scoring.md).
 //
 // Precision. Stage 1 in float32 adds terms of size x²/var and cancels them
 // down to (x - mu)²/var: the rounding error grows with |x| relative to the
@@ -61,6 +64,12 @@ struct ScorerOptions {
   // num_gaussians() x block_frames floats of densities. Lowered for large
   // models so that this scratch stays within 64 Mi floats (256 MiB).
   int64_t block_frames = 512;
+  // Gaussian selection (pocketsphinx -topn): 0 sums every component of each
+  // mixture (Backend::senone_scores); 1..Backend::kMaxTopN sums only the
+  // top_n Gaussians of each codebook with the highest densities at the
+  // frame (Backend::senone_scores_top_n), as pocketsphinx does (its default
+  // is 4; RecognizerConfig uses the same). Same definition on every backend.
+  int top_n = 0;
 };
 
 class GaussianScorer {
@@ -84,6 +93,8 @@ class GaussianScorer {
   Backend& backend() const { return backend_; }
   // Frames per pass (ScorerOptions::block_frames, after the cap).
   int64_t block_frames() const { return options_.block_frames; }
+  // ScorerOptions::top_n (0: full mixtures).
+  int top_n() const { return options_.top_n; }
 
   // feats: frames x feature_dim(), row-major, on the host.
   // out: frames x num_senones(), natural-log likelihoods, on the host.
@@ -129,7 +140,9 @@ class GaussianScorer {
   int num_gaussians_ = 0;
   int64_t num_components_ = 0;
   std::vector<Stream> streams_;
-  BufferPtr csr_offsets_, csr_gaussian_, csr_logw_;
+  int num_codebooks_ = 0;
+  BufferPtr csr_offsets_, csr_gaussian_, csr_logw_;  // full mixtures (top_n 0)
+  BufferPtr senone_codebook_, dense_weights_;        // Gaussian selection (top_n > 0)
   BufferPtr densities_;          // num_gaussians x block_frames
   BufferPtr host_out_block_;     // block_frames x num_senones, for score() to host
   std::vector<float> expanded_host_;

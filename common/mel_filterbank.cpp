@@ -83,13 +83,24 @@ std::vector<float> sphinx_filterbank(const MelOptions& mel, int fft_size,
       float hz = from_mel(static_cast<float>(i + j) * melbw + melmin);
       hz = static_cast<float>(vtln_warp_hz(hz, warp, mel.low_freq, high,
                                            sample_rate / 2.0, mel.vtln));
-      // Edges snap to DFT points (sphinx_fe -round_filters yes).
-      freqs[j] = static_cast<float>(static_cast<int>(hz / fftfreq + 0.5f)) * fftfreq;
+      // Edges snap to DFT points with sphinx_fe -round_filters yes (its
+      // default); with -round_filters no they stay where the mel spacing
+      // puts them, and the triangles are sampled at the bins in between.
+      freqs[j] = mel.round_filters
+                     ? static_cast<float>(static_cast<int>(hz / fftfreq + 0.5f)) * fftfreq
+                     : hz;
     }
     if (!(freqs[2] > freqs[0]) || !(freqs[1] > freqs[0]) || !(freqs[2] > freqs[1]))
       throw std::invalid_argument(
           "mel filter " + std::to_string(i) +
           " is narrower than one FFT bin: use fewer filters or a larger FFT");
+    // Unrounded edges can leave a filter with no bin inside it, which
+    // sphinx accepts and then floors the log of its zero energy: refuse it.
+    if (!mel.round_filters &&
+        std::floor(freqs[2] / fftfreq) < std::ceil(freqs[0] / fftfreq))
+      throw std::invalid_argument(
+          "mel filter " + std::to_string(i) +
+          " contains no FFT bin: use fewer filters or a larger FFT");
     // Bins from the first at or above the left edge up to (not including)
     // the first above the right edge or the Nyquist bin.
     for (int j = 0; j < fft_size / 2; ++j) {

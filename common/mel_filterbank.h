@@ -29,7 +29,9 @@ void check_vtln(const MelOptions& mel, double sample_rate, double warp);
 
 // The Sphinx filterbank (sphinxbase fe_build_melfilters): filter edges
 // equally spaced on the Sphinx mel scale from low to high, rounded to DFT
-// bins, unit-area triangles. VTLN warps the edge frequencies.
+// bins unless mel.round_filters is false, unit-area triangles (area 1 over
+// the continuous edges, whether or not rounded). VTLN warps the edge
+// frequencies.
 // The HTK/Kaldi filterbank: triangles of peak 1 on the 1127-ln mel axis,
 // evaluated at each bin's (warped) mel; Kaldi leaves out the Nyquist bin.
 // Which one is built follows mel.scale; `warp` overrides mel.vtln.warp.

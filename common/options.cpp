@@ -96,8 +96,14 @@ int FeatureOptions::output_dim() const {
     case DeltaOptions::Layout::kNone: return base_dim();
     case DeltaOptions::Layout::kSphinx1sCDDd: return 3 * base_dim();
     case DeltaOptions::Layout::kRegression: return (1 + delta.order) * base_dim();
+    case DeltaOptions::Layout::kSphinxS2_4x: return 51;
   }
   return base_dim();
+}
+
+std::vector<int> FeatureOptions::stream_dims() const {
+  if (delta.layout == DeltaOptions::Layout::kSphinxS2_4x) return {12, 24, 3, 12};
+  return {output_dim()};
 }
 
 namespace {
@@ -174,6 +180,10 @@ void FeatureOptions::validate() const {
   if (delta.layout == DeltaOptions::Layout::kRegression &&
       (delta.order < 1 || delta.order > 2 || delta.window < 1 || delta.window > 10))
     bad("regression deltas need order 1..2 and window 1..10");
+  if (delta.layout == DeltaOptions::Layout::kSphinxS2_4x &&
+      (kind != FeatureKind::kMfcc || base_dim() != 13))
+    bad("s2_4x features need 13 MFCC cepstra (c0..c12), got " +
+        std::to_string(base_dim()) + " " + to_string(kind) + " values a frame");
   if (norm.cvn && norm.cmn != NormOptions::Cmn::kBatch)
     bad("cvn needs batch cmn");
   if (!norm.cmn_init.empty() &&

@@ -75,6 +75,10 @@ struct MelOptions {
   float high_freq = 6800.0f; // Sphinx -upperf (en-us: 6800); <= 0: offset from Nyquist
   MelScale scale = MelScale::kSphinx;
   bool use_power = true;  // power spectrum (true) or magnitude (HTK default)
+  // kSphinx only: snap each filter's left, centre and right edge to the
+  // nearest DFT bin frequency (sphinx_fe -round_filters yes, its default).
+  // false keeps the exact mel-spaced edges (-round_filters no).
+  bool round_filters = true;
   VtlnOptions vtln;
 };
 
@@ -125,7 +129,12 @@ struct TrapsOptions {
 struct DeltaOptions {
   // Sphinx "1s_c_d_dd": 39-dim [c, d, dd] with d = c[t+2]-c[t-2],
   // dd = d[t+1]-d[t-1] and frames outside the utterance replicate its edges.
-  enum class Layout { kNone, kSphinx1sCDDd, kRegression };
+  // Sphinx "s2_4x" (Sphinx-II's four streams, semi-continuous models such
+  // as tidigits; needs exactly 13 cepstra c0..c12): 51 dims
+  //   [c1..c12 | d2(c1..c12), d4(c1..c12) | c0, d2(c0), dd(c0) | dd(c1..c12)]
+  // with d2 = c[t+2]-c[t-2], d4 = c[t+4]-c[t-4] and dd as in 1s_c_d_dd;
+  // the stream sizes are 12, 24, 3, 12 (FeatureOptions::stream_dims()).
+  enum class Layout { kNone, kSphinx1sCDDd, kRegression, kSphinxS2_4x };
   Layout layout = Layout::kNone;
   int order = 2;   // kRegression: 1 = deltas, 2 = + accelerations
   int window = 2;  // kRegression: N in sum_n n (c[t+n] - c[t-n]) / (2 sum n^2)
@@ -180,6 +189,10 @@ struct FeatureOptions {
   int base_dim() const;
   // Features per frame as delivered (after deltas).
   int output_dim() const;
+  // How a frame divides into independent feature streams (what a Sphinx
+  // model's codebooks are over), in order: {output_dim()}, except s2_4x's
+  // four streams {12, 24, 3, 12}.
+  std::vector<int> stream_dims() const;
   // Throws std::invalid_argument naming the offending option.
   void validate() const;
 };

@@ -165,6 +165,7 @@ int delta_orders(const DeltaOptions& opts) {
     case DeltaOptions::Layout::kNone: return 0;
     case DeltaOptions::Layout::kSphinx1sCDDd: return 2;
     case DeltaOptions::Layout::kRegression: return opts.order;
+    case DeltaOptions::Layout::kSphinxS2_4x: return 0;  // own layout, see below
   }
   return 0;
 }
@@ -183,6 +184,7 @@ std::vector<std::vector<double>> delta_taps(const DeltaOptions& opts) {
   std::vector<std::vector<double>> taps;
   switch (opts.layout) {
     case DeltaOptions::Layout::kNone:
+    case DeltaOptions::Layout::kSphinxS2_4x:
       break;
     case DeltaOptions::Layout::kSphinx1sCDDd: {
       const std::vector<double> d = {-1.0, 0.0, 0.0, 0.0, 1.0};  // c[t+2]-c[t-2]
@@ -214,9 +216,46 @@ int delta_context(const DeltaOptions& opts) {
     case DeltaOptions::Layout::kNone: return 0;
     case DeltaOptions::Layout::kSphinx1sCDDd: return 3;
     case DeltaOptions::Layout::kRegression: return opts.order * opts.window;
+    case DeltaOptions::Layout::kSphinxS2_4x: return 4;
   }
   return 0;
 }
+
+namespace {
+
+// One s2_4x frame (sphinxbase's feat_s2_4x_cep2feat) from the 13 cepstra
+// c[t-4] .. c[t+4] of a window whose rows outside it are clamped:
+//   stream 0 (12): c1..c12 of c[t]
+//   stream 1 (24): c1..c12 of c[t+2] - c[t-2], then of c[t+4] - c[t-4]
+//   stream 2 (3):  c0[t], c0[t+2] - c0[t-2],
+//                  (c0[t+3] - c0[t-1]) - (c0[t+1] - c0[t-3])
+//   stream 3 (12): c1..c12 of the same second difference
+// Differences are taken in float, in the same order as sphinx, so the
+// features match its to the last bit.
+void s2_4x_row(const FeatureMatrix& feats, int64_t t, float* o) {
+  const auto at = [&](int64_t dt) {
+    return feats.row(std::clamp<int64_t>(t + dt, 0, feats.rows - 1));
+  };
+  const float* c = at(0);
+  const float *p1 = at(1), *p2 = at(2), *p3 = at(3), *p4 = at(4);
+  const float *m1 = at(-1), *m2 = at(-2), *m3 = at(-3), *m4 = at(-4);
+  for (int i = 1; i < 13; ++i) {
+    o[i - 1] = c[i];                    // stream 0
+    o[12 + i - 1] = p2[i] - m2[i];      // stream 1, short
+    o[24 + i - 1] = p4[i] - m4[i];      // stream 1, long
+    o[39 + i - 1] = (p3[i] - m1[i]) - (p1[i] - m3[i]);  // stream 3
+  }
+  o[36] = c[0];  // stream 2
+  o[37] = p2[0] - m2[0];
+  o[38] = (p3[0] - m1[0]) - (p1[0] - m3[0]);
+}
+
+int layout_dim(int dim, const DeltaOptions& opts) {
+  if (opts.layout == DeltaOptions::Layout::kSphinxS2_4x) return 51;
+  return dim * (1 + delta_orders(opts));
+}
+
+}  // namespace
 
 void add_deltas_rows(const FeatureMatrix& feats, int64_t first, int64_t count,
                      const DeltaOptions& opts, float* out) {
@@ -227,6 +266,13 @@ void add_deltas_rows(const FeatureMatrix& feats, int64_t first, int64_t count,
         std::to_string(first + count) + ") outside a window of " +
         std::to_string(feats.rows) + " rows");
   const int dim = feats.dim;
+  if (opts.layout == DeltaOptions::Layout::kSphinxS2_4x) {
+    if (dim != 13)
+      throw std::invalid_argument("deltas: s2_4x needs 13 cepstra a frame, got " +
+                                  std::to_string(dim));
+    for (int64_t i = 0; i < count; ++i) s2_4x_row(feats, first + i, out + i * 51);
+    return;
+  }
   const int orders = delta_orders(opts);
   const int out_dim = dim * (1 + orders);
   const auto taps = delta_taps(opts);
@@ -256,7 +302,10 @@ FeatureMatrix add_deltas(const FeatureMatrix& feats, const DeltaOptions& opts) {
   check_delta(opts);
   FeatureMatrix out;
   out.rows = feats.rows;
-  out.dim = feats.dim * (1 + delta_orders(opts));
+  if (opts.layout == DeltaOptions::Layout::kSphinxS2_4x && feats.dim != 13)
+    throw std::invalid_argument("deltas: s2_4x needs 13 cepstra a frame, got " +
+                                std::to_string(feats.dim));
+  out.dim = layout_dim(feats.dim, opts);
   out.data.resize(static_cast<size_t>(out.rows) * out.dim);
   if (feats.rows > 0)
     add_deltas_rows(feats, 0, feats.rows, opts, out.data.data());

@@ -42,11 +42,12 @@ class LiveCmn {
 };
 
 // Frames of context deltas need on each side (0 for kNone; 3 for Sphinx
-// 1s_c_d_dd; order * window for regression).
+// 1s_c_d_dd; 4 for Sphinx s2_4x; order * window for regression).
 int delta_context(const DeltaOptions& opts);
 
 // Appends deltas to a whole utterance: rows stay, dim grows to
-// dim * (1 + order) (39 for Sphinx 1s_c_d_dd with 13 cepstra). Frames
+// dim * (1 + order) (39 for Sphinx 1s_c_d_dd with 13 cepstra; s2_4x
+// rearranges 13 cepstra into its 51-dim layout, see DeltaOptions). Frames
 // outside the utterance replicate the first and last frame.
 FeatureMatrix add_deltas(const FeatureMatrix& feats, const DeltaOptions& opts);
 

@@ -27,8 +27,10 @@
 #include "common/model/ngram_model.h"
 #include "common/model/vocabulary_check.h"
 #include "common/model/word_graph.h"
+#include "common/postprocess.h"
 #include "common/search/cpu_searcher.h"
 #include "common/search/graph_cache.h"
+#include "common/search/lm_rescorer.h"
 #include "common/search/word_grammar.h"
 
 #ifdef GPUSPEECH_HAVE_CUDA
@@ -108,6 +110,7 @@ struct Recognizer::Impl {
   SearchGraph graph;
   BackendPtr backend;
   std::unique_ptr<GaussianScorer> scorer;
+  std::unique_ptr<LmRescorer> rescorer;  // before `searcher`, which uses it
   std::unique_ptr<Searcher> searcher;
   std::vector<float> scores;  // block of frames x senones
   int64_t frames = 0;
@@ -132,7 +135,10 @@ void append_log(std::string* log, const std::string& line) {
 // The search graph for `c`: n-gram models and grammars through the graph
 // cache (graph_cache.h); keyphrase lists, quick to compile and not a cache
 // source kind, compiled every time.
-SearchGraph obtain_graph(const RecognizerConfig& c, const AcousticModel& am, std::string* log) {
+// `pruned_lm` (optional) receives the LM the graph was built from when it
+// was pruned (null otherwise).
+SearchGraph obtain_graph(const RecognizerConfig& c, const AcousticModel& am, std::string* log,
+                         std::shared_ptr<const NgramModel>* pruned_lm = nullptr) {
   if (c.grammar_kind != GrammarKind::kKeyphrases) {
     GraphSources src;
     src.model_dir = c.model_dir;
@@ -153,6 +159,11 @@ SearchGraph obtain_graph(const RecognizerConfig& c, const AcousticModel& am, std
     append_log(log, "graph: " + std::to_string(r.graph.num_states()) + " states, " +
                         std::to_string(r.graph.num_arcs()) + " arcs" +
                         (r.from_cache ? " (cached " + r.cache_path + ")" : ""));
+    if (pruned_lm != nullptr) {  // (a cache hit says so by the pruned LM's file)
+      *pruned_lm = r.pruned_lm;
+      if (!*pruned_lm && !r.pruned_lm_path.empty())
+        *pruned_lm = std::make_shared<const NgramModel>(read_ngram_model(r.pruned_lm_path));
+    }
     return std::move(r.graph);
   }
 #ifdef GPUSPEECH_HAVE_OPENFST
@@ -211,7 +222,18 @@ Recognizer::Recognizer(const RecognizerConfig& config, std::string* log)
                       to_string(m.model.type()) + ", " +
                       std::to_string(m.model.mixtures().num_senones) + " senones)");
 
-  m.graph = obtain_graph(config_, m.model, log);
+  std::shared_ptr<const NgramModel> pruned_lm;
+  const bool rescore =
+      config_.rescore_with_full_lm && config_.grammar_kind == GrammarKind::kNgram;
+  m.graph = obtain_graph(config_, m.model, log, rescore ? &pruned_lm : nullptr);
+  if (pruned_lm) {  // the graph has a pruned LM: the full one at word ends
+    auto full = std::make_shared<const NgramModel>(read_ngram_model(config_.grammar));
+    m.rescorer = std::make_unique<LmRescorer>(full, pruned_lm, m.graph.words,
+                                              m.graph.word_is_filler,
+                                              config_.graph.language_weight);
+    append_log(log, "word-end rescoring with the full LM " + config_.grammar + " (" +
+                        std::to_string(config_.search.lm_histories) + " LM histories per state)");
+  }
   if (m.graph.num_senones > m.model.mixtures().num_senones)
     throw std::runtime_error("search graph for " + config_.grammar + " uses " +
                              std::to_string(m.graph.num_senones) + " senones but " +
@@ -221,7 +243,9 @@ Recognizer::Recognizer(const RecognizerConfig& config, std::string* log)
   std::string why;
   m.backend = open_backend(config_.scoring_backend, config_.device_id, &why);
   if (!why.empty()) append_log(log, why);
-  m.scorer = std::make_unique<GaussianScorer>(m.model.mixtures(), *m.backend);
+  ScorerOptions scoring;
+  scoring.top_n = config_.top_n;
+  m.scorer = std::make_unique<GaussianScorer>(m.model.mixtures(), *m.backend, scoring);
   if (m.scorer->feature_dim() != m.feature_dim)
     throw std::runtime_error(config_.model_dir + ": the model's Gaussians have " +
                              std::to_string(m.scorer->feature_dim()) +
@@ -231,10 +255,11 @@ Recognizer::Recognizer(const RecognizerConfig& config, std::string* log)
   std::string search = config_.search_backend;
   if (search == "auto") search = std::string(m.backend->name()) == "cuda" ? "cuda" : "cpu";
   if (search == "cpu") {
-    m.searcher = std::make_unique<CpuSearcher>(m.graph, config_.search);
+    m.searcher = std::make_unique<CpuSearcher>(m.graph, config_.search, m.rescorer.get());
   } else if (search == "cuda") {
 #ifdef GPUSPEECH_HAVE_CUDA
-    m.searcher = std::make_unique<CudaSearcher>(m.graph, config_.search, config_.device_id);
+    m.searcher = std::make_unique<CudaSearcher>(m.graph, config_.search, config_.device_id,
+                                                m.rescorer.get());
 #else
     throw BackendError("search backend cuda: this build has no CUDA");
 #endif
@@ -305,6 +330,34 @@ RecognitionResult Recognizer::finish() {
 RecognitionResult Recognizer::recognize(const float* samples, int64_t num_samples) {
   const auto t0 = std::chrono::steady_clock::now();
   const FeatureMatrix feats = compute_features(impl_->features, *impl_->backend, samples, num_samples);
+  impl_->timings.features += seconds_since(t0);
+  reset();
+  push_features(feats.data.data(), feats.rows);
+  return finish();
+}
+
+RecognitionResult Recognizer::recognize_cepstra(const float* cepstra, int64_t num_frames,
+                                                int dim) {
+  const FeatureOptions& opts = impl_->features;
+  if (dim != opts.base_dim())
+    throw std::invalid_argument("recognizer: the model's front end makes " +
+                                std::to_string(opts.base_dim()) +
+                                " cepstra a frame before deltas, the input has " +
+                                std::to_string(dim));
+  if (num_frames < 0) throw std::invalid_argument("recognizer: negative frame count");
+  if (num_frames > 0 && cepstra == nullptr) throw std::invalid_argument("recognizer: null cepstra");
+  // A NaN or infinity would spread through CMN to every frame; say where it is.
+  for (int64_t i = 0; i < num_frames * static_cast<int64_t>(dim); ++i)
+    if (!std::isfinite(cepstra[i]))
+      throw std::invalid_argument("recognizer: cepstra frame " + std::to_string(i / dim) +
+                                  " coefficient " + std::to_string(i % dim) +
+                                  " is not a finite number");
+  const auto t0 = std::chrono::steady_clock::now();
+  FeatureMatrix feats;
+  feats.rows = num_frames;
+  feats.dim = dim;
+  feats.data.assign(cepstra, cepstra + num_frames * static_cast<int64_t>(dim));
+  postprocess_utterance(opts, feats);
   impl_->timings.features += seconds_since(t0);
   reset();
   push_features(feats.data.data(), feats.rows);

@@ -64,6 +64,10 @@ struct RecognizerConfig {
   // "cpu", "cuda", or "auto": cuda when scoring runs on cuda, else cpu.
   std::string search_backend = "auto";
   int device_id = 0;
+  // Gaussian selection in scoring (ScorerOptions::top_n, pocketsphinx
+  // -topn, whose default this is): each codebook's top_n best Gaussians per
+  // frame; 0 = every Gaussian (exact mixtures).
+  int top_n = 4;
 
   SearchOptions search;
   GraphCompileOptions graph = exact_word_end_graph_options();
@@ -76,6 +80,10 @@ struct RecognizerConfig {
   // compiled every time (they take about a second).
   std::string cache_dir;
   int nbest = 0;  // alternatives in the final result (0 = none)
+  // When the graph's LM was pruned (automatically for large LMs, or by
+  // lm_prune), apply the full LM at word ends (common/search/lm_rescorer.h;
+  // search.lm_histories tokens per graph state). false: the pruned LM alone.
+  bool rescore_with_full_lm = true;
 
   // The installed pocketsphinx-en-us model, dictionary and LM (the
   // transcribe tool's defaults); paths under `model_root`.
@@ -130,6 +138,14 @@ class Recognizer {
   // rate: features with feature_options() on the scoring backend, then
   // reset(), push_features() and finish().
   RecognitionResult recognize(const float* samples, int64_t num_samples);
+
+  // One whole utterance from cepstra as the front end's spectral stage
+  // makes them, before normalisation and deltas (feature_options().base_dim()
+  // floats a frame: the 13 of a sphinx_fe .mfc file, what pocketsphinx_batch
+  // decodes with -adcin no): the model's CMN and deltas (postprocess.h; e.g.
+  // tidigits' -cmn current and -feat s2_4x), then reset(), push_features()
+  // and finish(). std::invalid_argument if `dim` is not base_dim().
+  RecognitionResult recognize_cepstra(const float* cepstra, int64_t num_frames, int dim);
 
   const SearchStats& search_stats() const;
   const RecognizerTimings& timings() const;

@@ -21,6 +21,11 @@
  * an acoustic model's `feat.params` when `feat-params` is set), then from
  * every property set explicitly. It is read when the element goes from
  * READY to PAUSED; later property changes take effect at the next start.
+ * When no property that shapes the features is set (only backend,
+ * device-id and post-messages, if any) and downstream's caps name a
+ * `feat-params` file (gpudecoder does: its model's), that file configures
+ * the element, with live CMN, so `gpufeatures ! gpudecoder` needs no
+ * settings.
  *
  * Sink caps: S16LE or F32LE (F32 scaled by 32768 to 16-bit units), mono, at
  * the configured sample rate. The element answers caps queries with that
@@ -114,7 +119,7 @@ namespace gs = gpuspeech;
 /* ------------------------------------------------------------------------ */
 /* Enumerations for the properties                                          */
 
-enum class DeltaChoice { kNone, kSphinx, kDelta, kDeltaDelta };
+enum class DeltaChoice { kNone, kSphinx, kDelta, kDeltaDelta, kSphinxS2_4x };
 enum class BackendChoice { kAuto, kCuda, kOpenCL, kCpu };
 
 #define GST_TYPE_GPU_FEATURES_FLAVOUR (gst_gpu_features_flavour_get_type ())
@@ -191,6 +196,9 @@ gst_gpu_features_deltas_get_type (void)
     {(gint) DeltaChoice::kDeltaDelta,
         "Regression deltas and accelerations, window 2 (layout c_d_dd)",
         "c_d_dd"},
+    {(gint) DeltaChoice::kSphinxS2_4x,
+        "Sphinx s2_4x, 4 streams of 12+24+3+12 from 13 cepstra "
+        "(semi-continuous models such as tidigits)", "s2_4x"},
     {0, NULL, NULL},
   };
   if (g_once_init_enter (&type))
@@ -437,6 +445,9 @@ build_options (const Settings & s, std::vector < std::string > *warnings,
       case DeltaChoice::kSphinx:
         o.delta.layout = gs::DeltaOptions::Layout::kSphinx1sCDDd;
         break;
+      case DeltaChoice::kSphinxS2_4x:
+        o.delta.layout = gs::DeltaOptions::Layout::kSphinxS2_4x;
+        break;
       case DeltaChoice::kDelta:
       case DeltaChoice::kDeltaDelta:
         o.delta.layout = gs::DeltaOptions::Layout::kRegression;
@@ -560,7 +571,7 @@ static GstStaticPadTemplate src_template = GST_STATIC_PAD_TEMPLATE ("src",
         "dim = (int) [ 1, MAX ], "
         "base-dim = (int) [ 1, MAX ], "
         "frame-rate = (fraction) [ 0/1, MAX ], "
-        "layout = (string) { c, 1s_c_d_dd, c_d, c_d_dd }, "
+        "layout = (string) { c, 1s_c_d_dd, c_d, c_d_dd, s2_4x }, "
         "num-warps = (int) [ 1, MAX ], "
         "sample-rate = (int) [ 1, MAX ], "
         "cmn = (string) { none, batch, live }"));
@@ -1474,6 +1485,34 @@ gst_gpu_features_src_query (GstPad * pad, GstObject * parent,
 /* ------------------------------------------------------------------------ */
 /* Start and stop                                                           */
 
+/* With no front-end property set, takes the feat.params file downstream's
+ * caps name (gpudecoder's model), with live CMN: a streaming decoder wants
+ * frames as the audio arrives, not at the end of each utterance. */
+static void
+adopt_downstream_front_end (GstGpuFeatures * self, Settings * settings)
+{
+  const guint64 non_shaping = (1ull << PROP_BACKEND) |
+      (1ull << PROP_DEVICE_ID) | (1ull << PROP_POST_MESSAGES);
+  if (!settings->feat_params.empty ()
+      || (settings->explicit_mask & ~non_shaping) != 0)
+    return;
+  GstCaps *peer = gst_pad_peer_query_caps (self->srcpad, NULL);
+  if (!peer)
+    return;
+  const gchar *fp = NULL;
+  for (guint i = 0; i < gst_caps_get_size (peer) && !fp; ++i)
+    fp = gst_structure_get_string (gst_caps_get_structure (peer, i),
+        "feat-params");
+  if (fp) {
+    GST_INFO_OBJECT (self, "no front-end property set: using downstream's "
+        "feat-params %s with live CMN", fp);
+    settings->feat_params = fp;
+    settings->cmn = gs::NormOptions::Cmn::kLive;
+    settings->explicit_mask |= 1ull << PROP_CMN;
+  }
+  gst_caps_unref (peer);
+}
+
 static gboolean
 gst_gpu_features_start (GstGpuFeatures * self)
 {
@@ -1481,6 +1520,7 @@ gst_gpu_features_start (GstGpuFeatures * self)
   Settings settings = *self->settings;
   GST_OBJECT_UNLOCK (self);
 
+  adopt_downstream_front_end (self, &settings);
   std::unique_ptr < StreamState > st (new StreamState ());
   std::vector < std::string > warnings;
   try {

@@ -1,12 +1,14 @@
 /* The gpuspeech GStreamer plugin: registers every element of the project.
- * Elements live in their own files (gstgpufeatures.cpp, ...); this file only
- * lists them. */
+ * Elements live in their own files (gstgpufeatures.cpp,
+ * gstgpudecoder.cpp, gstgpudtw.cpp); this file only lists them. */
 #ifdef HAVE_CONFIG_H
 #include "config.h"
 #endif
 
 #include <gst/gst.h>
 
+#include "gstgpudecoder.h"
+#include "gstgpudtw.h"
 #include "gstgpufeatures.h"
 
 #ifndef GPUSPEECH_VERSION
@@ -22,9 +24,11 @@ plugin_init (GstPlugin * plugin)
 {
   gboolean ok = FALSE;
   ok |= GST_ELEMENT_REGISTER (gpufeatures, plugin);
+  ok |= GST_ELEMENT_REGISTER (gpudecoder, plugin);
+  ok |= GST_ELEMENT_REGISTER (gpudtw, plugin);
   return ok;
 }
 
 GST_PLUGIN_DEFINE (GST_VERSION_MAJOR, GST_VERSION_MINOR, gpuspeech,
-    "Speech features and recognition on the GPU (CUDA, OpenCL) or the CPU",
+    "Speech features, recognition and template matching on the GPU (CUDA, OpenCL) or the CPU",
     plugin_init, GPUSPEECH_VERSION, "LGPL", "gpuspeech", "gpuspeech")

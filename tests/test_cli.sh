@@ -6,12 +6,13 @@
 #
 # Usage: test_cli.sh PATH/TO/gpuspeech-features
 # Needs sox, sphinx_fe (sphinxbase-utils), python3 and pocketsphinx-testdata /
-# pocketsphinx-en-us under /usr/share/pocketsphinx.
+# pocketsphinx-en-us under /usr/share/pocketsphinx (GPUSPEECH_AUDIO_DIR and
+# GPUSPEECH_MODEL_DIR override, as for the other tests).
 set -u
 TOOL=$1
-PS=/usr/share/pocketsphinx
-PARAMS=$PS/model/en-us/en-us/feat.params
-RAW=$PS/test/data/goforward.raw
+DATA=${GPUSPEECH_AUDIO_DIR:-/usr/share/pocketsphinx/test/data}
+PARAMS=${GPUSPEECH_MODEL_DIR:-/usr/share/pocketsphinx/model}/en-us/en-us/feat.params
+RAW=$DATA/goforward.raw
 T=$(mktemp -d /tmp/gpuspeech-cli-XXXXXX)
 trap 'rm -rf "$T"' EXIT
 failures=0
@@ -93,7 +94,7 @@ compare_mfc "raw input vs sphinx_fe" "$T/raw.mfc" "$T/ref.mfc" 1e-3
 expect_ok "noise + silence removal" "${SPHINX[@]}" --remove-noise --remove-silence --raw \
   -i "$RAW" -o "$T/vad.mfc"
 compare_mfc "noise + silence removal vs shipped goforward.mfc" "$T/vad.mfc" \
-  "$PS/test/data/goforward.mfc" 1e-3
+  "$DATA/goforward.mfc" 1e-3
 { cat "$PARAMS"; printf -- '-remove_noise yes\n-remove_silence yes\n'; } >"$T/vad.params"
 expect_ok "noise + silence removal from feat.params" --feat-params "$T/vad.params" \
   --deltas none --cmn none --backend cpu --raw -i "$RAW" -o "$T/vad2.mfc"
@@ -180,8 +181,8 @@ expect_error "odd-sized raw" "not a whole number" "${SPHINX[@]}" --raw -i "$T/te
 expect_error "missing feat.params" "nofeat.params: cannot open" --feat-params "$T/nofeat.params" -i "$T/gf.wav" -o "$T/x.mfc"
 printf -- '-nfilt 25\n-lowerf 1x30\n' >"$T/bad.params"
 expect_error "malformed feat.params" "bad.params:2: -lowerf: '1x30' is not a number" --feat-params "$T/bad.params" -i "$T/gf.wav" -o "$T/x.mfc"
-printf -- '-feat s2_4x\n' >"$T/bad2.params"
-expect_error "unsupported -feat" "bad2.params:1: -feat 's2_4x'" --feat-params "$T/bad2.params" -i "$T/gf.wav" -o "$T/x.mfc"
+printf -- '-feat s3_1x39\n' >"$T/bad2.params"
+expect_error "unsupported -feat" "bad2.params:1: -feat 's3_1x39'" --feat-params "$T/bad2.params" -i "$T/gf.wav" -o "$T/x.mfc"
 
 if "$TOOL" --list-backends | grep -q '^cuda *usable'; then
   echo "skip --backend cuda (a CUDA device is usable here)"

@@ -249,6 +249,94 @@ TEST_P(ScoringVsCpu, ScorerMatchesCpuAndReference) {
   }
 }
 
+// Gaussian selection (Backend::senone_scores_top_n): the same ranking rule
+// on both sides, so the same Gaussians in the same order; only exp/log
+// rounding differs. Densities with forced ties, -inf and NaN; zero and tiny
+// weights (the log-domain branch).
+TEST_P(ScoringVsCpu, SenoneScoresTopNOperation) {
+  Backend& dev = *device_;
+  std::mt19937& rng = cmp_->rng();
+  std::uniform_real_distribution<float> uni(0.f, 1.f);
+  struct Case {
+    int codebooks, density, streams, senones, top_n;
+    int64_t frames;
+    size_t out_offset;
+  };
+  for (const Case& k : {Case{1, 256, 1, 40, 4, 3, 0}, Case{42, 128, 1, 300, 4, 67, 5},
+                        Case{7, 8, 3, 50, 2, 131, 0}, Case{5, 16, 4, 23, 16, 5, 1},
+                        Case{3, 64, 1, 17, 1, 70, 0}}) {
+    const size_t rows = static_cast<size_t>(k.streams) * k.codebooks * k.density;
+    std::vector<float> dens(rows * k.frames);
+    for (float& v : dens) {
+      v = -150.f + 120.f * uni(rng);
+      if (rng() % 3 == 0) v = std::round(v / 8.f) * 8.f;
+      if (rng() % 200 == 0) v = -INFINITY;
+      if (rng() % 5000 == 0) v = NAN;
+    }
+    std::vector<float> codebook(static_cast<size_t>(k.senones));
+    for (float& c : codebook) c = static_cast<float>(rng() % k.codebooks);
+    std::vector<float> weights(static_cast<size_t>(k.senones) * k.streams * k.density);
+    for (size_t i = 0; i < weights.size(); ++i) {
+      weights[i] = rng() % 4 == 0 ? 0.0f : uni(rng) / k.density;
+      if ((i / k.density) % 7 == 3) weights[i] *= 1e-25f;
+    }
+    const size_t n = static_cast<size_t>(k.frames) * k.senones;
+    std::vector<float> got(n), want(n);
+    for (Backend* b : {&dev, cpu_.get()}) {
+      BufferPtr d = b->alloc(dens.size()), c = b->alloc(codebook.size()),
+                w = b->alloc(weights.size()), out = b->alloc(k.out_offset + n);
+      b->upload(*d, dens.data(), dens.size());
+      b->upload(*c, codebook.data(), codebook.size());
+      b->upload(*w, weights.data(), weights.size());
+      b->senone_scores_top_n(*d, k.codebooks, k.density, k.frames, k.top_n, *c, *w, k.senones,
+                             k.streams, *out, k.out_offset);
+      b->download(*out, (b == &dev ? got : want).data(), n, k.out_offset);
+    }
+    Comparison c = compare_values(got.data(), want.data(), n, kSenoneTol);
+    c.what = "senone_scores_top_n, " + std::to_string(k.codebooks) + " codebooks of " +
+             std::to_string(k.density) + ", top " + std::to_string(k.top_n);
+    c.test_backend = dev.name();
+    c.ref_backend = "cpu";
+    c.seed = cmp_->seed();
+    EXPECT_AGREES(c);
+  }
+  BufferPtr d = dev.alloc(8), cb = dev.alloc(2), w = dev.alloc(8), out = dev.alloc(4);
+  EXPECT_THROW(dev.senone_scores_top_n(*d, 2, 2, 2, 0, *cb, *w, 2, 1, *out), BackendError);
+  EXPECT_THROW(dev.senone_scores_top_n(*d, 2, 2, 2, Backend::kMaxTopN + 1, *cb, *w, 2, 1, *out),
+               BackendError);
+  EXPECT_THROW(dev.senone_scores_top_n(*d, 2, 2, 3, 1, *cb, *w, 2, 1, *out), BackendError);
+  EXPECT_THROW(dev.senone_scores_top_n(*d, 2, 2, 2, 1, *cb, *w, 2, 1, *out, 1), BackendError);
+}
+
+// The whole scorer with top_n 4: the GEMMs' summation orders move
+// densities by ~1e-5, which can swap two Gaussians of nearly equal density
+// at the selection's boundary (a different, equally valid pick with other
+// weights). Such elements are counted, not compared, and must be rare.
+TEST_P(ScoringVsCpu, ScorerTopNMatchesCpu) {
+  Backend& dev = *device_;
+  std::mt19937& rng = cmp_->rng();
+  for (const Layout& l : layouts()) {
+    SCOPED_TRACE(std::string(l.name) + ", seed " + std::to_string(cmp_->seed()));
+    const GaussianMixtures gm = testing::random_mixtures(l.spec, rng);
+    const std::vector<float> x = testing::random_features(gm, l.spec, l.frames, rng);
+    const size_t n = static_cast<size_t>(l.frames) * gm.num_senones;
+    ScorerOptions opts;
+    opts.block_frames = 32;
+    opts.top_n = 4;
+    GaussianScorer on_cpu(gm, *cpu_, opts), on_dev(gm, dev, opts);
+    std::vector<float> want(n), got(n);
+    on_cpu.score(x.data(), l.frames, want.data());
+    on_dev.score(x.data(), l.frames, got.data());
+    size_t off = 0;
+    for (size_t i = 0; i < n; ++i)
+      if (got[i] != want[i] && !(std::fabs(got[i] - want[i]) <= 1e-4 + 1e-6 * std::fabs(want[i])))
+        ++off;
+    std::printf("[ scoring ] top 4, %-30s %s vs cpu: %zu of %zu outside 1e-4 (boundary swaps)\n",
+                l.name, dev.name(), off, n);
+    EXPECT_LE(off * 1000, n) << off << " of " << n << " differ";
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Backends, ScoringVsCpu, ::testing::Values("opencl", "cuda"),
                          [](const ::testing::TestParamInfo<std::string>& p) { return p.param; });
 

@@ -272,6 +272,38 @@ TEST_F(TinyFixture, MissingWordsAndPhones) {
   }
 }
 
+// An LM word the dictionary lacks: its n-grams are left out and reported
+// (pocketsphinx does the same, with a warning); an LM none of whose words
+// the dictionary has is an error naming the LM and the dictionary.
+TEST_F(TinyFixture, LmWordsMissingFromTheDictionary) {
+  const std::string lm_text =
+      "\\data\\\nngram 1=5\nngram 2=3\n\n\\1-grams:\n"
+      "-0.5 <s> -0.3\n-0.7 </s>\n-0.6 ab -0.2\n-0.6 ba -0.2\n-0.9 qqz -0.2\n\n"
+      "\\2-grams:\n-0.2 <s> ab\n-0.3 ab qqz\n-0.4 qqz ba\n\n\\end\\\n";
+  const NgramModel lm = parse_arpa_lm(lm_text, "oov.arpa");
+  GraphCompileReport report;
+  const SearchGraph g = compile_ngram_graph(mdef, tmats, dict, lm, opt, &report);
+  ASSERT_NO_THROW(g.validate());
+  ASSERT_EQ(report.lm_words_missing.size(), 1u);
+  EXPECT_EQ(report.lm_words_missing[0], "qqz");
+  // The n-grams predicting it (its unigram and "ab qqz"); "qqz ba" has an
+  // unreachable history and is dropped without being counted.
+  EXPECT_EQ(report.lm_ngrams_skipped, 2);
+  for (const std::string& w : g.words) EXPECT_NE(w, "qqz");
+  EXPECT_NE(report.summary().find("qqz"), std::string::npos) << report.summary();
+
+  const NgramModel none = parse_arpa_lm(
+      "\\data\\\nngram 1=2\n\n\\1-grams:\n-0.3 zz1\n-0.3 zz2\n\n\\end\\\n", "none.arpa");
+  try {
+    compile_ngram_graph(mdef, tmats, dict, none, opt);
+    FAIL() << "no error for an LM with no word in the dictionary";
+  } catch (const GraphInputError& e) {
+    const std::string m = e.what();
+    EXPECT_NE(m.find("none.arpa"), std::string::npos) << m;
+    EXPECT_NE(m.find("tiny.dict"), std::string::npos) << m;
+  }
+}
+
 TEST_F(TinyFixture, OptionsChangeCosts) {
   GraphCompileOptions o2 = opt;
   o2.language_weight = 2.0f;

@@ -710,7 +710,7 @@ TEST_F(GstGpuFeatures, MalformedFeatParamsIsAnErrorNamingTheFile) {
 }
 
 TEST_F(GstGpuFeatures, FeatParamsOfTheEnUsModelConfigureTheStream) {
-  const std::string path = "/usr/share/pocketsphinx/model/en-us/en-us/feat.params";
+  const std::string path = gpuspeech::testing::model_dir() + "/en-us/en-us/feat.params";
   if (!g_file_test(path.c_str(), G_FILE_TEST_EXISTS)) GTEST_SKIP() << path << " missing";
   Harnessed t({{"backend", "cpu"}, {"feat-params", path.c_str()}});
   GstPad* src = gst_element_get_static_pad(t.el.element, "src");
@@ -730,8 +730,29 @@ TEST_F(GstGpuFeatures, FeatParamsOfTheEnUsModelConfigureTheStream) {
   gst_caps_unref(caps);
 }
 
+// The tidigits model's front end: s2_4x (four streams, 51 floats) with
+// unrounded filter edges; both show in the caps so a decoder can check them.
+TEST_F(GstGpuFeatures, FeatParamsOfTheTidigitsModelGiveS2_4x) {
+  const std::string path = gpuspeech::testing::audio_dir() + "/tidigits/hmm/feat.params";
+  if (!g_file_test(path.c_str(), G_FILE_TEST_EXISTS)) GTEST_SKIP() << path << " missing";
+  Harnessed t({{"backend", "cpu"}, {"feat-params", path.c_str()}});
+  GstPad* src = gst_element_get_static_pad(t.el.element, "src");
+  GstCaps* caps = gst_pad_get_current_caps(src);
+  gst_object_unref(src);
+  ASSERT_NE(caps, nullptr);
+  const GstStructure* s = gst_caps_get_structure(caps, 0);
+  int dim = 0;
+  EXPECT_TRUE(gst_structure_get_int(s, "dim", &dim));
+  EXPECT_EQ(dim, 51);
+  EXPECT_STREQ(gst_structure_get_string(s, "layout"), "s2_4x");
+  const std::string config = gst_structure_get_string(s, "config");
+  EXPECT_NE(config.find("round-filters"), std::string::npos) << config;
+  EXPECT_NE(config.find("filters=20"), std::string::npos) << config;
+  gst_caps_unref(caps);
+}
+
 TEST_F(GstGpuFeatures, ExplicitPropertiesOverrideFeatParams) {
-  const std::string path = "/usr/share/pocketsphinx/model/en-us/en-us/feat.params";
+  const std::string path = gpuspeech::testing::model_dir() + "/en-us/en-us/feat.params";
   if (!g_file_test(path.c_str(), G_FILE_TEST_EXISTS)) GTEST_SKIP() << path << " missing";
   Harnessed t({{"backend", "cpu"}, {"cmn", "live"}, {"feat-params", path.c_str()},
                {"deltas", "none"}, {"num-ceps", "20"}});

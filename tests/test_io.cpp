@@ -23,13 +23,14 @@
 #include "common/feature_writer.h"
 #include "common/options.h"
 #include "common/wav_reader.h"
+#include "test_backends.h"
 
 namespace gpuspeech {
 namespace {
 
-const char* kEnUsParams = "/usr/share/pocketsphinx/model/en-us/en-us/feat.params";
-const char* kAn4Params = "/usr/share/pocketsphinx/test/data/an4_ci_cont/feat.params";
-const char* kGoforwardMfc = "/usr/share/pocketsphinx/test/data/goforward.mfc";
+const std::string kEnUsParams = testing::model_dir() + "/en-us/en-us/feat.params";
+const std::string kAn4Params = testing::audio_dir() + "/an4_ci_cont/feat.params";
+const std::string kGoforwardMfc = testing::audio_dir() + "/goforward.mfc";
 
 // ------------------------------------------------------------------ helpers
 
@@ -804,13 +805,13 @@ TEST(FeatParams, MalformedInputNamesFileAndLine) {
       {"-wlen -0.025\n", "m.params:1: -wlen must be positive"},
       {"-remove_dc maybe\n", "m.params:1: -remove_dc: 'maybe' is not yes or no"},
       {"-transform fft\n", "m.params:1: -transform 'fft' is not one of dct, legacy, htk"},
-      {"-feat s2_4x\n", "m.params:1: -feat 's2_4x' is not supported"},
+      {"-feat s3_1x39\n", "m.params:1: -feat 's3_1x39' is not supported"},
       {"-feat 1s_c_d\n", "m.params:1: -feat '1s_c_d' is not supported"},
       {"-cmn sometimes\n", "m.params:1: -cmn 'sometimes' is not one of"},
       {"-cmninit 1,,2\n", "m.params:1: -cmninit: '' is not a number"},
       {"-cmninit 1,2,3,4,5,6,7,8,9,10,11,12,13,14\n",
        "m.params:1: -cmninit has 14 values but the features have 13"},
-      {"-round_filters no\n", "m.params:1: -round_filters no is not supported"},
+      {"-round_filters perhaps\n", "m.params:1: -round_filters: 'perhaps' is not yes or no"},
       {"-unit_area no\n", "m.params:1: -unit_area no is not supported"},
       {"-doublebw yes\n", "m.params:1: -doublebw yes is not supported"},
       {"-agc loud\n", "m.params:1: -agc 'loud' is not one of"},

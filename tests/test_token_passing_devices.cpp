@@ -10,10 +10,13 @@
 #include <cstdio>
 #include <random>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
 #include "common/search/cpu_searcher.h"
+#include "common/search/lm_rescorer.h"
+#include "tests/rescoring_test_util.h"
 #include "tests/search_test_graphs.h"
 #include "tests/test_backends.h"
 
@@ -92,6 +95,56 @@ TEST(TokenPassingCuda, IdenticalToCpuOnRandomGraphs) {
       expect_same_hypothesis(cpu.partial(), gpu.partial(), what + " partial");
     }
     expect_same_hypothesis(cpu.best(), gpu.best(), what);
+    const auto nc = cpu.nbest(4), ng = gpu.nbest(4);
+    ASSERT_EQ(nc.size(), ng.size()) << what;
+    for (size_t i = 0; i < nc.size(); ++i) expect_same_hypothesis(nc[i], ng[i], what + " nbest");
+  }
+}
+
+// Word-end rescoring (token_passing.h): the device's word-end events go to
+// the host rescorer and back; the result must be the CPU's, tokens with
+// their LM histories included, for K = 1 .. 4 slots, with ties, heavy
+// states, pruning that bites and garbage collection.
+TEST(TokenPassingCuda, IdenticalToCpuWithRescoring) {
+  if (!cuda_usable()) GTEST_SKIP() << "no usable CUDA device";
+  std::mt19937 rng(314);
+  for (int trial = 0; trial < 12; ++trial) {
+    const float quantum = trial % 2 == 0 ? 0.25f : 0.0f;
+    const int words = 12;
+    const SearchGraph g = testing::random_rescoring_graph(rng, 300 + 150 * trial, 40, words,
+                                                          quantum, trial % 3 == 0 ? 3 : 0, 2000);
+    const testing::LmPair lms = testing::random_lm_pair(rng, words);
+    const Scores sc = random_scores(rng, 60, 40, quantum);
+    SearchOptions o;
+    o.beam = 8.0f + trial;
+    o.word_end_beam = 6.0f + trial / 2.0f;
+    o.max_active = trial % 4 == 0 ? 1 << 30 : 40 + 30 * trial;
+    o.histogram_bins = 64;
+    o.max_word_records = trial % 2 == 0 ? 64 : 1 << 20;
+    o.lm_histories = 1 + trial % 4;
+    // Each searcher its own rescorer (each resets its history table).
+    LmRescorer rc(lms.full, lms.pruned, g.words, g.word_is_filler, 0.1f);
+    LmRescorer rg(lms.full, lms.pruned, g.words, g.word_is_filler, 0.1f);
+    CpuSearcher cpu(g, o, &rc);
+    CudaSearcher gpu(g, o, 0, &rg);
+    cpu.reset();
+    gpu.reset();
+    const std::string what = "rescoring trial " + std::to_string(trial);
+    auto live = [](Searcher& s) {
+      std::vector<std::tuple<int32_t, float, int32_t>> out;
+      for (const SearchToken& t : s.live_tokens()) out.emplace_back(t.state, t.cost, t.history);
+      std::sort(out.begin(), out.end());
+      return out;
+    };
+    for (int f0 = 0; f0 < sc.frames; f0 += 15) {
+      cpu.advance(sc.v.data() + size_t(f0) * sc.senones, 15, sc.senones);
+      gpu.advance(sc.v.data() + size_t(f0) * sc.senones, 15, sc.senones);
+      EXPECT_EQ(live(cpu), live(gpu)) << what << " frame " << f0 + 15;
+      expect_same_hypothesis(cpu.partial(), gpu.partial(), what + " partial");
+    }
+    expect_same_hypothesis(cpu.best(), gpu.best(), what);
+    EXPECT_GT(cpu.stats().word_end_events, 0) << what;
+    EXPECT_EQ(rc.num_histories(), rg.num_histories()) << what;
     const auto nc = cpu.nbest(4), ng = gpu.nbest(4);
     ASSERT_EQ(nc.size(), ng.size()) << what;
     for (size_t i = 0; i < nc.size(); ++i) expect_same_hypothesis(nc[i], ng[i], what + " nbest");

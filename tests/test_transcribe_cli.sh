@@ -135,9 +135,32 @@ else
   fail "stereo WAV"
 fi
 
+# --- cepstra (--mfc) -------------------------------------------------------------
+# Sphinx .mfc files decoded from their cepstra with the model's CMN and
+# deltas: TIDIGITS (its s2_4x model and FSG), and goforward.mfc with en-us.
+TD="$DATA/tidigits"
+if [ -f "$TD/hmm/mdef" ]; then
+  want="two nine three four zero (man.ah.2934za)
+one (woman.ak.1b)"
+  if run --hmm "$TD/hmm" --dict "$TD/lm/tidigits.dic" --fsg "$TD/lm/tidigits.fsg" --mfc \
+       "$TD/man.ah.2934za.mfc" "$TD/woman.ak.1b.mfc" >"$T/out" 2>"$T/err" &&
+     [ "$(cat "$T/out")" = "$want" ]; then
+    pass "--mfc tidigits cepstra with tidigits.fsg"
+  else
+    fail "--mfc tidigits: got '$(cat "$T/out")': $(cat "$T/err")"
+  fi
+fi
+if run --jsgf "$DATA/goforward.gram" --mfc "$DATA/goforward.mfc" >"$T/out" 2>"$T/err" &&
+   [ "$(cat "$T/out")" = "go forward ten meters (goforward)" ]; then
+  pass "--mfc goforward.mfc with goforward.gram"
+else
+  fail "--mfc goforward.mfc: got '$(cat "$T/out")': $(cat "$T/err")"
+fi
+
 # --- bad input ----------------------------------------------------------------
 
 expect_error "no files" 2 "no input files" --jsgf "$DATA/goforward.gram"
+expect_error "--mfc on audio" 1 "goforward.raw: the header count" --mfc --jsgf "$DATA/goforward.gram" "$DATA/goforward.raw"
 expect_error "unknown option" 2 "--frobnicate" --frobnicate "$DATA/goforward.raw"
 expect_error "two grammars" 2 "at most one" --jsgf "$DATA/goforward.gram" --fsg "$DATA/goforward.fsg" "$DATA/goforward.raw"
 expect_error "bad beam" 2 "--beam" --beam 2 --jsgf "$DATA/goforward.gram" "$DATA/goforward.raw"

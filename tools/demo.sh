@@ -1,8 +1,15 @@
 #!/bin/sh
-# The main job of this stage of gpuspeech: build, then run a GStreamer
-# pipeline that turns a speech recording into the features of Debian's
-# pocketsphinx en-us acoustic model, on the best backend this machine has
-# (backend=auto: CUDA, else an OpenCL GPU, else the CPU), and show them.
+# The main job of gpuspeech: build, then transcribe a speech recording
+# through a GStreamer pipeline,
+#
+#   filesrc ! decodebin ! audioconvert ! audioresample
+#     ! gpufeatures (configures itself from gpudecoder's model: its
+#                    feat.params, live CMN)
+#     ! gpudecoder  (the installed pocketsphinx en-us model, dictionary and LM)
+#
+# on the best backend this machine has (backend=auto: CUDA, else an OpenCL
+# GPU, else the CPU), printing the partial hypotheses as they change and the
+# final one of each utterance.
 #
 #   sh tools/demo.sh [AUDIO_FILE]
 #
@@ -10,32 +17,56 @@
 set -eu
 cd "$(dirname "$0")/.."
 audio=${1:-/usr/share/pocketsphinx/test/data/librivox/sense_and_sensibility_01_austen_64kb-0870.wav}
-model=/usr/share/pocketsphinx/model/en-us/en-us
 
 [ -f build/build.ninja ] || meson setup build >/dev/null
 ninja -C build >/dev/null
 
-out=$(mktemp /tmp/gpuspeech-demo.XXXXXX.feat)
-trap 'rm -f "$out"' EXIT
-echo "== gst-launch-1.0 ... ! gpufeatures backend=auto feat-params=$model/feat.params ! filesink"
+cat >&2 <<EOF
+== gst-launch-1.0 filesrc location=$audio ! decodebin ! audioconvert ! audioresample
+     ! gpufeatures ! gpudecoder ! fakesink
+   The first run compiles the en-us language model's search graph: about 4
+   minutes and 6.5 GiB of memory on 2 cores. It is cached (\$GPUSPEECH_CACHE_DIR,
+   else ~/.cache/gpuspeech), so later runs start in seconds.
+EOF
+
+# gst-launch -m prints every bus message; keep gpudecoder's and show their
+# hypotheses (strings in a structure are quoted and backslash-escaped).
+show_results=$(cat <<'PY'
+import re, sys
+
+def field(line, name, kind):
+    m = re.search(name + r'=\(' + kind + r'\)("(?:[^"\\]|\\.)*"|[^,;]*)', line)
+    if not m:
+        return None
+    v = m.group(1)
+    if v.startswith('"'):
+        v = v[1:-1]
+    return re.sub(r'\\(.)', r'\1', v)
+
+last, finals, failed = None, 0, False
+for line in sys.stdin:
+    if 'gpudecoder-model,' in line:
+        print('== model loaded in %.1f s; scoring on %s (%s), search on %s' % (
+            float(field(line, 'load-seconds', 'double')), field(line, 'backend', 'string'),
+            field(line, 'device', 'string'), field(line, 'search', 'string')))
+    elif 'gpudecoder, hypothesis=' in line:
+        hyp = field(line, 'hypothesis', 'string') or ''
+        if field(line, 'final', 'boolean') == 'true':
+            print('final:   %s   [%s]' % (hyp, field(line, 'reason', 'string')))
+            finals += 1
+            last = None
+        elif hyp and hyp != last:
+            print('partial: %s' % hyp)
+            last = hyp
+    elif 'ERROR' in line or 'erroneous' in line or 'error' in line:
+        print(line.rstrip(), file=sys.stderr)
+        failed = True
+    sys.stdout.flush()
+sys.exit(1 if failed or finals == 0 else 0)
+PY
+)
+
 GST_PLUGIN_PATH=$PWD/build/gst gst-launch-1.0 -m \
   filesrc location="$audio" ! decodebin ! audioconvert ! audioresample ! \
-  gpufeatures backend=auto feat-params="$model/feat.params" ! \
-  filesink location="$out" 2>&1 |
-  grep -E 'gpufeatures-(backend|utterance)|ERROR|error' || true
-
-# The feature file is raw float32 frames; the caps say dim (39 here:
-# 13 cepstra + deltas + accelerations after batch CMN, as the model wants).
-python3 - "$out" <<'PY'
-import struct, sys
-data = open(sys.argv[1], "rb").read()
-dim = 39
-frames = len(data) // (4 * dim)
-vals = struct.unpack(f"<{frames * dim}f", data[: frames * dim * 4])
-print(f"== {frames} frames of {dim} features ({frames / 100:.2f} s of speech at 100 frames/s)")
-for t in (0, frames // 2, frames - 1):
-    row = vals[t * dim : t * dim + 13]
-    print(f"frame {t:5d}  c0..c12: " + " ".join(f"{v:7.2f}" for v in row))
-PY
-echo "== the same file with gpuspeech-features (all backends it can open):"
-./build/tools/gpuspeech-features --list-backends
+  gpufeatures backend=auto ! \
+  gpudecoder backend=auto ! fakesink 2>&1 | python3 -c "$show_results"

@@ -59,8 +59,10 @@ more than 2.5 M n-grams of order >= 2 (such as en-us.lm.bin) is pruned to its
   --no-auto-prune       compile the whole LM however large
 
 Cache:
-  --cache-dir DIR       cache directory (default $GPUSPEECH_CACHE_DIR, else
-                        $XDG_CACHE_HOME/gpuspeech, else ~/.cache/gpuspeech)
+  --cache DIR           cache directory (default $GPUSPEECH_CACHE_DIR, else
+                        $XDG_CACHE_HOME/gpuspeech, else ~/.cache/gpuspeech;
+                        gpuspeech-transcribe's option of the same name);
+                        --cache-dir DIR is the same
   --no-cache            neither read nor write the cache
   --rebuild             compile even if the graph is cached
   -o GRAPH              also write the graph to GRAPH (and a pruned LM to
@@ -140,9 +142,9 @@ int run(int argc, char** argv) {
       opt.prune.max_ngrams = parse_int(a, value());
     } else if (a == "--no-auto-prune") {
       opt.auto_prune_above = 0;
-    } else if (a == "--cache-dir") {
+    } else if (a == "--cache" || a == "--cache-dir") {
       opt.cache_dir = value();
-      if (opt.cache_dir.empty() || opt.cache_dir == "-") usage_error("--cache-dir needs a directory");
+      if (opt.cache_dir.empty() || opt.cache_dir == "-") usage_error(a + " needs a directory");
     } else if (a == "--no-cache") {
       opt.cache_dir = "-";
     } else if (a == "--rebuild") {

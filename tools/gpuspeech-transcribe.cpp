@@ -14,6 +14,7 @@
 
 #include "common/backend_registry.h"
 #include "common/feature_pipeline.h"
+#include "common/feature_writer.h"
 #include "common/recognizer.h"
 #include "common/wav_reader.h"
 
@@ -33,7 +34,10 @@ its extension. A timing summary goes to standard error.
 
 FILE is a WAV file (any PCM or float format; mono, or channels averaged) or
 headerless signed 16-bit little-endian PCM (anything without a RIFF header)
-at the model's sample rate.
+at the model's sample rate. With --mfc, FILE is a Sphinx feature file of
+cepstra instead (what sphinx_fe writes, e.g. pocketsphinx-testdata's
+tidigits/*.mfc; pocketsphinx_batch -adcin no -cepext .mfc): the model's
+front end then starts from those cepstra, with its CMN and deltas.
 
 Model (defaults: the installed pocketsphinx-en-us model, dictionary and
 language model under /usr/share/pocketsphinx/model/en-us):
@@ -47,9 +51,10 @@ language model under /usr/share/pocketsphinx/model/en-us):
   --kws FILE            keyphrase list (one phrase per line, optional
                         /threshold/): prints the keyphrases spotted
   At most one of --lm, --jsgf, --fsg, --kws.
+  --mfc                 the FILEs are Sphinx .mfc cepstra, not audio
 
-Search (pocketsphinx's defaults):
-  --beam X              beam, as a probability ratio (default 1e-48)
+Search (pocketsphinx's defaults, except a narrower --beam):
+  --beam X              beam, as a probability ratio (default 1e-40)
   --wbeam X             word-end beam (default 7e-29)
   --maxactive N         most graph states kept per frame (default 30000)
   --lw X                language weight (default 6.5)
@@ -60,6 +65,13 @@ Search (pocketsphinx's defaults):
                         only (default: all)
   --lm-max-ngrams N     ... and at most N n-grams of order 2 and up, those that
                         matter most (relative entropy); default: all
+  --topn N              Gaussians per codebook and frame in scoring (default 4,
+                        as pocketsphinx; 0 = all, exact mixtures)
+  --no-rescore          when the graph was built from a pruned LM (large LMs
+                        are pruned automatically), do not apply the full LM
+                        at word ends (faster, less accurate)
+  --lm-histories N      word-end rescoring: tokens with different LM
+                        histories kept per graph state (default 3)
   --nbest N             also print up to N alternatives per file, as
                         "# nbest K cost confidence: words", on stdout
 
@@ -144,6 +156,7 @@ int run(int argc, char** argv) {
   RecognizerConfig config = RecognizerConfig::en_us_defaults();
   bool grammar_given = false;
   bool verbose = false, times = false;
+  bool mfc_input = false;  // --mfc: files hold cepstra, not audio
   std::vector<std::string> files;
   auto set_grammar = [&](GrammarKind kind, const std::string& path) {
     if (grammar_given) usage_error("give at most one of --lm, --jsgf, --fsg, --kws");
@@ -151,6 +164,7 @@ int run(int argc, char** argv) {
     config.grammar_kind = kind;
     config.grammar = path;
   };
+  bool wbeam_given = false;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     auto value = [&]() -> std::string {
@@ -185,6 +199,7 @@ int run(int argc, char** argv) {
       config.search.beam = beam_width(a, value());
     } else if (a == "--wbeam") {
       config.search.word_end_beam = beam_width(a, value());
+      wbeam_given = true;
     } else if (a == "--maxactive") {
       config.search.max_active = parse_int(a, value());
     } else if (a == "--lw") {
@@ -201,6 +216,12 @@ int run(int argc, char** argv) {
       config.lm_prune.max_ngrams = parse_int(a, value());
     } else if (a == "--nbest") {
       config.nbest = parse_int(a, value());
+    } else if (a == "--no-rescore") {
+      config.rescore_with_full_lm = false;
+    } else if (a == "--lm-histories") {
+      config.search.lm_histories = parse_int(a, value());
+    } else if (a == "--topn") {
+      config.top_n = parse_int(a, value());
     } else if (a == "--backend") {
       config.scoring_backend = value();
     } else if (a == "--search") {
@@ -209,6 +230,8 @@ int run(int argc, char** argv) {
       config.device_id = parse_int(a, value());
     } else if (a == "--cache") {
       config.cache_dir = value();
+    } else if (a == "--mfc") {
+      mfc_input = true;
     } else if (a == "--times") {
       times = true;
     } else if (a == "-v" || a == "--verbose") {
@@ -222,6 +245,10 @@ int run(int argc, char** argv) {
     }
   }
   if (files.empty()) usage_error("no input files");
+  // A --beam narrower than the default word-end beam narrows that too (as
+  // pocketsphinx, which allows any pair); given both, wbeam must fit.
+  if (!wbeam_given && config.search.word_end_beam > config.search.beam)
+    config.search.word_end_beam = config.search.beam;
   if (!config.jsgf_rule.empty() && config.grammar_kind != GrammarKind::kJsgf)
     usage_error("--rule applies to --jsgf only");
 
@@ -237,18 +264,28 @@ int run(int argc, char** argv) {
   int failed = 0;
   for (const std::string& path : files) {
     try {
-      const AudioData audio = read_audio(path, sample_rate);
-      for (const std::string& w : audio.warnings)
-        std::fprintf(stderr, "%s: warning: %s\n", kProgram, w.c_str());
-      if (audio.sample_rate != sample_rate)
-        throw std::runtime_error(path + ": sample rate " + std::to_string(audio.sample_rate) +
-                                 " Hz, but the model expects " + std::to_string(sample_rate) +
-                                 " Hz (resample it first, e.g. with sox)");
-      const auto t0 = clock::now();
-      const RecognitionResult r =
-          rec.recognize(audio.samples.data(), static_cast<int64_t>(audio.samples.size()));
-      const double secs = std::chrono::duration<double>(clock::now() - t0).count();
-      const double dur = static_cast<double>(audio.samples.size()) / sample_rate;
+      RecognitionResult r;
+      double dur = 0.0, secs = 0.0;  // seconds of speech, and of recognition
+      if (mfc_input) {
+        const int dim = rec.feature_options().base_dim();
+        const FeatureMatrix cep = read_sphinx_mfc(path, dim);
+        const auto t0 = clock::now();
+        r = rec.recognize_cepstra(cep.data.data(), cep.rows, dim);
+        secs = std::chrono::duration<double>(clock::now() - t0).count();
+        dur = static_cast<double>(cep.rows) * rec.feature_options().frame.frame_shift_ms / 1000.0;
+      } else {
+        const AudioData audio = read_audio(path, sample_rate);
+        for (const std::string& w : audio.warnings)
+          std::fprintf(stderr, "%s: warning: %s\n", kProgram, w.c_str());
+        if (audio.sample_rate != sample_rate)
+          throw std::runtime_error(path + ": sample rate " + std::to_string(audio.sample_rate) +
+                                   " Hz, but the model expects " + std::to_string(sample_rate) +
+                                   " Hz (resample it first, e.g. with sox)");
+        const auto t0 = clock::now();
+        r = rec.recognize(audio.samples.data(), static_cast<int64_t>(audio.samples.size()));
+        secs = std::chrono::duration<double>(clock::now() - t0).count();
+        dur = static_cast<double>(audio.samples.size()) / sample_rate;
+      }
       audio_s += dur;
       wall_s += secs;
       std::printf("%s (%s)\n", r.text().c_str(), utterance_id(path).c_str());
@@ -285,6 +322,12 @@ int run(int argc, char** argv) {
                  static_cast<long long>(st.max_live_tokens),
                  st.frames > 0 ? static_cast<double>(st.epsilon_passes) / st.frames : 0.0,
                  static_cast<long long>(st.collections));
+    if (st.word_end_events > 0)
+      std::fprintf(stderr,
+                   "%s: last utterance: %lld word-end events rescored with the full LM in %lld "
+                   "rounds, %.3f s on the host\n",
+                   kProgram, static_cast<long long>(st.word_end_events),
+                   static_cast<long long>(st.rescore_rounds), st.rescore_seconds);
   }
   return failed > 0 ? 1 : 0;
 }

@@ -276,6 +276,181 @@ class CpuBackend : public Backend {
     }
   }
 
+  void senone_scores_top_n(const DeviceBuffer& densities, int codebooks, int density,
+                           int64_t frames, int top_n, const DeviceBuffer& codebook,
+                           const DeviceBuffer& weights, int senones, int streams,
+                           DeviceBuffer& out, size_t out_offset) override {
+    if (codebooks < 1 || density < 1 || frames < 0 || senones < 0 || streams < 1 ||
+        top_n < 1 || top_n > kMaxTopN)
+      throw BackendError("cpu backend: senone_scores_top_n: bad shape (codebooks " +
+                         std::to_string(codebooks) + ", density " + std::to_string(density) +
+                         ", frames " + std::to_string(frames) + ", top_n " +
+                         std::to_string(top_n) + " (1.." + std::to_string(kMaxTopN) +
+                         "), senones " + std::to_string(senones) + ", streams " +
+                         std::to_string(streams) + ")");
+    const size_t groups = static_cast<size_t>(streams) * codebooks;
+    check_range(densities, 0, groups * density * frames, "senone_scores_top_n densities");
+    check_range(codebook, 0, senones, "senone_scores_top_n codebook");
+    check_range(weights, 0, static_cast<size_t>(senones) * streams * density,
+                "senone_scores_top_n weights");
+    check_range(out, out_offset, static_cast<size_t>(frames) * senones,
+                "senone_scores_top_n out");
+    if (frames == 0 || senones == 0) return;
+    const int n = std::min(top_n, density);
+    const float* dens = get(densities);
+    const float* cb = get(codebook);
+    const float* w = get(weights);
+    float* o = mut(out) + out_offset;
+    const float last_codebook = static_cast<float>(codebooks - 1);
+
+    // First every codebook's ranked list for all frames, its density rows
+    // read in memory order (one contiguous run), kept as [group][rank][frame]
+    // rows of `lanes` frames (rounded up to whole vectors): Gaussian index,
+    // e_i, and d_1 per frame. Then each senone reads its codebook's lists,
+    // four frames at a time, each lane doing the scalar sequence of the
+    // definition.
+    const size_t lanes = (static_cast<size_t>(frames) + 3) / 4 * 4;
+    Ranked r;  // per call: the backend may be shared between threads
+    r.e.resize(groups * n * lanes);
+    r.idx.resize(groups * n * lanes);
+    r.top.resize(groups * lanes);
+    for (size_t g = 0; g < groups; ++g)
+      rank_codebook(dens + g * density * frames, frames, density, n, lanes,
+                    r.e.data() + g * n * lanes, r.idx.data() + g * n * lanes,
+                    r.top.data() + g * lanes, r.count, r.nan);
+    constexpr int64_t kChunk = 64;  // frames per senone pass (a multiple of 4)
+    float total[kChunk], sum[kChunk];
+    for (int64_t f0 = 0; f0 < frames; f0 += kChunk) {
+      const int c = static_cast<int>(std::min<int64_t>(kChunk, frames - f0));
+      const int vec = (c + 3) / 4 * 4;  // the extra lanes are computed and ignored
+      for (int s = 0; s < senones; ++s) {
+        const float cf = std::fmin(std::fmax(cb[s], 0.0f), last_codebook);  // NaN -> 0
+        const size_t cs = static_cast<size_t>(cf);
+        std::fill(total, total + vec, 0.0f);
+        for (int t = 0; t < streams; ++t) {
+          const size_t g = static_cast<size_t>(t) * codebooks + cs;
+          const float* ws = w + (static_cast<size_t>(s) * streams + t) * density;
+          const float* e = r.e.data() + g * n * lanes + f0;
+          const int32_t* idx = r.idx.data() + g * n * lanes + f0;
+          const float* d1 = r.top.data() + g * lanes + f0;
+          weighted_sums(ws, e, idx, lanes, n, vec, sum);
+          for (int f = 0; f < vec; ++f) {
+            float term;
+            if (d1[f] == -INFINITY)
+              term = -INFINITY;
+            else if (sum[f] < kTopNUnderflow)
+              term = log_domain_sum(ws, dens + g * density * frames, frames, f0 + f,
+                                    idx + f, lanes, n);
+            else
+              term = d1[f] + std::log(sum[f]);
+            total[f] += term;
+          }
+        }
+        for (int f = 0; f < c; ++f) o[(f0 + f) * senones + s] = total[f];
+      }
+    }
+  }
+
+  // Scratch of senone_scores_top_n.
+  struct Ranked {
+    std::vector<float> e, top;
+    std::vector<int32_t> idx;
+    std::vector<int> count;
+    std::vector<char> nan;
+  };
+
+  // One codebook's ranked lists: rows[k * frames + f] is Gaussian k's
+  // density at frame f. idx/e[i * lanes + f] receive rank i's Gaussian and
+  // e_i, top[f] d_1; all `lanes` (>= frames) columns are written (the extra
+  // ones Gaussian 0 and d_1 -inf; their e are not used) so that the vector
+  // reads after stay in bounds. A NaN density makes d_1 NaN, and with it
+  // the stream's term.
+  static void rank_codebook(const float* rows, int64_t frames, int density, int n, size_t lanes,
+                            float* e, int32_t* idx, float* top, std::vector<int>& count,
+                            std::vector<char>& nan) {
+    float* val = e;  // densities while ranking, then e_i in place
+    std::fill(val, val + n * lanes, -INFINITY);
+    std::fill(idx, idx + n * lanes, 0);
+    count.assign(static_cast<size_t>(frames), 0);
+    nan.assign(static_cast<size_t>(frames), 0);
+    for (int k = 0; k < density; ++k) {
+      const float* row = rows + k * frames;
+      for (int64_t f = 0; f < frames; ++f) {
+        const float v = row[f];
+        if (std::isnan(v)) {
+          nan[f] = 1;
+          continue;
+        }
+        int p = count[f];
+        if (p == n) {
+          if (!(v > val[(n - 1) * lanes + f])) continue;
+          --p;  // the last entry drops out
+        } else {
+          ++count[f];
+        }
+        for (; p > 0 && val[(p - 1) * lanes + f] < v; --p) {
+          val[p * lanes + f] = val[(p - 1) * lanes + f];
+          idx[p * lanes + f] = idx[(p - 1) * lanes + f];
+        }
+        val[p * lanes + f] = v;
+        idx[p * lanes + f] = k;
+      }
+    }
+    for (size_t f = 0; f < lanes; ++f)
+      top[f] = static_cast<int64_t>(f) < frames && nan[f] ? NAN : val[f];
+    // e_i = exp(d_i - d_1), rank 0 last (it is the reference).
+    for (int i = n - 1; i >= 0; --i) {
+      float* vi = val + i * lanes;
+      size_t f = 0;
+#ifdef __SSE2__
+      for (; f + 4 <= lanes; f += 4)
+        _mm_storeu_ps(vi + f,
+                      exp_nonpositive(_mm_sub_ps(_mm_loadu_ps(vi + f), _mm_loadu_ps(top + f))));
+#endif
+      for (; f < lanes; ++f) vi[f] = exp_nonpositive(vi[f] - top[f]);
+    }
+  }
+
+  // sum[f] = w[idx_1] e_1 + ... + w[idx_n] e_n (rank order) for `vec` frames
+  // (a multiple of 4); rank i of frame f at [i * stride + f].
+  static void weighted_sums(const float* w, const float* e, const int32_t* idx, size_t stride,
+                            int n, int vec, float* sum) {
+    for (int f = 0; f < vec; f += 4) {
+#ifdef __SSE2__
+      __m128 acc = _mm_setzero_ps();
+      for (int i = 0; i < n; ++i) {
+        const int32_t* ix = idx + i * stride + f;
+        const __m128 wv = _mm_setr_ps(w[ix[0]], w[ix[1]], w[ix[2]], w[ix[3]]);
+        acc = _mm_add_ps(acc, _mm_mul_ps(wv, _mm_loadu_ps(e + i * stride + f)));
+      }
+      _mm_storeu_ps(sum + f, acc);
+#else
+      for (int l = 0; l < 4; ++l) {
+        float acc = 0.0f;
+        for (int i = 0; i < n; ++i) acc += w[idx[i * stride + f + l]] * e[i * stride + f + l];
+        sum[f + l] = acc;
+      }
+#endif
+    }
+  }
+
+  // The definition's log-domain branch for one frame (rare: S < 2^-60).
+  // rows as in rank_codebook, the frame's ranked Gaussians at idx[i * stride].
+  static float log_domain_sum(const float* w, const float* rows, int64_t frames, int64_t f,
+                              const int32_t* idx, size_t stride, int n) {
+    float v[kMaxTopN];
+    float m = -INFINITY;
+    for (int i = 0; i < n; ++i) {
+      const int32_t k = idx[i * stride];
+      v[i] = std::log(w[k]) + rows[k * frames + f];
+      if (v[i] > m || std::isnan(v[i])) m = v[i];
+    }
+    if (m == -INFINITY) return -INFINITY;
+    float sum = 0.0f;
+    for (int i = 0; i < n; ++i) sum += exp_nonpositive(v[i] - m);
+    return m + std::log(sum);
+  }
+
   // The log-sum-exp's first pass over one entry: top[f] = max(top[f], w +
   // d[f]), a NaN term sticking (so that it reaches the result).
   static void max_terms(const float* d, float w, float* top, int n) {

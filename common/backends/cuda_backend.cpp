@@ -385,6 +385,33 @@ class CudaBackend : public Backend {
                "senone_scores kernel");
   }
 
+  void senone_scores_top_n(const DeviceBuffer& densities, int codebooks, int density,
+                           int64_t frames, int top_n, const DeviceBuffer& codebook,
+                           const DeviceBuffer& weights, int senones, int streams, DeviceBuffer& out,
+                           size_t out_offset) override {
+    select_device();
+    if (codebooks < 1 || density < 1 || senones < 0 || streams < 1 || top_n < 1 ||
+        top_n > kMaxTopN)
+      throw BackendError("cuda: senone_scores_top_n: need codebooks, density, streams >= 1, "
+                         "senones >= 0 and top_n in 1.." + std::to_string(kMaxTopN) + " (got " +
+                         std::to_string(codebooks) + ", " + std::to_string(density) + ", " +
+                         std::to_string(streams) + ", " + std::to_string(senones) + ", " +
+                         std::to_string(top_n) + ")");
+    check_rows(frames, "senone_scores_top_n");
+    check_size(densities, static_cast<size_t>(streams) * codebooks * density * frames,
+               "senone_scores_top_n densities");
+    check_size(codebook, static_cast<size_t>(senones), "senone_scores_top_n codebook");
+    check_size(weights, static_cast<size_t>(senones) * streams * density, "senone_scores_top_n weights");
+    check_range(out, out_offset, static_cast<size_t>(frames) * senones, "senone_scores_top_n out");
+    if (frames == 0 || senones == 0) return;
+    check_cuda(cuda::launch_senone_scores_top_n(
+                   ptr(densities, "senone_scores_top_n densities"), codebooks, density, frames,
+                   top_n, ptr(codebook, "senone_scores_top_n codebook"),
+                   ptr(weights, "senone_scores_top_n weights"), senones, streams,
+                   ptr(out, "senone_scores_top_n out") + out_offset, stream_),
+               "senone_scores_top_n kernel");
+  }
+
  private:
   // Plans hold device work areas; a stream of differently sized batches must
   // not grow the cache without bound.

@@ -273,7 +273,7 @@ class OpenclBackend : public Backend {
       for (auto& kv : plans_) clfftDestroyPlan(&kv.second);
     if (fft_bins_) clReleaseMemObject(fft_bins_);
     for (cl_kernel k : {k_frame_, k_power_, k_gemm_, k_apply_, k_logcol_, k_splice_, k_lpc_,
-                        k_senone_})
+                        k_senone_, k_senone_top_n_})
       if (k) clReleaseKernel(k);
     if (program_) clReleaseProgram(program_);
     clReleaseCommandQueue(queue_);
@@ -526,6 +526,35 @@ class OpenclBackend : public Backend {
     launch_1d(k_senone_, "senone_scores", static_cast<size_t>(frames) * senones);
   }
 
+  void senone_scores_top_n(const DeviceBuffer& densities, int codebooks, int density,
+                           int64_t frames, int top_n, const DeviceBuffer& codebook,
+                           const DeviceBuffer& weights, int senones, int streams, DeviceBuffer& out,
+                           size_t out_offset) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    const ClBuffer& d = own(densities, "senone_scores_top_n densities");
+    const ClBuffer& c = own(codebook, "senone_scores_top_n codebook");
+    const ClBuffer& w = own(weights, "senone_scores_top_n weights");
+    const ClBuffer& r = own(out, "senone_scores_top_n out");
+    if (codebooks < 1 || density < 1 || frames < 0 || senones < 0 || streams < 1 ||
+        top_n < 1 || top_n > kMaxTopN)
+      throw BackendError("opencl: senone_scores_top_n: need codebooks, density, streams >= 1, "
+                         "frames, senones >= 0 and top_n in 1.." + std::to_string(kMaxTopN) +
+                         " (got " + std::to_string(codebooks) + ", " + std::to_string(density) +
+                         ", " + std::to_string(streams) + ", " + std::to_string(frames) + ", " +
+                         std::to_string(senones) + ", " + std::to_string(top_n) + ")");
+    require_size(d, static_cast<size_t>(streams) * codebooks * density * frames,
+                 "senone_scores_top_n densities");
+    require_size(c, static_cast<size_t>(senones), "senone_scores_top_n codebook");
+    require_size(w, static_cast<size_t>(senones) * streams * density, "senone_scores_top_n weights");
+    require_range(r, out_offset, static_cast<size_t>(frames) * senones, "senone_scores_top_n out");
+    if (frames == 0 || senones == 0) return;
+    ensure_program();
+    set_args(k_senone_top_n_, "senone_scores_top_n", d.mem(), cl_int(codebooks), cl_int(density),
+             cl_long(frames), cl_int(top_n), c.mem(), w.mem(), cl_int(senones), cl_int(streams),
+             r.mem(), cl_ulong(out_offset));
+    launch_1d(k_senone_top_n_, "senone_scores_top_n", static_cast<size_t>(frames) * senones);
+  }
+
  private:
   const ClBuffer& own(const DeviceBuffer& b, const char* what) const {
     auto* cb = dynamic_cast<const ClBuffer*>(&b);
@@ -587,6 +616,7 @@ class OpenclBackend : public Backend {
     k_splice_ = make_kernel("splice");
     k_lpc_ = make_kernel("lpc_to_cepstrum");
     k_senone_ = make_kernel("senone_scores");
+    k_senone_top_n_ = make_kernel("senone_scores_top_n");
   }
 
   cl_kernel make_kernel(const char* name) {
@@ -692,7 +722,7 @@ class OpenclBackend : public Backend {
   cl_program program_ = nullptr;
   cl_kernel k_frame_ = nullptr, k_power_ = nullptr, k_gemm_ = nullptr,
             k_apply_ = nullptr, k_logcol_ = nullptr, k_splice_ = nullptr,
-            k_lpc_ = nullptr, k_senone_ = nullptr;
+            k_lpc_ = nullptr, k_senone_ = nullptr, k_senone_top_n_ = nullptr;
 
   std::map<std::pair<int64_t, int>, clfftPlanHandle> plans_;
   cl_mem fft_bins_ = nullptr;

@@ -286,7 +286,11 @@ class AcousticModelLoader {
     const std::string mean_file = path("means"), fp_file = path("feat.params");
     const std::string* spec = feat_entry("svspec");
     int feature_dim = -1;
-    if (m_.feature_error_.empty()) feature_dim = m_.feature_options_.output_dim();
+    std::vector<int> front_streams;  // the front end's own split (s2_4x: four)
+    if (m_.feature_error_.empty()) {
+      feature_dim = m_.feature_options_.output_dim();
+      front_streams = m_.feature_options_.stream_dims();
+    }
     if (spec) {
       try {
         g.stream_components = parse_svspec(*spec);
@@ -316,11 +320,14 @@ class AcousticModelLoader {
       g.stream_components.emplace_back();
       for (int d = 0; d < means.stream_dims[t]; ++d) g.stream_components.back().push_back(next++);
     }
-    if (feature_dim >= 0 && (means.num_streams != 1 || next != feature_dim))
+    if (feature_dim >= 0 && means.stream_dims != front_streams) {
+      std::string streams;
+      for (int d : front_streams) streams += (streams.empty() ? "" : " ") + std::to_string(d);
       throw ModelError(mean_file + ": codebooks of " + std::to_string(means.num_streams) +
                        " stream(s) over " + std::to_string(next) +
-                       " components do not fit the front end of " + fp_file + " (one stream of " +
-                       std::to_string(feature_dim) + ") and there is no -svspec");
+                       " components do not fit the front end of " + fp_file + " (streams of " +
+                       streams + ") and there is no -svspec");
+    }
   }
 
   // --------------------------------------------------------------- weights

@@ -1,7 +1,8 @@
 // Token passing on the CPU: the reference implementation of the rules in
 // token_passing.h, single-threaded, with dense per-state arrays (touched
 // entries are reset after each frame, so a frame costs what it visits, not
-// the graph's size).
+// the graph's size). With word-end rescoring the arrays are per virtual
+// state (state * K + slot, token_passing.h).
 #pragma once
 
 #include <cstdint>
@@ -14,29 +15,39 @@ namespace gpuspeech {
 class CpuSearcher : public Searcher {
  public:
   // Validates the options and the graph (std::invalid_argument).
-  CpuSearcher(const SearchGraph& graph, const SearchOptions& options = {});
+  CpuSearcher(const SearchGraph& graph, const SearchOptions& options = {},
+              LmRescorer* rescorer = nullptr);
   // The searcher keeps a reference: a temporary graph would dangle.
-  CpuSearcher(SearchGraph&&, const SearchOptions& = {}) = delete;
+  CpuSearcher(SearchGraph&&, const SearchOptions& = {}, LmRescorer* = nullptr) = delete;
 
   const char* name() const override { return "cpu"; }
   void reset() override;
   void advance(const float* loglik, int64_t frames, int64_t columns) override;
 
  protected:
-  std::vector<SearchToken> fetch_live() override { return live_; }
+  std::vector<SearchToken> fetch_live() override;
 
  private:
   struct Changed {
     int32_t state;
     float cost;
     int32_t record;
+    int32_t history;
   };
 
   void decode_frame(const float* loglik_row);
   // Offers candidate (cost, arc) to state d; returns true if d's value dropped.
   bool offer(int32_t d, float cost, uint32_t arc, int32_t source);
-  // Step 2 from the tokens in `changed` at boundary `boundary`.
+  // Step 2 from the tokens in `changed` at boundary `boundary`: closure
+  // rounds, each ending with the word-end step when rescoring.
   void epsilon_closure(std::vector<Changed>& changed, float best_emit, int32_t boundary);
+  // One round's passes; returns the passes run (counted against
+  // max_epsilon_passes by the caller).
+  int epsilon_passes(std::vector<Changed>& changed, float best_emit, int32_t boundary,
+                     int passes_before);
+  // The word-end step closing the current round: rescored word ends
+  // offered; the winners go to `changed` (empty: the closure is done).
+  void word_end_step(float best_emit, int32_t boundary, std::vector<Changed>& changed);
   // Step 3 into live_; clears the per-state arrays of every touched state.
   void prune();
   void collect_garbage_if_full();
@@ -47,6 +58,12 @@ class CpuSearcher : public Searcher {
   std::vector<int32_t> source_;       // the state the winning arc leaves
   std::vector<int32_t> record_;       // record of the state's token
   std::vector<int32_t> prev_record_;  // records of the previous frame's tokens
+  std::vector<int32_t> history_;      // LM history of the state's token (rescoring)
+  std::vector<int32_t> prev_history_;
+  std::vector<uint32_t> round_mark_;  // closure round that last changed the state
+  uint32_t round_id_ = 0;
+  std::vector<WordEndEvent> events_;
+  std::vector<WordEndOffer> offers_;
   std::vector<uint32_t> stamp_;       // pass id that last changed the state
   uint32_t pass_id_ = 0;
   std::vector<int32_t> touched_;

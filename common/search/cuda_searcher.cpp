@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "common/backend.h"
+#include "common/search/lm_rescorer.h"
 #include "common/search/search_arithmetic.h"
 #include "kernels/cuda/token_passing.cuh"
 
@@ -23,6 +24,8 @@ namespace {
 static_assert(sizeof(cuda::TpToken) == sizeof(SearchToken), "token layouts differ");
 static_assert(offsetof(cuda::TpToken, cost) == offsetof(SearchToken, cost), "token layouts differ");
 static_assert(offsetof(cuda::TpToken, record) == offsetof(SearchToken, record),
+              "token layouts differ");
+static_assert(offsetof(cuda::TpToken, hist) == offsetof(SearchToken, history),
               "token layouts differ");
 
 void check(cudaError_t status, const char* call) {
@@ -114,6 +117,7 @@ struct CudaSearcher::Impl {
   DeviceArray<float> cost;
   DeviceArray<int32_t> source;  // per arc; empty if it would not fit
   DeviceArray<uint8_t> has_epsilon;  // per state
+  DeviceArray<uint8_t> has_word_arc;  // per state (rescoring)
   bool has_heavy = false;       // any state with more than kHeavyDegree arcs
 
   DeviceArray<unsigned long long> best;
@@ -125,6 +129,17 @@ struct CudaSearcher::Impl {
   PinnedArray<cuda::TpCounters> host_counters;
   PinnedArray<cuda::TpRecord> host_records;
   DeviceArray<float> scores;
+  // Word-end rescoring only:
+  DeviceArray<int32_t> hist, prev_hist;
+  DeviceArray<uint32_t> round_mark;
+  DeviceArray<cuda::TpEvent> events;
+  DeviceArray<cuda::TpOffer> offers;
+  PinnedArray<cuda::TpEvent> host_events;
+  PinnedArray<cuda::TpOffer> host_offers;
+  uint32_t round_id = 0;  // the last round id handed out
+  int slots = 1;
+  bool rescoring = false;
+  uint32_t num_arcs = 0;
 
   int live_in = 0;
   uint32_t live_count = 0;
@@ -151,7 +166,9 @@ struct CudaSearcher::Impl {
 
   cuda::TpGraph graph() const {
     return cuda::TpGraph{arc_begin.get(), dest.get(), ilabel.get(), olabel.get(), cost.get(),
-                         source.size() > 0 ? source.get() : nullptr, has_epsilon.get(), 0};
+                         source.size() > 0 ? source.get() : nullptr, has_epsilon.get(), 0,
+                         slots, rescoring ? 1 : 0,
+                         rescoring ? has_word_arc.get() : nullptr, num_arcs};
   }
   cuda::TpState state() {
     cuda::TpState s;
@@ -169,6 +186,12 @@ struct CudaSearcher::Impl {
     s.staging_capacity = static_cast<uint32_t>(staging.size());
     s.histogram = histogram.get();
     s.counters = counters.get();
+    s.hist = rescoring ? hist.get() : nullptr;
+    s.prev_hist = rescoring ? prev_hist.get() : nullptr;
+    s.round_mark = rescoring ? round_mark.get() : nullptr;
+    s.events = rescoring ? events.get() : nullptr;
+    s.event_capacity = static_cast<uint32_t>(events.size());
+    s.offers = rescoring ? offers.get() : nullptr;
     return s;
   }
   // The first of `n` consecutive stamp ids for a frame's closure passes.
@@ -182,6 +205,15 @@ struct CudaSearcher::Impl {
     pass_id += static_cast<uint32_t>(n);
     return base;
   }
+  // A fresh closure-round id (round marks are reset when ids would wrap).
+  uint32_t take_round_id() {
+    if (round_id == 0xFFFFFFFFu) {
+      check(cudaMemsetAsync(round_mark.get(), 0, round_mark.size() * sizeof(uint32_t), stream),
+            "cudaMemsetAsync (round marks)");
+      round_id = 0;
+    }
+    return ++round_id;
+  }
   void sync() { check(cudaStreamSynchronize(stream), "cudaStreamSynchronize"); }
   void drop_graph() {
     if (frame_graph != nullptr) cudaGraphExecDestroy(frame_graph);
@@ -194,9 +226,25 @@ struct CudaSearcher::Impl {
   }
 };
 
-CudaSearcher::CudaSearcher(const SearchGraph& graph, const SearchOptions& options, int device_id)
-    : Searcher(graph, options), impl_(std::make_unique<Impl>()) {
+CudaSearcher::CudaSearcher(const SearchGraph& graph, const SearchOptions& options, int device_id,
+                           LmRescorer* rescorer)
+    : Searcher(graph, options, rescorer), impl_(std::make_unique<Impl>()) {
+  static_assert(sizeof(cuda::TpEvent) == sizeof(WordEndEvent) &&
+                    offsetof(cuda::TpEvent, arc) == offsetof(WordEndEvent, arc) &&
+                    offsetof(cuda::TpEvent, cost) == offsetof(WordEndEvent, cost) &&
+                    offsetof(cuda::TpEvent, record) == offsetof(WordEndEvent, record) &&
+                    offsetof(cuda::TpEvent, hist) == offsetof(WordEndEvent, history),
+                "event layouts differ");
+  static_assert(sizeof(cuda::TpOffer) == sizeof(WordEndOffer) &&
+                    offsetof(cuda::TpOffer, cost) == offsetof(WordEndOffer, cost) &&
+                    offsetof(cuda::TpOffer, word) == offsetof(WordEndOffer, word) &&
+                    offsetof(cuda::TpOffer, record) == offsetof(WordEndOffer, record) &&
+                    offsetof(cuda::TpOffer, hist) == offsetof(WordEndOffer, history),
+                "offer layouts differ");
   Impl& m = *impl_;
+  m.slots = slots_;
+  m.rescoring = rescorer_ != nullptr;
+  m.num_arcs = static_cast<uint32_t>(graph_.num_arcs());
   if (options_.histogram_bins > cuda::kMaxHistogramBins)
     throw std::invalid_argument("cuda search: histogram_bins " +
                                 std::to_string(options_.histogram_bins) + " above the device's " +
@@ -235,7 +283,18 @@ CudaSearcher::CudaSearcher(const SearchGraph& graph, const SearchOptions& option
         break;
       }
   upload(m.has_epsilon, has_epsilon, m.stream);
-  m.sync();  // `has_epsilon` goes out of scope
+  std::vector<uint8_t> has_word_arc;
+  if (m.rescoring) {
+    has_word_arc.assign(std::max<size_t>(n, 1), 0);
+    for (size_t s = 0; s < n; ++s)
+      for (int64_t a = graph_.arc_begin[s]; a < graph_.arc_begin[s + 1]; ++a)
+        if (graph_.arc_ilabel[a] == 0 && graph_.arc_olabel[a] != 0) {
+          has_word_arc[s] = 1;
+          break;
+        }
+    upload(m.has_word_arc, has_word_arc, m.stream);
+  }
+  m.sync();  // `has_epsilon`, `has_word_arc` go out of scope
   // Each arc's source state, when it takes under a quarter of the free
   // device memory; else the kernels binary-search the CSR offsets.
   size_t free_bytes = 0, total_bytes = 0;
@@ -249,15 +308,28 @@ CudaSearcher::CudaSearcher(const SearchGraph& graph, const SearchOptions& option
     upload(m.source, src, m.stream);
     m.sync();  // `src` goes out of scope
   }
-  m.best.resize(n);
-  m.record.resize(n);
-  m.prev_record.resize(n);
-  m.touched.resize(n);
-  m.stamp.resize(n);
+  // Per virtual state from here on (n * slots; slots = 1 without rescoring).
+  const size_t nv = n * static_cast<size_t>(m.slots);
+  m.best.resize(nv);
+  m.record.resize(nv);
+  m.prev_record.resize(nv);
+  m.touched.resize(nv);
+  m.stamp.resize(nv);
   m.histogram.resize(static_cast<size_t>(options_.histogram_bins));
   for (int i = 0; i < 2; ++i) {
-    m.changed[i].resize(n);
-    m.live[i].resize(n);
+    m.changed[i].resize(nv);
+    m.live[i].resize(nv);
+  }
+  if (m.rescoring) {
+    m.hist.resize(nv);
+    m.prev_hist.resize(nv);
+    m.round_mark.resize(nv);
+    m.events.resize(4096);
+    m.host_events.resize(4096);
+    m.offers.resize(4096);
+    m.host_offers.resize(4096);
+    check(cudaMemsetAsync(m.round_mark.get(), 0, nv * sizeof(uint32_t), m.stream),
+          "cudaMemsetAsync");
   }
   m.heavy.resize(std::max<size_t>(heavy_states, 1));
   m.staging.resize(std::min<size_t>(std::max<size_t>(n, 1024), size_t{1} << 20));
@@ -268,8 +340,8 @@ CudaSearcher::CudaSearcher(const SearchGraph& graph, const SearchOptions& option
   // Grid-stride list kernels: a few blocks per SM cover lists of any
   // length; blocks with nothing to do exit at once.
   m.blocks = 4 * m.sm_count;
-  check(cudaMemsetAsync(m.stamp.get(), 0, n * sizeof(uint32_t), m.stream), "cudaMemsetAsync");
-  check(cudaMemsetAsync(m.best.get(), 0xFF, n * sizeof(unsigned long long), m.stream),
+  check(cudaMemsetAsync(m.stamp.get(), 0, nv * sizeof(uint32_t), m.stream), "cudaMemsetAsync");
+  check(cudaMemsetAsync(m.best.get(), 0xFF, nv * sizeof(unsigned long long), m.stream),
         "cudaMemsetAsync");
   check(cudaMemsetAsync(m.counters.get(), 0, sizeof(cuda::TpCounters), m.stream),
         "cudaMemsetAsync");
@@ -295,6 +367,12 @@ void CudaSearcher::reset() {
   m.pending_records = 0;
   m.live_in = 1;  // the start frame writes live[0]
   m.live_count = 0;
+  reset_rescorer();
+  int32_t start = graph_.start_state;
+  if (rescorer_ != nullptr)
+    start = start * slots_ + static_cast<int32_t>(rescorer_->history_hash(LmRescorer::kStartHistory) %
+                                                  static_cast<uint32_t>(slots_));
+  m.host_frame.get()->start_state = start;
   run_frame(nullptr, 0);
   started_ = true;
 }
@@ -348,7 +426,7 @@ void CudaSearcher::enqueue_frame(bool start) {
         "cudaMemcpyAsync (frame)");
   check(cuda::tp_frame_begin(s, f, m.stream), "tp_frame_begin");
   if (start)
-    check(cuda::tp_start(s, graph_.start_state, m.stream), "tp_start");
+    check(cuda::tp_start(s, f, m.stream), "tp_start");
   else
     check(cuda::tp_emit(g, s, f, m.blocks, m.has_heavy, m.stream), "tp_emit");
   for (int p = 0; p < m.passes_per_batch; ++p)
@@ -390,6 +468,10 @@ void CudaSearcher::launch_frame(bool start) {
 }
 
 void CudaSearcher::run_frame(const float* device_row, int32_t boundary) {
+  if (rescorer_ != nullptr) {
+    run_frame_rescoring(device_row, boundary);
+    return;
+  }
   Impl& m = *impl_;
   const uint32_t expanded = m.live_count;
   const bool start = device_row == nullptr;
@@ -452,6 +534,146 @@ void CudaSearcher::run_frame(const float* device_row, int32_t boundary) {
   stats_.max_live_tokens = std::max<int64_t>(stats_.max_live_tokens, m.live_count);
 }
 
+void CudaSearcher::run_frame_rescoring(const float* device_row, int32_t boundary) {
+  Impl& m = *impl_;
+  const uint32_t expanded = m.live_count;
+  const bool start = device_row == nullptr;
+  cuda::TpFrame& f = *m.host_frame.get();
+  f.loglik = device_row;
+  f.acoustic_scale = options_.acoustic_scale;
+  f.beam = options_.beam;
+  f.word_end_beam = options_.word_end_beam;
+  f.bins = options_.histogram_bins;
+  f.bin_scale = static_cast<float>(options_.histogram_bins) / options_.beam;
+  f.max_active = options_.max_active;
+  f.boundary = boundary;
+  f.first_record = static_cast<int32_t>(records_.size() + m.pending_records);
+  f.live_in = m.live_in;
+  cuda::TpGraph g = m.graph();
+  g.num_states = graph_.num_states();
+  const cuda::TpFrame* fd = m.frame.get();
+  auto copy_frame = [&] {
+    check(cudaMemcpyAsync(m.frame.get(), m.host_frame.get(), sizeof(cuda::TpFrame),
+                          cudaMemcpyHostToDevice, m.stream),
+          "cudaMemcpyAsync (frame)");
+  };
+  // A closure round's passes, its word-end events, the counters; then wait.
+  auto finish_round = [&](const cuda::TpState& s) {
+    for (int p = 0; p < m.passes_per_batch; ++p)
+      check(cuda::tp_epsilon_pass(g, s, fd, p, m.blocks, m.has_heavy, m.stream),
+            "tp_epsilon_pass");
+    check(cuda::tp_collect_events(g, s, fd, m.blocks, m.stream), "tp_collect_events");
+    check(cudaMemcpyAsync(m.host_counters.get(), m.counters.get(), sizeof(cuda::TpCounters),
+                          cudaMemcpyDeviceToHost, m.stream),
+          "cudaMemcpyAsync (counters)");
+    m.sync();
+    return *m.host_counters.get();
+  };
+
+  std::vector<WordEndEvent> events;
+  std::vector<WordEndOffer> offers;
+  cuda::TpCounters hc{};
+  for (;;) {  // attempts: a frame that outgrew a buffer or its passes runs again
+    // Round 0: the emitting step (or the start token) and its closure.
+    f.round_id = m.take_round_id();
+    f.num_offers = 0;
+    f.pass_base = m.take_pass_ids(m.passes_per_batch);
+    copy_frame();
+    cuda::TpState s = m.state();
+    check(cuda::tp_frame_begin(s, fd, m.stream), "tp_frame_begin");
+    if (start)
+      check(cuda::tp_start(s, fd, m.stream), "tp_start");
+    else
+      check(cuda::tp_emit(g, s, fd, m.blocks, m.has_heavy, m.stream), "tp_emit");
+    hc = finish_round(s);
+    uint32_t passes_before = 0;
+    int rounds = 0;
+    bool again = false;
+    for (;;) {
+      if (hc.records > m.staging.size()) {  // records overflowed
+        m.staging.resize(static_cast<size_t>(hc.records) * 2);
+        again = true;
+      } else if (hc.last_changed != 0) {  // closure unsettled
+        if (m.passes_per_batch >= options_.max_epsilon_passes)
+          throw std::runtime_error("search: epsilon closure did not settle after " +
+                                   std::to_string(options_.max_epsilon_passes) +
+                                   " passes at frame " + std::to_string(boundary) +
+                                   " (a negative-cost epsilon cycle in the graph?)");
+        m.passes_per_batch = std::min(m.passes_per_batch * 2, options_.max_epsilon_passes);
+        again = true;
+      } else if (hc.events > m.events.size()) {  // events overflowed
+        m.events.resize(static_cast<size_t>(hc.events) * 2);
+        m.host_events.resize(static_cast<size_t>(hc.events) * 2);
+        again = true;
+      }
+      if (again) break;
+      m.passes_needed =
+          std::max<int>(m.passes_needed, static_cast<int>(hc.passes - passes_before) + 1);
+      passes_before = hc.passes;
+      if (hc.events == 0) break;
+      if (++rounds > options_.max_epsilon_passes)
+        throw std::runtime_error("search: word-end rounds did not settle after " +
+                                 std::to_string(options_.max_epsilon_passes) + " at frame " +
+                                 std::to_string(boundary));
+      // The host half: events in, rescored offers out (only these tokens).
+      check(cudaMemcpyAsync(m.host_events.get(), m.events.get(), hc.events * sizeof(cuda::TpEvent),
+                            cudaMemcpyDeviceToHost, m.stream),
+            "cudaMemcpyAsync (events)");
+      m.sync();
+      events.resize(hc.events);
+      std::memcpy(static_cast<void*>(events.data()), m.host_events.get(), hc.events * sizeof(cuda::TpEvent));
+      rescore_word_ends(events, offers);
+      if (m.offers.size() < offers.size()) {
+        m.offers.resize(offers.size() * 2);
+        m.host_offers.resize(offers.size() * 2);
+      }
+      std::memcpy(m.host_offers.get(), offers.data(), offers.size() * sizeof(cuda::TpOffer));
+      check(cudaMemcpyAsync(m.offers.get(), m.host_offers.get(),
+                            offers.size() * sizeof(cuda::TpOffer), cudaMemcpyHostToDevice,
+                            m.stream),
+            "cudaMemcpyAsync (offers)");
+      f.round_id = m.take_round_id();
+      f.num_offers = static_cast<uint32_t>(offers.size());
+      f.pass_base = m.take_pass_ids(m.passes_per_batch);
+      copy_frame();
+      s = m.state();
+      check(cuda::tp_offer_events(g, s, fd, m.blocks, m.stream), "tp_offer_events");
+      hc = finish_round(s);
+    }
+    if (!again) break;
+    // Undo the abandoned attempt's candidates; the previous frame's live
+    // list is untouched, so the rerun is exact.
+    check(cuda::tp_clear_touched(m.state(), m.blocks, m.stream), "tp_clear_touched");
+  }
+  m.passes_per_batch = std::max(m.passes_needed, kInitialPassesPerBatch);
+
+  // Pruning after the last round.
+  check(cuda::tp_prune(m.state(), fd, options_.histogram_bins, m.blocks, m.stream), "tp_prune");
+  check(cudaMemcpyAsync(m.host_counters.get(), m.counters.get(), sizeof(cuda::TpCounters),
+                        cudaMemcpyDeviceToHost, m.stream),
+        "cudaMemcpyAsync (counters)");
+  m.sync();
+  hc = *m.host_counters.get();
+
+  flush_records();
+  if (hc.records > 0) {
+    if (m.host_records.size() < hc.records) m.host_records.resize(static_cast<size_t>(hc.records) * 2);
+    check(cudaMemcpyAsync(m.host_records.get(), m.staging.get(), hc.records * sizeof(cuda::TpRecord),
+                          cudaMemcpyDeviceToHost, m.stream),
+          "cudaMemcpyAsync (records)");
+    m.pending_records = hc.records;
+  }
+  m.live_in = 1 - m.live_in;
+  m.live_count = hc.live[m.live_in];
+  if (!start) {
+    ++frames_;
+    ++stats_.frames;
+    stats_.tokens_expanded += expanded;
+  }
+  stats_.epsilon_passes += hc.passes + (hc.touched > 0 ? 1 : 0);
+  stats_.max_live_tokens = std::max<int64_t>(stats_.max_live_tokens, m.live_count);
+}
+
 void CudaSearcher::flush_records() {
   Impl& m = *impl_;
   if (m.pending_records == 0) return;
@@ -465,6 +687,13 @@ void CudaSearcher::flush_records() {
 }
 
 std::vector<SearchToken> CudaSearcher::fetch_live() {
+  std::vector<SearchToken> out = fetch_device_live();
+  if (slots_ > 1)
+    for (SearchToken& t : out) t.state /= slots_;
+  return out;
+}
+
+std::vector<SearchToken> CudaSearcher::fetch_device_live() {
   Impl& m = *impl_;
   flush_records();
   std::vector<SearchToken> out(m.live_count);
@@ -480,7 +709,7 @@ std::vector<SearchToken> CudaSearcher::fetch_live() {
 void CudaSearcher::collect_garbage_if_full() {
   Impl& m = *impl_;
   if (records_.size() + m.pending_records < records_.capacity()) return;
-  std::vector<SearchToken> live = fetch_live();
+  std::vector<SearchToken> live = fetch_device_live();
   std::vector<int32_t> roots(live.size());
   for (size_t i = 0; i < live.size(); ++i) roots[i] = live[i].record;
   stats_.records_collected += records_.collect(roots.data(), roots.size());

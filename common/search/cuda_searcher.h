@@ -12,6 +12,13 @@
 // records then go to the host in one transfer that the next frame's wait
 // covers. So: one host wait per frame, and no per-token round trip.
 //
+// With word-end rescoring (token_passing.h) a frame is split where the host
+// rescores: the emitting step and the first closure round run as above up
+// to the word-end step, whose events (the tokens that reached a word-label
+// arc this round: a few hundred bytes) come to the host; the host rescores
+// them and sends back only the offers, and the next round runs; pruning
+// follows the last round. One wait per round instead of one per frame.
+//
 // Built only with CUDA (GPUSPEECH_HAVE_CUDA).
 #pragma once
 
@@ -28,9 +35,10 @@ class CudaSearcher : public Searcher {
   // Uploads the graph to device `device_id`. Throws BackendError when no
   // usable device answers or memory runs out, std::invalid_argument for a
   // bad graph or options.
-  CudaSearcher(const SearchGraph& graph, const SearchOptions& options = {}, int device_id = 0);
+  CudaSearcher(const SearchGraph& graph, const SearchOptions& options = {}, int device_id = 0,
+               LmRescorer* rescorer = nullptr);
   // The host side keeps a reference: a temporary graph would dangle.
-  CudaSearcher(SearchGraph&&, const SearchOptions& = {}, int = 0) = delete;
+  CudaSearcher(SearchGraph&&, const SearchOptions& = {}, int = 0, LmRescorer* = nullptr) = delete;
   ~CudaSearcher() override;
 
   const char* name() const override { return "cuda"; }
@@ -49,6 +57,10 @@ class CudaSearcher : public Searcher {
  private:
   struct Impl;
   void run_frame(const float* device_row, int32_t boundary);
+  // run_frame with word-end rescoring: rounds with host round trips.
+  void run_frame_rescoring(const float* device_row, int32_t boundary);
+  // The live tokens as the device holds them (virtual states).
+  std::vector<SearchToken> fetch_device_live();
   // Queues one frame's operations (the start token's closure if `start`).
   void enqueue_frame(bool start);
   // enqueue_frame through the captured per-frame graph (captured first if

@@ -4,12 +4,14 @@
 #include "common/search/token_passing.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <map>
 #include <stdexcept>
 #include <string>
 #include <utility>
 
+#include "common/search/lm_rescorer.h"
 #include "common/search/search_arithmetic.h"
 
 namespace gpuspeech {
@@ -33,6 +35,8 @@ void SearchOptions::validate() const {
     fail("max_epsilon_passes must be at least 1, got " + std::to_string(max_epsilon_passes));
   if (!(posterior_scale > 0.0f) || !std::isfinite(posterior_scale))
     fail("posterior_scale must be positive and finite, got " + std::to_string(posterior_scale));
+  if (lm_histories < 1 || lm_histories > 64)
+    fail("lm_histories must be in [1, 64], got " + std::to_string(lm_histories));
 }
 
 // --- WordRecordStore --------------------------------------------------------
@@ -113,14 +117,26 @@ std::string Hypothesis::text() const {
 
 // --- Searcher ---------------------------------------------------------------
 
-Searcher::Searcher(const SearchGraph& graph, const SearchOptions& options)
-    : graph_(graph), options_(options), records_(options.max_word_records) {
+Searcher::Searcher(const SearchGraph& graph, const SearchOptions& options, LmRescorer* rescorer)
+    : graph_(graph), options_(options), rescorer_(rescorer), records_(options.max_word_records) {
   options_.validate();
   graph_.validate();
   if (graph_.num_arcs() >= search::kMaxArcs)
     throw std::invalid_argument("search graph has " + std::to_string(graph_.num_arcs()) +
                                 " arcs; the search handles at most 2^32 - 1");
   if (graph_.num_states() < 1) throw std::invalid_argument("search graph has no states");
+  if (rescorer_ != nullptr) {
+    slots_ = options_.lm_histories;
+    if (static_cast<int64_t>(graph_.num_states()) * slots_ > INT32_MAX)
+      throw std::invalid_argument("search graph has " + std::to_string(graph_.num_states()) +
+                                  " states; with " + std::to_string(slots_) +
+                                  " LM histories per state that is more than 2^31 tokens");
+    for (int64_t a = 0; a < graph_.num_arcs(); ++a)
+      if (graph_.arc_ilabel[a] != 0 && graph_.arc_olabel[a] != 0)
+        throw std::invalid_argument(
+            "search graph has word labels on emitting arcs; word-end rescoring needs them on "
+            "epsilon arcs (compile with word_labels_on_epsilon)");
+  }
   stats_.record_capacity = records_.capacity();
 }
 
@@ -150,18 +166,56 @@ int Searcher::max_active_cutoff_bin(const std::vector<uint32_t>& histogram, int6
   return bins;
 }
 
-int Searcher::best_token(const std::vector<SearchToken>& live, const SearchGraph& graph,
-                         float* total, bool* final_state) {
+float Searcher::final_total(const SearchToken& t) const {
+  float c = search::add_cost(t.cost, graph_.final_cost[t.state]);
+  if (rescorer_ != nullptr && search::usable_cost(c))
+    c = search::add_cost(c, rescorer_->end_delta(t.history));
+  return c;
+}
+
+void Searcher::reset_rescorer() {
+  if (rescorer_ != nullptr) rescorer_->reset();
+}
+
+void Searcher::rescore_word_ends(std::vector<WordEndEvent>& events,
+                                 std::vector<WordEndOffer>& out) {
+  const auto t0 = std::chrono::steady_clock::now();
+  std::sort(events.begin(), events.end(), [](const WordEndEvent& a, const WordEndEvent& b) {
+    return a.source != b.source ? a.source < b.source : a.arc < b.arc;
+  });
+  out.resize(events.size());
+  if (static_cast<uint64_t>(graph_.num_arcs()) + events.size() >= search::kNoArc)
+    throw std::length_error("search: too many word-end events in one frame (" +
+                            std::to_string(events.size()) + ")");
+  for (size_t i = 0; i < events.size(); ++i) {
+    const WordEndEvent& e = events[i];
+    const int32_t word = graph_.arc_olabel[e.arc] - 1;
+    const LmRescorer::WordEnd we = rescorer_->word_end(e.history, word);
+    WordEndOffer& o = out[i];
+    o.dest = graph_.arc_dest[e.arc] * slots_ +
+             static_cast<int32_t>(rescorer_->history_hash(we.history) % static_cast<uint32_t>(slots_));
+    o.cost = search::add_cost(e.cost, we.delta);
+    o.word = word;
+    o.record = e.record;
+    o.history = we.history;
+  }
+  stats_.word_end_events += static_cast<int64_t>(events.size());
+  if (!events.empty()) ++stats_.rescore_rounds;
+  stats_.rescore_seconds +=
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+int Searcher::best_token(const std::vector<SearchToken>& live, float* total,
+                         bool* final_state) const {
   // Lowest (cost + final cost, state) among final states, else lowest
   // (cost, state): the same order on every searcher.
   bool any_final = false;
   for (const SearchToken& t : live)
-    if (search::usable_cost(search::add_cost(t.cost, graph.final_cost[t.state]))) any_final = true;
+    if (search::usable_cost(final_total(t))) any_final = true;
   int best = -1;
   uint64_t best_key = search::kNoCandidate;
   for (size_t i = 0; i < live.size(); ++i) {
-    const float c = any_final ? search::add_cost(live[i].cost, graph.final_cost[live[i].state])
-                              : live[i].cost;
+    const float c = any_final ? final_total(live[i]) : live[i].cost;
     if (!search::usable_cost(c)) continue;
     const uint64_t key = search::pack_candidate(c, static_cast<uint32_t>(live[i].state));
     if (key < best_key) {
@@ -209,7 +263,7 @@ Hypothesis Searcher::best() {
   const std::vector<SearchToken> live = fetch_live();
   float total = 0.0f;
   bool fin = false;
-  const int b = best_token(live, graph_, &total, &fin);
+  const int b = best_token(live, &total, &fin);
   if (b < 0) return h;
   int32_t n = 0;
   h.words = words_of(live[b].record, &n);
@@ -227,7 +281,7 @@ Hypothesis Searcher::partial() {
   const std::vector<SearchToken> live = fetch_live();
   float total = 0.0f;
   bool fin = false;
-  const int b = best_token(live, graph_, &total, &fin);
+  const int b = best_token(live, &total, &fin);
   if (b < 0) return h;
   // Partial results follow the best path so far, final or not.
   int best_any = 0;
@@ -271,7 +325,7 @@ std::vector<Hypothesis> Searcher::nbest(int n) {
   // Candidate totals: final states only if any token is in one.
   bool any_final = false;
   for (const SearchToken& t : live)
-    if (search::usable_cost(search::add_cost(t.cost, graph_.final_cost[t.state]))) any_final = true;
+    if (search::usable_cost(final_total(t))) any_final = true;
   // Best (total, state) per distinct non-filler word sequence.
   struct Entry {
     uint64_t key;
@@ -280,7 +334,7 @@ std::vector<Hypothesis> Searcher::nbest(int n) {
   std::map<std::vector<int32_t>, Entry> by_words;
   for (size_t i = 0; i < live.size(); ++i) {
     const SearchToken& t = live[i];
-    const float total = any_final ? search::add_cost(t.cost, graph_.final_cost[t.state]) : t.cost;
+    const float total = any_final ? final_total(t) : t.cost;
     if (!search::usable_cost(total)) continue;
     std::vector<int32_t> seq;
     for (int32_t r = t.record; r >= 0; r = records_[r].prev) {

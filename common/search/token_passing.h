@@ -52,6 +52,44 @@
 // token's chain, of which the words every live token's chain shares (their
 // common ancestor and everything before) are marked stable.
 //
+// Word-end rescoring (optional; a searcher made with an LmRescorer,
+// lm_rescorer.h). The graph was built with a pruned LM; the full LM is
+// applied on the host at word ends, and each graph state holds up to
+// K = lm_histories tokens with different LM histories so that a rescored
+// word end can beat a path the pruned LM preferred:
+//
+//  * A token also carries an LM history id (the rescorer's table of word
+//    histories; 0 = the utterance start) and lives in a slot: its
+//    "virtual state" is state * K + slot, slot = the history's hash mod K.
+//    Every per-state rule above holds per virtual state; arcs without a
+//    word label keep the slot and the history. Histories that share a slot
+//    merge by plain Viterbi (the best, rescored cost wins): K bounds the
+//    work, not correctness of any cost.
+//  * Word-label arcs are not relaxed in the closure passes. A closure
+//    round is: passes over the other epsilon arcs until nothing changes;
+//    then the word-end step: every token that changed in the round (the
+//    emitting step's winners in round 0) and may relax (the beam rule of
+//    step 2) yields one event per epsilon arc with an output label:
+//    (source virtual state, arc, cost + arc cost, record, history). The
+//    events are put in (source, arc) order; event i, word w = olabel - 1,
+//    gets from the rescorer (delta, history') for (history, w) and offers
+//        cost_i = (cost + arc cost) + delta
+//    to virtual state dest * K + slot(history') with the candidate's arc
+//    field num_arcs + i (ties: the lower event index). Each event that won
+//    its destination appends its record (cost_i) and sets the history; the
+//    winners start the next round. Rounds repeat until a word-end step
+//    finds no event. Then pruning (step 3), unchanged.
+//  * delta = language_weight * (full-LM cost of w after the history -
+//    pruned-LM cost of w after it): the arc costs the pruned graph charged
+//    for w are, on the path, replaced by the full LM's. Filler words
+//    (silences, noises) are transparent: delta 0, history unchanged.
+//  * At the end, a final token's total also adds the rescorer's end delta
+//    (the same difference for the sentence end </s>).
+// Rescoring needs every word label on an epsilon arc (the compiler's
+// word_labels_on_epsilon); the searcher checks it. Without a rescorer K is 1,
+// every history 0, and the closure relaxes word-label arcs with the others,
+// as above.
+//
 // Word times. The graph compiler puts each word's output label on an arc at
 // the word's end (common/search/graph_compiler.h); a record made when frame t
 // is consumed (or at boundary t + 1 by an epsilon arc) ends its word at frame
@@ -68,9 +106,13 @@
 namespace gpuspeech {
 
 struct SearchOptions {
-  // Beams are natural-log cost differences. The defaults are pocketsphinx's:
-  // -beam 1e-48 and -wbeam 7e-29 (-ln of each).
-  float beam = 110.5f;
+  // Beams are natural-log cost differences. beam: -ln(1e-40), narrower than
+  // pocketsphinx's -beam 1e-48 because this search runs over the fully
+  // expanded graph with no second (flat) pass: on the LibriVox set 1e-40
+  // gives the same words as 1e-48 at half the search time, and WER first
+  // rises at 1e-30 (docs/benchmarks.md). word_end_beam: pocketsphinx's
+  // -wbeam 7e-29.
+  float beam = 92.1f;
   float word_end_beam = 64.8f;  // <= beam
   // pocketsphinx -maxhmmpf is 30000 HMMs; here it counts graph states.
   int max_active = 30000;
@@ -85,6 +127,9 @@ struct SearchOptions {
   int max_epsilon_passes = 1000;
   // Posterior scale for confidences (see Hypothesis::confidence).
   float posterior_scale = 0.1f;
+  // Word-end rescoring only: tokens with different LM histories kept per
+  // graph state (K above). 1 = one token per state, as without rescoring.
+  int lm_histories = 3;
 
   // Throws std::invalid_argument naming the bad field.
   void validate() const;
@@ -127,12 +172,17 @@ class WordRecordStore {
   int64_t capacity_;
 };
 
-// A live token as the searchers hand them out.
+// A live token as the searchers hand them out. Inside the searchers
+// `state` is the virtual state (state * K + slot); handed out, the graph
+// state.
 struct SearchToken {
   int32_t state = 0;
   float cost = 0.0f;
   int32_t record = -1;
+  int32_t history = 0;  // LM history id (word-end rescoring), else 0
 };
+
+class LmRescorer;
 
 struct HypothesisWord {
   int32_t word = 0;  // graph word id
@@ -168,6 +218,10 @@ struct SearchStats {
   int64_t records_collected = 0;    // dropped by garbage collection
   int64_t collections = 0;
   int64_t record_capacity = 0;
+  // Word-end rescoring:
+  int64_t word_end_events = 0;      // events rescored
+  int64_t rescore_rounds = 0;       // word-end steps that found events
+  double rescore_seconds = 0.0;     // host time in the rescorer and event handling
 };
 
 // The part of a searcher that lives on the host: options, the record
@@ -175,8 +229,11 @@ struct SearchStats {
 // live tokens the implementation hands over.
 class Searcher {
  public:
-  // `graph` must outlive the searcher.
-  Searcher(const SearchGraph& graph, const SearchOptions& options);
+  // `graph` (and `rescorer`, if any) must outlive the searcher. With a
+  // rescorer, word ends are rescored as described above (the searcher
+  // resets the rescorer's history table with each utterance).
+  Searcher(const SearchGraph& graph, const SearchOptions& options,
+           LmRescorer* rescorer = nullptr);
   virtual ~Searcher();
   Searcher(const Searcher&) = delete;
   Searcher& operator=(const Searcher&) = delete;
@@ -194,6 +251,9 @@ class Searcher {
   const SearchOptions& options() const { return options_; }
   int32_t frames_decoded() const { return frames_; }
   const SearchStats& stats() const { return stats_; }
+  LmRescorer* rescorer() const { return rescorer_; }
+  // Tokens per graph state: options().lm_histories with a rescorer, else 1.
+  int slots() const { return slots_; }
 
   // The best hypothesis so far (the final result after the last frame).
   Hypothesis best();
@@ -224,8 +284,33 @@ class Searcher {
   // and the pointers are usable; std::logic_error before reset().
   void check_advance(const float* loglik, int64_t frames, int64_t columns) const;
 
+  // The word-end step's host half, shared by both searchers: rescores
+  // `events` (sorted here into (source, arc) order) and fills `out` in that
+  // order with each event's destination virtual state and cost_i.
+  struct WordEndEvent {
+    int32_t source = 0;  // virtual state
+    uint32_t arc = 0;
+    float cost = 0.0f;   // token cost + arc cost
+    int32_t record = -1;
+    int32_t history = 0;
+  };
+  struct WordEndOffer {
+    int32_t dest = 0;   // virtual state
+    float cost = 0.0f;  // event cost + delta
+    int32_t word = 0;
+    int32_t record = -1;  // the previous record
+    int32_t history = 0;  // history after the word
+  };
+  void rescore_word_ends(std::vector<WordEndEvent>& events, std::vector<WordEndOffer>& out);
+  // The start of an utterance for the rescorer (history table cleared).
+  void reset_rescorer();
+  // A token's total for best/n-best: cost + final cost (+ end delta).
+  float final_total(const SearchToken& t) const;
+
   const SearchGraph& graph_;
   SearchOptions options_;
+  LmRescorer* rescorer_ = nullptr;
+  int slots_ = 1;
   WordRecordStore records_;
   SearchStats stats_;
   int32_t frames_ = 0;
@@ -235,8 +320,7 @@ class Searcher {
   // Words of the chain ending at `record`, fillers dropped, with times.
   std::vector<HypothesisWord> words_of(int32_t record, int32_t* num_records) const;
   // The best token (final preferred) and its total cost.
-  static int best_token(const std::vector<SearchToken>& live,
-                        const SearchGraph& graph, float* total, bool* final_state);
+  int best_token(const std::vector<SearchToken>& live, float* total, bool* final_state) const;
 };
 
 }  // namespace gpuspeech

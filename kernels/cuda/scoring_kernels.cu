@@ -61,7 +61,104 @@ __global__ void senone_scores_kernel(const float* __restrict__ densities,
   }
 }
 
+constexpr int kMaxTopN = 16;                      // Backend::kMaxTopN
+constexpr float kTopNUnderflow = 8.67361738e-19f;  // Backend::kTopNUnderflow, 2^-60
+
+// One thread per (frame, senone), frames fastest, as above; each thread
+// ranks its codebook's Gaussians itself by the insertion rule of the
+// definition (the same reads as a full mixture, far fewer exps), so every
+// backend selects the same Gaussians in the same order; then
+// d_1 + ln sum_i w(k_i) exp(d_i - d_1), products and sums rounded
+// separately (__fmul_rn/__fadd_rn: no fused multiply-add), as on the CPU.
+__global__ void senone_scores_top_n_kernel(const float* __restrict__ densities, int codebooks,
+                                           int density, int64_t frames, int top_n,
+                                           const float* __restrict__ codebook,
+                                           const float* __restrict__ weights, int senones,
+                                           int streams, float* __restrict__ out) {
+  const int64_t total_items = frames * senones;
+  const int n = top_n < density ? top_n : density;
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < total_items;
+       i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    const int64_t f = i % frames;
+    const int64_t s = i / frames;
+    const int64_t c = clamped_index(codebook[s], 0, codebooks - 1);
+    float val[kMaxTopN];
+    int idx[kMaxTopN];
+    float total = 0.0f;
+    for (int t = 0; t < streams; ++t) {
+      const float* rows = densities + (static_cast<int64_t>(t) * codebooks + c) * density * frames + f;
+      int count = 0;
+      bool has_nan = false;
+      for (int k = 0; k < density; ++k) {
+        const float v = rows[static_cast<int64_t>(k) * frames];
+        if (isnan(v)) {
+          has_nan = true;
+          continue;
+        }
+        int p = count;
+        if (p == n) {
+          if (!(v > val[n - 1])) continue;
+          --p;
+        } else {
+          ++count;
+        }
+        for (; p > 0 && val[p - 1] < v; --p) {
+          val[p] = val[p - 1];
+          idx[p] = idx[p - 1];
+        }
+        val[p] = v;
+        idx[p] = k;
+      }
+      if (has_nan) {
+        total += NAN;
+        continue;
+      }
+      const float d1 = val[0];
+      if (d1 == -INFINITY) {
+        total += -INFINITY;
+        continue;
+      }
+      const float* w = weights + (s * streams + t) * density;
+      float sum = 0.0f;
+      for (int r = 0; r < count; ++r) sum = __fadd_rn(sum, __fmul_rn(w[idx[r]], expf(val[r] - d1)));
+      if (!(sum < kTopNUnderflow)) {
+        total += d1 + logf(sum);
+        continue;
+      }
+      // Underflow guard: the same sum in the log domain.
+      float top = -INFINITY;
+      for (int r = 0; r < count; ++r) {
+        const float v = logf(w[idx[r]]) + val[r];
+        top = (v > top || isnan(v)) ? v : top;
+      }
+      if (top == -INFINITY) {
+        total += -INFINITY;
+        continue;
+      }
+      float lsum = 0.0f;
+      for (int r = 0; r < count; ++r) lsum += expf(logf(w[idx[r]]) + val[r] - top);
+      total += top + logf(lsum);
+    }
+    out[f * senones + s] = total;
+  }
+}
+
 }  // namespace
+
+cudaError_t launch_senone_scores_top_n(const float* densities, int codebooks, int density,
+                                       int64_t frames, int top_n, const float* codebook,
+                                       const float* weights, int senones, int streams,
+                                       float* out, cudaStream_t stream) {
+  const int64_t n = frames * senones;
+  if (n <= 0) return cudaSuccess;
+  if (top_n < 1 || top_n > kMaxTopN) return cudaErrorInvalidValue;
+  int64_t blocks = (n + kThreads - 1) / kThreads;
+  const int64_t kMaxBlocks = 1 << 20;
+  if (blocks > kMaxBlocks) blocks = kMaxBlocks;
+  senone_scores_top_n_kernel<<<static_cast<unsigned int>(blocks), kThreads, 0, stream>>>(
+      densities, codebooks, density, frames, top_n, codebook, weights, senones, streams, out);
+  return cudaGetLastError();
+}
 
 cudaError_t launch_senone_scores(const float* densities, int num_gaussians,
                                  int64_t frames, const float* offsets,

@@ -21,5 +21,12 @@ cudaError_t launch_senone_scores(const float* densities, int num_gaussians,
                                  int64_t entries, int senones, int streams,
                                  float* out, cudaStream_t stream);
 
+// Backend::senone_scores_top_n (common/backend.h); codebook indices are
+// clamped into 0..codebooks-1.
+cudaError_t launch_senone_scores_top_n(const float* densities, int codebooks, int density,
+                                       int64_t frames, int top_n, const float* codebook,
+                                       const float* weights, int senones, int streams,
+                                       float* out, cudaStream_t stream);
+
 }  // namespace cuda
 }  // namespace gpuspeech

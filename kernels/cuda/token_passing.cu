@@ -102,19 +102,26 @@ __global__ void frame_begin_kernel(TpState s, const TpFrame* __restrict__ fp) {
     c->cut_bin = f.bins;
     c->passes = 0;
     c->last_changed = 0;
+    c->events = 0;
   }
   for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < f.bins; i += gridDim.x * blockDim.x)
     s.histogram[i] = 0;
 }
 
-__global__ void start_kernel(TpState s, int32_t start) {
+__global__ void start_kernel(TpState s, const TpFrame* __restrict__ fp) {
+  const int32_t start = fp->start_state;
   s.best[start] = pack_candidate(0.0f, kNoArc);
   s.record[start] = -1;
+  if (s.hist != nullptr) {
+    s.hist[start] = 0;
+    s.round_mark[start] = fp->round_id;
+  }
   s.touched[0] = start;
   TpToken t;
   t.state = start;
   t.cost = 0.0f;
   t.record = -1;
+  t.hist = 0;
   s.changed[0][0] = t;
   s.counters->touched = 1;
   s.counters->changed[0] = 1;
@@ -122,15 +129,22 @@ __global__ void start_kernel(TpState s, int32_t start) {
 }
 
 // Emitting arcs of one token, lanes striding over its arcs.
+// Virtual state -> graph state (slots = 1 without rescoring: the same).
+__device__ __forceinline__ int32_t graph_state(const TpGraph& g, int32_t v) {
+  return g.slots == 1 ? v : v / g.slots;
+}
+
 __device__ __forceinline__ void emit_arcs(const TpGraph& g, const TpState& s, const TpFrame& f,
                                           const TpToken& tok, int64_t first, int64_t step) {
-  const int64_t end = g.arc_begin[tok.state + 1];
-  for (int64_t a = g.arc_begin[tok.state] + first; a < end; a += step) {
+  const int32_t state = graph_state(g, tok.state);
+  const int32_t slot = tok.state - state * g.slots;
+  const int64_t end = g.arc_begin[state + 1];
+  for (int64_t a = g.arc_begin[state] + first; a < end; a += step) {
     const int32_t il = g.ilabel[a];
     if (il == 0) continue;
     const float c = search::emitting_cost(tok.cost, g.cost[a], f.acoustic_scale, f.loglik[il - 1]);
     if (!usable_cost(c)) continue;
-    offer(s, g.dest[a], pack_candidate(c, static_cast<uint32_t>(a)));
+    offer(s, g.dest[a] * g.slots + slot, pack_candidate(c, static_cast<uint32_t>(a)));
   }
 }
 
@@ -142,8 +156,12 @@ __global__ void emit_kernel(TpGraph g, TpState s, const TpFrame* __restrict__ fp
   for (uint32_t i = blockIdx.x * kGroupsPerBlock + threadIdx.x / kGroup; i < n;
        i += gridDim.x * kGroupsPerBlock) {
     const TpToken tok = live[i];
-    const int64_t degree = g.arc_begin[tok.state + 1] - g.arc_begin[tok.state];
-    if (lane == 0) s.prev_record[tok.state] = tok.record;
+    const int32_t state = graph_state(g, tok.state);
+    const int64_t degree = g.arc_begin[state + 1] - g.arc_begin[state];
+    if (lane == 0) {
+      s.prev_record[tok.state] = tok.record;
+      if (s.prev_hist != nullptr) s.prev_hist[tok.state] = tok.hist;
+    }
     if (degree > kHeavyDegree) {
       if (lane == 0) s.heavy[append_slot(&s.counters->heavy)] = tok;
       continue;
@@ -170,7 +188,8 @@ __global__ void emit_resolve_kernel(TpGraph g, TpState s, const TpFrame* __restr
     const uint64_t key = s.best[d];
     const float c = candidate_cost(key);
     const uint32_t a = candidate_arc(key);
-    const int32_t src = source_of(g, a);
+    // The source keeps the slot (virtual state src * slots + d's slot).
+    const int32_t src = source_of(g, a) * g.slots + (d - graph_state(g, d) * g.slots);
     int32_t rec = s.prev_record[src];
     const int32_t ol = g.olabel[a];
     if (ol > 0) rec = stage_record(s, f, ol - 1, rec, c);
@@ -179,9 +198,15 @@ __global__ void emit_resolve_kernel(TpGraph g, TpState s, const TpFrame* __restr
     t.state = d;
     t.cost = c;
     t.record = rec;
+    t.hist = 0;
+    if (s.hist != nullptr) {
+      t.hist = s.prev_hist[src];
+      s.hist[d] = t.hist;
+      s.round_mark[d] = f.round_id;
+    }
     // Only tokens with epsilon arcs to relax start the closure (their
     // records are final already).
-    if (g.has_epsilon[d]) s.changed[0][append_slot(&s.counters->changed[0])] = t;
+    if (g.has_epsilon[graph_state(g, d)]) s.changed[0][append_slot(&s.counters->changed[0])] = t;
     const uint32_t k = cost_key(c);
     best = k < best ? k : best;
   }
@@ -194,12 +219,15 @@ __global__ void emit_resolve_kernel(TpGraph g, TpState s, const TpFrame* __restr
 __device__ __forceinline__ void relax_arcs(const TpGraph& g, const TpState& s, const TpToken& tok,
                                            int out, uint32_t pass_id, int64_t first,
                                            int64_t step) {
-  const int64_t end = g.arc_begin[tok.state + 1];
-  for (int64_t a = g.arc_begin[tok.state] + first; a < end; a += step) {
+  const int32_t state = graph_state(g, tok.state);
+  const int32_t slot = tok.state - state * g.slots;
+  const int64_t end = g.arc_begin[state + 1];
+  for (int64_t a = g.arc_begin[state] + first; a < end; a += step) {
     if (g.ilabel[a] != 0) continue;
+    if (g.rescoring && g.olabel[a] != 0) continue;  // a word end: the word-end step's
     const float c = add_cost(tok.cost, g.cost[a]);
     if (!usable_cost(c)) continue;
-    const int32_t d = g.dest[a];
+    const int32_t d = g.dest[a] * g.slots + slot;
     if (offer(s, d, pack_candidate(c, static_cast<uint32_t>(a))) &&
         atomicExch(s.stamp + d, pass_id) != pass_id)
       s.changed[out][append_slot(&s.counters->changed[out])].state = d;
@@ -222,11 +250,15 @@ __global__ void relax_kernel(TpGraph g, TpState s, const TpFrame* __restrict__ f
     const TpToken tok = list[i];
     // The previous pass's records become the state's (no kernel of this
     // pass reads record[] before the resolve kernel).
-    if (lane == 0) s.record[tok.state] = tok.record;
-    if (!g.has_epsilon[tok.state]) continue;
+    if (lane == 0) {
+      s.record[tok.state] = tok.record;
+      if (s.hist != nullptr) s.hist[tok.state] = tok.hist;
+    }
+    const int32_t state = graph_state(g, tok.state);
+    if (!g.has_epsilon[state]) continue;
     const bool fresh = tok.record >= f.first_record;
     if (!(tok.cost <= (fresh ? limit_word_end : limit_beam))) continue;
-    const int64_t degree = g.arc_begin[tok.state + 1] - g.arc_begin[tok.state];
+    const int64_t degree = g.arc_begin[state + 1] - g.arc_begin[state];
     if (degree > kHeavyDegree) {
       if (lane == 0) s.heavy[append_slot(&s.counters->heavy)] = tok;
       continue;
@@ -257,12 +289,17 @@ __global__ void relax_resolve_kernel(TpGraph g, TpState s, const TpFrame* __rest
     const uint64_t key = s.best[d];
     const float c = candidate_cost(key);
     const uint32_t a = candidate_arc(key);
-    const int32_t src = source_of(g, a);
+    const int32_t src = source_of(g, a) * g.slots + (d - graph_state(g, d) * g.slots);
     int32_t rec = s.record[src];
     const int32_t ol = g.olabel[a];
     if (ol > 0) rec = stage_record(s, f, ol - 1, rec, c);
     list[i].cost = c;
     list[i].record = rec;
+    list[i].hist = 0;
+    if (s.hist != nullptr) {
+      list[i].hist = s.hist[src];
+      s.round_mark[d] = f.round_id;
+    }
   }
   if (blockIdx.x == 0 && threadIdx.x == 0) {
     s.counters->changed[in] = 0;  // consumed; the next pass writes it
@@ -383,21 +420,114 @@ __global__ void prune_compact_kernel(TpState s, const TpFrame* __restrict__ fp) 
       t.state = d;
       t.cost = c;
       t.record = s.record[d];
+      t.hist = s.hist != nullptr ? s.hist[d] : 0;
       s.live[out][append_slot(&s.counters->live[out])] = t;
     }
     s.best[d] = kNoCandidate;
   }
 }
 
+// The word-end step, device half 1: the round's events. One thread per
+// touched state (word-end states have a word arc or a few).
+__global__ void collect_events_kernel(TpGraph g, TpState s, const TpFrame* __restrict__ fp) {
+  const TpFrame f = *fp;
+  const uint32_t n = s.counters->touched;
+  const float best_emit = key_cost(s.counters->best_emit_key);
+  const float limit_beam = add_cost(best_emit, f.beam);
+  const float limit_word_end = add_cost(best_emit, f.word_end_beam);
+  for (uint32_t i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {
+    const int32_t v = s.touched[i];
+    if (s.round_mark[v] != f.round_id) continue;
+    const int32_t state = graph_state(g, v);
+    if (!g.has_word_arc[state]) continue;
+    const float cost = candidate_cost(s.best[v]);
+    const int32_t rec = s.record[v];
+    const bool fresh = rec >= f.first_record;
+    if (!(cost <= (fresh ? limit_word_end : limit_beam))) continue;
+    for (int64_t a = g.arc_begin[state]; a < g.arc_begin[state + 1]; ++a) {
+      if (g.ilabel[a] != 0 || g.olabel[a] == 0) continue;
+      const float c = add_cost(cost, g.cost[a]);
+      if (!usable_cost(c)) continue;
+      const uint32_t slot = atomicAdd(&s.counters->events, 1u);
+      if (slot < s.event_capacity) {
+        TpEvent e;
+        e.source = v;
+        e.arc = static_cast<uint32_t>(a);
+        e.cost = c;
+        e.record = rec;
+        e.hist = s.hist[v];
+        s.events[slot] = e;
+      }
+    }
+  }
+}
+
+// Half 2a: the host's offers, keyed (cost, num_arcs + index).
+__global__ void offer_events_kernel(TpGraph g, TpState s, const TpFrame* __restrict__ fp) {
+  const uint32_t n = fp->num_offers;
+  for (uint32_t i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {
+    const TpOffer o = s.offers[i];
+    if (usable_cost(o.cost)) offer(s, o.dest, pack_candidate(o.cost, g.num_arcs + i));
+  }
+  if (blockIdx.x == 0 && threadIdx.x == 0) s.counters->events = 0;  // the next collection's
+}
+
+// Half 2b: each offer that holds its destination makes its record and
+// starts the round in changed[0] (empty: the last round settled).
+__global__ void resolve_events_kernel(TpGraph g, TpState s, const TpFrame* __restrict__ fp) {
+  const TpFrame f = *fp;
+  const uint32_t n = f.num_offers;
+  for (uint32_t i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {
+    const TpOffer o = s.offers[i];
+    if (!usable_cost(o.cost) ||
+        s.best[o.dest] != pack_candidate(o.cost, g.num_arcs + i))
+      continue;
+    const int32_t rec = stage_record(s, f, o.word, o.record, o.cost);
+    s.record[o.dest] = rec;
+    s.hist[o.dest] = o.hist;
+    s.round_mark[o.dest] = f.round_id;
+    TpToken t;
+    t.state = o.dest;
+    t.cost = o.cost;
+    t.record = rec;
+    t.hist = o.hist;
+    s.changed[0][append_slot(&s.counters->changed[0])] = t;
+  }
+}
+
+__global__ void clear_touched_kernel(TpState s) {
+  const uint32_t n = s.counters->touched;
+  for (uint32_t i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x)
+    s.best[s.touched[i]] = kNoCandidate;
+}
+
 }  // namespace
+
+cudaError_t tp_collect_events(const TpGraph& g, const TpState& s, const TpFrame* f, int blocks,
+                              cudaStream_t stream) {
+  collect_events_kernel<<<blocks, kThreads, 0, stream>>>(g, s, f);
+  return cudaGetLastError();
+}
+
+cudaError_t tp_offer_events(const TpGraph& g, const TpState& s, const TpFrame* f, int blocks,
+                            cudaStream_t stream) {
+  offer_events_kernel<<<blocks, kThreads, 0, stream>>>(g, s, f);
+  resolve_events_kernel<<<blocks, kThreads, 0, stream>>>(g, s, f);
+  return cudaGetLastError();
+}
+
+cudaError_t tp_clear_touched(const TpState& s, int blocks, cudaStream_t stream) {
+  clear_touched_kernel<<<blocks, kThreads, 0, stream>>>(s);
+  return cudaGetLastError();
+}
 
 cudaError_t tp_frame_begin(const TpState& s, const TpFrame* f, cudaStream_t stream) {
   frame_begin_kernel<<<1, kThreads, 0, stream>>>(s, f);
   return cudaGetLastError();
 }
 
-cudaError_t tp_start(const TpState& s, int32_t start_state, cudaStream_t stream) {
-  start_kernel<<<1, 1, 0, stream>>>(s, start_state);
+cudaError_t tp_start(const TpState& s, const TpFrame* f, cudaStream_t stream) {
+  start_kernel<<<1, 1, 0, stream>>>(s, f);
   return cudaGetLastError();
 }
 

@@ -15,6 +15,12 @@
 //                       whole block expands each
 //   live[2]             pruned live tokens of the previous / this frame
 //   staging             word records made this frame (index first_record + i)
+// With word-end rescoring (token_passing.h) every per-state array is per
+// virtual state (state * slots + slot), tokens carry an LM history id, and
+//   hist[v], prev_hist[v]  the histories beside record[] and prev_record[]
+//   round_mark[v]       id of the closure round that last changed v
+//   events              word-end events of the round (to the host)
+//   offers              the host's rescored events (from the host)
 // List lengths live in TpCounters on the device, so kernels read them there
 // and the host need not wait between kernels; it waits once per frame for
 // the counters (and once for the frame's records).
@@ -43,12 +49,37 @@ struct TpGraph {
   const int32_t* source;
   const uint8_t* has_epsilon;  // per state: 1 if it has an epsilon arc
   int32_t num_states;
+  // Word-end rescoring: tokens per state (1 without), whether word-label
+  // arcs wait for the word-end step, per state whether it has one, and the
+  // arc count (event candidates' arc fields are num_arcs + event index).
+  int32_t slots;
+  int32_t rescoring;
+  const uint8_t* has_word_arc;
+  uint32_t num_arcs;
 };
 
 struct TpToken {
-  int32_t state;
+  int32_t state;  // virtual state
   float cost;
   int32_t record;
+  int32_t hist;
+};
+
+// Layouts of Searcher::WordEndEvent and WordEndOffer (checked on the host).
+struct TpEvent {
+  int32_t source;
+  uint32_t arc;
+  float cost;
+  int32_t record;
+  int32_t hist;
+};
+
+struct TpOffer {
+  int32_t dest;
+  float cost;
+  int32_t word;
+  int32_t record;
+  int32_t hist;
 };
 
 struct TpRecord {
@@ -70,6 +101,7 @@ struct TpCounters {
   int32_t cut_bin;         // max-active cutoff bin
   uint32_t passes;         // closure passes that changed something
   uint32_t last_changed;   // tokens changed by the last pass queued
+  uint32_t events;         // word-end events of the round; above capacity = overflow
 };
 
 struct TpState {
@@ -85,6 +117,13 @@ struct TpState {
   uint32_t staging_capacity;
   uint32_t* histogram;
   TpCounters* counters;
+  // Word-end rescoring only (null otherwise):
+  int32_t* hist;
+  int32_t* prev_hist;
+  uint32_t* round_mark;
+  TpEvent* events;
+  uint32_t event_capacity;
+  const TpOffer* offers;
 };
 
 // Per-frame parameters, in device memory: the host writes them before each
@@ -102,6 +141,9 @@ struct TpFrame {
   int32_t first_record;  // records >= this were made this frame
   int live_in;           // parity of the previous frame's live list
   uint32_t pass_base;    // stamp id of closure pass 0 (pass p: pass_base + p)
+  uint32_t round_id;     // rescoring: id of the closure round being run
+  uint32_t num_offers;   // rescoring: offers of this round's word-end step
+  int32_t start_state;   // the start frame's token (virtual state)
 };
 
 // `f` points to the frame's TpFrame in device memory. `blocks` sizes the
@@ -111,9 +153,9 @@ struct TpFrame {
 
 // Zeroes the frame's counters and histogram (live[1 - live_in] too).
 cudaError_t tp_frame_begin(const TpState& s, const TpFrame* f, cudaStream_t stream);
-// The start token (cost 0, no arc, no record) at `start_state`, as the
-// emitting step's only result.
-cudaError_t tp_start(const TpState& s, int32_t start_state, cudaStream_t stream);
+// The start token (cost 0, no arc, no record, history 0) at
+// f->start_state, as the emitting step's only result.
+cudaError_t tp_start(const TpState& s, const TpFrame* f, cudaStream_t stream);
 // Step 1 and its winners' records; changed[0] = the touched tokens at
 // states with epsilon arcs.
 cudaError_t tp_emit(const TpGraph& g, const TpState& s, const TpFrame* f, int blocks, bool heavy,
@@ -127,6 +169,18 @@ cudaError_t tp_epsilon_pass(const TpGraph& g, const TpState& s, const TpFrame* f
 // kMaxHistogramBins).
 cudaError_t tp_prune(const TpState& s, const TpFrame* f, int bins, int blocks,
                      cudaStream_t stream);
+
+// Rescoring: the word-end step's device halves. tp_collect_events lists
+// the events of the round f->round_id (tokens it changed that may relax,
+// one per word-label arc) in s.events (counters->events). tp_offer_events
+// offers the host's f->num_offers rescored events and makes the winners'
+// records; they start round f->round_id in changed[0].
+cudaError_t tp_collect_events(const TpGraph& g, const TpState& s, const TpFrame* f, int blocks,
+                              cudaStream_t stream);
+cudaError_t tp_offer_events(const TpGraph& g, const TpState& s, const TpFrame* f, int blocks,
+                            cudaStream_t stream);
+// Clears best[] of every touched state (a frame abandoned before pruning).
+cudaError_t tp_clear_touched(const TpState& s, int blocks, cudaStream_t stream);
 
 }  // namespace cuda
 }  // namespace gpuspeech

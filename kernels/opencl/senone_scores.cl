@@ -49,3 +49,89 @@ __kernel void senone_scores(__global const float* densities, int num_gaussians,
   }
   out[out_offset + (ulong)f * (ulong)senones + (ulong)s] = total;
 }
+
+// Backend::senone_scores_top_n (common/backend.h): each senone's mixture
+// over the top_n Gaussians of its codebook with the highest densities, as
+// d_1 + ln sum_i w(k_i) exp(d_i - d_1). One work-item per (frame, senone),
+// frames fastest, as above; each item ranks its codebook's Gaussians itself
+// (the same reads as a full mixture, far fewer exps) by the insertion rule
+// of the definition, so every backend selects the same Gaussians in the same
+// order. Products and sums stay separate roundings (no contraction), as on
+// the CPU.
+#pragma OPENCL FP_CONTRACT OFF
+#define GPUSPEECH_MAX_TOP_N 16
+#define GPUSPEECH_TOP_N_UNDERFLOW 8.67361738e-19f
+
+__kernel void senone_scores_top_n(__global const float* densities, int codebooks,
+                                  int density, long frames, int top_n,
+                                  __global const float* codebook,
+                                  __global const float* weights, int senones, int streams,
+                                  __global float* out, ulong out_offset) {
+  const ulong i = get_global_id(0);
+  if (i >= (ulong)frames * (ulong)senones) return;
+  const long f = (long)(i % (ulong)frames);
+  const int s = (int)(i / (ulong)frames);
+  const int n = min(top_n, density);
+  const long c = clamped_index(codebook[s], 0, codebooks - 1);
+  float val[GPUSPEECH_MAX_TOP_N];
+  int idx[GPUSPEECH_MAX_TOP_N];
+  float total = 0.0f;
+  for (int t = 0; t < streams; ++t) {
+    __global const float* rows = densities + ((long)t * codebooks + c) * density * frames + f;
+    int count = 0;
+    bool has_nan = false;
+    for (int k = 0; k < density; ++k) {
+      const float v = rows[(long)k * frames];
+      if (isnan(v)) {
+        has_nan = true;
+        continue;
+      }
+      int p = count;
+      if (p == n) {
+        if (!(v > val[n - 1])) continue;
+        --p;
+      } else {
+        ++count;
+      }
+      for (; p > 0 && val[p - 1] < v; --p) {
+        val[p] = val[p - 1];
+        idx[p] = idx[p - 1];
+      }
+      val[p] = v;
+      idx[p] = k;
+    }
+    if (has_nan) {
+      total += NAN;
+      continue;
+    }
+    const float d1 = val[0];
+    if (d1 == -INFINITY) {
+      total += -INFINITY;
+      continue;
+    }
+    __global const float* w = weights + ((long)s * streams + t) * density;
+    float sum = 0.0f;
+    for (int r = 0; r < count; ++r) {
+      const float term = w[idx[r]] * exp(val[r] - d1);
+      sum += term;
+    }
+    if (!(sum < GPUSPEECH_TOP_N_UNDERFLOW)) {
+      total += d1 + log(sum);
+      continue;
+    }
+    // Underflow guard: the same sum in the log domain.
+    float top = -INFINITY;
+    for (int r = 0; r < count; ++r) {
+      const float v = log(w[idx[r]]) + val[r];
+      top = (v > top || isnan(v)) ? v : top;
+    }
+    if (top == -INFINITY) {
+      total += -INFINITY;
+      continue;
+    }
+    float lsum = 0.0f;
+    for (int r = 0; r < count; ++r) lsum += exp(log(w[idx[r]]) + val[r] - top);
+    total += top + log(lsum);
+  }
+  out[out_offset + (ulong)f * (ulong)senones + (ulong)s] = total;
+}

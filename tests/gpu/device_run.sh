@@ -7,11 +7,10 @@
 # Carried from the checkout (ignored by git):
 #   .debs/meson_*.deb  Debian's meson, used when the machine has none
 #   .gtest-src/        googletest sources (Debian's /usr/src/googletest)
-#   .refaudio/         goforward.raw and librivox/*.wav from
-#                      /usr/share/pocketsphinx/test/data
+#   .refaudio/         a copy of /usr/share/pocketsphinx/test/data
 # Writes logs and results under $OUT (default /tmp/gpuspeech-out).
 #
-# usage: tests/gpu/device_run.sh [all|build|test|refs|bench|profile]...
+# usage: tests/gpu/device_run.sh [all|build|test|refs|bench|profile|decode|dtw]...
 set -u -o pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$ROOT"
@@ -20,7 +19,8 @@ mkdir -p "$OUT"
 BUILD=build-device
 STEPS=${*:-all}
 export GPUSPEECH_AUDIO_DIR=$ROOT/.refaudio
-# .refmodel/: /usr/share/pocketsphinx/model/en-us (en-us/ and cmudict).
+# .refmodel/: a copy of /usr/share/pocketsphinx/model/en-us (en-us/, the
+# dictionary and en-us.lm.bin).
 export GPUSPEECH_MODEL_DIR=$ROOT/.refmodel
 status=0
 
@@ -37,6 +37,17 @@ find_meson() {
   fi
   "${MESON[@]}" --version
 }
+
+# OpenFst (the graph compiler) from Debian's .debs when the machine has none.
+if [ ! -f /usr/include/fst/fstlib.h ] && ls .debs/libfst*.deb >/dev/null 2>&1; then
+  if [ ! -f /tmp/fst/usr/include/fst/fstlib.h ]; then
+    for d in .debs/libfst*.deb; do dpkg -x "$d" /tmp/fst; done
+    ln -sf libfst.so.22 /tmp/fst/usr/lib/x86_64-linux-gnu/libfst.so 2>/dev/null
+  fi
+  export CPLUS_INCLUDE_PATH=/tmp/fst/usr/include${CPLUS_INCLUDE_PATH:+:$CPLUS_INCLUDE_PATH}
+  export LIBRARY_PATH=/tmp/fst/usr/lib/x86_64-linux-gnu${LIBRARY_PATH:+:$LIBRARY_PATH}
+  export LD_LIBRARY_PATH=/tmp/fst/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+fi
 
 if want build; then
   note "machine"
@@ -62,6 +73,18 @@ if want build; then
   ninja -k 0 -C $BUILD >>"$OUT/build.log" 2>&1 || { status=1; echo "BUILD FAILED (continuing)";
     grep -B2 -A12 -m3 'error' "$OUT/build.log"; }
   grep -c warning "$OUT/build.log" | sed 's/^/compiler warnings: /'
+fi
+
+# The en-us graph (automatically pruned LM) takes minutes to compile: start
+# it as soon as the tool is built and let the tests run meanwhile.
+GRAPH_CACHE=/tmp/gpuspeech-graph-cache
+if want decode && [ -x $BUILD/tools/gpuspeech-mkgraph ]; then
+  note "en-us graph compile (background)"
+  TIMEV=(); [ -x /usr/bin/time ] && TIMEV=(/usr/bin/time -v)
+  ( "${TIMEV[@]}" $BUILD/tools/gpuspeech-mkgraph --hmm .refmodel/en-us/en-us \
+      --dict .refmodel/en-us/cmudict-en-us.dict --lm .refmodel/en-us/en-us.lm.bin \
+      --cache $GRAPH_CACHE >"$OUT/mkgraph.log" 2>&1; echo "mkgraph status $?" >>"$OUT/mkgraph.log" ) &
+  MKGRAPH_PID=$!
 fi
 
 if want refs; then
@@ -102,4 +125,51 @@ if want profile; then
     --utts 128 --seconds 30 --reps 1 --warmup 1 >"$OUT/ncu.log" 2>&1
   grep -vE '^==PROF==|^ *$' "$OUT/ncu.log" | grep -E '\(|gpu__time_duration' | cut -c1-150 | head -60
 fi
+if want decode; then
+  note "decoding: cuda (scoring + search) against cpu, same files, same graphs"
+  [ -n "${MKGRAPH_PID:-}" ] && wait $MKGRAPH_PID
+  tail -4 "$OUT/mkgraph.log"
+  T=$BUILD/tools/gpuspeech-transcribe
+  M=(--hmm .refmodel/en-us/en-us --dict .refmodel/en-us/cmudict-en-us.dict --cache $GRAPH_CACHE)
+  D=$GPUSPEECH_AUDIO_DIR
+  decode_set() {  # NAME ARGS... : cpu then cuda (twice: the second is warm), trn files compared
+    local name=$1; shift
+    for b in cpu cuda cuda; do
+      $T "${M[@]}" --backend $b --search $b --times "$@" >"$OUT/$name.$b.trn" 2>"$OUT/$name.$b.err" || status=1
+      echo "$name $b: $(tail -1 "$OUT/$name.$b.err")"
+    done
+    if [ ! -s "$OUT/$name.cpu.trn" ]; then
+      echo "$name: no output"; status=1
+    elif cmp -s <(grep -v '^#' "$OUT/$name.cpu.trn") <(grep -v '^#' "$OUT/$name.cuda.trn"); then
+      echo "$name: cpu and cuda give identical words"
+    else
+      echo "$name: cpu and cuda DIFFER"; diff "$OUT/$name.cpu.trn" "$OUT/$name.cuda.trn" | head -20; status=1
+    fi
+    if cmp -s "$OUT/$name.cpu.trn" "$OUT/$name.cuda.trn"; then echo "$name: word times identical too"; fi
+  }
+  decode_set goforward --jsgf $D/goforward.gram $D/goforward.raw
+  decode_set cards --jsgf $D/cards/cards.gram $D/cards/*.wav
+  decode_set librivox --lm .refmodel/en-us/en-us.lm.bin $D/librivox/*.wav
+  decode_set librivox-norescore --no-rescore --lm .refmodel/en-us/en-us.lm.bin $D/librivox/*.wav
+  decode_set tidigits --mfc --hmm $D/tidigits/hmm --dict $D/tidigits/lm/tidigits.dic \
+    --fsg $D/tidigits/lm/tidigits.fsg $D/tidigits/*.mfc
+  for m in 10000 5000; do
+    $T "${M[@]}" --lm .refmodel/en-us/en-us.lm.bin --backend cuda --search cuda --maxactive $m \
+      $D/librivox/*.wav >"$OUT/librivox.cuda.max$m.trn" 2>"$OUT/librivox.cuda.max$m.err"
+    echo "librivox cuda maxactive $m: $(tail -1 "$OUT/librivox.cuda.max$m.err")"
+    cmp -s "$OUT/librivox.cuda.max$m.trn" <(grep -v '^#' "$OUT/librivox.cuda.trn") &&
+      echo "  same words as maxactive 30000" || echo "  words differ from maxactive 30000"
+  done
+  echo "--- librivox, cuda, per stage (-v)"
+  $T "${M[@]}" --lm .refmodel/en-us/en-us.lm.bin --backend cuda --search cuda -v \
+    $D/librivox/*.wav 2>&1 >/dev/null | tail -8
+  mkdir -p /tmp/decode-out && mv "$OUT"/*.trn "$OUT"/*.err "$OUT/mkgraph.log" /tmp/decode-out/ 2>/dev/null
+  tar czf "$OUT/decode.tar.gz" -C /tmp/decode-out .
+fi
+if want dtw; then
+  note "DTW: one utterance against N templates, cuda against the cpu engine"
+  $BUILD/tools/gpuspeech-dtw --bench 10,30,100,300,1000,3000,10000 --backend cuda || status=1
+  $BUILD/tools/gpuspeech-dtw --bench 10,100,1000,10000 --backend cuda --pattern symmetric || status=1
+fi
+
 exit $status

@@ -65,3 +65,10 @@ audio = noise(19200) + gf + bytes(2 * 4800) + noise(11200) + gf[:2 * 24000]
 open(sys.argv[2], "wb").write(audio)
 PY
 fe_default -argfile "$params" -raw yes -i "$tmp/padded.raw" -o "$here/goforward-padded.nr.mfc"
+
+# The tidigits model's front end (its feat.params with -dither no):
+# -round_filters no, -remove_dc yes, 20 filters from 1 to 4000 Hz, on the
+# one raw recording pocketsphinx-testdata ships for it. Compared by
+# test_tidigits.
+fe -argfile "$here/feat-tidigits.params" -raw yes -i "$data/tidigits/dhd.2934z.raw" \
+   -o "$here/dhd.2934z.mfc"

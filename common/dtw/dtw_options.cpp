@@ -1,0 +1,134 @@
+#include "common/dtw/dtw_options.h"
+
+#include <cstdio>
+#include <stdexcept>
+
+#include "common/feature_signature.h"
+
+namespace gpuspeech {
+namespace {
+
+std::string num(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.9g", v);
+  return buf;
+}
+
+}  // namespace
+
+void DtwOptions::validate() const {
+  if (band < -1)
+    throw std::invalid_argument("dtw band must be -1 (off) or >= 0 frames, got " +
+                                std::to_string(band));
+}
+
+std::string DtwOptions::fingerprint() const {
+  return std::string("pattern=") + to_string(pattern) + ";band=" + std::to_string(band) +
+         ";distance=" + to_string(distance) + ";normalize=" + (normalize ? "1" : "0");
+}
+
+void EndpointOptions::validate() const {
+  auto bad = [](const std::string& what) { throw std::invalid_argument("endpointer: " + what); };
+  if (!(frame_ms >= 1.0f && frame_ms <= 100.0f)) bad("frame_ms must be in [1, 100], got " + num(frame_ms));
+  if (!(threshold_db > 0.0f)) bad("threshold_db must be > 0, got " + num(threshold_db));
+  if (!(min_level_db >= 0.0f)) bad("min_level_db must be >= 0, got " + num(min_level_db));
+  if (start_frames < 1) bad("start_frames must be >= 1, got " + std::to_string(start_frames));
+  if (end_frames < 1) bad("end_frames must be >= 1, got " + std::to_string(end_frames));
+  if (min_speech_frames < 1) bad("min_speech_frames must be >= 1, got " + std::to_string(min_speech_frames));
+  if (pad_frames < 0) bad("pad_frames must be >= 0, got " + std::to_string(pad_frames));
+  if (!(floor_rise_db_per_s >= 0.0f)) bad("floor_rise_db_per_s must be >= 0, got " + num(floor_rise_db_per_s));
+}
+
+std::string EndpointOptions::fingerprint() const {
+  return "frame=" + num(frame_ms) + ";threshold=" + num(threshold_db) + ";min-level=" +
+         num(min_level_db) + ";start=" + std::to_string(start_frames) + ";end=" +
+         std::to_string(end_frames) + ";min-speech=" + std::to_string(min_speech_frames) +
+         ";pad=" + std::to_string(pad_frames) + ";rise=" + num(floor_rise_db_per_s);
+}
+
+DtwFeatureConfig DtwFeatureConfig::for_kind(DtwFeatureKind kind) {
+  DtwFeatureConfig c;
+  c.kind = kind;
+  // Spectrum uses the MFCC options' framing; its kind field is not read.
+  c.features = FeatureOptions::for_flavour(
+      Flavour::kSphinx, kind == DtwFeatureKind::kFbank ? FeatureKind::kFbank : FeatureKind::kMfcc);
+  c.features.norm.cmn = NormOptions::Cmn::kBatch;
+  c.features.delta.layout = DeltaOptions::Layout::kNone;
+  c.features.frame.dither = 1.0f;
+  c.features.frame.dither_seed = 1;
+  return c;
+}
+
+void DtwFeatureConfig::validate() const {
+  if (kind == DtwFeatureKind::kMfcc && features.kind != FeatureKind::kMfcc)
+    throw std::invalid_argument(std::string("dtw features: kind mfcc needs FeatureOptions kind mfcc, got ") +
+                                to_string(features.kind));
+  if (kind == DtwFeatureKind::kFbank && features.kind != FeatureKind::kFbank)
+    throw std::invalid_argument(std::string("dtw features: kind fbank needs FeatureOptions kind fbank, got ") +
+                                to_string(features.kind));
+  features.validate();
+  if (kind == DtwFeatureKind::kSpectrum) {
+    if (features.norm.cmn == NormOptions::Cmn::kLive)
+      throw std::invalid_argument("dtw features: spectrum supports batch CMN or none, not live CMN");
+    if (features.delta.layout != DeltaOptions::Layout::kNone)
+      throw std::invalid_argument("dtw features: spectrum takes no deltas");
+    if (features.noise.remove_noise || features.noise.remove_silence)
+      throw std::invalid_argument("dtw features: spectrum has no Sphinx noise stage");
+  }
+  endpoint.validate();
+}
+
+int DtwFeatureConfig::dim() const {
+  if (kind == DtwFeatureKind::kSpectrum) return features.frame.padded_fft_size() / 2 + 1;
+  return features.output_dim();
+}
+
+std::string DtwFeatureConfig::fingerprint() const {
+  std::string s = std::string("dtw-kind=") + to_string(kind) + ";";
+  if (kind == DtwFeatureKind::kSpectrum) {
+    // Only the framing and normalisation apply.
+    FeatureOptions f = FeatureOptions::for_flavour(Flavour::kSphinx, FeatureKind::kMfcc);
+    f.frame = features.frame;
+    f.norm = features.norm;
+    s += feature_signature(f);
+  } else {
+    s += feature_signature(features);
+  }
+  s += ";trim=" + std::string(trim_silence ? "1;" : "0");
+  if (trim_silence) s += endpoint.fingerprint();
+  return s;
+}
+
+const char* to_string(StepPattern p) {
+  return p == StepPattern::kItakura ? "itakura" : "symmetric";
+}
+const char* to_string(LocalDistance d) {
+  return d == LocalDistance::kEuclidean ? "euclidean" : "cepstral";
+}
+const char* to_string(DtwFeatureKind k) {
+  switch (k) {
+    case DtwFeatureKind::kMfcc: return "mfcc";
+    case DtwFeatureKind::kFbank: return "fbank";
+    case DtwFeatureKind::kSpectrum: return "spectrum";
+  }
+  return "?";
+}
+
+StepPattern parse_step_pattern(const std::string& s) {
+  if (s == "itakura") return StepPattern::kItakura;
+  if (s == "symmetric") return StepPattern::kSymmetric;
+  throw std::invalid_argument("unknown step pattern '" + s + "' (itakura|symmetric)");
+}
+LocalDistance parse_local_distance(const std::string& s) {
+  if (s == "euclidean") return LocalDistance::kEuclidean;
+  if (s == "cepstral") return LocalDistance::kCepstral;
+  throw std::invalid_argument("unknown distance '" + s + "' (euclidean|cepstral)");
+}
+DtwFeatureKind parse_dtw_feature_kind(const std::string& s) {
+  if (s == "mfcc") return DtwFeatureKind::kMfcc;
+  if (s == "fbank") return DtwFeatureKind::kFbank;
+  if (s == "spectrum") return DtwFeatureKind::kSpectrum;
+  throw std::invalid_argument("unknown feature kind '" + s + "' (mfcc|fbank|spectrum)");
+}
+
+}  // namespace gpuspeech

@@ -1,0 +1,254 @@
+#include "common/dtw/template_library.h"
+
+#include <dirent.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+
+#include "common/search/content_hash.h"
+#include "common/search/graph_cache.h"
+
+namespace gpuspeech {
+namespace {
+
+// Bump when the file layout or the feature code changes meaning.
+constexpr const char* kCacheFormat = "gpuspeech-dtw-features-1";
+constexpr char kMagic[8] = {'G', 'S', 'D', 'T', 'W', 'F', '1', '\0'};
+
+bool is_directory(const std::string& p) {
+  struct stat st;
+  return ::stat(p.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+bool ends_with_wav(const std::string& name) {
+  if (name.size() < 4) return false;
+  std::string ext = name.substr(name.size() - 4);
+  std::transform(ext.begin(), ext.end(), ext.begin(), [](unsigned char c) { return std::tolower(c); });
+  return ext == ".wav";
+}
+
+std::string dirname_of(const std::string& p) {
+  const size_t slash = p.find_last_of('/');
+  if (slash == std::string::npos) return ".";
+  return slash == 0 ? "/" : p.substr(0, slash);
+}
+
+void make_dirs(const std::string& dir) {
+  std::string cur;
+  std::stringstream ss(dir);
+  std::string part;
+  if (!dir.empty() && dir[0] == '/') cur = "/";
+  while (std::getline(ss, part, '/')) {
+    if (part.empty()) continue;
+    cur += part + "/";
+    ::mkdir(cur.c_str(), 0755);
+  }
+}
+
+struct Entry {
+  std::string label;
+  std::string path;
+};
+
+std::vector<Entry> list_directory(const std::string& dir) {
+  DIR* d = ::opendir(dir.c_str());
+  if (!d) throw TemplateError(dir + ": cannot open directory: " + std::strerror(errno));
+  std::vector<std::string> names;
+  while (const dirent* e = ::readdir(d)) {
+    const std::string name = e->d_name;
+    if (name[0] != '.' && ends_with_wav(name)) names.push_back(name);
+  }
+  ::closedir(d);
+  std::sort(names.begin(), names.end());
+  if (names.empty()) throw TemplateError(dir + ": no templates (no *.wav files in the directory)");
+  std::vector<Entry> out;
+  for (const std::string& n : names) out.push_back({template_label_from_path(n), dir + "/" + n});
+  return out;
+}
+
+std::vector<Entry> read_list(const std::string& list) {
+  std::ifstream in(list);
+  if (!in) {
+    if (errno == ENOENT) throw TemplateError(list + ": not found (give a directory of *.wav templates or a template list)");
+    throw TemplateError(list + ": cannot open the template list: " + std::strerror(errno));
+  }
+  std::vector<Entry> out;
+  std::string line;
+  int line_no = 0;
+  const std::string base = dirname_of(list);
+  while (std::getline(in, line)) {
+    ++line_no;
+    std::stringstream ss(line);
+    std::vector<std::string> words;
+    std::string w;
+    while (ss >> w) words.push_back(w);
+    if (words.empty() || words[0][0] == '#') continue;
+    if (words.size() > 2)
+      throw TemplateError(list + ":" + std::to_string(line_no) +
+                          ": expected \"PATH\" or \"LABEL PATH\", got " + std::to_string(words.size()) +
+                          " fields");
+    std::string path = words.back();
+    if (path[0] != '/') path = base + "/" + path;
+    out.push_back({words.size() == 2 ? words[0] : template_label_from_path(path), path});
+  }
+  if (out.empty()) throw TemplateError(list + ": no templates (the list is empty)");
+  return out;
+}
+
+bool read_cache(const std::string& path, FeatureMatrix* m) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return false;
+  char magic[8];
+  int64_t rows = 0;
+  int32_t dim = 0, pad = 0;
+  if (!in.read(magic, 8) || std::memcmp(magic, kMagic, 8) != 0) return false;
+  if (!in.read(reinterpret_cast<char*>(&rows), 8) || !in.read(reinterpret_cast<char*>(&dim), 4) ||
+      !in.read(reinterpret_cast<char*>(&pad), 4))
+    return false;
+  if (rows < 1 || dim < 1 || rows > (int64_t{1} << 32) / dim) return false;
+  m->rows = rows;
+  m->dim = dim;
+  m->data.resize(static_cast<size_t>(rows * dim));
+  if (!in.read(reinterpret_cast<char*>(m->data.data()),
+               static_cast<std::streamsize>(m->data.size() * sizeof(float))))
+    return false;
+  char extra;
+  return !in.read(&extra, 1);  // exactly the expected size
+}
+
+// Written to a temporary name and renamed, so a reader never sees half a file.
+void write_cache(const std::string& path, const FeatureMatrix& m, std::vector<std::string>* log) {
+  const std::string tmp = path + ".tmp" + std::to_string(::getpid());
+  {
+    std::ofstream out(tmp, std::ios::binary);
+    const int32_t dim = m.dim, pad = 0;
+    out.write(kMagic, 8);
+    out.write(reinterpret_cast<const char*>(&m.rows), 8);
+    out.write(reinterpret_cast<const char*>(&dim), 4);
+    out.write(reinterpret_cast<const char*>(&pad), 4);
+    out.write(reinterpret_cast<const char*>(m.data.data()),
+              static_cast<std::streamsize>(m.data.size() * sizeof(float)));
+    if (!out) {
+      if (log) log->push_back(path + ": could not write the cache entry (continuing without)");
+      std::remove(tmp.c_str());
+      return;
+    }
+  }
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) std::remove(tmp.c_str());
+}
+
+}  // namespace
+
+std::string template_label_from_path(const std::string& path) {
+  std::string base = path.substr(path.find_last_of('/') + 1);
+  const size_t dot = base.find_last_of('.');
+  if (dot != std::string::npos && dot > 0) base.resize(dot);
+  const size_t us = base.find('_');
+  if (us != std::string::npos && us > 0) base.resize(us);
+  return base;
+}
+
+int64_t PackedTemplates::max_length() const {
+  int64_t m = 0;
+  for (int64_t t = 0; t < count(); ++t) m = std::max(m, length(t));
+  return m;
+}
+
+void PackedTemplates::add(const FeatureMatrix& m) {
+  if (m.rows < 1) throw std::invalid_argument("a template needs at least one frame");
+  if (count() == 0 && frames.empty()) dim = m.dim;
+  if (m.dim != dim)
+    throw std::invalid_argument("template of " + std::to_string(m.dim) + " values per frame, others have " +
+                                std::to_string(dim));
+  frames.insert(frames.end(), m.data.begin(), m.data.end());
+  offsets.push_back(offsets.back() + m.rows);
+}
+
+TemplateLibrary TemplateLibrary::load(const std::string& source, const TemplateLibraryOptions& opts,
+                                      Backend& backend, std::vector<std::string>* log) {
+  const std::vector<Entry> entries = is_directory(source) ? list_directory(source) : read_list(source);
+  std::string cache_dir;
+  if (opts.cache_dir != "-") {
+    cache_dir = opts.cache_dir.empty() ? default_graph_cache_dir() : opts.cache_dir;
+    if (!cache_dir.empty()) {
+      cache_dir += "/dtw";
+      make_dirs(cache_dir);
+    }
+  }
+  const std::string fingerprint = opts.features.fingerprint();
+  DtwFeatureComputer computer(opts.features, backend);
+  const float rate = opts.features.features.frame.sample_rate;
+
+  TemplateLibrary lib;
+  lib.dim_ = opts.features.dim();
+  for (const Entry& e : entries) {
+    DtwTemplate t;
+    t.label = e.label;
+    t.path = e.path;
+    std::vector<uint8_t> bytes;
+    try {
+      bytes = read_file_bytes(e.path);
+    } catch (const AudioFileError& err) {
+      throw TemplateError(err.what());
+    }
+    ContentHasher h;
+    h.update_field(kCacheFormat);
+    h.update_field(fingerprint);
+    h.update(bytes.data(), bytes.size());
+    const std::string cache_path = cache_dir.empty() ? "" : cache_dir + "/dtw-" + h.hex() + ".feat";
+    if (!cache_path.empty() && read_cache(cache_path, &t.features) && t.features.dim == lib.dim_) {
+      ++lib.cache_hits_;
+      if (log) log->push_back(e.path + ": features from the cache " + cache_path);
+      lib.templates_.push_back(std::move(t));
+      continue;
+    }
+    AudioData audio;
+    try {
+      audio = read_dtw_audio(e.path, rate);
+    } catch (const AudioFileError& err) {
+      throw TemplateError(err.what());
+    }
+    DtwUtterance u = computer.compute(audio.samples.data(), static_cast<int64_t>(audio.samples.size()));
+    if (!u.speech_found)
+    {
+      char why[160];
+      std::snprintf(why, sizeof why,
+                    ": no speech found (no stretch above %g dB that is %g dB over the noise "
+                    "floor); record it louder or turn silence trimming off",
+                    static_cast<double>(opts.features.endpoint.min_level_db),
+                    static_cast<double>(opts.features.endpoint.threshold_db));
+      throw TemplateError(e.path + why);
+    }
+    if (u.features.rows < 1)
+      throw TemplateError(e.path + ": too short for one frame of features");
+    t.features = std::move(u.features);
+    if (log)
+      log->push_back(e.path + ": " + std::to_string(t.features.rows) + " frames (samples " +
+                     std::to_string(u.kept.begin) + ".." + std::to_string(u.kept.end) + " of " +
+                     std::to_string(audio.samples.size()) + ")");
+    if (!cache_path.empty()) write_cache(cache_path, t.features, log);
+    lib.templates_.push_back(std::move(t));
+  }
+  return lib;
+}
+
+PackedTemplates TemplateLibrary::pack() const {
+  PackedTemplates p;
+  p.dim = dim_;
+  for (const DtwTemplate& t : templates_) p.add(t.features);
+  return p;
+}
+
+std::vector<std::string> TemplateLibrary::labels() const {
+  std::vector<std::string> out;
+  for (const DtwTemplate& t : templates_) out.push_back(t.label);
+  return out;
+}
+
+}  // namespace gpuspeech

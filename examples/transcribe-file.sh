@@ -1,0 +1,31 @@
+#!/bin/sh
+# Transcribes any audio (or video) file GStreamer can decode; prints the
+# gpudecoder messages (partial and final hypotheses, word times).
+#
+#   examples/transcribe-file.sh IN [gpudecoder properties...]
+#   examples/transcribe-file.sh speech.wav jsgf=/usr/share/pocketsphinx/test/data/goforward.gram
+#
+# With no model properties: the installed en-us model and language model
+# (the first run compiles the graph, about 4 minutes; cached after that).
+# Without an installed plugin, point GST_PLUGIN_PATH at a build's gst/
+# folder; by default this script uses ./build/gst when it exists.
+set -eu
+if [ $# -lt 1 ]; then
+  echo "usage: $0 IN [gpudecoder properties...]" >&2
+  exit 2
+fi
+in=$1
+shift
+model=/usr/share/pocketsphinx/model/en-us/en-us
+here=$(cd "$(dirname "$0")/.." && pwd)
+if [ -z "${GST_PLUGIN_PATH:-}" ] && [ -d "$here/build/gst" ]; then
+  GST_PLUGIN_PATH=$here/build/gst
+  export GST_PLUGIN_PATH
+fi
+
+# decodebin + audioconvert + audioresample: whatever the file holds becomes
+# 16 kHz mono; cmn=live gives partial results while the file plays (the
+# model's own batch CMN would hold every frame until the end).
+gst-launch-1.0 -m filesrc location="$in" ! decodebin ! audioconvert ! \
+  audioresample ! gpufeatures feat-params="$model/feat.params" cmn=live ! \
+  gpudecoder "$@" ! fakesink 2>&1 | grep -E '^(Got message.*gpudecoder|ERROR|WARNING)'

@@ -1,0 +1,1890 @@
+/**
+ * SECTION:element-gpudecoder
+ * @title: gpudecoder
+ * @see_also: gpufeatures, subparse, textoverlay, matroskamux
+ *
+ * Recognises speech: takes the feature frames of `gpufeatures`
+ * (`audio/x-gpuspeech-features`, docs/feature-caps.md), scores them with a
+ * Sphinx acoustic model on a CUDA or OpenCL device or the CPU (the `backend`
+ * property) and searches a graph compiled from an n-gram language model, a
+ * JSGF or FSG grammar or a keyphrase list (common/recognizer.h). Results go
+ * to the bus as element messages and out of the src pad as timed text
+ * (`text/x-raw, format=utf8`), SubRip (`application/x-subtitle`), WebVTT
+ * (`application/x-subtitle-vtt`) or JSON lines (`application/x-json`).
+ *
+ * With no model property set it uses the installed pocketsphinx en-us model,
+ * dictionary and language model (/usr/share/pocketsphinx/model/en-us). The
+ * model, dictionary and grammar are loaded, and the search graph compiled or
+ * taken from the graph cache (`cache-dir`), when the element goes from NULL
+ * to READY; for the en-us language model the first compilation takes minutes
+ * (then it is cached). A missing or malformed file is an error message
+ * naming the file and the reason (RESOURCE/NOT_FOUND or RESOURCE/SETTINGS)
+ * and the state change fails.
+ *
+ * Sink caps: the feature stream the model was trained on. The caps query is
+ * answered with the model's kind, flavour, dim, layout and rates, and a
+ * stream is accepted only if its `config` (gpuspeech::feature_signature)
+ * equals the model's feat.params configuration, except that the CMN mode
+ * may be `live` where the model says `batch` or the reverse (live CMN is
+ * how a streaming decoder normalises the model's features; batch CMN holds
+ * all frames until the utterance ends, so no partial results come before
+ * it). Anything else fails negotiation with an error that names every key
+ * that differs, the caps offered and the configuration expected. Put
+ * `gpufeatures feat-params=MODEL/feat.params cmn=live` in front.
+ *
+ * Utterances. An utterance ends, and its final result is posted, at EOS; at
+ * a DISCONT buffer, a GAP event or a new SEGMENT from upstream (gpufeatures
+ * marks those); and by silence endpointing: when at least one word has
+ * been recognised, the best hypothesis' last word ended at least
+ * `endpoint-silence` ms of stream time ago and the hypothesis has not
+ * changed for that long (checked every `partial-interval`; 0 disables
+ * endpointing). The next utterance starts at the frame after. A flushing
+ * seek (FLUSH_STOP) drops the utterance in progress without a result.
+ *
+ * Every `partial-interval` ms of stream time (counted in frames, so the
+ * same frames give the same messages however they are cut into buffers),
+ * a partial result is posted. Its first `stable-words` words are the ones
+ * every live search path shares: they never change afterwards, and the
+ * final result begins with them.
+ *
+ * Bus messages:
+ *
+ * `gpudecoder` (one for each partial and each final result):
+ * - `hypothesis` (string): the words, separated by single spaces (filler
+ *   words such as <sil> left out).
+ * - `confidence` (gdouble): the hypothesis' posterior among the distinct
+ *   word sequences the search kept (0..1; a margin, not a calibrated
+ *   probability). Computed for final results only: partial results carry
+ *   1.0, as do their words.
+ * - `final` (gboolean): TRUE for the result of a whole utterance.
+ * - `stable-words` (guint): how many leading words are stable (all of them
+ *   in a final result).
+ * - `words` (GstValueArray of GstStructure `word`): per word `word`
+ *   (string), `start` and `end` (guint64, stream time in ns; end exclusive)
+ *   and `confidence` (gdouble, 0..1).
+ * - `utterance` (guint): index of the utterance in the stream, from 0.
+ * - `timestamp` (guint64): stream time of the utterance's first frame.
+ * - `duration` (guint64): audio decoded in this utterance so far, in ns.
+ * - `frames` (guint64): frames decoded in this utterance so far.
+ * - `running-time` (guint64): running time of the end of the audio decoded
+ *   so far (compare with the pipeline clock to measure the delay).
+ * - `reason` (string, final only): why the utterance ended: "eos",
+ *   "silence", "discont", "gap" or "segment".
+ * - `nbest` (GstValueArray of GstStructure `alternative`, final only, when
+ *   `nbest` > 0): `hypothesis` (string), `confidence` (gdouble), `cost`
+ *   (gdouble, minus log probability: lower is better), best first.
+ *
+ * `gpudecoder-model`, posted once the model is loaded:
+ * - `hmm`, `dict`, `grammar` (strings): the files in use.
+ * - `grammar-kind` (string): "lm", "jsgf", "fsg" or "kws".
+ * - `graph-states`, `graph-arcs` (guint64): size of the search graph.
+ * - `backend` (string), `device` (string), `search` (string): where
+ *   scoring and search run.
+ * - `load-seconds` (gdouble): how long loading took.
+ *
+ * Src pad: each group of final words (a cue: at most `cue-max-chars`
+ * characters and `cue-max-duration` ms, broken at pauses of a second or
+ * more) becomes one buffer with PTS and duration from the words' times,
+ * as soon as its words are stable. In between, GAP events tell sparse-stream
+ * consumers (textoverlay, muxers) that no text is coming before a time.
+ * `output-format` picks `text/x-raw, format=utf8` (the cue's words, on two
+ * lines when long), `application/x-subtitle` (SubRip blocks, numbered from
+ * 1) or `application/x-subtitle-vtt` (a WebVTT file: the header before the
+ * first cue); `auto` takes the first of these downstream accepts.
+ * `output-format=json` (`application/x-json`) instead pushes one line per
+ * final result, when the utterance ends: {"utterance", "start", "end"
+ * (seconds of stream time), "reason", "hypothesis", "confidence", "words":
+ * [{"word", "start", "end", "confidence"}], and with `nbest` > 0 "nbest":
+ * [{"hypothesis", "confidence", "cost"}]}. The src pad may also be left
+ * unlinked: the bus messages are then the output.
+ *
+ * Latency query: upstream's plus `partial-interval` (the longest a word
+ * waits for the next partial analysis). Timed text can come later than
+ * that: a word is pushed once it is stable and its cue is complete, so the
+ * maximum latency is unbounded (reported as GST_CLOCK_TIME_NONE); for live
+ * subtitling give the sink enough `ts-offset` or latency.
+ *
+ * Decoding runs in the streaming thread on the CPU backend, or in calls
+ * that wait for the device on CUDA and OpenCL; several instances in one
+ * process each have their own model and device queues.
+ *
+ * ## Example launch lines
+ * |[
+ * M=/usr/share/pocketsphinx/model/en-us/en-us
+ * gst-launch-1.0 -m filesrc location=speech.wav ! decodebin ! audioconvert ! \
+ *     audioresample ! gpufeatures feat-params=$M/feat.params cmn=live ! \
+ *     gpudecoder ! fakesink
+ * ]| Prints partial and final hypotheses (the `gpudecoder` messages).
+ * |[
+ * gst-launch-1.0 filesrc location=speech.wav ! decodebin ! audioconvert ! \
+ *     audioresample ! gpufeatures feat-params=$M/feat.params cmn=live ! \
+ *     gpudecoder output-format=srt ! filesink location=speech.srt
+ * ]| Writes a SubRip subtitle file.
+ */
+#include "gstgpudecoder.h"
+
+#include <cmath>
+#include <exception>
+#include <map>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "common/feature_signature.h"
+#include "common/recognizer.h"
+#include "common/subtitle_format.h"
+#include "gstgpufeatures.h"
+
+/* Design: a plain GstElement like gpufeatures: results do not correspond
+ * to input buffers (partials on a timer, text when words become stable),
+ * and the pads carry unrelated media types. The numbers all come from
+ * gpuspeech::Recognizer; this file adapts it to pads, caps, events, time
+ * and messages. */
+
+GST_DEBUG_CATEGORY_STATIC (gst_gpu_decoder_debug);
+#define GST_CAT_DEFAULT gst_gpu_decoder_debug
+
+namespace gs = gpuspeech;
+
+/* ------------------------------------------------------------------------ */
+/* Enumerations for the properties                                          */
+
+enum class BackendChoice { kAuto, kCuda, kOpenCL, kCpu };
+enum class OutputFormat { kAuto, kText, kSrt, kWebvtt, kJson };
+
+#define GST_TYPE_GPU_DECODER_BACKEND (gst_gpu_decoder_backend_get_type ())
+static GType
+gst_gpu_decoder_backend_get_type (void)
+{
+  static GType type = 0;
+  static const GEnumValue values[] = {
+    {(gint) BackendChoice::kAuto,
+        "A CUDA device, else an OpenCL GPU, else the CPU", "auto"},
+    {(gint) BackendChoice::kCuda, "CUDA (scoring and search)", "cuda"},
+    {(gint) BackendChoice::kOpenCL, "OpenCL scoring, CPU search", "opencl"},
+    {(gint) BackendChoice::kCpu, "CPU reference backend", "cpu"},
+    {0, NULL, NULL},
+  };
+  if (g_once_init_enter (&type))
+    g_once_init_leave (&type,
+        g_enum_register_static ("GstGpuDecoderBackend", values));
+  return type;
+}
+
+#define GST_TYPE_GPU_DECODER_OUTPUT_FORMAT \
+  (gst_gpu_decoder_output_format_get_type ())
+static GType
+gst_gpu_decoder_output_format_get_type (void)
+{
+  static GType type = 0;
+  static const GEnumValue values[] = {
+    {(gint) OutputFormat::kAuto,
+        "The first of text, srt, webvtt, json that downstream accepts",
+        "auto"},
+    {(gint) OutputFormat::kText, "Timed text (text/x-raw, format=utf8)",
+        "text"},
+    {(gint) OutputFormat::kSrt, "SubRip (application/x-subtitle)", "srt"},
+    {(gint) OutputFormat::kWebvtt, "WebVTT (application/x-subtitle-vtt)",
+        "webvtt"},
+    {(gint) OutputFormat::kJson,
+        "One JSON object a final result, one a line (application/x-json)",
+        "json"},
+    {0, NULL, NULL},
+  };
+  if (g_once_init_enter (&type))
+    g_once_init_leave (&type,
+        g_enum_register_static ("GstGpuDecoderOutputFormat", values));
+  return type;
+}
+
+static const char *
+backend_name (BackendChoice b)
+{
+  switch (b) {
+    case BackendChoice::kCuda:
+      return "cuda";
+    case BackendChoice::kOpenCL:
+      return "opencl";
+    case BackendChoice::kCpu:
+      return "cpu";
+    default:
+      return "auto";
+  }
+}
+
+static const char *
+format_media_type (OutputFormat f)
+{
+  switch (f) {
+    case OutputFormat::kSrt:
+      return "application/x-subtitle";
+    case OutputFormat::kWebvtt:
+      return "application/x-subtitle-vtt";
+    case OutputFormat::kJson:
+      return "application/x-json";
+    default:
+      return "text/x-raw";
+  }
+}
+
+/* ------------------------------------------------------------------------ */
+/* Properties                                                               */
+
+enum
+{
+  PROP_0,
+  PROP_HMM,
+  PROP_DICT,
+  PROP_FDICT,
+  PROP_LM,
+  PROP_JSGF,
+  PROP_JSGF_RULE,
+  PROP_FSG,
+  PROP_KWS,
+  PROP_BEAM,
+  PROP_WBEAM,
+  PROP_MAX_ACTIVE,
+  PROP_LW,
+  PROP_WIP,
+  PROP_SILPROB,
+  PROP_FILLPROB,
+  PROP_PARTIAL_INTERVAL,
+  PROP_ENDPOINT_SILENCE,
+  PROP_BACKEND,
+  PROP_DEVICE_ID,
+  PROP_NBEST,
+  PROP_OUTPUT_FORMAT,
+  PROP_CUE_MAX_CHARS,
+  PROP_CUE_MAX_DURATION,
+  PROP_CACHE_DIR,
+  N_PROPS
+};
+
+#define DEFAULT_BEAM 1e-40
+#define DEFAULT_WBEAM 7e-29
+#define DEFAULT_MAX_ACTIVE 30000
+#define DEFAULT_LW 6.5
+#define DEFAULT_WIP 0.65
+#define DEFAULT_SILPROB 0.005
+#define DEFAULT_FILLPROB 1e-8
+#define DEFAULT_PARTIAL_INTERVAL 300
+#define DEFAULT_ENDPOINT_SILENCE 1000
+#define DEFAULT_NBEST 0
+#define DEFAULT_CUE_MAX_CHARS 84
+#define DEFAULT_CUE_MAX_DURATION 5000
+
+/* Property values, under the object lock. Empty strings mean unset. */
+struct Settings
+{
+  std::string hmm, dict, fdict, lm, jsgf, jsgf_rule, fsg, kws, cache_dir;
+  gdouble beam = DEFAULT_BEAM;
+  gdouble wbeam = DEFAULT_WBEAM;
+  gint max_active = DEFAULT_MAX_ACTIVE;
+  gdouble lw = DEFAULT_LW;
+  gdouble wip = DEFAULT_WIP;
+  gdouble silprob = DEFAULT_SILPROB;
+  gdouble fillprob = DEFAULT_FILLPROB;
+  guint partial_interval = DEFAULT_PARTIAL_INTERVAL;
+  guint endpoint_silence = DEFAULT_ENDPOINT_SILENCE;
+  BackendChoice backend = BackendChoice::kAuto;
+  gint device_id = 0;
+  gint nbest = DEFAULT_NBEST;
+  OutputFormat output_format = OutputFormat::kAuto;
+  gint cue_max_chars = DEFAULT_CUE_MAX_CHARS;
+  guint cue_max_duration = DEFAULT_CUE_MAX_DURATION;
+};
+
+/* A configuration problem for the user; `not_found` marks a missing file. */
+struct ConfigError:std::runtime_error
+{
+  bool not_found;
+  ConfigError (const std::string & what, bool nf)
+  : std::runtime_error (what), not_found (nf)
+  {
+  }
+};
+
+static void
+require_path (const std::string & path, const char *property, bool dir)
+{
+  if (!g_file_test (path.c_str (), G_FILE_TEST_EXISTS))
+    throw ConfigError (std::string (property) + ": '" + path +
+        "' does not exist", true);
+  if (dir && !g_file_test (path.c_str (), G_FILE_TEST_IS_DIR))
+    throw ConfigError (std::string (property) + ": '" + path +
+        "' is not a directory", false);
+  if (!dir && g_file_test (path.c_str (), G_FILE_TEST_IS_DIR))
+    throw ConfigError (std::string (property) + ": '" + path +
+        "' is a directory, not a file", false);
+}
+
+/* The recognizer configuration the properties ask for: the installed en-us
+ * model for what is unset. Throws ConfigError. */
+static gs::RecognizerConfig
+build_config (const Settings & s)
+{
+  gs::RecognizerConfig c = gs::RecognizerConfig::en_us_defaults ();
+  std::string grammars;
+  int num_grammars = 0;
+  auto grammar = [&](const std::string & path, const char *name,
+      gs::GrammarKind kind) {
+    if (path.empty ())
+      return;
+    grammars += std::string (num_grammars ? ", " : "") + name;
+    ++num_grammars;
+    c.grammar_kind = kind;
+    c.grammar = path;
+    require_path (path, name, false);
+  };
+  grammar (s.lm, "lm", gs::GrammarKind::kNgram);
+  grammar (s.jsgf, "jsgf", gs::GrammarKind::kJsgf);
+  grammar (s.fsg, "fsg", gs::GrammarKind::kFsg);
+  grammar (s.kws, "kws", gs::GrammarKind::kKeyphrases);
+  if (num_grammars > 1)
+    throw ConfigError ("set at most one of lm, jsgf, fsg and kws (set: " +
+        grammars + ")", false);
+  if (!s.jsgf_rule.empty () && c.grammar_kind != gs::GrammarKind::kJsgf)
+    throw ConfigError ("jsgf-rule is set but jsgf is not", false);
+  c.jsgf_rule = s.jsgf_rule;
+  if (!s.hmm.empty ())
+    c.model_dir = s.hmm;
+  if (!s.dict.empty ())
+    c.dictionary = s.dict;
+  if (!s.fdict.empty ())
+    c.filler_dictionary = s.fdict;
+  require_path (c.model_dir, "hmm", true);
+  require_path (c.dictionary, "dict", false);
+  if (!c.filler_dictionary.empty ())
+    require_path (c.filler_dictionary, "fdict", false);
+  if (num_grammars == 0)
+    require_path (c.grammar, "lm (the default en-us language model)", false);
+
+  if (!(s.wbeam >= s.beam))
+    throw ConfigError ("wbeam must be at least beam (a word-end beam no "
+        "wider than the beam), got beam=" + std::to_string (s.beam) +
+        " wbeam=" + std::to_string (s.wbeam), false);
+  c.search.beam = (float) -std::log (s.beam);
+  c.search.word_end_beam = (float) -std::log (s.wbeam);
+  c.search.max_active = s.max_active;
+  c.graph.language_weight = (float) s.lw;
+  c.graph.word_insertion_penalty = (float) s.wip;
+  c.graph.silence_prob = (float) s.silprob;
+  c.graph.filler_prob = (float) s.fillprob;
+  c.scoring_backend = backend_name (s.backend);
+  c.device_id = s.device_id;
+  c.nbest = s.nbest;
+  c.cache_dir = s.cache_dir;
+  try {
+    c.search.validate ();
+    c.graph.validate ();
+  } catch (const std::exception & e) {
+    throw ConfigError (std::string ("invalid search setting: ") + e.what (),
+        false);
+  }
+  return c;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Element state                                                            */
+
+/* Everything the streaming thread uses; built when going to PAUSED. */
+struct StreamState
+{
+  /* from the settings */
+  gint64 tick_frames = 1;       /* frames between partial analyses */
+  gint64 endpoint_frames = 0;   /* 0: no silence endpointing */
+  gboolean post_partials = TRUE;
+  gint nbest = 0;
+  OutputFormat requested_format = OutputFormat::kAuto;
+  gs::CueOptions cue_options;
+
+  /* negotiated */
+  gboolean caps_ok = FALSE;
+  OutputFormat format = OutputFormat::kText;
+  GstSegment segment;
+
+  /* the utterance in progress */
+  gboolean utt_started = FALSE;
+  GstClockTime utt_pts = 0;     /* buffer time of its frame 0 */
+  gint64 utt_frames = 0;
+  gint64 next_tick = 0;
+  guint utt_index = 0;
+  size_t cued_words = 0;        /* its words already pushed as cues */
+  std::string last_key;         /* the best words at the last analysis */
+  gint64 last_change = 0;       /* frame at which they last changed */
+
+  /* the whole stream */
+  GstClockTime last_end = GST_CLOCK_TIME_NONE;  /* end of the last input */
+  GstClockTime out_pos = GST_CLOCK_TIME_NONE;   /* end of text or gap sent */
+  gint64 cue_index = 0;
+  gboolean vtt_header_sent = FALSE;
+  gboolean nonfinite_warned = FALSE;
+  std::vector < float >scratch;
+
+  StreamState ()
+  {
+    gst_segment_init (&segment, GST_FORMAT_TIME);
+  }
+};
+
+struct _GstGpuDecoder
+{
+  GstElement parent;
+
+  GstPad *sinkpad;
+  GstPad *srcpad;
+
+  Settings *settings;           /* object lock */
+  /* Built in NULL->READY, freed in READY->NULL; used by the streaming
+   * thread and by queries. */
+  gs::Recognizer *recognizer;
+  gs::FeatureOptions *model_features;
+  gint64 frame_shift_samples;
+  gint sample_rate;
+  StreamState *stream;          /* NULL unless PAUSED or PLAYING */
+  gint64 latency_ns;
+};
+
+#define gst_gpu_decoder_parent_class parent_class
+G_DEFINE_TYPE_WITH_CODE (GstGpuDecoder, gst_gpu_decoder, GST_TYPE_ELEMENT,
+    GST_DEBUG_CATEGORY_INIT (gst_gpu_decoder_debug, "gpudecoder", 0,
+        "speech recognition"));
+GST_ELEMENT_REGISTER_DEFINE (gpudecoder, "gpudecoder", GST_RANK_NONE,
+    GST_TYPE_GPU_DECODER);
+
+static GstStaticPadTemplate sink_template = GST_STATIC_PAD_TEMPLATE ("sink",
+    GST_PAD_SINK,
+    GST_PAD_ALWAYS,
+    GST_STATIC_CAPS (GPUSPEECH_FEATURES_MEDIA_TYPE ", "
+        "format = (string) F32LE, "
+        "kind = (string) { mfcc, fbank, plp, traps }, "
+        "flavour = (string) { sphinx, htk, kaldi }, "
+        "dim = (int) [ 1, MAX ], "
+        "base-dim = (int) [ 1, MAX ], "
+        "frame-rate = (fraction) [ 0/1, MAX ], "
+        "layout = (string) { c, 1s_c_d_dd, c_d, c_d_dd }, "
+        "num-warps = (int) 1, "
+        "sample-rate = (int) [ 1, MAX ], "
+        "cmn = (string) { none, batch, live }"));
+
+static GstStaticPadTemplate src_template = GST_STATIC_PAD_TEMPLATE ("src",
+    GST_PAD_SRC,
+    GST_PAD_ALWAYS,
+    GST_STATIC_CAPS ("text/x-raw, format = (string) utf8; "
+        "application/x-subtitle; application/x-subtitle-vtt; "
+        "application/x-json"));
+
+static void gst_gpu_decoder_set_property (GObject * object, guint prop_id,
+    const GValue * value, GParamSpec * pspec);
+static void gst_gpu_decoder_get_property (GObject * object, guint prop_id,
+    GValue * value, GParamSpec * pspec);
+static void gst_gpu_decoder_finalize (GObject * object);
+static GstStateChangeReturn gst_gpu_decoder_change_state (GstElement *
+    element, GstStateChange transition);
+static GstFlowReturn gst_gpu_decoder_chain (GstPad * pad, GstObject * parent,
+    GstBuffer * buffer);
+static gboolean gst_gpu_decoder_sink_event (GstPad * pad, GstObject * parent,
+    GstEvent * event);
+static gboolean gst_gpu_decoder_sink_query (GstPad * pad, GstObject * parent,
+    GstQuery * query);
+static gboolean gst_gpu_decoder_src_query (GstPad * pad, GstObject * parent,
+    GstQuery * query);
+
+/* ------------------------------------------------------------------------ */
+/* Class and instance                                                       */
+
+static void
+gst_gpu_decoder_class_init (GstGpuDecoderClass * klass)
+{
+  GObjectClass *gobject_class = G_OBJECT_CLASS (klass);
+  GstElementClass *element_class = GST_ELEMENT_CLASS (klass);
+  const GParamFlags rw =
+      (GParamFlags) (G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS |
+      GST_PARAM_MUTABLE_READY);
+
+  gobject_class->set_property = gst_gpu_decoder_set_property;
+  gobject_class->get_property = gst_gpu_decoder_get_property;
+  gobject_class->finalize = gst_gpu_decoder_finalize;
+
+  g_object_class_install_property (gobject_class, PROP_HMM,
+      g_param_spec_string ("hmm", "Acoustic model",
+          "Directory of the Sphinx acoustic model (mdef, means, variances, "
+          "mixture_weights, transition_matrices, feat.params, noisedict). "
+          "NULL: /usr/share/pocketsphinx/model/en-us/en-us",
+          NULL, rw));
+  g_object_class_install_property (gobject_class, PROP_DICT,
+      g_param_spec_string ("dict", "Dictionary",
+          "Pronunciation dictionary. NULL: "
+          "/usr/share/pocketsphinx/model/en-us/cmudict-en-us.dict",
+          NULL, rw));
+  g_object_class_install_property (gobject_class, PROP_FDICT,
+      g_param_spec_string ("fdict", "Filler dictionary",
+          "Filler (noise) dictionary. NULL: the model's noisedict",
+          NULL, rw));
+  g_object_class_install_property (gobject_class, PROP_LM,
+      g_param_spec_string ("lm", "Language model",
+          "N-gram language model, ARPA or Sphinx binary (.lm.bin). At most "
+          "one of lm, jsgf, fsg, kws; NULL for all four: "
+          "/usr/share/pocketsphinx/model/en-us/en-us.lm.bin", NULL, rw));
+  g_object_class_install_property (gobject_class, PROP_JSGF,
+      g_param_spec_string ("jsgf", "JSGF grammar",
+          "JSGF grammar file (instead of lm)", NULL, rw));
+  g_object_class_install_property (gobject_class, PROP_JSGF_RULE,
+      g_param_spec_string ("jsgf-rule", "JSGF rule",
+          "The JSGF rule to recognise. NULL: the grammar's first public rule",
+          NULL, rw));
+  g_object_class_install_property (gobject_class, PROP_FSG,
+      g_param_spec_string ("fsg", "FSG grammar",
+          "Sphinx finite-state grammar file (instead of lm)", NULL, rw));
+  g_object_class_install_property (gobject_class, PROP_KWS,
+      g_param_spec_string ("kws", "Keyphrases",
+          "Keyphrase list, one phrase a line with an optional /threshold/ "
+          "(instead of lm): spots the phrases", NULL, rw));
+  g_object_class_install_property (gobject_class, PROP_BEAM,
+      g_param_spec_double ("beam", "Beam",
+          "Beam as a probability ratio: paths less likely than this times "
+          "the best are pruned (pocketsphinx -beam)",
+          1e-300, 1.0, DEFAULT_BEAM, rw));
+  g_object_class_install_property (gobject_class, PROP_WBEAM,
+      g_param_spec_double ("wbeam", "Word-end beam",
+          "Beam for paths that just ended a word, as a probability ratio; "
+          "at least beam (pocketsphinx -wbeam)",
+          1e-300, 1.0, DEFAULT_WBEAM, rw));
+  g_object_class_install_property (gobject_class, PROP_MAX_ACTIVE,
+      g_param_spec_int ("max-active", "Most active states",
+          "Most search graph states kept per frame (pocketsphinx -maxhmmpf, "
+          "Kaldi --max-active)", 1, G_MAXINT, DEFAULT_MAX_ACTIVE, rw));
+  g_object_class_install_property (gobject_class, PROP_LW,
+      g_param_spec_double ("lw", "Language weight",
+          "Language model weight (pocketsphinx -lw)",
+          0.0, 1000.0, DEFAULT_LW, rw));
+  g_object_class_install_property (gobject_class, PROP_WIP,
+      g_param_spec_double ("wip", "Word insertion penalty",
+          "Word insertion penalty, a probability (pocketsphinx -wip)",
+          1e-300, 1e300, DEFAULT_WIP, rw));
+  g_object_class_install_property (gobject_class, PROP_SILPROB,
+      g_param_spec_double ("silprob", "Silence probability",
+          "Probability of silence between words (pocketsphinx -silprob)",
+          0.0, 1.0, DEFAULT_SILPROB, rw));
+  g_object_class_install_property (gobject_class, PROP_FILLPROB,
+      g_param_spec_double ("fillprob", "Filler probability",
+          "Probability of a filler (noise) word (pocketsphinx -fillprob)",
+          0.0, 1.0, DEFAULT_FILLPROB, rw));
+  g_object_class_install_property (gobject_class, PROP_PARTIAL_INTERVAL,
+      g_param_spec_uint ("partial-interval", "Partial interval",
+          "Stream time between partial results, in milliseconds; also how "
+          "often stable words are pushed as text and endpointing is "
+          "checked. 0: no partial messages (analyses then run every 300 ms)",
+          0, 600000, DEFAULT_PARTIAL_INTERVAL, rw));
+  g_object_class_install_property (gobject_class, PROP_ENDPOINT_SILENCE,
+      g_param_spec_uint ("endpoint-silence", "Endpoint silence",
+          "End the utterance (final result) when, after at least one word, "
+          "the best hypothesis has been unchanged and its last word over "
+          "for this many milliseconds of stream time. 0: utterances end "
+          "only at EOS, DISCONT, GAP and SEGMENT",
+          0, 600000, DEFAULT_ENDPOINT_SILENCE, rw));
+  g_object_class_install_property (gobject_class, PROP_BACKEND,
+      g_param_spec_enum ("backend", "Backend",
+          "Where acoustic scoring runs (the search runs on CUDA with cuda, "
+          "else on the CPU): auto takes a CUDA device, else an OpenCL GPU, "
+          "else the CPU; a named backend that is unavailable is an error",
+          GST_TYPE_GPU_DECODER_BACKEND, (gint) BackendChoice::kAuto, rw));
+  g_object_class_install_property (gobject_class, PROP_DEVICE_ID,
+      g_param_spec_int ("device-id", "Device",
+          "Device index for the cuda and opencl backends", 0, G_MAXINT, 0,
+          rw));
+  g_object_class_install_property (gobject_class, PROP_NBEST,
+      g_param_spec_int ("nbest", "N-best",
+          "Alternatives in each final result's nbest field (0: none)",
+          0, 1000, DEFAULT_NBEST, rw));
+  g_object_class_install_property (gobject_class, PROP_OUTPUT_FORMAT,
+      g_param_spec_enum ("output-format", "Output format",
+          "What the src pad carries: timed text, SRT, WebVTT or JSON "
+          "lines; auto: the first of those downstream accepts",
+          GST_TYPE_GPU_DECODER_OUTPUT_FORMAT, (gint) OutputFormat::kAuto,
+          rw));
+  g_object_class_install_property (gobject_class, PROP_CUE_MAX_CHARS,
+      g_param_spec_int ("cue-max-chars", "Cue length",
+          "Most characters in one text buffer or subtitle cue (a longer "
+          "word still gets a cue of its own)", 1, 100000,
+          DEFAULT_CUE_MAX_CHARS, rw));
+  g_object_class_install_property (gobject_class, PROP_CUE_MAX_DURATION,
+      g_param_spec_uint ("cue-max-duration", "Cue duration",
+          "Longest span of one text buffer or subtitle cue, in ms",
+          1, 3600000, DEFAULT_CUE_MAX_DURATION, rw));
+  g_object_class_install_property (gobject_class, PROP_CACHE_DIR,
+      g_param_spec_string ("cache-dir", "Graph cache",
+          "Where compiled search graphs are cached. NULL: "
+          "$GPUSPEECH_CACHE_DIR, else $XDG_CACHE_HOME/gpuspeech, else "
+          "~/.cache/gpuspeech; \"-\": compile every time", NULL, rw));
+
+  element_class->change_state =
+      GST_DEBUG_FUNCPTR (gst_gpu_decoder_change_state);
+
+  gst_element_class_add_static_pad_template (element_class, &sink_template);
+  gst_element_class_add_static_pad_template (element_class, &src_template);
+  gst_element_class_set_static_metadata (element_class,
+      "Speech recogniser", "Filter/Analyzer/Audio/Text",
+      "Recognises speech in feature frames on a GPU (CUDA, OpenCL) or the "
+      "CPU: hypotheses on the bus, timed text or subtitles out",
+      "gpuspeech developers");
+
+  gst_type_mark_as_plugin_api (GST_TYPE_GPU_DECODER_BACKEND,
+      (GstPluginAPIFlags) 0);
+  gst_type_mark_as_plugin_api (GST_TYPE_GPU_DECODER_OUTPUT_FORMAT,
+      (GstPluginAPIFlags) 0);
+}
+
+static void
+gst_gpu_decoder_init (GstGpuDecoder * self)
+{
+  self->settings = new Settings ();
+  self->recognizer = NULL;
+  self->model_features = NULL;
+  self->frame_shift_samples = 0;
+  self->sample_rate = 0;
+  self->stream = NULL;
+  self->latency_ns = 0;
+
+  self->sinkpad = gst_pad_new_from_static_template (&sink_template, "sink");
+  gst_pad_set_chain_function (self->sinkpad,
+      GST_DEBUG_FUNCPTR (gst_gpu_decoder_chain));
+  gst_pad_set_event_function (self->sinkpad,
+      GST_DEBUG_FUNCPTR (gst_gpu_decoder_sink_event));
+  gst_pad_set_query_function (self->sinkpad,
+      GST_DEBUG_FUNCPTR (gst_gpu_decoder_sink_query));
+  gst_element_add_pad (GST_ELEMENT (self), self->sinkpad);
+
+  self->srcpad = gst_pad_new_from_static_template (&src_template, "src");
+  gst_pad_set_query_function (self->srcpad,
+      GST_DEBUG_FUNCPTR (gst_gpu_decoder_src_query));
+  gst_pad_use_fixed_caps (self->srcpad);
+  gst_element_add_pad (GST_ELEMENT (self), self->srcpad);
+}
+
+static void
+free_model (GstGpuDecoder * self)
+{
+  /* model_features is read by caps queries from other threads. */
+  GST_OBJECT_LOCK (self);
+  gs::FeatureOptions *features = self->model_features;
+  self->model_features = NULL;
+  GST_OBJECT_UNLOCK (self);
+  delete features;
+  delete self->recognizer;
+  self->recognizer = NULL;
+}
+
+static void
+gst_gpu_decoder_finalize (GObject * object)
+{
+  GstGpuDecoder *self = GST_GPU_DECODER (object);
+  delete self->stream;
+  self->stream = NULL;
+  free_model (self);
+  delete self->settings;
+  self->settings = NULL;
+  G_OBJECT_CLASS (parent_class)->finalize (object);
+}
+
+static void
+set_string (std::string & dst, const GValue * value)
+{
+  const gchar *v = g_value_get_string (value);
+  dst = v ? v : "";
+}
+
+static void
+gst_gpu_decoder_set_property (GObject * object, guint prop_id,
+    const GValue * value, GParamSpec * pspec)
+{
+  GstGpuDecoder *self = GST_GPU_DECODER (object);
+  GST_OBJECT_LOCK (self);
+  Settings & s = *self->settings;
+  switch (prop_id) {
+    case PROP_HMM:
+      set_string (s.hmm, value);
+      break;
+    case PROP_DICT:
+      set_string (s.dict, value);
+      break;
+    case PROP_FDICT:
+      set_string (s.fdict, value);
+      break;
+    case PROP_LM:
+      set_string (s.lm, value);
+      break;
+    case PROP_JSGF:
+      set_string (s.jsgf, value);
+      break;
+    case PROP_JSGF_RULE:
+      set_string (s.jsgf_rule, value);
+      break;
+    case PROP_FSG:
+      set_string (s.fsg, value);
+      break;
+    case PROP_KWS:
+      set_string (s.kws, value);
+      break;
+    case PROP_BEAM:
+      s.beam = g_value_get_double (value);
+      break;
+    case PROP_WBEAM:
+      s.wbeam = g_value_get_double (value);
+      break;
+    case PROP_MAX_ACTIVE:
+      s.max_active = g_value_get_int (value);
+      break;
+    case PROP_LW:
+      s.lw = g_value_get_double (value);
+      break;
+    case PROP_WIP:
+      s.wip = g_value_get_double (value);
+      break;
+    case PROP_SILPROB:
+      s.silprob = g_value_get_double (value);
+      break;
+    case PROP_FILLPROB:
+      s.fillprob = g_value_get_double (value);
+      break;
+    case PROP_PARTIAL_INTERVAL:
+      s.partial_interval = g_value_get_uint (value);
+      break;
+    case PROP_ENDPOINT_SILENCE:
+      s.endpoint_silence = g_value_get_uint (value);
+      break;
+    case PROP_BACKEND:
+      s.backend = (BackendChoice) g_value_get_enum (value);
+      break;
+    case PROP_DEVICE_ID:
+      s.device_id = g_value_get_int (value);
+      break;
+    case PROP_NBEST:
+      s.nbest = g_value_get_int (value);
+      break;
+    case PROP_OUTPUT_FORMAT:
+      s.output_format = (OutputFormat) g_value_get_enum (value);
+      break;
+    case PROP_CUE_MAX_CHARS:
+      s.cue_max_chars = g_value_get_int (value);
+      break;
+    case PROP_CUE_MAX_DURATION:
+      s.cue_max_duration = g_value_get_uint (value);
+      break;
+    case PROP_CACHE_DIR:
+      set_string (s.cache_dir, value);
+      break;
+    default:
+      G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
+      break;
+  }
+  GST_OBJECT_UNLOCK (self);
+}
+
+static void
+get_string (GValue * value, const std::string & s)
+{
+  g_value_set_string (value, s.empty ()? NULL : s.c_str ());
+}
+
+static void
+gst_gpu_decoder_get_property (GObject * object, guint prop_id,
+    GValue * value, GParamSpec * pspec)
+{
+  GstGpuDecoder *self = GST_GPU_DECODER (object);
+  GST_OBJECT_LOCK (self);
+  const Settings & s = *self->settings;
+  switch (prop_id) {
+    case PROP_HMM:
+      get_string (value, s.hmm);
+      break;
+    case PROP_DICT:
+      get_string (value, s.dict);
+      break;
+    case PROP_FDICT:
+      get_string (value, s.fdict);
+      break;
+    case PROP_LM:
+      get_string (value, s.lm);
+      break;
+    case PROP_JSGF:
+      get_string (value, s.jsgf);
+      break;
+    case PROP_JSGF_RULE:
+      get_string (value, s.jsgf_rule);
+      break;
+    case PROP_FSG:
+      get_string (value, s.fsg);
+      break;
+    case PROP_KWS:
+      get_string (value, s.kws);
+      break;
+    case PROP_BEAM:
+      g_value_set_double (value, s.beam);
+      break;
+    case PROP_WBEAM:
+      g_value_set_double (value, s.wbeam);
+      break;
+    case PROP_MAX_ACTIVE:
+      g_value_set_int (value, s.max_active);
+      break;
+    case PROP_LW:
+      g_value_set_double (value, s.lw);
+      break;
+    case PROP_WIP:
+      g_value_set_double (value, s.wip);
+      break;
+    case PROP_SILPROB:
+      g_value_set_double (value, s.silprob);
+      break;
+    case PROP_FILLPROB:
+      g_value_set_double (value, s.fillprob);
+      break;
+    case PROP_PARTIAL_INTERVAL:
+      g_value_set_uint (value, s.partial_interval);
+      break;
+    case PROP_ENDPOINT_SILENCE:
+      g_value_set_uint (value, s.endpoint_silence);
+      break;
+    case PROP_BACKEND:
+      g_value_set_enum (value, (gint) s.backend);
+      break;
+    case PROP_DEVICE_ID:
+      g_value_set_int (value, s.device_id);
+      break;
+    case PROP_NBEST:
+      g_value_set_int (value, s.nbest);
+      break;
+    case PROP_OUTPUT_FORMAT:
+      g_value_set_enum (value, (gint) s.output_format);
+      break;
+    case PROP_CUE_MAX_CHARS:
+      g_value_set_int (value, s.cue_max_chars);
+      break;
+    case PROP_CUE_MAX_DURATION:
+      g_value_set_uint (value, s.cue_max_duration);
+      break;
+    case PROP_CACHE_DIR:
+      get_string (value, s.cache_dir);
+      break;
+    default:
+      G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
+      break;
+  }
+  GST_OBJECT_UNLOCK (self);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Caps                                                                     */
+
+/* "key=value;..." as a map, and the keys in order. */
+static std::map < std::string, std::string >
+parse_signature (const std::string & sig, std::vector < std::string >*order)
+{
+  std::map < std::string, std::string > out;
+  std::istringstream in (sig);
+  std::string item;
+  while (std::getline (in, item, ';')) {
+    if (item.empty ())
+      continue;
+    const size_t eq = item.find ('=');
+    const std::string key = item.substr (0, eq);
+    out[key] = eq == std::string::npos ? "" : item.substr (eq + 1);
+    if (order)
+      order->push_back (key);
+  }
+  return out;
+}
+
+/* Keys that only describe how cepstral means are normalised: live and
+ * batch CMN are interchangeable for decoding (see the doc comment). */
+static bool
+is_cmn_detail (const std::string & key)
+{
+  return key == "cmn" || key == "cmn-init" || key == "cmn-window";
+}
+
+/* The differences between what upstream's `config` says and what the model
+ * needs, as "key: upstream X, model Y" items; empty if compatible. */
+static std::string
+signature_mismatch (const std::string & offered, const std::string & wanted)
+{
+  std::vector < std::string > order;
+  auto a = parse_signature (offered, NULL);
+  auto b = parse_signature (wanted, &order);
+  for (const auto & kv:a)
+    if (!b.count (kv.first))
+      order.push_back (kv.first);
+  std::string diff;
+  for (const std::string & key:order) {
+    const auto ia = a.find (key);
+    const auto ib = b.find (key);
+    const std::string va = ia == a.end ()? "(absent)" : ia->second;
+    const std::string vb = ib == b.end ()? "(absent)" : ib->second;
+    if (is_cmn_detail (key)) {
+      if (key != "cmn")
+        continue;
+      const bool a_none = va == "none" || va == "(absent)";
+      const bool b_none = vb == "none" || vb == "(absent)";
+      if (a_none == b_none)
+        continue;
+    } else if (va == vb) {
+      continue;
+    }
+    diff += (diff.empty ()? "" : "; ") + key + ": upstream " + va +
+        ", model " + vb;
+  }
+  return diff;
+}
+
+/* The model's feature caps, or NULL before the model is loaded. */
+static GstCaps *
+model_sink_caps (GstGpuDecoder * self)
+{
+  GST_OBJECT_LOCK (self);
+  if (!self->model_features) {
+    GST_OBJECT_UNLOCK (self);
+    return NULL;
+  }
+  const gs::FeatureOptions o = *self->model_features;
+  GST_OBJECT_UNLOCK (self);
+  const gint rate = self->sample_rate;
+  const gint shift = (gint) self->frame_shift_samples;
+  const gint gcd = gst_util_greatest_common_divisor (rate, shift);
+  GstCaps *caps = gst_caps_new_simple (GPUSPEECH_FEATURES_MEDIA_TYPE,
+      "format", G_TYPE_STRING, "F32LE",
+      "kind", G_TYPE_STRING, gs::to_string (o.kind),
+      "flavour", G_TYPE_STRING, gs::to_string (o.flavour),
+      "dim", G_TYPE_INT, o.output_dim (),
+      "base-dim", G_TYPE_INT, o.base_dim (),
+      "frame-rate", GST_TYPE_FRACTION, rate / gcd, shift / gcd,
+      "layout", G_TYPE_STRING, gs::feature_layout_name (o.delta).c_str (),
+      "num-warps", G_TYPE_INT, 1,
+      "sample-rate", G_TYPE_INT, rate, NULL);
+  GValue list = G_VALUE_INIT;
+  GValue v = G_VALUE_INIT;
+  gst_value_list_init (&list, 2);
+  g_value_init (&v, G_TYPE_STRING);
+  if (o.norm.cmn == gs::NormOptions::Cmn::kNone) {
+    g_value_set_string (&v, "none");
+    gst_value_list_append_value (&list, &v);
+  } else {
+    g_value_set_string (&v, "live");
+    gst_value_list_append_value (&list, &v);
+    g_value_set_string (&v, "batch");
+    gst_value_list_append_value (&list, &v);
+  }
+  g_value_unset (&v);
+  gst_caps_set_value (caps, "cmn", &list);
+  g_value_unset (&list);
+  /* Where the front end is described, so that a gpufeatures with no
+   * front-end property set can configure itself from it (its start()). */
+  if (self->recognizer) {
+    const std::string fp = self->recognizer->config ().model_dir +
+        "/feat.params";
+    if (g_file_test (fp.c_str (), G_FILE_TEST_IS_REGULAR))
+      gst_caps_set_simple (caps, "feat-params", G_TYPE_STRING, fp.c_str (),
+          NULL);
+  }
+  return caps;
+}
+
+/* Picks the output format and pushes the src caps. */
+static gboolean
+negotiate_src (GstGpuDecoder * self, StreamState * st)
+{
+  OutputFormat f = st->requested_format;
+  GstCaps *tmpl = gst_pad_get_pad_template_caps (self->srcpad);
+  if (f == OutputFormat::kAuto) {
+    GstCaps *peer = gst_pad_peer_query_caps (self->srcpad, tmpl);
+    if (gst_caps_is_empty (peer)) {
+      gchar *t = gst_caps_to_string (tmpl);
+      GST_ELEMENT_ERROR (self, CORE, NEGOTIATION,
+          ("downstream accepts none of gpudecoder's outputs (%s)", t),
+          (NULL));
+      g_free (t);
+      gst_caps_unref (peer);
+      gst_caps_unref (tmpl);
+      return FALSE;
+    }
+    const gchar *name =
+        gst_structure_get_name (gst_caps_get_structure (peer, 0));
+    f = g_str_equal (name, "application/x-subtitle") ? OutputFormat::kSrt :
+        g_str_equal (name, "application/x-subtitle-vtt") ?
+        OutputFormat::kWebvtt : g_str_equal (name, "application/x-json") ?
+        OutputFormat::kJson : OutputFormat::kText;
+    gst_caps_unref (peer);
+  }
+  gst_caps_unref (tmpl);
+  st->format = f;
+  GstCaps *caps = f == OutputFormat::kText ?
+      gst_caps_new_simple ("text/x-raw", "format", G_TYPE_STRING, "utf8",
+      NULL) : gst_caps_new_empty_simple (format_media_type (f));
+  GST_DEBUG_OBJECT (self, "output caps %" GST_PTR_FORMAT, caps);
+  gboolean ok = gst_pad_push_event (self->srcpad, gst_event_new_caps (caps));
+  if (!ok && gst_pad_is_linked (self->srcpad)) {
+    GstCaps *peer = gst_pad_peer_query_caps (self->srcpad, NULL);
+    gchar *a = gst_caps_to_string (caps);
+    gchar *b = gst_caps_to_string (peer);
+    GST_ELEMENT_ERROR (self, CORE, NEGOTIATION,
+        ("downstream does not accept gpudecoder's output: gpudecoder "
+            "produces %s (output-format); downstream accepts %s", a, b),
+        (NULL));
+    g_free (a);
+    g_free (b);
+    gst_caps_unref (peer);
+    gst_caps_unref (caps);
+    return FALSE;
+  }
+  gst_caps_unref (caps);
+  return TRUE;
+}
+
+/* Checks upstream's feature caps against the model; on a mismatch posts an
+ * error naming both. */
+static gboolean
+gst_gpu_decoder_set_sink_caps (GstGpuDecoder * self, GstCaps * caps)
+{
+  StreamState *st = self->stream;
+  if (!st || !self->recognizer) {
+    GST_ELEMENT_ERROR (self, CORE, NEGOTIATION, (NULL),
+        ("caps arrived before the element was started"));
+    return FALSE;
+  }
+  const gs::FeatureOptions & o = *self->model_features;
+  const std::string wanted = gs::feature_signature (o);
+  gchar *offered_str = gst_caps_to_string (caps);
+  const GstStructure *s = gst_caps_get_size (caps) == 1 ?
+      gst_caps_get_structure (caps, 0) : NULL;
+  std::string problem;
+  if (!s || !gst_structure_has_name (s, GPUSPEECH_FEATURES_MEDIA_TYPE)) {
+    problem = "not a feature stream (" GPUSPEECH_FEATURES_MEDIA_TYPE ")";
+  } else {
+    gint dim = 0;
+    gst_structure_get_int (s, "dim", &dim);
+    const gchar *config = gst_structure_get_string (s, "config");
+    const gchar *format = gst_structure_get_string (s, "format");
+    if (!format || !g_str_equal (format, "F32LE"))
+      problem = std::string ("format: upstream ") + (format ? format :
+          "(absent)") + ", model F32LE";
+    else if (dim != o.output_dim ())
+      problem = "dim: upstream " + std::to_string (dim) + ", model " +
+          std::to_string (o.output_dim ());
+    if (problem.empty () && config) {
+      problem = signature_mismatch (config, wanted);
+    } else if (problem.empty ()) {
+      /* A producer without `config` (not gpufeatures): check the shape. */
+      const gchar *kind = gst_structure_get_string (s, "kind");
+      const gchar *layout = gst_structure_get_string (s, "layout");
+      const std::string want_layout = gs::feature_layout_name (o.delta);
+      gint rate = 0;
+      gst_structure_get_int (s, "sample-rate", &rate);
+      if (!kind || !g_str_equal (kind, gs::to_string (o.kind)))
+        problem = std::string ("kind: upstream ") + (kind ? kind : "(absent)")
+            + ", model " + gs::to_string (o.kind);
+      else if (!layout || want_layout != layout)
+        problem = std::string ("layout: upstream ") + (layout ? layout :
+            "(absent)") + ", model " + want_layout;
+      else if (rate != self->sample_rate)
+        problem = "sample-rate: upstream " + std::to_string (rate) +
+            ", model " + std::to_string (self->sample_rate);
+      else
+        GST_ELEMENT_WARNING (self, STREAM, FORMAT,
+            ("the feature caps have no config field: gpudecoder cannot "
+                "check that the features are the ones the model expects"),
+            ("offered %s", offered_str));
+    }
+  }
+  if (!problem.empty ()) {
+    const std::string model = self->recognizer->config ().model_dir;
+    GST_ELEMENT_ERROR (self, CORE, NEGOTIATION,
+        ("the features from upstream do not match the acoustic model %s "
+            "(feat.params): %s", model.c_str (), problem.c_str ()),
+        ("upstream offers %s; the model expects %s", offered_str,
+            wanted.c_str ()));
+    g_free (offered_str);
+    return FALSE;
+  }
+  GST_INFO_OBJECT (self, "features accepted: %s", offered_str);
+  g_free (offered_str);
+  st->caps_ok = TRUE;
+  return negotiate_src (self, st);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Results                                                                  */
+
+static GstClockTime
+frame_time (GstGpuDecoder * self, StreamState * st, gint64 frame)
+{
+  return st->utt_pts + gst_util_uint64_scale ((guint64) frame,
+      (guint64) self->frame_shift_samples * GST_SECOND,
+      (guint64) self->sample_rate);
+}
+
+static GstClockTime
+to_stream_time (StreamState * st, GstClockTime t)
+{
+  const guint64 s =
+      gst_segment_to_stream_time (&st->segment, GST_FORMAT_TIME, t);
+  return GST_CLOCK_TIME_IS_VALID (s) ? s : t;
+}
+
+/* The hypothesis' words in buffer time. */
+static std::vector < gs::TimedWord >
+timed_words (GstGpuDecoder * self, StreamState * st, const gs::Hypothesis & h)
+{
+  std::vector < gs::TimedWord > out;
+  out.reserve (h.words.size ());
+  for (const gs::HypothesisWord & w:h.words)
+    out.push_back ({w.text, (int64_t) frame_time (self, st, w.start_frame),
+            (int64_t) frame_time (self, st, (gint64) w.end_frame + 1)});
+  return out;
+}
+
+static void
+append_structure (GValue * array, GstStructure * s)
+{
+  GValue v = G_VALUE_INIT;
+  g_value_init (&v, GST_TYPE_STRUCTURE);
+  gst_value_set_structure (&v, s);
+  gst_value_array_append_and_take_value (array, &v);
+  gst_structure_free (s);
+}
+
+static void
+post_result (GstGpuDecoder * self, StreamState * st, const gs::Hypothesis & h,
+    gboolean final, const char *reason,
+    const std::vector < gs::Hypothesis > *nbest)
+{
+  const std::string text = h.text ();
+  GValue words = G_VALUE_INIT;
+  gst_value_array_init (&words, h.words.size ());
+  for (const gs::HypothesisWord & w:h.words) {
+    append_structure (&words, gst_structure_new ("word",
+            "word", G_TYPE_STRING, w.text.c_str (),
+            "start", G_TYPE_UINT64, to_stream_time (st, frame_time (self, st,
+                    w.start_frame)),
+            "end", G_TYPE_UINT64, to_stream_time (st, frame_time (self, st,
+                    (gint64) w.end_frame + 1)),
+            "confidence", G_TYPE_DOUBLE, (gdouble) w.confidence, NULL));
+  }
+  const guint stable = final ? (guint) h.words.size () :
+      (guint) CLAMP (h.stable_words, 0, (gint) h.words.size ());
+  const GstClockTime end = frame_time (self, st, st->utt_frames);
+  GstStructure *s = gst_structure_new (GPUSPEECH_DECODER_MESSAGE,
+      "hypothesis", G_TYPE_STRING, text.c_str (),
+      "confidence", G_TYPE_DOUBLE, (gdouble) h.confidence,
+      "final", G_TYPE_BOOLEAN, final,
+      "stable-words", G_TYPE_UINT, stable,
+      "utterance", G_TYPE_UINT, st->utt_index,
+      "timestamp", G_TYPE_UINT64, to_stream_time (st, st->utt_pts),
+      "duration", G_TYPE_UINT64, (guint64) (end - st->utt_pts),
+      "frames", G_TYPE_UINT64, (guint64) st->utt_frames,
+      "running-time", G_TYPE_UINT64,
+      gst_segment_to_running_time (&st->segment, GST_FORMAT_TIME, end),
+      NULL);
+  gst_structure_take_value (s, "words", &words);
+  if (final)
+    gst_structure_set (s, "reason", G_TYPE_STRING, reason, NULL);
+  if (final && nbest && st->nbest > 0) {
+    GValue alts = G_VALUE_INIT;
+    gst_value_array_init (&alts, nbest->size ());
+    for (const gs::Hypothesis & a:*nbest)
+      append_structure (&alts, gst_structure_new ("alternative",
+              "hypothesis", G_TYPE_STRING, a.text ().c_str (),
+              "confidence", G_TYPE_DOUBLE, (gdouble) a.confidence,
+              "cost", G_TYPE_DOUBLE, (gdouble) a.cost, NULL));
+    gst_structure_take_value (s, "nbest", &alts);
+  }
+  GST_LOG_OBJECT (self, "%s result: %s", final ? "final" : "partial",
+      text.c_str ());
+  gst_element_post_message (GST_ELEMENT (self),
+      gst_message_new_element (GST_OBJECT (self), s));
+}
+
+/* An unlinked src pad is allowed: the bus messages are then the output. */
+static GstFlowReturn
+output_flow (GstFlowReturn ret)
+{
+  return ret == GST_FLOW_NOT_LINKED ? GST_FLOW_OK : ret;
+}
+
+static GstFlowReturn
+push_text (GstGpuDecoder * self, StreamState * st, const std::string & text,
+    GstClockTime pts, GstClockTime duration)
+{
+  GstBuffer *buf = gst_buffer_new_memdup (text.data (), text.size ());
+  GST_BUFFER_PTS (buf) = pts;
+  GST_BUFFER_DURATION (buf) = duration;
+  if (GST_CLOCK_TIME_IS_VALID (pts) && GST_CLOCK_TIME_IS_VALID (duration))
+    st->out_pos = pts + duration;
+  return output_flow (gst_pad_push (self->srcpad, buf));
+}
+
+/* Pushes the cues the words from st->cued_words on make (all of them when
+ * `final`, else those later words cannot change). */
+static GstFlowReturn
+push_cues (GstGpuDecoder * self, StreamState * st,
+    const std::vector < gs::TimedWord > &words, gboolean final)
+{
+  GstFlowReturn ret = GST_FLOW_OK;
+  if (st->format == OutputFormat::kJson)
+    return ret;                 /* whole results only, in end_utterance */
+  for (const gs::Cue & c:gs::complete_cues (words, st->cued_words, !final,
+          st->cue_options)) {
+    st->cued_words = c.first_word + c.num_words;
+    std::string text;
+    switch (st->format) {
+      case OutputFormat::kSrt:
+        text = gs::srt_cue (++st->cue_index, c);
+        break;
+      case OutputFormat::kWebvtt:
+        if (!st->vtt_header_sent)
+          text = gs::webvtt_header ();
+        st->vtt_header_sent = TRUE;
+        text += gs::webvtt_cue (c);
+        break;
+      default:
+        text = c.text;
+        break;
+    }
+    ret = push_text (self, st, text, (GstClockTime) c.start_ns,
+        (GstClockTime) (c.end_ns - c.start_ns));
+    if (ret != GST_FLOW_OK)
+      break;
+  }
+  return ret;
+}
+
+/* Tells downstream that no text comes before `until`. */
+static void
+push_gap_until (GstGpuDecoder * self, StreamState * st, GstClockTime until)
+{
+  if (!GST_CLOCK_TIME_IS_VALID (until) || !st->caps_ok)
+    return;                     /* nothing goes out before the src caps */
+  const GstClockTime from = GST_CLOCK_TIME_IS_VALID (st->out_pos) ?
+      st->out_pos : (GST_CLOCK_TIME_IS_VALID (st->segment.start) ?
+      st->segment.start : 0);
+  if (until <= from)
+    return;
+  st->out_pos = until;
+  gst_pad_push_event (self->srcpad, gst_event_new_gap (from, until - from));
+}
+
+static void
+json_string (std::string & out, const std::string & s)
+{
+  out += '"';
+  for (unsigned char c:s) {
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += (char) c;
+    } else if (c < 0x20) {
+      char buf[8];
+      g_snprintf (buf, sizeof buf, "\\u%04x", c);
+      out += buf;
+    } else {
+      out += (char) c;
+    }
+  }
+  out += '"';
+}
+
+static void
+json_number (std::string & out, double v)
+{
+  char buf[G_ASCII_DTOSTR_BUF_SIZE];
+  out += std::isfinite (v) ? g_ascii_formatd (buf, sizeof buf, "%.6g", v) :
+      "null";
+}
+
+/* A final result as one line of JSON (times in seconds of stream time). */
+static std::string
+result_json (GstGpuDecoder * self, StreamState * st,
+    const gs::RecognitionResult & r, const char *reason)
+{
+  auto seconds =[&](gint64 frame) {
+    return (double) to_stream_time (st, frame_time (self, st,
+            frame)) / GST_SECOND;
+  };
+  std::string j = "{\"utterance\":" + std::to_string (st->utt_index);
+  j += ",\"start\":";
+  json_number (j, seconds (0));
+  j += ",\"end\":";
+  json_number (j, seconds (st->utt_frames));
+  j += ",\"reason\":";
+  json_string (j, reason);
+  j += ",\"hypothesis\":";
+  json_string (j, r.best.text ());
+  j += ",\"confidence\":";
+  json_number (j, r.best.confidence);
+  j += ",\"words\":[";
+  for (size_t i = 0; i < r.best.words.size (); ++i) {
+    const gs::HypothesisWord & w = r.best.words[i];
+    j += i ? ",{\"word\":" : "{\"word\":";
+    json_string (j, w.text);
+    j += ",\"start\":";
+    json_number (j, seconds (w.start_frame));
+    j += ",\"end\":";
+    json_number (j, seconds ((gint64) w.end_frame + 1));
+    j += ",\"confidence\":";
+    json_number (j, w.confidence);
+    j += "}";
+  }
+  j += "]";
+  if (st->nbest > 0) {
+    j += ",\"nbest\":[";
+    for (size_t i = 0; i < r.nbest.size (); ++i) {
+      j += i ? ",{\"hypothesis\":" : "{\"hypothesis\":";
+      json_string (j, r.nbest[i].text ());
+      j += ",\"confidence\":";
+      json_number (j, r.nbest[i].confidence);
+      j += ",\"cost\":";
+      json_number (j, r.nbest[i].cost);
+      j += "}";
+    }
+    j += "]";
+  }
+  return j + "}\n";
+}
+
+/* A partial analysis at a tick: message, stable words as text, endpoint. */
+static GstFlowReturn
+analyse (GstGpuDecoder * self, StreamState * st, gboolean * endpoint)
+{
+  *endpoint = FALSE;
+  const gs::RecognitionResult r = self->recognizer->partial ();
+  const gs::Hypothesis & h = r.best;
+  if (st->post_partials)
+    post_result (self, st, h, FALSE, NULL, NULL);
+
+  const std::vector < gs::TimedWord > words = timed_words (self, st, h);
+  size_t stable = (size_t) CLAMP (h.stable_words, 0, (gint) words.size ());
+  if (stable < st->cued_words) {
+    /* The search promises that stable words stay; if that ever broke, the
+     * text already pushed stays as it is. */
+    GST_WARNING_OBJECT (self, "stable prefix shrank from %" G_GSIZE_FORMAT
+        " to %" G_GSIZE_FORMAT " words", st->cued_words, stable);
+    stable = st->cued_words;
+  }
+  const std::vector < gs::TimedWord > stable_words (words.begin (),
+      words.begin () + std::min (stable, words.size ()));
+  GstFlowReturn ret = push_cues (self, st, stable_words, FALSE);
+  if (ret != GST_FLOW_OK)
+    return ret;
+  GstClockTime safe = st->utt_pts;
+  if (st->cued_words < stable_words.size ())
+    safe = (GstClockTime) stable_words[st->cued_words].start_ns;
+  else if (!stable_words.empty ())
+    safe = (GstClockTime) stable_words.back ().end_ns;
+  push_gap_until (self, st, safe);
+
+  if (st->endpoint_frames > 0 && !h.words.empty ()) {
+    std::string key;
+    for (const gs::HypothesisWord & w:h.words)
+      key += std::to_string (w.word) + ":" + std::to_string (w.end_frame) +
+          " ";
+    if (key != st->last_key) {
+      st->last_key = key;
+      st->last_change = st->utt_frames;
+    }
+    const gint64 after_last = st->utt_frames -
+        ((gint64) h.words.back ().end_frame + 1);
+    if (after_last >= st->endpoint_frames
+        && st->utt_frames - st->last_change >= st->endpoint_frames)
+      *endpoint = TRUE;
+  }
+  return GST_FLOW_OK;
+}
+
+static void
+clear_utterance (StreamState * st)
+{
+  st->utt_started = FALSE;
+  st->utt_frames = 0;
+  st->next_tick = st->tick_frames;
+  st->cued_words = 0;
+  st->last_key.clear ();
+  st->last_change = 0;
+}
+
+/* Ends the utterance in progress: final result, remaining text, reset. With
+ * `continues`, the next utterance starts at the frame after. */
+static GstFlowReturn
+end_utterance (GstGpuDecoder * self, StreamState * st, const char *reason,
+    gboolean continues)
+{
+  if (!st->utt_started || st->utt_frames == 0) {
+    /* Nothing decoded, nothing to report; a continuing utterance keeps the
+     * start it has. */
+    const gboolean started = st->utt_started && continues;
+    const GstClockTime pts = st->utt_pts;
+    clear_utterance (st);
+    st->utt_started = started;
+    st->utt_pts = pts;
+    return GST_FLOW_OK;
+  }
+  const gs::RecognitionResult r = self->recognizer->finish ();
+  const GstClockTime end = frame_time (self, st, st->utt_frames);
+  post_result (self, st, r.best, TRUE, reason, &r.nbest);
+  GstFlowReturn ret = push_cues (self, st, timed_words (self, st, r.best),
+      TRUE);
+  if (ret == GST_FLOW_OK && st->format == OutputFormat::kJson && st->caps_ok)
+    ret = push_text (self, st, result_json (self, st, r, reason),
+        st->utt_pts, end - st->utt_pts);
+  push_gap_until (self, st, end);
+  self->recognizer->reset ();
+  clear_utterance (st);
+  ++st->utt_index;
+  if (continues) {
+    st->utt_started = TRUE;
+    st->utt_pts = end;
+  }
+  GST_DEBUG_OBJECT (self, "utterance ended (%s) at %" GST_TIME_FORMAT,
+      reason, GST_TIME_ARGS (end));
+  return ret;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Streaming                                                                */
+
+static GstFlowReturn
+decode_frames (GstGpuDecoder * self, StreamState * st, const float *frames,
+    gint64 n, gint dim)
+{
+  gint64 done = 0;
+  while (done < n) {
+    const gint64 k = std::min (n - done, st->next_tick - st->utt_frames);
+    self->recognizer->push_features (frames + done * dim, k);
+    st->utt_frames += k;
+    done += k;
+    if (st->utt_frames == st->next_tick) {
+      st->next_tick += st->tick_frames;
+      gboolean endpoint = FALSE;
+      GstFlowReturn ret = analyse (self, st, &endpoint);
+      if (ret == GST_FLOW_OK && endpoint)
+        ret = end_utterance (self, st, "silence", TRUE);
+      if (ret != GST_FLOW_OK)
+        return ret;
+    }
+  }
+  return GST_FLOW_OK;
+}
+
+static GstFlowReturn
+gst_gpu_decoder_chain (GstPad * pad, GstObject * parent, GstBuffer * buffer)
+{
+  GstGpuDecoder *self = GST_GPU_DECODER (parent);
+  StreamState *st = self->stream;
+  (void) pad;
+
+  if (!st || !self->recognizer || !st->caps_ok) {
+    gst_buffer_unref (buffer);
+    GST_ELEMENT_ERROR (self, CORE, NEGOTIATION, (NULL),
+        ("received features before accepted caps"));
+    return GST_FLOW_NOT_NEGOTIATED;
+  }
+  const gint dim = self->recognizer->feature_dim ();
+  GstMapInfo map;
+  if (!gst_buffer_map (buffer, &map, GST_MAP_READ)) {
+    gst_buffer_unref (buffer);
+    GST_ELEMENT_ERROR (self, STREAM, FAILED, (NULL),
+        ("could not map the input buffer"));
+    return GST_FLOW_ERROR;
+  }
+  const gsize frame_bytes = sizeof (float) * (gsize) dim;
+  if (map.size % frame_bytes != 0) {
+    GST_ELEMENT_ERROR (self, STREAM, FORMAT,
+        ("a feature buffer of %" G_GSIZE_FORMAT " bytes is not a whole "
+            "number of %d-float frames", map.size, dim), (NULL));
+    gst_buffer_unmap (buffer, &map);
+    gst_buffer_unref (buffer);
+    return GST_FLOW_ERROR;
+  }
+  const gint64 n = (gint64) (map.size / frame_bytes);
+  /* Copy (the data may be unaligned) and keep out NaN/Inf, which would
+   * silently empty the search. */
+  st->scratch.resize ((size_t) n * dim);
+  memcpy (st->scratch.data (), map.data, map.size);
+  gst_buffer_unmap (buffer, &map);
+  guint64 nonfinite = 0;
+  for (float &v:st->scratch)
+    if (!std::isfinite (v)) {
+      v = 0.0f;
+      ++nonfinite;
+    }
+  if (nonfinite > 0 && !st->nonfinite_warned) {
+    st->nonfinite_warned = TRUE;
+    GST_ELEMENT_WARNING (self, STREAM, FORMAT,
+        ("the features contain NaN or infinite values; gpudecoder replaces "
+            "them by 0 (warned once per stream)"), (NULL));
+  }
+
+  GstFlowReturn ret = GST_FLOW_OK;
+  try {
+    if (GST_BUFFER_FLAG_IS_SET (buffer, GST_BUFFER_FLAG_DISCONT)
+        && st->utt_frames > 0)
+      ret = end_utterance (self, st, "discont", FALSE);
+    if (ret == GST_FLOW_OK && !st->utt_started) {
+      /* The utterance's clock: this buffer's PTS, else where the previous
+       * input ended, else the segment start. Later frames count from it. */
+      if (GST_BUFFER_PTS_IS_VALID (buffer))
+        st->utt_pts = GST_BUFFER_PTS (buffer);
+      else if (GST_CLOCK_TIME_IS_VALID (st->last_end))
+        st->utt_pts = st->last_end;
+      else
+        st->utt_pts = GST_CLOCK_TIME_IS_VALID (st->segment.start) ?
+            st->segment.start : 0;
+      st->utt_started = TRUE;
+    }
+    if (ret == GST_FLOW_OK)
+      ret = decode_frames (self, st, st->scratch.data (), n, dim);
+  } catch (const std::exception & e) {
+    GST_ELEMENT_ERROR (self, STREAM, FAILED,
+        ("recognition failed: %s", e.what ()), (NULL));
+    ret = GST_FLOW_ERROR;
+  }
+  if (st->utt_started)
+    st->last_end = frame_time (self, st, st->utt_frames);
+  gst_buffer_unref (buffer);
+  return ret;
+}
+
+/* Ends the utterance in an event handler; FALSE after posting an error. */
+static gboolean
+end_utterance_for_event (GstGpuDecoder * self, const char *reason)
+{
+  StreamState *st = self->stream;
+  if (!st || !self->recognizer)
+    return TRUE;
+  try {
+    end_utterance (self, st, reason, FALSE);
+  } catch (const std::exception & e) {
+    GST_ELEMENT_ERROR (self, STREAM, FAILED,
+        ("recognition failed: %s", e.what ()), (NULL));
+    return FALSE;
+  }
+  return TRUE;
+}
+
+static gboolean
+gst_gpu_decoder_sink_event (GstPad * pad, GstObject * parent, GstEvent * event)
+{
+  GstGpuDecoder *self = GST_GPU_DECODER (parent);
+  StreamState *st = self->stream;
+
+  GST_LOG_OBJECT (self, "sink event %" GST_PTR_FORMAT, event);
+  switch (GST_EVENT_TYPE (event)) {
+    case GST_EVENT_CAPS:{
+      GstCaps *caps;
+      gst_event_parse_caps (event, &caps);
+      const gboolean ok = gst_gpu_decoder_set_sink_caps (self, caps);
+      gst_event_unref (event);
+      return ok;
+    }
+    case GST_EVENT_SEGMENT:{
+      if (!st)
+        break;
+      if (!end_utterance_for_event (self, "segment")) {
+        gst_event_unref (event);
+        return FALSE;
+      }
+      GstSegment seg;
+      gst_event_copy_segment (event, &seg);
+      if (seg.format != GST_FORMAT_TIME) {
+        GST_DEBUG_OBJECT (self, "replacing a %s segment by an open TIME one",
+            gst_format_get_name (seg.format));
+        gst_segment_init (&seg, GST_FORMAT_TIME);
+        GstEvent *out = gst_event_new_segment (&seg);
+        gst_event_set_seqnum (out, gst_event_get_seqnum (event));
+        gst_event_unref (event);
+        event = out;
+      }
+      st->segment = seg;
+      st->last_end = GST_CLOCK_TIME_NONE;
+      st->out_pos = GST_CLOCK_TIME_NONE;
+      break;
+    }
+    case GST_EVENT_GAP:{
+      if (!st)
+        break;
+      GstClockTime ts, dur;
+      gst_event_parse_gap (event, &ts, &dur);
+      gst_event_unref (event);
+      if (!end_utterance_for_event (self, "gap"))
+        return FALSE;
+      /* Our own gap up to the end of upstream's, after any text. */
+      if (GST_CLOCK_TIME_IS_VALID (ts))
+        push_gap_until (self, st, GST_CLOCK_TIME_IS_VALID (dur) ? ts + dur :
+            ts);
+      return TRUE;
+    }
+    case GST_EVENT_EOS:
+      if (st) {
+        end_utterance_for_event (self, "eos");
+        if (st->format == OutputFormat::kWebvtt && !st->vtt_header_sent
+            && st->caps_ok) {
+          /* An empty but valid WebVTT file. */
+          st->vtt_header_sent = TRUE;
+          push_text (self, st, gs::webvtt_header (), st->segment.start, 0);
+        }
+      }
+      break;
+    case GST_EVENT_FLUSH_STOP:
+      if (st && self->recognizer) {
+        /* A flushing seek: the utterance in progress is dropped. */
+        self->recognizer->reset ();
+        clear_utterance (st);
+        st->last_end = GST_CLOCK_TIME_NONE;
+        st->out_pos = GST_CLOCK_TIME_NONE;
+        gst_segment_init (&st->segment, GST_FORMAT_TIME);
+      }
+      break;
+    case GST_EVENT_STREAM_START:
+      if (st)
+        st->nonfinite_warned = FALSE;
+      break;
+    default:
+      break;
+  }
+  return gst_pad_event_default (pad, parent, event);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Queries                                                                  */
+
+static gboolean
+gst_gpu_decoder_sink_query (GstPad * pad, GstObject * parent,
+    GstQuery * query)
+{
+  GstGpuDecoder *self = GST_GPU_DECODER (parent);
+  switch (GST_QUERY_TYPE (query)) {
+    case GST_QUERY_CAPS:{
+      GstCaps *filter;
+      gst_query_parse_caps (query, &filter);
+      GstCaps *caps = model_sink_caps (self);
+      if (!caps)
+        caps = gst_pad_get_pad_template_caps (pad);
+      if (filter) {
+        GstCaps *tmp = gst_caps_intersect_full (filter, caps,
+            GST_CAPS_INTERSECT_FIRST);
+        gst_caps_unref (caps);
+        caps = tmp;
+      }
+      gst_query_set_caps_result (query, caps);
+      gst_caps_unref (caps);
+      return TRUE;
+    }
+    case GST_QUERY_ACCEPT_CAPS:{
+      /* Any fixed feature caps, so that the CAPS event reaches
+       * set_sink_caps, which explains a mismatch instead of failing
+       * silently. */
+      GstCaps *caps;
+      gst_query_parse_accept_caps (query, &caps);
+      const GstStructure *s = gst_caps_is_fixed (caps) ?
+          gst_caps_get_structure (caps, 0) : NULL;
+      gst_query_set_accept_caps_result (query, s != NULL
+          && gst_structure_has_name (s, GPUSPEECH_FEATURES_MEDIA_TYPE));
+      return TRUE;
+    }
+    case GST_QUERY_ALLOCATION:
+      return FALSE;
+    default:
+      return gst_pad_query_default (pad, parent, query);
+  }
+}
+
+static gboolean
+gst_gpu_decoder_src_query (GstPad * pad, GstObject * parent,
+    GstQuery * query)
+{
+  GstGpuDecoder *self = GST_GPU_DECODER (parent);
+  switch (GST_QUERY_TYPE (query)) {
+    case GST_QUERY_CAPS:{
+      GstCaps *filter;
+      gst_query_parse_caps (query, &filter);
+      GstCaps *caps = gst_pad_get_current_caps (pad);
+      if (!caps) {
+        GST_OBJECT_LOCK (self);
+        const OutputFormat f = self->settings->output_format;
+        GST_OBJECT_UNLOCK (self);
+        if (f == OutputFormat::kText)
+          caps = gst_caps_new_simple ("text/x-raw", "format", G_TYPE_STRING,
+              "utf8", NULL);
+        else if (f != OutputFormat::kAuto)
+          caps = gst_caps_new_empty_simple (format_media_type (f));
+        else
+          caps = gst_pad_get_pad_template_caps (pad);
+      }
+      if (filter) {
+        GstCaps *tmp = gst_caps_intersect_full (filter, caps,
+            GST_CAPS_INTERSECT_FIRST);
+        gst_caps_unref (caps);
+        caps = tmp;
+      }
+      gst_query_set_caps_result (query, caps);
+      gst_caps_unref (caps);
+      return TRUE;
+    }
+    case GST_QUERY_LATENCY:{
+      if (!gst_pad_peer_query (self->sinkpad, query))
+        return FALSE;
+      gboolean live;
+      GstClockTime min, max;
+      gst_query_parse_latency (query, &live, &min, &max);
+      const GstClockTime ours = (GstClockTime) self->latency_ns;
+      GST_DEBUG_OBJECT (self, "upstream latency %" GST_TIME_FORMAT
+          ", ours %" GST_TIME_FORMAT, GST_TIME_ARGS (min),
+          GST_TIME_ARGS (ours));
+      gst_query_set_latency (query, live, min + ours, GST_CLOCK_TIME_NONE);
+      return TRUE;
+    }
+    default:
+      return gst_pad_query_default (pad, parent, query);
+  }
+}
+
+/* ------------------------------------------------------------------------ */
+/* State changes                                                            */
+
+static gboolean
+load_model (GstGpuDecoder * self)
+{
+  GST_OBJECT_LOCK (self);
+  const Settings settings = *self->settings;
+  GST_OBJECT_UNLOCK (self);
+
+  gs::RecognizerConfig config;
+  try {
+    config = build_config (settings);
+  } catch (const ConfigError & e) {
+    if (e.not_found)
+      GST_ELEMENT_ERROR (self, RESOURCE, NOT_FOUND, ("%s", e.what ()),
+          (NULL));
+    else
+      GST_ELEMENT_ERROR (self, RESOURCE, SETTINGS, ("%s", e.what ()), (NULL));
+    return FALSE;
+  }
+  GST_INFO_OBJECT (self, "loading %s, %s, %s %s (the first compilation of a "
+      "large language model's graph takes minutes)", config.model_dir.c_str (),
+      config.dictionary.c_str (), gs::to_string (config.grammar_kind),
+      config.grammar.c_str ());
+  /* Graph compilation can take minutes: its stages go to the debug log
+   * (GST_DEBUG=gpudecoder:4) as they finish. */
+  config.graph.progress =[self](const std::string & line) {
+    GST_INFO_OBJECT (self, "graph compiler: %s", line.c_str ());
+  };
+  const gint64 t0 = g_get_monotonic_time ();
+  std::string log;
+  try {
+    self->recognizer = new gs::Recognizer (config, &log);
+    gs::FeatureOptions *features =
+        new gs::FeatureOptions (self->recognizer->feature_options ());
+    GST_OBJECT_LOCK (self);
+    self->model_features = features;
+    GST_OBJECT_UNLOCK (self);
+  } catch (const std::exception & e) {
+    free_model (self);
+    GST_ELEMENT_ERROR (self, RESOURCE, SETTINGS,
+        ("cannot load the recognition model: %s", e.what ()),
+        ("hmm=%s dict=%s %s=%s backend=%s", config.model_dir.c_str (),
+            config.dictionary.c_str (), gs::to_string (config.grammar_kind),
+            config.grammar.c_str (), config.scoring_backend.c_str ()));
+    return FALSE;
+  }
+  const double seconds = (g_get_monotonic_time () - t0) / 1e6;
+  GST_INFO_OBJECT (self, "loaded in %.2f s:\n%s", seconds, log.c_str ());
+  self->sample_rate = (gint) self->model_features->frame.sample_rate;
+  self->frame_shift_samples =
+      self->model_features->frame.frame_shift_samples ();
+  gs::Backend & b = self->recognizer->scoring_backend ();
+  gst_element_post_message (GST_ELEMENT (self),
+      gst_message_new_element (GST_OBJECT (self),
+          gst_structure_new ("gpudecoder-model",
+              "hmm", G_TYPE_STRING, config.model_dir.c_str (),
+              "dict", G_TYPE_STRING, config.dictionary.c_str (),
+              "grammar", G_TYPE_STRING, config.grammar.c_str (),
+              "grammar-kind", G_TYPE_STRING,
+              gs::to_string (config.grammar_kind),
+              "graph-states", G_TYPE_UINT64,
+              (guint64) self->recognizer->graph ().num_states (),
+              "graph-arcs", G_TYPE_UINT64,
+              (guint64) self->recognizer->graph ().num_arcs (),
+              "backend", G_TYPE_STRING, b.name (),
+              "device", G_TYPE_STRING, b.device_name ().c_str (),
+              "search", G_TYPE_STRING, self->recognizer->search_backend (),
+              "load-seconds", G_TYPE_DOUBLE, seconds, NULL)));
+  return TRUE;
+}
+
+static gboolean
+start_stream (GstGpuDecoder * self)
+{
+  GST_OBJECT_LOCK (self);
+  const Settings s = *self->settings;
+  GST_OBJECT_UNLOCK (self);
+
+  std::unique_ptr < StreamState > st (new StreamState ());
+  const guint interval_ms = s.partial_interval > 0 ? s.partial_interval :
+      DEFAULT_PARTIAL_INTERVAL;
+  const double frame_ms = 1000.0 * self->frame_shift_samples /
+      self->sample_rate;
+  st->tick_frames = std::max < gint64 > (1,
+      (gint64) std::llround (interval_ms / frame_ms));
+  st->endpoint_frames = s.endpoint_silence == 0 ? 0 :
+      std::max < gint64 > (1,
+      (gint64) std::llround (s.endpoint_silence / frame_ms));
+  st->post_partials = s.partial_interval > 0;
+  st->nbest = s.nbest;
+  st->requested_format = s.output_format;
+  st->cue_options.max_chars = s.cue_max_chars;
+  st->cue_options.max_duration_ns = (int64_t) s.cue_max_duration * GST_MSECOND;
+  clear_utterance (st.get ());
+  self->latency_ns = (gint64) interval_ms *GST_MSECOND;
+  self->recognizer->reset ();
+  self->stream = st.release ();
+  return TRUE;
+}
+
+static GstStateChangeReturn
+gst_gpu_decoder_change_state (GstElement * element, GstStateChange transition)
+{
+  GstGpuDecoder *self = GST_GPU_DECODER (element);
+  switch (transition) {
+    case GST_STATE_CHANGE_NULL_TO_READY:
+      if (!load_model (self))
+        return GST_STATE_CHANGE_FAILURE;
+      break;
+    case GST_STATE_CHANGE_READY_TO_PAUSED:
+      if (!start_stream (self))
+        return GST_STATE_CHANGE_FAILURE;
+      break;
+    default:
+      break;
+  }
+  GstStateChangeReturn ret =
+      GST_ELEMENT_CLASS (parent_class)->change_state (element, transition);
+  if (ret == GST_STATE_CHANGE_FAILURE) {
+    if (transition == GST_STATE_CHANGE_READY_TO_PAUSED) {
+      delete self->stream;
+      self->stream = NULL;
+    } else if (transition == GST_STATE_CHANGE_NULL_TO_READY) {
+      free_model (self);
+    }
+    return ret;
+  }
+  switch (transition) {
+    case GST_STATE_CHANGE_PAUSED_TO_READY:
+      delete self->stream;
+      self->stream = NULL;
+      break;
+    case GST_STATE_CHANGE_READY_TO_NULL:
+      free_model (self);
+      break;
+    default:
+      break;
+  }
+  return ret;
+}

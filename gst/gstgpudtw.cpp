@@ -1,0 +1,671 @@
+/* gpudtw: DTW template matching (common/dtw/) as a GStreamer element.
+ *
+ *   autoaudiosrc ! audioconvert ! audioresample ! gpudtw templates=DIR ! fakesink
+ *
+ * Sink: audio/x-raw, S16LE or F32LE, mono, at the templates' rate (16 kHz;
+ * the caps query asks for it, so audioresample converts). The element runs
+ * the energy endpointer (common/dtw/endpointer.h) over the stream; each
+ * utterance it closes is turned into features exactly as the templates
+ * were (same DtwFeatureConfig) and matched against every template in one
+ * engine call.
+ *
+ * Why audio and not gpufeatures' feature stream: the templates' features
+ * must be computed with the very same options (CMN over the endpointed
+ * utterance, dither, no deltas), the endpointer needs samples, and the
+ * plain spectrum kind exists only here. Taking audio keeps one
+ * configuration in one place; the element does the feature work on the
+ * chosen backend itself.
+ *
+ * Per utterance an element message named "gpudtw" is posted:
+ *   label (string)            best template's label ("" when none reachable)
+ *   distance (double)         its DTW distance (+inf when none reachable)
+ *   runner-up (string)        nearest other label ("" if none)
+ *   runner-up-distance (double)
+ *   rejected (boolean)        distance above `reject`, or none reachable
+ *   template (string)         path of the best template
+ *   utterance (uint)          index in the stream, from 0
+ *   timestamp, duration (uint64)  where the utterance lies (stream time, ns)
+ * and, unless rejected, a text/x-raw (utf8) buffer holding the label with
+ * that timestamp and duration is pushed on the src pad (timed text, as
+ * gpudecoder's text output). An utterance still open at EOS is closed and
+ * matched first. A FLUSH or a new SEGMENT starts the endpointer afresh.
+ *
+ * Properties (read when going to READY, where the templates are loaded):
+ *   templates  directory of *.wav or template list (required)
+ *   features   mfcc (default) | fbank | spectrum
+ *   pattern    itakura (default) | symmetric
+ *   band       Sakoe-Chiba band in frames, -1 = none
+ *   distance   euclidean (default) | cepstral
+ *   reject     reject above this distance, 0 = never
+ *   backend    cpu (default) | opencl | cuda | auto; device-id
+ *   cache-dir  template feature cache ("" default, "-" none)
+ *   endpoint-threshold  dB above the noise floor that is speech (12)
+ * A bad template library fails the state change with an error message
+ * naming the file and the reason.
+ */
+#ifdef HAVE_CONFIG_H
+#include "config.h"
+#endif
+
+#include "gstgpudtw.h"
+
+#include <gst/audio/audio.h>
+
+#include <cmath>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "common/backend_registry.h"
+#include "common/dtw/dtw_engine.h"
+#include "common/dtw/dtw_features.h"
+#include "common/dtw/endpointer.h"
+#include "common/dtw/template_library.h"
+#include "common/dtw/template_matcher.h"
+
+namespace gs = gpuspeech;
+
+GST_DEBUG_CATEGORY_STATIC (gst_gpu_dtw_debug);
+#define GST_CAT_DEFAULT gst_gpu_dtw_debug
+
+enum {
+  PROP_0,
+  PROP_TEMPLATES,
+  PROP_FEATURES,
+  PROP_PATTERN,
+  PROP_BAND,
+  PROP_DISTANCE,
+  PROP_REJECT,
+  PROP_BACKEND,
+  PROP_DEVICE_ID,
+  PROP_CACHE_DIR,
+  PROP_ENDPOINT_THRESHOLD,
+};
+
+/* Everything built at READY and the per-stream state. */
+struct DtwState {
+  gs::BackendPtr backend;
+  std::unique_ptr<gs::DtwFeatureComputer> features;
+  std::unique_ptr<gs::DtwEngine> engine;
+  std::vector<std::string> labels;
+  std::vector<std::string> paths;
+  std::unique_ptr<gs::Endpointer> endpointer;
+  int rate = 16000;
+  /* Stream */
+  gboolean is_float = FALSE;
+  GstSegment segment;
+  GstClockTime base = GST_CLOCK_TIME_NONE;  /* time of sample 0 */
+  gint64 consumed = 0;                      /* samples pushed into the endpointer */
+  std::vector<float> pending;               /* samples from pending_start on */
+  gint64 pending_start = 0;
+  guint utterance = 0;
+  std::vector<float> scratch;
+};
+
+struct _GstGpuDtw {
+  GstElement parent;
+  GstPad *sinkpad;
+  GstPad *srcpad;
+  /* Properties */
+  gchar *templates;
+  gchar *features;
+  gchar *pattern;
+  gint band;
+  gchar *distance;
+  gfloat reject;
+  gchar *backend;
+  gint device_id;
+  gchar *cache_dir;
+  gfloat endpoint_threshold;
+  DtwState *state;
+};
+
+G_DEFINE_TYPE_WITH_CODE (GstGpuDtw, gst_gpu_dtw, GST_TYPE_ELEMENT,
+    GST_DEBUG_CATEGORY_INIT (gst_gpu_dtw_debug, "gpudtw", 0,
+        "DTW template matching"));
+GST_ELEMENT_REGISTER_DEFINE (gpudtw, "gpudtw", GST_RANK_NONE, GST_TYPE_GPU_DTW);
+
+static GstStaticPadTemplate sink_template = GST_STATIC_PAD_TEMPLATE ("sink",
+    GST_PAD_SINK,
+    GST_PAD_ALWAYS,
+    GST_STATIC_CAPS ("audio/x-raw, "
+        "format = (string) { S16LE, F32LE }, "
+        "rate = (int) [ 1, MAX ], "
+        "channels = (int) 1, " "layout = (string) interleaved"));
+
+static GstStaticPadTemplate src_template = GST_STATIC_PAD_TEMPLATE ("src",
+    GST_PAD_SRC,
+    GST_PAD_ALWAYS,
+    GST_STATIC_CAPS ("text/x-raw, format = (string) utf8"));
+
+static void gst_gpu_dtw_set_property (GObject * object, guint prop_id,
+    const GValue * value, GParamSpec * pspec);
+static void gst_gpu_dtw_get_property (GObject * object, guint prop_id,
+    GValue * value, GParamSpec * pspec);
+static void gst_gpu_dtw_finalize (GObject * object);
+static GstStateChangeReturn gst_gpu_dtw_change_state (GstElement * element,
+    GstStateChange transition);
+static GstFlowReturn gst_gpu_dtw_chain (GstPad * pad, GstObject * parent,
+    GstBuffer * buffer);
+static gboolean gst_gpu_dtw_sink_event (GstPad * pad, GstObject * parent,
+    GstEvent * event);
+static gboolean gst_gpu_dtw_sink_query (GstPad * pad, GstObject * parent,
+    GstQuery * query);
+
+static void
+gst_gpu_dtw_class_init (GstGpuDtwClass * klass)
+{
+  GObjectClass *gobject_class = G_OBJECT_CLASS (klass);
+  GstElementClass *element_class = GST_ELEMENT_CLASS (klass);
+  const GParamFlags rw = (GParamFlags) (G_PARAM_READWRITE |
+      G_PARAM_STATIC_STRINGS | GST_PARAM_MUTABLE_READY);
+  const gs::DtwOptions d;
+  const gs::EndpointOptions e;
+
+  gobject_class->set_property = gst_gpu_dtw_set_property;
+  gobject_class->get_property = gst_gpu_dtw_get_property;
+  gobject_class->finalize = gst_gpu_dtw_finalize;
+
+  g_object_class_install_property (gobject_class, PROP_TEMPLATES,
+      g_param_spec_string ("templates", "Templates",
+          "Directory of *.wav templates (label: base name up to the first "
+          "underscore) or a template list of \"PATH\" / \"LABEL PATH\" lines",
+          NULL, rw));
+  g_object_class_install_property (gobject_class, PROP_FEATURES,
+      g_param_spec_string ("features", "Features",
+          "mfcc | fbank | spectrum (log power spectrum)", "mfcc", rw));
+  g_object_class_install_property (gobject_class, PROP_PATTERN,
+      g_param_spec_string ("pattern", "Step pattern",
+          "itakura (slopes 1/2..2) | symmetric (Sakoe-Chiba, weights 1-2-1)",
+          gs::to_string (d.pattern), rw));
+  g_object_class_install_property (gobject_class, PROP_BAND,
+      g_param_spec_int ("band", "Band",
+          "Sakoe-Chiba band: frames off the diagonal allowed (-1 = none)",
+          -1, G_MAXINT, d.band, rw));
+  g_object_class_install_property (gobject_class, PROP_DISTANCE,
+      g_param_spec_string ("distance", "Local distance",
+          "euclidean | cepstral (leaves out c0; mfcc only)",
+          gs::to_string (d.distance), rw));
+  g_object_class_install_property (gobject_class, PROP_REJECT,
+      g_param_spec_float ("reject", "Rejection threshold",
+          "Reject an utterance whose best distance is above this (0 = never)",
+          0.0f, G_MAXFLOAT, 0.0f, rw));
+  g_object_class_install_property (gobject_class, PROP_BACKEND,
+      g_param_spec_string ("backend", "Backend",
+          "Where features and DTW run: cpu | opencl | cuda | auto", "cpu", rw));
+  g_object_class_install_property (gobject_class, PROP_DEVICE_ID,
+      g_param_spec_int ("device-id", "Device id", "Device index", 0, G_MAXINT,
+          0, rw));
+  g_object_class_install_property (gobject_class, PROP_CACHE_DIR,
+      g_param_spec_string ("cache-dir", "Cache directory",
+          "Template feature cache (\"\" = $GPUSPEECH_CACHE_DIR, "
+          "$XDG_CACHE_HOME/gpuspeech or ~/.cache/gpuspeech; \"-\" = none)",
+          "", rw));
+  g_object_class_install_property (gobject_class, PROP_ENDPOINT_THRESHOLD,
+      g_param_spec_float ("endpoint-threshold", "Endpoint threshold",
+          "dB above the noise floor that counts as speech", 0.1f, 100.0f,
+          e.threshold_db, rw));
+
+  gst_element_class_set_static_metadata (element_class,
+      "DTW template matching", "Filter/Analyzer/Audio",
+      "Recognises isolated words by dynamic time warping against recorded "
+      "templates, on the GPU (CUDA, OpenCL) or the CPU",
+      "gpuspeech");
+  gst_element_class_add_static_pad_template (element_class, &sink_template);
+  gst_element_class_add_static_pad_template (element_class, &src_template);
+  element_class->change_state = GST_DEBUG_FUNCPTR (gst_gpu_dtw_change_state);
+}
+
+static void
+gst_gpu_dtw_init (GstGpuDtw * self)
+{
+  self->sinkpad = gst_pad_new_from_static_template (&sink_template, "sink");
+  gst_pad_set_chain_function (self->sinkpad,
+      GST_DEBUG_FUNCPTR (gst_gpu_dtw_chain));
+  gst_pad_set_event_function (self->sinkpad,
+      GST_DEBUG_FUNCPTR (gst_gpu_dtw_sink_event));
+  gst_pad_set_query_function (self->sinkpad,
+      GST_DEBUG_FUNCPTR (gst_gpu_dtw_sink_query));
+  gst_element_add_pad (GST_ELEMENT (self), self->sinkpad);
+  self->srcpad = gst_pad_new_from_static_template (&src_template, "src");
+  gst_pad_use_fixed_caps (self->srcpad);
+  gst_element_add_pad (GST_ELEMENT (self), self->srcpad);
+
+  const gs::DtwOptions d;
+  self->templates = NULL;
+  self->features = g_strdup ("mfcc");
+  self->pattern = g_strdup (gs::to_string (d.pattern));
+  self->band = d.band;
+  self->distance = g_strdup (gs::to_string (d.distance));
+  self->reject = 0.0f;
+  self->backend = g_strdup ("cpu");
+  self->device_id = 0;
+  self->cache_dir = g_strdup ("");
+  self->endpoint_threshold = gs::EndpointOptions ().threshold_db;
+  self->state = NULL;
+}
+
+static void
+gst_gpu_dtw_finalize (GObject * object)
+{
+  GstGpuDtw *self = GST_GPU_DTW (object);
+  delete self->state;
+  g_free (self->templates);
+  g_free (self->features);
+  g_free (self->pattern);
+  g_free (self->distance);
+  g_free (self->backend);
+  g_free (self->cache_dir);
+  G_OBJECT_CLASS (gst_gpu_dtw_parent_class)->finalize (object);
+}
+
+static void
+replace_string (gchar ** field, const GValue * value)
+{
+  g_free (*field);
+  *field = g_value_dup_string (value);
+}
+
+static void
+gst_gpu_dtw_set_property (GObject * object, guint prop_id,
+    const GValue * value, GParamSpec * pspec)
+{
+  GstGpuDtw *self = GST_GPU_DTW (object);
+  GST_OBJECT_LOCK (self);
+  switch (prop_id) {
+    case PROP_TEMPLATES: replace_string (&self->templates, value); break;
+    case PROP_FEATURES: replace_string (&self->features, value); break;
+    case PROP_PATTERN: replace_string (&self->pattern, value); break;
+    case PROP_BAND: self->band = g_value_get_int (value); break;
+    case PROP_DISTANCE: replace_string (&self->distance, value); break;
+    case PROP_REJECT: self->reject = g_value_get_float (value); break;
+    case PROP_BACKEND: replace_string (&self->backend, value); break;
+    case PROP_DEVICE_ID: self->device_id = g_value_get_int (value); break;
+    case PROP_CACHE_DIR: replace_string (&self->cache_dir, value); break;
+    case PROP_ENDPOINT_THRESHOLD:
+      self->endpoint_threshold = g_value_get_float (value);
+      break;
+    default:
+      G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
+      break;
+  }
+  GST_OBJECT_UNLOCK (self);
+}
+
+static void
+gst_gpu_dtw_get_property (GObject * object, guint prop_id, GValue * value,
+    GParamSpec * pspec)
+{
+  GstGpuDtw *self = GST_GPU_DTW (object);
+  GST_OBJECT_LOCK (self);
+  switch (prop_id) {
+    case PROP_TEMPLATES: g_value_set_string (value, self->templates); break;
+    case PROP_FEATURES: g_value_set_string (value, self->features); break;
+    case PROP_PATTERN: g_value_set_string (value, self->pattern); break;
+    case PROP_BAND: g_value_set_int (value, self->band); break;
+    case PROP_DISTANCE: g_value_set_string (value, self->distance); break;
+    case PROP_REJECT: g_value_set_float (value, self->reject); break;
+    case PROP_BACKEND: g_value_set_string (value, self->backend); break;
+    case PROP_DEVICE_ID: g_value_set_int (value, self->device_id); break;
+    case PROP_CACHE_DIR: g_value_set_string (value, self->cache_dir); break;
+    case PROP_ENDPOINT_THRESHOLD:
+      g_value_set_float (value, self->endpoint_threshold);
+      break;
+    default:
+      G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
+      break;
+  }
+  GST_OBJECT_UNLOCK (self);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Setup                                                                    */
+
+/* Loads the templates and opens the engine; posts an error and returns
+ * FALSE on any failure. */
+static gboolean
+gst_gpu_dtw_setup (GstGpuDtw * self)
+{
+  GST_OBJECT_LOCK (self);
+  const std::string templates = self->templates ? self->templates : "";
+  const std::string features = self->features ? self->features : "";
+  const std::string pattern = self->pattern ? self->pattern : "";
+  const std::string distance = self->distance ? self->distance : "";
+  const std::string backend = self->backend ? self->backend : "";
+  const std::string cache = self->cache_dir ? self->cache_dir : "";
+  const gint band = self->band, device = self->device_id;
+  const gfloat threshold = self->endpoint_threshold;
+  GST_OBJECT_UNLOCK (self);
+
+  if (templates.empty ()) {
+    GST_ELEMENT_ERROR (self, RESOURCE, SETTINGS,
+        ("gpudtw: no templates (set the templates property to a directory "
+            "of *.wav files or a template list)"), (NULL));
+    return FALSE;
+  }
+  auto st = std::make_unique < DtwState > ();
+  gs::TemplateLibraryOptions lo;
+  gs::DtwOptions dtw;
+  try {
+    lo.features = gs::DtwFeatureConfig::for_kind (gs::parse_dtw_feature_kind
+        (features));
+    lo.features.endpoint.threshold_db = threshold;
+    lo.cache_dir = cache;
+    dtw.pattern = gs::parse_step_pattern (pattern);
+    dtw.distance = gs::parse_local_distance (distance);
+    dtw.band = band;
+    dtw.validate ();
+    if (dtw.distance == gs::LocalDistance::kCepstral
+        && lo.features.kind != gs::DtwFeatureKind::kMfcc)
+      throw std::invalid_argument ("distance=cepstral needs features=mfcc");
+  } catch (const std::exception & e) {
+    GST_ELEMENT_ERROR (self, RESOURCE, SETTINGS, ("gpudtw: %s", e.what ()),
+        (NULL));
+    return FALSE;
+  }
+  try {
+    st->backend = gs::open_backend (backend, device);
+    const gs::TemplateLibrary lib =
+        gs::TemplateLibrary::load (templates, lo, *st->backend);
+    st->engine = gs::make_dtw_engine (backend, dtw, device);
+    st->engine->set_templates (lib.pack ());
+    st->labels = lib.labels ();
+    for (const gs::DtwTemplate & t:lib.templates ())
+      st->paths.push_back (t.path);
+    /* Utterances come endpointed: no second trim. */
+    gs::DtwFeatureConfig fc = lo.features;
+    fc.trim_silence = false;
+    st->features = std::make_unique < gs::DtwFeatureComputer > (fc,
+        *st->backend);
+    st->rate = static_cast < int >(std::lround (fc.features.frame.sample_rate));
+    st->endpointer = std::make_unique < gs::Endpointer > (fc.endpoint,
+        fc.features.frame.sample_rate);
+    GST_INFO_OBJECT (self, "%zu templates from %s; DTW on %s (%s)",
+        lib.size (), templates.c_str (), st->engine->name (),
+        st->engine->device_name ().c_str ());
+  } catch (const gs::TemplateError & e) {
+    GST_ELEMENT_ERROR (self, RESOURCE, NOT_FOUND, ("gpudtw: %s", e.what ()),
+        (NULL));
+    return FALSE;
+  } catch (const std::exception & e) {
+    GST_ELEMENT_ERROR (self, RESOURCE, FAILED, ("gpudtw: %s", e.what ()),
+        (NULL));
+    return FALSE;
+  }
+  gst_segment_init (&st->segment, GST_FORMAT_TIME);
+  self->state = st.release ();
+  return TRUE;
+}
+
+static void
+reset_stream (DtwState * st)
+{
+  st->endpointer->reset ();
+  st->base = GST_CLOCK_TIME_NONE;
+  st->consumed = 0;
+  st->pending.clear ();
+  st->pending_start = 0;
+}
+
+static GstStateChangeReturn
+gst_gpu_dtw_change_state (GstElement * element, GstStateChange transition)
+{
+  GstGpuDtw *self = GST_GPU_DTW (element);
+  if (transition == GST_STATE_CHANGE_NULL_TO_READY) {
+    if (!gst_gpu_dtw_setup (self))
+      return GST_STATE_CHANGE_FAILURE;
+  }
+  if (transition == GST_STATE_CHANGE_READY_TO_PAUSED && self->state) {
+    reset_stream (self->state);
+    self->state->utterance = 0;
+    gst_segment_init (&self->state->segment, GST_FORMAT_TIME);
+  }
+  const GstStateChangeReturn ret =
+      GST_ELEMENT_CLASS (gst_gpu_dtw_parent_class)->change_state (element,
+      transition);
+  if (transition == GST_STATE_CHANGE_READY_TO_NULL) {
+    delete self->state;
+    self->state = NULL;
+  }
+  return ret;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Data flow                                                                */
+
+static GstClockTime
+sample_time (const DtwState * st, gint64 sample)
+{
+  const GstClockTime base = GST_CLOCK_TIME_IS_VALID (st->base) ? st->base : 0;
+  return base + gst_util_uint64_scale_int ((guint64) sample, GST_SECOND,
+      st->rate);
+}
+
+/* Matches one closed segment, posts the message, pushes the text. */
+static GstFlowReturn
+handle_segment (GstGpuDtw * self, const gs::SpeechSegment & seg)
+{
+  DtwState *st = self->state;
+  const gint64 from = std::max (seg.begin, st->pending_start);
+  const gint64 to = std::min < gint64 > (seg.end,
+      st->pending_start + (gint64) st->pending.size ());
+  if (to <= from)
+    return GST_FLOW_OK;
+  gs::MatchDecision m;
+  try {
+    const gs::FeatureMatrix f =
+        st->features->compute_untrimmed (st->pending.data () + (from -
+            st->pending_start), to - from);
+    if (f.rows < 1)
+      return GST_FLOW_OK;
+    GST_OBJECT_LOCK (self);
+    const gfloat reject = self->reject;
+    GST_OBJECT_UNLOCK (self);
+    m = gs::decide_match (st->engine->match (f.data.data (), f.rows),
+        st->labels, reject);
+  } catch (const std::exception & e) {
+    GST_ELEMENT_ERROR (self, STREAM, FAILED, ("gpudtw: matching failed: %s",
+            e.what ()), (NULL));
+    return GST_FLOW_ERROR;
+  }
+  const GstClockTime ts = sample_time (st, from);
+  const GstClockTime dur = sample_time (st, to) - ts;
+  const guint index = st->utterance++;
+  GstStructure *s = gst_structure_new (GPUSPEECH_DTW_MESSAGE,
+      "label", G_TYPE_STRING, m.label.c_str (),
+      "distance", G_TYPE_DOUBLE, (gdouble) m.distance,
+      "runner-up", G_TYPE_STRING, m.runner_up.c_str (),
+      "runner-up-distance", G_TYPE_DOUBLE, (gdouble) m.runner_up_distance,
+      "rejected", G_TYPE_BOOLEAN, (gboolean) m.rejected,
+      "template", G_TYPE_STRING, m.template_index >= 0 ?
+      st->paths[(size_t) m.template_index].c_str () : "",
+      "utterance", G_TYPE_UINT, index,
+      "timestamp", G_TYPE_UINT64, (guint64) ts,
+      "duration", G_TYPE_UINT64, (guint64) dur, NULL);
+  gst_element_post_message (GST_ELEMENT (self),
+      gst_message_new_element (GST_OBJECT (self), s));
+  GST_DEBUG_OBJECT (self, "utterance %u: %s %.4f (runner-up %s %.4f)%s",
+      index, m.label.c_str (), m.distance, m.runner_up.c_str (),
+      m.runner_up_distance, m.rejected ? ", rejected" : "");
+  if (m.rejected)
+    return GST_FLOW_OK;
+  GstBuffer *text = gst_buffer_new_memdup (m.label.data (), m.label.size ());
+  GST_BUFFER_PTS (text) = ts;
+  GST_BUFFER_DURATION (text) = dur;
+  const GstFlowReturn ret = gst_pad_push (self->srcpad, text);
+  /* No one listening to the text is fine: the messages are the result. */
+  return ret == GST_FLOW_NOT_LINKED ? GST_FLOW_OK : ret;
+}
+
+/* Drops the samples no future segment can need: everything before the
+ * open segment's start, or before the padding window when none is open. */
+static void
+trim_pending (DtwState * st)
+{
+  const gs::EndpointOptions & o = st->features->config ().endpoint;
+  gint64 keep_from = st->endpointer->in_speech ()? st->endpointer->open_begin ()
+      : st->consumed - (gint64) (o.pad_frames + o.start_frames + 2) *
+      st->endpointer->frame_samples ();
+  keep_from = std::max (keep_from, st->pending_start);
+  const gint64 drop = keep_from - st->pending_start;
+  if (drop > (gint64) st->pending.size () / 2 && drop > 0) {
+    st->pending.erase (st->pending.begin (), st->pending.begin () + drop);
+    st->pending_start = keep_from;
+  }
+}
+
+static GstFlowReturn
+process_samples (GstGpuDtw * self, const float *samples, gint64 n)
+{
+  DtwState *st = self->state;
+  st->pending.insert (st->pending.end (), samples, samples + n);
+  const std::vector < gs::SpeechSegment > closed =
+      st->endpointer->push (samples, n);
+  st->consumed += n;
+  for (const gs::SpeechSegment & seg:closed) {
+    const GstFlowReturn r = handle_segment (self, seg);
+    if (r != GST_FLOW_OK)
+      return r;
+  }
+  trim_pending (st);
+  return GST_FLOW_OK;
+}
+
+static GstFlowReturn
+finish_stream (GstGpuDtw * self)
+{
+  DtwState *st = self->state;
+  GstFlowReturn r = GST_FLOW_OK;
+  for (const gs::SpeechSegment & seg:st->endpointer->finish ())
+    if ((r = handle_segment (self, seg)) != GST_FLOW_OK)
+      break;
+  reset_stream (st);
+  return r;
+}
+
+static GstFlowReturn
+gst_gpu_dtw_chain (GstPad * pad, GstObject * parent, GstBuffer * buffer)
+{
+  GstGpuDtw *self = GST_GPU_DTW (parent);
+  DtwState *st = self->state;
+  (void) pad;
+  if (!st) {
+    gst_buffer_unref (buffer);
+    return GST_FLOW_FLUSHING;
+  }
+  if (!GST_CLOCK_TIME_IS_VALID (st->base)) {
+    st->base = GST_BUFFER_PTS_IS_VALID (buffer) ? GST_BUFFER_PTS (buffer) :
+        (GST_CLOCK_TIME_IS_VALID (st->segment.start) ? st->segment.start : 0);
+  }
+  GstMapInfo map;
+  if (!gst_buffer_map (buffer, &map, GST_MAP_READ)) {
+    gst_buffer_unref (buffer);
+    GST_ELEMENT_ERROR (self, STREAM, FAILED, ("gpudtw: cannot map a buffer"),
+        (NULL));
+    return GST_FLOW_ERROR;
+  }
+  const size_t width = st->is_float ? 4 : 2;
+  const gint64 n = (gint64) (map.size / width);
+  st->scratch.resize ((size_t) n);
+  if (st->is_float) {
+    const float *in = reinterpret_cast < const float *>(map.data);
+    for (gint64 k = 0; k < n; ++k) {
+      const float v = in[k];
+      /* Non-finite samples would poison every level after them. */
+      st->scratch[(size_t) k] = std::isfinite (v) ? v * 32768.0f : 0.0f;
+    }
+  } else {
+    const gint16 *in = reinterpret_cast < const gint16 *>(map.data);
+    for (gint64 k = 0; k < n; ++k)
+      st->scratch[(size_t) k] = (float) GINT16_FROM_LE (in[k]);
+  }
+  gst_buffer_unmap (buffer, &map);
+  gst_buffer_unref (buffer);
+  return process_samples (self, st->scratch.data (), n);
+}
+
+static gboolean
+set_sink_caps (GstGpuDtw * self, GstCaps * caps)
+{
+  DtwState *st = self->state;
+  GstAudioInfo info;
+  if (!st || !gst_audio_info_from_caps (&info, caps))
+    return FALSE;
+  if (GST_AUDIO_INFO_RATE (&info) != st->rate) {
+    GST_ELEMENT_ERROR (self, CORE, NEGOTIATION, (NULL),
+        ("gpudtw: audio at %d Hz, but the templates are at %d Hz (put "
+            "audioresample before gpudtw)", GST_AUDIO_INFO_RATE (&info),
+            st->rate));
+    return FALSE;
+  }
+  st->is_float = GST_AUDIO_INFO_FORMAT (&info) == GST_AUDIO_FORMAT_F32LE;
+  GstCaps *out = gst_caps_new_simple ("text/x-raw", "format", G_TYPE_STRING,
+      "utf8", NULL);
+  const gboolean ok = gst_pad_set_caps (self->srcpad, out);
+  gst_caps_unref (out);
+  return ok || !gst_pad_is_linked (self->srcpad);
+}
+
+static gboolean
+gst_gpu_dtw_sink_event (GstPad * pad, GstObject * parent, GstEvent * event)
+{
+  GstGpuDtw *self = GST_GPU_DTW (parent);
+  DtwState *st = self->state;
+  switch (GST_EVENT_TYPE (event)) {
+    case GST_EVENT_CAPS:{
+      GstCaps *caps;
+      gst_event_parse_caps (event, &caps);
+      const gboolean ok = set_sink_caps (self, caps);
+      gst_event_unref (event);
+      return ok;
+    }
+    case GST_EVENT_SEGMENT:
+      if (st) {
+        finish_stream (self);
+        gst_event_copy_segment (event, &st->segment);
+        if (st->segment.format != GST_FORMAT_TIME)
+          gst_segment_init (&st->segment, GST_FORMAT_TIME);
+        GstEvent *out = gst_event_new_segment (&st->segment);
+        gst_event_set_seqnum (out, gst_event_get_seqnum (event));
+        gst_event_unref (event);
+        return gst_pad_push_event (self->srcpad, out);
+      }
+      break;
+    case GST_EVENT_EOS:
+      if (st)
+        finish_stream (self);
+      break;
+    case GST_EVENT_FLUSH_STOP:
+      if (st)
+        reset_stream (st);
+      break;
+    default:
+      break;
+  }
+  return gst_pad_event_default (pad, parent, event);
+}
+
+static gboolean
+gst_gpu_dtw_sink_query (GstPad * pad, GstObject * parent, GstQuery * query)
+{
+  GstGpuDtw *self = GST_GPU_DTW (parent);
+  if (GST_QUERY_TYPE (query) == GST_QUERY_CAPS) {
+    /* Only the templates' rate, so that audioresample converts. */
+    GstCaps *filter;
+    gst_query_parse_caps (query, &filter);
+    GstCaps *caps = gst_pad_get_pad_template_caps (pad);
+    caps = gst_caps_make_writable (caps);
+    gst_caps_set_simple (caps, "rate", G_TYPE_INT,
+        self->state ? self->state->rate : 16000, NULL);
+    if (filter) {
+      GstCaps *both = gst_caps_intersect_full (filter, caps,
+          GST_CAPS_INTERSECT_FIRST);
+      gst_caps_unref (caps);
+      caps = both;
+    }
+    gst_query_set_caps_result (query, caps);
+    gst_caps_unref (caps);
+    return TRUE;
+  }
+  return gst_pad_query_default (pad, parent, query);
+}

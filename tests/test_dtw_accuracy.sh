@@ -1,0 +1,53 @@
+#!/bin/bash
+# Isolated-word accuracy of gpuspeech-dtw on a set built by
+# tests/dtw/make_word_set.sh: 20 words, templates from two flite voices
+# (rms, slt), tests from three others (awb, kal16, kal at 8 kHz) as spoken
+# and perturbed (tempo 0.85/1.15, pitch -/+200 cents, white noise): 360
+# tests, chance 5 %. A second, same-voice set (templates slt and rms, tests
+# slt) checks that matching works when the speaker is known. The bounds sit
+# a few points below what was measured (docs/dtw.md); the set is
+# deterministic (flite, sox -R, seeded dither).
+#
+# Usage: test_dtw_accuracy.sh PATH/TO/gpuspeech-dtw PATH/TO/make_word_set.sh
+# Needs flite and sox (exit 77, a skip, without them).
+set -u
+TOOL=$1
+MAKE=$2
+T=$(mktemp -d /tmp/gpuspeech-dtw-acc-XXXXXX)
+trap 'rm -rf "$T"' EXIT
+for tool in flite sox; do command -v $tool >/dev/null || { echo "missing $tool"; exit 77; }; done
+
+sh "$MAKE" "$T/open" || exit 1
+sh "$MAKE" "$T/closed" "slt rms" "slt" || exit 1
+failures=0
+
+# accuracy SET FEATURES: percentage of tests whose label is the reference's.
+accuracy() {
+  "$TOOL" --backend cpu --cache "$T/cache" --templates "$T/$1/templates" --features "$2" \
+    "$T/$1"/tests/*.wav > "$T/hyp" 2> "$T/err" || { cat "$T/err"; echo 0; return; }
+  # Join hypothesis and reference by utterance id.
+  awk 'FNR == NR { id = $NF; $NF = ""; ref[id] = $1; next }
+       { id = $NF; n++; if (NF == 2 && $1 == ref[id]) c++ }
+       END { printf "%d\n", n ? 100 * c / n : 0 }' "$T/$1/ref.trn" "$T/hyp"
+}
+
+check() {  # SET FEATURES MIN_PERCENT
+  local got
+  got=$(accuracy "$1" "$2")
+  if [ "$got" -ge "$3" ]; then
+    echo "ok   $1 $2: $got % (bound $3 %)"
+  else
+    echo "FAIL $1 $2: $got % < $3 %"
+    failures=$((failures + 1))
+  fi
+}
+
+# Measured (Debian 12, flite 2.2, sox 14.4.2; docs/dtw.md): open 57.8 /
+# 60.3 / 49.7 %, closed 98.3 / 90.8 / 87.5 % (mfcc / fbank / spectrum).
+check open mfcc 53
+check open fbank 54
+check open spectrum 45
+check closed mfcc 93
+check closed fbank 85
+check closed spectrum 80
+exit $((failures > 0))

@@ -1,0 +1,134 @@
+#!/bin/bash
+# gpuspeech-dtw on good input (chirp "words" made with sox: rising, falling
+# and warbling tones, recognised at other tempos and levels; trn lines;
+# template lists; the feature cache; --reject) and on bad input (each must
+# exit non-zero, by status and not by a signal, with a "gpuspeech-dtw:
+# error:" line naming the file and the problem).
+#
+# Usage: test_dtw_cli.sh PATH/TO/gpuspeech-dtw
+# Needs sox.
+set -u
+TOOL=$1
+T=$(mktemp -d /tmp/gpuspeech-dtw-XXXXXX)
+trap 'rm -rf "$T"' EXIT
+failures=0
+checks=0
+
+pass() { checks=$((checks + 1)); echo "ok   $1"; }
+fail() { checks=$((checks + 1)); failures=$((failures + 1)); echo "FAIL $1"; }
+
+command -v sox >/dev/null || { echo "missing sox"; exit 1; }
+
+run() { "$TOOL" --backend cpu --cache "$T/cache" "$@"; }
+
+expect_error() {
+  local name=$1 want=$2 pattern=$3
+  shift 3
+  run "$@" >"$T/out" 2>"$T/err"
+  local rc=$?
+  if [ $rc -ge 128 ]; then
+    fail "$name: killed by a signal (status $rc)"
+  elif [ $rc -ne "$want" ]; then
+    fail "$name: status $rc, expected $want: $(cat "$T/err")"
+  elif ! grep -F -- "$pattern" "$T/err" | grep -q '^gpuspeech-dtw: error: '; then
+    fail "$name: no error line with '$pattern': $(cat "$T/err")"
+  else
+    pass "$name (status $rc): $(grep '^gpuspeech-dtw: error: ' "$T/err" | head -1)"
+  fi
+}
+
+# word NAME DURATION SYNTH-ARGS [EFFECTS...]: a tone "word" between silences.
+word() {
+  local out=$1 dur=$2 type=$3 freq=$4
+  shift 4
+  sox -R -n -r 16000 -b 16 -c 1 "$out" synth "$dur" "$type" "$freq" "$@" vol 0.5 pad 0.3 0.3
+}
+
+mkdir -p "$T/tpl" "$T/test"
+word "$T/tpl/up_a.wav" 0.5 sine 300-1500
+word "$T/tpl/up_b.wav" 0.6 sine 350-1400
+word "$T/tpl/down_a.wav" 0.5 sine 1500-300
+word "$T/tpl/wobble_a.wav" 0.5 sine 800 tremolo 8 60
+echo "not a template" > "$T/tpl/readme.txt"   # not *.wav: ignored
+word "$T/test/t1.wav" 0.7 sine 320-1450       # slow up
+word "$T/test/t2.wav" 0.35 sine 1450-320      # fast down
+word "$T/test/t3.wav" 0.6 sine 820 tremolo 6 60
+sox "$T/test/t1.wav" "$T/test/t4.wav" vol 0.3  # quiet up
+
+# --- good input ---------------------------------------------------------------
+
+if run --templates "$T/tpl" "$T"/test/t1.wav "$T"/test/t2.wav "$T"/test/t3.wav "$T"/test/t4.wav \
+     >"$T/out" 2>"$T/err" &&
+   [ "$(cat "$T/out")" = "$(printf 'up (t1)\ndown (t2)\nwobble (t3)\nup (t4)')" ]; then
+  pass "directory of templates: labels from names, trn lines"
+else
+  fail "directory of templates: status $?, got '$(cat "$T/out")': $(cat "$T/err")"
+fi
+if ls "$T/cache/dtw/"dtw-*.feat >/dev/null 2>&1 && [ "$(ls "$T/cache/dtw/" | wc -l)" -eq 4 ]; then
+  pass "one cache entry per template"
+else
+  fail "cache: $(ls -R "$T/cache" 2>&1)"
+fi
+run -v --templates "$T/tpl" "$T/test/t1.wav" >"$T/out" 2>"$T/err"
+if grep -q '4 from the cache' "$T/err" && grep -q 'best up .*runner-up ' "$T/err"; then
+  pass "second run reads the cache; --verbose shows distance and runner-up"
+else
+  fail "verbose/cache: $(cat "$T/err")"
+fi
+for opt in "--features fbank" "--features spectrum" "--pattern symmetric" "--band 20" \
+           "--distance cepstral" "--backend opencl" "--backend auto"; do
+  # shellcheck disable=SC2086
+  if run --templates "$T/tpl" $opt "$T/test/t1.wav" "$T/test/t2.wav" >"$T/out" 2>"$T/err" &&
+     [ "$(cat "$T/out")" = "$(printf 'up (t1)\ndown (t2)')" ]; then
+    pass "$opt"
+  elif grep -q 'not compiled\|no usable\|no OpenCL\|no CUDA' "$T/err"; then
+    pass "$opt: not available here ($(head -1 "$T/err"))"
+  else
+    fail "$opt: got '$(cat "$T/out")': $(cat "$T/err")"
+  fi
+done
+printf '# a list with labels\nrise tpl/up_a.wav\n\nfall %s/tpl/down_a.wav\ntpl/wobble_a.wav\n' "$T" > "$T/list.txt"
+if run --templates "$T/list.txt" "$T/test/t1.wav" "$T/test/t2.wav" "$T/test/t3.wav" >"$T/out" 2>"$T/err" &&
+   [ "$(cat "$T/out")" = "$(printf 'rise (t1)\nfall (t2)\nwobble (t3)')" ]; then
+  pass "template list: labels given, relative and absolute paths"
+else
+  fail "template list: got '$(cat "$T/out")': $(cat "$T/err")"
+fi
+if run --templates "$T/tpl" --reject 0.001 "$T/test/t1.wav" >"$T/out" 2>"$T/err" &&
+   [ "$(cat "$T/out")" = " (t1)" ] && grep -q '1 rejected' "$T/err"; then
+  pass "--reject: an empty label"
+else
+  fail "--reject: got '$(cat "$T/out")': $(cat "$T/err")"
+fi
+
+# --- bad input ------------------------------------------------------------------
+
+mkdir -p "$T/empty" "$T/zero" "$T/rate" "$T/silent"
+expect_error "empty template directory" 1 "$T/empty: no templates" --templates "$T/empty" "$T/test/t1.wav"
+: > "$T/emptylist.txt"
+expect_error "empty template list" 1 "emptylist.txt: no templates" --templates "$T/emptylist.txt" "$T/test/t1.wav"
+# A WAV header with a data chunk of zero bytes.
+printf 'RIFF\044\000\000\000WAVEfmt \020\000\000\000\001\000\001\000\200\076\000\000\000\175\000\000\002\000\020\000data\000\000\000\000' \
+  > "$T/zero/yes_0.wav"
+cp "$T/tpl/up_a.wav" "$T/zero/"
+expect_error "zero-length template" 1 "zero/yes_0.wav: no audio (zero samples)" --templates "$T/zero" "$T/test/t1.wav"
+sox -n -r 8000 -b 16 -c 1 "$T/rate/up_8k.wav" synth 0.5 sine 300-1500 pad 0.3 0.3
+expect_error "template at 8 kHz" 1 "up_8k.wav: sample rate 8000 Hz" --templates "$T/rate" "$T/test/t1.wav"
+sox -n -r 16000 -b 16 -c 1 "$T/silent/hush_1.wav" trim 0 1
+expect_error "silent template" 1 "hush_1.wav: no speech found" --templates "$T/silent" "$T/test/t1.wav"
+expect_error "missing template directory" 1 "nowhere" --templates "$T/nowhere" "$T/test/t1.wav"
+printf 'a b c\n' > "$T/badlist.txt"
+expect_error "malformed list line" 1 "badlist.txt:1: expected" --templates "$T/badlist.txt" "$T/test/t1.wav"
+expect_error "no --templates" 2 "--templates is required" "$T/test/t1.wav"
+expect_error "unknown features" 2 "unknown feature kind 'mel'" --templates "$T/tpl" --features mel "$T/test/t1.wav"
+expect_error "cepstral distance on fbank" 2 "--distance cepstral needs --features mfcc" \
+  --templates "$T/tpl" --features fbank --distance cepstral "$T/test/t1.wav"
+expect_error "unknown backend" 1 "unknown" --templates "$T/tpl" --backend tpu "$T/test/t1.wav"
+# A bad test file fails alone: the good one is still recognised.
+sox -n -r 8000 -b 16 -c 1 "$T/test/t8k.wav" synth 0.5 sine 300-1500
+expect_error "test file at 8 kHz" 1 "t8k.wav: sample rate 8000 Hz" --templates "$T/tpl" "$T/test/t8k.wav" "$T/test/t1.wav"
+if [ "$(cat "$T/out")" = "up (t1)" ]; then pass "the good file after a bad one"; else fail "after a bad file: '$(cat "$T/out")'"; fi
+expect_error "missing test file" 1 "$T/test/none.wav" --templates "$T/tpl" "$T/test/none.wav"
+
+echo "$checks checks, $failures failed"
+[ "$failures" -eq 0 ]

@@ -1,0 +1,891 @@
+// The gpudecoder element: results against gpuspeech-transcribe, live
+// partials and the stable prefix, silence endpointing, SRT / WebVTT read
+// back by subparse, a Matroska subtitle track, caps and model errors, the
+// latency query, a flushing seek, state cycles and four pipelines at once.
+// Small grammars (goforward.gram, cards.gram) keep it to seconds.
+#include <glib/gstdio.h>
+#include <gst/check/gstharness.h>
+#include <gst/gst.h>
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "common/wav_reader.h"
+#include "test_backends.h"
+
+namespace gpuspeech {
+namespace {
+
+class GstEnvironment : public ::testing::Environment {
+ public:
+  void SetUp() override { gst_init(nullptr, nullptr); }
+};
+const auto* const kGstEnv = ::testing::AddGlobalTestEnvironment(new GstEnvironment);
+
+std::string data(const std::string& rel) { return testing::audio_dir() + "/" + rel; }
+std::string hmm() { return testing::model_dir() + "/en-us/en-us"; }
+std::string dict() { return testing::model_dir() + "/en-us/cmudict-en-us.dict"; }
+
+// gpufeatures as the model wants it; cmn "live" or "batch".
+std::string features(const char* cmn = "live", const std::string& extra = "") {
+  return "gpufeatures backend=cpu feat-params=" + hmm() + "/feat.params cmn=" + cmn + " " + extra;
+}
+std::string decoder(const std::string& grammar, const std::string& extra = "") {
+  return "gpudecoder name=dec backend=cpu hmm=" + hmm() + " dict=" + dict() + " jsgf=" + grammar +
+         " " + extra;
+}
+std::string raw_source(const std::string& path) {
+  return "filesrc location=" + path +
+         " ! rawaudioparse format=pcm pcm-format=s16le sample-rate=16000 num-channels=1 "
+         "! audioconvert";
+}
+std::string wav_source(const std::string& path) {
+  return "filesrc location=" + path + " ! wavparse ! audioconvert ! audioresample";
+}
+
+struct Word {
+  std::string text;
+  guint64 start = 0, end = 0;
+  double confidence = 0;
+};
+
+struct Result {
+  std::string hypothesis;
+  bool final = false;
+  guint stable = 0;
+  guint utterance = 0;
+  guint64 frames = 0;
+  std::string reason;
+  std::vector<Word> words;
+  int nbest = 0;
+};
+
+Result parse_result(const GstStructure* s) {
+  Result r;
+  const gchar* h = gst_structure_get_string(s, "hypothesis");
+  r.hypothesis = h ? h : "";
+  gboolean fin = FALSE;
+  gst_structure_get_boolean(s, "final", &fin);
+  r.final = fin;
+  gst_structure_get_uint(s, "stable-words", &r.stable);
+  gst_structure_get_uint(s, "utterance", &r.utterance);
+  gst_structure_get_uint64(s, "frames", &r.frames);
+  const gchar* reason = gst_structure_get_string(s, "reason");
+  r.reason = reason ? reason : "";
+  const GValue* words = gst_structure_get_value(s, "words");
+  EXPECT_TRUE(words && GST_VALUE_HOLDS_ARRAY(words));
+  for (guint i = 0; words && i < gst_value_array_get_size(words); ++i) {
+    const GstStructure* w = gst_value_get_structure(gst_value_array_get_value(words, i));
+    Word x;
+    x.text = gst_structure_get_string(w, "word");
+    gst_structure_get_uint64(w, "start", &x.start);
+    gst_structure_get_uint64(w, "end", &x.end);
+    gst_structure_get_double(w, "confidence", &x.confidence);
+    r.words.push_back(x);
+  }
+  const GValue* nb = gst_structure_get_value(s, "nbest");
+  if (nb) r.nbest = static_cast<int>(gst_value_array_get_size(nb));
+  return r;
+}
+
+struct PipelineRun {
+  std::vector<Result> results;  // gpudecoder messages, in order
+  std::vector<std::string> errors;
+  bool eos = false;
+  bool model_message = false;
+  std::vector<Result> finals() const {
+    std::vector<Result> f;
+    for (const Result& r : results)
+      if (r.final) f.push_back(r);
+    return f;
+  }
+  std::string error_text() const {
+    std::string s;
+    for (const std::string& e : errors) s += e + "\n";
+    return s;
+  }
+};
+
+// Takes one message into `run`; returns true at EOS or an error.
+bool take_message(GstMessage* m, PipelineRun& run) {
+  bool done = false;
+  switch (GST_MESSAGE_TYPE(m)) {
+    case GST_MESSAGE_ERROR: {
+      GError* err = nullptr;
+      gchar* dbg = nullptr;
+      gst_message_parse_error(m, &err, &dbg);
+      run.errors.push_back(std::string(err->message) + " | " + (dbg ? dbg : ""));
+      g_clear_error(&err);
+      g_free(dbg);
+      done = true;
+      break;
+    }
+    case GST_MESSAGE_EOS:
+      run.eos = true;
+      done = true;
+      break;
+    case GST_MESSAGE_ELEMENT: {
+      const GstStructure* s = gst_message_get_structure(m);
+      if (gst_structure_has_name(s, "gpudecoder")) run.results.push_back(parse_result(s));
+      if (gst_structure_has_name(s, "gpudecoder-model")) run.model_message = true;
+      break;
+    }
+    default:
+      break;
+  }
+  return done;
+}
+
+// Runs a pipeline to EOS or an error (60 s at most).
+PipelineRun run_pipeline(const std::string& desc) {
+  PipelineRun run;
+  GError* err = nullptr;
+  GstElement* p = gst_parse_launch(desc.c_str(), &err);
+  if (!p) {
+    ADD_FAILURE() << "cannot parse " << desc << ": " << (err ? err->message : "");
+    g_clear_error(&err);
+    return run;
+  }
+  g_clear_error(&err);
+  GstBus* bus = gst_element_get_bus(p);
+  gst_element_set_state(p, GST_STATE_PLAYING);
+  while (GstMessage* m = gst_bus_timed_pop(bus, 60 * GST_SECOND)) {
+    const bool done = take_message(m, run);
+    gst_message_unref(m);
+    if (done) break;
+  }
+  gst_element_set_state(p, GST_STATE_NULL);
+  gst_object_unref(bus);
+  gst_object_unref(p);
+  return run;
+}
+
+std::string joined(const std::vector<Result>& finals) {
+  std::string s;
+  for (const Result& r : finals) s += (s.empty() || r.hypothesis.empty() ? "" : " ") + r.hypothesis;
+  return s;
+}
+
+// gpuspeech-transcribe's text for one file (the tool from this build).
+std::string transcribe(const std::string& grammar, const std::string& audio) {
+  const char* tool = std::getenv("GPUSPEECH_TRANSCRIBE");
+  if (!tool) {
+    ADD_FAILURE() << "GPUSPEECH_TRANSCRIBE is not set (meson sets it)";
+    return "";
+  }
+  const std::string cmd = std::string(tool) + " --backend cpu --hmm " + hmm() + " --dict " +
+                          dict() + " --jsgf " + grammar + " " + audio + " 2>/dev/null";
+  FILE* f = popen(cmd.c_str(), "r");
+  std::string out;
+  char buf[512];
+  while (f && fgets(buf, sizeof buf, f)) out += buf;
+  EXPECT_EQ(f ? pclose(f) : -1, 0) << cmd;
+  // "words (id)\n"
+  const size_t paren = out.rfind(" (");
+  return paren == std::string::npos ? out : out.substr(0, paren);
+}
+
+// The stable-prefix promise over a sequence of results of one utterance:
+// once word i is reported stable, every later result has the same word i.
+void expect_stable_prefix_kept(const std::vector<Result>& results) {
+  std::vector<Word> stable;
+  guint utterance = 0;
+  for (const Result& r : results) {
+    if (r.utterance != utterance) {
+      stable.clear();
+      utterance = r.utterance;
+    }
+    ASSERT_LE(r.stable, r.words.size());
+    ASSERT_GE(r.words.size(), stable.size()) << "stable words vanished: " << r.hypothesis;
+    for (size_t i = 0; i < stable.size(); ++i) {
+      EXPECT_EQ(r.words[i].text, stable[i].text) << "stable word " << i << " changed";
+      EXPECT_EQ(r.words[i].start, stable[i].start);
+      EXPECT_EQ(r.words[i].end, stable[i].end);
+    }
+    if (r.final) {
+      EXPECT_EQ(r.stable, r.words.size());
+    }
+    for (size_t i = stable.size(); i < r.stable; ++i) stable.push_back(r.words[i]);
+  }
+}
+
+// ---------------------------------------------------------------------------
+// Results
+
+TEST(GpuDecoder, FinalTextEqualsTranscribeOnCards) {
+  // Batch CMN: the same features as gpuspeech-transcribe computes.
+  const std::string gram = data("cards/cards.gram");
+  for (int i = 1; i <= 5; ++i) {
+    const std::string wav = data("cards/00" + std::to_string(i) + ".wav");
+    const PipelineRun run = run_pipeline(wav_source(wav) + " ! " + features("batch") + " ! " +
+                                 decoder(gram, "endpoint-silence=0") + " ! fakesink");
+    ASSERT_TRUE(run.eos) << run.error_text();
+    EXPECT_TRUE(run.model_message);
+    const auto finals = run.finals();
+    ASSERT_EQ(finals.size(), 1u) << wav;
+    EXPECT_EQ(finals[0].reason, "eos");
+    EXPECT_EQ(finals[0].hypothesis, transcribe(gram, wav)) << wav;
+    EXPECT_FALSE(finals[0].hypothesis.empty());
+  }
+}
+
+// A gpufeatures with no front-end property set takes the decoder's model
+// front end (its feat.params, live CMN) from the decoder's caps: the same
+// words as the explicitly configured pipeline.
+TEST(GpuDecoder, PlainGpufeaturesAdoptsTheModelFrontEnd) {
+  const std::string gram = data("goforward.gram");
+  const std::string src = raw_source(data("goforward.raw"));
+  const PipelineRun plain = run_pipeline(src + " ! gpufeatures backend=cpu ! " + decoder(gram) +
+                                         " ! fakesink");
+  ASSERT_TRUE(plain.eos) << plain.error_text();
+  const PipelineRun configured = run_pipeline(src + " ! " + features("live") + " ! " +
+                                              decoder(gram) + " ! fakesink");
+  ASSERT_TRUE(configured.eos) << configured.error_text();
+  EXPECT_EQ(joined(plain.finals()), joined(configured.finals()));
+  EXPECT_EQ(joined(plain.finals()), "go forward ten meters");
+  // A front-end property set by the application is respected: 20 filters
+  // do not match the model, and negotiation fails naming the difference.
+  const PipelineRun changed = run_pipeline(src + " ! gpufeatures backend=cpu num-filters=20 ! " +
+                                           decoder(gram) + " ! fakesink");
+  EXPECT_FALSE(changed.eos);
+  EXPECT_NE(changed.error_text().find("filters"), std::string::npos) << changed.error_text();
+}
+
+TEST(GpuDecoder, WordTimesAndNbest) {
+  const std::string gram = data("goforward.gram");
+  const PipelineRun run = run_pipeline(raw_source(data("goforward.raw")) + " ! " + features() + " ! " +
+                               decoder(gram, "nbest=3") + " ! fakesink");
+  ASSERT_TRUE(run.eos) << run.error_text();
+  const auto finals = run.finals();
+  ASSERT_EQ(finals.size(), 1u);
+  const Result& f = finals[0];
+  EXPECT_EQ(f.hypothesis, "go forward ten meters");
+  ASSERT_EQ(f.words.size(), 4u);
+  guint64 prev_end = 0;
+  for (const Word& w : f.words) {
+    EXPECT_GE(w.start, prev_end) << w.text;
+    EXPECT_GT(w.end, w.start) << w.text;
+    EXPECT_EQ(w.start % (10 * GST_MSECOND), 0u) << "word times are whole 10 ms frames";
+    EXPECT_GT(w.confidence, 0.0);
+    EXPECT_LE(w.confidence, 1.0);
+    prev_end = w.end;
+  }
+  EXPECT_LE(f.words.back().end, 2790 * GST_MSECOND);  // the file is 2.786 s
+  EXPECT_GE(f.nbest, 1);
+  EXPECT_LE(f.nbest, 3);
+}
+
+// ---------------------------------------------------------------------------
+// Live: a timestamped source under GstHarness
+
+std::vector<int16_t> read_raw(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::vector<char> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::vector<int16_t> s(bytes.size() / 2);
+  for (size_t i = 0; i < s.size(); ++i)
+    s[i] = static_cast<int16_t>(static_cast<uint8_t>(bytes[2 * i]) |
+                                (static_cast<uint8_t>(bytes[2 * i + 1]) << 8));
+  return s;
+}
+
+GstBuffer* s16_buffer(const int16_t* s, size_t n, GstClockTime pts) {
+  GstBuffer* b = gst_buffer_new_allocate(nullptr, n * 2, nullptr);
+  GstMapInfo map;
+  gst_buffer_map(b, &map, GST_MAP_WRITE);
+  for (size_t i = 0; i < n; ++i) GST_WRITE_UINT16_LE(map.data + 2 * i, static_cast<uint16_t>(s[i]));
+  gst_buffer_unmap(b, &map);
+  GST_BUFFER_PTS(b) = pts;
+  GST_BUFFER_DURATION(b) = gst_util_uint64_scale_int(n, GST_SECOND, 16000);
+  return b;
+}
+
+struct LiveRun {
+  PipelineRun run;
+  int partials_before_eos = 0;
+  std::vector<std::string> texts;  // src pad buffers
+};
+
+// Pushes `audio` in 100 ms buffers with timestamps through
+// gpufeatures ! gpudecoder, reading the bus after every buffer.
+LiveRun push_live(const std::vector<int16_t>& audio, const std::string& gram,
+                  const std::string& dec_extra = "") {
+  LiveRun out;
+  GstHarness* h =
+      gst_harness_new_parse((features() + " ! " + decoder(gram, dec_extra)).c_str());
+  GstBus* bus = gst_bus_new();
+  gst_element_set_bus(h->element, bus);
+  gst_harness_set_src_caps_str(
+      h, "audio/x-raw, format=S16LE, rate=16000, channels=1, layout=interleaved");
+  const size_t chunk = 1600;
+  for (size_t pos = 0; pos < audio.size(); pos += chunk) {
+    const size_t n = std::min(chunk, audio.size() - pos);
+    EXPECT_EQ(gst_harness_push(h, s16_buffer(audio.data() + pos, n,
+                                             gst_util_uint64_scale_int(pos, GST_SECOND, 16000))),
+              GST_FLOW_OK);
+    while (GstMessage* m = gst_bus_pop(bus)) {
+      take_message(m, out.run);
+      gst_message_unref(m);
+    }
+  }
+  for (const Result& r : out.run.results)
+    if (!r.final && !r.hypothesis.empty()) ++out.partials_before_eos;
+  gst_harness_push_event(h, gst_event_new_eos());
+  while (GstMessage* m = gst_bus_pop(bus)) {
+    take_message(m, out.run);
+    gst_message_unref(m);
+  }
+  while (GstBuffer* b = gst_harness_try_pull(h)) {
+    GstMapInfo map;
+    gst_buffer_map(b, &map, GST_MAP_READ);
+    out.texts.emplace_back(reinterpret_cast<const char*>(map.data), map.size);
+    gst_buffer_unmap(b, &map);
+    gst_buffer_unref(b);
+  }
+  gst_element_set_bus(h->element, nullptr);
+  gst_object_unref(bus);
+  gst_harness_teardown(h);
+  return out;
+}
+
+TEST(GpuDecoder, LivePartialsStablePrefixAndFinal) {
+  const std::string gram = data("goforward.gram");
+  const std::string raw = data("goforward.raw");
+  const LiveRun live = push_live(read_raw(raw), gram);
+  EXPECT_TRUE(live.run.errors.empty()) << live.run.error_text();
+  EXPECT_GE(live.partials_before_eos, 3) << "partial hypotheses must come while audio flows";
+  expect_stable_prefix_kept(live.run.results);
+  // Some partial marked words stable before the end.
+  bool some_stable = false;
+  for (const Result& r : live.run.results)
+    if (!r.final && r.stable > 0) some_stable = true;
+  EXPECT_TRUE(some_stable);
+  const auto finals = live.run.finals();
+  ASSERT_EQ(finals.size(), 1u);
+  EXPECT_EQ(finals[0].hypothesis, transcribe(gram, raw));
+  // The src pad carried the same words as timed text.
+  std::string text;
+  for (const std::string& t : live.texts) text += (text.empty() ? "" : " ") + t;
+  for (char& c : text)
+    if (c == '\n') c = ' ';
+  EXPECT_EQ(text, finals[0].hypothesis);
+}
+
+TEST(GpuDecoder, SilenceEndpointingSplitsUtterances) {
+  const std::string gram = data("goforward.gram");
+  const std::vector<int16_t> one = read_raw(data("goforward.raw"));
+  std::vector<int16_t> two = one;
+  two.insert(two.end(), 32000, 0);  // 2 s of silence
+  two.insert(two.end(), one.begin(), one.end());
+  const LiveRun live = push_live(two, gram, "endpoint-silence=700");
+  EXPECT_TRUE(live.run.errors.empty()) << live.run.error_text();
+  const auto finals = live.run.finals();
+  ASSERT_EQ(finals.size(), 2u) << joined(finals);
+  EXPECT_EQ(finals[0].reason, "silence");
+  EXPECT_EQ(finals[1].reason, "eos");
+  EXPECT_EQ(finals[0].utterance, 0u);
+  EXPECT_EQ(finals[1].utterance, 1u);
+  EXPECT_EQ(finals[0].hypothesis, "go forward ten meters");
+  EXPECT_EQ(finals[1].hypothesis, "go forward ten meters");
+  // Word times are stream times: the second copy's words lie one copy plus
+  // the silence later (within two frames).
+  ASSERT_EQ(finals[0].words.size(), finals[1].words.size());
+  const gint64 offset = gst_util_uint64_scale_int(one.size() + 32000, GST_SECOND, 16000);
+  for (size_t i = 0; i < finals[0].words.size(); ++i)
+    EXPECT_NEAR(static_cast<double>(finals[1].words[i].start - finals[0].words[i].start),
+                static_cast<double>(offset), 20e6)
+        << finals[1].words[i].text;
+  expect_stable_prefix_kept(live.run.results);
+  // Without endpointing, one utterance.
+  const LiveRun whole = push_live(two, gram, "endpoint-silence=0");
+  EXPECT_EQ(whole.run.finals().size(), 1u);
+}
+
+// ---------------------------------------------------------------------------
+// Subtitles
+
+struct TextBuffer {
+  std::string text;
+  GstClockTime pts = 0, duration = 0;
+};
+
+void on_handoff(GstElement*, GstBuffer* b, GstPad*, gpointer user) {
+  auto* out = static_cast<std::vector<TextBuffer>*>(user);
+  GstMapInfo map;
+  gst_buffer_map(b, &map, GST_MAP_READ);
+  out->push_back({std::string(reinterpret_cast<const char*>(map.data), map.size),
+                  GST_BUFFER_PTS(b), GST_BUFFER_DURATION(b)});
+  gst_buffer_unmap(b, &map);
+}
+
+// Runs `desc`, whose last element is "fakesink name=out signal-handoffs=true",
+// and returns what reached it.
+std::vector<TextBuffer> collect_text(const std::string& desc, PipelineRun* run_out = nullptr) {
+  std::vector<TextBuffer> out;
+  GError* err = nullptr;
+  GstElement* p = gst_parse_launch(desc.c_str(), &err);
+  EXPECT_TRUE(p) << desc << ": " << (err ? err->message : "");
+  g_clear_error(&err);
+  if (!p) return out;
+  GstElement* sink = gst_bin_get_by_name(GST_BIN(p), "out");
+  g_signal_connect(sink, "handoff", G_CALLBACK(on_handoff), &out);
+  GstBus* bus = gst_element_get_bus(p);
+  PipelineRun run;
+  gst_element_set_state(p, GST_STATE_PLAYING);
+  while (GstMessage* m = gst_bus_timed_pop(bus, 60 * GST_SECOND)) {
+    const bool done = take_message(m, run);
+    gst_message_unref(m);
+    if (done) break;
+  }
+  EXPECT_TRUE(run.eos) << desc << "\n" << run.error_text();
+  gst_element_set_state(p, GST_STATE_NULL);
+  gst_object_unref(sink);
+  gst_object_unref(bus);
+  gst_object_unref(p);
+  if (run_out) *run_out = run;
+  return out;
+}
+
+std::string temp_path(const char* suffix) {
+  gchar* tmpl = g_build_filename(g_get_tmp_dir(), "gpudecoder-XXXXXX", nullptr);
+  const int fd = g_mkstemp(tmpl);
+  close(fd);
+  std::string path = std::string(tmpl) + suffix;
+  g_unlink(tmpl);
+  g_free(tmpl);
+  return path;
+}
+
+std::string read_text(const std::string& path) {
+  std::ifstream in(path);
+  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+}
+
+std::vector<std::string> split_words(const std::string& s) {
+  std::vector<std::string> w;
+  std::istringstream in(s);
+  std::string x;
+  while (in >> x) w.push_back(x);
+  return w;
+}
+
+guint64 parse_time(const std::string& t) {  // HH:MM:SS,mmm or HH:MM:SS.mmm
+  unsigned h = 0, m = 0, s = 0, ms = 0;
+  char sep = 0;
+  EXPECT_EQ(std::sscanf(t.c_str(), "%u:%u:%u%c%u", &h, &m, &s, &sep, &ms), 5) << t;
+  return ((h * 3600ull + m * 60 + s) * 1000 + ms) * GST_MSECOND;
+}
+
+struct FileCue {
+  guint64 start = 0, end = 0;
+  std::string text;
+};
+
+// Cues of an SRT or WebVTT file (blocks with a "-->" line).
+std::vector<FileCue> parse_cues(const std::string& file) {
+  std::vector<FileCue> cues;
+  std::istringstream in(file);
+  std::string line;
+  FileCue* cur = nullptr;
+  while (std::getline(in, line)) {
+    const size_t arrow = line.find(" --> ");
+    if (arrow != std::string::npos) {
+      cues.push_back({parse_time(line.substr(0, arrow)), parse_time(line.substr(arrow + 5)), ""});
+      cur = &cues.back();
+    } else if (line.empty()) {
+      cur = nullptr;
+    } else if (cur) {
+      cur->text += (cur->text.empty() ? "" : " ") + line;
+    }
+  }
+  return cues;
+}
+
+void check_subtitle_file(const char* format, const char* header) {
+  const std::string gram = data("cards/cards.gram");
+  const std::string wav = data("cards/005.wav");
+  const std::string path = temp_path(format);
+  // Short cues, so that the file has several.
+  PipelineRun run = run_pipeline(wav_source(wav) + " ! " + features() + " ! " +
+                         decoder(gram, std::string("cue-max-chars=16 output-format=") + format) +
+                         " ! filesink location=" + path);
+  ASSERT_TRUE(run.eos) << run.error_text();
+  const auto finals = run.finals();
+  ASSERT_EQ(finals.size(), 1u);
+  const Result& f = finals[0];
+  ASSERT_GE(f.words.size(), 4u);
+  const std::string file = read_text(path);
+  EXPECT_EQ(file.rfind(header, 0), 0u) << file;
+  const std::vector<FileCue> cues = parse_cues(file);
+  ASSERT_GE(cues.size(), 2u) << file;
+  // Cue times increase and equal the times of the words they hold.
+  size_t w = 0;
+  guint64 prev_end = 0;
+  std::string all;
+  for (const FileCue& c : cues) {
+    EXPECT_GE(c.start, prev_end);
+    EXPECT_GT(c.end, c.start);
+    const std::vector<std::string> cw = split_words(c.text);
+    ASSERT_LE(w + cw.size(), f.words.size());
+    EXPECT_EQ(c.start, f.words[w].start / GST_MSECOND * GST_MSECOND) << c.text;
+    EXPECT_EQ(c.end, f.words[w + cw.size() - 1].end / GST_MSECOND * GST_MSECOND) << c.text;
+    for (const std::string& x : cw) EXPECT_EQ(x, f.words[w++].text);
+    prev_end = c.end;
+    all += (all.empty() ? "" : " ") + c.text;
+  }
+  EXPECT_EQ(w, f.words.size());
+  // GStreamer's own parser reads it back: the same words, the same times.
+  const std::vector<TextBuffer> parsed = collect_text(
+      "filesrc location=" + path + " ! subparse ! fakesink name=out signal-handoffs=true sync=false");
+  ASSERT_EQ(parsed.size(), cues.size());
+  std::string back;
+  for (size_t i = 0; i < parsed.size(); ++i) {
+    back += (back.empty() ? "" : " ") + parsed[i].text;
+    EXPECT_EQ(parsed[i].pts, cues[i].start);
+    EXPECT_EQ(parsed[i].pts + parsed[i].duration, cues[i].end);
+  }
+  EXPECT_EQ(split_words(back), split_words(f.hypothesis));
+  g_unlink(path.c_str());
+}
+
+TEST(GpuDecoder, SrtReadBackBySubparse) { check_subtitle_file("srt", "1\n"); }
+TEST(GpuDecoder, WebvttReadBackBySubparse) { check_subtitle_file("webvtt", "WEBVTT\n\n"); }
+
+TEST(GpuDecoder, MatroskaSubtitleTrack) {
+  if (!gst_element_factory_find("matroskamux")) GTEST_SKIP() << "no matroskamux";
+  const std::string gram = data("cards/cards.gram");
+  const std::string path = temp_path(".mkv");
+  PipelineRun run = run_pipeline(wav_source(data("cards/005.wav")) + " ! " + features() + " ! " +
+                         decoder(gram, "cue-max-chars=16") + " ! matroskamux ! filesink location=" +
+                         path);
+  ASSERT_TRUE(run.eos) << run.error_text();
+  const auto finals = run.finals();
+  ASSERT_EQ(finals.size(), 1u);
+  const std::vector<TextBuffer> track = collect_text(
+      "filesrc location=" + path +
+      " ! matroskademux ! text/x-raw ! fakesink name=out signal-handoffs=true sync=false");
+  ASSERT_GE(track.size(), 2u);
+  std::string back;
+  guint64 prev = 0;
+  for (const TextBuffer& t : track) {
+    back += (back.empty() ? "" : " ") + t.text;
+    EXPECT_GE(t.pts, prev);
+    prev = t.pts;
+  }
+  EXPECT_EQ(split_words(back), split_words(finals[0].hypothesis));
+  EXPECT_EQ(track[0].pts / GST_MSECOND, finals[0].words[0].start / GST_MSECOND);
+  g_unlink(path.c_str());
+}
+
+TEST(GpuDecoder, JsonLinesOutput) {
+  const std::string path = temp_path(".json");
+  PipelineRun run = run_pipeline(raw_source(data("goforward.raw")) + " ! " + features() + " ! " +
+                                 decoder(data("goforward.gram"), "output-format=json nbest=2") +
+                                 " ! filesink location=" + path);
+  ASSERT_TRUE(run.eos) << run.error_text();
+  ASSERT_EQ(run.finals().size(), 1u);
+  const std::string json = read_text(path);
+  // One line, one object, with the final result's words and times.
+  EXPECT_EQ(json.find('\n'), json.size() - 1) << json;
+  EXPECT_EQ(json.rfind("{\"utterance\":0,\"start\":0,\"end\":2.78,\"reason\":\"eos\","
+                       "\"hypothesis\":\"go forward ten meters\",",
+                       0),
+            0u)
+      << json;
+  const Result& f = run.finals()[0];
+  char first[96];
+  std::snprintf(first, sizeof first, "\"words\":[{\"word\":\"go\",\"start\":%g,\"end\":%g,",
+                f.words[0].start / 1e9, f.words[0].end / 1e9);
+  EXPECT_NE(json.find(first), std::string::npos) << json << "\n" << first;
+  EXPECT_NE(json.find("\"nbest\":[{\"hypothesis\":\"go forward ten meters\""), std::string::npos)
+      << json;
+  g_unlink(path.c_str());
+}
+
+// ---------------------------------------------------------------------------
+// Caps and model errors
+
+TEST(GpuDecoder, FeatureMismatchFailsNegotiationNamingBoth) {
+  const std::string gram = data("goforward.gram");
+  const std::string src = raw_source(data("goforward.raw"));
+  struct Case {
+    std::string features;
+    std::string expect;
+  } cases[] = {
+      {features("live", "deltas=none"), "dim: upstream 13, model 39"},
+      {features("live", "low-freq=200"), "low-freq: upstream 200, model 130"},
+      {"gpufeatures backend=cpu flavour=htk deltas=1s_c_d_dd", "flavour: upstream htk, model sphinx"},
+      {features("none"), "cmn: upstream none, model batch"},
+  };
+  for (const Case& c : cases) {
+    const PipelineRun run = run_pipeline(src + " ! " + c.features + " ! " + decoder(gram) + " ! fakesink");
+    ASSERT_EQ(run.errors.size(), 1u) << c.features;
+    EXPECT_NE(run.errors[0].find(c.expect), std::string::npos) << run.errors[0];
+    EXPECT_NE(run.errors[0].find("upstream offers"), std::string::npos) << run.errors[0];
+    EXPECT_NE(run.errors[0].find("the model expects kind=mfcc"), std::string::npos) << run.errors[0];
+    EXPECT_TRUE(run.finals().empty());
+  }
+}
+
+TEST(GpuDecoder, ModelErrorsNameTheFile) {
+  const std::string src = raw_source(data("goforward.raw")) + " ! " + features() + " ! ";
+  const std::string bad_gram = temp_path(".gram");
+  {
+    std::ofstream out(bad_gram);
+    out << "#JSGF V1.0;\ngrammar x;\npublic <a> = go (forward ;\n";
+  }
+  struct Case {
+    std::string dec;
+    std::vector<std::string> expect;
+  } cases[] = {
+      {"gpudecoder hmm=/nonexistent/model jsgf=" + data("goforward.gram"),
+       {"/nonexistent/model", "does not exist"}},
+      {decoder(bad_gram), {bad_gram}},
+      {decoder(data("goforward.gram"), "lm=" + data("turtle.lm.bin")), {"at most one", "lm, jsgf"}},
+      {"gpudecoder hmm=" + hmm() + " dict=/no/such.dict jsgf=" + data("goforward.gram"),
+       {"/no/such.dict"}},
+  };
+  for (const Case& c : cases) {
+    const PipelineRun run = run_pipeline(src + c.dec + " ! fakesink");
+    ASSERT_FALSE(run.errors.empty()) << c.dec;
+    for (const std::string& e : c.expect)
+      EXPECT_NE(run.errors[0].find(e), std::string::npos) << run.errors[0];
+  }
+  g_unlink(bad_gram.c_str());
+}
+
+// ---------------------------------------------------------------------------
+// Live use and state
+
+GstElement* launch(const std::string& desc) {
+  GError* err = nullptr;
+  GstElement* p = gst_parse_launch(desc.c_str(), &err);
+  EXPECT_TRUE(p) << desc << ": " << (err ? err->message : "");
+  g_clear_error(&err);
+  return p;
+}
+
+TEST(GpuDecoder, AnswersLatencyQuery) {
+  GstElement* p = launch(
+      "audiotestsrc is-live=true wave=silence samplesperbuffer=160 ! audioconvert ! " +
+      features() + " name=feat ! " + decoder(data("goforward.gram"), "partial-interval=250") +
+      " ! fakesink");
+  ASSERT_TRUE(p);
+  ASSERT_NE(gst_element_set_state(p, GST_STATE_PLAYING), GST_STATE_CHANGE_FAILURE);
+  // Once a result is posted, audio flows and every element knows its rate.
+  GstBus* bus = gst_element_get_bus(p);
+  PipelineRun run;
+  while (GstMessage* m = gst_bus_timed_pop(bus, 30 * GST_SECOND)) {
+    const bool done = take_message(m, run);
+    gst_message_unref(m);
+    if (done || !run.results.empty()) break;
+  }
+  gst_object_unref(bus);
+  ASSERT_FALSE(run.results.empty()) << run.error_text();
+  GstElement* feat = gst_bin_get_by_name(GST_BIN(p), "feat");
+  GstElement* dec = gst_bin_get_by_name(GST_BIN(p), "dec");
+  GstQuery* q1 = gst_query_new_latency();
+  GstQuery* q2 = gst_query_new_latency();
+  GstPad* fsrc = gst_element_get_static_pad(feat, "src");
+  GstPad* dsrc = gst_element_get_static_pad(dec, "src");
+  ASSERT_TRUE(gst_pad_query(fsrc, q1));
+  ASSERT_TRUE(gst_pad_query(dsrc, q2));
+  gboolean live1, live2;
+  GstClockTime min1, max1, min2, max2;
+  gst_query_parse_latency(q1, &live1, &min1, &max1);
+  gst_query_parse_latency(q2, &live2, &min2, &max2);
+  EXPECT_TRUE(live2);
+  EXPECT_EQ(min2, min1 + 250 * GST_MSECOND);
+  EXPECT_EQ(max2, GST_CLOCK_TIME_NONE);
+  gst_query_unref(q1);
+  gst_query_unref(q2);
+  gst_object_unref(fsrc);
+  gst_object_unref(dsrc);
+  gst_object_unref(feat);
+  gst_object_unref(dec);
+  gst_element_set_state(p, GST_STATE_NULL);
+  gst_object_unref(p);
+}
+
+// Holds the stream after the first non-empty partial until a flush starts,
+// so that the seek lands mid-utterance whatever the machine's speed.
+struct SeekGate {
+  GMutex lock;
+  GCond cond;
+  bool partial_seen = false;
+  bool flushing = false;
+  bool released = false;
+  bool flush_stopped = false;
+};
+
+GstBusSyncReply gate_sync(GstBus*, GstMessage* m, gpointer user) {
+  auto* g = static_cast<SeekGate*>(user);
+  if (GST_MESSAGE_TYPE(m) == GST_MESSAGE_ELEMENT) {
+    const GstStructure* s = gst_message_get_structure(m);
+    const gchar* h = gst_structure_get_string(s, "hypothesis");
+    if (gst_structure_has_name(s, "gpudecoder") && h && *h) {
+      g_mutex_lock(&g->lock);
+      g->partial_seen = true;
+      g_mutex_unlock(&g->lock);
+    }
+  }
+  return GST_BUS_PASS;
+}
+
+GstPadProbeReturn gate_probe(GstPad*, GstPadProbeInfo* info, gpointer user) {
+  auto* g = static_cast<SeekGate*>(user);
+  g_mutex_lock(&g->lock);
+  if (GST_PAD_PROBE_INFO_TYPE(info) & GST_PAD_PROBE_TYPE_EVENT_FLUSH) {
+    if (GST_EVENT_TYPE(GST_PAD_PROBE_INFO_EVENT(info)) == GST_EVENT_FLUSH_START) {
+      g->flushing = true;
+      g_cond_broadcast(&g->cond);
+    } else {
+      g->flush_stopped = true;
+    }
+    g_mutex_unlock(&g->lock);
+    return GST_PAD_PROBE_OK;
+  }
+  GstPadProbeReturn ret = GST_PAD_PROBE_OK;
+  if (g->partial_seen && !g->released) {
+    while (!g->flushing) g_cond_wait(&g->cond, &g->lock);
+    g->released = true;
+    // A buffer from before the seek is dropped; one from after it (the
+    // seek was quicker than the stream got here) passes.
+    if (!g->flush_stopped) ret = GST_PAD_PROBE_DROP;
+  }
+  g_mutex_unlock(&g->lock);
+  return ret;
+}
+
+TEST(GpuDecoder, FlushingSeekMidUtterance) {
+  const std::string gram = data("cards/cards.gram");
+  const std::string wav = data("cards/005.wav");
+  const PipelineRun ref = run_pipeline(wav_source(wav) + " ! " + features() + " ! " + decoder(gram) +
+                               " ! fakesink");
+  ASSERT_EQ(ref.finals().size(), 1u) << ref.error_text();
+
+  GstElement* p = launch(wav_source(wav) + " ! " + features() + " ! " + decoder(gram) +
+                         " ! fakesink sync=false");
+  ASSERT_TRUE(p);
+  SeekGate gate;
+  g_mutex_init(&gate.lock);
+  g_cond_init(&gate.cond);
+  GstBus* bus = gst_element_get_bus(p);
+  gst_bus_set_sync_handler(bus, gate_sync, &gate, nullptr);
+  GstElement* dec = gst_bin_get_by_name(GST_BIN(p), "dec");
+  GstPad* sink = gst_element_get_static_pad(dec, "sink");
+  gst_pad_add_probe(sink,
+                    (GstPadProbeType)(GST_PAD_PROBE_TYPE_BUFFER | GST_PAD_PROBE_TYPE_EVENT_FLUSH),
+                    gate_probe, &gate, nullptr);
+  gst_element_set_state(p, GST_STATE_PLAYING);
+  PipelineRun run;
+  bool seeked = false;
+  int finals_before_seek = -1;
+  while (GstMessage* m = gst_bus_timed_pop(bus, 60 * GST_SECOND)) {
+    const bool done = take_message(m, run);
+    gst_message_unref(m);
+    if (done) break;
+    if (!seeked && !run.results.empty() && !run.results.back().hypothesis.empty()) {
+      finals_before_seek = static_cast<int>(run.finals().size());
+      ASSERT_TRUE(gst_element_seek_simple(p, GST_FORMAT_TIME,
+                                          (GstSeekFlags)(GST_SEEK_FLAG_FLUSH), 0));
+      seeked = true;
+    }
+  }
+  EXPECT_TRUE(seeked);
+  EXPECT_EQ(finals_before_seek, 0);
+  EXPECT_TRUE(run.eos) << run.error_text();
+  const auto finals = run.finals();
+  ASSERT_EQ(finals.size(), 1u) << "the interrupted utterance must not give a result";
+  EXPECT_EQ(finals[0].hypothesis, ref.finals()[0].hypothesis);
+  EXPECT_EQ(finals[0].frames, ref.finals()[0].frames);
+  gst_element_set_state(p, GST_STATE_NULL);
+  gst_object_unref(sink);
+  gst_object_unref(dec);
+  gst_object_unref(bus);
+  gst_object_unref(p);
+  g_mutex_clear(&gate.lock);
+  g_cond_clear(&gate.cond);
+}
+
+TEST(GpuDecoder, TwentyStateCycles) {
+  const std::string gram = data("goforward.gram");
+  GstElement* p = launch(raw_source(data("goforward.raw")) + " ! " + features() + " ! " +
+                         decoder(gram) + " ! fakesink");
+  ASSERT_TRUE(p);
+  GstBus* bus = gst_element_get_bus(p);
+  for (int cycle = 0; cycle < 20; ++cycle) {
+    ASSERT_NE(gst_element_set_state(p, GST_STATE_PLAYING), GST_STATE_CHANGE_FAILURE);
+    PipelineRun run;
+    // Odd cycles stop at the first partial, mid-utterance; even ones run to
+    // the end and must give the full result.
+    while (GstMessage* m = gst_bus_timed_pop(bus, 60 * GST_SECOND)) {
+      const bool done = take_message(m, run);
+      gst_message_unref(m);
+      if (done || (cycle % 2 == 1 && !run.results.empty())) break;
+    }
+    EXPECT_TRUE(run.errors.empty()) << "cycle " << cycle << ": " << run.error_text();
+    if (cycle % 2 == 0) {
+      ASSERT_TRUE(run.eos) << "cycle " << cycle;
+      ASSERT_EQ(run.finals().size(), 1u) << "cycle " << cycle;
+      EXPECT_EQ(run.finals()[0].hypothesis, "go forward ten meters") << "cycle " << cycle;
+    } else {
+      EXPECT_FALSE(run.results.empty()) << "cycle " << cycle;
+    }
+    ASSERT_EQ(gst_element_set_state(p, GST_STATE_NULL), GST_STATE_CHANGE_SUCCESS);
+    gst_bus_set_flushing(bus, TRUE);  // drop what the stopped run left
+    gst_bus_set_flushing(bus, FALSE);
+  }
+  gst_object_unref(bus);
+  gst_object_unref(p);
+}
+
+TEST(GpuDecoder, FourPipelinesAtOnceEqualOneAtATime) {
+  const std::string gram = data("cards/cards.gram");
+  std::vector<std::string> descs;
+  for (int i = 2; i <= 5; ++i)
+    descs.push_back(wav_source(data("cards/00" + std::to_string(i) + ".wav")) + " ! " +
+                    features() + " ! " + decoder(gram) + " ! fakesink");
+  std::vector<std::vector<Result>> alone;
+  for (const std::string& d : descs) {
+    const PipelineRun r = run_pipeline(d);
+    ASSERT_TRUE(r.eos) << r.error_text();
+    alone.push_back(r.finals());
+  }
+  std::vector<GstElement*> ps;
+  for (const std::string& d : descs) ps.push_back(launch(d));
+  for (GstElement* p : ps) ASSERT_NE(gst_element_set_state(p, GST_STATE_PLAYING), GST_STATE_CHANGE_FAILURE);
+  for (size_t i = 0; i < ps.size(); ++i) {
+    GstBus* bus = gst_element_get_bus(ps[i]);
+    PipelineRun run;
+    while (GstMessage* m = gst_bus_timed_pop(bus, 60 * GST_SECOND)) {
+      const bool done = take_message(m, run);
+      gst_message_unref(m);
+      if (done) break;
+    }
+    EXPECT_TRUE(run.eos) << run.error_text();
+    const auto finals = run.finals();
+    ASSERT_EQ(finals.size(), alone[i].size());
+    for (size_t k = 0; k < finals.size(); ++k) {
+      EXPECT_EQ(finals[k].hypothesis, alone[i][k].hypothesis);
+      ASSERT_EQ(finals[k].words.size(), alone[i][k].words.size());
+      for (size_t w = 0; w < finals[k].words.size(); ++w) {
+        EXPECT_EQ(finals[k].words[w].start, alone[i][k].words[w].start);
+        EXPECT_EQ(finals[k].words[w].end, alone[i][k].words[w].end);
+      }
+    }
+    gst_object_unref(bus);
+  }
+  for (GstElement* p : ps) {
+    gst_element_set_state(p, GST_STATE_NULL);
+    gst_object_unref(p);
+  }
+}
+
+}  // namespace
+}  // namespace gpuspeech

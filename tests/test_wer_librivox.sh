@@ -1,0 +1,81 @@
+#!/bin/bash
+# Accuracy against pocketsphinx (issue 3's bound): the five LibriVox
+# utterances of pocketsphinx-testdata decoded by pocketsphinx_batch and by
+# gpuspeech-transcribe (CPU backend, default en-us model, dictionary and
+# LM, word-end rescoring on), both scored by `sctk sclite` against the
+# reference transcription after the same normalisation (lower case, no
+# punctuation, <s> </s> and ids' scores dropped). Prints both WERs and
+# fails unless ours <= pocketsphinx's.
+#
+# Usage: test_wer_librivox.sh PATH/TO/gpuspeech-transcribe [CACHE_DIR]
+# CACHE_DIR keeps the compiled graph between runs (the first build of the
+# en-us graph takes minutes). Needs pocketsphinx (pocketsphinx_batch),
+# sctk, pocketsphinx-testdata and pocketsphinx-en-us
+# (GPUSPEECH_AUDIO_DIR, GPUSPEECH_MODEL_DIR override where they are).
+set -u
+TOOL=$1
+CACHE=${2:-}
+D=${GPUSPEECH_AUDIO_DIR:-/usr/share/pocketsphinx/test/data}/librivox
+M=${GPUSPEECH_MODEL_DIR:-/usr/share/pocketsphinx/model}/en-us
+T=$(mktemp -d /tmp/gpuspeech-wer-XXXXXX)
+trap 'rm -rf "$T"' EXIT
+[ -n "$CACHE" ] || CACHE=$T/cache
+
+for f in "$D/fileids" "$D/transcription" "$M/en-us/mdef" "$M/cmudict-en-us.dict" "$M/en-us.lm.bin"; do
+  [ -f "$f" ] || { echo "FAIL missing $f"; exit 1; }
+done
+command -v pocketsphinx_batch >/dev/null || { echo "FAIL missing pocketsphinx_batch"; exit 1; }
+command -v sctk >/dev/null || { echo "FAIL missing sctk (sclite)"; exit 1; }
+
+# One trn line per utterance: lower case, punctuation and <s> </s> <sil>
+# dropped, "(id)" kept (pocketsphinx's "(id score)" loses its score).
+normalise() {
+  sed -E 's/\(([^ )]+)( [^)]*)?\)[[:space:]]*$/\n(\1)/' "$1" |
+    awk 'NR % 2 == 1 { text = $0; next }
+         { t = tolower(text)
+           gsub(/<\/?s>|<sil>|\[[^]]*\]/, " ", t)
+           gsub(/[^a-z0-9'"'"' ]/, " ", t)
+           gsub(/ +/, " ", t); sub(/^ /, "", t); sub(/ $/, "", t)
+           print t " " $0 }'
+}
+
+# WER (percent) of hypothesis trn $1 against the normalised reference.
+wer() {
+  sctk sclite -r "$T/ref.trn" trn -h "$1" trn -i rm -o sum stdout >"$1.sclite" 2>&1 ||
+    { echo "FAIL sclite on $1:"; cat "$1.sclite"; exit 1; }
+  awk '/Sum\/Avg/ { gsub(/\|/, " "); print $(NF - 1); exit }' "$1.sclite"
+}
+
+normalise "$D/transcription" >"$T/ref.trn"
+
+pocketsphinx_batch -adcin yes -cepdir "$D" -cepext .wav -ctl "$D/fileids" -hmm "$M/en-us" \
+  -dict "$M/cmudict-en-us.dict" -lm "$M/en-us.lm.bin" -hyp "$T/ps.hyp" >"$T/ps.log" 2>&1 ||
+  { echo "FAIL pocketsphinx_batch:"; tail -20 "$T/ps.log"; exit 1; }
+normalise "$T/ps.hyp" >"$T/ps.trn"
+
+files=()
+while read -r id; do [ -n "$id" ] && files+=("$D/$id.wav"); done <"$D/fileids"
+"$TOOL" --backend cpu --search cpu --hmm "$M/en-us" --dict "$M/cmudict-en-us.dict" \
+  --lm "$M/en-us.lm.bin" --cache "$CACHE" -v "${files[@]}" >"$T/ours.hyp" 2>"$T/ours.log" ||
+  { echo "FAIL gpuspeech-transcribe:"; tail -20 "$T/ours.log"; exit 1; }
+grep -q "word-end rescoring" "$T/ours.log" || { echo "FAIL no word-end rescoring:"; cat "$T/ours.log"; exit 1; }
+normalise "$T/ours.hyp" >"$T/ours.trn"
+
+for f in ps ours; do
+  n=$(grep -c . "$T/$f.trn")
+  [ "$n" -eq 5 ] || { echo "FAIL $f: $n utterances, expected 5"; cat "$T/$f.trn"; exit 1; }
+done
+
+ps_wer=$(wer "$T/ps.trn")
+ours_wer=$(wer "$T/ours.trn")
+echo "pocketsphinx_batch:"; sed 's/^/  /' "$T/ps.trn"
+echo "gpuspeech-transcribe:"; sed 's/^/  /' "$T/ours.trn"
+grep -E "RTF|rescor" "$T/ours.log" | tail -3
+echo "WER pocketsphinx_batch: $ps_wer%  gpuspeech (cpu, rescored): $ours_wer%"
+[ -n "$ps_wer" ] && [ -n "$ours_wer" ] || { echo "FAIL could not read the WERs"; exit 1; }
+if awk -v a="$ours_wer" -v b="$ps_wer" 'BEGIN { exit !(a <= b) }'; then
+  echo "ok   WER $ours_wer% <= pocketsphinx's $ps_wer%"
+else
+  echo "FAIL WER $ours_wer% > pocketsphinx's $ps_wer%"
+  exit 1
+fi

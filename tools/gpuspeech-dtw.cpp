@@ -1,0 +1,372 @@
+// gpuspeech-dtw: isolated-word (command) recognition by template matching,
+// one sclite "trn" line per file. The usage text below is the reference for
+// its behaviour; docs/dtw.md explains the method.
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <random>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "common/backend_registry.h"
+#include "common/dtw/dtw.h"
+#include "common/dtw/dtw_engine.h"
+#include "common/dtw/dtw_features.h"
+#include "common/dtw/template_library.h"
+#include "common/dtw/template_matcher.h"
+
+#ifndef GPUSPEECH_VERSION
+#define GPUSPEECH_VERSION "unknown"
+#endif
+
+namespace gpuspeech {
+
+constexpr const char* kProgram = "gpuspeech-dtw";
+
+constexpr const char* kUsage = R"USAGE(Usage: gpuspeech-dtw --templates SOURCE [OPTIONS] FILE...
+       gpuspeech-dtw --bench N[,N...] [OPTIONS]
+
+Recognises the one word (or command) spoken in each FILE by dynamic time
+warping against recorded templates, and prints one line per file in sclite's
+trn format, "label (utterance-id)", the id being the file's base name without
+its extension. A rejected file (see --reject) or one no template can reach
+prints an empty label: " (utterance-id)".
+
+SOURCE is a directory of *.wav templates (label: the file's base name up to
+the first underscore, so yes_1.wav and yes_anna.wav are both "yes") or a list
+file of "PATH" or "LABEL PATH" lines. Template features are cached by content
+(see --cache). FILE and the templates are WAV files (any PCM or float
+format; channels averaged) or headerless 16-bit little-endian PCM, at
+16000 Hz.
+
+Features:
+  --features K          mfcc (default) | fbank | spectrum (log power spectrum)
+  --no-cmn              no per-utterance mean removal
+  --no-trim             do not cut leading and trailing silence (endpointer)
+  --endpoint-threshold X  speech is X dB above the noise floor (default 12)
+  --remove-noise        Sphinx spectral noise subtraction (mfcc, fbank)
+  --cvn                 also normalise each dimension's variance per utterance
+  --deltas              append deltas and accelerations (mfcc, fbank)
+
+Matching:
+  --pattern P           itakura (default; slopes 1/2..2) | symmetric
+                        (Sakoe-Chiba, weights 1-2-1)
+  --band N              Sakoe-Chiba band: at most N frames off the diagonal
+                        (default: none)
+  --distance D          euclidean (default) | cepstral (leaves out c0; mfcc only)
+  --reject X            reject when the best distance is above X (default: never)
+
+Devices:
+  --backend B           auto | cuda | opencl | cpu (default cpu): where
+                        features and DTW run
+  --device-id N         device index (default 0)
+  --threads N           threads of the cpu DTW engine (default: all cores)
+
+Other:
+  --cache DIR           template feature cache (default $GPUSPEECH_CACHE_DIR,
+                        $XDG_CACHE_HOME/gpuspeech or ~/.cache/gpuspeech, under
+                        dtw/; "-" = no cache)
+  --bench N[,N...]      instead of recognising: time one utterance against N
+                        random templates (40..120 frames of the feature's
+                        size) on --backend and on the cpu engine, and check
+                        that the distances agree; a table on stdout
+  --bench-repeats R     timed runs per N (default 5; the median is shown)
+  -v, --verbose         per file: distance, runner-up and its distance, the
+                        frames kept; the templates loaded
+  -h, --help            this text
+  --version             the version
+
+Exit status: 0 if every file was recognised, 1 otherwise (a failing file is
+reported on stderr and the others still run; a bad template library stops
+everything), 2 on bad usage.
+)USAGE";
+
+void error(const std::string& msg) { std::fprintf(stderr, "%s: error: %s\n", kProgram, msg.c_str()); }
+
+[[noreturn]] void usage_error(const std::string& msg) {
+  error(msg + " (see --help)");
+  std::exit(2);
+}
+
+double parse_double(const std::string& flag, const std::string& v) {
+  char* end = nullptr;
+  errno = 0;
+  const double x = std::strtod(v.c_str(), &end);
+  if (v.empty() || *end != '\0' || errno != 0 || !std::isfinite(x))
+    usage_error(flag + ": not a number: '" + v + "'");
+  return x;
+}
+
+int parse_int(const std::string& flag, const std::string& v, int lo) {
+  char* end = nullptr;
+  errno = 0;
+  const long x = std::strtol(v.c_str(), &end, 10);
+  if (v.empty() || *end != '\0' || errno != 0 || x < lo || x > 1000000000)
+    usage_error(flag + ": expected an integer >= " + std::to_string(lo) + ", got '" + v + "'");
+  return static_cast<int>(x);
+}
+
+std::string utterance_id(const std::string& path) {
+  std::string base = path.substr(path.find_last_of('/') + 1);
+  const size_t dot = base.find_last_of('.');
+  if (dot != std::string::npos && dot > 0) base.resize(dot);
+  return base;
+}
+
+struct Args {
+  std::string templates;
+  std::vector<std::string> files;
+  DtwFeatureKind kind = DtwFeatureKind::kMfcc;
+  bool cmn = true;
+  bool trim = true;
+  float endpoint_threshold = EndpointOptions().threshold_db;
+  bool remove_noise = false;
+  bool cvn = false;
+  bool deltas = false;
+  DtwOptions dtw;
+  float reject = 0.0f;
+  std::string backend = "cpu";
+  int device_id = 0;
+  int threads = 0;
+  std::string cache;
+  std::vector<int> bench;
+  int bench_repeats = 5;
+  bool verbose = false;
+};
+
+Args parse_args(int argc, char** argv) {
+  Args a;
+  auto value = [&](int& i, const std::string& flag) -> std::string {
+    if (i + 1 >= argc) usage_error(flag + " needs a value");
+    return argv[++i];
+  };
+  for (int i = 1; i < argc; ++i) {
+    const std::string f = argv[i];
+    try {
+      if (f == "-h" || f == "--help") {
+        std::fputs(kUsage, stdout);
+        std::exit(0);
+      } else if (f == "--version") {
+        std::printf("%s %s\n", kProgram, GPUSPEECH_VERSION);
+        std::exit(0);
+      } else if (f == "--templates") {
+        a.templates = value(i, f);
+      } else if (f == "--features") {
+        a.kind = parse_dtw_feature_kind(value(i, f));
+      } else if (f == "--no-cmn") {
+        a.cmn = false;
+      } else if (f == "--no-trim") {
+        a.trim = false;
+      } else if (f == "--endpoint-threshold") {
+        a.endpoint_threshold = static_cast<float>(parse_double(f, value(i, f)));
+        if (!(a.endpoint_threshold > 0.0f)) usage_error("--endpoint-threshold: must be > 0");
+      } else if (f == "--cvn") {
+        a.cvn = true;
+      } else if (f == "--deltas") {
+        a.deltas = true;
+      } else if (f == "--remove-noise") {
+        a.remove_noise = true;
+      } else if (f == "--pattern") {
+        a.dtw.pattern = parse_step_pattern(value(i, f));
+      } else if (f == "--band") {
+        a.dtw.band = parse_int(f, value(i, f), 0);
+      } else if (f == "--distance") {
+        a.dtw.distance = parse_local_distance(value(i, f));
+      } else if (f == "--reject") {
+        a.reject = static_cast<float>(parse_double(f, value(i, f)));
+        if (!(a.reject > 0.0f)) usage_error("--reject: must be > 0");
+      } else if (f == "--backend") {
+        a.backend = value(i, f);
+      } else if (f == "--device-id") {
+        a.device_id = parse_int(f, value(i, f), 0);
+      } else if (f == "--threads") {
+        a.threads = parse_int(f, value(i, f), 1);
+      } else if (f == "--cache") {
+        a.cache = value(i, f);
+      } else if (f == "--bench") {
+        std::stringstream ss(value(i, f));
+        std::string item;
+        while (std::getline(ss, item, ',')) a.bench.push_back(parse_int("--bench", item, 1));
+        if (a.bench.empty()) usage_error("--bench needs at least one count");
+      } else if (f == "--bench-repeats") {
+        a.bench_repeats = parse_int(f, value(i, f), 1);
+      } else if (f == "-v" || f == "--verbose") {
+        a.verbose = true;
+      } else if (!f.empty() && f[0] == '-' && f != "-") {
+        usage_error("unknown option " + f);
+      } else {
+        a.files.push_back(f);
+      }
+    } catch (const std::invalid_argument& e) {
+      usage_error(f + ": " + e.what());
+    }
+  }
+  if (a.bench.empty()) {
+    if (a.templates.empty()) usage_error("--templates is required");
+    if (a.files.empty()) usage_error("no input files");
+  }
+  if ((a.remove_noise || a.deltas) && a.kind == DtwFeatureKind::kSpectrum)
+    usage_error("--remove-noise and --deltas work on mfcc and fbank only");
+  if (a.cvn && !a.cmn) usage_error("--cvn needs the mean removal that --no-cmn turns off");
+  if (a.dtw.distance == LocalDistance::kCepstral && a.kind != DtwFeatureKind::kMfcc)
+    usage_error("--distance cepstral needs --features mfcc (it leaves out c0)");
+  return a;
+}
+
+DtwFeatureConfig feature_config(const Args& a) {
+  DtwFeatureConfig c = DtwFeatureConfig::for_kind(a.kind);
+  if (!a.cmn) c.features.norm.cmn = NormOptions::Cmn::kNone;
+  c.trim_silence = a.trim;
+  c.endpoint.threshold_db = a.endpoint_threshold;
+  c.features.noise.remove_noise = a.remove_noise;
+  c.features.norm.cvn = a.cvn && a.cmn;
+  if (a.deltas) c.features.delta.layout = DeltaOptions::Layout::kRegression;
+  return c;
+}
+
+double seconds_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+// Median seconds of `repeats` runs of match().
+double time_match(DtwEngine& e, const FeatureMatrix& utt, int repeats, std::vector<float>* out) {
+  *out = e.match(utt.data.data(), utt.rows);  // warm-up (program build, first touch)
+  std::vector<double> t;
+  for (int r = 0; r < repeats; ++r) {
+    const auto t0 = std::chrono::steady_clock::now();
+    *out = e.match(utt.data.data(), utt.rows);
+    t.push_back(seconds_since(t0));
+  }
+  std::sort(t.begin(), t.end());
+  return t[t.size() / 2];
+}
+
+int run_bench(const Args& a) {
+  const DtwFeatureConfig fc = feature_config(a);
+  const int dim = fc.dim();
+  std::mt19937 gen(1234);
+  std::normal_distribution<float> nd(0.0f, 3.0f);
+  std::uniform_int_distribution<int> len(40, 120);
+  auto random_matrix = [&](int64_t rows) {
+    FeatureMatrix m;
+    m.rows = rows;
+    m.dim = dim;
+    m.data.resize(static_cast<size_t>(rows * dim));
+    for (float& v : m.data) v = nd(gen);
+    return m;
+  };
+  const FeatureMatrix utt = random_matrix(80);
+  std::unique_ptr<DtwEngine> engine = make_dtw_engine(a.backend, a.dtw, a.device_id, a.threads);
+  std::unique_ptr<DtwEngine> cpu = make_cpu_dtw_engine(a.dtw, a.threads);
+  std::printf("# dtw bench: utterance of %lld frames x %d (%s), templates of 40..120 frames, "
+              "%s pattern, band %d\n# engine %s: %s; reference cpu: %s\n",
+              static_cast<long long>(utt.rows), dim, to_string(a.kind), to_string(a.dtw.pattern),
+              a.dtw.band, engine->name(), engine->device_name().c_str(), cpu->device_name().c_str());
+  std::printf("%10s %14s %14s %14s %10s %12s\n", "templates", "engine_ms", "cpu_ms",
+              "engine_tpl/s", "speedup", "max_rel_diff");
+  for (int n : a.bench) {
+    PackedTemplates t;
+    for (int k = 0; k < n; ++k) t.add(random_matrix(len(gen)));
+    engine->set_templates(t);
+    cpu->set_templates(t);
+    std::vector<float> de, dc;
+    const double te = time_match(*engine, utt, a.bench_repeats, &de);
+    const double tc = time_match(*cpu, utt, a.bench_repeats, &dc);
+    double worst = 0.0;
+    for (size_t k = 0; k < dc.size(); ++k) {
+      if (std::isinf(dc[k]) != std::isinf(de[k])) worst = INFINITY;
+      else if (!std::isinf(dc[k])) worst = std::max(worst, std::fabs(double(de[k]) - dc[k]) / std::max(1e-30, std::fabs(double(dc[k]))));
+    }
+    std::printf("%10d %14.3f %14.3f %14.0f %10.2f %12.2e\n", n, te * 1e3, tc * 1e3, n / te, tc / te,
+                worst);
+    if (!(worst <= 1e-4)) {
+      error("the " + std::string(engine->name()) + " engine's distances differ from the cpu's by " +
+            std::to_string(worst) + " (relative) at " + std::to_string(n) + " templates");
+      return 1;
+    }
+  }
+  return 0;
+}
+
+int run(int argc, char** argv) {
+  const Args a = parse_args(argc, argv);
+  if (!a.bench.empty()) return run_bench(a);
+
+  BackendPtr backend = open_backend(a.backend == "auto" ? "auto" : a.backend, a.device_id);
+  const auto t_load = std::chrono::steady_clock::now();
+  TemplateLibraryOptions lo;
+  lo.features = feature_config(a);
+  lo.cache_dir = a.cache;
+  std::vector<std::string> log;
+  TemplateLibrary lib;
+  try {
+    lib = TemplateLibrary::load(a.templates, lo, *backend, a.verbose ? &log : nullptr);
+  } catch (const std::exception& e) {
+    error(std::string("templates: ") + e.what());
+    return 1;
+  }
+  for (const std::string& l : log) std::fprintf(stderr, "%s: %s\n", kProgram, l.c_str());
+  std::unique_ptr<DtwEngine> engine = make_dtw_engine(a.backend, a.dtw, a.device_id, a.threads);
+  engine->set_templates(lib.pack());
+  const std::vector<std::string> labels = lib.labels();
+  if (a.verbose)
+    std::fprintf(stderr, "%s: %zu templates (%lld from the cache) in %.3f s; features on %s, DTW on %s (%s)\n",
+                 kProgram, lib.size(), static_cast<long long>(lib.cache_hits()), seconds_since(t_load),
+                 backend->name(), engine->name(), engine->device_name().c_str());
+
+  DtwFeatureComputer computer(lo.features, *backend);
+  const float rate = lo.features.features.frame.sample_rate;
+  int failed = 0, rejected = 0;
+  double t_match = 0.0;
+  for (const std::string& path : a.files) {
+    try {
+      const AudioData audio = read_dtw_audio(path, rate);
+      for (const std::string& w : audio.warnings) std::fprintf(stderr, "%s: warning: %s\n", kProgram, w.c_str());
+      const DtwUtterance u = computer.compute(audio.samples.data(), static_cast<int64_t>(audio.samples.size()));
+      if (!u.speech_found)
+        std::fprintf(stderr, "%s: warning: %s: no speech found; matching the whole file\n", kProgram,
+                     path.c_str());
+      if (u.features.rows < 1) throw std::runtime_error(path + ": too short for one frame of features");
+      const auto t0 = std::chrono::steady_clock::now();
+      const std::vector<float> d = engine->match(u.features.data.data(), u.features.rows);
+      t_match += seconds_since(t0);
+      const MatchDecision m = decide_match(d, labels, a.reject);
+      if (m.rejected) ++rejected;
+      std::printf("%s (%s)\n", m.rejected ? "" : m.label.c_str(), utterance_id(path).c_str());
+      std::fflush(stdout);
+      if (a.verbose)
+        std::fprintf(stderr, "%s: %s: best %s %.4f (%s), runner-up %s %.4f%s; %lld frames (samples %lld..%lld)\n",
+                     kProgram, utterance_id(path).c_str(), m.label.empty() ? "-" : m.label.c_str(),
+                     m.distance,
+                     m.template_index >= 0 ? lib[static_cast<size_t>(m.template_index)].path.c_str() : "-",
+                     m.runner_up.empty() ? "-" : m.runner_up.c_str(), m.runner_up_distance,
+                     m.rejected ? ", rejected" : "", static_cast<long long>(u.features.rows),
+                     static_cast<long long>(u.kept.begin), static_cast<long long>(u.kept.end));
+    } catch (const std::exception& e) {
+      error(e.what());
+      ++failed;
+    }
+  }
+  std::fprintf(stderr, "%s: %zu file(s), %d rejected, %d failed; DTW %.3f s against %zu templates\n", kProgram,
+               a.files.size(), rejected, failed, t_match, lib.size());
+  return failed ? 1 : 0;
+}
+
+}  // namespace gpuspeech
+
+int main(int argc, char** argv) {
+  try {
+    return gpuspeech::run(argc, argv);
+  } catch (const std::exception& e) {
+    gpuspeech::error(e.what());
+  } catch (...) {
+    gpuspeech::error("unexpected failure");
+  }
+  return 1;
+}
