@@ -110,6 +110,10 @@ struct Recognizer::Impl {
   SearchGraph graph;
   BackendPtr backend;
   std::unique_ptr<GaussianScorer> scorer;
+  // recognize()'s front end, made on first use and kept: on a device its
+  // set-up (filterbank and DCT uploads, FFT plans, buffers) costs more than
+  // the features of a short utterance.
+  std::unique_ptr<FeatureExtractor> extractor;
   std::unique_ptr<LmRescorer> rescorer;  // before `searcher`, which uses it
   std::unique_ptr<Searcher> searcher;
   std::vector<float> scores;  // block of frames x senones
@@ -267,6 +271,18 @@ Recognizer::Recognizer(const RecognizerConfig& config, std::string* log)
     throw std::invalid_argument("recognizer: search backend must be auto, cpu or cuda, got '" +
                                 config_.search_backend + "'");
   }
+  // Which senones are silence and noise: partial() then tells a path in
+  // silence from one inside a word (Hypothesis::trailing_silence_frames).
+  {
+    const ModelDefinition& mdef = m.model.mdef();
+    std::vector<uint8_t> filler_senones(
+        static_cast<size_t>(std::max(mdef.num_senones(), m.graph.num_senones)), 0);
+    for (int p = 0; p < mdef.num_phones(); ++p)
+      if (mdef.is_filler(p))
+        for (int s : mdef.senones_of(p))
+          if (s >= 0 && static_cast<size_t>(s) < filler_senones.size()) filler_senones[s] = 1;
+    m.searcher->set_filler_senones(filler_senones);
+  }
   append_log(log, std::string("scoring on ") + m.backend->name() + " (" +
                       m.backend->device_name() + "), search on " + m.searcher->name());
   reset();
@@ -328,9 +344,12 @@ RecognitionResult Recognizer::finish() {
 }
 
 RecognitionResult Recognizer::recognize(const float* samples, int64_t num_samples) {
+  Impl& m = *impl_;
   const auto t0 = std::chrono::steady_clock::now();
-  const FeatureMatrix feats = compute_features(impl_->features, *impl_->backend, samples, num_samples);
-  impl_->timings.features += seconds_since(t0);
+  if (!m.extractor) m.extractor = std::make_unique<FeatureExtractor>(m.features, *m.backend);
+  FeatureMatrix feats = m.extractor->compute(samples, num_samples);
+  postprocess_utterance(m.features, feats);
+  m.timings.features += seconds_since(t0);
   reset();
   push_features(feats.data.data(), feats.rows);
   return finish();

@@ -92,7 +92,10 @@ struct RecognizerConfig {
 };
 
 struct RecognitionResult {
-  Hypothesis best;                 // words (fillers left out), times, confidence
+  // Words (fillers left out), times, confidences (the hypothesis' and each
+  // word's, token_passing.h), and trailing_silence_frames: how long the
+  // path has been in silence or fillers since its last word (endpointing).
+  Hypothesis best;
   std::vector<Hypothesis> nbest;   // finish() only, when asked for
   bool final = false;              // from finish()
   int64_t frames = 0;              // frames pushed in this utterance
@@ -129,6 +132,9 @@ class Recognizer {
   // Scores and searches `num_frames` frames (num_frames x feature_dim()
   // floats). Throws std::logic_error after finish() until reset().
   void push_features(const float* frames, int64_t num_frames);
+  // The best path so far: words, stable_words, confidences and
+  // trailing_silence_frames. Costs O(live tokens) on the host; called every
+  // few hundred ms by a streaming client.
   RecognitionResult partial();
   RecognitionResult finish();
   // Starts the next utterance.

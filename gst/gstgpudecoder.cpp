@@ -34,12 +34,19 @@
  *
  * Utterances. An utterance ends, and its final result is posted, at EOS; at
  * a DISCONT buffer, a GAP event or a new SEGMENT from upstream (gpufeatures
- * marks those); and by silence endpointing: when at least one word has
- * been recognised, the best hypothesis' last word ended at least
- * `endpoint-silence` ms of stream time ago and the hypothesis has not
- * changed for that long (checked every `partial-interval`; 0 disables
- * endpointing). The next utterance starts at the frame after. A flushing
- * seek (FLUSH_STOP) drops the utterance in progress without a result.
+ * marks those); and by silence endpointing (checked every
+ * `partial-interval`; `endpoint-silence` 0 turns it off): when at least
+ * one word has been recognised and the best path has been in silence or
+ * filler words (noises) since its last word for at least
+ * `endpoint-silence` ms of stream time. The engine tells silence from
+ * speech by the acoustic model's filler phones, so a word longer than
+ * `endpoint-silence` is not cut. Audio with no word in it never makes a
+ * final result; it is dropped without a message, and the next utterance
+ * starts after it, once the best path has been in silence or noise for 5 x
+ * `endpoint-silence`, or after 20 x `endpoint-silence` with no word
+ * whatever the audio is (so hours of silence do not grow one utterance).
+ * The next utterance starts at the frame after. A flushing seek
+ * (FLUSH_STOP) drops the utterance in progress without a result.
  *
  * Every `partial-interval` ms of stream time (counted in frames, so the
  * same frames give the same messages however they are cut into buffers),
@@ -54,14 +61,18 @@
  *   words such as <sil> left out).
  * - `confidence` (gdouble): the hypothesis' posterior among the distinct
  *   word sequences the search kept (0..1; a margin, not a calibrated
- *   probability). Computed for final results only: partial results carry
- *   1.0, as do their words.
+ *   probability), computed at every partial and final result.
  * - `final` (gboolean): TRUE for the result of a whole utterance.
  * - `stable-words` (guint): how many leading words are stable (all of them
  *   in a final result).
  * - `words` (GstValueArray of GstStructure `word`): per word `word`
  *   (string), `start` and `end` (guint64, stream time in ns; end exclusive)
- *   and `confidence` (gdouble, 0..1).
+ *   and `confidence` (gdouble, in (0, 1]): the posterior mass of the kept
+ *   word sequences that have this word at an overlapping time (1: every
+ *   surviving path agrees; lower where an alternative is close).
+ * - `trailing-silence` (guint64): ns the best path has spent in silence or
+ *   fillers since its last word (0 while inside a word); what silence
+ *   endpointing compares with `endpoint-silence`.
  * - `utterance` (guint): index of the utterance in the stream, from 0.
  * - `timestamp` (guint64): stream time of the utterance's first frame.
  * - `duration` (guint64): audio decoded in this utterance so far, in ns.
@@ -388,6 +399,14 @@ build_config (const Settings & s)
 /* ------------------------------------------------------------------------ */
 /* Element state                                                            */
 
+/* What a partial analysis decides about the utterance in progress. */
+enum class Endpoint
+{
+  kNone,                        /* goes on */
+  kFinal,                       /* ends by silence after words: final result */
+  kDrop,                        /* only silence or noise so far: dropped */
+};
+
 /* Everything the streaming thread uses; built when going to PAUSED. */
 struct StreamState
 {
@@ -411,8 +430,6 @@ struct StreamState
   gint64 next_tick = 0;
   guint utt_index = 0;
   size_t cued_words = 0;        /* its words already pushed as cues */
-  std::string last_key;         /* the best words at the last analysis */
-  gint64 last_change = 0;       /* frame at which they last changed */
 
   /* the whole stream */
   GstClockTime last_end = GST_CLOCK_TIME_NONE;  /* end of the last input */
@@ -421,6 +438,10 @@ struct StreamState
   gboolean vtt_header_sent = FALSE;
   gboolean nonfinite_warned = FALSE;
   std::vector < float >scratch;
+  /* The last frames decoded (at most kDropOverlapFrames), decoded again
+   * when an utterance of silence is dropped. */
+  std::vector < float >recent;
+  gint recent_dim = 0;
 
   StreamState ()
   {
@@ -463,7 +484,7 @@ static GstStaticPadTemplate sink_template = GST_STATIC_PAD_TEMPLATE ("sink",
         "dim = (int) [ 1, MAX ], "
         "base-dim = (int) [ 1, MAX ], "
         "frame-rate = (fraction) [ 0/1, MAX ], "
-        "layout = (string) { c, 1s_c_d_dd, c_d, c_d_dd }, "
+        "layout = (string) { c, 1s_c_d_dd, c_d, c_d_dd, s2_4x }, "
         "num-warps = (int) 1, "
         "sample-rate = (int) [ 1, MAX ], "
         "cmn = (string) { none, batch, live }"));
@@ -580,8 +601,9 @@ gst_gpu_decoder_class_init (GstGpuDecoderClass * klass)
   g_object_class_install_property (gobject_class, PROP_ENDPOINT_SILENCE,
       g_param_spec_uint ("endpoint-silence", "Endpoint silence",
           "End the utterance (final result) when, after at least one word, "
-          "the best hypothesis has been unchanged and its last word over "
-          "for this many milliseconds of stream time. 0: utterances end "
+          "the best path has been in silence or fillers for this many "
+          "milliseconds of stream time; audio with no word is dropped "
+          "after 5x this of silence (20x of anything). 0: utterances end "
           "only at EOS, DISCONT, GAP and SEGMENT",
           0, 600000, DEFAULT_ENDPOINT_SILENCE, rw));
   g_object_class_install_property (gobject_class, PROP_BACKEND,
@@ -1182,6 +1204,9 @@ post_result (GstGpuDecoder * self, StreamState * st, const gs::Hypothesis & h,
       "timestamp", G_TYPE_UINT64, to_stream_time (st, st->utt_pts),
       "duration", G_TYPE_UINT64, (guint64) (end - st->utt_pts),
       "frames", G_TYPE_UINT64, (guint64) st->utt_frames,
+      "trailing-silence", G_TYPE_UINT64,
+      (guint64) (frame_time (self, st, h.trailing_silence_frames) -
+          frame_time (self, st, 0)),
       "running-time", G_TYPE_UINT64,
       gst_segment_to_running_time (&st->segment, GST_FORMAT_TIME, end),
       NULL);
@@ -1350,11 +1375,40 @@ result_json (GstGpuDecoder * self, StreamState * st,
   return j + "}\n";
 }
 
+/* Silence endpointing (endpoint-silence = E frames; 0 turns it off), from
+ * the engine's trailing_silence_frames: how long the best path has been in
+ * silence or filler words since its last word (0 while it is in a word, so
+ * a long word is never cut):
+ * - at least one word and trailing silence >= E: the utterance ends with a
+ *   final result (reason "silence");
+ * - no word yet and trailing silence >= kNoWordSilenceFactor * E (all of
+ *   the utterance is silence or noise), or no word after kNoWordLimitFactor
+ *   * E frames whatever the path is in: the audio so far is dropped without
+ *   a result, so that silence never makes an utterance grow without end
+ *   (costs and the timestamp of a later word stay small). The next
+ *   utterance starts at the frame after. */
+static const gint64 kNoWordSilenceFactor = 5;
+static const gint64 kNoWordLimitFactor = 20;
+
+static Endpoint
+endpoint_decision (const StreamState * st, const gs::Hypothesis & h)
+{
+  const gint64 e = st->endpoint_frames;
+  if (e <= 0)
+    return Endpoint::kNone;
+  const gint64 silence = h.trailing_silence_frames;
+  if (!h.words.empty ())
+    return silence >= e ? Endpoint::kFinal : Endpoint::kNone;
+  if (silence >= kNoWordSilenceFactor * e || st->utt_frames >= kNoWordLimitFactor * e)
+    return Endpoint::kDrop;
+  return Endpoint::kNone;
+}
+
 /* A partial analysis at a tick: message, stable words as text, endpoint. */
 static GstFlowReturn
-analyse (GstGpuDecoder * self, StreamState * st, gboolean * endpoint)
+analyse (GstGpuDecoder * self, StreamState * st, Endpoint * endpoint)
 {
-  *endpoint = FALSE;
+  *endpoint = Endpoint::kNone;
   const gs::RecognitionResult r = self->recognizer->partial ();
   const gs::Hypothesis & h = r.best;
   if (st->post_partials)
@@ -1381,21 +1435,7 @@ analyse (GstGpuDecoder * self, StreamState * st, gboolean * endpoint)
     safe = (GstClockTime) stable_words.back ().end_ns;
   push_gap_until (self, st, safe);
 
-  if (st->endpoint_frames > 0 && !h.words.empty ()) {
-    std::string key;
-    for (const gs::HypothesisWord & w:h.words)
-      key += std::to_string (w.word) + ":" + std::to_string (w.end_frame) +
-          " ";
-    if (key != st->last_key) {
-      st->last_key = key;
-      st->last_change = st->utt_frames;
-    }
-    const gint64 after_last = st->utt_frames -
-        ((gint64) h.words.back ().end_frame + 1);
-    if (after_last >= st->endpoint_frames
-        && st->utt_frames - st->last_change >= st->endpoint_frames)
-      *endpoint = TRUE;
-  }
+  *endpoint = endpoint_decision (st, h);
   return GST_FLOW_OK;
 }
 
@@ -1406,8 +1446,6 @@ clear_utterance (StreamState * st)
   st->utt_frames = 0;
   st->next_tick = st->tick_frames;
   st->cued_words = 0;
-  st->last_key.clear ();
-  st->last_change = 0;
 }
 
 /* Ends the utterance in progress: final result, remaining text, reset. With
@@ -1447,6 +1485,50 @@ end_utterance (GstGpuDecoder * self, StreamState * st, const char *reason,
   return ret;
 }
 
+/* Frames decoded again after a dropped utterance: a word may begin in the
+ * last frames before the drop while the best path is still in silence. */
+static const gint64 kDropOverlapFrames = 50;
+
+static void
+remember_frames (StreamState * st, const float *frames, gint64 n, gint dim)
+{
+  if (st->recent_dim != dim)
+    st->recent.clear ();
+  st->recent_dim = dim;
+  st->recent.insert (st->recent.end (), frames, frames + n * dim);
+  const size_t keep = (size_t) (kDropOverlapFrames * dim);
+  if (st->recent.size () > keep)
+    st->recent.erase (st->recent.begin (), st->recent.end () - keep);
+}
+
+/* Drops the utterance in progress without a result (it held no word, see
+ * endpoint_decision); the next one starts with its last
+ * kDropOverlapFrames frames, decoded again. The index stays, as no result
+ * was posted. */
+static void
+drop_utterance (GstGpuDecoder * self, StreamState * st)
+{
+  const gint dim = st->recent_dim;
+  const gint64 overlap = dim > 0 ? std::min < gint64 > (st->utt_frames,
+      (gint64) st->recent.size () / dim) : 0;
+  const GstClockTime start = frame_time (self, st, st->utt_frames - overlap);
+  GST_DEBUG_OBJECT (self, "dropping %" G_GINT64_FORMAT " frames without a "
+      "word, up to %" GST_TIME_FORMAT, st->utt_frames - overlap,
+      GST_TIME_ARGS (start));
+  push_gap_until (self, st, start);
+  self->recognizer->reset ();
+  const gint64 next_tick = st->next_tick - st->utt_frames + overlap;
+  clear_utterance (st);
+  st->utt_started = TRUE;
+  st->utt_pts = start;
+  if (overlap > 0)
+    self->recognizer->push_features (st->recent.data () +
+        (st->recent.size () - (size_t) (overlap * dim)), overlap);
+  st->utt_frames = overlap;
+  /* Ticks keep their spacing in stream time across the drop. */
+  st->next_tick = std::max < gint64 > (overlap + 1, next_tick);
+}
+
 /* ------------------------------------------------------------------------ */
 /* Streaming                                                                */
 
@@ -1458,14 +1540,17 @@ decode_frames (GstGpuDecoder * self, StreamState * st, const float *frames,
   while (done < n) {
     const gint64 k = std::min (n - done, st->next_tick - st->utt_frames);
     self->recognizer->push_features (frames + done * dim, k);
+    remember_frames (st, frames + done * dim, k, dim);
     st->utt_frames += k;
     done += k;
     if (st->utt_frames == st->next_tick) {
       st->next_tick += st->tick_frames;
-      gboolean endpoint = FALSE;
+      Endpoint endpoint = Endpoint::kNone;
       GstFlowReturn ret = analyse (self, st, &endpoint);
-      if (ret == GST_FLOW_OK && endpoint)
+      if (ret == GST_FLOW_OK && endpoint == Endpoint::kFinal)
         ret = end_utterance (self, st, "silence", TRUE);
+      else if (ret == GST_FLOW_OK && endpoint == Endpoint::kDrop)
+        drop_utterance (self, st);
       if (ret != GST_FLOW_OK)
         return ret;
     }

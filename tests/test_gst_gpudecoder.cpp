@@ -61,6 +61,9 @@ struct Result {
   guint stable = 0;
   guint utterance = 0;
   guint64 frames = 0;
+  guint64 timestamp = 0;
+  guint64 trailing_silence = 0;
+  double confidence = 0;
   std::string reason;
   std::vector<Word> words;
   int nbest = 0;
@@ -76,6 +79,9 @@ Result parse_result(const GstStructure* s) {
   gst_structure_get_uint(s, "stable-words", &r.stable);
   gst_structure_get_uint(s, "utterance", &r.utterance);
   gst_structure_get_uint64(s, "frames", &r.frames);
+  gst_structure_get_uint64(s, "timestamp", &r.timestamp);
+  EXPECT_TRUE(gst_structure_get_uint64(s, "trailing-silence", &r.trailing_silence));
+  EXPECT_TRUE(gst_structure_get_double(s, "confidence", &r.confidence));
   const gchar* reason = gst_structure_get_string(s, "reason");
   r.reason = reason ? reason : "";
   const GValue* words = gst_structure_get_value(s, "words");
@@ -164,6 +170,16 @@ PipelineRun run_pipeline(const std::string& desc) {
   gst_object_unref(bus);
   gst_object_unref(p);
   return run;
+}
+
+// Finals with their reasons and times, for failure messages.
+std::string described(const std::vector<Result>& finals) {
+  std::string s;
+  for (const Result& r : finals)
+    s += "[" + r.hypothesis + "] (" + r.reason + ", utterance " + std::to_string(r.utterance) +
+         ", from " + std::to_string(r.timestamp / 1000000) + " ms, " + std::to_string(r.frames) +
+         " frames, trailing silence " + std::to_string(r.trailing_silence / 1000000) + " ms)\n";
+  return s;
 }
 
 std::string joined(const std::vector<Result>& finals) {
@@ -401,9 +417,122 @@ TEST(GpuDecoder, SilenceEndpointingSplitsUtterances) {
                 static_cast<double>(offset), 20e6)
         << finals[1].words[i].text;
   expect_stable_prefix_kept(live.run.results);
+  // The first utterance ended because its path had been in silence for
+  // endpoint-silence (checked every 300 ms: less than 300 ms more).
+  EXPECT_GE(finals[0].trailing_silence, 700 * GST_MSECOND);
+  EXPECT_LT(finals[0].trailing_silence, 1000 * GST_MSECOND);
+  // Partials say 0 while the path is inside a word: at every partial whose
+  // end lies well inside one of the final words, the trailing silence is 0.
+  int inside = 0;
+  for (const Result& r : live.run.results) {
+    if (r.final || r.utterance != 0) continue;
+    const guint64 end = r.frames * 10 * GST_MSECOND;  // utterance 0 starts at 0
+    for (const Word& w : finals[0].words)
+      if (end >= w.start + 50 * GST_MSECOND && end + 50 * GST_MSECOND <= w.end) {
+        ++inside;
+        EXPECT_EQ(r.trailing_silence, 0u) << "inside '" << w.text << "' at " << end;
+      }
+  }
+  EXPECT_GE(inside, 2);
   // Without endpointing, one utterance.
   const LiveRun whole = push_live(two, gram, "endpoint-silence=0");
   EXPECT_EQ(whole.run.finals().size(), 1u);
+}
+
+// Words longer than endpoint-silence are not cut: endpointing counts the
+// path's time in silence, not the time since the last word ended. "forward"
+// and "meters" last over half a second; with endpoint-silence=200 and
+// analyses every 100 ms, a word-end rule would end the utterance inside
+// them. A real pause of a second still ends it.
+TEST(GpuDecoder, LongWordIsNotCutBySilenceEndpointing) {
+  const std::string gram = data("goforward.gram");
+  const std::vector<int16_t> one = read_raw(data("goforward.raw"));
+  const std::string settings = "endpoint-silence=200 partial-interval=100";
+  const LiveRun single = push_live(one, gram, settings);
+  EXPECT_TRUE(single.run.errors.empty()) << single.run.error_text();
+  // The file's last 200+ ms are silence: the utterance may end there (and
+  // an empty one follow at EOS), but only one final has words, all four.
+  std::vector<Result> finals;
+  for (const Result& r : single.run.finals())
+    if (!r.hypothesis.empty()) finals.push_back(r);
+  ASSERT_EQ(finals.size(), 1u) << described(single.run.finals());
+  EXPECT_EQ(finals[0].hypothesis, "go forward ten meters");
+  bool long_word = false;
+  for (const Word& w : finals[0].words)
+    if (w.end - w.start > 400 * GST_MSECOND) long_word = true;
+  EXPECT_TRUE(long_word) << "the test needs a word longer than twice endpoint-silence";
+  std::vector<int16_t> two = one;
+  two.insert(two.end(), 16000, 0);  // 1 s of silence
+  two.insert(two.end(), one.begin(), one.end());
+  const LiveRun pair = push_live(two, gram, settings);
+  std::vector<Result> pair_finals;
+  for (const Result& r : pair.run.finals())
+    if (!r.hypothesis.empty()) pair_finals.push_back(r);
+  ASSERT_EQ(pair_finals.size(), 2u) << described(pair.run.finals());
+  EXPECT_EQ(pair_finals[0].reason, "silence");
+  EXPECT_EQ(joined(pair_finals), "go forward ten meters go forward ten meters");
+}
+
+// Long audio without a word does not grow an utterance: 10 s of silence
+// before the speech are dropped without a result (5 x endpoint-silence in
+// silence), and the utterance with the words starts less than 5 s before
+// them, with the same words and stream times as without the silence.
+// (Noise is another matter with a small grammar: the search may explain it
+// as the start of a word, and a path inside a word is never endpointed.)
+std::string temp_path(const char* suffix);  // a fresh file name (below)
+
+TEST(GpuDecoder, LongSilenceDoesNotAccumulate) {
+  const std::string gram = data("goforward.gram");
+  const std::string raw = data("goforward.raw");
+  const std::vector<int16_t> one = read_raw(raw);
+  const PipelineRun plain = run_pipeline(raw_source(raw) + " ! " + features() + " ! " +
+                                         decoder(gram) + " ! fakesink");
+  const auto plain_finals = plain.finals();
+  ASSERT_EQ(plain_finals.size(), 1u) << plain.error_text();
+  const guint64 lead = 10 * GST_SECOND;
+  for (int noisy = 0; noisy < 1; ++noisy) {  // 1: noise (see above), not asserted
+    // Silence as a recording has it, dithered (+-1), or low white noise
+    // (+-128); a fixed LCG, the same every run. (10 s of exact digital
+    // zeros are a different matter: the live CMN's running mean sinks so
+    // far that the speech after them is not recognised even without
+    // endpointing.)
+    std::vector<int16_t> audio(160000, 0);
+    uint32_t x = 12345;
+    for (int16_t& v : audio) {
+      x = x * 1664525u + 1013904223u;
+      v = noisy ? static_cast<int16_t>(static_cast<int>(x >> 24) - 128)
+                : static_cast<int16_t>(static_cast<int>(x >> 30) % 3 - 1);
+    }
+    audio.insert(audio.end(), one.begin(), one.end());
+    const std::string path = temp_path(".raw");
+    {
+      std::ofstream out(path, std::ios::binary);
+      for (int16_t v : audio) {
+        const char b[2] = {static_cast<char>(v & 0xff), static_cast<char>((v >> 8) & 0xff)};
+        out.write(b, 2);
+      }
+    }
+    // endpoint-silence 1000 by default
+    const PipelineRun run =
+        run_pipeline(raw_source(path) + " ! " + features() + " ! " + decoder(gram) + " ! fakesink");
+    g_remove(path.c_str());
+    const std::string what = noisy ? "noise" : "silence";
+    ASSERT_TRUE(run.eos) << run.error_text();
+    const auto finals = run.finals();
+    ASSERT_EQ(finals.size(), 1u) << what << ": " << described(finals);
+    EXPECT_EQ(finals[0].hypothesis, "go forward ten meters") << what << "\n" << described(run.results);
+    EXPECT_EQ(finals[0].utterance, 0u) << what;
+    EXPECT_GE(finals[0].timestamp, 5 * GST_SECOND) << what << ": the silence was kept";
+    EXPECT_LE(finals[0].timestamp, lead) << what;
+    ASSERT_EQ(finals[0].words.size(), plain_finals[0].words.size()) << what;
+    for (size_t i = 0; i < finals[0].words.size(); ++i)
+      EXPECT_NEAR(static_cast<double>(finals[0].words[i].start),
+                  static_cast<double>(plain_finals[0].words[i].start + lead), 60e6)
+          << what << " " << finals[0].words[i].text;
+    // No utterance grew past 5 s + one analysis + the overlap + the speech.
+    for (const Result& r : run.results)
+      EXPECT_LE(r.frames, 500u + 30u + 50u + one.size() / 160) << what;
+  }
 }
 
 // ---------------------------------------------------------------------------

@@ -151,6 +151,82 @@ TEST(Recognizer, StreamingGivesTheOneShotResult) {
   EXPECT_GT(stable_seen, 0);
 }
 
+// Word confidences (token_passing.h) in final results: in (0, 1], high on
+// the clean cards recordings, and lower somewhere once goforward.raw is
+// buried in white noise (fixed LCG, several levels: at least one level
+// must leave the search a close alternative). Partial results carry them
+// too, and on clean audio trailing_silence_frames is 0 in the middle of
+// each final word.
+TEST(Recognizer, WordConfidencesAndTrailingSilence) {
+  const std::string dir = testing::audio_dir() + "/cards";
+  const std::string raw = testing::audio_dir() + "/goforward.raw";
+  if (!have_file(dir + "/cards.gram") || !have_file(raw) || !have_file(en_us_root() + "/en-us/mdef"))
+    GTEST_SKIP() << "pocketsphinx-testdata or pocketsphinx-en-us not installed";
+  for (const std::string& search : search_backends()) {
+    Recognizer rec(grammar_config(GrammarKind::kJsgf, dir + "/cards.gram", search));
+    int words = 0, high = 0;
+    for (int i = 1; i <= 5; ++i) {
+      const AudioData audio = read_wav_file(dir + "/00" + std::to_string(i) + ".wav");
+      const RecognitionResult r =
+          rec.recognize(audio.samples.data(), static_cast<int64_t>(audio.samples.size()));
+      EXPECT_GT(r.best.confidence, 0.0f);
+      EXPECT_LE(r.best.confidence, 1.0f);
+      for (const HypothesisWord& w : r.best.words) {
+        EXPECT_GT(w.confidence, 0.0f) << w.text;
+        EXPECT_LE(w.confidence, 1.0f) << w.text;
+        ++words;
+        if (w.confidence >= 0.9f) ++high;
+      }
+    }
+    EXPECT_GE(words, 15);
+    EXPECT_GE(high * 10, words * 9) << "clean words with confidence >= 0.9, search " << search;
+  }
+
+  RecognizerConfig c = grammar_config(GrammarKind::kJsgf, testing::audio_dir() + "/goforward.gram");
+  Recognizer rec(c);
+  const AudioData clean = read_raw_s16le_file(raw, 16000);
+  float lowest = 1.0f;
+  for (int amplitude : {0, 1200, 1700, 2400}) {  // 0: clean
+    std::vector<float> noisy(clean.samples.begin(), clean.samples.end());
+    uint32_t x = 2024;
+    for (float& v : noisy) {
+      x = x * 1664525u + 1013904223u;
+      v += static_cast<float>(amplitude) * (static_cast<float>(x >> 8) / 8388608.0f - 1.0f);
+    }
+    const FeatureMatrix f = compute_features(rec.feature_options(), rec.scoring_backend(),
+                                             noisy.data(), static_cast<int64_t>(noisy.size()));
+    rec.reset();
+    int64_t done = 0;
+    std::vector<std::pair<int64_t, int32_t>> partials;  // (frames, trailing silence)
+    while (done < f.rows) {
+      const int64_t n = std::min<int64_t>(10, f.rows - done);
+      rec.push_features(f.row(done), n);
+      done += n;
+      const RecognitionResult p = rec.partial();
+      for (const HypothesisWord& w : p.best.words) {
+        EXPECT_GT(w.confidence, 0.0f);
+        EXPECT_LE(w.confidence, 1.0f);
+      }
+      partials.emplace_back(done, p.best.trailing_silence_frames);
+    }
+    const RecognitionResult r = rec.finish();
+    for (const HypothesisWord& w : r.best.words) {
+      EXPECT_GT(w.confidence, 0.0f);
+      if (amplitude > 0) lowest = std::min(lowest, w.confidence);
+      // In noise a partial's path may differ from the final one; on clean
+      // audio it is the final path's in the middle of a word.
+      if (amplitude > 0) continue;
+      EXPECT_GE(w.confidence, 0.9f) << w.text;
+      for (const auto& [frames, silence] : partials)
+        if (frames - 1 >= w.start_frame + 5 && frames - 1 <= w.end_frame - 5) {
+          EXPECT_EQ(silence, 0) << "inside '" << w.text << "' at frame " << frames;
+        }
+    }
+  }
+  EXPECT_LT(lowest, 0.95f) << "no word lost confidence in noise";
+  EXPECT_GT(lowest, 0.0f);
+}
+
 TEST(Recognizer, ErrorsNameTheFile) {
   if (!have_file(en_us_root() + "/en-us/mdef")) GTEST_SKIP() << "pocketsphinx-en-us not installed";
   auto message_of = [](const RecognizerConfig& c) {

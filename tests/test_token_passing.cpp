@@ -420,6 +420,98 @@ TEST(TokenPassing, PartialResultMarksTheSharedPrefixStable) {
   EXPECT_NEAR(nb[0].words[1].confidence, nb[0].confidence, 1e-6f);
 }
 
+// Hypothesis::trailing_silence_frames: a word "w" (senone 0, label on an
+// epsilon arc at its end), then silence (senone 1, filler word <sil>, which
+// may repeat). Inside "w" the count is 0 however long the word lasts; in
+// the silence after it, the frames since "w" ended, across <sil> records.
+TEST(TokenPassing, TrailingSilenceCountsFillerFramesAfterTheLastWord) {
+  GraphBuilder b(4, 2, {"w", "<sil>"});
+  b.filler(1);
+  b.arc(0, 1, 1, 0, 0.0f);  // into w
+  b.arc(1, 1, 1, 0, 0.0f);
+  b.arc(1, 2, 0, 1, 0.0f);  // "w" ends
+  b.arc(2, 3, 2, 0, 0.0f);  // into silence
+  b.arc(3, 3, 2, 0, 0.0f);
+  b.arc(3, 2, 0, 2, 0.0f);  // "<sil>" ends
+  b.arc(2, 1, 1, 0, 0.0f);  // w again
+  b.final(2);
+  const SearchGraph g = b.build();
+  Scores sc(30, 2, -8.0f);
+  for (int t = 0; t < 12; ++t) sc.at(t, 0) = -1.0f;  // a long "w": 12 frames
+  for (int t = 12; t < 30; ++t) sc.at(t, 1) = -1.0f;
+  CpuSearcher s(g, wide_options());
+  s.set_filler_senones({0, 1});
+  s.reset();
+  for (int t = 0; t < 11; ++t) {  // inside the word
+    s.advance(sc.v.data() + t * 2, 1, 2);
+    EXPECT_EQ(s.partial().trailing_silence_frames, 0) << "frame " << t;
+  }
+  s.advance(sc.v.data() + 11 * 2, 9, 2);  // w ended at frame 11; 8 frames of silence
+  Hypothesis p = s.partial();
+  ASSERT_EQ(word_texts(p), std::vector<std::string>({"w"}));
+  EXPECT_EQ(p.words[0].end_frame, 11);
+  EXPECT_EQ(p.trailing_silence_frames, 8);
+  s.advance(sc.v.data() + 20 * 2, 10, 2);
+  p = s.partial();
+  EXPECT_EQ(p.trailing_silence_frames, 18);
+  EXPECT_EQ(s.best().trailing_silence_frames, 18);  // best() says the same
+
+  // Without filler senones the segment after the last record counts as
+  // silence: 11 frames "since the start" inside the word.
+  CpuSearcher plain(g, wide_options());
+  plain.reset();
+  plain.advance(sc.v.data(), 11, 2);
+  EXPECT_EQ(plain.partial().trailing_silence_frames, 11);
+  EXPECT_THROW(plain.set_filler_senones({1}), std::invalid_argument);  // too short
+}
+
+// Word confidences come with best() and partial() (not only n-best): where
+// an alternative survives, the word it disputes gets less than 1, the word
+// every path shares 1.
+TEST(TokenPassing, BestAndPartialCarryWordConfidences) {
+  GraphBuilder b(7, 4, {"hello", "world", "there"});
+  b.arc(0, 1, 1, 0, 0.0f);
+  b.arc(1, 1, 1, 0, 0.0f);
+  b.arc(1, 2, 0, 1, 0.0f);
+  b.arc(2, 3, 2, 0, 0.0f);
+  b.arc(3, 3, 2, 0, 0.0f);
+  b.arc(3, 5, 0, 2, 0.0f);
+  b.arc(2, 4, 3, 0, 0.0f);
+  b.arc(4, 4, 3, 0, 0.0f);
+  b.arc(4, 6, 0, 3, 0.0f);
+  b.arc(5, 5, 4, 0, 0.0f);
+  b.arc(6, 6, 4, 0, 0.0f);
+  b.final(5);
+  b.final(6);
+  const SearchGraph g = b.build();
+  Scores sc(7, 4, -20.0f);
+  for (int t = 0; t < 3; ++t) sc.at(t, 0) = -1.0f;
+  for (int t = 3; t < 6; ++t) {
+    sc.at(t, 1) = -1.0f;
+    sc.at(t, 2) = -1.5f;
+  }
+  sc.at(6, 3) = -1.0f;
+  SearchOptions o;
+  o.beam = 5.0f;
+  o.word_end_beam = 5.0f;
+  CpuSearcher s(g, o);
+  s.reset();
+  s.advance(sc.v.data(), 7, 4);
+  const Hypothesis h = s.best();
+  ASSERT_EQ(word_texts(h), std::vector<std::string>({"hello", "world"}));
+  const double expected = 1.0 / (1.0 + std::exp(-0.1 * 1.5));
+  EXPECT_NEAR(h.words[0].confidence, 1.0f, 1e-6f);
+  EXPECT_NEAR(h.words[1].confidence, expected, 1e-5);
+  EXPECT_NEAR(h.confidence, expected, 1e-5);
+  const Hypothesis p = s.partial();
+  ASSERT_EQ(word_texts(p), std::vector<std::string>({"hello", "world"}));
+  EXPECT_NEAR(p.words[0].confidence, 1.0f, 1e-6f);
+  EXPECT_NEAR(p.words[1].confidence, expected, 1e-5);  // equal final costs here
+  const std::vector<Hypothesis> nb = s.nbest(2);
+  ASSERT_EQ(nb.size(), 2u);
+  EXPECT_EQ(nb[0].words[1].confidence, h.words[1].confidence);
+}
+
 TEST(TokenPassing, FillersAreLeftOutOfHypotheses) {
   GraphBuilder b(3, 2, {"<sil>", "go"});
   b.filler(0);

@@ -59,11 +59,16 @@ void expect_same_hypothesis(const Hypothesis& a, const Hypothesis& b, const std:
   EXPECT_EQ(a.cost, b.cost) << what;  // bit for bit
   EXPECT_EQ(a.final_state, b.final_state) << what;
   EXPECT_EQ(a.stable_words, b.stable_words) << what;
+  EXPECT_EQ(a.trailing_silence_frames, b.trailing_silence_frames) << what;
+  // Posterior sums over live tokens, which the two hand over in different
+  // orders: equal up to float rounding.
+  EXPECT_NEAR(a.confidence, b.confidence, 1e-5) << what;
   ASSERT_EQ(a.words.size(), b.words.size()) << what;
   for (size_t i = 0; i < a.words.size(); ++i) {
     EXPECT_EQ(a.words[i].start_frame, b.words[i].start_frame) << what << " word " << i;
     EXPECT_EQ(a.words[i].end_frame, b.words[i].end_frame) << what << " word " << i;
     EXPECT_EQ(a.words[i].cost, b.words[i].cost) << what << " word " << i;
+    EXPECT_NEAR(a.words[i].confidence, b.words[i].confidence, 1e-5) << what << " word " << i;
   }
 }
 
@@ -148,6 +153,71 @@ TEST(TokenPassingCuda, IdenticalToCpuWithRescoring) {
     const auto nc = cpu.nbest(4), ng = gpu.nbest(4);
     ASSERT_EQ(nc.size(), ng.size()) << what;
     for (size_t i = 0; i < nc.size(); ++i) expect_same_hypothesis(nc[i], ng[i], what + " nbest");
+  }
+}
+
+// Rescoring rounds whose closures are deeper than the device's pass batch
+// (long epsilon chains, some behind word ends, so both emitting and offer
+// rounds need many passes): the searcher continues such rounds with more
+// passes and re-chooses its batch size as it goes (every 64 rounds, so
+// the utterance is long); the result must still be the CPU's.
+TEST(TokenPassingCuda, RescoringWithDeepClosuresAgrees) {
+  if (!cuda_usable()) GTEST_SKIP() << "no usable CUDA device";
+  std::mt19937 rng(77);
+  const int base = 300, chains = 12, chain_len = 14, senones = 30, words = 10;
+  const int n = base + chains * chain_len;
+  std::vector<std::string> names;
+  for (int w = 0; w < words; ++w) names.push_back("w" + std::to_string(w));
+  testing::GraphBuilder b(n, senones, names);
+  std::uniform_int_distribution<int> any(0, n - 1), in_base(0, base - 1), senone(1, senones),
+      word(1, words), degree(1, 3);
+  std::uniform_real_distribution<float> cost(0.05f, 2.0f), unit(0.0f, 1.0f);
+  for (int s = 0; s < base; ++s) {
+    for (int k = degree(rng); k > 0; --k) b.arc(s, in_base(rng), senone(rng), 0, cost(rng));
+    if (unit(rng) < 0.3f) b.arc(s, any(rng), 0, word(rng), 1.0f + cost(rng));
+    if (unit(rng) < 0.2f) b.arc(s, in_base(rng), 0, 0, cost(rng));
+    if (unit(rng) < 0.2f) b.final(s, cost(rng));
+  }
+  for (int c = 0; c < chains; ++c) {
+    const int first = base + c * chain_len;
+    b.arc(in_base(rng), first, 0, 0, 0.1f);  // into the chain without a word
+    for (int k = 0; k < chain_len; ++k) {
+      const int s = first + k;
+      b.arc(s, s, senone(rng), 0, cost(rng));  // tokens may stay in the chain
+      if (k + 1 < chain_len)
+        b.arc(s, s + 1, 0, 0, 0.05f);
+      else
+        b.arc(s, in_base(rng), 0, word(rng), 1.0f + cost(rng));  // a word end after it
+    }
+  }
+  b.filler(0);
+  const SearchGraph g = b.build();
+  const testing::LmPair lms = testing::random_lm_pair(rng, words);
+  const Scores sc = random_scores(rng, 400, senones, 0.0f);
+  for (int k : {1, 3}) {
+    SearchOptions o;
+    o.beam = 14.0f;
+    o.word_end_beam = 10.0f;
+    o.max_active = 150;
+    o.histogram_bins = 64;
+    o.lm_histories = k;
+    LmRescorer rc(lms.full, lms.pruned, g.words, g.word_is_filler, 0.1f);
+    LmRescorer rg(lms.full, lms.pruned, g.words, g.word_is_filler, 0.1f);
+    CpuSearcher cpu(g, o, &rc);
+    CudaSearcher gpu(g, o, 0, &rg);
+    cpu.reset();
+    gpu.reset();
+    const std::string what = "deep closures, K " + std::to_string(k);
+    for (int f0 = 0; f0 < sc.frames; f0 += 40) {
+      cpu.advance(sc.v.data() + size_t(f0) * sc.senones, 40, sc.senones);
+      gpu.advance(sc.v.data() + size_t(f0) * sc.senones, 40, sc.senones);
+      EXPECT_EQ(canonical_live(cpu), canonical_live(gpu)) << what << " frame " << f0 + 40;
+      expect_same_hypothesis(cpu.partial(), gpu.partial(), what + " partial");
+    }
+    expect_same_hypothesis(cpu.best(), gpu.best(), what);
+    // The closures were deep enough to outlast the initial batch of 4.
+    EXPECT_GT(cpu.stats().epsilon_passes, 6 * cpu.stats().frames) << what;
+    EXPECT_GT(cpu.stats().rescore_rounds, 64) << what;
   }
 }
 

@@ -8,8 +8,10 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstring>
+#include <map>
 #include <stdexcept>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -89,6 +91,42 @@ class PinnedArray {
   size_t size_ = 0;
 };
 
+// Page-locked host memory that kernels read and write in place (mapped
+// into the device's address space): the word-end events and offers of a
+// rescoring round, a few hundred small structs, cross the bus as the
+// kernels touch them, with no copy operation to queue or wait for.
+template <typename T>
+class MappedArray {
+ public:
+  MappedArray() = default;
+  ~MappedArray() { release(); }
+  MappedArray(const MappedArray&) = delete;
+  MappedArray& operator=(const MappedArray&) = delete;
+
+  void resize(size_t n) {
+    release();
+    if (n == 0) return;
+    check(cudaHostAlloc(reinterpret_cast<void**>(&host_), n * sizeof(T), cudaHostAllocMapped),
+          "cudaHostAlloc (mapped)");
+    size_ = n;
+    check(cudaHostGetDevicePointer(reinterpret_cast<void**>(&device_), host_, 0),
+          "cudaHostGetDevicePointer");
+  }
+  T* host() const { return host_; }
+  T* device() const { return device_; }
+  size_t size() const { return size_; }
+
+ private:
+  void release() {
+    if (host_ != nullptr) cudaFreeHost(host_);
+    host_ = device_ = nullptr;
+    size_ = 0;
+  }
+  T* host_ = nullptr;
+  T* device_ = nullptr;
+  size_t size_ = 0;
+};
+
 template <typename T>
 void upload(DeviceArray<T>& dst, const std::vector<T>& src, cudaStream_t stream) {
   dst.resize(src.size());
@@ -103,6 +141,67 @@ constexpr int64_t kScoreBlockFrames = 256;
 // Closure passes queued per frame to begin with; then as many as the
 // deepest closure so far needed (a frame that needs more runs again).
 constexpr int kInitialPassesPerBatch = 2;
+
+// Rescoring rounds (run_frame_rescoring) run as CUDA graphs with a fixed
+// number of closure passes; a round whose closure has not settled after
+// them is continued by a graph of more passes (exact: the passes are a
+// Jacobi iteration, and the changed list carries over). The batch size is
+// chosen from the passes rounds have needed, by a cost model: a pass that
+// finds nothing still costs its kernel nodes, a continuation costs a host
+// wait and a launch. Estimates for an H100; only speed depends on them.
+constexpr double kNodeMicros = 2.0;      // an idle kernel node in a graph
+constexpr double kContinueMicros = 20.0;  // a host wait plus a graph launch
+constexpr int kInitialRoundPasses = 4;   // even: see RoundPolicy
+constexpr int kMaxRoundPasses = 64;      // largest batch (and histogram bin)
+constexpr int kPolicyInterval = 64;      // settled rounds between re-choices
+constexpr int kMaxCachedRoundGraphs = 32;
+
+// Batch size and pruning choice for one kind of round (emitting rounds and
+// offer rounds differ: the emitting step changes thousands of tokens, the
+// offers a few hundred).
+struct RoundPolicy {
+  // Passes a settled round needed (changing passes + the one that found
+  // nothing), bin kMaxRoundPasses for that many or more; decays by halves.
+  std::vector<double> needs = std::vector<double>(kMaxRoundPasses + 1, 0.0);
+  double rounds = 0.0;
+  double last_rounds = 0.0;  // rounds that ended their frame (no events)
+  int since_choice = 0;
+  // Even, so that a continuation starts on the parity the batch ended on
+  // (pass p reads changed[p % 2]).
+  int passes = kInitialRoundPasses;
+  // Whether the round's graph ends with (gated) pruning; if not, a frame
+  // that ends with this kind of round runs a separate pruning graph.
+  bool prune = false;
+
+  void note(int needed, bool last, double pass_micros, double prune_micros) {
+    needs[static_cast<size_t>(std::min(std::max(needed, 1), kMaxRoundPasses))] += 1.0;
+    rounds += 1.0;
+    if (last) last_rounds += 1.0;
+    if (++since_choice < kPolicyInterval) return;
+    since_choice = 0;
+    double best_cost = 0.0;
+    for (int p = 2; p <= kMaxRoundPasses; p += 2) {
+      double cost = 0.0;
+      for (int n = 1; n <= kMaxRoundPasses; ++n) {
+        if (needs[n] == 0.0) continue;
+        const int launches = (n + p - 1) / p;
+        cost += needs[n] * (launches * p * pass_micros + (launches - 1) * kContinueMicros);
+      }
+      if (p == 2 || cost < best_cost) {
+        best_cost = cost;
+        passes = p;
+      }
+    }
+    // In the graph: prune_micros every round; separate: a wait, a launch
+    // and the same nodes, for the rounds that end their frame.
+    prune = last_rounds * (kContinueMicros + prune_micros) > rounds * prune_micros;
+    if (rounds > 4096.0) {  // follow the recent rounds
+      for (double& c : needs) c *= 0.5;
+      rounds *= 0.5;
+      last_rounds *= 0.5;
+    }
+  }
+};
 
 }  // namespace
 
@@ -132,11 +231,16 @@ struct CudaSearcher::Impl {
   // Word-end rescoring only:
   DeviceArray<int32_t> hist, prev_hist;
   DeviceArray<uint32_t> round_mark;
-  DeviceArray<cuda::TpEvent> events;
-  DeviceArray<cuda::TpOffer> offers;
-  PinnedArray<cuda::TpEvent> host_events;
-  PinnedArray<cuda::TpOffer> host_offers;
+  MappedArray<cuda::TpEvent> events;
+  MappedArray<cuda::TpOffer> offers;
+  std::vector<WordEndEvent> event_list;  // host scratch, kept between frames
+  std::vector<WordEndOffer> offer_list;
   uint32_t round_id = 0;  // the last round id handed out
+  RoundPolicy emit_policy, offer_policy;
+  // Captured round graphs by (head, passes, prune); they bake in the
+  // buffers of `round_graphs_state` and are dropped when one moves.
+  std::map<std::tuple<int, int, bool>, cudaGraphExec_t> round_graphs;
+  cuda::TpState round_graphs_state{};
   int slots = 1;
   bool rescoring = false;
   uint32_t num_arcs = 0;
@@ -146,6 +250,8 @@ struct CudaSearcher::Impl {
   // Records of the last frame on their way to host_records (copied after
   // the frame's wait, appended to the store at the next one).
   uint32_t pending_records = 0;
+  // False from queuing that copy until a wait covers it.
+  bool records_landed = true;
   uint32_t pass_id = 0;  // the last stamp id handed out
   int passes_per_batch = kInitialPassesPerBatch;
   int passes_needed = 0;  // the most any frame has needed
@@ -189,9 +295,9 @@ struct CudaSearcher::Impl {
     s.hist = rescoring ? hist.get() : nullptr;
     s.prev_hist = rescoring ? prev_hist.get() : nullptr;
     s.round_mark = rescoring ? round_mark.get() : nullptr;
-    s.events = rescoring ? events.get() : nullptr;
+    s.events = rescoring ? events.device() : nullptr;
     s.event_capacity = static_cast<uint32_t>(events.size());
-    s.offers = rescoring ? offers.get() : nullptr;
+    s.offers = rescoring ? offers.device() : nullptr;
     return s;
   }
   // The first of `n` consecutive stamp ids for a frame's closure passes.
@@ -214,14 +320,30 @@ struct CudaSearcher::Impl {
     }
     return ++round_id;
   }
-  void sync() { check(cudaStreamSynchronize(stream), "cudaStreamSynchronize"); }
+  void sync() {
+    check(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
+    records_landed = true;
+  }
   void drop_graph() {
     if (frame_graph != nullptr) cudaGraphExecDestroy(frame_graph);
     frame_graph = nullptr;
   }
+  void drop_round_graphs() {
+    for (auto& entry : round_graphs) cudaGraphExecDestroy(entry.second);
+    round_graphs.clear();
+  }
+  // Whether the round graphs were captured with the buffers of `s` (the
+  // rest of TpState is fixed at construction).
+  bool round_graphs_match(const cuda::TpState& s) const {
+    const cuda::TpState& c = round_graphs_state;
+    return c.staging == s.staging && c.staging_capacity == s.staging_capacity &&
+           c.events == s.events && c.event_capacity == s.event_capacity &&
+           c.offers == s.offers;
+  }
 
   ~Impl() {
     drop_graph();
+    drop_round_graphs();
     if (stream != nullptr) cudaStreamDestroy(stream);
   }
 };
@@ -325,9 +447,10 @@ CudaSearcher::CudaSearcher(const SearchGraph& graph, const SearchOptions& option
     m.prev_hist.resize(nv);
     m.round_mark.resize(nv);
     m.events.resize(4096);
-    m.host_events.resize(4096);
     m.offers.resize(4096);
-    m.host_offers.resize(4096);
+    // Nearly every offer round ends its frame (the rescored word ends
+    // rarely reach another word end in the same frame).
+    m.offer_policy.prune = true;
     check(cudaMemsetAsync(m.round_mark.get(), 0, nv * sizeof(uint32_t), m.stream),
           "cudaMemsetAsync");
   }
@@ -521,6 +644,7 @@ void CudaSearcher::run_frame(const float* device_row, int32_t boundary) {
                           cudaMemcpyDeviceToHost, m.stream),
           "cudaMemcpyAsync (records)");
     m.pending_records = hc.records;
+    m.records_landed = false;
   }
 
   m.live_in = 1 - m.live_in;
@@ -532,6 +656,78 @@ void CudaSearcher::run_frame(const float* device_row, int32_t boundary) {
   }
   stats_.epsilon_passes += hc.passes + (hc.touched > 0 ? 1 : 0);
   stats_.max_live_tokens = std::max<int64_t>(stats_.max_live_tokens, m.live_count);
+}
+
+void CudaSearcher::enqueue_round(RoundHead head, int passes, bool prune) {
+  Impl& m = *impl_;
+  cuda::TpGraph g = m.graph();
+  g.num_states = graph_.num_states();
+  const cuda::TpState s = m.state();
+  const cuda::TpFrame* f = m.frame.get();
+  if (head != RoundHead::kPrune) {
+    check(cudaMemcpyAsync(m.frame.get(), m.host_frame.get(), sizeof(cuda::TpFrame),
+                          cudaMemcpyHostToDevice, m.stream),
+          "cudaMemcpyAsync (frame)");
+    switch (head) {
+      case RoundHead::kStart:
+        check(cuda::tp_frame_begin(s, f, m.stream), "tp_frame_begin");
+        check(cuda::tp_start(s, f, m.stream), "tp_start");
+        break;
+      case RoundHead::kEmit:
+        check(cuda::tp_frame_begin(s, f, m.stream), "tp_frame_begin");
+        check(cuda::tp_emit(g, s, f, m.blocks, m.has_heavy, m.stream), "tp_emit");
+        break;
+      case RoundHead::kOffer:
+        check(cuda::tp_offer_events(g, s, f, m.blocks, m.stream), "tp_offer_events");
+        break;
+      default:
+        break;
+    }
+    for (int p = 0; p < passes; ++p)
+      check(cuda::tp_epsilon_pass(g, s, f, p, m.blocks, m.has_heavy, m.stream),
+            "tp_epsilon_pass");
+    check(cuda::tp_collect_events(g, s, f, m.blocks, m.stream), "tp_collect_events");
+  }
+  if (prune)
+    check(cuda::tp_prune(s, f, options_.histogram_bins, m.blocks, m.stream, /*gated=*/true),
+          "tp_prune");
+  check(cudaMemcpyAsync(m.host_counters.get(), m.counters.get(), sizeof(cuda::TpCounters),
+                        cudaMemcpyDeviceToHost, m.stream),
+        "cudaMemcpyAsync (counters)");
+}
+
+void CudaSearcher::launch_round(RoundHead head, int passes, bool prune) {
+  Impl& m = *impl_;
+  if (head == RoundHead::kStart) {  // once per utterance: no graph
+    enqueue_round(head, passes, prune);
+    return;
+  }
+  const cuda::TpState s = m.state();
+  if (!m.round_graphs_match(s) || m.round_graphs.size() >= kMaxCachedRoundGraphs) {
+    m.drop_round_graphs();
+    m.round_graphs_state = s;
+  }
+  const auto key = std::make_tuple(static_cast<int>(head), passes, prune);
+  auto it = m.round_graphs.find(key);
+  if (it == m.round_graphs.end()) {
+    cudaGraph_t graph = nullptr;
+    check(cudaStreamBeginCapture(m.stream, cudaStreamCaptureModeThreadLocal),
+          "cudaStreamBeginCapture");
+    try {
+      enqueue_round(head, passes, prune);
+    } catch (...) {
+      cudaStreamEndCapture(m.stream, &graph);
+      if (graph != nullptr) cudaGraphDestroy(graph);
+      throw;
+    }
+    check(cudaStreamEndCapture(m.stream, &graph), "cudaStreamEndCapture");
+    cudaGraphExec_t exec = nullptr;
+    const cudaError_t st = cudaGraphInstantiate(&exec, graph, 0);
+    cudaGraphDestroy(graph);
+    check(st, "cudaGraphInstantiate");
+    it = m.round_graphs.emplace(key, exec).first;
+  }
+  check(cudaGraphLaunch(it->second, m.stream), "cudaGraphLaunch");
 }
 
 void CudaSearcher::run_frame_rescoring(const float* device_row, int32_t boundary) {
@@ -549,112 +745,95 @@ void CudaSearcher::run_frame_rescoring(const float* device_row, int32_t boundary
   f.boundary = boundary;
   f.first_record = static_cast<int32_t>(records_.size() + m.pending_records);
   f.live_in = m.live_in;
-  cuda::TpGraph g = m.graph();
-  g.num_states = graph_.num_states();
-  const cuda::TpFrame* fd = m.frame.get();
-  auto copy_frame = [&] {
-    check(cudaMemcpyAsync(m.frame.get(), m.host_frame.get(), sizeof(cuda::TpFrame),
-                          cudaMemcpyHostToDevice, m.stream),
-          "cudaMemcpyAsync (frame)");
-  };
-  // A closure round's passes, its word-end events, the counters; then wait.
-  auto finish_round = [&](const cuda::TpState& s) {
-    for (int p = 0; p < m.passes_per_batch; ++p)
-      check(cuda::tp_epsilon_pass(g, s, fd, p, m.blocks, m.has_heavy, m.stream),
-            "tp_epsilon_pass");
-    check(cuda::tp_collect_events(g, s, fd, m.blocks, m.stream), "tp_collect_events");
-    check(cudaMemcpyAsync(m.host_counters.get(), m.counters.get(), sizeof(cuda::TpCounters),
-                          cudaMemcpyDeviceToHost, m.stream),
-          "cudaMemcpyAsync (counters)");
-    m.sync();
-    return *m.host_counters.get();
-  };
+  const double pass_micros = (m.has_heavy ? 3 : 2) * kNodeMicros;
+  const double prune_micros = 4 * kNodeMicros;
 
-  std::vector<WordEndEvent> events;
-  std::vector<WordEndOffer> offers;
+  // Each round is one graph launch and one wait: the round's head (the
+  // emitting step, or the host's offers), its closure passes, the word-end
+  // events (written straight into mapped host memory), pruning if the
+  // policy put it there (it runs only if the round turns out to be the
+  // frame's last), and the counters. A typical frame: round 0 with events,
+  // round 1 without, pruned in round 1's graph: two waits.
+  std::vector<WordEndEvent>& events = m.event_list;
+  std::vector<WordEndOffer>& offers = m.offer_list;
   cuda::TpCounters hc{};
-  for (;;) {  // attempts: a frame that outgrew a buffer or its passes runs again
-    // Round 0: the emitting step (or the start token) and its closure.
+  bool pruned = false;
+  for (;;) {  // attempts: a frame that outgrew a buffer runs again
     f.round_id = m.take_round_id();
     f.num_offers = 0;
-    f.pass_base = m.take_pass_ids(m.passes_per_batch);
-    copy_frame();
-    cuda::TpState s = m.state();
-    check(cuda::tp_frame_begin(s, fd, m.stream), "tp_frame_begin");
-    if (start)
-      check(cuda::tp_start(s, fd, m.stream), "tp_start");
-    else
-      check(cuda::tp_emit(g, s, fd, m.blocks, m.has_heavy, m.stream), "tp_emit");
-    hc = finish_round(s);
+    RoundHead head = start ? RoundHead::kStart : RoundHead::kEmit;
+    RoundPolicy* policy = &m.emit_policy;
     uint32_t passes_before = 0;
+    int round_passes = 0;  // passes queued for the round so far
     int rounds = 0;
     bool again = false;
     for (;;) {
+      const int passes = policy->passes;
+      const bool prune = policy->prune;
+      f.pass_base = m.take_pass_ids(passes);
+      launch_round(head, passes, prune);
+      m.sync();
+      hc = *m.host_counters.get();
+      round_passes += passes;
       if (hc.records > m.staging.size()) {  // records overflowed
         m.staging.resize(static_cast<size_t>(hc.records) * 2);
         again = true;
-      } else if (hc.last_changed != 0) {  // closure unsettled
-        if (m.passes_per_batch >= options_.max_epsilon_passes)
-          throw std::runtime_error("search: epsilon closure did not settle after " +
-                                   std::to_string(options_.max_epsilon_passes) +
-                                   " passes at frame " + std::to_string(boundary) +
-                                   " (a negative-cost epsilon cycle in the graph?)");
-        m.passes_per_batch = std::min(m.passes_per_batch * 2, options_.max_epsilon_passes);
-        again = true;
-      } else if (hc.events > m.events.size()) {  // events overflowed
-        m.events.resize(static_cast<size_t>(hc.events) * 2);
-        m.host_events.resize(static_cast<size_t>(hc.events) * 2);
-        again = true;
+        break;
       }
-      if (again) break;
-      m.passes_needed =
-          std::max<int>(m.passes_needed, static_cast<int>(hc.passes - passes_before) + 1);
+      if (hc.last_changed != 0) {  // closure unsettled: more passes, same round
+        if (round_passes >= options_.max_epsilon_passes)
+          throw std::runtime_error("search: epsilon closure did not settle after " +
+                                   std::to_string(round_passes) + " passes at frame " +
+                                   std::to_string(boundary) +
+                                   " (a negative-cost epsilon cycle in the graph?)");
+        head = RoundHead::kContinue;
+        continue;
+      }
+      if (hc.events > m.events.size()) {  // events overflowed
+        m.events.resize(static_cast<size_t>(hc.events) * 2);
+        again = true;
+        break;
+      }
+      if (!start)
+        policy->note(static_cast<int>(hc.passes - passes_before) + 1, hc.events == 0,
+                     pass_micros, prune_micros);
       passes_before = hc.passes;
-      if (hc.events == 0) break;
+      if (hc.events == 0) {
+        pruned = prune;  // the gate let it run: same counters, same test
+        break;
+      }
       if (++rounds > options_.max_epsilon_passes)
         throw std::runtime_error("search: word-end rounds did not settle after " +
                                  std::to_string(options_.max_epsilon_passes) + " at frame " +
                                  std::to_string(boundary));
-      // The host half: events in, rescored offers out (only these tokens).
-      check(cudaMemcpyAsync(m.host_events.get(), m.events.get(), hc.events * sizeof(cuda::TpEvent),
-                            cudaMemcpyDeviceToHost, m.stream),
-            "cudaMemcpyAsync (events)");
-      m.sync();
+      // The host half: events in, rescored offers out, both in mapped
+      // memory (the wait above made the device's writes visible).
       events.resize(hc.events);
-      std::memcpy(static_cast<void*>(events.data()), m.host_events.get(), hc.events * sizeof(cuda::TpEvent));
+      std::memcpy(static_cast<void*>(events.data()), m.events.host(),
+                  hc.events * sizeof(cuda::TpEvent));
       rescore_word_ends(events, offers);
-      if (m.offers.size() < offers.size()) {
-        m.offers.resize(offers.size() * 2);
-        m.host_offers.resize(offers.size() * 2);
-      }
-      std::memcpy(m.host_offers.get(), offers.data(), offers.size() * sizeof(cuda::TpOffer));
-      check(cudaMemcpyAsync(m.offers.get(), m.host_offers.get(),
-                            offers.size() * sizeof(cuda::TpOffer), cudaMemcpyHostToDevice,
-                            m.stream),
-            "cudaMemcpyAsync (offers)");
+      if (m.offers.size() < offers.size()) m.offers.resize(offers.size() * 2);
+      std::memcpy(static_cast<void*>(m.offers.host()), offers.data(),
+                  offers.size() * sizeof(cuda::TpOffer));
       f.round_id = m.take_round_id();
       f.num_offers = static_cast<uint32_t>(offers.size());
-      f.pass_base = m.take_pass_ids(m.passes_per_batch);
-      copy_frame();
-      s = m.state();
-      check(cuda::tp_offer_events(g, s, fd, m.blocks, m.stream), "tp_offer_events");
-      hc = finish_round(s);
+      head = RoundHead::kOffer;
+      policy = &m.offer_policy;
+      round_passes = 0;
     }
     if (!again) break;
     // Undo the abandoned attempt's candidates; the previous frame's live
     // list is untouched, so the rerun is exact.
     check(cuda::tp_clear_touched(m.state(), m.blocks, m.stream), "tp_clear_touched");
   }
-  m.passes_per_batch = std::max(m.passes_needed, kInitialPassesPerBatch);
+  if (!pruned) {  // the last round's graph had no pruning
+    launch_round(RoundHead::kPrune, 0, true);
+    m.sync();
+    hc = *m.host_counters.get();
+  }
 
-  // Pruning after the last round.
-  check(cuda::tp_prune(m.state(), fd, options_.histogram_bins, m.blocks, m.stream), "tp_prune");
-  check(cudaMemcpyAsync(m.host_counters.get(), m.counters.get(), sizeof(cuda::TpCounters),
-                        cudaMemcpyDeviceToHost, m.stream),
-        "cudaMemcpyAsync (counters)");
-  m.sync();
-  hc = *m.host_counters.get();
-
+  // The previous frame's records have arrived (the waits above covered
+  // their copy); this frame's follow, covered by the next frame's waits.
   flush_records();
   if (hc.records > 0) {
     if (m.host_records.size() < hc.records) m.host_records.resize(static_cast<size_t>(hc.records) * 2);
@@ -662,6 +841,7 @@ void CudaSearcher::run_frame_rescoring(const float* device_row, int32_t boundary
                           cudaMemcpyDeviceToHost, m.stream),
           "cudaMemcpyAsync (records)");
     m.pending_records = hc.records;
+    m.records_landed = false;
   }
   m.live_in = 1 - m.live_in;
   m.live_count = hc.live[m.live_in];
@@ -677,7 +857,7 @@ void CudaSearcher::run_frame_rescoring(const float* device_row, int32_t boundary
 void CudaSearcher::flush_records() {
   Impl& m = *impl_;
   if (m.pending_records == 0) return;
-  m.sync();
+  if (!m.records_landed) m.sync();
   // In index order: a record's predecessor always has a lower index, as
   // the store requires.
   const cuda::TpRecord* r = m.host_records.get();

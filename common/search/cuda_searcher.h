@@ -13,11 +13,18 @@
 // covers. So: one host wait per frame, and no per-token round trip.
 //
 // With word-end rescoring (token_passing.h) a frame is split where the host
-// rescores: the emitting step and the first closure round run as above up
-// to the word-end step, whose events (the tokens that reached a word-label
-// arc this round: a few hundred bytes) come to the host; the host rescores
-// them and sends back only the offers, and the next round runs; pruning
-// follows the last round. One wait per round instead of one per frame.
+// rescores: each closure round is one captured CUDA graph (the emitting
+// step or the host's offers, a batch of closure passes, the word-end step's
+// events, optionally pruning, the counters) and one wait. The events (the
+// tokens that reached a word-label arc this round: a few hundred) are
+// written by the device straight into mapped host memory; the host rescores
+// them and writes the offers into mapped memory the next round's graph
+// reads. Pruning in a round's graph is gated on the device: it runs only if
+// the round found no events (the frame's last round) and is complete. A
+// round whose closure outlasts its pass batch is continued by a graph of
+// more passes (exact), not rerun; the batch size per kind of round (emitting
+// / offers) and whether its graph carries pruning follow the rounds seen so
+// far. A typical frame: two graph launches and two waits.
 //
 // Built only with CUDA (GPUSPEECH_HAVE_CUDA).
 #pragma once
@@ -56,9 +63,23 @@ class CudaSearcher : public Searcher {
 
  private:
   struct Impl;
+  // How a rescoring round's graph begins.
+  enum class RoundHead {
+    kStart,     // frame begin + the start token (queued directly, not a graph)
+    kEmit,      // frame begin + the emitting step (round 0)
+    kOffer,     // the host's rescored offers (rounds 1, 2, ...)
+    kContinue,  // more passes of a round whose closure has not settled
+    kPrune,     // pruning alone (the last round's graph had none)
+  };
   void run_frame(const float* device_row, int32_t boundary);
   // run_frame with word-end rescoring: rounds with host round trips.
   void run_frame_rescoring(const float* device_row, int32_t boundary);
+  // Queues a rescoring round: head, `passes` closure passes, the word-end
+  // events, (gated) pruning if `prune`, the counters' copy.
+  void enqueue_round(RoundHead head, int passes, bool prune);
+  // enqueue_round through a captured graph cached per (head, passes,
+  // prune); the start round is queued directly.
+  void launch_round(RoundHead head, int passes, bool prune);
   // The live tokens as the device holds them (virtual states).
   std::vector<SearchToken> fetch_device_live();
   // Queues one frame's operations (the start token's closure if `start`).

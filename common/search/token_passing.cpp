@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cmath>
 #include <map>
+#include <unordered_map>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -228,6 +229,11 @@ int Searcher::best_token(const std::vector<SearchToken>& live, float* total,
   return best;
 }
 
+bool Searcher::is_filler_word(int32_t word) const {
+  return word >= 0 && static_cast<size_t>(word) < graph_.word_is_filler.size() &&
+         graph_.word_is_filler[word] != 0;
+}
+
 std::vector<HypothesisWord> Searcher::words_of(int32_t record, int32_t* num_records) const {
   std::vector<HypothesisWord> out;
   const std::vector<int32_t> chain = records_.chain(record);
@@ -237,10 +243,7 @@ std::vector<HypothesisWord> Searcher::words_of(int32_t record, int32_t* num_reco
     const WordRecord& rec = records_[r];
     // A word ends on the frame before the boundary its label was passed at.
     const int32_t end = rec.frame - 1;
-    const bool filler = rec.word >= 0 &&
-                        static_cast<size_t>(rec.word) < graph_.word_is_filler.size() &&
-                        graph_.word_is_filler[rec.word] != 0;
-    if (!filler) {
+    if (!is_filler_word(rec.word)) {
       HypothesisWord w;
       w.word = rec.word;
       w.text = static_cast<size_t>(rec.word) < graph_.words.size()
@@ -256,6 +259,151 @@ std::vector<HypothesisWord> Searcher::words_of(int32_t record, int32_t* num_reco
   return out;
 }
 
+void Searcher::set_filler_senones(const std::vector<uint8_t>& is_filler_senone) {
+  if (static_cast<int64_t>(is_filler_senone.size()) < graph_.num_senones)
+    throw std::invalid_argument("set_filler_senones: " + std::to_string(is_filler_senone.size()) +
+                                " entries for a graph of " + std::to_string(graph_.num_senones) +
+                                " senones");
+  // What a token in a state is inside: the kind of the senone on the
+  // emitting arcs into the state (after the compiler's self-loop step all of
+  // them emit one HMM state); a state entered only by epsilon arcs without
+  // a word label inherits its sources' kind. A state entered both ways, or
+  // from both kinds, stays unknown (read as "inside a word": a word is
+  // never taken for silence). States behind a word label need no kind: a
+  // token there passed the label at this very boundary.
+  constexpr uint8_t kUnset = 0, kWord = 1, kFiller = 2, kMixed = 3;
+  const int32_t n = graph_.num_states();
+  std::vector<uint8_t> kind(n, kUnset);
+  std::vector<uint8_t> emitting_in(n, 0);
+  auto merge = [](uint8_t a, uint8_t b) { return a == kUnset || a == b ? b : kMixed; };
+  for (int32_t s = 0; s < n; ++s)
+    for (int64_t a = graph_.arc_begin[s]; a < graph_.arc_begin[s + 1]; ++a) {
+      const int32_t il = graph_.arc_ilabel[a];
+      if (il <= 0) continue;
+      const int32_t d = graph_.arc_dest[a];
+      emitting_in[d] = 1;
+      kind[d] = merge(kind[d], is_filler_senone[il - 1] ? kFiller : kWord);
+    }
+  // Epsilon chains are short; a bounded number of passes reaches them all
+  // (merge only moves up unset -> kind -> mixed, so this terminates).
+  for (int pass = 0; pass < 16; ++pass) {
+    bool changed = false;
+    for (int32_t s = 0; s < n; ++s) {
+      if (kind[s] == kUnset) continue;
+      for (int64_t a = graph_.arc_begin[s]; a < graph_.arc_begin[s + 1]; ++a) {
+        const int32_t d = graph_.arc_dest[a];
+        if (graph_.arc_ilabel[a] != 0 || graph_.arc_olabel[a] != 0 || emitting_in[d]) continue;
+        const uint8_t k = merge(kind[d], kind[s]);
+        if (k != kind[d]) {
+          kind[d] = k;
+          changed = true;
+        }
+      }
+    }
+    if (!changed) break;
+  }
+  state_kind_.assign(n, kUnknownState);
+  for (int32_t s = 0; s < n; ++s)
+    state_kind_[s] = kind[s] == kWord ? kWordState : kind[s] == kFiller ? kFillerState
+                                                                         : kUnknownState;
+}
+
+int32_t Searcher::trailing_silence(const SearchToken& t) const {
+  // The segment in progress (since the token's last record) is a filler or
+  // the silence after a word if the token's state says so; the records
+  // before it back to the last non-filler word are fillers by definition.
+  const int32_t segment_start = t.record >= 0 ? records_[t.record].frame : 0;
+  if (segment_start < frames_ && !state_kind_.empty() &&
+      (t.state < 0 || static_cast<size_t>(t.state) >= state_kind_.size() ||
+       state_kind_[t.state] != kFillerState))
+    return 0;  // inside a word
+  int32_t r = t.record;
+  while (r >= 0 && is_filler_word(records_[r].word)) r = records_[r].prev;
+  const int32_t word_end = r >= 0 ? records_[r].frame : 0;
+  return std::max(0, frames_ - word_end);
+}
+
+Searcher::SequencePosteriors Searcher::sequence_posteriors(const std::vector<SearchToken>& live,
+                                                           bool with_final_costs) const {
+  SequencePosteriors sp;
+  // Tokens with the same record have the same words: the best per record
+  // first (live tokens far outnumber records), then per word sequence.
+  struct Best {
+    uint64_t key;
+    int token;
+  };
+  std::unordered_map<int32_t, Best> by_record;
+  by_record.reserve(live.size() / 4 + 16);
+  for (size_t i = 0; i < live.size(); ++i) {
+    const SearchToken& t = live[i];
+    const float total = with_final_costs ? final_total(t) : t.cost;
+    if (!search::usable_cost(total)) continue;
+    const uint64_t key = search::pack_candidate(total, static_cast<uint32_t>(t.state));
+    auto ins = by_record.emplace(t.record, Best{key, static_cast<int>(i)});
+    if (!ins.second && key < ins.first->second.key) ins.first->second = Best{key, static_cast<int>(i)};
+  }
+  std::map<std::vector<int32_t>, std::pair<Best, int32_t>> by_words;  // -> (best, record)
+  for (const auto& kv : by_record) {
+    std::vector<int32_t> seq;
+    for (int32_t r = kv.first; r >= 0; r = records_[r].prev)
+      if (!is_filler_word(records_[r].word)) seq.push_back(records_[r].word);
+    auto it = by_words.find(seq);
+    // (key, record): a deterministic winner whatever order the tokens came in.
+    if (it == by_words.end())
+      by_words.emplace(std::move(seq), std::make_pair(kv.second, kv.first));
+    else if (kv.second.key < it->second.first.key ||
+             (kv.second.key == it->second.first.key && kv.first < it->second.second))
+      it->second = std::make_pair(kv.second, kv.first);
+  }
+  sp.entries.reserve(by_words.size());
+  for (auto& kv : by_words) {
+    SequencePosteriors::Entry e;
+    e.key = kv.second.first.key;
+    e.token = kv.second.first.token;
+    e.sequence = kv.first;
+    int32_t nrec = 0;
+    e.words = words_of(kv.second.second, &nrec);
+    e.posterior = 0.0;
+    sp.entries.push_back(std::move(e));
+  }
+  // Best first; equal keys (only with LM-history slots) in word order.
+  std::stable_sort(sp.entries.begin(), sp.entries.end(),
+                   [](const SequencePosteriors::Entry& a, const SequencePosteriors::Entry& b) {
+                     return a.key < b.key;
+                   });
+  if (sp.entries.empty()) return sp;
+  const double best_total = search::candidate_cost(sp.entries[0].key);
+  for (SequencePosteriors::Entry& e : sp.entries) {
+    const double d = search::candidate_cost(e.key) - best_total;
+    e.posterior = std::exp(-static_cast<double>(options_.posterior_scale) * d);
+    sp.sum += e.posterior;
+  }
+  return sp;
+}
+
+void Searcher::set_confidences(Hypothesis& h, const SequencePosteriors& sp) const {
+  if (sp.entries.empty() || !(sp.sum > 0.0)) return;
+  std::vector<int32_t> seq;
+  for (auto it = h.words.rbegin(); it != h.words.rend(); ++it) seq.push_back(it->word);
+  for (const SequencePosteriors::Entry& e : sp.entries)
+    if (e.sequence == seq) {
+      h.confidence = static_cast<float>(std::min(1.0, e.posterior / sp.sum));
+      break;
+    }
+  // Word confidence: posterior mass of the sequences that have the same
+  // word over an overlapping span.
+  for (HypothesisWord& w : h.words) {
+    double mass = 0.0;
+    for (const SequencePosteriors::Entry& e : sp.entries)
+      for (const HypothesisWord& o : e.words)
+        if (o.word == w.word && o.start_frame <= w.end_frame && w.start_frame <= o.end_frame) {
+          mass += e.posterior;
+          break;
+        }
+    w.confidence = static_cast<float>(std::min(1.0, mass / sp.sum));
+  }
+}
+
 Hypothesis Searcher::best() {
   Hypothesis h;
   h.frames = frames_;
@@ -269,8 +417,8 @@ Hypothesis Searcher::best() {
   h.words = words_of(live[b].record, &n);
   h.cost = total;
   h.final_state = fin;
-  std::vector<Hypothesis> alternatives = nbest(2);
-  if (!alternatives.empty()) h.confidence = alternatives.front().confidence;
+  h.trailing_silence_frames = trailing_silence(live[b]);
+  set_confidences(h, sequence_posteriors(live, fin));
   return h;
 }
 
@@ -279,22 +427,25 @@ Hypothesis Searcher::partial() {
   h.frames = frames_;
   if (!started_) return h;
   const std::vector<SearchToken> live = fetch_live();
-  float total = 0.0f;
-  bool fin = false;
-  const int b = best_token(live, &total, &fin);
-  if (b < 0) return h;
   // Partial results follow the best path so far, final or not.
-  int best_any = 0;
-  for (size_t i = 1; i < live.size(); ++i) {
+  int best_any = -1;
+  for (size_t i = 0; i < live.size(); ++i) {
+    if (!search::usable_cost(live[i].cost)) continue;
+    if (best_any < 0) {
+      best_any = static_cast<int>(i);
+      continue;
+    }
     const uint64_t ki = search::pack_candidate(live[i].cost, static_cast<uint32_t>(live[i].state));
     const uint64_t kb =
         search::pack_candidate(live[best_any].cost, static_cast<uint32_t>(live[best_any].state));
     if (ki < kb) best_any = static_cast<int>(i);
   }
+  if (best_any < 0) return h;
   int32_t n = 0;
   h.words = words_of(live[best_any].record, &n);
   h.cost = live[best_any].cost;
   h.final_state = false;
+  h.trailing_silence_frames = trailing_silence(live[best_any]);
   std::vector<int32_t> lasts;
   lasts.reserve(live.size());
   for (const SearchToken& t : live) lasts.push_back(t.record);
@@ -304,6 +455,7 @@ Hypothesis Searcher::partial() {
   int32_t shared_records = 0;
   const std::vector<HypothesisWord> stable = words_of(shared, &shared_records);
   h.stable_words = static_cast<int32_t>(stable.size());
+  set_confidences(h, sequence_posteriors(live, false));
   return h;
 }
 
@@ -326,69 +478,17 @@ std::vector<Hypothesis> Searcher::nbest(int n) {
   bool any_final = false;
   for (const SearchToken& t : live)
     if (search::usable_cost(final_total(t))) any_final = true;
-  // Best (total, state) per distinct non-filler word sequence.
-  struct Entry {
-    uint64_t key;
-    int token;
-  };
-  std::map<std::vector<int32_t>, Entry> by_words;
-  for (size_t i = 0; i < live.size(); ++i) {
-    const SearchToken& t = live[i];
-    const float total = any_final ? final_total(t) : t.cost;
-    if (!search::usable_cost(total)) continue;
-    std::vector<int32_t> seq;
-    for (int32_t r = t.record; r >= 0; r = records_[r].prev) {
-      const int32_t w = records_[r].word;
-      const bool filler = static_cast<size_t>(w) < graph_.word_is_filler.size() &&
-                          graph_.word_is_filler[w] != 0;
-      if (!filler) seq.push_back(w);
-    }
-    const uint64_t key = search::pack_candidate(total, static_cast<uint32_t>(t.state));
-    auto it = by_words.find(seq);
-    if (it == by_words.end())
-      by_words.emplace(std::move(seq), Entry{key, static_cast<int>(i)});
-    else if (key < it->second.key)
-      it->second = Entry{key, static_cast<int>(i)};
-  }
-  std::vector<Entry> entries;
-  for (const auto& kv : by_words) entries.push_back(kv.second);
-  std::sort(entries.begin(), entries.end(),
-            [](const Entry& a, const Entry& b) { return a.key < b.key; });
-  if (entries.empty()) return out;
   // Posteriors over all distinct sequences (not only the n returned).
-  const double best_total = search::candidate_cost(entries[0].key);
-  std::vector<double> post(entries.size());
-  double sum = 0.0;
-  for (size_t i = 0; i < entries.size(); ++i) {
-    const double d = search::candidate_cost(entries[i].key) - best_total;
-    post[i] = std::exp(-static_cast<double>(options_.posterior_scale) * d);
-    sum += post[i];
-  }
-  std::vector<std::vector<HypothesisWord>> all_words(entries.size());
-  for (size_t i = 0; i < entries.size(); ++i) {
-    int32_t nrec = 0;
-    all_words[i] = words_of(live[entries[i].token].record, &nrec);
-  }
-  const size_t keep = std::min(entries.size(), static_cast<size_t>(n));
+  const SequencePosteriors sp = sequence_posteriors(live, any_final);
+  const size_t keep = std::min(sp.entries.size(), static_cast<size_t>(n));
   for (size_t i = 0; i < keep; ++i) {
     Hypothesis h;
     h.frames = frames_;
-    h.words = all_words[i];
-    h.cost = static_cast<float>(search::candidate_cost(entries[i].key));
+    h.words = sp.entries[i].words;
+    h.cost = static_cast<float>(search::candidate_cost(sp.entries[i].key));
     h.final_state = any_final;
-    h.confidence = static_cast<float>(post[i] / sum);
-    // Word confidence: posterior mass of the sequences that have the same
-    // word over an overlapping span.
-    for (HypothesisWord& w : h.words) {
-      double mass = 0.0;
-      for (size_t j = 0; j < entries.size(); ++j)
-        for (const HypothesisWord& o : all_words[j])
-          if (o.word == w.word && o.start_frame <= w.end_frame && w.start_frame <= o.end_frame) {
-            mass += post[j];
-            break;
-          }
-      w.confidence = static_cast<float>(mass / sum);
-    }
+    h.trailing_silence_frames = trailing_silence(live[sp.entries[i].token]);
+    set_confidences(h, sp);
     out.push_back(std::move(h));
   }
   return out;

@@ -190,8 +190,11 @@ struct HypothesisWord {
   int32_t start_frame = 0;  // first frame of the word
   int32_t end_frame = 0;    // last frame of the word (inclusive)
   float cost = 0.0f;        // path cost at the word's end
-  // Fraction of the n-best posterior mass whose hypotheses hold this word
-  // over an overlapping span (1 when the search kept no alternative).
+  // Fraction of the posterior mass of the live tokens' distinct word
+  // sequences (Hypothesis::confidence) whose sequences hold this word over
+  // an overlapping span: 1 when every surviving path agrees on it, lower
+  // the more of the mass an alternative takes. In (0, 1]. Set by best(),
+  // partial() and nbest() alike.
   float confidence = 1.0f;
 };
 
@@ -204,7 +207,17 @@ struct Hypothesis {
   // Posterior of this hypothesis among the distinct word sequences of the
   // live tokens at the end: exp(-posterior_scale * cost), normalised. It is
   // a margin measure over what the beam kept, not a calibrated probability.
+  // (partial(): among the tokens' costs without final costs, as the partial
+  // result's path is chosen.)
   float confidence = 1.0f;
+  // Frames at the end that the hypothesis' path has spent since its last
+  // non-filler word ended: in filler words (silence, noises) and in the
+  // silence between words; 0 while the path is inside a word. A path with
+  // no word at all counts from frame 0. best() and partial() set it, each
+  // for its own path. Whether the path is inside a word or a filler is read
+  // from the senone of the state its token is in (set_filler_senones());
+  // without that, a path after its last word record counts as silent.
+  int32_t trailing_silence_frames = 0;
 
   std::string text() const;  // the words joined by single spaces
 };
@@ -255,9 +268,18 @@ class Searcher {
   // Tokens per graph state: options().lm_histories with a rescorer, else 1.
   int slots() const { return slots_; }
 
-  // The best hypothesis so far (the final result after the last frame).
+  // Marks the senones of filler phones (silence, noises): is_filler_senone
+  // has one entry per senone (at least graph().num_senones), nonzero for a
+  // filler phone's. With it, trailing_silence_frames tells a path inside a
+  // filler from one inside a word (see Hypothesis). Throws
+  // std::invalid_argument if the mask is too short. O(arcs), once.
+  void set_filler_senones(const std::vector<uint8_t>& is_filler_senone);
+
+  // The best hypothesis so far (the final result after the last frame),
+  // with word confidences.
   Hypothesis best();
-  // The best hypothesis with stable_words set.
+  // The best hypothesis so far, final states not preferred, with
+  // stable_words, confidences and trailing_silence_frames set.
   Hypothesis partial();
   // Up to n distinct word sequences among the live tokens, best first,
   // each with its posterior as confidence; word confidences as described
@@ -319,6 +341,32 @@ class Searcher {
  private:
   // Words of the chain ending at `record`, fillers dropped, with times.
   std::vector<HypothesisWord> words_of(int32_t record, int32_t* num_records) const;
+  bool is_filler_word(int32_t word) const;
+
+  // The distinct non-filler word sequences of the live tokens, each by its
+  // best token in (total, state, record) order, best first, with their
+  // posteriors (totals with final costs if `with_final_costs`).
+  struct SequencePosteriors {
+    struct Entry {
+      uint64_t key;  // pack_candidate(total, state)
+      int token;     // index into the live tokens
+      std::vector<int32_t> sequence;  // word ids, last word first
+      std::vector<HypothesisWord> words;
+      double posterior;  // unnormalised
+    };
+    std::vector<Entry> entries;
+    double sum = 0.0;
+  };
+  SequencePosteriors sequence_posteriors(const std::vector<SearchToken>& live,
+                                         bool with_final_costs) const;
+  // Sets h's word confidences and its confidence from `sp`.
+  void set_confidences(Hypothesis& h, const SequencePosteriors& sp) const;
+  // Hypothesis::trailing_silence_frames for a token's path.
+  int32_t trailing_silence(const SearchToken& t) const;
+
+  // Per graph state: what the token in it is inside (set_filler_senones()).
+  enum StateKind : uint8_t { kUnknownState = 0, kWordState = 1, kFillerState = 2 };
+  std::vector<uint8_t> state_kind_;  // empty: no filler senones given
   // The best token (final preferred) and its total cost.
   int best_token(const std::vector<SearchToken>& live, float* total, bool* final_state) const;
 };

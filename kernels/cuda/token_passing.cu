@@ -309,7 +309,19 @@ __global__ void relax_resolve_kernel(TpGraph g, TpState s, const TpFrame* __rest
   }
 }
 
-__global__ void prune_best_kernel(TpState s) {
+// Rescoring: a round's CUDA graph ends with pruning, which must run only if
+// the round was the frame's last (no word-end events) and needs no rerun or
+// continuation (closure settled, records within the staging buffer). The
+// condition is the same for every thread, so a gated kernel returns as a
+// whole. The host reads the same counters to learn whether pruning ran.
+__device__ __forceinline__ bool prune_held_back(const TpState& s, bool gated) {
+  if (!gated) return false;
+  const TpCounters* c = s.counters;
+  return c->events != 0 || c->last_changed != 0 || c->records > s.staging_capacity;
+}
+
+__global__ void prune_best_kernel(TpState s, bool gated) {
+  if (prune_held_back(s, gated)) return;
   const uint32_t n = s.counters->touched;
   uint32_t local = 0xFFFFFFFFu;
   for (uint32_t i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {
@@ -328,7 +340,8 @@ __device__ __forceinline__ bool within_beam(const TpState& s, const TpFrame& f, 
 // Counts in a per-block histogram in shared memory (the bins near the best
 // cost get most tokens: global atomics on them would serialise), then adds
 // the block's non-zero bins to the global one.
-__global__ void prune_histogram_kernel(TpState s, const TpFrame* __restrict__ fp) {
+__global__ void prune_histogram_kernel(TpState s, const TpFrame* __restrict__ fp, bool gated) {
+  if (prune_held_back(s, gated)) return;
   const TpFrame f = *fp;
   extern __shared__ uint32_t block_hist[];
   for (int k = threadIdx.x; k < f.bins; k += blockDim.x) block_hist[k] = 0;
@@ -357,7 +370,8 @@ __global__ void prune_histogram_kernel(TpState s, const TpFrame* __restrict__ fp
 // count, and the first bin where the running count passes max_active wins.
 constexpr int kCutoffThreads = 1024;
 
-__global__ void prune_cutoff_kernel(TpState s, const TpFrame* __restrict__ fp) {
+__global__ void prune_cutoff_kernel(TpState s, const TpFrame* __restrict__ fp, bool gated) {
+  if (prune_held_back(s, gated)) return;
   const TpFrame f = *fp;
   TpCounters* c = s.counters;
   if (c->kept <= static_cast<uint32_t>(f.max_active)) {  // the same for all threads
@@ -403,7 +417,8 @@ __global__ void prune_cutoff_kernel(TpState s, const TpFrame* __restrict__ fp) {
   if (threadIdx.x == 0) c->cut_bin = cut < 1 ? 1 : cut;  // max(k, 1), or bins if none
 }
 
-__global__ void prune_compact_kernel(TpState s, const TpFrame* __restrict__ fp) {
+__global__ void prune_compact_kernel(TpState s, const TpFrame* __restrict__ fp, bool gated) {
+  if (prune_held_back(s, gated)) return;
   const TpFrame f = *fp;
   const uint32_t n = s.counters->touched;
   const float best = key_cost(s.counters->best_key);
@@ -429,7 +444,11 @@ __global__ void prune_compact_kernel(TpState s, const TpFrame* __restrict__ fp) 
 
 // The word-end step, device half 1: the round's events. One thread per
 // touched state (word-end states have a word arc or a few).
+// Nothing while the closure is unsettled (the round's graph ran out of
+// passes): the host continues the round and the collection runs after the
+// continuation's passes instead, once.
 __global__ void collect_events_kernel(TpGraph g, TpState s, const TpFrame* __restrict__ fp) {
+  if (s.counters->last_changed != 0) return;
   const TpFrame f = *fp;
   const uint32_t n = s.counters->touched;
   const float best_emit = key_cost(s.counters->best_emit_key);
@@ -548,11 +567,11 @@ cudaError_t tp_epsilon_pass(const TpGraph& g, const TpState& s, const TpFrame* f
 }
 
 cudaError_t tp_prune(const TpState& s, const TpFrame* f, int bins, int blocks,
-                     cudaStream_t stream) {
-  prune_best_kernel<<<blocks, kThreads, 0, stream>>>(s);
-  prune_histogram_kernel<<<blocks, kThreads, bins * sizeof(uint32_t), stream>>>(s, f);
-  prune_cutoff_kernel<<<1, kCutoffThreads, 0, stream>>>(s, f);
-  prune_compact_kernel<<<blocks, kThreads, 0, stream>>>(s, f);
+                     cudaStream_t stream, bool gated) {
+  prune_best_kernel<<<blocks, kThreads, 0, stream>>>(s, gated);
+  prune_histogram_kernel<<<blocks, kThreads, bins * sizeof(uint32_t), stream>>>(s, f, gated);
+  prune_cutoff_kernel<<<1, kCutoffThreads, 0, stream>>>(s, f, gated);
+  prune_compact_kernel<<<blocks, kThreads, 0, stream>>>(s, f, gated);
   return cudaGetLastError();
 }
 

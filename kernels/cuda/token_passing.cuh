@@ -19,8 +19,10 @@
 // virtual state (state * slots + slot), tokens carry an LM history id, and
 //   hist[v], prev_hist[v]  the histories beside record[] and prev_record[]
 //   round_mark[v]       id of the closure round that last changed v
-//   events              word-end events of the round (to the host)
-//   offers              the host's rescored events (from the host)
+//   events              word-end events of the round (written by the device
+//                       straight into mapped host memory)
+//   offers              the host's rescored events (read by the device
+//                       straight from mapped host memory)
 // List lengths live in TpCounters on the device, so kernels read them there
 // and the host need not wait between kernels; it waits once per frame for
 // the counters (and once for the frame's records).
@@ -166,13 +168,19 @@ cudaError_t tp_epsilon_pass(const TpGraph& g, const TpState& s, const TpFrame* f
 // Step 3: beam, max-active histogram and cutoff, compaction into
 // live[1 - live_in]; clears best[] of every touched state.
 // `bins` = f->bins (sizes the per-block histogram in shared memory; at most
-// kMaxHistogramBins).
+// kMaxHistogramBins). `gated` (rescoring): does nothing unless the round
+// was the frame's last and complete: no word-end events, closure settled,
+// records within the staging buffer (the host checks the same counters).
 cudaError_t tp_prune(const TpState& s, const TpFrame* f, int bins, int blocks,
-                     cudaStream_t stream);
+                     cudaStream_t stream, bool gated = false);
 
 // Rescoring: the word-end step's device halves. tp_collect_events lists
 // the events of the round f->round_id (tokens it changed that may relax,
-// one per word-label arc) in s.events (counters->events). tp_offer_events
+// one per word-label arc) in s.events (counters->events); it does nothing
+// while the closure is unsettled (counters->last_changed != 0), so a round
+// cut short by its pass batch is continued, not collected twice. s.events
+// and s.offers may point to mapped host memory (the host reads and writes
+// them in place). tp_offer_events
 // offers the host's f->num_offers rescored events and makes the winners'
 // records; they start round f->round_id in changed[0].
 cudaError_t tp_collect_events(const TpGraph& g, const TpState& s, const TpFrame* f, int blocks,

@@ -1,0 +1,268 @@
+#include "common/fmllr/fmllr_estimate.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <sstream>
+#include <stdexcept>
+
+namespace gpuspeech {
+
+namespace {
+
+using Matrix = std::vector<double>;  // square, row-major
+
+// Eigenvalues of a symmetric n x n matrix (cyclic Jacobi): only the extremes
+// are used, for the condition number.
+void symmetric_eigen_range(Matrix a, int n, double& lo, double& hi) {
+  for (int sweep = 0; sweep < 50; ++sweep) {
+    double off = 0.0, total = 0.0;
+    for (int p = 0; p < n; ++p)
+      for (int q = 0; q < n; ++q) {
+        const double v = a[static_cast<size_t>(p) * n + q] * a[static_cast<size_t>(p) * n + q];
+        total += v;
+        if (p != q) off += v;
+      }
+    if (!(off > 1e-30 * total)) break;
+    for (int p = 0; p < n - 1; ++p)
+      for (int q = p + 1; q < n; ++q) {
+        const double apq = a[static_cast<size_t>(p) * n + q];
+        if (apq == 0.0) continue;
+        const double app = a[static_cast<size_t>(p) * n + p], aqq = a[static_cast<size_t>(q) * n + q];
+        const double theta = (aqq - app) / (2.0 * apq);
+        const double t = (theta >= 0 ? 1.0 : -1.0) / (std::fabs(theta) + std::sqrt(theta * theta + 1.0));
+        const double c = 1.0 / std::sqrt(t * t + 1.0), s = t * c;
+        for (int k = 0; k < n; ++k) {  // columns p, q
+          const double akp = a[static_cast<size_t>(k) * n + p], akq = a[static_cast<size_t>(k) * n + q];
+          a[static_cast<size_t>(k) * n + p] = c * akp - s * akq;
+          a[static_cast<size_t>(k) * n + q] = s * akp + c * akq;
+        }
+        for (int k = 0; k < n; ++k) {  // rows p, q
+          const double apk = a[static_cast<size_t>(p) * n + k], aqk = a[static_cast<size_t>(q) * n + k];
+          a[static_cast<size_t>(p) * n + k] = c * apk - s * aqk;
+          a[static_cast<size_t>(q) * n + k] = s * apk + c * aqk;
+        }
+      }
+  }
+  lo = std::numeric_limits<double>::infinity();
+  hi = -lo;
+  for (int i = 0; i < n; ++i) {
+    lo = std::min(lo, a[static_cast<size_t>(i) * n + i]);
+    hi = std::max(hi, a[static_cast<size_t>(i) * n + i]);
+  }
+}
+
+// Cholesky factor L (lower) of a; false if not positive definite.
+bool cholesky(const Matrix& a, int n, Matrix& l) {
+  l.assign(static_cast<size_t>(n) * n, 0.0);
+  for (int j = 0; j < n; ++j) {
+    double s = a[static_cast<size_t>(j) * n + j];
+    for (int k = 0; k < j; ++k) s -= l[static_cast<size_t>(j) * n + k] * l[static_cast<size_t>(j) * n + k];
+    if (!(s > 0.0) || !std::isfinite(s)) return false;
+    const double d = std::sqrt(s);
+    l[static_cast<size_t>(j) * n + j] = d;
+    for (int i = j + 1; i < n; ++i) {
+      double v = a[static_cast<size_t>(i) * n + j];
+      for (int k = 0; k < j; ++k) v -= l[static_cast<size_t>(i) * n + k] * l[static_cast<size_t>(j) * n + k];
+      l[static_cast<size_t>(i) * n + j] = v / d;
+    }
+  }
+  return true;
+}
+
+// x = (L Lᵀ)⁻¹ b
+void cholesky_solve(const Matrix& l, int n, const double* b, double* x) {
+  std::vector<double> y(static_cast<size_t>(n));
+  for (int i = 0; i < n; ++i) {
+    double v = b[i];
+    for (int k = 0; k < i; ++k) v -= l[static_cast<size_t>(i) * n + k] * y[static_cast<size_t>(k)];
+    y[static_cast<size_t>(i)] = v / l[static_cast<size_t>(i) * n + i];
+  }
+  for (int i = n - 1; i >= 0; --i) {
+    double v = y[static_cast<size_t>(i)];
+    for (int k = i + 1; k < n; ++k) v -= l[static_cast<size_t>(k) * n + i] * x[k];
+    x[i] = v / l[static_cast<size_t>(i) * n + i];
+  }
+}
+
+// Row `row` of A⁻ᵀ, i.e. column `row` of A⁻¹ (A = the d x d part of W):
+// solves A z = e_row by LU with partial pivoting. False if A is singular.
+bool inverse_transpose_row(const FmllrTransform& t, int row, std::vector<double>& z) {
+  const int n = t.dim;
+  Matrix a(static_cast<size_t>(n) * n);
+  for (int i = 0; i < n; ++i)
+    for (int j = 0; j < n; ++j) a[static_cast<size_t>(i) * n + j] = t.at(i, j);
+  z.assign(static_cast<size_t>(n), 0.0);
+  z[static_cast<size_t>(row)] = 1.0;
+  for (int c = 0; c < n; ++c) {
+    int piv = c;
+    for (int r = c + 1; r < n; ++r)
+      if (std::fabs(a[static_cast<size_t>(r) * n + c]) > std::fabs(a[static_cast<size_t>(piv) * n + c])) piv = r;
+    const double p = a[static_cast<size_t>(piv) * n + c];
+    if (p == 0.0 || !std::isfinite(p)) return false;
+    if (piv != c) {
+      for (int j = 0; j < n; ++j) std::swap(a[static_cast<size_t>(piv) * n + j], a[static_cast<size_t>(c) * n + j]);
+      std::swap(z[static_cast<size_t>(piv)], z[static_cast<size_t>(c)]);
+    }
+    for (int r = c + 1; r < n; ++r) {
+      const double f = a[static_cast<size_t>(r) * n + c] / p;
+      if (f == 0.0) continue;
+      for (int j = c; j < n; ++j) a[static_cast<size_t>(r) * n + j] -= f * a[static_cast<size_t>(c) * n + j];
+      z[static_cast<size_t>(r)] -= f * z[static_cast<size_t>(c)];
+    }
+  }
+  for (int i = n - 1; i >= 0; --i) {
+    double v = z[static_cast<size_t>(i)];
+    for (int k = i + 1; k < n; ++k) v -= a[static_cast<size_t>(i) * n + k] * z[static_cast<size_t>(k)];
+    z[static_cast<size_t>(i)] = v / a[static_cast<size_t>(i) * n + i];
+  }
+  for (double v : z)
+    if (!std::isfinite(v)) return false;
+  return true;
+}
+
+double objective_with(const FmllrStats& st, const std::vector<Matrix>& g, const FmllrTransform& t) {
+  const int d = st.dim, n = d + 1;
+  double q = st.beta * t.log_abs_det();
+  for (int i = 0; i < d; ++i) {
+    const double* w = t.w.data() + static_cast<size_t>(i) * n;
+    const double* k = st.k_row(i);
+    const Matrix& gi = g[static_cast<size_t>(i)];
+    for (int p = 0; p < n; ++p) {
+      double gw = 0.0;
+      for (int r = 0; r < n; ++r) gw += gi[static_cast<size_t>(p) * n + r] * w[r];
+      q += w[p] * k[p] - 0.5 * w[p] * gw;
+    }
+  }
+  return q;
+}
+
+}  // namespace
+
+const char* to_string(FmllrOutcome outcome) {
+  switch (outcome) {
+    case FmllrOutcome::kUpdated: return "updated";
+    case FmllrOutcome::kTooFewFrames: return "too few frames";
+    case FmllrOutcome::kRefused: return "refused";
+  }
+  return "?";
+}
+
+double fmllr_objective(const FmllrStats& stats, const FmllrTransform& t) {
+  if (t.dim != stats.dim) throw std::invalid_argument("fMLLR: transform and statistics differ in dimension");
+  const int n = stats.dim + 1;
+  std::vector<Matrix> g(static_cast<size_t>(stats.dim));
+  for (int i = 0; i < stats.dim; ++i)
+    g[static_cast<size_t>(i)].assign(stats.g_matrix(i), stats.g_matrix(i) + n * n);
+  return objective_with(stats, g, t);
+}
+
+FmllrEstimate estimate_fmllr(const FmllrStats& st, const FmllrOptions& opt,
+                             const FmllrTransform* start) {
+  const int d = st.dim, n = d + 1;
+  FmllrEstimate out;
+  out.transform = start ? *start : FmllrTransform::identity(d);
+  if (out.transform.dim != d || out.transform.w.size() != static_cast<size_t>(d) * n ||
+      !out.transform.all_finite())
+    throw std::invalid_argument("fMLLR: start transform of dimension " +
+                                std::to_string(out.transform.dim) + " (or non-finite) for statistics of dimension " +
+                                std::to_string(d));
+  const FmllrTransform kept = out.transform;
+  std::ostringstream msg;
+  if (!(st.beta >= opt.min_frames) || d == 0) {
+    out.outcome = FmllrOutcome::kTooFewFrames;
+    msg << "fMLLR: " << st.beta << " frames of statistics, fewer than the " << opt.min_frames
+        << " required; keeping the " << (start ? "previous" : "identity") << " transform";
+    out.message = msg.str();
+    return out;
+  }
+  if (!std::isfinite(out.transform.log_abs_det())) {
+    out.outcome = FmllrOutcome::kRefused;
+    out.message = "fMLLR: the start transform is singular; keeping it";
+    return out;
+  }
+  // Per dimension: G_i (regularised where needed) and its Cholesky factor.
+  std::vector<Matrix> g(static_cast<size_t>(d)), chol(static_cast<size_t>(d));
+  std::vector<int> regularised;
+  for (int i = 0; i < d; ++i) {
+    Matrix& gi = g[static_cast<size_t>(i)];
+    gi.assign(st.g_matrix(i), st.g_matrix(i) + n * n);
+    double trace = 0.0;
+    bool finite = true;
+    for (int p = 0; p < n; ++p) trace += gi[static_cast<size_t>(p) * n + p];
+    for (double v : gi) finite = finite && std::isfinite(v);
+    if (!finite || !(trace > 0.0)) {
+      out.outcome = FmllrOutcome::kRefused;
+      msg << "fMLLR: the statistics of dimension " << i
+          << " are zero or not finite; keeping the " << (start ? "previous" : "identity")
+          << " transform";
+      out.message = msg.str();
+      return out;
+    }
+    double lo = 0.0, hi = 0.0;
+    symmetric_eigen_range(gi, n, lo, hi);
+    const bool pd = cholesky(gi, n, chol[static_cast<size_t>(i)]);
+    if (!pd || !(lo > 0.0) || hi / lo > opt.max_condition) {
+      const double ridge = opt.ridge * trace / n;
+      for (int p = 0; p < n; ++p) gi[static_cast<size_t>(p) * n + p] += ridge;
+      regularised.push_back(i);
+      if (!cholesky(gi, n, chol[static_cast<size_t>(i)])) {
+        out.outcome = FmllrOutcome::kRefused;
+        msg << "fMLLR: the statistics of dimension " << i
+            << " are singular even after regularisation; keeping the "
+            << (start ? "previous" : "identity") << " transform";
+        out.message = msg.str();
+        return out;
+      }
+    }
+  }
+  out.regularised_dims = static_cast<int>(regularised.size());
+
+  FmllrTransform& t = out.transform;
+  out.objective.push_back(objective_with(st, g, t) / st.beta);
+  std::vector<double> cof, p(static_cast<size_t>(n)), gp(static_cast<size_t>(n)), gk(static_cast<size_t>(n));
+  for (int iter = 0; iter < opt.iterations; ++iter) {
+    for (int i = 0; i < d; ++i) {
+      if (!inverse_transpose_row(t, i, cof)) break;  // caught below as non-finite / singular
+      std::copy(cof.begin(), cof.end(), p.begin());
+      p[static_cast<size_t>(d)] = 0.0;
+      const Matrix& l = chol[static_cast<size_t>(i)];
+      const double* k = st.k_row(i);
+      cholesky_solve(l, n, p.data(), gp.data());  // G⁻¹ pᵀ
+      cholesky_solve(l, n, k, gk.data());         // G⁻¹ kᵀ
+      double a = 0.0, e = 0.0;
+      for (int r = 0; r < n; ++r) {
+        a += p[static_cast<size_t>(r)] * gp[static_cast<size_t>(r)];
+        e += k[r] * gp[static_cast<size_t>(r)];
+      }
+      if (!(a > 0.0) || !std::isfinite(a) || !std::isfinite(e)) continue;
+      const double root = std::sqrt(e * e + 4.0 * a * st.beta);
+      const double a1 = (-e + root) / (2.0 * a), a2 = (-e - root) / (2.0 * a);
+      auto q = [&](double al) { return st.beta * std::log(std::fabs(al * a + e)) - 0.5 * al * al * a; };
+      const double alpha = q(a1) >= q(a2) ? a1 : a2;
+      double* w = t.w.data() + static_cast<size_t>(i) * n;
+      for (int r = 0; r < n; ++r) w[r] = alpha * gp[static_cast<size_t>(r)] + gk[static_cast<size_t>(r)];
+    }
+    out.objective.push_back(objective_with(st, g, t) / st.beta);
+  }
+  const double logdet = t.log_abs_det();
+  if (!t.all_finite() || !std::isfinite(logdet) || std::fabs(logdet) > opt.max_log_det ||
+      !std::isfinite(out.objective.back())) {
+    out.outcome = FmllrOutcome::kRefused;
+    msg << "fMLLR: the estimate is not usable (ln|det A| = " << logdet
+        << "); keeping the " << (start ? "previous" : "identity") << " transform";
+    out.message = msg.str();
+    out.transform = kept;
+    out.objective.clear();
+    return out;
+  }
+  if (!regularised.empty()) {
+    msg << "fMLLR: regularised the ill-conditioned statistics of " << regularised.size()
+        << " dimension(s):";
+    for (int i : regularised) msg << ' ' << i;
+    out.message = msg.str();
+  }
+  return out;
+}
+
+}  // namespace gpuspeech

@@ -1,0 +1,74 @@
+// Estimating a feature-space MLLR transform from FmllrStats (fmllr_stats.h):
+// maximise
+//   Q(W) = beta ln|det A| + sum_i ( w_i k_iᵀ - ½ w_i G_i w_iᵀ )
+// row by row (Gales 1998). With the other rows fixed, ln|det A| depends on
+// row i only through w_i pᵀ, p = [c_i 0] with c_i row i of the cofactors of
+// A; any multiple of p will do, and row i of A⁻ᵀ (the cofactors over det A)
+// keeps the numbers in range. Setting the gradient to zero,
+//   w_i = (alpha p + k_i) G_i⁻¹,   alpha = beta / (w_i pᵀ),
+// and with a = p G_i⁻¹ pᵀ > 0 and e = k_i G_i⁻¹ pᵀ this is the quadratic
+//   a alpha² + e alpha - beta = 0,
+// whose two real roots (one positive, one negative) give
+//   Q_i(alpha) = beta ln|alpha a + e| - ½ alpha² a + const;
+// the larger one is the row's exact maximum, so Q never decreases from one
+// row update to the next. One iteration updates every row once; several
+// iterations converge (Q is concave in each row).
+//
+// Guards, each reported in FmllrEstimate::message:
+//  - beta below FmllrOptions::min_frames: the start transform is kept;
+//  - a G_i that is not positive definite or whose condition number exceeds
+//    max_condition gets ridge * trace(G_i) / (d+1) added to its diagonal
+//    (this is the objective then maximised, and the one reported);
+//  - a G_i still not positive definite (zero or non-finite statistics), or a
+//    result that is not finite or whose |ln det A| exceeds max_log_det: the
+//    start transform is kept (refused).
+// Never returns NaN.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "common/fmllr/fmllr_stats.h"
+#include "common/fmllr/fmllr_transform.h"
+
+namespace gpuspeech {
+
+struct FmllrOptions {
+  int iterations = 10;
+  // Minimum beta (frames of speech, posterior-weighted) to estimate at all:
+  // a full 39 x 40 transform has 1560 parameters; Kaldi's recipes use a
+  // similar few seconds.
+  double min_frames = 300.0;
+  // The statistics are summed in float32 on the device (relative rounding
+  // around 1e-7 of the largest entries), so a condition number beyond ~1e6
+  // cannot be told from a singular G_i. Real speech is far below: G_i of the
+  // en-us model on LibriVox have condition numbers around 1e3.
+  double max_condition = 1e6;
+  // Added to an ill-conditioned G_i's diagonal, times trace(G_i) / (d+1):
+  // above the float32 rounding, small against any real eigenvalue.
+  double ridge = 1e-5;
+  double max_log_det = 50.0;
+};
+
+enum class FmllrOutcome { kUpdated, kTooFewFrames, kRefused };
+const char* to_string(FmllrOutcome outcome);
+
+struct FmllrEstimate {
+  FmllrTransform transform;  // the estimate, or the start transform if not updated
+  FmllrOutcome outcome = FmllrOutcome::kUpdated;
+  std::string message;       // why not updated; regularised dimensions
+  // Q / beta at the start and after each iteration (empty if not updated).
+  std::vector<double> objective;
+  int regularised_dims = 0;
+};
+
+// `start`: the transform to begin from (identity when null); throws
+// std::invalid_argument for a start transform of the wrong dimension or
+// with non-finite entries.
+FmllrEstimate estimate_fmllr(const FmllrStats& stats, const FmllrOptions& options = {},
+                             const FmllrTransform* start = nullptr);
+
+// Q(W) as above with the statistics as given (no regularisation).
+double fmllr_objective(const FmllrStats& stats, const FmllrTransform& t);
+
+}  // namespace gpuspeech

@@ -1,0 +1,299 @@
+// Feature-space MLLR on the CPU: statistics against their definitions,
+// estimation recovering a known distortion, the guards, and the text format.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <random>
+#include <string>
+#include <unistd.h>
+
+#include "common/backend_registry.h"
+#include "common/fmllr/fmllr_estimate.h"
+#include "common/fmllr/fmllr_io.h"
+#include "common/fmllr/fmllr_stats.h"
+#include "common/fmllr/fmllr_transform.h"
+#include "tests/fmllr_test_util.h"
+
+namespace gpuspeech {
+namespace {
+
+using testing::draw_features;
+using testing::fmllr_test_model;
+using testing::random_affine;
+
+// Supervised statistics of `x` with posteriors evaluated at W x (the EM
+// E-step for the current transform), accumulated on the CPU backend.
+FmllrStats supervised_stats(const GaussianMixtures& gm, const std::vector<float>& x,
+                            const std::vector<int32_t>& senones, const FmllrTransform& w) {
+  const int64_t frames = static_cast<int64_t>(senones.size());
+  std::vector<float> xt(x.size());
+  apply_fmllr_reference(w, x.data(), frames, xt.data());
+  const GaussianPosteriors post = supervised_posteriors(gm, xt.data(), frames, senones.data());
+  BackendPtr cpu = make_cpu_backend();
+  FmllrAccumulator acc(gm, *cpu, 700);  // not a divisor of the frames: a partial block
+  acc.accumulate(x.data(), frames, post);
+  return acc.stats();
+}
+
+void expect_stats_near(const FmllrStats& a, const FmllrStats& b, double rel) {
+  ASSERT_EQ(a.dim, b.dim);
+  EXPECT_NEAR(a.beta, b.beta, rel * std::fabs(b.beta));
+  double kmax = 0.0, gmax = 0.0;
+  for (double v : b.k) kmax = std::max(kmax, std::fabs(v));
+  for (double v : b.g) gmax = std::max(gmax, std::fabs(v));
+  for (size_t i = 0; i < a.k.size(); ++i) ASSERT_NEAR(a.k[i], b.k[i], rel * kmax) << "k " << i;
+  for (size_t i = 0; i < a.g.size(); ++i) ASSERT_NEAR(a.g[i], b.g[i], rel * gmax) << "G " << i;
+}
+
+TEST(FmllrStats, GemmFormMatchesTheDefinitions) {
+  std::mt19937 rng(11);
+  const GaussianMixtures gm = fmllr_test_model(7, 2, 5, 3, rng);
+  std::vector<int32_t> senones;
+  std::vector<float> x = draw_features(gm, 1500, senones, rng);
+  senones[3] = -1;  // an unaligned frame contributes nothing
+  const GaussianPosteriors post = supervised_posteriors(gm, x.data(), 1500, senones.data());
+  const FmllrStats ref = accumulate_fmllr_reference(gm, x.data(), 1500, post);
+  EXPECT_NEAR(ref.beta, 1499.0, 1e-3);
+  BackendPtr cpu = make_cpu_backend();
+  FmllrAccumulator acc(gm, *cpu, 400);
+  // Two calls (the second with its own posteriors) sum like one.
+  const GaussianPosteriors first = supervised_posteriors(gm, x.data(), 600, senones.data());
+  const GaussianPosteriors second =
+      supervised_posteriors(gm, x.data() + 600 * 7, 900, senones.data() + 600);
+  acc.accumulate(x.data(), 600, first);
+  acc.accumulate(x.data() + 600 * 7, 900, second);
+  expect_stats_near(acc.stats(), ref, 1e-5);
+  // G_i symmetric, and its last diagonal entry sum_t v_ti > 0.
+  const FmllrStats& st = acc.stats();
+  for (int i = 0; i < 7; ++i)
+    for (int p = 0; p < 8; ++p) {
+      EXPECT_GT(st.g_matrix(i)[7 * 8 + 7], 0.0);
+      for (int q = 0; q < 8; ++q) EXPECT_EQ(st.g_matrix(i)[p * 8 + q], st.g_matrix(i)[q * 8 + p]);
+    }
+  acc.reset();
+  EXPECT_EQ(acc.stats().beta, 0.0);
+}
+
+TEST(FmllrStats, PosteriorsAreChecked) {
+  std::mt19937 rng(3);
+  const GaussianMixtures gm = fmllr_test_model(4, 1, 3, 2, rng);
+  std::vector<int32_t> senones;
+  std::vector<float> x = draw_features(gm, 10, senones, rng);
+  senones[2] = 3;  // out of range
+  EXPECT_THROW(supervised_posteriors(gm, x.data(), 10, senones.data()), std::invalid_argument);
+  senones[2] = 0;
+  GaussianPosteriors post = supervised_posteriors(gm, x.data(), 10, senones.data());
+  BackendPtr cpu = make_cpu_backend();
+  FmllrAccumulator acc(gm, *cpu);
+  EXPECT_THROW(acc.accumulate(x.data(), 9, post), std::invalid_argument);
+  post.gaussian[0] = 6;  // 3 codebooks x 2 Gaussians: 0..5
+  EXPECT_THROW(acc.accumulate(x.data(), 10, post), std::invalid_argument);
+  x[5] = std::nanf("");
+  EXPECT_THROW(supervised_posteriors(gm, x.data(), 10, senones.data()), std::invalid_argument);
+}
+
+TEST(FmllrEstimate, RecoversAKnownDistortion) {
+  std::mt19937 rng(5);
+  const int d = 6;
+  const GaussianMixtures gm = fmllr_test_model(d, 2, 12, 2, rng);
+  std::vector<int32_t> senones;
+  const std::vector<float> clean = draw_features(gm, 6000, senones, rng);
+  const FmllrTransform distortion = random_affine(d, 0.2, rng);
+  std::vector<float> x(clean.size());
+  apply_fmllr_reference(distortion, clean.data(), 6000, x.data());
+
+  FmllrTransform w = FmllrTransform::identity(d);
+  FmllrOptions opt;
+  opt.iterations = 8;
+  // EM: posteriors at the current transform, then the row-by-row update.
+  for (int pass = 0; pass < 4; ++pass) {
+    const FmllrStats st = supervised_stats(gm, x, senones, w);
+    EXPECT_NEAR(st.beta, 6000.0, 1e-2);
+    const FmllrEstimate est = estimate_fmllr(st, opt, &w);
+    ASSERT_EQ(est.outcome, FmllrOutcome::kUpdated) << est.message;
+    EXPECT_EQ(est.regularised_dims, 0);
+    ASSERT_EQ(est.objective.size(), 9u);
+    for (size_t i = 1; i < est.objective.size(); ++i)
+      EXPECT_GE(est.objective[i], est.objective[i - 1] - 1e-9 * std::fabs(est.objective[i - 1]))
+          << "pass " << pass << " iteration " << i;
+    if (pass == 0) {
+      EXPECT_GT(est.objective.back(), est.objective.front() + 0.1);
+    }
+    w = est.transform;
+  }
+  // W composed with the distortion is the identity: A M = I, A c + b = 0.
+  double worst = 0.0;
+  for (int i = 0; i < d; ++i)
+    for (int j = 0; j <= d; ++j) {
+      double v = j == d ? w.at(i, d) : 0.0;
+      for (int k = 0; k < d; ++k) v += w.at(i, k) * distortion.at(k, j);
+      const double want = i == j ? 1.0 : 0.0;
+      worst = std::max(worst, std::fabs(v - want) / (j == d ? 3.0 : 1.0));
+    }
+  std::printf("largest deviation of W o distortion from the identity: %.4f\n", worst);
+  EXPECT_LT(worst, 0.05) << "largest deviation of W o distortion from the identity";
+}
+
+TEST(FmllrEstimate, ObjectiveNeverDecreasesFromARandomStart) {
+  std::mt19937 rng(8);
+  const GaussianMixtures gm = fmllr_test_model(5, 1, 6, 3, rng);
+  std::vector<int32_t> senones;
+  const std::vector<float> x = draw_features(gm, 2000, senones, rng);
+  const FmllrStats st = supervised_stats(gm, x, senones, FmllrTransform::identity(5));
+  const FmllrTransform start = random_affine(5, 0.4, rng);
+  FmllrOptions opt;
+  opt.iterations = 15;
+  const FmllrEstimate est = estimate_fmllr(st, opt, &start);
+  ASSERT_EQ(est.outcome, FmllrOutcome::kUpdated);
+  EXPECT_NEAR(est.objective.front(), fmllr_objective(st, start) / st.beta, 1e-9);
+  for (size_t i = 1; i < est.objective.size(); ++i)
+    EXPECT_GE(est.objective[i], est.objective[i - 1] - 1e-12 * std::fabs(est.objective[i - 1]));
+  // Converged: the last iterations change the objective by almost nothing.
+  EXPECT_LT(est.objective.back() - est.objective[est.objective.size() - 2], 1e-6);
+}
+
+TEST(FmllrEstimate, TooFewFramesKeepsTheStart) {
+  std::mt19937 rng(9);
+  const GaussianMixtures gm = fmllr_test_model(4, 1, 3, 2, rng);
+  FmllrStats empty(4);
+  FmllrEstimate est = estimate_fmllr(empty);
+  EXPECT_EQ(est.outcome, FmllrOutcome::kTooFewFrames);
+  EXPECT_TRUE(est.transform.is_identity());
+  EXPECT_NE(est.message.find("fewer than"), std::string::npos) << est.message;
+
+  std::vector<int32_t> senones;
+  const std::vector<float> x = draw_features(gm, 100, senones, rng);
+  const FmllrStats st = supervised_stats(gm, x, senones, FmllrTransform::identity(4));
+  const FmllrTransform previous = random_affine(4, 0.1, rng);
+  est = estimate_fmllr(st, {}, &previous);  // 100 < 300 frames
+  EXPECT_EQ(est.outcome, FmllrOutcome::kTooFewFrames);
+  EXPECT_EQ(est.transform.w, previous.w);
+  EXPECT_NE(est.message.find("previous"), std::string::npos);
+  FmllrOptions few;
+  few.min_frames = 50;
+  est = estimate_fmllr(st, few, &previous);
+  EXPECT_EQ(est.outcome, FmllrOutcome::kUpdated);
+  const FmllrTransform wrong = FmllrTransform::identity(3);
+  EXPECT_THROW(estimate_fmllr(st, {}, &wrong), std::invalid_argument);
+}
+
+TEST(FmllrEstimate, SingularStatisticsNeverGiveNaN) {
+  std::mt19937 rng(10);
+  const int d = 5;
+  const GaussianMixtures gm = fmllr_test_model(d, 1, 6, 2, rng);
+  std::vector<int32_t> senones;
+  std::vector<float> x = draw_features(gm, 1000, senones, rng);
+  // Component 2 constant: every G_i is singular (column 2 = const * column d).
+  for (int64_t f = 0; f < 1000; ++f) x[static_cast<size_t>(f * d + 2)] = 1.5f;
+  const FmllrStats st = supervised_stats(gm, x, senones, FmllrTransform::identity(d));
+  const FmllrEstimate est = estimate_fmllr(st);
+  std::printf("singular statistics: %s: %s\n", to_string(est.outcome), est.message.c_str());
+  EXPECT_TRUE(est.transform.all_finite());
+  for (double q : est.objective) EXPECT_TRUE(std::isfinite(q));
+  if (est.outcome == FmllrOutcome::kUpdated) {
+    EXPECT_EQ(est.regularised_dims, d) << est.message;
+    EXPECT_NE(est.message.find("regularised"), std::string::npos);
+  } else {
+    EXPECT_EQ(est.outcome, FmllrOutcome::kRefused);
+    EXPECT_TRUE(est.transform.is_identity());
+  }
+  // Non-finite and zero statistics are refused.
+  FmllrStats bad = st;
+  bad.g[3] = std::nan("");
+  EXPECT_EQ(estimate_fmllr(bad).outcome, FmllrOutcome::kRefused);
+  FmllrStats zero(d);
+  zero.beta = 1000.0;
+  const FmllrEstimate z = estimate_fmllr(zero);
+  EXPECT_EQ(z.outcome, FmllrOutcome::kRefused);
+  EXPECT_TRUE(z.transform.is_identity());
+  EXPECT_NE(z.message.find("zero or not finite"), std::string::npos) << z.message;
+}
+
+TEST(FmllrTransform, ApplierMatchesTheReference) {
+  std::mt19937 rng(12);
+  const FmllrTransform t = random_affine(9, 0.3, rng);
+  std::normal_distribution<float> z(0.0f, 20.0f);
+  std::vector<float> x(2500 * 9);
+  for (float& v : x) v = z(rng);
+  std::vector<float> ref(x.size()), got(x.size());
+  apply_fmllr_reference(t, x.data(), 2500, ref.data());
+  BackendPtr cpu = make_cpu_backend();
+  FmllrApplier app(*cpu, 9, 1000);
+  app.apply(x.data(), 2500, got.data());  // identity until set
+  EXPECT_EQ(got, x);
+  app.set_transform(t);
+  app.apply(x.data(), 2500, got.data());
+  for (size_t i = 0; i < x.size(); ++i) ASSERT_NEAR(got[i], ref[i], 1e-4 * (1 + std::fabs(ref[i])));
+  EXPECT_THROW(app.set_transform(FmllrTransform::identity(8)), std::invalid_argument);
+  FmllrTransform nan = t;
+  nan.at(1, 1) = std::nan("");
+  EXPECT_THROW(app.set_transform(nan), std::invalid_argument);
+}
+
+std::string temp_path(const std::string& name) {
+  return ::testing::TempDir() + "/fmllr_" + std::to_string(getpid()) + "_" + name;
+}
+
+void write_text(const std::string& path, const std::string& text) {
+  std::ofstream(path, std::ios::binary) << text;
+}
+
+TEST(FmllrIo, RoundTripsExactly) {
+  std::mt19937 rng(13);
+  const FmllrTransform t = random_affine(39, 0.3, rng);
+  const std::string path = temp_path("rt.mat");
+  write_fmllr_transform(path, t);
+  const FmllrTransform back = read_fmllr_transform(path, 39);
+  EXPECT_EQ(back.dim, 39);
+  EXPECT_EQ(back.w, t.w);
+  std::remove(path.c_str());
+}
+
+TEST(FmllrIo, ReadsKaldiLayouts) {
+  // ']' on the last row's line (copy-matrix) or on its own; tabs; CRLF.
+  FmllrTransform t = parse_fmllr_transform(" [\n  1 0 0.5 \n  0 2 -1 ]\n", "a.mat");
+  EXPECT_EQ(t.dim, 2);
+  EXPECT_EQ(t.w, (std::vector<double>{1, 0, 0.5, 0, 2, -1}));
+  t = parse_fmllr_transform("[\r\n1\t0\t0.5\r\n0 2 -1e0\r\n]", "b.mat", 2);
+  EXPECT_EQ(t.w, (std::vector<double>{1, 0, 0.5, 0, 2, -1}));
+}
+
+void expect_format_error(const std::string& text, const std::string& want, int expected_dim = -1) {
+  try {
+    parse_fmllr_transform(text, "x.mat", expected_dim);
+    ADD_FAILURE() << "no error for: " << text;
+  } catch (const FmllrFormatError& e) {
+    EXPECT_NE(std::string(e.what()).find(want), std::string::npos)
+        << "message: " << e.what() << "\nexpected to contain: " << want;
+  }
+}
+
+TEST(FmllrIo, MalformedFilesNameTheFileAndLine) {
+  expect_format_error("", "x.mat:1: no '['");
+  expect_format_error("1 2 3", "x.mat:1: expected '['");
+  expect_format_error("[\n 1 0 0\n 0 1 0\n", "x.mat:4: the matrix is not closed");
+  expect_format_error("[\n 1 0 0\n 0 1 ]", "x.mat:3: row 2 has 2 numbers, the first row 3");
+  expect_format_error("[\n 1 0 0\n 0 x1 0 ]", "x.mat:3: 'x1' is not a number");
+  expect_format_error("[\n 1 0 nan\n 0 1 0 ]", "x.mat:2: 'nan' is not a finite number");
+  expect_format_error("[\n 1 0 1e999\n 0 1 0 ]", "x.mat:2: '1e999' is not a finite number");
+  expect_format_error("[\n 1 0 0\n 0 1 0 ] junk", "x.mat:3: unexpected 'j' after the closing ']'");
+  expect_format_error("[ 1 [ 2 ]", "x.mat:1: a second '['");
+  expect_format_error("[ ]", "x.mat: the transform matrix is empty");
+  expect_format_error("[ 1 0 \n 0 1 ]", "x.mat: a 2 x 2 matrix is not an fMLLR transform");
+  expect_format_error("[ 1 0 0\n 0 1 0 ]", "x.mat: a 2 x 3 transform, the features have dimension 39", 39);
+  EXPECT_THROW(read_fmllr_transform(temp_path("does-not-exist")), FmllrFormatError);
+  const std::string path = temp_path("bad.mat");
+  write_text(path, "[\n 1 0 0\n 0 1 ]\n");
+  try {
+    read_fmllr_transform(path);
+    ADD_FAILURE();
+  } catch (const FmllrFormatError& e) {
+    EXPECT_NE(std::string(e.what()).find(path + ":3:"), std::string::npos) << e.what();
+  }
+  std::remove(path.c_str());
+}
+
+}  // namespace
+}  // namespace gpuspeech
