@@ -285,6 +285,25 @@ Recognizer::Recognizer(const RecognizerConfig& config, std::string* log)
   }
   append_log(log, std::string("scoring on ") + m.backend->name() + " (" +
                       m.backend->device_name() + "), search on " + m.searcher->name());
+  if (config_.warm_up &&
+      (std::string(m.backend->name()) != "cpu" || std::string(m.searcher->name()) != "cpu")) {
+    // The first utterance on a device pays once for lazy kernel-module
+    // loading, the BLAS and FFT libraries' set-up and the search's CUDA
+    // graph captures (about 0.17 s on an H100): pay it here, with loading,
+    // on one second of deterministic low-level noise. reset() afterwards
+    // leaves nothing of it in the results.
+    const auto t0 = std::chrono::steady_clock::now();
+    const int64_t n = static_cast<int64_t>(m.features.frame.sample_rate);
+    std::vector<float> noise(static_cast<size_t>(n));
+    uint32_t x = 12345;
+    for (float& v : noise) {
+      x = x * 1103515245u + 12345u;
+      v = static_cast<float>(static_cast<int>((x >> 16) % 201) - 100);
+    }
+    recognize(noise.data(), n);
+    m.timings = RecognizerTimings{};
+    append_log(log, "warm-up: " + std::to_string(seconds_since(t0)) + " s");
+  }
   reset();
 }
 

@@ -84,6 +84,10 @@ struct RecognizerConfig {
   // lm_prune), apply the full LM at word ends (common/search/lm_rescorer.h;
   // search.lm_histories tokens per graph state). false: the pruned LM alone.
   bool rescore_with_full_lm = true;
+  // With a device backend or the CUDA search, decode one second of noise at
+  // load time, so that the first utterance does not pay for the device's
+  // one-time set-up (module loading, library handles, graph captures).
+  bool warm_up = true;
 
   // The installed pocketsphinx-en-us model, dictionary and LM (the
   // transcribe tool's defaults); paths under `model_root`.
