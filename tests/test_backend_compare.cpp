@@ -26,26 +26,6 @@
 namespace gpuspeech {
 namespace {
 
-bool is_required(const std::string& name) {
-  for (const std::string& r : testing::required_backends())
-    if (r == name) return true;
-  return false;
-}
-
-const std::vector<BackendInfo>& backend_infos() {
-  static const std::vector<BackendInfo> infos = list_backends();
-  return infos;
-}
-
-// One instance per backend for the whole run: device backends compile their
-// kernels on first use, and doing that once keeps the suite fast.
-Backend& shared_backend(const std::string& name) {
-  static std::map<std::string, BackendPtr> opened;
-  BackendPtr& b = opened[name];
-  if (!b) b = open_backend(name, 0);
-  return *b;
-}
-
 // Tolerances (see the issue: float backends agree within 1e-4 relative;
 // log-domain features within 1e-3 absolute).
 const Tolerance kRel = Tolerance::relative(1e-4);
@@ -59,19 +39,12 @@ const Tolerance kLogDomain = Tolerance::absolute(1e-3);
 class DeviceVsCpu : public ::testing::TestWithParam<std::string> {
  protected:
   void SetUp() override {
-    const std::string name = GetParam();
-    const BackendInfo* info = nullptr;
-    for (const BackendInfo& i : backend_infos())
-      if (i.name == name) info = &i;
-    ASSERT_NE(info, nullptr) << "list_backends() does not list '" << name << "'";
-    if (!info->usable) {
-      if (is_required(name))
-        FAIL() << "backend '" << name
-               << "' is required by GPUSPEECH_REQUIRE_BACKENDS but not usable: "
-               << info->detail;
-      GTEST_SKIP() << "backend '" << name << "' not usable here: " << info->detail;
+    const testing::BackendForTest b = testing::backend_for_test(GetParam());
+    if (!b.backend) {
+      if (b.required) FAIL() << b.problem;
+      GTEST_SKIP() << b.problem;
     }
-    device_ = &shared_backend(name);
+    device_ = b.backend;
     cpu_ = make_cpu_backend();
     cmp_.reset(new BackendComparison(*device_, *cpu_));
     RecordProperty("seed", static_cast<int>(cmp_->seed() & 0x7fffffff));
@@ -313,7 +286,7 @@ INSTANTIATE_TEST_SUITE_P(Backends, DeviceVsCpu, ::testing::Values("opencl", "cud
 
 TEST(BackendRegistry, RequiredBackendsAreKnown) {
   std::set<std::string> known;
-  for (const BackendInfo& i : backend_infos()) known.insert(i.name);
+  for (const BackendInfo& i : testing::backend_infos()) known.insert(i.name);
   for (const std::string& name : testing::required_backends())
     EXPECT_TRUE(known.count(name)) << "GPUSPEECH_REQUIRE_BACKENDS names unknown backend '"
                                    << name << "'";

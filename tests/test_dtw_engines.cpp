@@ -49,8 +49,8 @@ std::unique_ptr<DtwEngine> open_or_skip(const std::string& name, const DtwOption
   try {
     return make_dtw_engine(name, o);
   } catch (const BackendError& e) {
-    for (const std::string& req : testing::required_backends())
-      if (req == name) ADD_FAILURE() << "required engine " << name << " failed: " << e.what();
+    if (testing::is_required_backend(name))
+      ADD_FAILURE() << "required engine " << name << " failed: " << e.what();
     return nullptr;
   }
 }

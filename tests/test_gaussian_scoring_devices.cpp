@@ -38,40 +38,15 @@ const Tolerance kScorerTol{1e-6, 1e-4, 0.0};
 // Both against the double reference: see test_gaussian_scoring.cpp.
 constexpr double kReferenceTol = 1e-3;
 
-bool is_required(const std::string& name) {
-  for (const std::string& r : testing::required_backends())
-    if (r == name) return true;
-  return false;
-}
-
-const std::vector<BackendInfo>& backend_infos() {
-  static const std::vector<BackendInfo> infos = list_backends();
-  return infos;
-}
-
-// One instance per backend: device kernels compile once per run.
-Backend& shared_backend(const std::string& name) {
-  static std::map<std::string, BackendPtr> opened;
-  BackendPtr& b = opened[name];
-  if (!b) b = open_backend(name, 0);
-  return *b;
-}
-
 class ScoringVsCpu : public ::testing::TestWithParam<std::string> {
  protected:
   void SetUp() override {
-    const std::string name = GetParam();
-    const BackendInfo* info = nullptr;
-    for (const BackendInfo& i : backend_infos())
-      if (i.name == name) info = &i;
-    ASSERT_NE(info, nullptr) << "list_backends() does not list '" << name << "'";
-    if (!info->usable) {
-      if (is_required(name))
-        FAIL() << "backend '" << name
-               << "' is required by GPUSPEECH_REQUIRE_BACKENDS but not usable: " << info->detail;
-      GTEST_SKIP() << "backend '" << name << "' not usable here: " << info->detail;
+    const testing::BackendForTest b = testing::backend_for_test(GetParam());
+    if (!b.backend) {
+      if (b.required) FAIL() << b.problem;
+      GTEST_SKIP() << b.problem;
     }
-    device_ = &shared_backend(name);
+    device_ = b.backend;
     cpu_ = make_cpu_backend();
     cmp_.reset(new BackendComparison(*device_, *cpu_));
   }

@@ -21,15 +21,15 @@ class DeviceVsReference : public ::testing::TestWithParam<std::string> {
     for (const BackendInfo& i : list_backends()) {
       if (i.name != name) continue;
       if (!i.usable) {
-        for (const std::string& r : testing::required_backends())
-          if (r == name) FAIL() << "required backend " << name << " is not usable: " << i.detail;
+        if (testing::is_required_backend(name))
+          FAIL() << "required backend " << name << " is not usable: " << i.detail;
         GTEST_SKIP() << "backend '" << name << "' not usable here: " << i.detail;
       }
       backend_ = open_backend(name, 0);
       return;
     }
-    for (const std::string& r : testing::required_backends())
-      if (r == name) FAIL() << "required backend " << name << " is not compiled in";
+    if (testing::is_required_backend(name))
+      FAIL() << "required backend " << name << " is not compiled in";
     GTEST_SKIP() << "backend '" << name << "' not compiled in";
   }
   Backend& backend() { return *backend_; }
