@@ -118,6 +118,15 @@ struct Recognizer::Impl {
   std::unique_ptr<Searcher> searcher;
   std::vector<float> scores;  // block of frames x senones
   int64_t frames = 0;
+  // Alignment (keep_features_for_alignment): the dictionary, loaded once,
+  // the aligner, and the features of frames [kept_from, frames), stored
+  // from kept_offset frames into `kept` (the discarded prefix is dropped
+  // lazily, so discarding costs amortised O(1) a frame).
+  std::unique_ptr<Dictionary> dictionary;
+  std::unique_ptr<ForcedAligner> aligner;
+  std::vector<float> kept;
+  int64_t kept_offset = 0;
+  int64_t kept_from = 0;
   bool finished = false;
   RecognizerTimings timings;
 };
@@ -283,6 +292,7 @@ Recognizer::Recognizer(const RecognizerConfig& config, std::string* log)
           if (s >= 0 && static_cast<size_t>(s) < filler_senones.size()) filler_senones[s] = 1;
     m.searcher->set_filler_senones(filler_senones);
   }
+  if (config_.keep_features_for_alignment) make_aligner(log);
   append_log(log, std::string("scoring on ") + m.backend->name() + " (" +
                       m.backend->device_name() + "), search on " + m.searcher->name());
   if (config_.warm_up &&
@@ -320,6 +330,9 @@ const RecognizerTimings& Recognizer::timings() const { return impl_->timings; }
 void Recognizer::reset() {
   impl_->searcher->reset();
   impl_->frames = 0;
+  impl_->kept.clear();
+  impl_->kept_offset = 0;
+  impl_->kept_from = 0;
   impl_->finished = false;
 }
 
@@ -329,6 +342,8 @@ void Recognizer::push_features(const float* frames, int64_t num_frames) {
   if (num_frames < 0) throw std::invalid_argument("recognizer: negative frame count");
   if (num_frames == 0) return;
   if (frames == nullptr) throw std::invalid_argument("recognizer: null features");
+  if (config_.keep_features_for_alignment)
+    m.kept.insert(m.kept.end(), frames, frames + num_frames * m.feature_dim);
   const int senones = m.scorer->num_senones();
   const int64_t block = 256;  // frames scored per call: bounded host scratch
   m.scores.resize(static_cast<size_t>(std::min(block, num_frames)) * senones);
@@ -362,17 +377,82 @@ RecognitionResult Recognizer::finish() {
   return r;
 }
 
-RecognitionResult Recognizer::recognize(const float* samples, int64_t num_samples) {
+const AcousticModel& Recognizer::acoustic_model() const { return impl_->model; }
+
+std::vector<float> Recognizer::compute_features(const float* samples, int64_t num_samples) {
   Impl& m = *impl_;
   const auto t0 = std::chrono::steady_clock::now();
   if (!m.extractor) m.extractor = std::make_unique<FeatureExtractor>(m.features, *m.backend);
   FeatureMatrix feats = m.extractor->compute(samples, num_samples);
   postprocess_utterance(m.features, feats);
   m.timings.features += seconds_since(t0);
+  return std::move(feats.data);
+}
+
+RecognitionResult Recognizer::recognize(const float* samples, int64_t num_samples) {
+  const std::vector<float> feats = compute_features(samples, num_samples);
   reset();
-  push_features(feats.data.data(), feats.rows);
+  push_features(feats.data(), static_cast<int64_t>(feats.size()) / impl_->feature_dim);
   return finish();
 }
+
+// The dictionary the graph was compiled from (with the same filler
+// dictionary), parsed once per recognizer: only the aligner needs it, the
+// graph itself usually comes from the cache.
+void Recognizer::make_aligner(std::string* log) {
+  Impl& m = *impl_;
+  if (m.aligner) return;
+  const std::string filler = !config_.filler_dictionary.empty() ? config_.filler_dictionary
+                                                                : m.model.noise_dictionary_path();
+  m.dictionary = std::make_unique<Dictionary>(Dictionary::load(config_.dictionary, filler));
+  m.aligner = std::make_unique<ForcedAligner>(m.model, *m.dictionary, config_.alignment);
+  append_log(log, "alignment: features kept, dictionary " + config_.dictionary + " (" +
+                      std::to_string(m.dictionary->num_words()) + " words)");
+}
+
+FrameAlignment Recognizer::align(const std::vector<HypothesisWord>& words) {
+  Impl& m = *impl_;
+  if (!config_.keep_features_for_alignment)
+    throw std::logic_error(
+        "recognizer: align() needs the features, and keep_features_for_alignment is off");
+  FrameAlignment empty;
+  if (words.empty()) return empty;
+  const int64_t first = words.front().start_frame;
+  const int64_t last = words.back().end_frame;  // inclusive
+  if (first < m.kept_from)
+    throw std::out_of_range("recognizer: align(): word '" + words.front().text +
+                            "' starts at frame " + std::to_string(first) +
+                            ", but the features before frame " + std::to_string(m.kept_from) +
+                            " were discarded (discard_features_before)");
+  if (last >= m.frames)
+    throw std::out_of_range("recognizer: align(): word '" + words.back().text +
+                            "' ends at frame " + std::to_string(last) + ", but only " +
+                            std::to_string(m.frames) + " frames were pushed");
+  if (last < first)
+    throw std::invalid_argument("recognizer: align(): the last word ends (frame " +
+                                std::to_string(last) + ") before the first starts (frame " +
+                                std::to_string(first) + ")");
+  make_aligner(nullptr);
+  const float* feats =
+      m.kept.data() + (first - m.kept_from + m.kept_offset) * static_cast<int64_t>(m.feature_dim);
+  return m.aligner->align(feats, first, last - first + 1, words);
+}
+
+void Recognizer::discard_features_before(int64_t frame) {
+  Impl& m = *impl_;
+  frame = std::min(frame, m.frames);
+  if (frame <= m.kept_from) return;
+  m.kept_offset += frame - m.kept_from;
+  m.kept_from = frame;
+  // Drop the discarded prefix once it is at least half the buffer.
+  const int64_t stored = static_cast<int64_t>(m.kept.size()) / std::max(1, m.feature_dim);
+  if (2 * m.kept_offset >= stored) {
+    m.kept.erase(m.kept.begin(), m.kept.begin() + m.kept_offset * m.feature_dim);
+    m.kept_offset = 0;
+  }
+}
+
+int64_t Recognizer::features_kept_from() const { return impl_->kept_from; }
 
 RecognitionResult Recognizer::recognize_cepstra(const float* cepstra, int64_t num_frames,
                                                 int dim) {

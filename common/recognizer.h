@@ -26,6 +26,8 @@
 
 #include "common/backend.h"
 #include "common/options.h"
+#include "common/model/acoustic_model.h"
+#include "common/search/forced_aligner.h"
 #include "common/search/graph_compiler.h"
 #include "common/search/lm_pruning.h"
 #include "common/search/search_graph.h"
@@ -88,6 +90,12 @@ struct RecognizerConfig {
   // load time, so that the first utterance does not pay for the device's
   // one-time set-up (module loading, library handles, graph captures).
   bool warm_up = true;
+  // Keep the features pushed in an utterance so that align() can align its
+  // words to senones (fMLLR supervision); also loads the dictionary at
+  // construction. Costs feature_dim() floats a frame until
+  // discard_features_before() or reset().
+  bool keep_features_for_alignment = false;
+  ForcedAlignerOptions alignment;
 
   // The installed pocketsphinx-en-us model, dictionary and LM (the
   // transcribe tool's defaults); paths under `model_root`.
@@ -157,10 +165,39 @@ class Recognizer {
   // and finish(). std::invalid_argument if `dim` is not base_dim().
   RecognitionResult recognize_cepstra(const float* cepstra, int64_t num_frames, int dim);
 
+  // The acoustic model, for clients that transform features (fMLLR).
+  const AcousticModel& acoustic_model() const;
+  // The front end alone, on the scoring backend: samples (16-bit units, the
+  // model's rate) -> frames x feature_dim() floats, normalised and with
+  // deltas, exactly as recognize() makes them.
+  std::vector<float> compute_features(const float* samples, int64_t num_samples);
+
+  // Aligns words of the current utterance (partial().best.words' stable
+  // part, or finish()'s words; frames in utterance numbering) to senones
+  // (forced_aligner.h), from the features pushed in this utterance, which
+  // the recognizer keeps when config().keep_features_for_alignment is true.
+  // The result spans from the first word's first frame to the last word's
+  // last frame (empty, first_frame 0, for no words). Throws
+  // std::logic_error when features are not kept, std::out_of_range when a
+  // word reaches frames discarded or not pushed yet, std::invalid_argument
+  // for words out of order.
+  FrameAlignment align(const std::vector<HypothesisWord>& words);
+  // Frees kept features before `frame` (utterance numbering): a streaming
+  // client calls it once it has aligned everything before that frame.
+  // Frames already discarded and frames beyond those pushed are fine (the
+  // latter discards all). reset() discards everything.
+  void discard_features_before(int64_t frame);
+  // First frame still kept (utterance numbering); frames [kept_from,
+  // frames pushed) can be aligned.
+  int64_t features_kept_from() const;
+
   const SearchStats& search_stats() const;
   const RecognizerTimings& timings() const;
 
  private:
+  // Loads the dictionary and makes the aligner (once).
+  void make_aligner(std::string* log);
+
   struct Impl;
   RecognizerConfig config_;
   std::unique_ptr<Impl> impl_;

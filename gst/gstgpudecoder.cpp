@@ -93,6 +93,34 @@
  *   scoring and search run.
  * - `load-seconds` (gdouble): how long loading took.
  *
+ * Upstream event `gpuspeech-alignment` (gst/gpuspeech_alignment_event.h,
+ * while `send-alignments` is TRUE, the default): the frames of final words
+ * aligned to the acoustic model's senones (tied HMM states), pushed up the
+ * sink pad for elements that adapt the features to the speaker (gpufmllr)
+ * or for applications (a pad probe upstream of gpudecoder). Each time a
+ * partial result's stable words grow, their frames are Viterbi-aligned to
+ * the words' pronunciations and sent; when the utterance ends, the rest of
+ * its words. Events of one utterance come in order and never overlap;
+ * frames between words (silence, fillers) and words that cannot be aligned
+ * have senone -1. A type GST_EVENT_CUSTOM_UPSTREAM, structure
+ * `gpuspeech-alignment`:
+ * - `timestamp` (guint64): time of the first frame, on the clock of the
+ *   feature buffers' PTS as received (buffer time, like the word times
+ *   before their conversion to stream time); frame i is at `timestamp` +
+ *   i x `frame-duration`.
+ * - `frame-duration` (guint64): ns from one frame to the next.
+ * - `senones` (GBytes): gint32 per frame in host byte order, -1 = not
+ *   aligned.
+ * - `num-senones` (gint): the model's senone count.
+ * - `model` (string): the acoustic model directory.
+ * - `utterance` (guint): as in the `gpudecoder` messages.
+ * The event is pushed from the streaming thread, inside gpudecoder's chain
+ * function (or its EOS, GAP or SEGMENT handling): an element upstream must
+ * handle it without waiting for its own streaming thread. Alignment never
+ * stops decoding: if it fails (GST_WARNING in the debug log) no event is
+ * sent for those words. The features of an utterance are kept only until
+ * their words are aligned.
+ *
  * Src pad: each group of final words (a cue: at most `cue-max-chars`
  * characters and `cue-max-duration` ms, broken at pauses of a second or
  * more) becomes one buffer with PTS and duration from the words' times,
@@ -145,6 +173,7 @@
 #include "common/feature_signature.h"
 #include "common/recognizer.h"
 #include "common/subtitle_format.h"
+#include "gpuspeech_alignment_event.h"
 #include "gstgpufeatures.h"
 
 /* Design: a plain GstElement like gpufeatures: results do not correspond
@@ -269,6 +298,7 @@ enum
   PROP_CUE_MAX_CHARS,
   PROP_CUE_MAX_DURATION,
   PROP_CACHE_DIR,
+  PROP_SEND_ALIGNMENTS,
   N_PROPS
 };
 
@@ -284,6 +314,7 @@ enum
 #define DEFAULT_NBEST 0
 #define DEFAULT_CUE_MAX_CHARS 84
 #define DEFAULT_CUE_MAX_DURATION 5000
+#define DEFAULT_SEND_ALIGNMENTS TRUE
 
 /* Property values, under the object lock. Empty strings mean unset. */
 struct Settings
@@ -304,6 +335,7 @@ struct Settings
   OutputFormat output_format = OutputFormat::kAuto;
   gint cue_max_chars = DEFAULT_CUE_MAX_CHARS;
   guint cue_max_duration = DEFAULT_CUE_MAX_DURATION;
+  gboolean send_alignments = DEFAULT_SEND_ALIGNMENTS;
 };
 
 /* A configuration problem for the user; `not_found` marks a missing file. */
@@ -386,6 +418,8 @@ build_config (const Settings & s)
   c.device_id = s.device_id;
   c.nbest = s.nbest;
   c.cache_dir = s.cache_dir;
+  /* The recognizer keeps an utterance's features only for alignment. */
+  c.keep_features_for_alignment = s.send_alignments;
   try {
     c.search.validate ();
     c.graph.validate ();
@@ -415,6 +449,7 @@ struct StreamState
   gint64 endpoint_frames = 0;   /* 0: no silence endpointing */
   gboolean post_partials = TRUE;
   gint nbest = 0;
+  gboolean send_alignments = FALSE;
   OutputFormat requested_format = OutputFormat::kAuto;
   gs::CueOptions cue_options;
 
@@ -430,6 +465,11 @@ struct StreamState
   gint64 next_tick = 0;
   guint utt_index = 0;
   size_t cued_words = 0;        /* its words already pushed as cues */
+  /* Its words whose frames went upstream in alignment events, and the
+   * frame before which everything was sent (or skipped): later events start
+   * there, and the recognizer's kept features before it are freed. */
+  size_t aligned_words = 0;
+  gint64 aligned_end = 0;
 
   /* the whole stream */
   GstClockTime last_end = GST_CLOCK_TIME_NONE;  /* end of the last input */
@@ -463,6 +503,7 @@ struct _GstGpuDecoder
   gs::FeatureOptions *model_features;
   gint64 frame_shift_samples;
   gint sample_rate;
+  gint num_senones;             /* the acoustic model's, for alignments */
   StreamState *stream;          /* NULL unless PAUSED or PLAYING */
   gint64 latency_ns;
 };
@@ -640,6 +681,13 @@ gst_gpu_decoder_class_init (GstGpuDecoderClass * klass)
           "Where compiled search graphs are cached. NULL: "
           "$GPUSPEECH_CACHE_DIR, else $XDG_CACHE_HOME/gpuspeech, else "
           "~/.cache/gpuspeech; \"-\": compile every time", NULL, rw));
+  g_object_class_install_property (gobject_class, PROP_SEND_ALIGNMENTS,
+      g_param_spec_boolean ("send-alignments", "Send alignments",
+          "Align the frames of final words to the acoustic model's senones "
+          "and send them upstream as gpuspeech-alignment events (for "
+          "speaker adaptation, gpufmllr); the recognizer then keeps an "
+          "utterance's features until its words are final. Read when the "
+          "model is loaded (NULL to READY)", DEFAULT_SEND_ALIGNMENTS, rw));
 
   element_class->change_state =
       GST_DEBUG_FUNCPTR (gst_gpu_decoder_change_state);
@@ -666,6 +714,7 @@ gst_gpu_decoder_init (GstGpuDecoder * self)
   self->model_features = NULL;
   self->frame_shift_samples = 0;
   self->sample_rate = 0;
+  self->num_senones = 0;
   self->stream = NULL;
   self->latency_ns = 0;
 
@@ -797,6 +846,9 @@ gst_gpu_decoder_set_property (GObject * object, guint prop_id,
     case PROP_CACHE_DIR:
       set_string (s.cache_dir, value);
       break;
+    case PROP_SEND_ALIGNMENTS:
+      s.send_alignments = g_value_get_boolean (value);
+      break;
     default:
       G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
       break;
@@ -889,6 +941,9 @@ gst_gpu_decoder_get_property (GObject * object, guint prop_id,
       break;
     case PROP_CACHE_DIR:
       get_string (value, s.cache_dir);
+      break;
+    case PROP_SEND_ALIGNMENTS:
+      g_value_set_boolean (value, s.send_alignments);
       break;
     default:
       G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
@@ -1404,6 +1459,66 @@ endpoint_decision (const StreamState * st, const gs::Hypothesis & h)
   return Endpoint::kNone;
 }
 
+/* Sends the frames of words [st->aligned_words, upto) of the utterance in
+ * progress upstream as a gpuspeech-alignment event (their senones from the
+ * recognizer's forced alignment), then lets the recognizer free the
+ * features before the last of them. Frames already sent are never sent
+ * again, so events do not overlap. Alignment is a by-product: a failure is
+ * logged and skips these words, and never stops decoding. */
+static void
+send_alignment (GstGpuDecoder * self, StreamState * st,
+    const std::vector < gs::HypothesisWord > &words, size_t upto)
+{
+  upto = std::min (upto, words.size ());
+  if (!st->send_alignments || upto <= st->aligned_words)
+    return;
+  const std::vector < gs::HypothesisWord > fresh (words.begin () +
+      (std::ptrdiff_t) st->aligned_words, words.begin () + (std::ptrdiff_t) upto);
+  const gint64 words_end = (gint64) fresh.back ().end_frame + 1;
+  try {
+    const gs::FrameAlignment a = self->recognizer->align (fresh);
+    gint64 first = a.first_frame;
+    size_t skip = 0;
+    if (first < st->aligned_end) {
+      skip = (size_t) std::min < gint64 > ((gint64) a.senones.size (),
+          st->aligned_end - first);
+      first += (gint64) skip;
+    }
+    const size_t n = a.senones.size () - skip;
+    GST_LOG_OBJECT (self, "utterance %u: aligned %d words (%d failed) to "
+        "frames %" G_GINT64_FORMAT "..%" G_GINT64_FORMAT, st->utt_index,
+        a.words_aligned, a.words_failed, first, first + (gint64) n);
+    if (n > 0) {
+      const guint64 frame_duration = gst_util_uint64_scale ((guint64)
+          self->frame_shift_samples, GST_SECOND, (guint64) self->sample_rate);
+      GstEvent *event = gpuspeech_alignment_event_new (frame_time (self, st,
+              first), frame_duration, a.senones.data () + skip, n,
+          self->num_senones, self->recognizer->config ().model_dir.c_str (),
+          st->utt_index);
+      if (event) {
+        /* FALSE only means nobody upstream wanted it. */
+        if (!gst_pad_push_event (self->sinkpad, event))
+          GST_LOG_OBJECT (self, "no element upstream handled the alignment");
+      } else {
+        GST_WARNING_OBJECT (self, "the aligner returned an invalid alignment "
+            "(a senone outside the model's %d); not sent", self->num_senones);
+      }
+      st->aligned_end = first + (gint64) n;
+    }
+  } catch (const std::exception & e) {
+    GST_WARNING_OBJECT (self, "cannot align words %" G_GSIZE_FORMAT "..%"
+        G_GSIZE_FORMAT " of utterance %u (no alignment event for them): %s",
+        st->aligned_words, upto, st->utt_index, e.what ());
+  }
+  st->aligned_words = upto;
+  st->aligned_end = std::max (st->aligned_end, words_end);
+  try {
+    self->recognizer->discard_features_before (st->aligned_end);
+  } catch (const std::exception & e) {
+    GST_WARNING_OBJECT (self, "cannot free aligned features: %s", e.what ());
+  }
+}
+
 /* A partial analysis at a tick: message, stable words as text, endpoint. */
 static GstFlowReturn
 analyse (GstGpuDecoder * self, StreamState * st, Endpoint * endpoint)
@@ -1434,6 +1549,8 @@ analyse (GstGpuDecoder * self, StreamState * st, Endpoint * endpoint)
   else if (!stable_words.empty ())
     safe = (GstClockTime) stable_words.back ().end_ns;
   push_gap_until (self, st, safe);
+  send_alignment (self, st, h.words,
+      (size_t) CLAMP (h.stable_words, 0, (gint) h.words.size ()));
 
   *endpoint = endpoint_decision (st, h);
   return GST_FLOW_OK;
@@ -1446,6 +1563,8 @@ clear_utterance (StreamState * st)
   st->utt_frames = 0;
   st->next_tick = st->tick_frames;
   st->cued_words = 0;
+  st->aligned_words = 0;
+  st->aligned_end = 0;
 }
 
 /* Ends the utterance in progress: final result, remaining text, reset. With
@@ -1473,6 +1592,8 @@ end_utterance (GstGpuDecoder * self, StreamState * st, const char *reason,
     ret = push_text (self, st, result_json (self, st, r, reason),
         st->utt_pts, end - st->utt_pts);
   push_gap_until (self, st, end);
+  /* Before reset(), which drops the utterance's features. */
+  send_alignment (self, st, r.best.words, r.best.words.size ());
   self->recognizer->reset ();
   clear_utterance (st);
   ++st->utt_index;
@@ -1884,6 +2005,7 @@ load_model (GstGpuDecoder * self)
   self->sample_rate = (gint) self->model_features->frame.sample_rate;
   self->frame_shift_samples =
       self->model_features->frame.frame_shift_samples ();
+  self->num_senones = self->recognizer->acoustic_model ().mdef ().num_senones ();
   gs::Backend & b = self->recognizer->scoring_backend ();
   gst_element_post_message (GST_ELEMENT (self),
       gst_message_new_element (GST_OBJECT (self),
@@ -1923,6 +2045,9 @@ start_stream (GstGpuDecoder * self)
       (gint64) std::llround (s.endpoint_silence / frame_ms));
   st->post_partials = s.partial_interval > 0;
   st->nbest = s.nbest;
+  /* As loaded: features are kept only if the property was set then. */
+  st->send_alignments =
+      self->recognizer->config ().keep_features_for_alignment;
   st->requested_format = s.output_format;
   st->cue_options.max_chars = s.cue_max_chars;
   st->cue_options.max_duration_ns = (int64_t) s.cue_max_duration * GST_MSECOND;

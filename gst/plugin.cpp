@@ -1,6 +1,7 @@
 /* The gpuspeech GStreamer plugin: registers every element of the project.
  * Elements live in their own files (gstgpufeatures.cpp,
- * gstgpudecoder.cpp, gstgpudtw.cpp); this file only lists them. */
+ * gstgpudecoder.cpp, gstgpudtw.cpp, gstgpufmllr.cpp); this file only
+ * lists them. */
 #ifdef HAVE_CONFIG_H
 #include "config.h"
 #endif
@@ -10,6 +11,7 @@
 #include "gstgpudecoder.h"
 #include "gstgpudtw.h"
 #include "gstgpufeatures.h"
+#include "gstgpufmllr.h"
 
 #ifndef GPUSPEECH_VERSION
 #define GPUSPEECH_VERSION "0.0.0"
@@ -26,6 +28,7 @@ plugin_init (GstPlugin * plugin)
   ok |= GST_ELEMENT_REGISTER (gpufeatures, plugin);
   ok |= GST_ELEMENT_REGISTER (gpudecoder, plugin);
   ok |= GST_ELEMENT_REGISTER (gpudtw, plugin);
+  ok |= GST_ELEMENT_REGISTER (gpufmllr, plugin);
   return ok;
 }
 

@@ -1,7 +1,8 @@
 // The gpudecoder element: results against gpuspeech-transcribe, live
 // partials and the stable prefix, silence endpointing, SRT / WebVTT read
 // back by subparse, a Matroska subtitle track, caps and model errors, the
-// latency query, a flushing seek, state cycles and four pipelines at once.
+// latency query, a flushing seek, state cycles, four pipelines at once, and
+// the gpuspeech-alignment upstream events (with their helpers).
 // Small grammars (goforward.gram, cards.gram) keep it to seconds.
 #include <glib/gstdio.h>
 #include <gst/check/gstharness.h>
@@ -11,12 +12,17 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
+#include <map>
+#include <set>
 #include <sstream>
 #include <string>
 #include <vector>
 
+#include "common/model/mdef.h"
 #include "common/wav_reader.h"
+#include "gst/gpuspeech_alignment_event.h"
 #include "test_backends.h"
 
 namespace gpuspeech {
@@ -321,6 +327,69 @@ GstBuffer* s16_buffer(const int16_t* s, size_t n, GstClockTime pts) {
   return b;
 }
 
+// What passed gpudecoder's sink pad: the feature buffers going down and
+// the gpuspeech-alignment events coming up, each as the pad saw it.
+struct SinkPadLog {
+  struct FeatureBuffer {
+    GstClockTime pts = 0;
+    gsize bytes = 0;
+  };
+  struct Alignment {
+    GstClockTime timestamp = 0;
+    guint64 frame_duration = 0;
+    std::vector<gint32> senones;
+    gint num_senones = 0;
+    std::string model;
+    guint utterance = 0;
+    bool before_eos = false;  // sent while audio was still being pushed
+  };
+  std::vector<FeatureBuffer> buffers;
+  std::vector<Alignment> alignments;
+  int malformed = 0;           // named gpuspeech-alignment, but parse rejects it
+  bool eos_pushed = false;
+  int reached_harness = 0;     // alignment events out of gpufeatures' sink pad
+  gint dim = 0;                // floats per feature frame (the sink caps)
+};
+
+GstPadProbeReturn log_sink_pad(GstPad*, GstPadProbeInfo* info, gpointer user) {
+  auto* log = static_cast<SinkPadLog*>(user);
+  if (GST_PAD_PROBE_INFO_TYPE(info) & GST_PAD_PROBE_TYPE_BUFFER) {
+    GstBuffer* b = GST_PAD_PROBE_INFO_BUFFER(info);
+    log->buffers.push_back({GST_BUFFER_PTS(b), gst_buffer_get_size(b)});
+    return GST_PAD_PROBE_OK;
+  }
+  GstEvent* e = GST_PAD_PROBE_INFO_EVENT(info);
+  const GstStructure* s = gst_event_get_structure(e);
+  if (!s || !gst_structure_has_name(s, GPUSPEECH_ALIGNMENT_EVENT)) return GST_PAD_PROBE_OK;
+  SinkPadLog::Alignment a;
+  GBytes* bytes = nullptr;
+  const gchar* model = nullptr;
+  if (!gpuspeech_alignment_event_parse(e, &a.timestamp, &a.frame_duration, &bytes, &a.num_senones,
+                                       &model, &a.utterance)) {
+    ++log->malformed;
+    return GST_PAD_PROBE_OK;
+  }
+  gsize size = 0;
+  const void* data = g_bytes_get_data(bytes, &size);
+  a.senones.resize(size / sizeof(gint32));
+  memcpy(a.senones.data(), data, a.senones.size() * sizeof(gint32));
+  g_bytes_unref(bytes);
+  a.model = model;
+  a.before_eos = !log->eos_pushed;
+  log->alignments.push_back(std::move(a));
+  return GST_PAD_PROBE_OK;
+}
+
+// Counts the alignment events that came up to the harness' src pad.
+void drain_upstream_events(GstHarness* h, SinkPadLog* log) {
+  while (GstEvent* e = gst_harness_try_pull_upstream_event(h)) {
+    if (log && gpuspeech_alignment_event_parse(e, nullptr, nullptr, nullptr, nullptr, nullptr,
+                                               nullptr))
+      ++log->reached_harness;
+    gst_event_unref(e);
+  }
+}
+
 struct LiveRun {
   PipelineRun run;
   int partials_before_eos = 0;
@@ -328,14 +397,22 @@ struct LiveRun {
 };
 
 // Pushes `audio` in 100 ms buffers with timestamps through
-// gpufeatures ! gpudecoder, reading the bus after every buffer.
+// gpufeatures ! gpudecoder, reading the bus after every buffer. With
+// `sink_log`, records what passes gpudecoder's sink pad.
 LiveRun push_live(const std::vector<int16_t>& audio, const std::string& gram,
-                  const std::string& dec_extra = "") {
+                  const std::string& dec_extra = "", SinkPadLog* sink_log = nullptr) {
   LiveRun out;
   GstHarness* h =
       gst_harness_new_parse((features() + " ! " + decoder(gram, dec_extra)).c_str());
   GstBus* bus = gst_bus_new();
   gst_element_set_bus(h->element, bus);
+  GstElement* dec = gst_bin_get_by_name(GST_BIN(h->element), "dec");
+  GstPad* dec_sink = gst_element_get_static_pad(dec, "sink");
+  if (sink_log)
+    gst_pad_add_probe(dec_sink,
+                      (GstPadProbeType)(GST_PAD_PROBE_TYPE_BUFFER |
+                                        GST_PAD_PROBE_TYPE_EVENT_UPSTREAM),
+                      log_sink_pad, sink_log, nullptr);
   gst_harness_set_src_caps_str(
       h, "audio/x-raw, format=S16LE, rate=16000, channels=1, layout=interleaved");
   const size_t chunk = 1600;
@@ -348,14 +425,24 @@ LiveRun push_live(const std::vector<int16_t>& audio, const std::string& gram,
       take_message(m, out.run);
       gst_message_unref(m);
     }
+    drain_upstream_events(h, sink_log);
   }
   for (const Result& r : out.run.results)
     if (!r.final && !r.hypothesis.empty()) ++out.partials_before_eos;
+  if (sink_log) sink_log->eos_pushed = true;
   gst_harness_push_event(h, gst_event_new_eos());
   while (GstMessage* m = gst_bus_pop(bus)) {
     take_message(m, out.run);
     gst_message_unref(m);
   }
+  drain_upstream_events(h, sink_log);
+  if (sink_log) {
+    GstCaps* caps = gst_pad_get_current_caps(dec_sink);
+    if (caps) gst_structure_get_int(gst_caps_get_structure(caps, 0), "dim", &sink_log->dim);
+    if (caps) gst_caps_unref(caps);
+  }
+  gst_object_unref(dec_sink);
+  gst_object_unref(dec);
   while (GstBuffer* b = gst_harness_try_pull(h)) {
     GstMapInfo map;
     gst_buffer_map(b, &map, GST_MAP_READ);
@@ -437,6 +524,297 @@ TEST(GpuDecoder, SilenceEndpointingSplitsUtterances) {
   // Without endpointing, one utterance.
   const LiveRun whole = push_live(two, gram, "endpoint-silence=0");
   EXPECT_EQ(whole.run.finals().size(), 1u);
+}
+
+// ---------------------------------------------------------------------------
+// Alignment events (gst/gpuspeech_alignment_event.h)
+
+// The times of every frame of the feature buffers that reached gpudecoder.
+std::set<GstClockTime> feature_frame_times(const SinkPadLog& log, guint64 frame_duration) {
+  std::set<GstClockTime> times;
+  const gsize frame_bytes = sizeof(float) * static_cast<gsize>(log.dim);
+  for (const SinkPadLog::FeatureBuffer& b : log.buffers) {
+    EXPECT_TRUE(GST_CLOCK_TIME_IS_VALID(b.pts));
+    for (gsize j = 0; frame_bytes > 0 && j < b.bytes / frame_bytes; ++j)
+      times.insert(b.pts + j * frame_duration);
+  }
+  return times;
+}
+
+// Checks the alignment events of a live run against its final results:
+// fields valid for this model, events in order and not overlapping, every
+// frame a frame of a feature buffer that was pushed, every frame of every
+// final word aligned, in its utterance.
+void expect_alignments_of(const SinkPadLog& log, const std::vector<Result>& finals) {
+  EXPECT_EQ(log.malformed, 0);
+  ASSERT_FALSE(log.alignments.empty());
+  EXPECT_EQ(log.reached_harness, static_cast<int>(log.alignments.size()))
+      << "the events must pass gpufeatures on their way upstream";
+  const int num_senones = ModelDefinition::load(hmm() + "/mdef").num_senones();
+  ASSERT_GT(log.dim, 0);
+  const guint64 frame = 10 * GST_MSECOND;  // 160 samples at 16 kHz
+  const std::set<GstClockTime> pushed = feature_frame_times(log, frame);
+  ASSERT_FALSE(pushed.empty());
+  // Frame time -> (utterance, senone), over all events.
+  std::map<GstClockTime, std::pair<guint, gint32>> aligned;
+  GstClockTime prev_end = 0;
+  guint prev_utterance = 0;
+  for (size_t k = 0; k < log.alignments.size(); ++k) {
+    const SinkPadLog::Alignment& a = log.alignments[k];
+    SCOPED_TRACE("event " + std::to_string(k) + " at " + std::to_string(a.timestamp));
+    EXPECT_EQ(a.num_senones, num_senones);
+    EXPECT_EQ(a.model, hmm());
+    EXPECT_EQ(a.frame_duration, frame);
+    ASSERT_FALSE(a.senones.empty());
+    EXPECT_GE(a.utterance, prev_utterance) << "utterances in order";
+    EXPECT_GE(a.timestamp, prev_end) << "events in order, not overlapping";
+    prev_utterance = a.utterance;
+    prev_end = a.timestamp + a.senones.size() * a.frame_duration;
+    for (size_t i = 0; i < a.senones.size(); ++i) {
+      const GstClockTime t = a.timestamp + i * a.frame_duration;
+      EXPECT_TRUE(pushed.count(t)) << "frame " << i << " at " << t
+                                   << " is not a frame of a buffer pushed";
+      EXPECT_GE(a.senones[i], -1);
+      EXPECT_LT(a.senones[i], num_senones);
+      aligned[t] = {a.utterance, a.senones[i]};
+    }
+  }
+  // Every frame of every final word is aligned, in that utterance, to a
+  // senone (the decoder found a path through these words' HMMs, so the
+  // aligner can fit them all). The harness' segment starts at 0: the
+  // messages' stream times equal buffer times.
+  for (const Result& f : finals) {
+    std::set<gint32> distinct;
+    for (const Word& w : f.words) {
+      for (GstClockTime t = w.start; t < w.end; t += frame) {
+        const auto it = aligned.find(t);
+        ASSERT_TRUE(it != aligned.end())
+            << "'" << w.text << "' of utterance " << f.utterance << ": frame at " << t
+            << " not in any alignment event";
+        EXPECT_EQ(it->second.first, f.utterance);
+        EXPECT_GE(it->second.second, 0) << "'" << w.text << "' frame at " << t << " not aligned";
+        distinct.insert(it->second.second);
+      }
+    }
+    // Four words, about 17 phones of 3 states each: an alignment worth the
+    // name visits many senones (a constant or empty one would not).
+    EXPECT_GE(distinct.size(), 20u) << "utterance " << f.utterance;
+  }
+  // And no more: an event spans from a word's first frame to a word's last
+  // (Recognizer::align's span), frames between words are -1, so a time
+  // offset of even one frame would show.
+  for (const SinkPadLog::Alignment& a : log.alignments) {
+    const Result* f = nullptr;
+    for (const Result& r : finals)
+      if (r.utterance == a.utterance) f = &r;
+    ASSERT_TRUE(f) << "an event of utterance " << a.utterance << ", which has no result";
+    const GstClockTime end = a.timestamp + a.senones.size() * a.frame_duration;
+    bool starts_a_word = false, ends_a_word = false;
+    for (const Word& w : f->words) {
+      starts_a_word |= w.start == a.timestamp;
+      ends_a_word |= w.end == end;
+    }
+    EXPECT_TRUE(starts_a_word) << "event at " << a.timestamp << " does not start at a word";
+    EXPECT_TRUE(ends_a_word) << "event ending at " << end << " does not end at a word's end";
+    for (size_t i = 0; i < a.senones.size(); ++i) {
+      const GstClockTime t = a.timestamp + i * a.frame_duration;
+      bool in_word = false;
+      for (const Word& w : f->words) in_word |= t >= w.start && t < w.end;
+      if (!in_word) {
+        EXPECT_EQ(a.senones[i], -1) << "frame at " << t << " between words";
+      }
+    }
+  }
+}
+
+// Two utterances (silence endpointing between two copies of goforward), fed
+// live: the frames of the final words come back up as alignment events,
+// the first ones while audio still flows, in order, without overlap, on the
+// feature buffers' clock, covering every final word with valid senones.
+TEST(GpuDecoder, SendsAlignmentsOfFinalWordsUpstream) {
+  const std::string gram = data("goforward.gram");
+  const std::vector<int16_t> one = read_raw(data("goforward.raw"));
+  std::vector<int16_t> two = one;
+  two.insert(two.end(), 32000, 0);  // 2 s of silence
+  two.insert(two.end(), one.begin(), one.end());
+  SinkPadLog log;
+  const LiveRun live = push_live(two, gram, "endpoint-silence=700", &log);
+  EXPECT_TRUE(live.run.errors.empty()) << live.run.error_text();
+  const auto finals = live.run.finals();
+  ASSERT_EQ(finals.size(), 2u) << joined(finals);
+  EXPECT_EQ(finals[1].hypothesis, "go forward ten meters");
+  // The second utterance ends only at EOS: an event of it before EOS came
+  // from a partial result's stable words.
+  int partial_events = 0;
+  for (const SinkPadLog::Alignment& a : log.alignments)
+    if (a.utterance == 1 && a.before_eos) ++partial_events;
+  EXPECT_GE(partial_events, 1) << "stable words must be aligned before the utterance ends";
+  expect_alignments_of(log, finals);
+}
+
+// Above, the events came at partials, a word each. Cut right after the last
+// word, the audio ends before "meters" is stable: its frames are aligned
+// when EOS ends the utterance.
+TEST(GpuDecoder, SendsTheRestOfTheAlignmentAtTheEnd) {
+  const std::string gram = data("goforward.gram");
+  std::vector<int16_t> audio = read_raw(data("goforward.raw"));
+  audio.resize(static_cast<size_t>(2.2 * 16000));  // "meters" ends at about 2.13 s
+  SinkPadLog log;
+  const LiveRun live = push_live(audio, gram, "endpoint-silence=0", &log);
+  EXPECT_TRUE(live.run.errors.empty()) << live.run.error_text();
+  const auto finals = live.run.finals();
+  ASSERT_EQ(finals.size(), 1u);
+  EXPECT_EQ(finals[0].hypothesis, "go forward ten meters");
+  int at_end = 0;
+  for (const SinkPadLog::Alignment& a : log.alignments)
+    if (!a.before_eos) ++at_end;
+  EXPECT_GE(at_end, 1) << "the words not yet stable are aligned at EOS";
+  expect_alignments_of(log, finals);
+}
+
+TEST(GpuDecoder, NoAlignmentsWhenDisabled) {
+  GstElement* dec = gst_element_factory_make("gpudecoder", nullptr);
+  ASSERT_TRUE(dec);
+  gboolean send = FALSE;
+  g_object_get(dec, "send-alignments", &send, nullptr);
+  EXPECT_TRUE(send) << "on by default";
+  gst_object_unref(dec);
+
+  const std::string gram = data("goforward.gram");
+  SinkPadLog log;
+  const LiveRun live = push_live(read_raw(data("goforward.raw")), gram, "send-alignments=false",
+                                 &log);
+  EXPECT_TRUE(live.run.errors.empty()) << live.run.error_text();
+  ASSERT_EQ(live.run.finals().size(), 1u);
+  EXPECT_EQ(live.run.finals()[0].hypothesis, "go forward ten meters");
+  EXPECT_FALSE(log.buffers.empty()) << "the probe saw the features";
+  EXPECT_TRUE(log.alignments.empty());
+  EXPECT_EQ(log.malformed, 0);
+  EXPECT_EQ(log.reached_harness, 0);
+}
+
+// The helpers alone: what new() makes, parse() gives back.
+TEST(AlignmentEvent, RoundTrip) {
+  const std::vector<gint32> senones = {-1, 0, 5, 5, 137, -1};
+  GstEvent* e = gpuspeech_alignment_event_new(1234567890, 10 * GST_MSECOND, senones.data(),
+                                              senones.size(), 138, "/models/en-us", 7);
+  ASSERT_TRUE(e);
+  EXPECT_EQ(GST_EVENT_TYPE(e), GST_EVENT_CUSTOM_UPSTREAM);
+  EXPECT_TRUE(gst_structure_has_name(gst_event_get_structure(e), "gpuspeech-alignment"));
+  GstClockTime ts = 0;
+  guint64 dur = 0;
+  GBytes* bytes = nullptr;
+  gint num = 0;
+  const gchar* model = nullptr;
+  guint utt = 0;
+  ASSERT_TRUE(gpuspeech_alignment_event_parse(e, &ts, &dur, &bytes, &num, &model, &utt));
+  EXPECT_EQ(ts, 1234567890u);
+  EXPECT_EQ(dur, 10 * GST_MSECOND);
+  EXPECT_EQ(num, 138);
+  EXPECT_STREQ(model, "/models/en-us");
+  EXPECT_EQ(utt, 7u);
+  ASSERT_TRUE(bytes);
+  gsize size = 0;
+  const void* data_ptr = g_bytes_get_data(bytes, &size);
+  ASSERT_EQ(size, senones.size() * sizeof(gint32));
+  std::vector<gint32> back(senones.size());
+  memcpy(back.data(), data_ptr, size);
+  EXPECT_EQ(back, senones);
+  g_bytes_unref(bytes);
+  // Every output is optional.
+  EXPECT_TRUE(gpuspeech_alignment_event_parse(e, nullptr, nullptr, nullptr, nullptr, nullptr,
+                                              nullptr));
+  // A copy (what elements may make of it) parses the same.
+  GstEvent* copy = gst_event_copy(e);
+  EXPECT_TRUE(gpuspeech_alignment_event_parse(copy, nullptr, nullptr, nullptr, &num, nullptr,
+                                              nullptr));
+  EXPECT_EQ(num, 138);
+  gst_event_unref(copy);
+  gst_event_unref(e);
+}
+
+// A well-formed structure with one thing changed by `change`, as an event
+// of `type`; parse() must reject it and leave the outputs alone.
+void expect_rejected(const char* what, void (*change)(GstStructure*),
+                     GstEventType type = GST_EVENT_CUSTOM_UPSTREAM) {
+  const gint32 senones[] = {3, -1, 4, 0};
+  GBytes* bytes = g_bytes_new(senones, sizeof senones);
+  GstStructure* s = gst_structure_new(
+      GPUSPEECH_ALIGNMENT_EVENT, "timestamp", G_TYPE_UINT64, (guint64)GST_SECOND,
+      "frame-duration", G_TYPE_UINT64, (guint64)(10 * GST_MSECOND), "senones", G_TYPE_BYTES, bytes,
+      "num-senones", G_TYPE_INT, 5, "model", G_TYPE_STRING, "m", "utterance", G_TYPE_UINT, 1u,
+      nullptr);
+  g_bytes_unref(bytes);
+  {
+    // The unchanged structure is accepted (so each rejection below is
+    // caused by its change alone).
+    GstEvent* good = gst_event_new_custom(GST_EVENT_CUSTOM_UPSTREAM, gst_structure_copy(s));
+    EXPECT_TRUE(gpuspeech_alignment_event_parse(good, nullptr, nullptr, nullptr, nullptr, nullptr,
+                                                nullptr));
+    gst_event_unref(good);
+  }
+  if (change) change(s);
+  GstEvent* e = gst_event_new_custom(type, s);
+  gint num = -42;
+  GBytes* out = nullptr;
+  EXPECT_FALSE(gpuspeech_alignment_event_parse(e, nullptr, nullptr, &out, &num, nullptr, nullptr))
+      << what;
+  EXPECT_EQ(num, -42) << what;
+  EXPECT_EQ(out, nullptr) << what;
+  gst_event_unref(e);
+}
+
+void set_bytes(GstStructure* s, const void* data, gsize size) {
+  GBytes* b = g_bytes_new(data, size);
+  gst_structure_set(s, "senones", G_TYPE_BYTES, b, nullptr);
+  g_bytes_unref(b);
+}
+
+TEST(AlignmentEvent, ParseRejectsMalformed) {
+  // Not an alignment event at all.
+  GstEvent* eos = gst_event_new_eos();
+  EXPECT_FALSE(gpuspeech_alignment_event_parse(eos, nullptr, nullptr, nullptr, nullptr, nullptr,
+                                               nullptr));
+  gst_event_unref(eos);
+  expect_rejected("downstream event", nullptr, GST_EVENT_CUSTOM_DOWNSTREAM);
+  expect_rejected("other name", [](GstStructure* s) { gst_structure_set_name(s, "alignment"); });
+  // Fields missing or of the wrong type.
+  expect_rejected("no senones", [](GstStructure* s) { gst_structure_remove_field(s, "senones"); });
+  expect_rejected("no model", [](GstStructure* s) { gst_structure_remove_field(s, "model"); });
+  expect_rejected("no utterance",
+                  [](GstStructure* s) { gst_structure_remove_field(s, "utterance"); });
+  expect_rejected("timestamp gint64", [](GstStructure* s) {
+    gst_structure_set(s, "timestamp", G_TYPE_INT64, (gint64)GST_SECOND, nullptr);
+  });
+  expect_rejected("num-senones guint", [](GstStructure* s) {
+    gst_structure_set(s, "num-senones", G_TYPE_UINT, 5u, nullptr);
+  });
+  expect_rejected("senones a string", [](GstStructure* s) {
+    gst_structure_set(s, "senones", G_TYPE_STRING, "3 -1 4 0", nullptr);
+  });
+  // Values outside the rules.
+  expect_rejected("6 bytes", [](GstStructure* s) {
+    const guint8 six[6] = {1, 0, 0, 0, 2, 0};
+    set_bytes(s, six, sizeof six);
+  });
+  expect_rejected("no frames", [](GstStructure* s) { set_bytes(s, "", 0); });
+  expect_rejected("senone == num-senones", [](GstStructure* s) {
+    const gint32 v[] = {0, 5};
+    set_bytes(s, v, sizeof v);
+  });
+  expect_rejected("senone -2", [](GstStructure* s) {
+    const gint32 v[] = {-2, 1};
+    set_bytes(s, v, sizeof v);
+  });
+  expect_rejected("num-senones 0", [](GstStructure* s) {
+    gst_structure_set(s, "num-senones", G_TYPE_INT, 0, nullptr);
+  });
+  expect_rejected("frame-duration 0", [](GstStructure* s) {
+    gst_structure_set(s, "frame-duration", G_TYPE_UINT64, (guint64)0, nullptr);
+  });
+  expect_rejected("timestamp NONE", [](GstStructure* s) {
+    gst_structure_set(s, "timestamp", G_TYPE_UINT64, GST_CLOCK_TIME_NONE, nullptr);
+  });
 }
 
 // Words longer than endpoint-silence are not cut: endpointing counts the

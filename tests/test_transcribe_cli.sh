@@ -183,5 +183,106 @@ else
   fail "missing file among good ones: status $rc, out '$(cat "$T/out")', err $(cat "$T/err")"
 fi
 
+
+# --- speaker adaptation (--fmllr, --spk2utt, --fmllr-dir) -----------------------
+# The cards (one speaker) as one speaker: pass 1, alignment, one transform,
+# pass 2. Still the reference words, one line each; the per-speaker report;
+# the transform written as a Kaldi text matrix; --fmllr apply with that file
+# gives the same lines as the two-pass run.
+CARDS=("$DATA"/cards/00[1-5].wav)
+printf 'dealer 001 002 003\tdealer_b 004\ndealer 005\n' >"$T/dup-speaker.spk2utt"
+printf 'dealer 001 002 003 004 005\n' >"$T/cards.spk2utt"
+if run --jsgf "$DATA/cards/cards.gram" --fmllr two-pass --spk2utt "$T/cards.spk2utt" \
+     --fmllr-dir "$T/xforms" --fmllr-min-frames 100 "${CARDS[@]}" >"$T/out" 2>"$T/err" &&
+   diff -u "$T/cards.ref" "$T/out" >"$T/diff"; then
+  pass "--fmllr two-pass, one speaker: five trn lines equal to cards.transcription"
+else
+  fail "--fmllr two-pass cards: $(cat "$T/diff") $(cat "$T/err")"
+fi
+if grep -q '^gpuspeech-transcribe: fmllr speaker dealer: 5 file(s), [0-9]* of [0-9]* frames aligned .*: updated, objective/frame' "$T/err"; then
+  pass "per-speaker report: $(grep 'fmllr speaker' "$T/err")"
+else
+  fail "no per-speaker report (or not updated): $(cat "$T/err")"
+fi
+# 39 rows of 40 finite numbers between '[' and ']', not the identity.
+if [ -f "$T/xforms/dealer.mat" ] && awk '
+    { gsub(/\[/, " [ "); gsub(/\]/, " ] "); nums = 0
+      for (i = 1; i <= NF; i++) {
+        if ($i == "[") { opens++; continue }
+        if ($i == "]") { closes++; continue }
+        if ($i !~ /^-?[0-9.]+(e[-+]?[0-9]+)?$/) bad = 1
+        r = int(n / 40); c = n % 40; n++; nums++
+        if (c != r && $i + 0 != 0) offdiag++ }
+      if (nums > 0) { rows++; if (nums != 40) bad = 1 } }
+    END { exit !(opens == 1 && closes == 1 && rows == 39 && n == 39 * 40 && !bad && offdiag > 0) }' \
+    "$T/xforms/dealer.mat"; then
+  pass "--fmllr-dir: dealer.mat is a 39 x 40 Kaldi text matrix, not the identity"
+else
+  fail "--fmllr-dir: dealer.mat: $(head -c 300 "$T/xforms/dealer.mat" 2>&1)"
+fi
+# --fmllr-update diag: A diagonal (every off-diagonal entry of A exactly 0),
+# the words still the reference.
+if run --jsgf "$DATA/cards/cards.gram" --fmllr two-pass --fmllr-update diag --spk2utt "$T/cards.spk2utt" \
+     --fmllr-dir "$T/xforms-diag" --fmllr-min-frames 100 "${CARDS[@]}" >"$T/out-diag" 2>"$T/err" &&
+   diff -u "$T/cards.ref" "$T/out-diag" >"$T/diff" &&
+   awk '{ gsub(/[][]/, " ") } NF > 0 { for (c = 1; c <= NF; c++) { if (c <= 39 && c != row + 1 && $c + 0 != 0) bad = 1
+                                                                   if (c == row + 1 && $c + 0 == 1) unit++ }
+                                        row++ }
+        END { exit !(row == 39 && !bad && unit < 39) }' "$T/xforms-diag/dealer.mat"; then
+  pass "--fmllr-update diag: a diagonal A (not the identity), the reference words"
+else
+  fail "--fmllr-update diag: $(cat "$T/diff") $(cat "$T/err") $(head -c 300 "$T/xforms-diag/dealer.mat" 2>&1)"
+fi
+cp "$T/out" "$T/two-pass.out"
+if run --jsgf "$DATA/cards/cards.gram" --fmllr apply --spk2utt "$T/cards.spk2utt" \
+     --fmllr-dir "$T/xforms" "${CARDS[@]}" >"$T/out" 2>"$T/err" &&
+   diff -u "$T/two-pass.out" "$T/out" >"$T/diff"; then
+  pass "--fmllr apply with the saved transform: the two-pass run's lines"
+else
+  fail "--fmllr apply: $(cat "$T/diff") $(cat "$T/err")"
+fi
+# Too little speech for a transform: the identity is kept (and reported),
+# the output is the unadapted one.
+if run --jsgf "$DATA/goforward.gram" --fmllr two-pass "$DATA/goforward.raw" >"$T/out" 2>"$T/err" &&
+   [ "$(cat "$T/out")" = "go forward ten meters (goforward)" ] &&
+   grep -q 'fmllr speaker goforward: .*too few frames' "$T/err"; then
+  pass "--fmllr two-pass on 2 s: too few frames, identity kept"
+else
+  fail "--fmllr two-pass goforward: $(cat "$T/out") $(cat "$T/err")"
+fi
+
+# Bad spk2utt files: each stops before decoding, naming FILE:LINE.
+printf 'dealer 001 002 003 004 005\nlonely\n' >"$T/bad1.spk2utt"
+expect_error "spk2utt: speaker without utterances" 1 "$T/bad1.spk2utt:2: speaker 'lonely' has no utterances" \
+  --jsgf "$DATA/cards/cards.gram" --fmllr two-pass --spk2utt "$T/bad1.spk2utt" "${CARDS[@]}"
+printf 'dealer 001 002 003 004 005\nother 006\n' >"$T/bad2.spk2utt"
+expect_error "spk2utt: unknown utterance" 1 "$T/bad2.spk2utt:2: utterance '006'" \
+  --jsgf "$DATA/cards/cards.gram" --fmllr two-pass --spk2utt "$T/bad2.spk2utt" "${CARDS[@]}"
+printf 'dealer 001 002 003\nother 004 005 002\n' >"$T/bad3.spk2utt"
+expect_error "spk2utt: utterance twice" 1 "$T/bad3.spk2utt:2: utterance '002' is listed twice (also on line 1" \
+  --jsgf "$DATA/cards/cards.gram" --fmllr two-pass --spk2utt "$T/bad3.spk2utt" "${CARDS[@]}"
+expect_error "spk2utt: speaker twice" 1 "$T/dup-speaker.spk2utt:2: speaker 'dealer' already has a line (line 1)" \
+  --jsgf "$DATA/cards/cards.gram" --fmllr two-pass --spk2utt "$T/dup-speaker.spk2utt" "${CARDS[@]}"
+printf 'dealer 001 002 003 004\n' >"$T/bad4.spk2utt"
+expect_error "spk2utt: a file not listed" 1 "$T/bad4.spk2utt: no speaker lists utterance '005'" \
+  --jsgf "$DATA/cards/cards.gram" --fmllr two-pass --spk2utt "$T/bad4.spk2utt" "${CARDS[@]}"
+printf '../up 001 002 003 004 005\n' >"$T/bad5.spk2utt"
+expect_error "spk2utt: speaker id with a slash" 1 "$T/bad5.spk2utt:1: speaker id '../up'" \
+  --jsgf "$DATA/cards/cards.gram" --fmllr two-pass --spk2utt "$T/bad5.spk2utt" "${CARDS[@]}"
+expect_error "spk2utt: missing file" 1 "$T/none.spk2utt: cannot open" \
+  --jsgf "$DATA/cards/cards.gram" --fmllr two-pass --spk2utt "$T/none.spk2utt" "${CARDS[@]}"
+expect_error "--spk2utt without --fmllr" 2 "--spk2utt" --jsgf "$DATA/cards/cards.gram" \
+  --spk2utt "$T/cards.spk2utt" "${CARDS[@]}"
+expect_error "unknown --fmllr mode" 2 "--fmllr: expected none, two-pass or apply" \
+  --fmllr three-pass "$DATA/goforward.raw"
+expect_error "--fmllr apply without a directory" 2 "--fmllr apply needs --fmllr-dir" \
+  --fmllr apply "$DATA/goforward.raw"
+# A saved transform that is missing or malformed fails its speaker's files.
+expect_error "--fmllr apply: no transform for the speaker" 1 "$T/xforms/goforward.mat" \
+  --jsgf "$DATA/goforward.gram" --fmllr apply --fmllr-dir "$T/xforms" "$DATA/goforward.raw"
+mkdir -p "$T/badx" && printf '[\n 1 0 0\n 0 1 0 ]\n' >"$T/badx/goforward.mat"
+expect_error "--fmllr apply: a transform of the wrong size" 1 "$T/badx/goforward.mat" \
+  --jsgf "$DATA/goforward.gram" --fmllr apply --fmllr-dir "$T/badx" "$DATA/goforward.raw"
+
 echo "transcribe cli: $checks checks, $failures failed"
 [ $failures -eq 0 ]

@@ -34,6 +34,25 @@
 // shapes. Reported: frames/s, GEMM GFLOP/s, mixture terms/s (one term is
 // one component of one senone at one frame: an add, a compare, an exp);
 // the first block's scores are checked against the CPU backend's.
+//
+//   gpuspeech-bench fmllr [--backend all|auto|cuda|opencl|cpu]
+//       [--device-id N] [--frames 20000] [--cpu-frames 2000] [--block 1024]
+//       [--senones 5126] [--codebooks 42] [--gaussians 128] [--streams 3]
+//       [--dim 39] [--reps 5] [--warmup 1] [--seed 1]
+//
+// Feature-space MLLR (common/fmllr/, docs/fmllr.md) on the scoring bench's
+// random model of the en-us shape, with features drawn near its Gaussians
+// and a random senone per frame as the alignment (a tenth of the frames
+// unaligned). Timed: supervised_posteriors on the host (frames/s, once),
+// estimate_fmllr on the host (ms per speaker, full and diagonal updates,
+// once: neither depends on the backend), and per backend the median of
+// `reps` runs of FmllrAccumulator::accumulate (frames/s, host features and
+// posteriors in, statistics back on the host) and FmllrApplier::apply (host
+// to host, and host to device). The statistics of the first 512 frames are
+// checked against accumulate_fmllr_reference (double) and the applied
+// frames against apply_fmllr_reference; a backend off by more than 1e-3
+// (statistics, relative to each block's largest entry) or 1e-4 (frames)
+// fails the run.
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -49,6 +68,9 @@
 
 #include "common/backend_registry.h"
 #include "common/feature_pipeline.h"
+#include "common/fmllr/fmllr_estimate.h"
+#include "common/fmllr/fmllr_stats.h"
+#include "common/fmllr/fmllr_transform.h"
 #include "common/gaussian_scoring.h"
 #include "common/model/gaussian_mixtures.h"
 #include "common/options.h"
@@ -81,8 +103,12 @@ struct BenchOptions {
                "       gpuspeech-bench scoring [--backend all|%s] [--device-id N]\n"
                "         [--frames 2000] [--cpu-frames 20] [--senones 5126] [--codebooks 42]\n"
                "         [--gaussians 128] [--streams 3] [--dim 39] [--block 512]\n"
-               "         [--reps 10] [--warmup 2] [--seed 1]\n",
-               error.c_str(), backend_choices(), backend_choices());
+               "         [--reps 10] [--warmup 2] [--seed 1]\n"
+               "       gpuspeech-bench fmllr [--backend all|%s] [--device-id N]\n"
+               "         [--frames 20000] [--cpu-frames 2000] [--block 1024] [--senones 5126]\n"
+               "         [--codebooks 42] [--gaussians 128] [--streams 3] [--dim 39]\n"
+               "         [--reps 5] [--warmup 1] [--seed 1]\n",
+               error.c_str(), backend_choices(), backend_choices(), backend_choices());
   std::exit(2);
 }
 
@@ -500,16 +526,258 @@ int bench_scoring(const ScoringBenchOptions& o) {
   return failures == 0 ? 0 : 1;
 }
 
+
+// The posteriors of frames [first, first + n) (first = 0 here: a prefix).
+GaussianPosteriors post_slice(const GaussianPosteriors& p, int64_t first, int64_t n) {
+  if (first != 0 || n > p.frames) throw std::logic_error("post_slice: prefixes only");
+  GaussianPosteriors out;
+  out.frames = n;
+  out.streams = p.streams;
+  out.offsets.assign(p.offsets.begin(), p.offsets.begin() + n * p.streams + 1);
+  const int64_t end = out.offsets.back();
+  out.gaussian.assign(p.gaussian.begin(), p.gaussian.begin() + end);
+  out.posterior.assign(p.posterior.begin(), p.posterior.begin() + end);
+  return out;
+}
+
+// --- fMLLR: statistics, estimation, application ------------------------------
+
+struct FmllrBenchOptions {
+  std::string backend = "all";
+  int device_id = 0;
+  int64_t frames = 20000;
+  int64_t cpu_frames = 2000;
+  int64_t block = 1024;
+  int senones = 5126;
+  int codebooks = 42;  // 0: one per senone
+  int gaussians = 128;
+  int streams = 3;
+  int dim = 39;
+  int reps = 5;
+  int warmup = 1;
+  uint32_t seed = 1;
+};
+
+FmllrBenchOptions parse_fmllr_args(int argc, char** argv) {
+  FmllrBenchOptions o;
+  for (int i = 2; i < argc; ++i) {
+    const std::string flag = argv[i];
+    if (i + 1 >= argc) usage(flag + " needs a value");
+    const char* v = argv[++i];
+    if (flag == "--backend") o.backend = v;
+    else if (flag == "--device-id") o.device_id = static_cast<int>(parse_int(flag, v, 0, 1023));
+    else if (flag == "--frames") o.frames = parse_int(flag, v, 1, 1 << 24);
+    else if (flag == "--cpu-frames") o.cpu_frames = parse_int(flag, v, 1, 1 << 24);
+    else if (flag == "--block") o.block = parse_int(flag, v, 1, 1 << 20);
+    else if (flag == "--senones") o.senones = static_cast<int>(parse_int(flag, v, 1, 1 << 20));
+    else if (flag == "--codebooks") o.codebooks = static_cast<int>(parse_int(flag, v, 0, 1 << 20));
+    else if (flag == "--gaussians") o.gaussians = static_cast<int>(parse_int(flag, v, 1, 1 << 16));
+    else if (flag == "--streams") o.streams = static_cast<int>(parse_int(flag, v, 1, 64));
+    else if (flag == "--dim") o.dim = static_cast<int>(parse_int(flag, v, 1, 512));
+    else if (flag == "--reps") o.reps = static_cast<int>(parse_int(flag, v, 1, 100000));
+    else if (flag == "--warmup") o.warmup = static_cast<int>(parse_int(flag, v, 0, 1000));
+    else if (flag == "--seed") o.seed = static_cast<uint32_t>(parse_int(flag, v, 0, UINT32_MAX));
+    else usage("unknown option " + flag);
+  }
+  if (o.streams > o.dim) usage("--streams must not exceed --dim");
+  return o;
+}
+
+// Largest |a - b| over the largest |b|, per G_i / k_i block, and for beta.
+double max_relative_stats_diff(const FmllrStats& a, const FmllrStats& b) {
+  const int n = b.dim + 1;
+  double worst = std::fabs(a.beta - b.beta) / std::max(1e-30, std::fabs(b.beta));
+  for (int i = 0; i < b.dim; ++i) {
+    double scale = 0.0, diff = 0.0;
+    for (int j = 0; j < n * n; ++j) {
+      scale = std::max(scale, std::fabs(b.g_matrix(i)[j]));
+      diff = std::max(diff, std::fabs(a.g_matrix(i)[j] - b.g_matrix(i)[j]));
+    }
+    worst = std::max(worst, diff / std::max(1e-30, scale));
+    scale = diff = 0.0;
+    for (int j = 0; j < n; ++j) {
+      scale = std::max(scale, std::fabs(b.k_row(i)[j]));
+      diff = std::max(diff, std::fabs(a.k_row(i)[j] - b.k_row(i)[j]));
+    }
+    worst = std::max(worst, diff / std::max(1e-30, scale));
+  }
+  return worst;
+}
+
+int bench_fmllr(const FmllrBenchOptions& o) {
+  std::vector<std::string> names;
+  if (o.backend == "all") {
+    for (const BackendInfo& b : list_backends()) {
+      if (b.usable) names.push_back(b.name);
+      else std::printf("backend %s: skipped (%s)\n", b.name.c_str(), b.detail.c_str());
+    }
+  } else {
+    names.push_back(o.backend);
+  }
+  // The scoring bench's random model of the en-us PTM shape; features near
+  // its means (a random Gaussian of a random senone, plus noise) and one
+  // random senone per frame as the "alignment": the posteriors then spread
+  // over a few components, as on real speech.
+  ScoringBenchOptions shape;
+  shape.senones = o.senones;
+  shape.codebooks = o.codebooks;
+  shape.gaussians = o.gaussians;
+  shape.streams = o.streams;
+  shape.dim = o.dim;
+  shape.seed = o.seed;
+  const GaussianMixtures gm = random_model(shape);
+  const int d = gm.feature_dim();
+  const int64_t max_frames = std::max(o.frames, o.cpu_frames);
+  std::vector<float> feats(static_cast<size_t>(max_frames) * d);
+  std::vector<int32_t> senones(static_cast<size_t>(max_frames));
+  {
+    std::mt19937 gen(o.seed + 3);
+    std::normal_distribution<float> normal(0.0f, 1.0f);
+    for (int64_t f = 0; f < max_frames; ++f) {
+      const int s = static_cast<int>(gen() % static_cast<uint32_t>(gm.num_senones));
+      senones[static_cast<size_t>(f)] = (f % 10 == 9) ? -1 : s;  // a tenth unaligned, like silence
+      const int k = static_cast<int>(gen() % static_cast<uint32_t>(gm.gaussians_per_codebook));
+      for (int t = 0; t < gm.num_streams(); ++t) {
+        const int sd = gm.stream_dim(t);
+        const size_t row = (static_cast<size_t>(gm.senone_codebook[static_cast<size_t>(s)]) *
+                                gm.gaussians_per_codebook + k) * sd;
+        for (int j = 0; j < sd; ++j) {
+          const int c = gm.stream_components[static_cast<size_t>(t)][static_cast<size_t>(j)];
+          feats[static_cast<size_t>(f * d + c)] =
+              gm.means[static_cast<size_t>(t)][row + j] +
+              std::sqrt(gm.variances[static_cast<size_t>(t)][row + j]) * normal(gen);
+        }
+      }
+    }
+  }
+  // Host stages, timed once (they do not depend on the backend).
+  const int64_t host_frames = std::min<int64_t>(max_frames, 4000);
+  GaussianPosteriors host_post;
+  const auto t_post = std::chrono::steady_clock::now();
+  host_post = supervised_posteriors(gm, feats.data(), host_frames, senones.data());
+  const double post_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_post).count();
+  std::printf("supervised_posteriors (host): %lld frames in %.3f ms, %.3e frames/s, "
+              "%.2f Gaussians per frame and stream\n",
+              static_cast<long long>(host_frames), post_s * 1e3, host_frames / post_s,
+              static_cast<double>(host_post.gaussian.size()) / host_frames / gm.num_streams());
+  const GaussianPosteriors post = supervised_posteriors(gm, feats.data(), max_frames, senones.data());
+  // The reference statistics on the first frames, for the checks.
+  const int64_t check_frames = std::min<int64_t>({512, o.frames, o.cpu_frames});
+  GaussianPosteriors check_post =
+      supervised_posteriors(gm, feats.data(), check_frames, senones.data());
+  const FmllrStats ref_stats =
+      accumulate_fmllr_reference(gm, feats.data(), check_frames, check_post);
+
+  // Estimation (host, double): statistics of `frames` frames on the CPU.
+  {
+    BackendPtr cpu = make_cpu_backend();
+    FmllrAccumulator acc(gm, *cpu, o.block);
+    acc.accumulate(feats.data(), std::min(max_frames, o.cpu_frames), post_slice(post, 0, std::min(max_frames, o.cpu_frames)));
+    for (FmllrUpdateType type : {FmllrUpdateType::kFull, FmllrUpdateType::kDiag}) {
+      FmllrOptions fo;
+      fo.update = type;
+      fo.min_frames = 0.0;
+      FmllrEstimate est;
+      std::vector<double> times;
+      for (int r = 0; r < std::max(3, o.reps); ++r) {
+        const auto t0 = std::chrono::steady_clock::now();
+        est = estimate_fmllr(acc.stats(), fo);
+        times.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+      }
+      std::sort(times.begin(), times.end());
+      std::printf("estimate_fmllr (host, %s, %d iterations): median %.3f ms per speaker, %s, "
+                  "objective/frame %.3f -> %.3f\n",
+                  to_string(type), type == FmllrUpdateType::kFull ? fo.iterations : 1,
+                  times[times.size() / 2] * 1e3, to_string(est.outcome),
+                  est.objective.empty() ? 0.0 : est.objective.front(),
+                  est.objective.empty() ? 0.0 : est.objective.back());
+      std::printf("RESULT bench=fmllr_estimate update=%s dim=%d median_ms=%.4f\n", to_string(type),
+                  d, times[times.size() / 2] * 1e3);
+    }
+  }
+
+  // A transform near the identity to apply.
+  FmllrTransform transform = FmllrTransform::identity(d);
+  {
+    std::mt19937 gen(o.seed + 4);
+    std::uniform_real_distribution<double> u(-0.05, 0.05);
+    for (double& w : transform.w) w += u(gen);
+  }
+  int failures = 0;
+  for (const std::string& name : names) {
+    try {
+      BackendPtr b = open_backend(name, o.device_id);
+      const int64_t frames = std::string(b->name()) == "cpu" ? std::min(o.frames, o.cpu_frames)
+                                                             : o.frames;
+      const GaussianPosteriors p = post_slice(post, 0, frames);
+      FmllrAccumulator acc(gm, *b, o.block);
+      const double acc_s = median_seconds(*b, o.warmup, o.reps, [&] {
+        acc.reset();
+        acc.accumulate(feats.data(), frames, p);
+      });
+      acc.reset();
+      acc.accumulate(feats.data(), check_frames, check_post);
+      const double stats_diff = max_relative_stats_diff(acc.stats(), ref_stats);
+
+      FmllrApplier app(*b, d, o.block);
+      app.set_transform(transform);
+      std::vector<float> out(static_cast<size_t>(frames) * d);
+      const double apply_s = median_seconds(*b, o.warmup, o.reps, [&] {
+        app.apply(feats.data(), frames, out.data());
+      });
+      BufferPtr dev_out = b->alloc(static_cast<size_t>(frames) * d);
+      const double apply_dev_s = median_seconds(*b, o.warmup, o.reps, [&] {
+        app.apply(feats.data(), frames, *dev_out);
+      });
+      std::vector<float> want(static_cast<size_t>(check_frames) * d);
+      apply_fmllr_reference(transform, feats.data(), check_frames, want.data());
+      double apply_diff = 0.0;
+      for (size_t i = 0; i < want.size(); ++i)
+        apply_diff = std::max(apply_diff, static_cast<double>(std::fabs(out[i] - want[i])) /
+                                              std::max(1.0f, std::fabs(want[i])));
+
+      const double gemm_flops = 2.0 * (2 * d + 1) * ((d + 1) * (d + 2) / 2) * frames;
+      std::printf(
+          "backend %s (%s): dim %d, %d streams, %lld frames in blocks of %lld\n"
+          "  FmllrAccumulator: median %.3f ms, %.3e frames/s (%.2f GFLOP/s in the GEMM's terms); "
+          "statistics vs double reference: max rel. diff %.2e\n"
+          "  FmllrApplier: host to host median %.3f ms, %.3e frames/s; to the device %.3f ms, "
+          "%.3e frames/s; vs double reference: max rel. diff %.2e\n",
+          b->name(), b->device_name().c_str(), d, gm.num_streams(), static_cast<long long>(frames),
+          static_cast<long long>(o.block), acc_s * 1e3, frames / acc_s, gemm_flops / acc_s / 1e9,
+          stats_diff, apply_s * 1e3, frames / apply_s, apply_dev_s * 1e3, frames / apply_dev_s,
+          apply_diff);
+      std::printf("RESULT bench=fmllr backend=%s dim=%d frames=%lld block=%lld accumulate_ms=%.4f "
+                  "accumulate_frames_per_s=%.4e apply_ms=%.4f apply_frames_per_s=%.4e "
+                  "apply_device_ms=%.4f apply_device_frames_per_s=%.4e stats_rel_diff=%.3e "
+                  "apply_rel_diff=%.3e\n",
+                  b->name(), d, static_cast<long long>(frames), static_cast<long long>(o.block),
+                  acc_s * 1e3, frames / acc_s, apply_s * 1e3, frames / apply_s, apply_dev_s * 1e3,
+                  frames / apply_dev_s, stats_diff, apply_diff);
+      std::fflush(stdout);
+      if (!(stats_diff < 1e-3) || !(apply_diff < 1e-4)) {
+        std::fprintf(stderr, "backend %s: results differ from the reference\n", name.c_str());
+        ++failures;
+      }
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "backend %s: %s\n", name.c_str(), e.what());
+      ++failures;
+    }
+  }
+  return failures == 0 ? 0 : 1;
+}
+
 }  // namespace
 }  // namespace gpuspeech
 
 int main(int argc, char** argv) {
-  if (argc < 2) gpuspeech::usage("missing command ('features' or 'scoring')");
+  if (argc < 2) gpuspeech::usage("missing command ('features', 'scoring' or 'fmllr')");
   const std::string command = argv[1];
   try {
     if (command == "features") return gpuspeech::bench_features(gpuspeech::parse_args(argc, argv));
     if (command == "scoring")
       return gpuspeech::bench_scoring(gpuspeech::parse_scoring_args(argc, argv));
+    if (command == "fmllr") return gpuspeech::bench_fmllr(gpuspeech::parse_fmllr_args(argc, argv));
   } catch (const std::exception& e) {
     std::fprintf(stderr, "gpuspeech-bench: %s\n", e.what());
     return 1;

@@ -8,14 +8,23 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <map>
 #include <stdexcept>
 #include <string>
+#include <sys/stat.h>
 #include <vector>
 
 #include "common/backend_registry.h"
 #include "common/feature_pipeline.h"
 #include "common/feature_writer.h"
+#include "common/fmllr/fmllr_estimate.h"
+#include "common/fmllr/fmllr_io.h"
+#include "common/fmllr/fmllr_stats.h"
+#include "common/fmllr/fmllr_transform.h"
+#include "common/model/acoustic_model.h"
+#include "common/postprocess.h"
 #include "common/recognizer.h"
+#include "common/spk2utt.h"
 #include "common/wav_reader.h"
 
 #ifndef GPUSPEECH_VERSION
@@ -75,6 +84,31 @@ Search (pocketsphinx's defaults, except a narrower --beam):
   --nbest N             also print up to N alternatives per file, as
                         "# nbest K cost confidence: words", on stdout
 
+Speaker adaptation (feature-space MLLR, docs/transcribe.md):
+  --fmllr MODE          none (default) | two-pass: decode each speaker's files,
+                        align the words to the model's states, estimate one
+                        fMLLR transform per speaker from those frames (speech
+                        only), and decode the transformed features again; the
+                        second pass is what is printed. A per-speaker report
+                        goes to stderr | apply: decode once with the
+                        transforms saved in --fmllr-dir by a two-pass run
+  --spk2utt FILE        Kaldi spk2utt: "speaker utt1 utt2 ..." per line, the
+                        utterance ids being the files' ids (base names); every
+                        file must be listed exactly once (default: each file
+                        is its own speaker). Output is grouped by speaker, in
+                        the order of each speaker's first file
+  --fmllr-dir DIR       two-pass: write each speaker's transform to
+                        DIR/<speaker>.mat (Kaldi text matrix [A b], what
+                        transform-feats reads; DIR is created); apply: read them
+  --fmllr-min-frames X  aligned speech frames a speaker needs for a
+                        transform (default 300, 3 s); fewer: identity
+  --fmllr-em-passes N   estimation passes on pass 1's alignment (default 1):
+                        each later one recomputes the posteriors on the
+                        features under the current transform (EM)
+  --fmllr-update U      full (default: 39 x 40, all of [A b]) | diag (diagonal
+                        A and offset b: 2 x 39 parameters, for little data) |
+                        offset (b alone)
+
 Devices:
   --backend B           scoring backend: auto (default) | cuda | opencl | cpu
   --search S            search: auto (cuda when scoring on cuda, else cpu) |
@@ -93,7 +127,9 @@ Other:
   --version             the version
 
 Exit status: 0 if every file was transcribed, 1 otherwise (a failing file is
-reported on stderr and the others still run), 2 on bad usage.
+reported on stderr and the others still run; a malformed --spk2utt file, or
+one that does not list exactly the input files, stops before decoding), 2 on
+bad usage.
 )USAGE";
 
 // Messages are one line each, "gpuspeech-transcribe: error: ...", as the
@@ -152,6 +188,315 @@ void list_backends_and_exit() {
   std::exit(0);
 }
 
+// --- two-pass fMLLR -----------------------------------------------------------
+
+enum class FmllrMode { kNone, kTwoPass, kApply };
+
+// One speaker's files, as indices into the command line's list.
+struct Speaker {
+  std::string name;
+  std::vector<size_t> files;
+};
+
+// Each file its own speaker (named by its utterance id), or the speakers of
+// a spk2utt file, which must list every input file exactly once and no
+// other utterance. Speakers come in the order of their first file on the
+// command line. Throws with "FILE:LINE: reason".
+std::vector<Speaker> group_by_speaker(const std::vector<std::string>& files,
+                                      const std::string& spk2utt_path) {
+  // Utterance ids must be unique: they name the trn lines, the spk2utt
+  // entries and (without spk2utt) the transform files.
+  std::map<std::string, size_t> file_of;
+  for (size_t i = 0; i < files.size(); ++i) {
+    const std::string id = utterance_id(files[i]);
+    const auto [it, added] = file_of.emplace(id, i);
+    if (!added)
+      throw std::runtime_error("two input files have the utterance id '" + id + "' (" +
+                               files[it->second] + " and " + files[i] +
+                               "): --fmllr needs each file's base name to be unique");
+  }
+  std::vector<Speaker> out;
+  if (spk2utt_path.empty()) {
+    for (size_t i = 0; i < files.size(); ++i) out.push_back({utterance_id(files[i]), {i}});
+    return out;
+  }
+  const SpeakerMap map = read_spk2utt(spk2utt_path);
+  for (size_t s = 0; s < map.speakers.size(); ++s)
+    for (const std::string& utt : map.utterances[s])
+      if (file_of.find(utt) == file_of.end())
+        throw std::runtime_error(spk2utt_path + ":" + std::to_string(map.speaker_lines[s]) +
+                                 ": utterance '" + utt + "' (speaker '" + map.speakers[s] +
+                                 "') is not among the input files (ids are the files' base "
+                                 "names without extension)");
+  std::vector<int> slot(map.speakers.size(), -1);  // speaker -> index in out
+  for (size_t i = 0; i < files.size(); ++i) {
+    const std::string id = utterance_id(files[i]);
+    const int s = map.speaker_of(id);
+    if (s < 0)
+      throw std::runtime_error(spk2utt_path + ": no speaker lists utterance '" + id + "' (" +
+                               files[i] + ")");
+    if (slot[static_cast<size_t>(s)] < 0) {
+      slot[static_cast<size_t>(s)] = static_cast<int>(out.size());
+      out.push_back({map.speakers[static_cast<size_t>(s)], {}});
+    }
+    out[static_cast<size_t>(slot[static_cast<size_t>(s)])].files.push_back(i);
+  }
+  return out;
+}
+
+void make_directory(const std::string& dir) {
+  struct stat st;
+  if (::stat(dir.c_str(), &st) == 0) {
+    if (!S_ISDIR(st.st_mode)) throw std::runtime_error(dir + ": exists and is not a directory (--fmllr-dir)");
+    return;
+  }
+  if (::mkdir(dir.c_str(), 0777) != 0)
+    throw std::runtime_error(dir + ": cannot create the --fmllr-dir directory: " + std::strerror(errno));
+}
+
+// Model features of one file (frames x feature_dim()), and its length.
+struct UtteranceFeatures {
+  FeatureMatrix feats;
+  double seconds = 0.0;
+};
+
+// What both modes share: reading input, decoding, printing, totals.
+struct Transcriber {
+  Recognizer& rec;
+  bool mfc_input = false;
+  bool times = false;
+  bool verbose = false;
+  double audio_s = 0.0, wall_s = 0.0;
+  int failed = 0;
+
+  AudioData audio(const std::string& path) const {
+    const int sample_rate = static_cast<int>(rec.feature_options().frame.sample_rate);
+    AudioData a = read_audio(path, sample_rate);
+    for (const std::string& w : a.warnings) std::fprintf(stderr, "%s: warning: %s\n", kProgram, w.c_str());
+    if (a.sample_rate != sample_rate)
+      throw std::runtime_error(path + ": sample rate " + std::to_string(a.sample_rate) +
+                               " Hz, but the model expects " + std::to_string(sample_rate) +
+                               " Hz (resample it first, e.g. with sox)");
+    return a;
+  }
+
+  // The features the recogniser would decode: the front end on audio, or
+  // the model's CMN and deltas on .mfc cepstra (as recognize_cepstra).
+  UtteranceFeatures features(const std::string& path) const {
+    UtteranceFeatures u;
+    if (mfc_input) {
+      const int dim = rec.feature_options().base_dim();
+      u.feats = read_sphinx_mfc(path, dim);
+      for (float x : u.feats.data)
+        if (!std::isfinite(x)) throw std::runtime_error(path + ": a cepstrum is not a finite number");
+      postprocess_utterance(rec.feature_options(), u.feats);
+      u.seconds = static_cast<double>(u.feats.rows) * rec.feature_options().frame.frame_shift_ms / 1000.0;
+    } else {
+      const AudioData a = audio(path);
+      const std::vector<float> f = rec.compute_features(a.samples.data(), static_cast<int64_t>(a.samples.size()));
+      u.feats.dim = rec.feature_dim();
+      u.feats.rows = static_cast<int64_t>(f.size()) / u.feats.dim;
+      u.feats.data = f;
+      u.seconds = static_cast<double>(a.samples.size()) / a.sample_rate;
+    }
+    return u;
+  }
+
+  RecognitionResult decode(const float* feats, int64_t rows) {
+    rec.reset();
+    rec.push_features(feats, rows);
+    return rec.finish();
+  }
+
+  void print(const std::string& path, const RecognitionResult& r, double dur, double secs) const {
+    std::printf("%s (%s)\n", r.text().c_str(), utterance_id(path).c_str());
+    if (times)
+      for (const HypothesisWord& w : r.best.words)
+        std::printf("# %s %d %d %.3f\n", w.text.c_str(), w.start_frame, w.end_frame, w.confidence);
+    for (size_t k = 0; k < r.nbest.size(); ++k)
+      std::printf("# nbest %zu %.3f %.4f: %s\n", k + 1, r.nbest[k].cost, r.nbest[k].confidence,
+                  r.nbest[k].text().c_str());
+    std::fflush(stdout);
+    if (verbose)
+      std::fprintf(stderr, "%s: %.2f s audio, %lld frames, %.3f s, RTF %.4f%s\n", path.c_str(), dur,
+                   static_cast<long long>(r.frames), secs, dur > 0 ? secs / dur : 0.0,
+                   r.best.final_state ? "" : " (no final state reached)");
+  }
+};
+
+// A file whose features are ready for the adapted pass.
+struct PendingFile {
+  size_t file = 0;
+  UtteranceFeatures u;
+  double secs = 0.0;  // wall time spent on it so far (reading, pass 1)
+  // Pass 1's alignment (two-pass): frames [align_first, + senones.size()).
+  int64_t align_first = 0;
+  std::vector<int32_t> senones;
+};
+
+// Decodes each file's features under `transform` and prints the results;
+// `shared_s` (estimation) is spread over the files' times.
+void decode_transformed(Transcriber& tr, const std::vector<std::string>& files,
+                        std::vector<PendingFile>& pending, const FmllrTransform& transform,
+                        double shared_s) {
+  using clock = std::chrono::steady_clock;
+  Recognizer& rec = tr.rec;
+  FmllrApplier applier(rec.scoring_backend(), rec.feature_dim());
+  applier.set_transform(transform);
+  const double share = pending.empty() ? 0.0 : shared_s / static_cast<double>(pending.size());
+  for (PendingFile& d : pending) {
+    const std::string& path = files[d.file];
+    try {
+      const auto t0 = clock::now();
+      std::vector<float>& x = d.u.feats.data;
+      if (!transform.is_identity()) applier.apply(x.data(), d.u.feats.rows, x.data());
+      const RecognitionResult r = tr.decode(x.data(), d.u.feats.rows);
+      const double secs = d.secs + share + std::chrono::duration<double>(clock::now() - t0).count();
+      tr.audio_s += d.u.seconds;
+      tr.wall_s += secs;
+      tr.print(path, r, d.u.seconds, secs);
+    } catch (const std::exception& e) {
+      ++tr.failed;
+      error(e.what());
+    }
+  }
+}
+
+// --fmllr apply: one pass per speaker with the transform saved in
+// DIR/<speaker>.mat (by an earlier --fmllr two-pass --fmllr-dir DIR). A
+// missing or malformed file fails that speaker's files.
+void apply_saved_speaker(Transcriber& tr, const Speaker& spk, const std::vector<std::string>& files,
+                         const std::string& fmllr_dir) {
+  FmllrTransform transform;
+  try {
+    transform = read_fmllr_transform(fmllr_dir + "/" + spk.name + ".mat", tr.rec.feature_dim());
+  } catch (const std::exception& e) {
+    tr.failed += static_cast<int>(spk.files.size());
+    error(std::string(e.what()) + " (speaker " + spk.name + ": " + std::to_string(spk.files.size()) +
+          " file(s) not transcribed)");
+    return;
+  }
+  std::vector<PendingFile> pending;
+  for (size_t i : spk.files) {
+    try {
+      const auto t0 = std::chrono::steady_clock::now();
+      PendingFile d;
+      d.file = i;
+      d.u = tr.features(files[i]);
+      d.secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      pending.push_back(std::move(d));
+    } catch (const std::exception& e) {
+      ++tr.failed;
+      error(e.what());
+    }
+  }
+  decode_transformed(tr, files, pending, transform, 0.0);
+}
+
+// Two-pass decoding of one speaker: pass 1 decodes every file and aligns
+// its words (speech frames only: the aligner leaves silence and fillers
+// unaligned); the speaker's statistics from all files give one transform;
+// pass 2 decodes every file's transformed features, and is printed. A file
+// that fails is reported and left out; the others go on.
+void two_pass_speaker(Transcriber& tr, const Speaker& spk, const std::vector<std::string>& files,
+                      const FmllrOptions& options, int em_passes, const std::string& fmllr_dir) {
+  using clock = std::chrono::steady_clock;
+  Recognizer& rec = tr.rec;
+  const GaussianMixtures& gm = rec.acoustic_model().mixtures();
+  FmllrAccumulator acc(gm, rec.scoring_backend());
+  std::vector<PendingFile> done;
+  int64_t aligned = 0, total_frames = 0;
+  int words_aligned = 0, words_failed = 0;
+  for (size_t i : spk.files) {
+    const std::string& path = files[i];
+    try {
+      const auto t0 = clock::now();
+      PendingFile d;
+      d.file = i;
+      d.u = tr.features(path);
+      const RecognitionResult r = tr.decode(d.u.feats.data.data(), d.u.feats.rows);
+      const FrameAlignment al = rec.align(r.best.words);
+      const int64_t n = static_cast<int64_t>(al.senones.size());
+      if (al.first_frame < 0 || al.first_frame + n > d.u.feats.rows)
+        throw std::logic_error(path + ": alignment outside the utterance's frames");
+      const float* x = d.u.feats.data.data() + al.first_frame * d.u.feats.dim;
+      const GaussianPosteriors post = supervised_posteriors(gm, x, n, al.senones.data());
+      acc.accumulate(x, n, post);
+      for (int32_t s : al.senones) aligned += s >= 0;
+      d.align_first = al.first_frame;
+      d.senones = al.senones;
+      total_frames += d.u.feats.rows;
+      words_aligned += al.words_aligned;
+      words_failed += al.words_failed;
+      d.secs = std::chrono::duration<double>(clock::now() - t0).count();
+      if (tr.verbose)
+        std::fprintf(stderr, "%s: pass 1: %s (%s)\n", path.c_str(), r.text().c_str(),
+                     utterance_id(path).c_str());
+      done.push_back(std::move(d));
+    } catch (const std::exception& e) {
+      ++tr.failed;
+      error(e.what());
+    }
+  }
+  if (done.empty()) return;
+
+  const auto t_est = clock::now();
+  FmllrEstimate est = estimate_fmllr(acc.stats(), options);
+  // Further EM passes: the same alignment, the posteriors recomputed on the
+  // features under the current transform, the statistics of the raw
+  // features, the estimate started from the current transform.
+  int passes_done = 1;
+  const double pass1_gain = est.objective.empty() ? 0.0 : est.objective.back() - est.objective.front();
+  for (; passes_done < em_passes && est.outcome == FmllrOutcome::kUpdated; ++passes_done) {
+    FmllrApplier applier(rec.scoring_backend(), rec.feature_dim());
+    applier.set_transform(est.transform);
+    acc.reset();
+    for (const PendingFile& d : done) {
+      const int64_t n = static_cast<int64_t>(d.senones.size());
+      const float* x = d.u.feats.data.data() + d.align_first * d.u.feats.dim;
+      std::vector<float> y(static_cast<size_t>(n) * d.u.feats.dim);
+      applier.apply(x, n, y.data());
+      acc.accumulate(x, n, supervised_posteriors(gm, y.data(), n, d.senones.data()));
+    }
+    const FmllrTransform current = est.transform;
+    est = estimate_fmllr(acc.stats(), options, &current);
+  }
+  const double est_s = std::chrono::duration<double>(clock::now() - t_est).count();
+  std::string report = "fmllr speaker " + spk.name + ": " + std::to_string(done.size()) +
+                       " file(s), " + std::to_string(aligned) + " of " +
+                       std::to_string(total_frames) + " frames aligned (" +
+                       std::to_string(words_aligned) + " words";
+  if (words_failed > 0) report += ", " + std::to_string(words_failed) + " not aligned";
+  char buf[256];
+  std::snprintf(buf, sizeof buf, "), statistics weight %.1f: %s", acc.stats().beta,
+                to_string(est.outcome));
+  report += buf;
+  if (est.outcome == FmllrOutcome::kUpdated && !est.objective.empty()) {
+    std::snprintf(buf, sizeof buf, ", objective/frame %.3f -> %.3f (%+.3f), ln|det A| %.3f",
+                  est.objective.front(), est.objective.back(),
+                  est.objective.back() - est.objective.front(), est.transform.log_abs_det());
+    report += buf;
+    if (passes_done > 1) {
+      std::snprintf(buf, sizeof buf, " in the last of %d EM passes (first pass %+.3f)", passes_done,
+                    pass1_gain);
+      report += buf;
+    }
+  }
+  if (!est.message.empty()) report += " (" + est.message + ")";
+  std::fprintf(stderr, "%s: %s\n", kProgram, report.c_str());
+  if (!fmllr_dir.empty()) {
+    const std::string out = fmllr_dir + "/" + spk.name + ".mat";
+    try {
+      write_fmllr_transform(out, est.transform);
+    } catch (const std::exception& e) {
+      ++tr.failed;
+      error(e.what());
+    }
+  }
+
+  decode_transformed(tr, files, done, est.transform, est_s);
+}
+
 int run(int argc, char** argv) {
   RecognizerConfig config = RecognizerConfig::en_us_defaults();
   bool grammar_given = false;
@@ -165,6 +510,11 @@ int run(int argc, char** argv) {
     config.grammar = path;
   };
   bool wbeam_given = false;
+  FmllrMode fmllr_mode = FmllrMode::kNone;
+  FmllrOptions fmllr_options;
+  std::string spk2utt_path, fmllr_dir;
+  int fmllr_em_passes = 1;
+  bool fmllr_tuned = false;  // an --fmllr-* option given
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     auto value = [&]() -> std::string {
@@ -232,6 +582,29 @@ int run(int argc, char** argv) {
       config.cache_dir = value();
     } else if (a == "--mfc") {
       mfc_input = true;
+    } else if (a == "--fmllr") {
+      const std::string m = value();
+      if (m == "none") fmllr_mode = FmllrMode::kNone;
+      else if (m == "two-pass") fmllr_mode = FmllrMode::kTwoPass;
+      else if (m == "apply") fmllr_mode = FmllrMode::kApply;
+      else usage_error("--fmllr: expected none, two-pass or apply, got '" + m + "'");
+    } else if (a == "--spk2utt") {
+      spk2utt_path = value();
+    } else if (a == "--fmllr-dir") {
+      fmllr_dir = value();
+    } else if (a == "--fmllr-min-frames") {
+      fmllr_options.min_frames = parse_double(a, value());
+      if (!(fmllr_options.min_frames >= 0.0)) usage_error("--fmllr-min-frames must be >= 0");
+      fmllr_tuned = true;
+    } else if (a == "--fmllr-em-passes") {
+      fmllr_em_passes = parse_int(a, value());
+      if (fmllr_em_passes < 1) usage_error("--fmllr-em-passes must be at least 1");
+      fmllr_tuned = true;
+    } else if (a == "--fmllr-update") {
+      const std::string u = value();
+      if (!parse_fmllr_update_type(u, &fmllr_options.update))
+        usage_error("--fmllr-update: expected full, diag or offset, got '" + u + "'");
+      fmllr_tuned = true;
     } else if (a == "--times") {
       times = true;
     } else if (a == "-v" || a == "--verbose") {
@@ -251,6 +624,26 @@ int run(int argc, char** argv) {
     config.search.word_end_beam = config.search.beam;
   if (!config.jsgf_rule.empty() && config.grammar_kind != GrammarKind::kJsgf)
     usage_error("--rule applies to --jsgf only");
+  if (fmllr_mode == FmllrMode::kNone && (!spk2utt_path.empty() || !fmllr_dir.empty() || fmllr_tuned))
+    usage_error("--spk2utt, --fmllr-dir and --fmllr-* options need --fmllr two-pass or apply");
+  if (fmllr_mode == FmllrMode::kApply && fmllr_dir.empty())
+    usage_error("--fmllr apply needs --fmllr-dir DIR (the transforms to apply)");
+  if (fmllr_mode == FmllrMode::kApply && fmllr_tuned)
+    usage_error("--fmllr-min-frames, --fmllr-em-passes and --fmllr-update apply to --fmllr two-pass only");
+
+  // Speakers for --fmllr two-pass: checked before the model loads, so a bad
+  // spk2utt costs nothing.
+  std::vector<Speaker> speakers;
+  if (fmllr_mode != FmllrMode::kNone) {
+    try {
+      speakers = group_by_speaker(files, spk2utt_path);
+      if (!fmllr_dir.empty() && fmllr_mode == FmllrMode::kTwoPass) make_directory(fmllr_dir);
+    } catch (const std::exception& e) {
+      error(e.what());
+      return 1;
+    }
+  }
+  if (fmllr_mode == FmllrMode::kTwoPass) config.keep_features_for_alignment = true;
 
   using clock = std::chrono::steady_clock;
   const auto t_load = clock::now();
@@ -259,52 +652,42 @@ int run(int argc, char** argv) {
   const double load_s = std::chrono::duration<double>(clock::now() - t_load).count();
   if (verbose) std::fprintf(stderr, "%s", log.c_str());
 
-  const int sample_rate = static_cast<int>(rec.feature_options().frame.sample_rate);
-  double audio_s = 0.0, wall_s = 0.0;
-  int failed = 0;
-  for (const std::string& path : files) {
-    try {
-      RecognitionResult r;
-      double dur = 0.0, secs = 0.0;  // seconds of speech, and of recognition
-      if (mfc_input) {
-        const int dim = rec.feature_options().base_dim();
-        const FeatureMatrix cep = read_sphinx_mfc(path, dim);
-        const auto t0 = clock::now();
-        r = rec.recognize_cepstra(cep.data.data(), cep.rows, dim);
-        secs = std::chrono::duration<double>(clock::now() - t0).count();
-        dur = static_cast<double>(cep.rows) * rec.feature_options().frame.frame_shift_ms / 1000.0;
-      } else {
-        const AudioData audio = read_audio(path, sample_rate);
-        for (const std::string& w : audio.warnings)
-          std::fprintf(stderr, "%s: warning: %s\n", kProgram, w.c_str());
-        if (audio.sample_rate != sample_rate)
-          throw std::runtime_error(path + ": sample rate " + std::to_string(audio.sample_rate) +
-                                   " Hz, but the model expects " + std::to_string(sample_rate) +
-                                   " Hz (resample it first, e.g. with sox)");
-        const auto t0 = clock::now();
-        r = rec.recognize(audio.samples.data(), static_cast<int64_t>(audio.samples.size()));
-        secs = std::chrono::duration<double>(clock::now() - t0).count();
-        dur = static_cast<double>(audio.samples.size()) / sample_rate;
+  Transcriber tr{rec, mfc_input, times, verbose};
+  if (fmllr_mode == FmllrMode::kNone) {
+    for (const std::string& path : files) {
+      try {
+        RecognitionResult r;
+        double dur = 0.0, secs = 0.0;  // seconds of speech, and of recognition
+        if (mfc_input) {
+          const int dim = rec.feature_options().base_dim();
+          const FeatureMatrix cep = read_sphinx_mfc(path, dim);
+          const auto t0 = clock::now();
+          r = rec.recognize_cepstra(cep.data.data(), cep.rows, dim);
+          secs = std::chrono::duration<double>(clock::now() - t0).count();
+          dur = static_cast<double>(cep.rows) * rec.feature_options().frame.frame_shift_ms / 1000.0;
+        } else {
+          const AudioData audio = tr.audio(path);
+          const auto t0 = clock::now();
+          r = rec.recognize(audio.samples.data(), static_cast<int64_t>(audio.samples.size()));
+          secs = std::chrono::duration<double>(clock::now() - t0).count();
+          dur = static_cast<double>(audio.samples.size()) / audio.sample_rate;
+        }
+        tr.audio_s += dur;
+        tr.wall_s += secs;
+        tr.print(path, r, dur, secs);
+      } catch (const std::exception& e) {
+        ++tr.failed;
+        error(e.what());
       }
-      audio_s += dur;
-      wall_s += secs;
-      std::printf("%s (%s)\n", r.text().c_str(), utterance_id(path).c_str());
-      if (times)
-        for (const HypothesisWord& w : r.best.words)
-          std::printf("# %s %d %d %.3f\n", w.text.c_str(), w.start_frame, w.end_frame, w.confidence);
-      for (size_t k = 0; k < r.nbest.size(); ++k)
-        std::printf("# nbest %zu %.3f %.4f: %s\n", k + 1, r.nbest[k].cost, r.nbest[k].confidence,
-                    r.nbest[k].text().c_str());
-      std::fflush(stdout);
-      if (verbose)
-        std::fprintf(stderr, "%s: %.2f s audio, %lld frames, %.3f s, RTF %.4f%s\n", path.c_str(), dur,
-                     static_cast<long long>(r.frames), secs, dur > 0 ? secs / dur : 0.0,
-                     r.best.final_state ? "" : " (no final state reached)");
-    } catch (const std::exception& e) {
-      ++failed;
-      error(e.what());
+    }
+  } else {
+    for (const Speaker& spk : speakers) {
+      if (fmllr_mode == FmllrMode::kTwoPass) two_pass_speaker(tr, spk, files, fmllr_options, fmllr_em_passes, fmllr_dir);
+      else apply_saved_speaker(tr, spk, files, fmllr_dir);
     }
   }
+  double audio_s = tr.audio_s, wall_s = tr.wall_s;
+  int failed = tr.failed;
   std::fprintf(stderr,
                "%s: %zu file(s), %.2f s audio, %.3f s wall (%.3f s loading), RTF %.4f "
                "(scoring %s, search %s)\n",

@@ -148,6 +148,24 @@ const char* to_string(FmllrOutcome outcome) {
   return "?";
 }
 
+const char* to_string(FmllrUpdateType type) {
+  switch (type) {
+    case FmllrUpdateType::kFull: return "full";
+    case FmllrUpdateType::kDiag: return "diag";
+    case FmllrUpdateType::kOffset: return "offset";
+  }
+  return "?";
+}
+
+bool parse_fmllr_update_type(const std::string& name, FmllrUpdateType* type) {
+  for (FmllrUpdateType t : {FmllrUpdateType::kFull, FmllrUpdateType::kDiag, FmllrUpdateType::kOffset})
+    if (name == to_string(t)) {
+      *type = t;
+      return true;
+    }
+  return false;
+}
+
 double fmllr_objective(const FmllrStats& stats, const FmllrTransform& t) {
   if (t.dim != stats.dim) throw std::invalid_argument("fMLLR: transform and statistics differ in dimension");
   const int n = stats.dim + 1;
@@ -220,8 +238,39 @@ FmllrEstimate estimate_fmllr(const FmllrStats& st, const FmllrOptions& opt,
 
   FmllrTransform& t = out.transform;
   out.objective.push_back(objective_with(st, g, t) / st.beta);
+  if (opt.update != FmllrUpdateType::kFull) {
+    // Closed forms on the (regularised) G_i: the rows are independent.
+    FmllrTransform r = FmllrTransform::identity(d);
+    for (int i = 0; i < d; ++i) {
+      const Matrix& gi = g[static_cast<size_t>(i)];
+      const double* k = st.k_row(i);
+      const double gii = gi[static_cast<size_t>(i) * n + i], gid = gi[static_cast<size_t>(i) * n + d],
+                   gdd = gi[static_cast<size_t>(d) * n + d];
+      if (opt.update == FmllrUpdateType::kOffset) {
+        r.at(i, d) = (k[d] - gid) / gdd;  // with a_ii = 1, the other a_ij = 0
+        continue;
+      }
+      // Row (a, b) maximising beta ln|a| + a k_i + b k_d - ½ [a b] G2 [a b]ᵀ,
+      // G2 the 2 x 2 block of G_i at (i, d): the full row update with
+      // p = [1 0] (the cofactor direction of a diagonal A).
+      const double det = gii * gdd - gid * gid;
+      if (!(det > 0.0)) continue;  // left as identity; cannot happen for positive definite G_i
+      const double inv00 = gdd / det, inv01 = -gid / det, inv11 = gii / det;
+      const double a = inv00, e = k[i] * inv00 + k[d] * inv01;  // p G2⁻¹ pᵀ, k2 G2⁻¹ pᵀ
+      const double root = std::sqrt(e * e + 4.0 * a * st.beta);
+      const double a1 = (-e + root) / (2.0 * a), a2 = (-e - root) / (2.0 * a);
+      auto q = [&](double al) { return st.beta * std::log(std::fabs(al * a + e)) - 0.5 * al * al * a; };
+      const double alpha = q(a1) >= q(a2) ? a1 : a2;
+      // [a b] = (alpha p + k2) G2⁻¹
+      const double v0 = alpha + k[i], v1 = k[d];
+      r.at(i, i) = v0 * inv00 + v1 * inv01;
+      r.at(i, d) = v0 * inv01 + v1 * inv11;
+    }
+    t = r;
+    out.objective.push_back(objective_with(st, g, t) / st.beta);
+  }
   std::vector<double> cof, p(static_cast<size_t>(n)), gp(static_cast<size_t>(n)), gk(static_cast<size_t>(n));
-  for (int iter = 0; iter < opt.iterations; ++iter) {
+  for (int iter = 0; opt.update == FmllrUpdateType::kFull && iter < opt.iterations; ++iter) {
     for (int i = 0; i < d; ++i) {
       if (!inverse_transpose_row(t, i, cof)) break;  // caught below as non-finite / singular
       std::copy(cof.begin(), cof.end(), p.begin());

@@ -33,8 +33,24 @@
 
 namespace gpuspeech {
 
+// Which part of W = [A b] is estimated (Kaldi's fmllr-update-type):
+//  - kFull: all d (d+1) entries, by the row updates above;
+//  - kDiag: A diagonal and b, 2d parameters: each row's (a_ii, b_i) is the
+//    same row maximum restricted to those two entries, exact in one pass
+//    (the rows do not interact when A is diagonal);
+//  - kOffset: A = I, b alone (d parameters): b_i = (k_i[d] - G_i[d][i]) / G_i[d][d].
+// The diag and offset estimates do not depend on the start transform (as in
+// Kaldi); the start is still what is kept when no update is made. Fewer
+// parameters need less data: a full transform is 1560 parameters for
+// d = 39, a diagonal one 78.
+enum class FmllrUpdateType { kFull, kDiag, kOffset };
+const char* to_string(FmllrUpdateType type);
+// "full", "diag", "offset"; false for anything else.
+bool parse_fmllr_update_type(const std::string& name, FmllrUpdateType* type);
+
 struct FmllrOptions {
-  int iterations = 10;
+  FmllrUpdateType update = FmllrUpdateType::kFull;
+  int iterations = 10;  // sweeps of the full update
   // Minimum beta (frames of speech, posterior-weighted) to estimate at all:
   // a full 39 x 40 transform has 1560 parameters; Kaldi's recipes use a
   // similar few seconds.

@@ -252,7 +252,8 @@ void CpuSearcher::word_end_step(float best_emit, int32_t boundary,
       if (ilabel[a] != 0 || olabel[a] == 0) continue;
       const float c = add_cost(cost, arc_cost[a]);
       if (!usable_cost(c)) continue;
-      events_.push_back({v, static_cast<uint32_t>(a), c, record_[v], history_[v]});
+      events_.push_back({v, static_cast<uint32_t>(a), c, record_[v], history_[v], olabel[a] - 1,
+                         graph_.arc_dest[a]});
     }
   }
   changed.clear();

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <cstdlib>
 #include <cstring>
 #include <map>
 #include <stdexcept>
@@ -155,6 +156,10 @@ constexpr int kInitialRoundPasses = 4;   // even: see RoundPolicy
 constexpr int kMaxRoundPasses = 64;      // largest batch (and histogram bin)
 constexpr int kPolicyInterval = 64;      // settled rounds between re-choices
 constexpr int kMaxCachedRoundGraphs = 32;
+// With the fused closure (tp_closure: one cooperative launch that stops
+// when the closure settles) a batch costs only the passes it runs, so it is
+// made large enough that continuations are rare. Even (see RoundPolicy).
+constexpr int kFusedClosurePasses = 64;
 
 // Batch size and pruning choice for one kind of round (emitting rounds and
 // offer rounds differ: the emitting step changes thousands of tokens, the
@@ -256,6 +261,10 @@ struct CudaSearcher::Impl {
   int passes_per_batch = kInitialPassesPerBatch;
   int passes_needed = 0;  // the most any frame has needed
   int blocks = 1;  // grid size of the list kernels
+  // Grid size of the fused closure kernel; 0 = closure by separate pass
+  // kernels (no cooperative launch, or GPUSPEECH_CUDA_CLOSURE=passes).
+  int closure_blocks = 0;
+  bool fused_closure() const { return closure_blocks > 0; }
 
   // The frame's parameters: written on the host, copied to the device by
   // the frame's first operation.
@@ -355,7 +364,9 @@ CudaSearcher::CudaSearcher(const SearchGraph& graph, const SearchOptions& option
                     offsetof(cuda::TpEvent, arc) == offsetof(WordEndEvent, arc) &&
                     offsetof(cuda::TpEvent, cost) == offsetof(WordEndEvent, cost) &&
                     offsetof(cuda::TpEvent, record) == offsetof(WordEndEvent, record) &&
-                    offsetof(cuda::TpEvent, hist) == offsetof(WordEndEvent, history),
+                    offsetof(cuda::TpEvent, hist) == offsetof(WordEndEvent, history) &&
+                    offsetof(cuda::TpEvent, word) == offsetof(WordEndEvent, word) &&
+                    offsetof(cuda::TpEvent, dest) == offsetof(WordEndEvent, dest),
                 "event layouts differ");
   static_assert(sizeof(cuda::TpOffer) == sizeof(WordEndOffer) &&
                     offsetof(cuda::TpOffer, cost) == offsetof(WordEndOffer, cost) &&
@@ -463,6 +474,21 @@ CudaSearcher::CudaSearcher(const SearchGraph& graph, const SearchOptions& option
   // Grid-stride list kernels: a few blocks per SM cover lists of any
   // length; blocks with nothing to do exit at once.
   m.blocks = 4 * m.sm_count;
+  // The closure as one cooperative kernel when the device allows it, with
+  // one block per SM: its grid-wide barriers cost less the fewer blocks
+  // take part, and a pass's lists (hundreds to a few thousand tokens) keep
+  // 132 blocks busy. On the H100 LibriVox search: 0.54 s with one block per
+  // SM, 0.56-0.62 s with four, 0.56-0.68 s with a kernel launch per pass
+  // (docs/benchmarks.md). GPUSPEECH_CUDA_CLOSURE=passes keeps a launch per
+  // pass, for comparing the two in one build.
+  int cooperative = 0;
+  check(cudaDeviceGetAttribute(&cooperative, cudaDevAttrCooperativeLaunch, device_id),
+        "cudaDeviceGetAttribute");
+  const char* closure_env = std::getenv("GPUSPEECH_CUDA_CLOSURE");
+  const bool passes_wanted = closure_env != nullptr && std::string(closure_env) == "passes";
+  if (cooperative != 0 && !passes_wanted)
+    m.closure_blocks = cuda::tp_closure_blocks(m.sm_count, /*max_per_sm=*/1);
+  if (m.fused_closure()) m.passes_per_batch = kFusedClosurePasses;
   check(cudaMemsetAsync(m.stamp.get(), 0, nv * sizeof(uint32_t), m.stream), "cudaMemsetAsync");
   check(cudaMemsetAsync(m.best.get(), 0xFF, nv * sizeof(unsigned long long), m.stream),
         "cudaMemsetAsync");
@@ -552,8 +578,12 @@ void CudaSearcher::enqueue_frame(bool start) {
     check(cuda::tp_start(s, f, m.stream), "tp_start");
   else
     check(cuda::tp_emit(g, s, f, m.blocks, m.has_heavy, m.stream), "tp_emit");
-  for (int p = 0; p < m.passes_per_batch; ++p)
-    check(cuda::tp_epsilon_pass(g, s, f, p, m.blocks, m.has_heavy, m.stream), "tp_epsilon_pass");
+  if (m.fused_closure())
+    check(cuda::tp_closure(g, s, f, m.passes_per_batch, m.closure_blocks, m.has_heavy, m.stream),
+          "tp_closure");
+  else
+    for (int p = 0; p < m.passes_per_batch; ++p)
+      check(cuda::tp_epsilon_pass(g, s, f, p, m.blocks, m.has_heavy, m.stream), "tp_epsilon_pass");
   check(cuda::tp_prune(s, f, options_.histogram_bins, m.blocks, m.stream), "tp_prune");
   check(cudaMemcpyAsync(m.host_counters.get(), m.counters.get(), sizeof(cuda::TpCounters),
                         cudaMemcpyDeviceToHost, m.stream),
@@ -633,7 +663,7 @@ void CudaSearcher::run_frame(const float* device_row, int32_t boundary) {
   }
   // Passes that changed something, plus the one that found nothing to do.
   m.passes_needed = std::max<int>(m.passes_needed, static_cast<int>(hc.passes) + 1);
-  m.passes_per_batch = std::max(m.passes_needed, kInitialPassesPerBatch);
+  if (!m.fused_closure()) m.passes_per_batch = std::max(m.passes_needed, kInitialPassesPerBatch);
 
   // The previous frame's records have arrived (the wait above covered their
   // copy); this frame's follow in one transfer, appended at the next wait.
@@ -683,9 +713,13 @@ void CudaSearcher::enqueue_round(RoundHead head, int passes, bool prune) {
       default:
         break;
     }
-    for (int p = 0; p < passes; ++p)
-      check(cuda::tp_epsilon_pass(g, s, f, p, m.blocks, m.has_heavy, m.stream),
-            "tp_epsilon_pass");
+    if (m.fused_closure())
+      check(cuda::tp_closure(g, s, f, passes, m.closure_blocks, m.has_heavy, m.stream),
+            "tp_closure");
+    else
+      for (int p = 0; p < passes; ++p)
+        check(cuda::tp_epsilon_pass(g, s, f, p, m.blocks, m.has_heavy, m.stream),
+              "tp_epsilon_pass");
     check(cuda::tp_collect_events(g, s, f, m.blocks, m.stream), "tp_collect_events");
   }
   if (prune)
@@ -768,7 +802,7 @@ void CudaSearcher::run_frame_rescoring(const float* device_row, int32_t boundary
     int rounds = 0;
     bool again = false;
     for (;;) {
-      const int passes = policy->passes;
+      const int passes = m.fused_closure() ? kFusedClosurePasses : policy->passes;
       const bool prune = policy->prune;
       f.pass_base = m.take_pass_ids(passes);
       launch_round(head, passes, prune);

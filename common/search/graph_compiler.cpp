@@ -33,6 +33,7 @@
 #include "common/model/model_error.h"
 #include "common/model/ngram_model.h"
 #include "common/model/vocabulary_check.h"
+#include "common/search/phone_context.h"
 
 #ifdef GPUSPEECH_HAVE_OPENFST
 #include <fst/fstlib.h>
@@ -105,13 +106,6 @@ constexpr int kPositions = 4;
 constexpr float kInf = std::numeric_limits<float>::infinity();
 
 bool is_word_final(WordPosition pos) { return pos == WordPosition::kEnd || pos == WordPosition::kSingle; }
-
-WordPosition position_in_word(size_t i, size_t n) {
-  if (n == 1) return WordPosition::kSingle;
-  if (i == 0) return WordPosition::kBegin;
-  if (i + 1 == n) return WordPosition::kEnd;
-  return WordPosition::kInternal;
-}
 
 class Stopwatch {
  public:
@@ -609,10 +603,8 @@ class Compiler {
     if (it != hmm_cache_.end()) return it->second;
     const int base = tag_base(tagged);
     const WordPosition pos = tag_position(tagged);
-    const int sil = mdef_.silence_phone();
-    const int l = left == context_end_ ? sil : left;
-    const int r = right == context_end_ ? sil : right;
-    const int phone = mdef_.is_filler(base) ? base : mdef_.nearest_phone_id(base, l, r, pos);
+    const int phone = context_dependent_phone(mdef_, base, left == context_end_ ? -1 : left,
+                                              right == context_end_ ? -1 : right, pos);
     const int tmat = mdef_.tmat_of(phone);
     if (tmat < 0 || tmat >= tmats_.num_tmats)
       throw GraphInputError("acoustic model: phone '" + mdef_.phone_name(phone) +

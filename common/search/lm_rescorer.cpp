@@ -68,6 +68,7 @@ void LmRescorer::reset() {
   histories_.clear();
   history_index_.clear();
   memo_.clear();
+  cache_.assign(kCacheEntries, CacheEntry{});
   History start;
   const int fs = full_->word_id("<s>");
   const int ps = pruned_->word_id("<s>");
@@ -105,11 +106,19 @@ LmRescorer::WordEnd LmRescorer::word_end(int32_t history, int32_t word) {
   if (word < 0 || static_cast<size_t>(word) >= full_of_graph_.size())
     throw std::out_of_range("lm rescorer: unknown graph word " + std::to_string(word));
   const int f = full_of_graph_[word];
-  if (f < 0) return WordEnd{0.0f, history};  // a filler: transparent
+  if (f < 0) return WordEnd{0.0f, history, histories_[history].hash};  // a filler: transparent
   const uint64_t key = (static_cast<uint64_t>(static_cast<uint32_t>(history)) << 32) |
                        static_cast<uint32_t>(word);
+  // Fibonacci hashing of the key picks the cache entry.
+  CacheEntry& entry = cache_[(key * 0x9E3779B97F4A7C15ull) >> (64 - 14)];
+  static_assert(kCacheEntries == size_t{1} << 14, "the shift above");
+  if (entry.key == key) return entry.value;
   auto it = memo_.find(key);
-  if (it != memo_.end()) return it->second;
+  if (it != memo_.end()) {
+    entry.key = key;
+    entry.value = it->second;
+    return it->second;
+  }
   const int p = pruned_of_graph_[word];
   WordEnd r;
   r.delta = delta_of(histories_[history], f, p);
@@ -123,7 +132,10 @@ LmRescorer::WordEnd LmRescorer::word_end(int32_t history, int32_t word) {
     next.pruned_words.erase(next.pruned_words.begin());
   }
   r.history = intern(std::move(next));  // may reallocate histories_
+  r.history_hash = histories_[r.history].hash;
   memo_.emplace(key, r);
+  entry.key = key;
+  entry.value = r;
   return r;
 }
 

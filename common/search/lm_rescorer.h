@@ -46,6 +46,7 @@ class LmRescorer {
   struct WordEnd {
     float delta = 0.0f;     // cost correction
     int32_t history = 0;    // history id after the word
+    uint32_t history_hash = 0;  // history_hash(history), for the slot
   };
 
   // Forgets every history but the start (id 0). Called at each utterance.
@@ -87,6 +88,16 @@ class LmRescorer {
   std::vector<History> histories_;
   std::unordered_map<std::string, int32_t> history_index_;  // full_words bytes -> id
   std::unordered_map<uint64_t, WordEnd> memo_;               // (history, word) -> result
+  // A direct-mapped cache in front of memo_: a search asks for the same few
+  // hundred (history, word) pairs frame after frame, and a hit here costs
+  // one cache line instead of a hash-map probe (word ends are most of the
+  // host's share of a rescoring search). Key ~0 = empty.
+  struct CacheEntry {
+    uint64_t key = ~uint64_t{0};
+    WordEnd value;
+  };
+  static constexpr size_t kCacheEntries = size_t{1} << 14;
+  std::vector<CacheEntry> cache_;
 };
 
 }  // namespace gpuspeech

@@ -181,22 +181,27 @@ void Searcher::reset_rescorer() {
 void Searcher::rescore_word_ends(std::vector<WordEndEvent>& events,
                                  std::vector<WordEndOffer>& out) {
   const auto t0 = std::chrono::steady_clock::now();
-  std::sort(events.begin(), events.end(), [](const WordEndEvent& a, const WordEndEvent& b) {
-    return a.source != b.source ? a.source < b.source : a.arc < b.arc;
-  });
-  out.resize(events.size());
-  if (static_cast<uint64_t>(graph_.num_arcs()) + events.size() >= search::kNoArc)
+  // (source, arc) order: sorting 16-byte (key, index) pairs moves less
+  // than sorting the events themselves.
+  const size_t n = events.size();
+  sort_scratch_.resize(n);
+  for (size_t i = 0; i < n; ++i)
+    sort_scratch_[i] = {(static_cast<uint64_t>(static_cast<uint32_t>(events[i].source)) << 32) |
+                            events[i].arc,
+                        static_cast<uint32_t>(i)};
+  std::sort(sort_scratch_.begin(), sort_scratch_.end());
+  out.resize(n);
+  if (static_cast<uint64_t>(graph_.num_arcs()) + n >= search::kNoArc)
     throw std::length_error("search: too many word-end events in one frame (" +
-                            std::to_string(events.size()) + ")");
-  for (size_t i = 0; i < events.size(); ++i) {
-    const WordEndEvent& e = events[i];
-    const int32_t word = graph_.arc_olabel[e.arc] - 1;
-    const LmRescorer::WordEnd we = rescorer_->word_end(e.history, word);
+                            std::to_string(n) + ")");
+  const uint32_t K = static_cast<uint32_t>(slots_);
+  for (size_t i = 0; i < n; ++i) {
+    const WordEndEvent& e = events[sort_scratch_[i].second];
+    const LmRescorer::WordEnd we = rescorer_->word_end(e.history, e.word);
     WordEndOffer& o = out[i];
-    o.dest = graph_.arc_dest[e.arc] * slots_ +
-             static_cast<int32_t>(rescorer_->history_hash(we.history) % static_cast<uint32_t>(slots_));
+    o.dest = e.dest * slots_ + static_cast<int32_t>(we.history_hash % K);
     o.cost = search::add_cost(e.cost, we.delta);
-    o.word = word;
+    o.word = e.word;
     o.record = e.record;
     o.history = we.history;
   }

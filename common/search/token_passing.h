@@ -99,6 +99,7 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "common/search/search_graph.h"
@@ -315,6 +316,11 @@ class Searcher {
     float cost = 0.0f;   // token cost + arc cost
     int32_t record = -1;
     int32_t history = 0;
+    // The arc's word (olabel - 1) and destination graph state, filled by
+    // whoever makes the event: the searcher has the arc at hand, and reading
+    // them here again would miss the cache in a large graph's arc arrays.
+    int32_t word = 0;
+    int32_t dest = 0;
   };
   struct WordEndOffer {
     int32_t dest = 0;   // virtual state
@@ -328,6 +334,8 @@ class Searcher {
   void reset_rescorer();
   // A token's total for best/n-best: cost + final cost (+ end delta).
   float final_total(const SearchToken& t) const;
+  // rescore_word_ends' scratch: ((source, arc) key, event index).
+  std::vector<std::pair<uint64_t, uint32_t>> sort_scratch_;
 
   const SearchGraph& graph_;
   SearchOptions options_;

@@ -9,6 +9,8 @@
 // second kernel expands with a whole block per token.
 #include "kernels/cuda/token_passing.cuh"
 
+#include <algorithm>
+
 #include <cooperative_groups.h>
 
 #include "common/search/search_arithmetic.h"
@@ -234,8 +236,8 @@ __device__ __forceinline__ void relax_arcs(const TpGraph& g, const TpState& s, c
   }
 }
 
-__global__ void relax_kernel(TpGraph g, TpState s, const TpFrame* __restrict__ fp, int pass) {
-  const TpFrame f = *fp;
+__device__ __forceinline__ void relax_phase(const TpGraph& g, const TpState& s, const TpFrame& f,
+                                            int pass) {
   const int in = pass & 1;
   const uint32_t pass_id = f.pass_base + static_cast<uint32_t>(pass);
   const int lane = threadIdx.x % kGroup;
@@ -267,9 +269,10 @@ __global__ void relax_kernel(TpGraph g, TpState s, const TpFrame* __restrict__ f
   }
 }
 
-__global__ void relax_heavy_kernel(TpGraph g, TpState s, const TpFrame* __restrict__ fp, int pass) {
+__device__ __forceinline__ void relax_heavy_phase(const TpGraph& g, const TpState& s,
+                                                  const TpFrame& f, int pass) {
   const int in = pass & 1;
-  const uint32_t pass_id = fp->pass_base + static_cast<uint32_t>(pass);
+  const uint32_t pass_id = f.pass_base + static_cast<uint32_t>(pass);
   const uint32_t n = s.counters->heavy;
   for (uint32_t h = blockIdx.x; h < n; h += gridDim.x)
     relax_arcs(g, s, s.heavy[h], 1 - in, pass_id, threadIdx.x, blockDim.x);
@@ -278,8 +281,8 @@ __global__ void relax_heavy_kernel(TpGraph g, TpState s, const TpFrame* __restri
 // The pass's winners take their records from their sources' tokens as of
 // the previous pass (record[] is committed by the next relax kernel, so
 // every read here sees the previous pass).
-__global__ void relax_resolve_kernel(TpGraph g, TpState s, const TpFrame* __restrict__ fp, int pass) {
-  const TpFrame f = *fp;
+__device__ __forceinline__ void relax_resolve_phase(const TpGraph& g, const TpState& s,
+                                                    const TpFrame& f, int pass) {
   const int in = pass & 1;
   const int out = 1 - in;
   const uint32_t n = s.counters->changed[out];
@@ -306,6 +309,44 @@ __global__ void relax_resolve_kernel(TpGraph g, TpState s, const TpFrame* __rest
     s.counters->heavy = 0;
     s.counters->last_changed = n;
     if (n > 0) s.counters->passes += 1;
+  }
+}
+
+__global__ void relax_kernel(TpGraph g, TpState s, const TpFrame* __restrict__ fp, int pass) {
+  relax_phase(g, s, *fp, pass);
+}
+__global__ void relax_heavy_kernel(TpGraph g, TpState s, const TpFrame* __restrict__ fp, int pass) {
+  relax_heavy_phase(g, s, *fp, pass);
+}
+__global__ void relax_resolve_kernel(TpGraph g, TpState s, const TpFrame* __restrict__ fp, int pass) {
+  relax_resolve_phase(g, s, *fp, pass);
+}
+
+// The whole epsilon closure in one cooperative launch: the three kernels of
+// a pass become phases separated by grid-wide barriers (each barrier orders
+// memory as a kernel boundary does), and the loop stops after the pass
+// that changed nothing. Launching three small kernels per pass cost ~3 us
+// each even when idle, and a fixed pass count had to be guessed ahead;
+// here a pass costs its work plus two or three barriers, and exactly the
+// passes needed run. Every thread reads last_changed after the same
+// barrier and nothing writes it before the next pass's resolve phase, so
+// all leave the loop together. The heavy phase's barrier is unconditional:
+// the resolve phase resets the heavy count, which a skipped barrier would
+// let race with a slow block's read of it.
+__global__ void closure_kernel(TpGraph g, TpState s, const TpFrame* __restrict__ fp,
+                               int max_passes, bool heavy) {
+  const cg::grid_group grid = cg::this_grid();
+  const TpFrame f = *fp;
+  for (int pass = 0; pass < max_passes; ++pass) {
+    relax_phase(g, s, f, pass);
+    grid.sync();
+    if (heavy) {
+      relax_heavy_phase(g, s, f, pass);
+      grid.sync();
+    }
+    relax_resolve_phase(g, s, f, pass);
+    grid.sync();
+    if (*static_cast<volatile const uint32_t*>(&s.counters->last_changed) == 0) break;
   }
 }
 
@@ -475,6 +516,8 @@ __global__ void collect_events_kernel(TpGraph g, TpState s, const TpFrame* __res
         e.cost = c;
         e.record = rec;
         e.hist = s.hist[v];
+        e.word = g.olabel[a] - 1;
+        e.dest = g.dest[a];
         s.events[slot] = e;
       }
     }
@@ -564,6 +607,30 @@ cudaError_t tp_epsilon_pass(const TpGraph& g, const TpState& s, const TpFrame* f
   if (heavy) relax_heavy_kernel<<<blocks, kThreads, 0, stream>>>(g, s, f, pass);
   relax_resolve_kernel<<<blocks, kThreads, 0, stream>>>(g, s, f, pass);
   return cudaGetLastError();
+}
+
+int tp_closure_blocks(int sm_count, int max_per_sm) {
+  int per_sm = 0;
+  if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, closure_kernel, kThreads, 0) !=
+          cudaSuccess ||
+      per_sm < 1)
+    return 0;
+  return std::min(per_sm, std::max(max_per_sm, 1)) * sm_count;
+}
+
+cudaError_t tp_closure(const TpGraph& g, const TpState& s, const TpFrame* f, int max_passes,
+                       int blocks, bool heavy, cudaStream_t stream) {
+  cudaLaunchConfig_t config = {};
+  config.gridDim = dim3(static_cast<unsigned>(blocks));
+  config.blockDim = dim3(kThreads);
+  config.dynamicSmemBytes = 0;
+  config.stream = stream;
+  cudaLaunchAttribute attribute[1];
+  attribute[0].id = cudaLaunchAttributeCooperative;
+  attribute[0].val.cooperative = 1;
+  config.attrs = attribute;
+  config.numAttrs = 1;
+  return cudaLaunchKernelEx(&config, closure_kernel, g, s, f, max_passes, heavy);
 }
 
 cudaError_t tp_prune(const TpState& s, const TpFrame* f, int bins, int blocks,

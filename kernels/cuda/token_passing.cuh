@@ -74,6 +74,8 @@ struct TpEvent {
   float cost;
   int32_t record;
   int32_t hist;
+  int32_t word;  // the arc's olabel - 1
+  int32_t dest;  // the arc's destination graph state
 };
 
 struct TpOffer {
@@ -165,6 +167,16 @@ cudaError_t tp_emit(const TpGraph& g, const TpState& s, const TpFrame* f, int bl
 // Closure pass `pass` (0-based): reads changed[pass % 2], writes the other.
 cudaError_t tp_epsilon_pass(const TpGraph& g, const TpState& s, const TpFrame* f, int pass,
                             int blocks, bool heavy, cudaStream_t stream);
+// Passes 0, 1, ... up to max_passes (even, so that a continuation starts
+// on the parity this one ended on) in one cooperative launch, stopping
+// after the first pass that changes nothing: the same result as that many
+// tp_epsilon_pass calls. `blocks` must be at most tp_closure_blocks().
+cudaError_t tp_closure(const TpGraph& g, const TpState& s, const TpFrame* f, int max_passes,
+                       int blocks, bool heavy, cudaStream_t stream);
+// The grid size for tp_closure: blocks that can be resident at once on
+// `sm_count` multiprocessors, at most max_per_sm each; 0 if the device
+// cannot say.
+int tp_closure_blocks(int sm_count, int max_per_sm);
 // Step 3: beam, max-active histogram and cutoff, compaction into
 // live[1 - live_in]; clears best[] of every touched state.
 // `bins` = f->bins (sizes the per-block histogram in shared memory; at most

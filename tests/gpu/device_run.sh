@@ -10,7 +10,7 @@
 #   .refaudio/         a copy of /usr/share/pocketsphinx/test/data
 # Writes logs and results under $OUT (default /tmp/gpuspeech-out).
 #
-# usage: tests/gpu/device_run.sh [all|build|test|refs|bench|profile|decode|dtw]...
+# usage: tests/gpu/device_run.sh [all|build|test|refs|bench|profile|decode|dtw|fmllr]...
 set -u -o pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$ROOT"
@@ -160,11 +160,23 @@ if want decode; then
     cmp -s "$OUT/librivox.cuda.max$m.trn" <(grep -v '^#' "$OUT/librivox.cuda.trn") &&
       echo "  same words as maxactive 30000" || echo "  words differ from maxactive 30000"
   done
+  echo "--- librivox, cuda: fused closure (default) against a kernel launch per pass, alternating"
+  for r in 1 2 3; do
+    for mode in fused passes; do
+      env GPUSPEECH_CUDA_CLOSURE=$mode $T "${M[@]}" --lm .refmodel/en-us/en-us.lm.bin --backend cuda \
+        --search cuda -v $D/librivox/*.wav 2>&1 >/dev/null | grep -E "RTF|search" | grep -v "\.wav" |
+        sed "s/^/$mode $r: /"
+    done
+  done
   echo "--- librivox, cuda, per stage (-v)"
   $T "${M[@]}" --lm .refmodel/en-us/en-us.lm.bin --backend cuda --search cuda -v \
     $D/librivox/*.wav 2>&1 >/dev/null | tail -8
   mkdir -p /tmp/decode-out && mv "$OUT"/*.trn "$OUT"/*.err "$OUT/mkgraph.log" /tmp/decode-out/ 2>/dev/null
   tar czf "$OUT/decode.tar.gz" -C /tmp/decode-out .
+fi
+if want fmllr; then
+  note "fMLLR: statistics, estimation and application, every backend"
+  $BUILD/tools/gpuspeech-bench fmllr --backend all || status=1
 fi
 if want dtw; then
   note "DTW: one utterance against N templates, cuda against the cpu engine"

@@ -1,0 +1,366 @@
+// Forced alignment (forced_aligner.h has the contract, docs/alignment.md the
+// reasoning).
+#include "common/search/forced_aligner.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <stdexcept>
+#include <string>
+#include <unordered_map>
+#include <utility>
+
+#include "common/model/model_error.h"
+#include "common/search/phone_context.h"
+
+namespace gpuspeech {
+
+namespace {
+
+constexpr double kNegInf = -std::numeric_limits<double>::infinity();
+constexpr double kLog2Pi = 1.8378770664093453;  // ln(2 pi)
+
+}  // namespace
+
+int64_t FrameAlignment::aligned_frames() const {
+  int64_t n = 0;
+  for (int32_t s : senones) n += s >= 0;
+  return n;
+}
+
+// A word's (or a silence gap's) HMM: the emitting states of its phones in
+// order, each with the transitions into it from the previous frame's states.
+// State 0 is where the path enters; `exit` is the log-probability of leaving
+// the last phone through its exit state from each state (-inf: cannot).
+struct ForcedAligner::Hmm {
+  struct Arc {
+    int32_t from;
+    double log_prob;
+  };
+  std::vector<int32_t> senone;
+  std::vector<std::vector<Arc>> into;  // per state, self-loop included
+  std::vector<double> exit;
+  bool valid = false;  // false: a phone the model lacks, or no model path
+};
+
+// Senone log-likelihoods of the span's frames, each (frame, codebook)
+// Gaussian set and (frame, senone) mixture evaluated at most once.
+class ForcedAligner::Scorer {
+ public:
+  Scorer(const GaussianMixtures& gm, const GaussianConstants& gc, const float* feats)
+      : gm_(gm), gc_(gc), feats_(feats), dim_(gm.feature_dim()),
+        density_(gm.gaussians_per_codebook) {}
+
+  // ln p(x_t | senone s).
+  double senone(int64_t t, int32_t s) {
+    const int64_t key = t * gm_.num_senones + s;
+    auto it = senones_.find(key);
+    if (it != senones_.end()) return it->second;
+    const std::vector<double>& g = codebook(t, gm_.senone_codebook[s]);
+    constexpr float kNoWeight = -std::numeric_limits<float>::infinity();
+    double total = 0.0;
+    const int streams = gm_.num_streams();
+    for (int st = 0; st < streams && total != kNegInf; ++st) {
+      const float* w = gm_.log_weights.data() + (static_cast<size_t>(s) * streams + st) * density_;
+      const double* gs = g.data() + static_cast<size_t>(st) * density_;
+      double best = kNegInf;
+      for (int k = 0; k < density_; ++k)
+        if (w[k] != kNoWeight) best = std::max(best, w[k] + gs[k]);
+      if (best == kNegInf) {
+        total = kNegInf;
+        break;
+      }
+      // Terms more than kNegligible below the best add under 1e-22 of it.
+      constexpr double kNegligible = 50.0;
+      double sum = 0.0;
+      for (int k = 0; k < density_; ++k) {
+        const double v = w[k] + gs[k] - best;  // -inf for a zero weight
+        if (v > -kNegligible) sum += std::exp(v);
+      }
+      total += best + std::log(sum);
+    }
+    senones_.emplace(key, total);
+    return total;
+  }
+
+ private:
+  // ln N(x_t; mu, var) of every Gaussian of codebook c: streams x density.
+  const std::vector<double>& codebook(int64_t t, int c) {
+    const int64_t key = t * gm_.num_codebooks + c;
+    auto it = codebooks_.find(key);
+    if (it != codebooks_.end()) return it->second;
+    const float* x = feats_ + t * dim_;
+    const int streams = gm_.num_streams();
+    std::vector<double> out(static_cast<size_t>(streams) * density_);
+    for (int st = 0; st < streams; ++st) {
+      const int d = gm_.stream_dim(st);
+      const std::vector<int>& comp = gm_.stream_components[st];
+      const size_t first = static_cast<size_t>(c) * density_;  // Gaussian index in the stream
+      const float* mu = gm_.means[st].data() + first * d;
+      const double* iv = gc_.inv_var.data() + gc_.inv_var_offset[st] + first * d;
+      const double* ln = gc_.log_norm.data() + gc_.log_norm_offset[st] + first;
+      for (int k = 0; k < density_; ++k) {
+        double q = 0.0;
+        for (int i = 0; i < d; ++i) {
+          const double diff = static_cast<double>(x[comp[i]]) - mu[k * d + i];
+          q += diff * diff * iv[k * d + i];
+        }
+        out[static_cast<size_t>(st) * density_ + k] = ln[k] - 0.5 * q;
+      }
+    }
+    return codebooks_.emplace(key, std::move(out)).first->second;
+  }
+
+  const GaussianMixtures& gm_;
+  const GaussianConstants& gc_;
+  const float* feats_;
+  int dim_;
+  int density_;
+  std::unordered_map<int64_t, std::vector<double>> codebooks_;
+  std::unordered_map<int64_t, double> senones_;
+};
+
+ForcedAligner::ForcedAligner(const AcousticModel& model, const Dictionary& dictionary,
+                             ForcedAlignerOptions options)
+    : model_(model), dict_(dictionary), options_(options) {
+  const std::string& dir = model.directory();
+  const GaussianMixtures& gm = model.mixtures();
+  const ModelDefinition& mdef = model.mdef();
+  const TransitionMatrices& tm = model.transitions();
+  try {
+    gm.validate();
+  } catch (const std::invalid_argument& e) {
+    throw ModelError(dir + ": " + e.what());
+  }
+  if (gm.num_senones < mdef.num_senones())
+    throw ModelError(dir + "/mdef: " + std::to_string(mdef.num_senones()) +
+                     " senones, but the mixtures have " + std::to_string(gm.num_senones));
+  if (tm.num_emitting < 1 || tm.num_emitting != mdef.num_emitting_states() ||
+      tm.log_probs.size() !=
+          static_cast<size_t>(tm.num_tmats) * tm.num_emitting * (tm.num_emitting + 1))
+    throw ModelError(dir + "/transition_matrices: " + std::to_string(tm.num_emitting) +
+                     " emitting states, the mdef " + std::to_string(mdef.num_emitting_states()));
+  feature_dim_ = gm.feature_dim();
+
+  // Per-Gaussian constants: 1/var and -0.5 (d ln 2pi + sum ln var), in the
+  // layout of the means (stream-major, then codebook, Gaussian, component).
+  const int density = gm.gaussians_per_codebook;
+  for (int st = 0; st < gm.num_streams(); ++st) {
+    const int d = gm.stream_dim(st);
+    const std::vector<float>& var = gm.variances[st];
+    gauss_.inv_var_offset.push_back(gauss_.inv_var.size());
+    gauss_.log_norm_offset.push_back(gauss_.log_norm.size());
+    for (size_t g = 0; g < static_cast<size_t>(gm.num_codebooks) * density; ++g) {
+      double sum_log = 0.0;
+      for (int i = 0; i < d; ++i) {
+        const double v = var[g * d + i];
+        gauss_.inv_var.push_back(1.0 / v);
+        sum_log += std::log(v);
+      }
+      gauss_.log_norm.push_back(-0.5 * (d * kLog2Pi + sum_log));
+    }
+  }
+
+  // Dictionary phones by name -> model base phones.
+  dict_phone_base_.resize(dict_.phone_names().size(), -1);
+  for (size_t p = 0; p < dict_.phone_names().size(); ++p)
+    dict_phone_base_[p] = mdef.base_phone_id(dict_.phone_names()[p]);
+}
+
+ForcedAligner::Hmm ForcedAligner::word_hmm(const std::vector<int>& bases, int left_context,
+                                           int right_context, bool loop) const {
+  const ModelDefinition& mdef = model_.mdef();
+  const TransitionMatrices& tm = model_.transitions();
+  const int n = tm.num_emitting;
+  const bool use_tp = options_.use_transition_probs;
+  auto lp = [&](float v) { return use_tp ? static_cast<double>(v) : 0.0; };
+  Hmm h;
+  if (bases.empty()) return h;
+  for (int b : bases)
+    if (b < 0) return h;
+  const size_t phones = bases.size();
+  h.senone.resize(phones * n);
+  h.into.resize(phones * n);
+  h.exit.assign(phones * n, kNegInf);
+  std::vector<double> prev_exit;  // exits of the previous phone, per its state
+  for (size_t p = 0; p < phones; ++p) {
+    const int left = p > 0 ? bases[p - 1] : left_context;
+    const int right = p + 1 < phones ? bases[p + 1] : right_context;
+    const int phone =
+        context_dependent_phone(mdef, bases[p], left, right, position_in_word(p, phones));
+    const int tmat = mdef.tmat_of(phone);
+    if (tmat < 0 || tmat >= tm.num_tmats) return h;
+    const int32_t s0 = static_cast<int32_t>(p * n);
+    for (int j = 0; j < n; ++j) {
+      h.senone[s0 + j] = mdef.senone(phone, j);
+      if (h.senone[s0 + j] < 0 || h.senone[s0 + j] >= model_.mixtures().num_senones) return h;
+      for (int i = 0; i <= j; ++i) {  // self-loop, forward steps and skips
+        const float v = tm.log_prob(tmat, i, j);
+        if (v != -std::numeric_limits<float>::infinity() && !std::isnan(v))
+          h.into[s0 + j].push_back({s0 + i, lp(v)});
+      }
+    }
+    // Entering this phone: from the previous phone's exits.
+    for (size_t i = 0; i < prev_exit.size(); ++i)
+      if (prev_exit[i] != kNegInf)
+        h.into[s0].push_back({static_cast<int32_t>(s0 - n + i), prev_exit[i]});
+    prev_exit.assign(n, kNegInf);
+    for (int j = 0; j < n; ++j) {
+      const float v = tm.log_prob(tmat, j, n);
+      if (v != -std::numeric_limits<float>::infinity() && !std::isnan(v)) prev_exit[j] = lp(v);
+    }
+  }
+  const int32_t last0 = static_cast<int32_t>((phones - 1) * n);
+  for (int j = 0; j < n; ++j) h.exit[last0 + j] = prev_exit[j];
+  if (loop)  // the last phone's exit re-enters the first phone
+    for (int j = 0; j < n; ++j)
+      if (prev_exit[j] != kNegInf) h.into[0].push_back({last0 + j, prev_exit[j]});
+  h.valid = true;
+  return h;
+}
+
+double ForcedAligner::viterbi(const Hmm& hmm, Scorer& scorer, int64_t t0, int64_t t1,
+                              std::vector<int32_t>& senones, double* acoustic) const {
+  const int64_t frames = t1 - t0;
+  const size_t states = hmm.senone.size();
+  if (!hmm.valid || frames <= 0 || states == 0) return kNegInf;
+  std::vector<double> prev(states, kNegInf), cur(states);
+  std::vector<int32_t> back(static_cast<size_t>(frames) * states, -1);
+  prev[0] = scorer.senone(t0, hmm.senone[0]);
+  for (int64_t f = 1; f < frames; ++f) {
+    int32_t* bp = back.data() + static_cast<size_t>(f) * states;
+    for (size_t s = 0; s < states; ++s) {
+      double best = kNegInf;
+      int32_t arg = -1;
+      for (const Hmm::Arc& a : hmm.into[s]) {
+        const double v = prev[a.from] + a.log_prob;
+        if (v > best) {
+          best = v;
+          arg = a.from;
+        }
+      }
+      // States the path cannot be in yet cost no senone evaluation.
+      cur[s] = best == kNegInf ? kNegInf : best + scorer.senone(t0 + f, hmm.senone[s]);
+      bp[s] = arg;
+    }
+    std::swap(prev, cur);
+  }
+  double best = kNegInf;
+  int32_t arg = -1;
+  for (size_t s = 0; s < states; ++s) {
+    if (hmm.exit[s] == kNegInf || prev[s] == kNegInf) continue;
+    const double v = prev[s] + hmm.exit[s];
+    if (v > best) {
+      best = v;
+      arg = static_cast<int32_t>(s);
+    }
+  }
+  if (arg < 0 || !std::isfinite(best)) return kNegInf;
+  senones.resize(static_cast<size_t>(frames));
+  double ac = 0.0;
+  for (int64_t f = frames - 1; f >= 0; --f) {
+    senones[f] = hmm.senone[arg];
+    ac += scorer.senone(t0 + f, hmm.senone[arg]);
+    if (f > 0) arg = back[static_cast<size_t>(f) * states + arg];
+  }
+  *acoustic = ac;
+  return best;
+}
+
+FrameAlignment ForcedAligner::align(const float* feats, int64_t first_frame, int64_t num_frames,
+                                    const std::vector<HypothesisWord>& words) const {
+  if (num_frames < 0)
+    throw std::invalid_argument("forced aligner: negative frame count " +
+                                std::to_string(num_frames));
+  if (num_frames > 0 && feats == nullptr)
+    throw std::invalid_argument("forced aligner: null features");
+  const int64_t span_end = first_frame + num_frames;  // exclusive
+  for (size_t i = 0; i < words.size(); ++i) {
+    const HypothesisWord& w = words[i];
+    const std::string name = "forced aligner: word " + std::to_string(i) + " '" + w.text + "' (frames " +
+                             std::to_string(w.start_frame) + ".." +
+                             std::to_string(w.end_frame) + ")";
+    if (w.end_frame < w.start_frame) throw std::invalid_argument(name + " ends before it starts");
+    if (w.start_frame < first_frame || w.end_frame >= span_end)
+      throw std::invalid_argument(name + " lies outside the features' frames " +
+                                  std::to_string(first_frame) + ".." +
+                                  std::to_string(span_end - 1));
+    if (i > 0 && w.start_frame <= words[i - 1].end_frame)
+      throw std::invalid_argument(name + " does not start after the previous word's end (frame " +
+                                  std::to_string(words[i - 1].end_frame) + ")");
+  }
+
+  FrameAlignment out;
+  out.first_frame = first_frame;
+  out.senones.assign(static_cast<size_t>(num_frames), -1);
+  Scorer scorer(model_.mixtures(), gauss_, feats);
+
+  // Base phones of a pronunciation (-1 entries for phones the model lacks).
+  auto bases_of = [&](int pron) {
+    std::vector<int> b;
+    for (int p : dict_.pronunciation(pron).phones) b.push_back(dict_phone_base_[p]);
+    return b;
+  };
+  std::vector<int> chosen_last(words.size(), -1);  // last base phone of each chosen pron
+  std::vector<int32_t> path, best_path;
+  for (size_t i = 0; i < words.size(); ++i) {
+    const HypothesisWord& w = words[i];
+    const int64_t t0 = w.start_frame - first_frame, t1 = w.end_frame + 1 - first_frame;
+    const int id = dict_.word_id(w.text);
+    if (id == Dictionary::kNoWord) {
+      ++out.words_failed;
+      continue;
+    }
+    // Cross-word contexts where the neighbours touch this word, else SIL.
+    const bool left_adjacent = i > 0 && words[i - 1].end_frame + 1 == w.start_frame;
+    const int left = left_adjacent ? chosen_last[i - 1] : -1;
+    int right = -1;
+    if (i + 1 < words.size() && words[i + 1].start_frame == w.end_frame + 1) {
+      const int next = dict_.word_id(words[i + 1].text);
+      if (next != Dictionary::kNoWord) {
+        const std::vector<int> nb = bases_of(dict_.pronunciations(next).front());
+        if (!nb.empty()) right = nb.front();
+      }
+    }
+    double best = kNegInf, best_ac = 0.0;
+    int best_last = -1;
+    for (int pron : dict_.pronunciations(id)) {
+      const std::vector<int> bases = bases_of(pron);
+      double ac = 0.0;
+      const double v = viterbi(word_hmm(bases, left, right, false), scorer, t0, t1, path, &ac);
+      if (v > best) {
+        best = v;
+        best_ac = ac;
+        best_path.swap(path);
+        best_last = bases.back();
+      }
+    }
+    if (best == kNegInf) {
+      ++out.words_failed;
+      continue;
+    }
+    std::copy(best_path.begin(), best_path.end(), out.senones.begin() + t0);
+    chosen_last[i] = best_last;
+    out.log_likelihood += best_ac;
+    ++out.words_aligned;
+  }
+
+  if (options_.align_gaps_to_silence && model_.mdef().silence_phone() >= 0) {
+    const Hmm sil = word_hmm({model_.mdef().silence_phone()}, -1, -1, true);
+    int64_t t = 0;
+    for (size_t i = 0; i <= words.size(); ++i) {
+      const int64_t gap_end = i < words.size() ? words[i].start_frame - first_frame : num_frames;
+      if (gap_end > t) {
+        double ac = 0.0;
+        if (viterbi(sil, scorer, t, gap_end, path, &ac) != kNegInf) {
+          std::copy(path.begin(), path.end(), out.senones.begin() + t);
+          out.log_likelihood += ac;
+        }
+      }
+      if (i < words.size()) t = words[i].end_frame + 1 - first_frame;
+    }
+  }
+  return out;
+}
+
+}  // namespace gpuspeech

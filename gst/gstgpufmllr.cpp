@@ -1,0 +1,976 @@
+/**
+ * SECTION:element-gpufmllr
+ * @title: gpufmllr
+ * @see_also: gpufeatures, gpudecoder
+ *
+ * Adapts a feature stream to its speaker while it flows: feature-space
+ * MLLR (fMLLR, constrained MLLR), x' = A x + b, estimated online under the
+ * acoustic model that scores the features downstream (common/fmllr/
+ * online_fmllr.h; docs/fmllr.md explains the scheme). It goes between
+ * `gpufeatures` and `gpudecoder`; caps in and out are the same
+ * `audio/x-gpuspeech-features` (docs/feature-caps.md), and only the values
+ * of the frames change. The transform is applied on the chosen backend
+ * (one matrix product per buffer); until there is a transform (identity)
+ * frames pass bit for bit.
+ *
+ * Supervision (`supervision`): gpudecoder (with `send-alignments`, its
+ * default) sends a `gpuspeech-alignment` event up its sink pad for every
+ * group of words that became final: the senone each of their frames was
+ * aligned to (gst/gpuspeech_alignment_event.h). gpufmllr keeps the last
+ * 30 s of frames (raw and adapted, by buffer time), finds the aligned
+ * frames among them, and accumulates fMLLR statistics: posteriors within
+ * the aligned senone on the adapted frames, statistics on the raw ones.
+ * Aligned frames that already left the history are dropped and counted
+ * (`late-frames`, and a warning in the debug log). `unsupervised` instead
+ * takes posteriors from all of the model's Gaussians as one flat mixture
+ * for every frame, with no decoder needed; `auto` (the default) does that
+ * until the first alignment event arrives and uses the decoder alone from
+ * then on. After every `update-interval` seconds of new supervised speech
+ * the transform is re-estimated from all statistics of the current
+ * speaker, starting from the current transform; it applies to the frames
+ * that follow. With less than `min-frames` frames of statistics, or
+ * statistics that give no usable transform, the transform is kept and the
+ * message says why.
+ *
+ * The alignment events must come from a decoder that uses the same
+ * acoustic model (`hmm`); events whose `num-senones` differs are ignored
+ * with a warning. They are forwarded upstream after use.
+ *
+ * Speakers. The `speaker` property names the current speaker, and so does
+ * a tag event (the tag named by `speaker-tag`: GST_TAG_PERFORMER,
+ * "performer", by default, the reader of a recording; artist would name an
+ * author for audiobooks): whichever comes last. A new speaker starts with
+ * empty statistics and the transform saved for it in `transform-dir`
+ * (`transform-dir/<speaker>.mat`, Kaldi text matrix, as `copy-matrix
+ * --binary=false` writes and `transform-feats` reads; characters other
+ * than letters, digits, '-', '_' and '.' are written %XX), else the
+ * `initial-transform`, else the identity. Every successful estimation
+ * rewrites the speaker's file. The anonymous speaker (`speaker` unset, no
+ * tag) is adapted but never saved or loaded.
+ *
+ * Bus messages (with `post-messages`, the default):
+ *
+ * `gpufmllr`, at every estimation:
+ * - `speaker` (string): the speaker whose statistics were used ("" for the
+ *   anonymous one).
+ * - `supervision` (string): "decoder" or "unsupervised": where the
+ *   statistics came from.
+ * - `outcome` (string): "updated" (the new transform applies from the next
+ *   buffer), "too-few-frames" (fewer than `min-frames`: the transform is
+ *   kept) or "refused" (statistics that give no safe transform: kept).
+ * - `message` (string): why not updated, or which dimensions needed
+ *   regularisation; "" otherwise.
+ * - `frames` (gdouble): the speaker's statistics, in (posterior-weighted)
+ *   frames.
+ * - `objective-before`, `objective-after` (gdouble): the fMLLR auxiliary
+ *   function per frame (log-likelihood up to a constant, Jacobian
+ *   included) of the transform before and after; equal when not updated.
+ * - `log-det` (gdouble): ln |det A| of the transform in use afterwards.
+ * - `estimation` (guint64): estimations so far (all speakers), from 1.
+ * - `updates` (guint64): how many of them changed the transform.
+ * - `late-frames` (guint64): aligned frames dropped so far because they
+ *   had left the history.
+ * - `saved` (string): the file the transform was written to, "" if none.
+ *
+ * `gpufmllr-speaker`, when the speaker changes (and once at start):
+ * - `speaker` (string).
+ * - `transform` (string): where its transform came from: "saved",
+ *   "initial" or "identity".
+ * - `file` (string): the speaker's file in `transform-dir` ("" without
+ *   one).
+ *
+ * Errors. A missing or malformed `hmm`, or an `initial-transform` that
+ * cannot be read, is malformed or does not have the model's size (d rows
+ * of d + 1), is an error message naming the file and the reason
+ * (RESOURCE/NOT_FOUND or RESOURCE/SETTINGS) when the element starts, and
+ * the state change fails; so is a malformed saved transform of the
+ * speaker it starts with. A malformed saved transform of a speaker that
+ * arrives later is a warning (the speaker starts from the initial
+ * transform or the identity). Feature caps whose `dim` is not the model's
+ * fail negotiation with an error naming both. A transform file that cannot
+ * be written is a warning. Frames with NaN or infinite values pass
+ * unchanged by the identity (transformed otherwise) and never enter the
+ * statistics, so no estimate is ever NaN.
+ *
+ * Threads: alignment events arrive from gpudecoder's streaming thread
+ * (gpudecoder pushes them from its chain function), buffers in this
+ * element's; the adaptation state has a lock of its own, held neither
+ * while pushing nor while posting messages.
+ *
+ * ## Example launch lines
+ * |[
+ * M=/usr/share/pocketsphinx/model/en-us/en-us
+ * gst-launch-1.0 -m filesrc location=speech.wav ! decodebin ! audioconvert ! \
+ *     audioresample ! gpufeatures feat-params=$M/feat.params cmn=live ! \
+ *     gpufmllr speaker=alice transform-dir=fmllr ! gpudecoder ! fakesink
+ * ]| Decodes with online adaptation, supervised by the decoder's own
+ * words; saves alice's transform as fmllr/alice.mat and starts from it next
+ * time.
+ * |[
+ * gst-launch-1.0 ... ! gpufeatures feat-params=$M/feat.params ! \
+ *     gpufmllr supervision=unsupervised ! filesink location=adapted.feat
+ * ]| Writes speaker-adapted features, without a decoder.
+ */
+#include "gstgpufmllr.h"
+
+#include <cmath>
+#include <exception>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+
+#include "common/backend_registry.h"
+#include "common/fmllr/fmllr_io.h"
+#include "common/fmllr/online_fmllr.h"
+#include "common/model/acoustic_model.h"
+#include "common/recognizer.h"
+#include "gpuspeech_alignment_event.h"
+#include "gstgpufeatures.h"
+
+/* Design: a GstBaseTransform working in place: one buffer in, the same
+ * frames out, same caps. All the adaptation logic is in
+ * gpuspeech::OnlineFmllr; this file connects it to caps, buffer times,
+ * tags, the upstream alignment event and the bus. */
+
+GST_DEBUG_CATEGORY_STATIC (gst_gpu_fmllr_debug);
+#define GST_CAT_DEFAULT gst_gpu_fmllr_debug
+
+namespace gs = gpuspeech;
+
+/* ------------------------------------------------------------------------ */
+/* Enumerations for the properties                                          */
+
+enum class BackendChoice { kAuto, kCuda, kOpenCL, kCpu };
+
+#define GST_TYPE_GPU_FMLLR_BACKEND (gst_gpu_fmllr_backend_get_type ())
+static GType
+gst_gpu_fmllr_backend_get_type (void)
+{
+  static GType type = 0;
+  static const GEnumValue values[] = {
+    {(gint) BackendChoice::kAuto,
+        "A CUDA device, else an OpenCL GPU, else the CPU", "auto"},
+    {(gint) BackendChoice::kCuda, "CUDA (cuBLAS)", "cuda"},
+    {(gint) BackendChoice::kOpenCL, "OpenCL", "opencl"},
+    {(gint) BackendChoice::kCpu, "CPU reference backend", "cpu"},
+    {0, NULL, NULL},
+  };
+  if (g_once_init_enter (&type))
+    g_once_init_leave (&type,
+        g_enum_register_static ("GstGpuFmllrBackend", values));
+  return type;
+}
+
+static const char *
+backend_name (BackendChoice b)
+{
+  switch (b) {
+    case BackendChoice::kCuda:
+      return "cuda";
+    case BackendChoice::kOpenCL:
+      return "opencl";
+    case BackendChoice::kCpu:
+      return "cpu";
+    default:
+      return "auto";
+  }
+}
+
+#define GST_TYPE_GPU_FMLLR_SUPERVISION (gst_gpu_fmllr_supervision_get_type ())
+static GType
+gst_gpu_fmllr_supervision_get_type (void)
+{
+  static GType type = 0;
+  static const GEnumValue values[] = {
+    {(gint) gs::FmllrSupervision::kAuto,
+        "Unsupervised until the first alignment event, then the decoder's "
+          "alignments only", "auto"},
+    {(gint) gs::FmllrSupervision::kDecoder,
+        "The decoder's alignment events only", "decoder"},
+    {(gint) gs::FmllrSupervision::kUnsupervised,
+        "Posteriors from all of the model's Gaussians; alignment events "
+          "ignored", "unsupervised"},
+    {0, NULL, NULL},
+  };
+  if (g_once_init_enter (&type))
+    g_once_init_leave (&type,
+        g_enum_register_static ("GstGpuFmllrSupervision", values));
+  return type;
+}
+
+#define GST_TYPE_GPU_FMLLR_UPDATE_TYPE (gst_gpu_fmllr_update_type_get_type ())
+static GType
+gst_gpu_fmllr_update_type_get_type (void)
+{
+  static GType type = 0;
+  static const GEnumValue values[] = {
+    {(gint) gs::FmllrUpdateType::kFull,
+        "Full matrix and offset (d x (d+1) parameters)", "full"},
+    {(gint) gs::FmllrUpdateType::kDiag,
+        "Diagonal matrix and offset (2d parameters)", "diag"},
+    {(gint) gs::FmllrUpdateType::kOffset, "Offset only (d parameters)",
+        "offset"},
+    {0, NULL, NULL},
+  };
+  if (g_once_init_enter (&type))
+    g_once_init_leave (&type,
+        g_enum_register_static ("GstGpuFmllrUpdateType", values));
+  return type;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Properties                                                               */
+
+enum
+{
+  PROP_0,
+  PROP_HMM,
+  PROP_SPEAKER,
+  PROP_SPEAKER_TAG,
+  PROP_TRANSFORM_DIR,
+  PROP_INITIAL_TRANSFORM,
+  PROP_UPDATE_INTERVAL,
+  PROP_MIN_FRAMES,
+  PROP_UPDATE_TYPE,
+  PROP_SUPERVISION,
+  PROP_POST_MESSAGES,
+  PROP_BACKEND,
+  PROP_DEVICE_ID,
+};
+
+#define DEFAULT_SPEAKER_TAG GST_TAG_PERFORMER
+
+/* Property values, under the object lock. Empty strings mean unset. The
+ * numeric defaults are OnlineFmllrOptions' (one place). */
+struct Settings
+{
+  std::string hmm, speaker, transform_dir, initial_transform;
+  std::string speaker_tag = DEFAULT_SPEAKER_TAG;
+  gs::OnlineFmllrOptions online;
+  gboolean post_messages = TRUE;
+  BackendChoice backend = BackendChoice::kAuto;
+  gint device_id = 0;
+  /* `speaker` was set since the streaming thread last looked */
+  gboolean speaker_pending = FALSE;
+};
+
+/* Everything the streaming thread uses; built in start(). */
+struct State
+{
+  std::string model_dir;
+  std::unique_ptr < gs::AcousticModel > model;
+  gs::BackendPtr backend;
+  /* `online` and the fields below it are used under `lock`: alignment
+   * events come from downstream's thread. */
+  std::mutex lock;
+  std::unique_ptr < gs::OnlineFmllr > online;
+  gint dim = 0;
+  gboolean caps_ok = FALSE;
+  GstClockTime frame_duration = 10 * GST_MSECOND;
+  GstClockTime next_time = 0;   /* for buffers without PTS */
+  gboolean warned_model = FALSE;
+  gint64 late_reported = 0;
+};
+
+struct _GstGpuFmllr
+{
+  GstBaseTransform parent;
+  Settings *settings;
+  State *state;
+};
+
+G_DEFINE_TYPE_WITH_CODE (GstGpuFmllr, gst_gpu_fmllr, GST_TYPE_BASE_TRANSFORM,
+    GST_DEBUG_CATEGORY_INIT (gst_gpu_fmllr_debug, "gpufmllr", 0,
+        "online fMLLR speaker adaptation of feature frames"));
+GST_ELEMENT_REGISTER_DEFINE (gpufmllr, "gpufmllr", GST_RANK_NONE,
+    GST_TYPE_GPU_FMLLR);
+
+static GstStaticPadTemplate sink_template = GST_STATIC_PAD_TEMPLATE ("sink",
+    GST_PAD_SINK, GST_PAD_ALWAYS,
+    GST_STATIC_CAPS (GPUSPEECH_FEATURES_MEDIA_TYPE ", format = (string) F32LE"));
+static GstStaticPadTemplate src_template = GST_STATIC_PAD_TEMPLATE ("src",
+    GST_PAD_SRC, GST_PAD_ALWAYS,
+    GST_STATIC_CAPS (GPUSPEECH_FEATURES_MEDIA_TYPE ", format = (string) F32LE"));
+
+static void gst_gpu_fmllr_set_property (GObject * object, guint prop_id,
+    const GValue * value, GParamSpec * pspec);
+static void gst_gpu_fmllr_get_property (GObject * object, guint prop_id,
+    GValue * value, GParamSpec * pspec);
+static void gst_gpu_fmllr_finalize (GObject * object);
+static gboolean gst_gpu_fmllr_start (GstBaseTransform * trans);
+static gboolean gst_gpu_fmllr_stop (GstBaseTransform * trans);
+static gboolean gst_gpu_fmllr_set_caps (GstBaseTransform * trans,
+    GstCaps * incaps, GstCaps * outcaps);
+static GstFlowReturn gst_gpu_fmllr_transform_ip (GstBaseTransform * trans,
+    GstBuffer * buf);
+static gboolean gst_gpu_fmllr_sink_event (GstBaseTransform * trans,
+    GstEvent * event);
+static gboolean gst_gpu_fmllr_src_event (GstBaseTransform * trans,
+    GstEvent * event);
+
+static void
+gst_gpu_fmllr_class_init (GstGpuFmllrClass * klass)
+{
+  GObjectClass *gobject_class = G_OBJECT_CLASS (klass);
+  GstElementClass *element_class = GST_ELEMENT_CLASS (klass);
+  GstBaseTransformClass *trans_class = GST_BASE_TRANSFORM_CLASS (klass);
+  const GParamFlags rw =
+      (GParamFlags) (G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS |
+      GST_PARAM_MUTABLE_READY);
+  const GParamFlags rw_playing =
+      (GParamFlags) (G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS |
+      GST_PARAM_MUTABLE_PLAYING);
+  const gs::OnlineFmllrOptions defaults;
+
+  gobject_class->set_property = gst_gpu_fmllr_set_property;
+  gobject_class->get_property = gst_gpu_fmllr_get_property;
+  gobject_class->finalize = gst_gpu_fmllr_finalize;
+
+  g_object_class_install_property (gobject_class, PROP_HMM,
+      g_param_spec_string ("hmm", "Acoustic model",
+          "Directory of the Sphinx acoustic model whose Gaussians the "
+          "statistics use: the decoder's model. NULL: "
+          "/usr/share/pocketsphinx/model/en-us/en-us", NULL, rw));
+  g_object_class_install_property (gobject_class, PROP_SPEAKER,
+      g_param_spec_string ("speaker", "Speaker",
+          "The current speaker: a new one starts from its saved transform "
+          "(transform-dir), else initial-transform, else the identity, with "
+          "empty statistics; takes effect at the next buffer. A tag event "
+          "(speaker-tag) also sets it. NULL: anonymous (never saved)",
+          NULL, rw_playing));
+  g_object_class_install_property (gobject_class, PROP_SPEAKER_TAG,
+      g_param_spec_string ("speaker-tag", "Speaker tag",
+          "The tag whose value names the speaker when a tag event carries "
+          "it (e.g. performer, artist); NULL or empty: tags are ignored",
+          DEFAULT_SPEAKER_TAG, rw));
+  g_object_class_install_property (gobject_class, PROP_TRANSFORM_DIR,
+      g_param_spec_string ("transform-dir", "Transform directory",
+          "Directory of per-speaker transforms, DIR/<speaker>.mat (Kaldi "
+          "text matrix): loaded when the speaker starts, written after "
+          "every update (the directory is created). NULL: none",
+          NULL, rw));
+  g_object_class_install_property (gobject_class, PROP_INITIAL_TRANSFORM,
+      g_param_spec_string ("initial-transform", "Initial transform",
+          "Kaldi text matrix file, d x (d+1) for the model's d: the "
+          "transform of speakers with no saved one. NULL: the identity",
+          NULL, rw));
+  g_object_class_install_property (gobject_class, PROP_UPDATE_INTERVAL,
+      g_param_spec_double ("update-interval", "Update interval",
+          "Seconds of new supervised speech (posterior-weighted frames over "
+          "the frame rate) between re-estimations of the transform",
+          0.01, 3600.0, defaults.update_interval_seconds, rw));
+  g_object_class_install_property (gobject_class, PROP_MIN_FRAMES,
+      g_param_spec_double ("min-frames", "Minimum frames",
+          "Frames of statistics (posterior-weighted) a speaker needs before "
+          "a transform is estimated; below it the transform is kept",
+          0.0, 1e9, defaults.estimation.min_frames, rw));
+  g_object_class_install_property (gobject_class, PROP_UPDATE_TYPE,
+      g_param_spec_enum ("update-type", "Update type",
+          "Which part of [A b] is estimated: full needs the most data, "
+          "offset the least", GST_TYPE_GPU_FMLLR_UPDATE_TYPE,
+          (gint) defaults.estimation.update, rw));
+  g_object_class_install_property (gobject_class, PROP_SUPERVISION,
+      g_param_spec_enum ("supervision", "Supervision",
+          "Where frame posteriors come from: the decoder's alignment "
+          "events, the model's Gaussians unsupervised, or auto (the "
+          "latter until the first alignment event, then the former)",
+          GST_TYPE_GPU_FMLLR_SUPERVISION, (gint) defaults.supervision, rw));
+  g_object_class_install_property (gobject_class, PROP_POST_MESSAGES,
+      g_param_spec_boolean ("post-messages", "Post messages",
+          "Post a gpufmllr element message at every estimation and a "
+          "gpufmllr-speaker message at every speaker change", TRUE,
+          rw_playing));
+  g_object_class_install_property (gobject_class, PROP_BACKEND,
+      g_param_spec_enum ("backend", "Backend",
+          "Where statistics and the transform are computed: auto takes a "
+          "CUDA device, else an OpenCL GPU, else the CPU; a named backend "
+          "that is unavailable is an error", GST_TYPE_GPU_FMLLR_BACKEND,
+          (gint) BackendChoice::kAuto, rw));
+  g_object_class_install_property (gobject_class, PROP_DEVICE_ID,
+      g_param_spec_int ("device-id", "Device",
+          "Device index for the cuda and opencl backends", 0, G_MAXINT, 0,
+          rw));
+
+  gst_element_class_add_static_pad_template (element_class, &sink_template);
+  gst_element_class_add_static_pad_template (element_class, &src_template);
+  gst_element_class_set_static_metadata (element_class,
+      "Online fMLLR speaker adaptation", "Filter/Audio/Analyzer",
+      "Adapts speech feature frames to the speaker with a feature-space MLLR "
+      "transform estimated online from the decoder's alignments or "
+      "unsupervised, on the GPU (CUDA, OpenCL) or the CPU",
+      "gpuspeech");
+
+  trans_class->start = GST_DEBUG_FUNCPTR (gst_gpu_fmllr_start);
+  trans_class->stop = GST_DEBUG_FUNCPTR (gst_gpu_fmllr_stop);
+  trans_class->set_caps = GST_DEBUG_FUNCPTR (gst_gpu_fmllr_set_caps);
+  trans_class->transform_ip = GST_DEBUG_FUNCPTR (gst_gpu_fmllr_transform_ip);
+  trans_class->sink_event = GST_DEBUG_FUNCPTR (gst_gpu_fmllr_sink_event);
+  trans_class->src_event = GST_DEBUG_FUNCPTR (gst_gpu_fmllr_src_event);
+  /* Same caps in and out; the frames change but their layout does not. */
+  trans_class->passthrough_on_same_caps = FALSE;
+
+  gst_type_mark_as_plugin_api (GST_TYPE_GPU_FMLLR_BACKEND,
+      (GstPluginAPIFlags) 0);
+  gst_type_mark_as_plugin_api (GST_TYPE_GPU_FMLLR_SUPERVISION,
+      (GstPluginAPIFlags) 0);
+  gst_type_mark_as_plugin_api (GST_TYPE_GPU_FMLLR_UPDATE_TYPE,
+      (GstPluginAPIFlags) 0);
+}
+
+static void
+gst_gpu_fmllr_init (GstGpuFmllr * self)
+{
+  self->settings = new Settings ();
+  self->state = NULL;
+  gst_base_transform_set_in_place (GST_BASE_TRANSFORM (self), TRUE);
+}
+
+static void
+gst_gpu_fmllr_finalize (GObject * object)
+{
+  GstGpuFmllr *self = GST_GPU_FMLLR (object);
+  delete self->state;
+  self->state = NULL;
+  delete self->settings;
+  G_OBJECT_CLASS (gst_gpu_fmllr_parent_class)->finalize (object);
+}
+
+static void
+set_string (std::string & field, const GValue * value)
+{
+  const gchar *s = g_value_get_string (value);
+  field = s ? s : "";
+}
+
+static void
+get_string (GValue * value, const std::string & field)
+{
+  g_value_set_string (value, field.empty ()? NULL : field.c_str ());
+}
+
+static void
+gst_gpu_fmllr_set_property (GObject * object, guint prop_id,
+    const GValue * value, GParamSpec * pspec)
+{
+  GstGpuFmllr *self = GST_GPU_FMLLR (object);
+  GST_OBJECT_LOCK (self);
+  Settings & s = *self->settings;
+  switch (prop_id) {
+    case PROP_HMM:
+      set_string (s.hmm, value);
+      break;
+    case PROP_SPEAKER:
+      set_string (s.speaker, value);
+      s.speaker_pending = TRUE;
+      break;
+    case PROP_SPEAKER_TAG:
+      set_string (s.speaker_tag, value);
+      break;
+    case PROP_TRANSFORM_DIR:
+      set_string (s.transform_dir, value);
+      break;
+    case PROP_INITIAL_TRANSFORM:
+      set_string (s.initial_transform, value);
+      break;
+    case PROP_UPDATE_INTERVAL:
+      s.online.update_interval_seconds = g_value_get_double (value);
+      break;
+    case PROP_MIN_FRAMES:
+      s.online.estimation.min_frames = g_value_get_double (value);
+      break;
+    case PROP_UPDATE_TYPE:
+      s.online.estimation.update = (gs::FmllrUpdateType) g_value_get_enum (value);
+      break;
+    case PROP_SUPERVISION:
+      s.online.supervision = (gs::FmllrSupervision) g_value_get_enum (value);
+      break;
+    case PROP_POST_MESSAGES:
+      s.post_messages = g_value_get_boolean (value);
+      break;
+    case PROP_BACKEND:
+      s.backend = (BackendChoice) g_value_get_enum (value);
+      break;
+    case PROP_DEVICE_ID:
+      s.device_id = g_value_get_int (value);
+      break;
+    default:
+      G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
+      break;
+  }
+  GST_OBJECT_UNLOCK (self);
+}
+
+static void
+gst_gpu_fmllr_get_property (GObject * object, guint prop_id, GValue * value,
+    GParamSpec * pspec)
+{
+  GstGpuFmllr *self = GST_GPU_FMLLR (object);
+  GST_OBJECT_LOCK (self);
+  const Settings & s = *self->settings;
+  switch (prop_id) {
+    case PROP_HMM:
+      get_string (value, s.hmm);
+      break;
+    case PROP_SPEAKER:
+      get_string (value, s.speaker);
+      break;
+    case PROP_SPEAKER_TAG:
+      get_string (value, s.speaker_tag);
+      break;
+    case PROP_TRANSFORM_DIR:
+      get_string (value, s.transform_dir);
+      break;
+    case PROP_INITIAL_TRANSFORM:
+      get_string (value, s.initial_transform);
+      break;
+    case PROP_UPDATE_INTERVAL:
+      g_value_set_double (value, s.online.update_interval_seconds);
+      break;
+    case PROP_MIN_FRAMES:
+      g_value_set_double (value, s.online.estimation.min_frames);
+      break;
+    case PROP_UPDATE_TYPE:
+      g_value_set_enum (value, (gint) s.online.estimation.update);
+      break;
+    case PROP_SUPERVISION:
+      g_value_set_enum (value, (gint) s.online.supervision);
+      break;
+    case PROP_POST_MESSAGES:
+      g_value_set_boolean (value, s.post_messages);
+      break;
+    case PROP_BACKEND:
+      g_value_set_enum (value, (gint) s.backend);
+      break;
+    case PROP_DEVICE_ID:
+      g_value_set_int (value, s.device_id);
+      break;
+    default:
+      G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
+      break;
+  }
+  GST_OBJECT_UNLOCK (self);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Messages                                                                 */
+
+static gboolean
+posting (GstGpuFmllr * self)
+{
+  GST_OBJECT_LOCK (self);
+  const gboolean post = self->settings->post_messages;
+  GST_OBJECT_UNLOCK (self);
+  return post;
+}
+
+static const char *
+outcome_name (gs::FmllrOutcome o)
+{
+  switch (o) {
+    case gs::FmllrOutcome::kUpdated:
+      return "updated";
+    case gs::FmllrOutcome::kTooFewFrames:
+      return "too-few-frames";
+    case gs::FmllrOutcome::kRefused:
+      return "refused";
+  }
+  return "?";
+}
+
+/* Reports an estimation: the message, and a warning for a file that could
+ * not be written. Called without the state lock. */
+static void
+report_update (GstGpuFmllr * self, const gs::OnlineFmllrUpdate & u,
+    const gs::OnlineFmllrCounters & c)
+{
+  GST_INFO_OBJECT (self, "speaker '%s': %s from %.0f frames (%s), objective "
+      "%.4f -> %.4f, ln|det A| %.4f%s%s", u.speaker.c_str (),
+      outcome_name (u.outcome), u.frames, gs::to_string (u.source),
+      u.objective_before, u.objective_after, u.log_det,
+      u.message.empty ()? "" : ": ", u.message.c_str ());
+  if (!u.save_error.empty ())
+    GST_ELEMENT_WARNING (self, RESOURCE, WRITE,
+        ("gpufmllr: cannot save the transform of speaker '%s': %s",
+            u.speaker.c_str (), u.save_error.c_str ()), (NULL));
+  if (!posting (self))
+    return;
+  GstStructure *s = gst_structure_new (GPUSPEECH_FMLLR_MESSAGE,
+      "speaker", G_TYPE_STRING, u.speaker.c_str (),
+      "supervision", G_TYPE_STRING, gs::to_string (u.source),
+      "outcome", G_TYPE_STRING, outcome_name (u.outcome),
+      "message", G_TYPE_STRING, u.message.c_str (),
+      "frames", G_TYPE_DOUBLE, u.frames,
+      "objective-before", G_TYPE_DOUBLE, u.objective_before,
+      "objective-after", G_TYPE_DOUBLE, u.objective_after,
+      "log-det", G_TYPE_DOUBLE, u.log_det,
+      "estimation", G_TYPE_UINT64, (guint64) c.estimations,
+      "updates", G_TYPE_UINT64, (guint64) c.updates,
+      "late-frames", G_TYPE_UINT64, (guint64) c.frames_late,
+      "saved", G_TYPE_STRING, u.saved_path.c_str (), NULL);
+  gst_element_post_message (GST_ELEMENT (self),
+      gst_message_new_element (GST_OBJECT (self), s));
+}
+
+/* What a speaker change did, for the message and the warning. */
+struct SpeakerReport
+{
+  std::string speaker;
+  gs::OnlineFmllr::SpeakerChange change;
+  gboolean has_initial = FALSE;
+};
+
+static void
+post_speaker (GstGpuFmllr * self, const SpeakerReport & r)
+{
+  GST_INFO_OBJECT (self, "speaker '%s' starts from %s", r.speaker.c_str (),
+      r.change.loaded ? r.change.path.c_str () : r.has_initial ?
+      "the initial transform" : "the identity");
+  if (!posting (self))
+    return;
+  gst_element_post_message (GST_ELEMENT (self),
+      gst_message_new_element (GST_OBJECT (self),
+          gst_structure_new ("gpufmllr-speaker",
+              "speaker", G_TYPE_STRING, r.speaker.c_str (),
+              "transform", G_TYPE_STRING, r.change.loaded ? "saved" :
+              r.has_initial ? "initial" : "identity",
+              "file", G_TYPE_STRING, r.change.path.c_str (), NULL)));
+}
+
+/* Switches to `speaker` (streaming thread, or start()). Returns whether the
+ * speaker changed; `report` says how. */
+static gboolean
+change_speaker (State * st, const std::string & speaker,
+    SpeakerReport * report)
+{
+  std::lock_guard < std::mutex > guard (st->lock);
+  report->speaker = speaker;
+  report->change = st->online->set_speaker (speaker);
+  report->has_initial = !st->online->options ().initial_transform.empty ();
+  return report->change.changed;
+}
+
+/* A speaker change in mid-stream: a bad saved file is a warning. */
+static void
+switch_speaker_in_stream (GstGpuFmllr * self, State * st,
+    const std::string & speaker)
+{
+  SpeakerReport r;
+  if (!change_speaker (st, speaker, &r))
+    return;
+  if (!r.change.error.empty ())
+    GST_ELEMENT_WARNING (self, RESOURCE, SETTINGS,
+        ("gpufmllr: the saved transform of speaker '%s' is unusable, "
+            "starting from %s: %s", speaker.c_str (),
+            r.has_initial ? "the initial transform" : "the identity",
+            r.change.error.c_str ()), (NULL));
+  post_speaker (self, r);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Start and stop                                                           */
+
+static gboolean
+gst_gpu_fmllr_start (GstBaseTransform * trans)
+{
+  GstGpuFmllr *self = GST_GPU_FMLLR (trans);
+  GST_OBJECT_LOCK (self);
+  Settings s = *self->settings;
+  self->settings->speaker_pending = FALSE;
+  GST_OBJECT_UNLOCK (self);
+
+  auto st = std::make_unique < State > ();
+  st->model_dir = s.hmm.empty ()?
+      gs::RecognizerConfig::en_us_defaults ().model_dir : s.hmm;
+  if (!g_file_test (st->model_dir.c_str (), G_FILE_TEST_IS_DIR)) {
+    GST_ELEMENT_ERROR (self, RESOURCE, NOT_FOUND,
+        ("gpufmllr: hmm: '%s' is not a directory", st->model_dir.c_str ()),
+        (NULL));
+    return FALSE;
+  }
+  try {
+    st->model = std::make_unique < gs::AcousticModel >
+        (gs::AcousticModel::load (st->model_dir));
+  } catch (const std::exception & e) {
+    GST_ELEMENT_ERROR (self, RESOURCE, SETTINGS, ("gpufmllr: %s", e.what ()),
+        ("hmm=%s", st->model_dir.c_str ()));
+    return FALSE;
+  }
+  std::string why;
+  try {
+    st->backend = gs::open_backend (backend_name (s.backend), s.device_id,
+        &why);
+  } catch (const std::exception & e) {
+    GST_ELEMENT_ERROR (self, RESOURCE, SETTINGS,
+        ("gpufmllr: backend %s: %s", backend_name (s.backend), e.what ()),
+        (NULL));
+    return FALSE;
+  }
+  gs::OnlineFmllrOptions o = s.online;
+  o.transform_dir = s.transform_dir;
+  o.initial_transform = s.initial_transform;
+  if (!o.initial_transform.empty ()
+      && !g_file_test (o.initial_transform.c_str (), G_FILE_TEST_EXISTS)) {
+    GST_ELEMENT_ERROR (self, RESOURCE, NOT_FOUND,
+        ("gpufmllr: initial-transform: '%s' does not exist",
+            o.initial_transform.c_str ()), (NULL));
+    return FALSE;
+  }
+  try {
+    st->online = std::make_unique < gs::OnlineFmllr >
+        (st->model->mixtures (), *st->backend, o);
+  } catch (const std::exception & e) {
+    /* FmllrFormatError names the file (and line) and the reason. */
+    GST_ELEMENT_ERROR (self, RESOURCE, SETTINGS,
+        ("gpufmllr: initial-transform: %s", e.what ()),
+        ("the acoustic model %s has %d-dimensional features",
+            st->model_dir.c_str (), st->model->mixtures ().feature_dim ()));
+    return FALSE;
+  }
+  st->dim = st->online->dim ();
+
+  SpeakerReport r;
+  change_speaker (st.get (), s.speaker, &r);
+  if (!r.change.error.empty ()) {
+    GST_ELEMENT_ERROR (self, RESOURCE, SETTINGS,
+        ("gpufmllr: the saved transform of speaker '%s': %s",
+            s.speaker.c_str (), r.change.error.c_str ()), (NULL));
+    return FALSE;
+  }
+  GST_INFO_OBJECT (self, "model %s (%d dims, %d senones), backend %s%s%s",
+      st->model_dir.c_str (), st->dim, st->model->mixtures ().num_senones,
+      st->backend->name (), why.empty ()? "" : ": ", why.c_str ());
+  self->state = st.release ();
+  post_speaker (self, r);
+  return TRUE;
+}
+
+static gboolean
+gst_gpu_fmllr_stop (GstBaseTransform * trans)
+{
+  GstGpuFmllr *self = GST_GPU_FMLLR (trans);
+  delete self->state;
+  self->state = NULL;
+  return TRUE;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Caps                                                                     */
+
+static gboolean
+gst_gpu_fmllr_set_caps (GstBaseTransform * trans, GstCaps * incaps,
+    G_GNUC_UNUSED GstCaps * outcaps)
+{
+  GstGpuFmllr *self = GST_GPU_FMLLR (trans);
+  State *st = self->state;
+  if (!st) {
+    GST_ELEMENT_ERROR (self, CORE, NEGOTIATION, (NULL),
+        ("caps arrived before the element was started"));
+    return FALSE;
+  }
+  const GstStructure *s = gst_caps_get_structure (incaps, 0);
+  gint dim = 0;
+  if (!gst_structure_get_int (s, "dim", &dim) || dim != st->dim) {
+    gchar *offered = gst_caps_to_string (incaps);
+    const std::string up = dim > 0 ? std::to_string (dim) : "(absent)";
+    GST_ELEMENT_ERROR (self, CORE, NEGOTIATION,
+        ("gpufmllr: the features have dimension %s, but the acoustic model "
+            "%s has %d-dimensional features", up.c_str (),
+            st->model_dir.c_str (), st->dim),
+        ("upstream offers %s", offered));
+    g_free (offered);
+    return FALSE;
+  }
+  gint num = 0, den = 0;
+  if (gst_structure_get_fraction (s, "frame-rate", &num, &den) && num > 0
+      && den > 0) {
+    st->frame_duration = gst_util_uint64_scale_int (GST_SECOND, den, num);
+  } else {
+    st->frame_duration = 10 * GST_MSECOND;
+    GST_WARNING_OBJECT (self, "no frame-rate in the caps: assuming 100 "
+        "frames a second");
+  }
+  try {
+    std::lock_guard < std::mutex > guard (st->lock);
+    st->online->set_frames_per_second ((double) GST_SECOND /
+        (double) st->frame_duration);
+  } catch (const std::exception & e) {
+    GST_ELEMENT_ERROR (self, CORE, NEGOTIATION,
+        ("gpufmllr: unusable frame rate: %s", e.what ()), (NULL));
+    return FALSE;
+  }
+  st->caps_ok = TRUE;
+  GST_INFO_OBJECT (self, "features accepted: %d dims, %" GST_TIME_FORMAT
+      " a frame", dim, GST_TIME_ARGS (st->frame_duration));
+  return TRUE;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Data                                                                     */
+
+static GstFlowReturn
+gst_gpu_fmllr_transform_ip (GstBaseTransform * trans, GstBuffer * buf)
+{
+  GstGpuFmllr *self = GST_GPU_FMLLR (trans);
+  State *st = self->state;
+  if (!st || !st->caps_ok) {
+    GST_ELEMENT_ERROR (self, CORE, NEGOTIATION, (NULL),
+        ("received features before accepted caps"));
+    return GST_FLOW_NOT_NEGOTIATED;
+  }
+  GST_OBJECT_LOCK (self);
+  const gboolean speaker_pending = self->settings->speaker_pending;
+  const std::string speaker = self->settings->speaker;
+  self->settings->speaker_pending = FALSE;
+  GST_OBJECT_UNLOCK (self);
+  if (speaker_pending)
+    switch_speaker_in_stream (self, st, speaker);
+
+  GstMapInfo map;
+  if (!gst_buffer_map (buf, &map, GST_MAP_READWRITE)) {
+    GST_ELEMENT_ERROR (self, STREAM, FAILED, ("gpufmllr: cannot map a buffer"),
+        (NULL));
+    return GST_FLOW_ERROR;
+  }
+  const gsize frame_bytes = sizeof (float) * (gsize) st->dim;
+  if (map.size % frame_bytes != 0) {
+    gst_buffer_unmap (buf, &map);
+    GST_ELEMENT_ERROR (self, STREAM, FORMAT,
+        ("gpufmllr: a buffer of %" G_GSIZE_FORMAT " bytes is not a whole "
+            "number of %d-float frames", map.size, st->dim), (NULL));
+    return GST_FLOW_ERROR;
+  }
+  const gint64 frames = (gint64) (map.size / frame_bytes);
+  const GstClockTime time = GST_BUFFER_PTS_IS_VALID (buf) ?
+      GST_BUFFER_PTS (buf) : st->next_time;
+  std::optional < gs::OnlineFmllrUpdate > update;
+  gs::OnlineFmllrCounters counters;
+  try {
+    std::lock_guard < std::mutex > guard (st->lock);
+    float *data = reinterpret_cast < float *>(map.data);
+    update = st->online->process (data, frames, data, (int64_t) time,
+        (int64_t) st->frame_duration);
+    counters = st->online->counters ();
+  } catch (const std::exception & e) {
+    gst_buffer_unmap (buf, &map);
+    GST_ELEMENT_ERROR (self, STREAM, FAILED,
+        ("gpufmllr: adaptation failed: %s", e.what ()), (NULL));
+    return GST_FLOW_ERROR;
+  }
+  gst_buffer_unmap (buf, &map);
+  st->next_time = time + (GstClockTime) frames * st->frame_duration;
+  if (update)
+    report_update (self, *update, counters);
+  return GST_FLOW_OK;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Events                                                                   */
+
+static gboolean
+gst_gpu_fmllr_sink_event (GstBaseTransform * trans, GstEvent * event)
+{
+  GstGpuFmllr *self = GST_GPU_FMLLR (trans);
+  State *st = self->state;
+  if (st) {
+    switch (GST_EVENT_TYPE (event)) {
+      case GST_EVENT_TAG:{
+        GST_OBJECT_LOCK (self);
+        const std::string tag = self->settings->speaker_tag;
+        GST_OBJECT_UNLOCK (self);
+        GstTagList *list = NULL;
+        gst_event_parse_tag (event, &list);
+        gchar *value = NULL;
+        if (!tag.empty () && gst_tag_list_get_string (list, tag.c_str (),
+                &value)) {
+          const std::string speaker = value;
+          g_free (value);
+          GST_OBJECT_LOCK (self);
+          self->settings->speaker = speaker;
+          self->settings->speaker_pending = FALSE;
+          GST_OBJECT_UNLOCK (self);
+          switch_speaker_in_stream (self, st, speaker);
+        }
+        break;
+      }
+      case GST_EVENT_FLUSH_STOP:{
+        std::lock_guard < std::mutex > guard (st->lock);
+        st->online->clear_history ();
+        break;
+      }
+      default:
+        break;
+    }
+  }
+  return GST_BASE_TRANSFORM_CLASS (gst_gpu_fmllr_parent_class)->sink_event
+      (trans, event);
+}
+
+/* A gpuspeech-alignment event from the decoder: supervision. */
+static void
+take_alignment (GstGpuFmllr * self, State * st, GstClockTime timestamp,
+    guint64 frame_duration, GBytes * bytes, gint num_senones,
+    const gchar * model)
+{
+  const gint ours = st->model->mixtures ().num_senones;
+  if (num_senones != ours) {
+    if (!st->warned_model) {
+      st->warned_model = TRUE;
+      GST_ELEMENT_WARNING (self, STREAM, WRONG_TYPE,
+          ("gpufmllr: alignments ignored: the decoder's acoustic model %s "
+              "has %d senones, gpufmllr's (hmm) %s has %d; set hmm to the "
+              "decoder's model", model, num_senones, st->model_dir.c_str (),
+              ours), (NULL));
+    }
+    return;
+  }
+  gsize size = 0;
+  const gint32 *senones =
+      static_cast < const gint32 *>(g_bytes_get_data (bytes, &size));
+  GST_DEBUG_OBJECT (self, "alignment of %" G_GSIZE_FORMAT " frames from %"
+      GST_TIME_FORMAT, size / sizeof (gint32), GST_TIME_ARGS (timestamp));
+  std::optional < gs::OnlineFmllrUpdate > update;
+  gs::OnlineFmllrCounters counters;
+  gint64 newly_late = 0;
+  try {
+    std::lock_guard < std::mutex > guard (st->lock);
+    update = st->online->add_alignment ((int64_t) timestamp,
+        (int64_t) frame_duration, senones, (int64_t) (size / sizeof (gint32)));
+    counters = st->online->counters ();
+    newly_late = counters.frames_late - st->late_reported;
+    st->late_reported = counters.frames_late;
+  } catch (const std::exception & e) {
+    /* The parser checked the fields; this is a bug, not bad input. */
+    GST_ELEMENT_WARNING (self, STREAM, FAILED,
+        ("gpufmllr: alignment ignored: %s", e.what ()), (NULL));
+    return;
+  }
+  if (newly_late > 0)
+    GST_WARNING_OBJECT (self, "%" G_GINT64_FORMAT " aligned frames at %"
+        GST_TIME_FORMAT " came after they had left the history (%"
+        G_GINT64_FORMAT " so far): dropped", newly_late,
+        GST_TIME_ARGS (timestamp), (gint64) counters.frames_late);
+  if (update)
+    report_update (self, *update, counters);
+}
+
+static gboolean
+gst_gpu_fmllr_src_event (GstBaseTransform * trans, GstEvent * event)
+{
+  GstGpuFmllr *self = GST_GPU_FMLLR (trans);
+  State *st = self->state;
+  GstClockTime timestamp = 0;
+  guint64 frame_duration = 0;
+  GBytes *senones = NULL;
+  gint num_senones = 0;
+  const gchar *model = NULL;
+  if (st && st->online && gpuspeech_alignment_event_parse (event, &timestamp,
+          &frame_duration, &senones, &num_senones, &model, NULL)) {
+    take_alignment (self, st, timestamp, frame_duration, senones,
+        num_senones, model);
+    g_bytes_unref (senones);
+  }
+  /* Forwarded: applications may watch it further up. */
+  return GST_BASE_TRANSFORM_CLASS (gst_gpu_fmllr_parent_class)->src_event
+      (trans, event);
+}

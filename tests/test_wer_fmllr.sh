@@ -1,0 +1,125 @@
+#!/bin/bash
+# Two-pass fMLLR against no adaptation, by WER (issue 5): the five LibriVox
+# utterances of pocketsphinx-testdata, as recorded and through a telephone-
+# like channel (tests/data/make_mismatched_librivox.sh: 300-3400 Hz band,
+# a spectral tilt, -10 dB), decoded by gpuspeech-transcribe (CPU backend,
+# default en-us model, dictionary and LM) with --fmllr none and
+# --fmllr two-pass, the latter with each file its own speaker and with all
+# five as one speaker (they are one reader: one LibriVox chapter,
+# sense_and_sensibility_01). Every hypothesis is scored by `sctk sclite`
+# against the reference transcription after test_wer_librivox.sh's
+# normalisation. Prints the table of WERs and fails unless, with all five
+# as one speaker (about 20 s of speech: enough for a full 39 x 40
+# transform),
+#   - on the mismatched set, two-pass WER < no-adaptation WER, and
+#   - on the clean set, two-pass WER <= no-adaptation WER,
+# and the one-speaker transform was really estimated ("updated") on both.
+#
+# Usage: test_wer_fmllr.sh PATH/TO/gpuspeech-transcribe PATH/TO/make_mismatched_librivox.sh [CACHE_DIR]
+# Needs sox, sctk, pocketsphinx-testdata and pocketsphinx-en-us
+# (GPUSPEECH_AUDIO_DIR, GPUSPEECH_MODEL_DIR override where they are).
+set -u
+TOOL=$1
+MAKE_MISMATCHED=$2
+CACHE=${3:-}
+D=${GPUSPEECH_AUDIO_DIR:-/usr/share/pocketsphinx/test/data}/librivox
+M=${GPUSPEECH_MODEL_DIR:-/usr/share/pocketsphinx/model}/en-us
+T=$(mktemp -d /tmp/gpuspeech-wer-fmllr-XXXXXX)
+trap 'rm -rf "$T"' EXIT
+[ -n "$CACHE" ] || CACHE=$T/cache
+
+for f in "$D/fileids" "$D/transcription" "$M/en-us/mdef" "$M/cmudict-en-us.dict" "$M/en-us.lm.bin"; do
+  [ -f "$f" ] || { echo "FAIL missing $f"; exit 1; }
+done
+command -v sctk >/dev/null || { echo "FAIL missing sctk (sclite)"; exit 1; }
+command -v sox >/dev/null || { echo "FAIL missing sox"; exit 1; }
+
+# As in test_wer_librivox.sh: one trn line per utterance, lower case,
+# punctuation and <s> </s> <sil> dropped, "(id)" kept.
+normalise() {
+  sed -E 's/\(([^ )]+)( [^)]*)?\)[[:space:]]*$/\n(\1)/' "$1" |
+    awk 'NR % 2 == 1 { text = $0; next }
+         { t = tolower(text)
+           gsub(/<\/?s>|<sil>|\[[^]]*\]/, " ", t)
+           gsub(/[^a-z0-9'"'"' ]/, " ", t)
+           gsub(/ +/, " ", t); sub(/^ /, "", t); sub(/ $/, "", t)
+           print t " " $0 }'
+}
+
+wer() {
+  sctk sclite -r "$T/ref.trn" trn -h "$1" trn -i rm -o sum stdout >"$1.sclite" 2>&1 ||
+    { echo "FAIL sclite on $1:"; cat "$1.sclite"; exit 1; }
+  awk '/Sum\/Avg/ { gsub(/\|/, " "); print $(NF - 1); exit }' "$1.sclite"
+}
+
+normalise "$D/transcription" >"$T/ref.trn"
+"$MAKE_MISMATCHED" "$D" "$T/phone" || { echo "FAIL $MAKE_MISMATCHED"; exit 1; }
+
+ids=()
+while read -r id; do [ -n "$id" ] && ids+=("$id"); done <"$D/fileids"
+echo "reader ${ids[*]}" >"$T/one-reader.spk2utt"
+
+# decode NAME DIR ARGS...: transcribe DIR's five files into $T/NAME.trn.
+decode() {
+  local name=$1 dir=$2
+  shift 2
+  local files=()
+  for id in "${ids[@]}"; do files+=("$dir/$id.wav"); done
+  "$TOOL" --backend cpu --search cpu --hmm "$M/en-us" --dict "$M/cmudict-en-us.dict" \
+    --lm "$M/en-us.lm.bin" --cache "$CACHE" "$@" "${files[@]}" >"$T/$name.hyp" 2>"$T/$name.log" ||
+    { echo "FAIL gpuspeech-transcribe ($name):"; tail -20 "$T/$name.log"; exit 1; }
+  normalise "$T/$name.hyp" >"$T/$name.trn"
+  local n
+  n=$(grep -c . "$T/$name.trn")
+  [ "$n" -eq 5 ] || { echo "FAIL $name: $n utterances, expected 5"; cat "$T/$name.trn"; exit 1; }
+}
+
+declare -A W
+for set in clean phone; do
+  dir=$D
+  [ $set = phone ] && dir=$T/phone
+  decode "$set-none" "$dir" --fmllr none
+  decode "$set-file" "$dir" --fmllr two-pass
+  decode "$set-reader" "$dir" --fmllr two-pass --spk2utt "$T/one-reader.spk2utt"
+  for cond in none file reader; do W[$set-$cond]=$(wer "$T/$set-$cond.trn"); done
+  echo "$set, each file its own speaker:"
+  grep 'fmllr speaker' "$T/$set-file.log" | sed 's/^gpuspeech-transcribe: /  /'
+  echo "$set, one speaker:"
+  grep 'fmllr speaker' "$T/$set-reader.log" | sed 's/^gpuspeech-transcribe: /  /'
+done
+for set in clean phone; do
+  for cond in none reader; do
+    echo "$set $cond:"
+    sed 's/^/  /' "$T/$set-$cond.trn"
+  done
+done
+echo "WER (%)                 no adaptation   two-pass, per file   two-pass, one speaker"
+for set in clean phone; do
+  printf '%-22s  %13s   %18s   %21s\n' "$set" "${W[$set-none]}" "${W[$set-file]}" "${W[$set-reader]}"
+done
+
+failed=0
+for key in "${!W[@]}"; do
+  [ -n "${W[$key]}" ] || { echo "FAIL could not read the WER of $key"; exit 1; }
+done
+for set in clean phone; do
+  if grep -q 'fmllr speaker reader: 5 file(s), .*: updated' "$T/$set-reader.log"; then
+    echo "ok   $set: the one-speaker transform was estimated"
+  else
+    echo "FAIL $set: no one-speaker transform: $(grep 'fmllr speaker' "$T/$set-reader.log")"
+    failed=1
+  fi
+done
+if awk -v a="${W[phone-reader]}" -v b="${W[phone-none]}" 'BEGIN { exit !(a < b) }'; then
+  echo "ok   mismatched channel: two-pass WER ${W[phone-reader]}% < ${W[phone-none]}% without adaptation"
+else
+  echo "FAIL mismatched channel: two-pass WER ${W[phone-reader]}% >= ${W[phone-none]}% without adaptation"
+  failed=1
+fi
+if awk -v a="${W[clean-reader]}" -v b="${W[clean-none]}" 'BEGIN { exit !(a <= b) }'; then
+  echo "ok   clean: two-pass WER ${W[clean-reader]}% <= ${W[clean-none]}% without adaptation"
+else
+  echo "FAIL clean: two-pass WER ${W[clean-reader]}% > ${W[clean-none]}% without adaptation"
+  failed=1
+fi
+exit $failed
