@@ -69,6 +69,14 @@ void OnlineFmllrOptions::validate() const {
     throw std::invalid_argument("online fMLLR: min_frames must not be negative");
   if (estimation.iterations < 1)
     throw std::invalid_argument("online fMLLR: iterations must be at least 1");
+  positive(frames_per_parameter, "frames_per_parameter");
+}
+
+FmllrUpdateType fmllr_update_type_for_frames(double frames, int dim, double frames_per_parameter) {
+  const double d = dim;
+  if (frames >= frames_per_parameter * d * (d + 1.0)) return FmllrUpdateType::kFull;
+  if (frames >= frames_per_parameter * 2.0 * d) return FmllrUpdateType::kDiag;
+  return FmllrUpdateType::kOffset;
 }
 
 std::string fmllr_speaker_file_name(const std::string& speaker) {
@@ -340,7 +348,11 @@ std::optional<OnlineFmllrUpdate> OnlineFmllr::maybe_estimate(FmllrSupervision so
   u.speaker = speaker_;
   u.source = source;
   u.frames = st.beta;
-  const FmllrEstimate est = estimate_fmllr(st, options_.estimation, &transform_);
+  FmllrOptions estimation = options_.estimation;
+  if (options_.update_type_by_data)
+    estimation.update = fmllr_update_type_for_frames(st.beta, dim_, options_.frames_per_parameter);
+  u.update_type = estimation.update;
+  const FmllrEstimate est = estimate_fmllr(st, estimation, &transform_);
   u.outcome = est.outcome;
   u.message = est.message;
   if (!est.objective.empty()) {

@@ -156,7 +156,7 @@ constexpr int kInitialRoundPasses = 4;   // even: see RoundPolicy
 constexpr int kMaxRoundPasses = 64;      // largest batch (and histogram bin)
 constexpr int kPolicyInterval = 64;      // settled rounds between re-choices
 constexpr int kMaxCachedRoundGraphs = 32;
-// With the fused closure (tp_closure: one cooperative launch that stops
+// With fused rounds (tp_round: one cooperative launch whose closure stops
 // when the closure settles) a batch costs only the passes it runs, so it is
 // made large enough that continuations are rare. Even (see RoundPolicy).
 constexpr int kFusedClosurePasses = 64;
@@ -261,10 +261,11 @@ struct CudaSearcher::Impl {
   int passes_per_batch = kInitialPassesPerBatch;
   int passes_needed = 0;  // the most any frame has needed
   int blocks = 1;  // grid size of the list kernels
-  // Grid size of the fused closure kernel; 0 = closure by separate pass
-  // kernels (no cooperative launch, or GPUSPEECH_CUDA_CLOSURE=passes).
-  int closure_blocks = 0;
-  bool fused_closure() const { return closure_blocks > 0; }
+  // Grid size of the fused round kernel (tp_round); 0 = a kernel launch
+  // per step and closure pass (no cooperative launch, or
+  // GPUSPEECH_CUDA_CLOSURE=passes).
+  int round_blocks = 0;
+  bool fused_rounds() const { return round_blocks > 0; }
 
   // The frame's parameters: written on the host, copied to the device by
   // the frame's first operation.
@@ -474,21 +475,22 @@ CudaSearcher::CudaSearcher(const SearchGraph& graph, const SearchOptions& option
   // Grid-stride list kernels: a few blocks per SM cover lists of any
   // length; blocks with nothing to do exit at once.
   m.blocks = 4 * m.sm_count;
-  // The closure as one cooperative kernel when the device allows it, with
-  // one block per SM: its grid-wide barriers cost less the fewer blocks
-  // take part, and a pass's lists (hundreds to a few thousand tokens) keep
-  // 132 blocks busy. On the H100 LibriVox search: 0.54 s with one block per
+  // A round's head, closure and event collection as one cooperative kernel
+  // (tp_round) when the device allows it, with one block per SM: its
+  // grid-wide barriers cost less the fewer blocks take part, and the lists
+  // (hundreds to a few thousand tokens) keep 132 blocks busy. For the
+  // closure alone, on the H100 LibriVox search: 0.54 s with one block per
   // SM, 0.56-0.62 s with four, 0.56-0.68 s with a kernel launch per pass
   // (docs/benchmarks.md). GPUSPEECH_CUDA_CLOSURE=passes keeps a launch per
-  // pass, for comparing the two in one build.
+  // step and pass, for comparing the two in one build.
   int cooperative = 0;
   check(cudaDeviceGetAttribute(&cooperative, cudaDevAttrCooperativeLaunch, device_id),
         "cudaDeviceGetAttribute");
   const char* closure_env = std::getenv("GPUSPEECH_CUDA_CLOSURE");
   const bool passes_wanted = closure_env != nullptr && std::string(closure_env) == "passes";
   if (cooperative != 0 && !passes_wanted)
-    m.closure_blocks = cuda::tp_closure_blocks(m.sm_count, /*max_per_sm=*/1);
-  if (m.fused_closure()) m.passes_per_batch = kFusedClosurePasses;
+    m.round_blocks = cuda::tp_round_blocks(m.sm_count, /*max_per_sm=*/1);
+  if (m.fused_rounds()) m.passes_per_batch = kFusedClosurePasses;
   check(cudaMemsetAsync(m.stamp.get(), 0, nv * sizeof(uint32_t), m.stream), "cudaMemsetAsync");
   check(cudaMemsetAsync(m.best.get(), 0xFF, nv * sizeof(unsigned long long), m.stream),
         "cudaMemsetAsync");
@@ -574,16 +576,17 @@ void CudaSearcher::enqueue_frame(bool start) {
                         cudaMemcpyHostToDevice, m.stream),
         "cudaMemcpyAsync (frame)");
   check(cuda::tp_frame_begin(s, f, m.stream), "tp_frame_begin");
-  if (start)
-    check(cuda::tp_start(s, f, m.stream), "tp_start");
-  else
-    check(cuda::tp_emit(g, s, f, m.blocks, m.has_heavy, m.stream), "tp_emit");
-  if (m.fused_closure())
-    check(cuda::tp_closure(g, s, f, m.passes_per_batch, m.closure_blocks, m.has_heavy, m.stream),
-          "tp_closure");
-  else
+  if (start) check(cuda::tp_start(s, f, m.stream), "tp_start");
+  if (m.fused_rounds()) {
+    check(cuda::tp_round(g, s, f, start ? cuda::kRoundHeadNone : cuda::kRoundHeadEmit,
+                         m.passes_per_batch, /*collect=*/false, m.round_blocks, m.has_heavy,
+                         m.stream),
+          "tp_round");
+  } else {
+    if (!start) check(cuda::tp_emit(g, s, f, m.blocks, m.has_heavy, m.stream), "tp_emit");
     for (int p = 0; p < m.passes_per_batch; ++p)
       check(cuda::tp_epsilon_pass(g, s, f, p, m.blocks, m.has_heavy, m.stream), "tp_epsilon_pass");
+  }
   check(cuda::tp_prune(s, f, options_.histogram_bins, m.blocks, m.stream), "tp_prune");
   check(cudaMemcpyAsync(m.host_counters.get(), m.counters.get(), sizeof(cuda::TpCounters),
                         cudaMemcpyDeviceToHost, m.stream),
@@ -663,7 +666,7 @@ void CudaSearcher::run_frame(const float* device_row, int32_t boundary) {
   }
   // Passes that changed something, plus the one that found nothing to do.
   m.passes_needed = std::max<int>(m.passes_needed, static_cast<int>(hc.passes) + 1);
-  if (!m.fused_closure()) m.passes_per_batch = std::max(m.passes_needed, kInitialPassesPerBatch);
+  if (!m.fused_rounds()) m.passes_per_batch = std::max(m.passes_needed, kInitialPassesPerBatch);
 
   // The previous frame's records have arrived (the wait above covered their
   // copy); this frame's follow in one transfer, appended at the next wait.
@@ -698,29 +701,26 @@ void CudaSearcher::enqueue_round(RoundHead head, int passes, bool prune) {
     check(cudaMemcpyAsync(m.frame.get(), m.host_frame.get(), sizeof(cuda::TpFrame),
                           cudaMemcpyHostToDevice, m.stream),
           "cudaMemcpyAsync (frame)");
-    switch (head) {
-      case RoundHead::kStart:
-        check(cuda::tp_frame_begin(s, f, m.stream), "tp_frame_begin");
-        check(cuda::tp_start(s, f, m.stream), "tp_start");
-        break;
-      case RoundHead::kEmit:
-        check(cuda::tp_frame_begin(s, f, m.stream), "tp_frame_begin");
+    if (head == RoundHead::kStart || head == RoundHead::kEmit)
+      check(cuda::tp_frame_begin(s, f, m.stream), "tp_frame_begin");
+    if (head == RoundHead::kStart) check(cuda::tp_start(s, f, m.stream), "tp_start");
+    if (m.fused_rounds()) {
+      const int device_head = head == RoundHead::kEmit    ? cuda::kRoundHeadEmit
+                              : head == RoundHead::kOffer ? cuda::kRoundHeadOffers
+                                                          : cuda::kRoundHeadNone;
+      check(cuda::tp_round(g, s, f, device_head, passes, /*collect=*/true, m.round_blocks,
+                           m.has_heavy, m.stream),
+            "tp_round");
+    } else {
+      if (head == RoundHead::kEmit)
         check(cuda::tp_emit(g, s, f, m.blocks, m.has_heavy, m.stream), "tp_emit");
-        break;
-      case RoundHead::kOffer:
+      if (head == RoundHead::kOffer)
         check(cuda::tp_offer_events(g, s, f, m.blocks, m.stream), "tp_offer_events");
-        break;
-      default:
-        break;
-    }
-    if (m.fused_closure())
-      check(cuda::tp_closure(g, s, f, passes, m.closure_blocks, m.has_heavy, m.stream),
-            "tp_closure");
-    else
       for (int p = 0; p < passes; ++p)
         check(cuda::tp_epsilon_pass(g, s, f, p, m.blocks, m.has_heavy, m.stream),
               "tp_epsilon_pass");
-    check(cuda::tp_collect_events(g, s, f, m.blocks, m.stream), "tp_collect_events");
+      check(cuda::tp_collect_events(g, s, f, m.blocks, m.stream), "tp_collect_events");
+    }
   }
   if (prune)
     check(cuda::tp_prune(s, f, options_.histogram_bins, m.blocks, m.stream, /*gated=*/true),
@@ -802,7 +802,7 @@ void CudaSearcher::run_frame_rescoring(const float* device_row, int32_t boundary
     int rounds = 0;
     bool again = false;
     for (;;) {
-      const int passes = m.fused_closure() ? kFusedClosurePasses : policy->passes;
+      const int passes = m.fused_rounds() ? kFusedClosurePasses : policy->passes;
       const bool prune = policy->prune;
       f.pass_base = m.take_pass_ids(passes);
       launch_round(head, passes, prune);

@@ -150,8 +150,7 @@ __device__ __forceinline__ void emit_arcs(const TpGraph& g, const TpState& s, co
   }
 }
 
-__global__ void emit_kernel(TpGraph g, TpState s, const TpFrame* __restrict__ fp) {
-  const TpFrame f = *fp;
+__device__ __forceinline__ void emit_phase(const TpGraph& g, const TpState& s, const TpFrame& f) {
   const int lane = threadIdx.x % kGroup;
   const uint32_t n = s.counters->live[f.live_in];
   const TpToken* live = s.live[f.live_in];
@@ -173,16 +172,16 @@ __global__ void emit_kernel(TpGraph g, TpState s, const TpFrame* __restrict__ fp
 }
 
 // One block per heavy token, its threads striding over the arcs.
-__global__ void emit_heavy_kernel(TpGraph g, TpState s, const TpFrame* __restrict__ fp) {
-  const TpFrame f = *fp;
+__device__ __forceinline__ void emit_heavy_phase(const TpGraph& g, const TpState& s,
+                                                 const TpFrame& f) {
   const uint32_t n = s.counters->heavy;
   for (uint32_t h = blockIdx.x; h < n; h += gridDim.x)
     emit_arcs(g, s, f, s.heavy[h], threadIdx.x, blockDim.x);
 }
 
 // The emitting step's winners: records, changed[0], the best cost.
-__global__ void emit_resolve_kernel(TpGraph g, TpState s, const TpFrame* __restrict__ fp) {
-  const TpFrame f = *fp;
+__device__ __forceinline__ void emit_resolve_phase(const TpGraph& g, const TpState& s,
+                                                   const TpFrame& f) {
   const uint32_t n = s.counters->touched;
   uint32_t best = 0xFFFFFFFFu;
   for (uint32_t i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {
@@ -214,6 +213,16 @@ __global__ void emit_resolve_kernel(TpGraph g, TpState s, const TpFrame* __restr
   }
   warp_min_into(&s.counters->best_emit_key, best);
   if (blockIdx.x == 0 && threadIdx.x == 0) s.counters->heavy = 0;
+}
+
+__global__ void emit_kernel(TpGraph g, TpState s, const TpFrame* __restrict__ fp) {
+  emit_phase(g, s, *fp);
+}
+__global__ void emit_heavy_kernel(TpGraph g, TpState s, const TpFrame* __restrict__ fp) {
+  emit_heavy_phase(g, s, *fp);
+}
+__global__ void emit_resolve_kernel(TpGraph g, TpState s, const TpFrame* __restrict__ fp) {
+  emit_resolve_phase(g, s, *fp);
 }
 
 // Epsilon arcs of one token; a destination whose value dropped joins the
@@ -320,34 +329,6 @@ __global__ void relax_heavy_kernel(TpGraph g, TpState s, const TpFrame* __restri
 }
 __global__ void relax_resolve_kernel(TpGraph g, TpState s, const TpFrame* __restrict__ fp, int pass) {
   relax_resolve_phase(g, s, *fp, pass);
-}
-
-// The whole epsilon closure in one cooperative launch: the three kernels of
-// a pass become phases separated by grid-wide barriers (each barrier orders
-// memory as a kernel boundary does), and the loop stops after the pass
-// that changed nothing. Launching three small kernels per pass cost ~3 us
-// each even when idle, and a fixed pass count had to be guessed ahead;
-// here a pass costs its work plus two or three barriers, and exactly the
-// passes needed run. Every thread reads last_changed after the same
-// barrier and nothing writes it before the next pass's resolve phase, so
-// all leave the loop together. The heavy phase's barrier is unconditional:
-// the resolve phase resets the heavy count, which a skipped barrier would
-// let race with a slow block's read of it.
-__global__ void closure_kernel(TpGraph g, TpState s, const TpFrame* __restrict__ fp,
-                               int max_passes, bool heavy) {
-  const cg::grid_group grid = cg::this_grid();
-  const TpFrame f = *fp;
-  for (int pass = 0; pass < max_passes; ++pass) {
-    relax_phase(g, s, f, pass);
-    grid.sync();
-    if (heavy) {
-      relax_heavy_phase(g, s, f, pass);
-      grid.sync();
-    }
-    relax_resolve_phase(g, s, f, pass);
-    grid.sync();
-    if (*static_cast<volatile const uint32_t*>(&s.counters->last_changed) == 0) break;
-  }
 }
 
 // Rescoring: a round's CUDA graph ends with pruning, which must run only if
@@ -488,9 +469,9 @@ __global__ void prune_compact_kernel(TpState s, const TpFrame* __restrict__ fp, 
 // Nothing while the closure is unsettled (the round's graph ran out of
 // passes): the host continues the round and the collection runs after the
 // continuation's passes instead, once.
-__global__ void collect_events_kernel(TpGraph g, TpState s, const TpFrame* __restrict__ fp) {
+__device__ __forceinline__ void collect_events_phase(const TpGraph& g, const TpState& s,
+                                                     const TpFrame& f) {
   if (s.counters->last_changed != 0) return;
-  const TpFrame f = *fp;
   const uint32_t n = s.counters->touched;
   const float best_emit = key_cost(s.counters->best_emit_key);
   const float limit_beam = add_cost(best_emit, f.beam);
@@ -524,9 +505,14 @@ __global__ void collect_events_kernel(TpGraph g, TpState s, const TpFrame* __res
   }
 }
 
+__global__ void collect_events_kernel(TpGraph g, TpState s, const TpFrame* __restrict__ fp) {
+  collect_events_phase(g, s, *fp);
+}
+
 // Half 2a: the host's offers, keyed (cost, num_arcs + index).
-__global__ void offer_events_kernel(TpGraph g, TpState s, const TpFrame* __restrict__ fp) {
-  const uint32_t n = fp->num_offers;
+__device__ __forceinline__ void offer_events_phase(const TpGraph& g, const TpState& s,
+                                                   const TpFrame& f) {
+  const uint32_t n = f.num_offers;
   for (uint32_t i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {
     const TpOffer o = s.offers[i];
     if (usable_cost(o.cost)) offer(s, o.dest, pack_candidate(o.cost, g.num_arcs + i));
@@ -536,8 +522,8 @@ __global__ void offer_events_kernel(TpGraph g, TpState s, const TpFrame* __restr
 
 // Half 2b: each offer that holds its destination makes its record and
 // starts the round in changed[0] (empty: the last round settled).
-__global__ void resolve_events_kernel(TpGraph g, TpState s, const TpFrame* __restrict__ fp) {
-  const TpFrame f = *fp;
+__device__ __forceinline__ void resolve_events_phase(const TpGraph& g, const TpState& s,
+                                                     const TpFrame& f) {
   const uint32_t n = f.num_offers;
   for (uint32_t i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {
     const TpOffer o = s.offers[i];
@@ -555,6 +541,59 @@ __global__ void resolve_events_kernel(TpGraph g, TpState s, const TpFrame* __res
     t.hist = o.hist;
     s.changed[0][append_slot(&s.counters->changed[0])] = t;
   }
+}
+
+__global__ void offer_events_kernel(TpGraph g, TpState s, const TpFrame* __restrict__ fp) {
+  offer_events_phase(g, s, *fp);
+}
+__global__ void resolve_events_kernel(TpGraph g, TpState s, const TpFrame* __restrict__ fp) {
+  resolve_events_phase(g, s, *fp);
+}
+
+// A round's device work in one cooperative launch: its head (the emitting
+// step, or the host's rescored offers), the epsilon closure, and the
+// word-end event collection, the kernels of the separate path becoming
+// phases separated by grid-wide barriers (each barrier orders memory as a
+// kernel boundary does). The closure loop stops after the pass that
+// changed nothing, so max_passes is only a bound. Inside a CUDA graph each
+// kernel node costs a few microseconds of latency even when it has little
+// to do, and a frame of the LibriVox search has ~25 of them; barriers
+// among one block per SM cost less. Every thread reads last_changed after
+// the same barrier and nothing writes it before the next pass's resolve
+// phase, so all leave the loop together. The heavy phases' barriers are
+// unconditional: the resolve phases reset the heavy count, which a skipped
+// barrier would let race with a slow block's read of it.
+__global__ void round_kernel(TpGraph g, TpState s, const TpFrame* __restrict__ fp, int head,
+                             int max_passes, bool heavy, bool collect) {
+  const cg::grid_group grid = cg::this_grid();
+  const TpFrame f = *fp;
+  if (head == kRoundHeadEmit) {
+    emit_phase(g, s, f);
+    grid.sync();
+    if (heavy) {
+      emit_heavy_phase(g, s, f);
+      grid.sync();
+    }
+    emit_resolve_phase(g, s, f);
+    grid.sync();
+  } else if (head == kRoundHeadOffers) {
+    offer_events_phase(g, s, f);
+    grid.sync();
+    resolve_events_phase(g, s, f);
+    grid.sync();
+  }
+  for (int pass = 0; pass < max_passes; ++pass) {
+    relax_phase(g, s, f, pass);
+    grid.sync();
+    if (heavy) {
+      relax_heavy_phase(g, s, f, pass);
+      grid.sync();
+    }
+    relax_resolve_phase(g, s, f, pass);
+    grid.sync();
+    if (*static_cast<volatile const uint32_t*>(&s.counters->last_changed) == 0) break;
+  }
+  if (collect) collect_events_phase(g, s, f);
 }
 
 __global__ void clear_touched_kernel(TpState s) {
@@ -609,17 +648,17 @@ cudaError_t tp_epsilon_pass(const TpGraph& g, const TpState& s, const TpFrame* f
   return cudaGetLastError();
 }
 
-int tp_closure_blocks(int sm_count, int max_per_sm) {
+int tp_round_blocks(int sm_count, int max_per_sm) {
   int per_sm = 0;
-  if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, closure_kernel, kThreads, 0) !=
+  if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, round_kernel, kThreads, 0) !=
           cudaSuccess ||
       per_sm < 1)
     return 0;
   return std::min(per_sm, std::max(max_per_sm, 1)) * sm_count;
 }
 
-cudaError_t tp_closure(const TpGraph& g, const TpState& s, const TpFrame* f, int max_passes,
-                       int blocks, bool heavy, cudaStream_t stream) {
+cudaError_t tp_round(const TpGraph& g, const TpState& s, const TpFrame* f, int head,
+                     int max_passes, bool collect, int blocks, bool heavy, cudaStream_t stream) {
   cudaLaunchConfig_t config = {};
   config.gridDim = dim3(static_cast<unsigned>(blocks));
   config.blockDim = dim3(kThreads);
@@ -630,7 +669,7 @@ cudaError_t tp_closure(const TpGraph& g, const TpState& s, const TpFrame* f, int
   attribute[0].val.cooperative = 1;
   config.attrs = attribute;
   config.numAttrs = 1;
-  return cudaLaunchKernelEx(&config, closure_kernel, g, s, f, max_passes, heavy);
+  return cudaLaunchKernelEx(&config, round_kernel, g, s, f, head, max_passes, heavy, collect);
 }
 
 cudaError_t tp_prune(const TpState& s, const TpFrame* f, int bins, int blocks,

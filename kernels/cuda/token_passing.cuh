@@ -167,16 +167,22 @@ cudaError_t tp_emit(const TpGraph& g, const TpState& s, const TpFrame* f, int bl
 // Closure pass `pass` (0-based): reads changed[pass % 2], writes the other.
 cudaError_t tp_epsilon_pass(const TpGraph& g, const TpState& s, const TpFrame* f, int pass,
                             int blocks, bool heavy, cudaStream_t stream);
-// Passes 0, 1, ... up to max_passes (even, so that a continuation starts
-// on the parity this one ended on) in one cooperative launch, stopping
-// after the first pass that changes nothing: the same result as that many
-// tp_epsilon_pass calls. `blocks` must be at most tp_closure_blocks().
-cudaError_t tp_closure(const TpGraph& g, const TpState& s, const TpFrame* f, int max_passes,
-                       int blocks, bool heavy, cudaStream_t stream);
-// The grid size for tp_closure: blocks that can be resident at once on
+// One cooperative launch for a round: the head (kRoundHeadEmit: the
+// emitting step as tp_emit; kRoundHeadOffers: tp_offer_events;
+// kRoundHeadNone: nothing, a continuation or the start frame), then closure
+// passes 0, 1, ... up to max_passes (even, so that a continuation starts on
+// the parity this one ended on), stopping after the first pass that changes
+// nothing, then (collect) tp_collect_events: the same result as the
+// separate calls. `blocks` must be at most tp_round_blocks().
+constexpr int kRoundHeadNone = 0;
+constexpr int kRoundHeadEmit = 1;
+constexpr int kRoundHeadOffers = 2;
+cudaError_t tp_round(const TpGraph& g, const TpState& s, const TpFrame* f, int head,
+                     int max_passes, bool collect, int blocks, bool heavy, cudaStream_t stream);
+// The grid size for tp_round: blocks that can be resident at once on
 // `sm_count` multiprocessors, at most max_per_sm each; 0 if the device
 // cannot say.
-int tp_closure_blocks(int sm_count, int max_per_sm);
+int tp_round_blocks(int sm_count, int max_per_sm);
 // Step 3: beam, max-active histogram and cutoff, compaction into
 // live[1 - live_in]; clears best[] of every touched state.
 // `bins` = f->bins (sizes the per-block histogram in shared memory; at most

@@ -160,7 +160,7 @@ if want decode; then
     cmp -s "$OUT/librivox.cuda.max$m.trn" <(grep -v '^#' "$OUT/librivox.cuda.trn") &&
       echo "  same words as maxactive 30000" || echo "  words differ from maxactive 30000"
   done
-  echo "--- librivox, cuda: fused closure (default) against a kernel launch per pass, alternating"
+  echo "--- librivox, cuda: fused rounds (default) against a kernel launch per step and pass, alternating"
   for r in 1 2 3; do
     for mode in fused passes; do
       env GPUSPEECH_CUDA_CLOSURE=$mode $T "${M[@]}" --lm .refmodel/en-us/en-us.lm.bin --backend cuda \
