@@ -174,6 +174,7 @@
 #include "common/recognizer.h"
 #include "common/subtitle_format.h"
 #include "gpuspeech_alignment_event.h"
+#include "gpuspeech_backend_choice.h"
 #include "gstgpufeatures.h"
 
 /* Design: a plain GstElement like gpufeatures: results do not correspond
@@ -190,27 +191,8 @@ namespace gs = gpuspeech;
 /* ------------------------------------------------------------------------ */
 /* Enumerations for the properties                                          */
 
-enum class BackendChoice { kAuto, kCuda, kOpenCL, kCpu };
 enum class OutputFormat { kAuto, kText, kSrt, kWebvtt, kJson };
 
-#define GST_TYPE_GPU_DECODER_BACKEND (gst_gpu_decoder_backend_get_type ())
-static GType
-gst_gpu_decoder_backend_get_type (void)
-{
-  static GType type = 0;
-  static const GEnumValue values[] = {
-    {(gint) BackendChoice::kAuto,
-        "A CUDA device, else an OpenCL GPU, else the CPU", "auto"},
-    {(gint) BackendChoice::kCuda, "CUDA (scoring and search)", "cuda"},
-    {(gint) BackendChoice::kOpenCL, "OpenCL scoring, CPU search", "opencl"},
-    {(gint) BackendChoice::kCpu, "CPU reference backend", "cpu"},
-    {0, NULL, NULL},
-  };
-  if (g_once_init_enter (&type))
-    g_once_init_leave (&type,
-        g_enum_register_static ("GstGpuDecoderBackend", values));
-  return type;
-}
 
 #define GST_TYPE_GPU_DECODER_OUTPUT_FORMAT \
   (gst_gpu_decoder_output_format_get_type ())
@@ -238,20 +220,6 @@ gst_gpu_decoder_output_format_get_type (void)
   return type;
 }
 
-static const char *
-backend_name (BackendChoice b)
-{
-  switch (b) {
-    case BackendChoice::kCuda:
-      return "cuda";
-    case BackendChoice::kOpenCL:
-      return "opencl";
-    case BackendChoice::kCpu:
-      return "cpu";
-    default:
-      return "auto";
-  }
-}
 
 static const char *
 format_media_type (OutputFormat f)
@@ -329,7 +297,7 @@ struct Settings
   gdouble fillprob = DEFAULT_FILLPROB;
   guint partial_interval = DEFAULT_PARTIAL_INTERVAL;
   guint endpoint_silence = DEFAULT_ENDPOINT_SILENCE;
-  BackendChoice backend = BackendChoice::kAuto;
+  gpuspeech::BackendChoice backend = gpuspeech::BackendChoice::kAuto;
   gint device_id = 0;
   gint nbest = DEFAULT_NBEST;
   OutputFormat output_format = OutputFormat::kAuto;
@@ -414,7 +382,7 @@ build_config (const Settings & s)
   c.graph.word_insertion_penalty = (float) s.wip;
   c.graph.silence_prob = (float) s.silprob;
   c.graph.filler_prob = (float) s.fillprob;
-  c.scoring_backend = backend_name (s.backend);
+  c.scoring_backend = gpuspeech::backend_choice_name (s.backend);
   c.device_id = s.device_id;
   c.nbest = s.nbest;
   c.cache_dir = s.cache_dir;
@@ -652,7 +620,8 @@ gst_gpu_decoder_class_init (GstGpuDecoderClass * klass)
           "Where acoustic scoring runs (the search runs on CUDA with cuda, "
           "else on the CPU): auto takes a CUDA device, else an OpenCL GPU, "
           "else the CPU; a named backend that is unavailable is an error",
-          GST_TYPE_GPU_DECODER_BACKEND, (gint) BackendChoice::kAuto, rw));
+          GPUSPEECH_TYPE_BACKEND_CHOICE,
+          (gint) gpuspeech::BackendChoice::kAuto, rw));
   g_object_class_install_property (gobject_class, PROP_DEVICE_ID,
       g_param_spec_int ("device-id", "Device",
           "Device index for the cuda and opencl backends", 0, G_MAXINT, 0,
@@ -700,7 +669,7 @@ gst_gpu_decoder_class_init (GstGpuDecoderClass * klass)
       "CPU: hypotheses on the bus, timed text or subtitles out",
       "gpuspeech developers");
 
-  gst_type_mark_as_plugin_api (GST_TYPE_GPU_DECODER_BACKEND,
+  gst_type_mark_as_plugin_api (GPUSPEECH_TYPE_BACKEND_CHOICE,
       (GstPluginAPIFlags) 0);
   gst_type_mark_as_plugin_api (GST_TYPE_GPU_DECODER_OUTPUT_FORMAT,
       (GstPluginAPIFlags) 0);
@@ -826,7 +795,7 @@ gst_gpu_decoder_set_property (GObject * object, guint prop_id,
       s.endpoint_silence = g_value_get_uint (value);
       break;
     case PROP_BACKEND:
-      s.backend = (BackendChoice) g_value_get_enum (value);
+      s.backend = (gpuspeech::BackendChoice) g_value_get_enum (value);
       break;
     case PROP_DEVICE_ID:
       s.device_id = g_value_get_int (value);

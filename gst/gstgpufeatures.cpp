@@ -101,6 +101,7 @@
 #include "common/feature_signature.h"
 #include "common/options.h"
 #include "common/stream_extractor.h"
+#include "gpuspeech_backend_choice.h"
 
 /* Design: a plain GstElement with chain, event and query functions rather
  * than GstBaseTransform. Output buffers do not correspond to input buffers
@@ -120,7 +121,6 @@ namespace gs = gpuspeech;
 /* Enumerations for the properties                                          */
 
 enum class DeltaChoice { kNone, kSphinx, kDelta, kDeltaDelta, kSphinxS2_4x };
-enum class BackendChoice { kAuto, kCuda, kOpenCL, kCpu };
 
 #define GST_TYPE_GPU_FEATURES_FLAVOUR (gst_gpu_features_flavour_get_type ())
 static GType
@@ -226,40 +226,7 @@ gst_gpu_features_cmn_get_type (void)
   return type;
 }
 
-#define GST_TYPE_GPU_FEATURES_BACKEND (gst_gpu_features_backend_get_type ())
-static GType
-gst_gpu_features_backend_get_type (void)
-{
-  static GType type = 0;
-  static const GEnumValue values[] = {
-    {(gint) BackendChoice::kAuto,
-        "A CUDA device, else an OpenCL GPU, else the CPU", "auto"},
-    {(gint) BackendChoice::kCuda, "CUDA (cuFFT, cuBLAS)", "cuda"},
-    {(gint) BackendChoice::kOpenCL, "OpenCL (clFFT)", "opencl"},
-    {(gint) BackendChoice::kCpu, "CPU reference backend", "cpu"},
-    {0, NULL, NULL},
-  };
-  if (g_once_init_enter (&type))
-    g_once_init_leave (&type,
-        g_enum_register_static ("GstGpuFeaturesBackend", values));
-  return type;
-}
 
-static const char *
-backend_name (BackendChoice b)
-{
-  switch (b) {
-    case BackendChoice::kAuto:
-      return "auto";
-    case BackendChoice::kCuda:
-      return "cuda";
-    case BackendChoice::kOpenCL:
-      return "opencl";
-    case BackendChoice::kCpu:
-      return "cpu";
-  }
-  return "auto";
-}
 
 /* ------------------------------------------------------------------------ */
 /* Properties                                                               */
@@ -314,7 +281,7 @@ struct Settings
   std::string cmn_init;
   gboolean cvn;
   gfloat vtln_warp;
-  BackendChoice backend;
+  gpuspeech::BackendChoice backend;
   gint device_id;
   gboolean post_messages;
   guint64 explicit_mask = 0;
@@ -338,7 +305,7 @@ struct Settings
     cmn = d.norm.cmn;
     cvn = d.norm.cvn;
     vtln_warp = d.mel.vtln.warp;
-    backend = BackendChoice::kAuto;
+    backend = gpuspeech::BackendChoice::kAuto;
     device_id = 0;
     post_messages = TRUE;
   }
@@ -526,10 +493,17 @@ struct StreamState
   {
     gst_segment_init (&segment, GST_FORMAT_TIME);
   }
+  /* The last caps refused, with the error already posted: sticky caps come
+   * again with every push upstream retries, and one error message is what
+   * an application (and gst-launch, which can otherwise keep prerolling on
+   * the EOS that follows) should see. */
+  GstCaps *refused_caps = NULL;
   ~StreamState ()
   {
     if (src_caps)
       gst_caps_unref (src_caps);
+    if (refused_caps)
+      gst_caps_unref (refused_caps);
   }
 };
 
@@ -699,7 +673,8 @@ gst_gpu_features_class_init (GstGpuFeaturesClass * klass)
       g_param_spec_enum ("backend", "Backend",
           "Where to compute: auto takes a CUDA device, else an OpenCL GPU, "
           "else the CPU; a named backend that is unavailable is an error",
-          GST_TYPE_GPU_FEATURES_BACKEND, (gint) BackendChoice::kAuto, rw));
+          GPUSPEECH_TYPE_BACKEND_CHOICE,
+          (gint) gpuspeech::BackendChoice::kAuto, rw));
   g_object_class_install_property (gobject_class, PROP_DEVICE_ID,
       g_param_spec_int ("device-id", "Device",
           "Device index for the cuda and opencl backends", 0, G_MAXINT, 0,
@@ -730,7 +705,7 @@ gst_gpu_features_class_init (GstGpuFeaturesClass * klass)
       (GstPluginAPIFlags) 0);
   gst_type_mark_as_plugin_api (GST_TYPE_GPU_FEATURES_CMN,
       (GstPluginAPIFlags) 0);
-  gst_type_mark_as_plugin_api (GST_TYPE_GPU_FEATURES_BACKEND,
+  gst_type_mark_as_plugin_api (GPUSPEECH_TYPE_BACKEND_CHOICE,
       (GstPluginAPIFlags) 0);
 }
 
@@ -836,7 +811,7 @@ gst_gpu_features_set_property (GObject * object, guint prop_id,
       s.vtln_warp = g_value_get_float (value);
       break;
     case PROP_BACKEND:
-      s.backend = (BackendChoice) g_value_get_enum (value);
+      s.backend = (gpuspeech::BackendChoice) g_value_get_enum (value);
       break;
     case PROP_DEVICE_ID:
       s.device_id = g_value_get_int (value);
@@ -1000,6 +975,8 @@ gst_gpu_features_set_sink_caps (GstGpuFeatures * self, GstCaps * caps)
         ("caps arrived before the element was started"));
     return FALSE;
   }
+  if (st->refused_caps && gst_caps_is_equal (caps, st->refused_caps))
+    return FALSE;
   gchar *offered = gst_caps_to_string (caps);
   GstAudioInfo info;
   gboolean ok = TRUE;
@@ -1039,8 +1016,10 @@ gst_gpu_features_set_sink_caps (GstGpuFeatures * self, GstCaps * caps)
     ok = FALSE;
   }
   g_free (offered);
-  if (!ok)
+  if (!ok) {
+    gst_caps_replace (&st->refused_caps, caps);
     return FALSE;
+  }
 
   const gboolean is_float =
       GST_AUDIO_INFO_FORMAT (&info) == GST_AUDIO_FORMAT_F32LE;
@@ -1536,7 +1515,7 @@ gst_gpu_features_start (GstGpuFeatures * self)
   for (const std::string & w:warnings)
     GST_WARNING_OBJECT (self, "feat-params: %s", w.c_str ());
 
-  const char *requested = backend_name (settings.backend);
+  const char *requested = gpuspeech::backend_choice_name (settings.backend);
   std::string why;
   try {
     st->backend = gs::open_backend (requested, settings.device_id, &why);

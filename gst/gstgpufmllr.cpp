@@ -28,7 +28,12 @@
  * then on. After every `update-interval` seconds of new supervised speech
  * the transform is re-estimated from all statistics of the current
  * speaker, starting from the current transform; it applies to the frames
- * that follow. With less than `min-frames` frames of statistics, or
+ * that follow. What is estimated grows with the statistics (`update-type`
+ * auto, the default): the offset b alone at first, A's diagonal as well
+ * once there are 5 frames for each of its 2d parameters (390 frames for
+ * d = 39), the full matrix once there are 5 d (d+1) (7800 frames, 78 s of
+ * speech): a full transform from a few seconds overfits (docs/fmllr.md).
+ * With less than `min-frames` frames of statistics, or
  * statistics that give no usable transform, the transform is kept and the
  * message says why.
  *
@@ -58,6 +63,8 @@
  * - `outcome` (string): "updated" (the new transform applies from the next
  *   buffer), "too-few-frames" (fewer than `min-frames`: the transform is
  *   kept) or "refused" (statistics that give no safe transform: kept).
+ * - `update-type` (string): "full", "diag" or "offset": the part of
+ *   [A b] estimated (with `update-type` auto, chosen by `frames`).
  * - `message` (string): why not updated, or which dimensions needed
  *   regularisation; "" otherwise.
  * - `frames` (gdouble): the speaker's statistics, in (posterior-weighted)
@@ -126,6 +133,7 @@
 #include "common/model/acoustic_model.h"
 #include "common/recognizer.h"
 #include "gpuspeech_alignment_event.h"
+#include "gpuspeech_backend_choice.h"
 #include "gstgpufeatures.h"
 
 /* Design: a GstBaseTransform working in place: one buffer in, the same
@@ -141,41 +149,7 @@ namespace gs = gpuspeech;
 /* ------------------------------------------------------------------------ */
 /* Enumerations for the properties                                          */
 
-enum class BackendChoice { kAuto, kCuda, kOpenCL, kCpu };
 
-#define GST_TYPE_GPU_FMLLR_BACKEND (gst_gpu_fmllr_backend_get_type ())
-static GType
-gst_gpu_fmllr_backend_get_type (void)
-{
-  static GType type = 0;
-  static const GEnumValue values[] = {
-    {(gint) BackendChoice::kAuto,
-        "A CUDA device, else an OpenCL GPU, else the CPU", "auto"},
-    {(gint) BackendChoice::kCuda, "CUDA (cuBLAS)", "cuda"},
-    {(gint) BackendChoice::kOpenCL, "OpenCL", "opencl"},
-    {(gint) BackendChoice::kCpu, "CPU reference backend", "cpu"},
-    {0, NULL, NULL},
-  };
-  if (g_once_init_enter (&type))
-    g_once_init_leave (&type,
-        g_enum_register_static ("GstGpuFmllrBackend", values));
-  return type;
-}
-
-static const char *
-backend_name (BackendChoice b)
-{
-  switch (b) {
-    case BackendChoice::kCuda:
-      return "cuda";
-    case BackendChoice::kOpenCL:
-      return "opencl";
-    case BackendChoice::kCpu:
-      return "cpu";
-    default:
-      return "auto";
-  }
-}
 
 #define GST_TYPE_GPU_FMLLR_SUPERVISION (gst_gpu_fmllr_supervision_get_type ())
 static GType
@@ -199,12 +173,18 @@ gst_gpu_fmllr_supervision_get_type (void)
   return type;
 }
 
+/* update-type: FmllrUpdateType's values, and auto (not one of them: the
+ * type is then chosen by the amount of statistics,
+ * OnlineFmllrOptions::update_type_by_data). */
+#define GPU_FMLLR_UPDATE_AUTO 100
 #define GST_TYPE_GPU_FMLLR_UPDATE_TYPE (gst_gpu_fmllr_update_type_get_type ())
 static GType
 gst_gpu_fmllr_update_type_get_type (void)
 {
   static GType type = 0;
   static const GEnumValue values[] = {
+    {GPU_FMLLR_UPDATE_AUTO, "By the amount of statistics: offset, then "
+          "diagonal from 10d frames, then full from 5d(d+1) frames", "auto"},
     {(gint) gs::FmllrUpdateType::kFull,
         "Full matrix and offset (d x (d+1) parameters)", "full"},
     {(gint) gs::FmllrUpdateType::kDiag,
@@ -249,7 +229,7 @@ struct Settings
   std::string speaker_tag = DEFAULT_SPEAKER_TAG;
   gs::OnlineFmllrOptions online;
   gboolean post_messages = TRUE;
-  BackendChoice backend = BackendChoice::kAuto;
+  gpuspeech::BackendChoice backend = gpuspeech::BackendChoice::kAuto;
   gint device_id = 0;
   /* `speaker` was set since the streaming thread last looked */
   gboolean speaker_pending = FALSE;
@@ -368,7 +348,10 @@ gst_gpu_fmllr_class_init (GstGpuFmllrClass * klass)
   g_object_class_install_property (gobject_class, PROP_UPDATE_TYPE,
       g_param_spec_enum ("update-type", "Update type",
           "Which part of [A b] is estimated: full needs the most data, "
-          "offset the least", GST_TYPE_GPU_FMLLR_UPDATE_TYPE,
+          "offset the least; auto grows it with the speaker's statistics "
+          "(5 frames a parameter), so that a few seconds of speech never "
+          "estimate 1560 parameters", GST_TYPE_GPU_FMLLR_UPDATE_TYPE,
+          defaults.update_type_by_data ? GPU_FMLLR_UPDATE_AUTO :
           (gint) defaults.estimation.update, rw));
   g_object_class_install_property (gobject_class, PROP_SUPERVISION,
       g_param_spec_enum ("supervision", "Supervision",
@@ -385,8 +368,8 @@ gst_gpu_fmllr_class_init (GstGpuFmllrClass * klass)
       g_param_spec_enum ("backend", "Backend",
           "Where statistics and the transform are computed: auto takes a "
           "CUDA device, else an OpenCL GPU, else the CPU; a named backend "
-          "that is unavailable is an error", GST_TYPE_GPU_FMLLR_BACKEND,
-          (gint) BackendChoice::kAuto, rw));
+          "that is unavailable is an error", GPUSPEECH_TYPE_BACKEND_CHOICE,
+          (gint) gpuspeech::BackendChoice::kAuto, rw));
   g_object_class_install_property (gobject_class, PROP_DEVICE_ID,
       g_param_spec_int ("device-id", "Device",
           "Device index for the cuda and opencl backends", 0, G_MAXINT, 0,
@@ -410,7 +393,7 @@ gst_gpu_fmllr_class_init (GstGpuFmllrClass * klass)
   /* Same caps in and out; the frames change but their layout does not. */
   trans_class->passthrough_on_same_caps = FALSE;
 
-  gst_type_mark_as_plugin_api (GST_TYPE_GPU_FMLLR_BACKEND,
+  gst_type_mark_as_plugin_api (GPUSPEECH_TYPE_BACKEND_CHOICE,
       (GstPluginAPIFlags) 0);
   gst_type_mark_as_plugin_api (GST_TYPE_GPU_FMLLR_SUPERVISION,
       (GstPluginAPIFlags) 0);
@@ -479,9 +462,13 @@ gst_gpu_fmllr_set_property (GObject * object, guint prop_id,
     case PROP_MIN_FRAMES:
       s.online.estimation.min_frames = g_value_get_double (value);
       break;
-    case PROP_UPDATE_TYPE:
-      s.online.estimation.update = (gs::FmllrUpdateType) g_value_get_enum (value);
+    case PROP_UPDATE_TYPE:{
+      const gint v = g_value_get_enum (value);
+      s.online.update_type_by_data = v == GPU_FMLLR_UPDATE_AUTO;
+      if (v != GPU_FMLLR_UPDATE_AUTO)
+        s.online.estimation.update = (gs::FmllrUpdateType) v;
       break;
+    }
     case PROP_SUPERVISION:
       s.online.supervision = (gs::FmllrSupervision) g_value_get_enum (value);
       break;
@@ -489,7 +476,7 @@ gst_gpu_fmllr_set_property (GObject * object, guint prop_id,
       s.post_messages = g_value_get_boolean (value);
       break;
     case PROP_BACKEND:
-      s.backend = (BackendChoice) g_value_get_enum (value);
+      s.backend = (gpuspeech::BackendChoice) g_value_get_enum (value);
       break;
     case PROP_DEVICE_ID:
       s.device_id = g_value_get_int (value);
@@ -531,7 +518,8 @@ gst_gpu_fmllr_get_property (GObject * object, guint prop_id, GValue * value,
       g_value_set_double (value, s.online.estimation.min_frames);
       break;
     case PROP_UPDATE_TYPE:
-      g_value_set_enum (value, (gint) s.online.estimation.update);
+      g_value_set_enum (value, s.online.update_type_by_data ?
+          GPU_FMLLR_UPDATE_AUTO : (gint) s.online.estimation.update);
       break;
     case PROP_SUPERVISION:
       g_value_set_enum (value, (gint) s.online.supervision);
@@ -584,9 +572,10 @@ static void
 report_update (GstGpuFmllr * self, const gs::OnlineFmllrUpdate & u,
     const gs::OnlineFmllrCounters & c)
 {
-  GST_INFO_OBJECT (self, "speaker '%s': %s from %.0f frames (%s), objective "
-      "%.4f -> %.4f, ln|det A| %.4f%s%s", u.speaker.c_str (),
-      outcome_name (u.outcome), u.frames, gs::to_string (u.source),
+  GST_INFO_OBJECT (self, "speaker '%s': %s (%s) from %.0f frames (%s), "
+      "objective %.4f -> %.4f, ln|det A| %.4f%s%s", u.speaker.c_str (),
+      outcome_name (u.outcome), gs::to_string (u.update_type), u.frames,
+      gs::to_string (u.source),
       u.objective_before, u.objective_after, u.log_det,
       u.message.empty ()? "" : ": ", u.message.c_str ());
   if (!u.save_error.empty ())
@@ -599,6 +588,7 @@ report_update (GstGpuFmllr * self, const gs::OnlineFmllrUpdate & u,
       "speaker", G_TYPE_STRING, u.speaker.c_str (),
       "supervision", G_TYPE_STRING, gs::to_string (u.source),
       "outcome", G_TYPE_STRING, outcome_name (u.outcome),
+      "update-type", G_TYPE_STRING, gs::to_string (u.update_type),
       "message", G_TYPE_STRING, u.message.c_str (),
       "frames", G_TYPE_DOUBLE, u.frames,
       "objective-before", G_TYPE_DOUBLE, u.objective_before,
@@ -698,11 +688,11 @@ gst_gpu_fmllr_start (GstBaseTransform * trans)
   }
   std::string why;
   try {
-    st->backend = gs::open_backend (backend_name (s.backend), s.device_id,
+    st->backend = gs::open_backend (gpuspeech::backend_choice_name (s.backend), s.device_id,
         &why);
   } catch (const std::exception & e) {
     GST_ELEMENT_ERROR (self, RESOURCE, SETTINGS,
-        ("gpufmllr: backend %s: %s", backend_name (s.backend), e.what ()),
+        ("gpufmllr: backend %s: %s", gpuspeech::backend_choice_name (s.backend), e.what ()),
         (NULL));
     return FALSE;
   }

@@ -14,6 +14,7 @@
 #include <filesystem>
 #include <fstream>
 #include <limits>
+#include <optional>
 #include <random>
 #include <string>
 #include <vector>
@@ -140,6 +141,74 @@ TEST(OnlineFmllr, TransformChangesOnlyAfterTheUpdateIntervalOfSupervisedSpeech) 
   std::printf("deviation of W o distortion from the identity: %.4f -> %.4f\n", start_deviation,
               end_deviation);
   EXPECT_LT(end_deviation, 0.5 * start_deviation) << "the transform learns to undo the distortion";
+}
+
+// update_type_by_data: the estimated part of [A b] grows with the
+// statistics: offset, then diagonal, then full, at frames_per_parameter
+// frames for each parameter of the type.
+TEST(OnlineFmllr, UpdateTypeGrowsWithTheStatistics) {
+  // d = 39: diagonal from 5 x 78 = 390 frames, full from 5 x 1560 = 7800.
+  EXPECT_EQ(fmllr_update_type_for_frames(389.9, 39, 5.0), FmllrUpdateType::kOffset);
+  EXPECT_EQ(fmllr_update_type_for_frames(390.0, 39, 5.0), FmllrUpdateType::kDiag);
+  EXPECT_EQ(fmllr_update_type_for_frames(7799.0, 39, 5.0), FmllrUpdateType::kDiag);
+  EXPECT_EQ(fmllr_update_type_for_frames(7800.0, 39, 5.0), FmllrUpdateType::kFull);
+  EXPECT_TRUE(OnlineFmllrOptions().update_type_by_data) << "the default";
+
+  // d = 6, 20 frames a parameter: offset below 240, diagonal below 840,
+  // full from 840; estimates every 300 supervised frames.
+  const Data data(1200);
+  BackendPtr cpu = make_cpu_backend();
+  OnlineFmllrOptions o = base_options(FmllrSupervision::kDecoder, 3.0);
+  o.estimation.min_frames = 100.0;
+  o.frames_per_parameter = 20.0;
+  OnlineFmllr online(data.gm, *cpu, o);
+  std::vector<float> out(kBlock * kDim);
+  std::vector<FmllrUpdateType> types;
+  for (int64_t b = 0; b * kBlock < data.frames; ++b) {
+    online.process(data.frame(b * kBlock), kBlock, out.data(), b * kBlock * kFrameTime, kFrameTime);
+    auto u = online.add_alignment(b * kBlock * kFrameTime, kFrameTime,
+                                  data.senones.data() + b * kBlock, kBlock);
+    if (!u) continue;
+    ASSERT_EQ(u->outcome, FmllrOutcome::kUpdated) << u->message;
+    types.push_back(u->update_type);
+    const FmllrTransform& w = online.transform();
+    double off_diagonal = 0.0, diagonal_change = 0.0;
+    for (int i = 0; i < kDim; ++i)
+      for (int j = 0; j < kDim; ++j)
+        (i == j ? diagonal_change : off_diagonal) += std::fabs(w.at(i, j) - (i == j ? 1.0 : 0.0));
+    if (u->update_type == FmllrUpdateType::kOffset) {
+      EXPECT_EQ(off_diagonal + diagonal_change, 0.0) << "offset: A = I";
+    } else if (u->update_type == FmllrUpdateType::kDiag) {
+      EXPECT_EQ(off_diagonal, 0.0) << "diag: A diagonal";
+      EXPECT_GT(diagonal_change, 0.0);
+    } else {
+      EXPECT_GT(off_diagonal, 0.0) << "full: all of A";
+    }
+  }
+  ASSERT_EQ(types.size(), 4u);  // at 300, 600, 900 and 1200 frames
+  EXPECT_EQ(types[0], FmllrUpdateType::kDiag);
+  EXPECT_EQ(types[1], FmllrUpdateType::kDiag);
+  EXPECT_EQ(types[2], FmllrUpdateType::kFull);
+  EXPECT_EQ(types[3], FmllrUpdateType::kFull);
+
+  // Offset below the diagonal's threshold; with the option off, the fixed
+  // type whatever the amount.
+  o.frames_per_parameter = 40.0;  // diagonal from 480 frames
+  OnlineFmllr small(data.gm, *cpu, o);
+  o.update_type_by_data = false;
+  o.estimation.update = FmllrUpdateType::kDiag;
+  OnlineFmllr fixed(data.gm, *cpu, o);
+  for (OnlineFmllr* x : {&small, &fixed}) {
+    std::optional<OnlineFmllrUpdate> first;
+    for (int64_t b = 0; b < 3 && !first; ++b) {
+      x->process(data.frame(b * kBlock), kBlock, out.data(), b * kBlock * kFrameTime, kFrameTime);
+      first = x->add_alignment(b * kBlock * kFrameTime, kFrameTime,
+                               data.senones.data() + b * kBlock, kBlock);
+    }
+    ASSERT_TRUE(first);
+    EXPECT_EQ(first->update_type,
+              x == &small ? FmllrUpdateType::kOffset : FmllrUpdateType::kDiag);
+  }
 }
 
 TEST(OnlineFmllr, TooLittleDataKeepsTheTransformAndSaysSo) {

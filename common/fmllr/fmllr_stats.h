@@ -30,7 +30,7 @@
 // of a P x T matrix, Backend::gemm_nt gives everything in one
 // (2d+1) x P product per block of frames (the xi_tp · 1 products give k, the
 // 1 · 1 product of the last row gives beta). Blocks are summed on the host
-// in double. The GEMM is the heavy part (2 (2d+1) P T flops; 2.6 Mflop a
+// in double. The GEMM is the heavy part (2 (2d+1) P T flops; 0.13 Mflop a
 // frame for d = 39), so it runs on cpu, opencl or cuda alike.
 // accumulate_fmllr_reference() computes the same sums straight from the
 // definitions in double, as the reference for tests.

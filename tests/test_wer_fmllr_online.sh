@@ -1,0 +1,150 @@
+#!/bin/bash
+# Online fMLLR (the gpufmllr element in a live pipeline) against the same
+# pipeline without it, by WER (issue 5: "online fMLLR lowers WER on the
+# mismatched copy"). The five LibriVox utterances of pocketsphinx-testdata
+# (one reader) are joined in fileids order with 1 s of silence between
+# them, as recorded and through the telephone-like channel of
+# tests/data/make_mismatched_librivox.sh, and each joined file is decoded
+# by
+#   filesrc ! decodebin ! audioconvert ! audioresample ! gpufeatures
+#     ! [gpufmllr speaker=reader] ! gpudecoder ! fakesink
+# (CPU backend; gpufeatures takes its configuration from gpudecoder's
+# model, with live CMN; gpufmllr with its defaults: decoder supervision,
+# re-estimation every 5 s of aligned speech, update type by the amount of
+# statistics). The final hypotheses of a run (gpudecoder ends utterances
+# at pauses) are joined and scored as one utterance by `sctk sclite`
+# against the five references joined (71 words), after
+# test_wer_librivox.sh's normalisation. Prints the WERs and fails unless
+#   - on the mismatched copy, online WER < no-adaptation WER,
+#   - on the recording as it is, online WER <= no-adaptation WER,
+# and gpufmllr really updated its transform from the decoder's alignments
+# in both runs. Four decodes of 29 s each: well under a minute on 2 cores
+# once the en-us graph is in CACHE_DIR.
+#
+# Usage: test_wer_fmllr_online.sh PATH/TO/gst-launch-1.0 PATH/TO/make_mismatched_librivox.sh [CACHE_DIR]
+# The plugin is found through GST_PLUGIN_PATH_1_0 (tests/meson.build sets
+# it to the build's gst/). Needs sox, sctk, pocketsphinx-testdata and
+# pocketsphinx-en-us (GPUSPEECH_AUDIO_DIR, GPUSPEECH_MODEL_DIR override
+# where they are).
+set -u
+LAUNCH=$1
+MAKE_MISMATCHED=$2
+CACHE=${3:-}
+D=${GPUSPEECH_AUDIO_DIR:-/usr/share/pocketsphinx/test/data}/librivox
+M=${GPUSPEECH_MODEL_DIR:-/usr/share/pocketsphinx/model}/en-us
+T=$(mktemp -d /tmp/gpuspeech-wer-fmllr-online-XXXXXX)
+trap 'rm -rf "$T"' EXIT
+[ -n "$CACHE" ] || CACHE=$T/cache
+
+for f in "$D/fileids" "$D/transcription" "$M/en-us/mdef" "$M/cmudict-en-us.dict" "$M/en-us.lm.bin"; do
+  [ -f "$f" ] || { echo "FAIL missing $f"; exit 1; }
+done
+command -v sctk >/dev/null || { echo "FAIL missing sctk (sclite)"; exit 1; }
+command -v sox >/dev/null || { echo "FAIL missing sox"; exit 1; }
+
+# test_wer_librivox.sh's normalisation of one trn line: lower case,
+# punctuation and <s> </s> <sil> [noises] dropped.
+normalise_text() {
+  awk '{ t = tolower($0)
+         gsub(/<\/?s>|<sil>|\[[^]]*\]/, " ", t)
+         gsub(/[^a-z0-9'"'"' ]/, " ", t)
+         gsub(/ +/, " ", t); sub(/^ /, "", t); sub(/ $/, "", t)
+         print t }'
+}
+
+wer() {
+  sctk sclite -r "$T/ref.trn" trn -h "$1" trn -i rm -o sum stdout >"$1.sclite" 2>&1 ||
+    { echo "FAIL sclite on $1:"; cat "$1.sclite"; exit 1; }
+  awk '/Sum\/Avg/ { gsub(/\|/, " "); print $(NF - 1); exit }' "$1.sclite"
+}
+
+ids=()
+while read -r id; do [ -n "$id" ] && ids+=("$id"); done <"$D/fileids"
+[ ${#ids[@]} -gt 0 ] || { echo "FAIL no ids in $D/fileids"; exit 1; }
+
+# The reference: the utterances' texts joined, one utterance "(reader)".
+sed -E 's/\(([^ )]+)( [^)]*)?\)[[:space:]]*$//' "$D/transcription" | tr '\n' ' ' |
+  normalise_text >"$T/ref.text"
+echo "$(cat "$T/ref.text") (reader)" >"$T/ref.trn"
+
+"$MAKE_MISMATCHED" "$D" "$T/phone" || { echo "FAIL $MAKE_MISMATCHED"; exit 1; }
+sox -n -r 16000 -c 1 -b 16 "$T/silence.wav" trim 0 1 || { echo "FAIL sox (silence)"; exit 1; }
+for set in clean phone; do
+  dir=$D
+  [ $set = phone ] && dir=$T/phone
+  parts=()
+  for id in "${ids[@]}"; do
+    [ ${#parts[@]} -gt 0 ] && parts+=("$T/silence.wav")
+    parts+=("$dir/$id.wav")
+  done
+  sox "${parts[@]}" "$T/$set.wav" || { echo "FAIL sox (joining the $set files)"; exit 1; }
+done
+
+# decode NAME WAV [gpufmllr properties | none]: $T/NAME.trn, the final
+# hypotheses joined.
+decode() {
+  local name=$1 wav=$2
+  shift 2
+  local fmllr=()
+  [ "${1:-}" != none ] && fmllr=(gpufmllr hmm="$M/en-us" speaker=reader backend=cpu "$@" !)
+  "$LAUNCH" -m filesrc location="$wav" ! decodebin ! audioconvert ! audioresample ! \
+    gpufeatures backend=cpu ! "${fmllr[@]}" \
+    gpudecoder hmm="$M/en-us" dict="$M/cmudict-en-us.dict" lm="$M/en-us.lm.bin" \
+    cache-dir="$CACHE" backend=cpu ! fakesink >"$T/$name.log" 2>&1 ||
+    { echo "FAIL gst-launch ($name):"; tail -20 "$T/$name.log"; exit 1; }
+  grep -q 'gpudecoder, hypothesis=.*final=(boolean)true' "$T/$name.log" ||
+    { echo "FAIL $name: no final hypothesis"; tail -20 "$T/$name.log"; exit 1; }
+  # hypothesis=(string)"a\ b\ c" (or unquoted for one plain word).
+  grep 'gpudecoder, hypothesis=' "$T/$name.log" | grep 'final=(boolean)true' |
+    sed -E 's/.*hypothesis=\(string\)("(([^"\\]|\\.)*)"|([^,;]*)).*/\2\4/; s/\\(.)/\1/g' |
+    tr '\n' ' ' | normalise_text >"$T/$name.text"
+  echo "$(cat "$T/$name.text") (reader)" >"$T/$name.trn"
+}
+
+declare -A W
+for set in clean phone; do
+  decode "$set-none" "$T/$set.wav" none
+  decode "$set-online" "$T/$set.wav"
+  for cond in none online; do W[$set-$cond]=$(wer "$T/$set-$cond.trn"); done
+done
+
+echo "reference:"
+sed 's/^/  /' "$T/ref.trn"
+failed=0
+for set in clean phone; do
+  for cond in none online; do
+    echo "$set $cond:"
+    sed 's/^/  /' "$T/$set-$cond.trn"
+  done
+  echo "$set: gpufmllr estimations:"
+  grep -o 'gpufmllr, speaker=.*saved=' "$T/$set-online.log" |
+    grep -oE '(outcome|update-type)=\(string\)[a-z-]+|frames=\(double\)[0-9.]+|log-det=\(double\)[-0-9.e]+' |
+    sed -E 's/\([a-z0-9]+\)//' | paste -d' ' - - - - | sed 's/^/  /'
+  if grep 'gpufmllr, speaker=' "$T/$set-online.log" | grep 'supervision=(string)decoder' |
+     grep -q 'outcome=(string)updated'; then
+    echo "ok   $set: gpufmllr updated its transform from the decoder's alignments"
+  else
+    echo "FAIL $set: gpufmllr never updated its transform from the decoder's alignments"
+    failed=1
+  fi
+done
+echo "WER (%)        no adaptation   online fMLLR"
+for set in clean phone; do
+  printf '%-12s  %13s   %12s\n' "$set" "${W[$set-none]}" "${W[$set-online]}"
+done
+for key in "${!W[@]}"; do
+  [ -n "${W[$key]}" ] || { echo "FAIL could not read the WER of $key"; exit 1; }
+done
+if awk -v a="${W[phone-online]}" -v b="${W[phone-none]}" 'BEGIN { exit !(a < b) }'; then
+  echo "ok   mismatched channel: online WER ${W[phone-online]}% < ${W[phone-none]}% without adaptation"
+else
+  echo "FAIL mismatched channel: online WER ${W[phone-online]}% >= ${W[phone-none]}% without adaptation"
+  failed=1
+fi
+if awk -v a="${W[clean-online]}" -v b="${W[clean-none]}" 'BEGIN { exit !(a <= b) }'; then
+  echo "ok   clean: online WER ${W[clean-online]}% <= ${W[clean-none]}% without adaptation"
+else
+  echo "FAIL clean: online WER ${W[clean-online]}% > ${W[clean-none]}% without adaptation"
+  failed=1
+fi
+exit $failed
