@@ -57,6 +57,18 @@ void expect_model_error(Fn fn, const std::vector<std::string>& fragments) {
   }
 }
 
+// A fresh seed for a randomized test, or GPUSPEECH_TEST_SEED's value when
+// set. Printed (and flushed, so that it survives an abort) before the first
+// trial, so that any failure can be run again.
+unsigned test_seed() {
+  const char* env = std::getenv("GPUSPEECH_TEST_SEED");
+  const unsigned seed = env && *env ? static_cast<unsigned>(std::strtoul(env, nullptr, 10))
+                                    : std::random_device{}();
+  std::printf("seed %u (GPUSPEECH_TEST_SEED=%u repeats this run)\n", seed, seed);
+  std::fflush(stdout);
+  return seed;
+}
+
 // ------------------------------------------------- sphinx_lm_eval output
 
 struct EvalLine {
@@ -215,9 +227,8 @@ std::string random_arpa(std::mt19937& rng, ReferenceLm& lm, int& vocab) {
 // ------------------------------------------------------------------ tests
 
 TEST(NgramModel, RandomArpaModelsScoreAsTheDefinitionSays) {
-  std::random_device rd;
-  const unsigned seed = rd();
-  std::printf("seed %u\n", seed);
+  const unsigned seed = test_seed();
+  SCOPED_TRACE("seed " + std::to_string(seed));
   std::mt19937 rng(seed);
   size_t queries = 0, derived = 0;
   for (int trial = 0; trial < 200; ++trial) {
@@ -348,9 +359,8 @@ TEST(LmTrie, ScoresMatchSphinxLmEval) {
 TEST(LmTrie, FreshRandomSentencesMatchSphinxLmEval) {
   const std::string tool = find_program("sphinx_lm_eval");
   if (tool.empty()) GTEST_SKIP() << "sphinx_lm_eval (sphinxbase-utils) is not installed";
-  std::random_device rd;
-  const unsigned seed = rd();
-  std::printf("seed %u\n", seed);
+  const unsigned seed = test_seed();
+  SCOPED_TRACE("seed " + std::to_string(seed));
   std::mt19937 rng(seed);
   for (const std::string& path : {turtle_bin(), tidigits_bin(), en_us_phone_bin(), en_us_bin()}) {
     const NgramModel m = read_ngram_model(path);
@@ -543,8 +553,8 @@ TEST(LmTrie, TruncatedFilesFailCleanly) {
 TEST(LmTrie, CorruptFilesFailCleanlyOrLoad) {
   const std::string good = read_model_file(turtle_bin());
   const size_t quant_end = 36 + (2 * 65536 + 65536) * 4;
-  std::random_device rd;
-  const unsigned seed = rd();
+  const unsigned seed = test_seed();
+  SCOPED_TRACE("seed " + std::to_string(seed));
   std::mt19937 rng(seed);
   size_t loaded = 0, refused = 0;
   for (int trial = 0; trial < 300; ++trial) {
@@ -572,8 +582,57 @@ TEST(LmTrie, CorruptFilesFailCleanlyOrLoad) {
   std::printf("seed %u: %zu corrupt files refused, %zu loaded\n", seed, refused, loaded);
   EXPECT_GT(refused, 0u);
 
-  // Specific damage.
+  // Damaged indices, each refused where it is read.
+  const size_t unigrams_at = quant_end, bigrams_at = quant_end + 92 * 12;
+  // Found by the trials above (seed 2840409864): the end marker's index
+  // 212 -> 110 made 110 2-grams while unigrams 44.. still pointed up to
+  // 212, and NgramModel::validate read past the 2-grams' end.
   std::string s = good;
+  s[unigrams_at + 91 * 12 + 8] = 110;
+  expect_model_error([&] { parse_lm_trie(s, "x.lm.bin"); },
+                     {"x.lm.bin: offset " + std::to_string(unigrams_at + 91 * 12 + 8) + ":",
+                      "the end marker of the unigrams: its children start at 110, before those "
+                      "of the entry before it (209)"});
+  s = good;
+  s[unigrams_at + 12 + 8 + 1] = 0x7f;  // unigram 1's child index 71 -> 32583
+  expect_model_error([&] { parse_lm_trie(s, "x.lm.bin"); },
+                     {"x.lm.bin: offset " + std::to_string(unigrams_at + 12 + 8) + ":",
+                      "unigram 1: child index 32583 is beyond the 212 entries"});
+  s = good;
+  s[unigrams_at + 5 * 12 + 8] = 0;  // unigram 5's children start at 0, before 74
+  expect_model_error([&] { parse_lm_trie(s, "x.lm.bin"); },
+                     {"x.lm.bin: offset " + std::to_string(unigrams_at + 5 * 12 + 8) + ":",
+                      "unigram 5: its children start at 0, before those of the entry before "
+                      "it (74)"});
+  s = good;
+  s[unigrams_at + 8] = 1;
+  expect_model_error([&] { parse_lm_trie(s, "x.lm.bin"); },
+                     {"offset " + std::to_string(unigrams_at + 8) + ":", "unigram 0", "not at 0"});
+  s = good;
+  s[unigrams_at + 91 * 12 + 8] = static_cast<char>(213);  // the end marker
+  expect_model_error([&] { parse_lm_trie(s, "x.lm.bin"); },
+                     {"end marker of the unigrams", "213 is beyond the 212"});
+  // 2-grams: 47 bits each (word 7, probability and back-off codes 32,
+  // child index 8), packed least significant bit first.
+  auto set_bits = [&](std::string& b, size_t bit, int n, unsigned v) {
+    for (int i = 0; i < n; ++i, ++bit) {
+      char& c = b[bigrams_at + bit / 8];
+      c = static_cast<char>((c & ~(1 << (bit % 8))) | (((v >> i) & 1) << (bit % 8)));
+    }
+  };
+  s = good;
+  set_bits(s, 3 * 47, 7, 100);  // 2-gram 3's word id
+  expect_model_error([&] { parse_lm_trie(s, "x.lm.bin"); },
+                     {"x.lm.bin: offset " + std::to_string(bigrams_at + 3 * 47 / 8) + ":",
+                      "2-gram 3 has word id 100, beyond the 91 unigrams"});
+  s = good;
+  set_bits(s, 10 * 47 + 39, 8, 250);  // 2-gram 10's child index
+  expect_model_error([&] { parse_lm_trie(s, "x.lm.bin"); },
+                     {"x.lm.bin: offset " + std::to_string(bigrams_at + (10 * 47 + 39) / 8) + ":",
+                      "2-gram 10: child index 250 is beyond the 177 entries"});
+
+  // Damaged header fields.
+  s = good;
   s[19] = 0;
   expect_model_error([&] { parse_lm_trie(s, "x.lm.bin"); }, {"x.lm.bin: offset 19", "order 0"});
   s = good;

@@ -60,6 +60,26 @@ uint64_t level_bytes(uint64_t entries, int total_bits) {
   return ((1 + entries) * static_cast<uint64_t>(total_bits) + 7) / 8 + 8;
 }
 
+// Checks the child index `next` of entry `i` of a level of `entries`
+// entries (i == entries: the sentinel that ends the last range), read at
+// byte `at` of the file: entry i's children start where entry i-1's start
+// (`prev`) or later, the first at 0, and none lies beyond the `below`
+// entries the header gives the next level. Everything that indexes the
+// level below (sort_children, NgramModel's queries) relies on this.
+void check_child_index(const ByteReader& r, size_t at, const std::string& what, uint64_t i,
+                       uint64_t entries, uint32_t next, uint32_t prev, uint64_t below) {
+  const std::string entry =
+      i == entries ? "the end marker of the " + what + "s" : what + " " + std::to_string(i);
+  if (i == 0 && next != 0)
+    r.fail_at(at, entry + ": its children start at " + std::to_string(next) + ", not at 0");
+  if (next < prev)
+    r.fail_at(at, entry + ": its children start at " + std::to_string(next) +
+                      ", before those of the entry before it (" + std::to_string(prev) + ")");
+  if (next > below)
+    r.fail_at(at, entry + ": child index " + std::to_string(next) + " is beyond the " +
+                      std::to_string(below) + " entries the header declares for the level below");
+}
+
 // Reorders the entries of levels[lvl] by `perm` (new index -> old index,
 // each parent's children staying within its range), carrying every entry's
 // children along: the level below is re-laid out block by block.
@@ -91,7 +111,8 @@ void permute_level(std::vector<NgramLevel>& levels, size_t lvl, const std::vecto
 // word order (en-us.lm.bin: two trigram nodes, e.g. the contexts of
 // "and bullhorns"), where its own interpolation search may then miss them.
 // Sorting makes every stored n-gram findable. Returns how many nodes were
-// out of order. Ranges are assumed valid (checked by the caller).
+// out of order. Needs every child range ordered and inside the level below
+// (parse_lm_trie checks each index as it reads it).
 size_t sort_children(std::vector<NgramLevel>& levels, size_t lvl) {
   const NgramLevel& parent = levels[lvl - 1];
   const NgramLevel& l = levels[lvl];
@@ -109,18 +130,6 @@ size_t sort_children(std::vector<NgramLevel>& levels, size_t lvl) {
   }
   if (unsorted) permute_level(levels, lvl, perm);
   return unsorted;
-}
-
-// True if every child range of every level is ordered and inside the next
-// level (what sort_children needs before it may index anything).
-bool ranges_valid(const std::vector<NgramLevel>& levels) {
-  for (size_t lvl = 0; lvl + 1 < levels.size(); ++lvl) {
-    const std::vector<uint32_t>& c = levels[lvl].children;
-    if (c.empty() || c.front() != 0 || c.back() != levels[lvl + 1].size()) return false;
-    for (size_t i = 1; i < c.size(); ++i)
-      if (c[i] < c[i - 1]) return false;
-  }
-  return true;
 }
 
 }  // namespace
@@ -222,6 +231,8 @@ NgramModel parse_lm_trie(std::string_view bytes, const std::string& name) {
       const float p = r.f32("unigram probability");
       const float bo = r.f32("unigram back-off");
       const uint32_t next = r.u32("unigram child index");
+      if (order > 1)
+        check_child_index(r, at + 8, "unigram", i, V, next, i ? uni.children[i - 1] : 0, counts[1]);
       if (i == V) {  // the sentinel entry: only its child index counts
         if (order > 1) uni.children[V] = next;
         continue;
@@ -247,9 +258,7 @@ NgramModel parse_lm_trie(std::string_view bytes, const std::string& name) {
     const NgramLevel& parent = levels[lvl - 1];
     const uint64_t entries = parent.children.back();
     const uint64_t nbytes = level_bytes(allotted, total_bits[lvl]);
-    if (entries > allotted)
-      r.fail("the " + std::to_string(lvl) + "-grams point to " + std::to_string(entries) + " " +
-             std::to_string(lvl + 1) + "-grams, the header declares " + std::to_string(allotted));
+    // entries <= allotted: the parents' child indices were checked against it.
     if (entries < allotted)
       notes.push_back(name + ": the header declares " + std::to_string(allotted) + " " +
                       std::to_string(lvl + 1) + "-grams, the trie uses " +
@@ -267,13 +276,26 @@ NgramModel parse_lm_trie(std::string_view bytes, const std::string& name) {
     }
     const float* pt = top ? bins.data() + (order - 2) * 2 * kBins : prob_table(lvl);
     const float* bt = top ? nullptr : backoff_table(lvl);
+    const std::string what = std::to_string(lvl + 1) + "-gram";
+    // Byte offset in the file of bit `off` of the level, for messages.
+    auto at = [&](uint64_t off) { return start + static_cast<size_t>(off / 8); };
     for (uint64_t i = 0; i <= entries; ++i) {
       uint64_t off = i * total_bits[lvl];
       if (i == entries) {  // sentinel: only the end of the last child range
-        if (!top) l.children[entries] = bitsr.read(off + word_bits + 2 * kQuantBits, next_bits[lvl]);
+        if (!top) {
+          const uint64_t next_off = off + word_bits + 2 * kQuantBits;
+          const uint32_t next = bitsr.read(next_off, next_bits[lvl]);
+          check_child_index(r, at(next_off), what, i, entries, next,
+                            entries ? l.children[entries - 1] : 0, counts[lvl + 1]);
+          l.children[entries] = next;
+        }
         break;
       }
       l.words[i] = bitsr.read(off, word_bits);
+      if (l.words[i] >= counts[0])
+        r.fail_at(at(off), what + " " + std::to_string(i) + " has word id " +
+                               std::to_string(l.words[i]) + ", beyond the " +
+                               std::to_string(counts[0]) + " unigrams");
       off += word_bits;
       if (top) {
         l.log10_prob[i] = pt[bitsr.read(off, kQuantBits)];
@@ -282,7 +304,10 @@ NgramModel parse_lm_trie(std::string_view bytes, const std::string& name) {
         // code high (sphinxbase writes (prob << 16) | backoff).
         l.log10_backoff[i] = bt[bitsr.read(off, kQuantBits)];
         l.log10_prob[i] = pt[bitsr.read(off + kQuantBits, kQuantBits)];
-        l.children[i] = bitsr.read(off + 2 * kQuantBits, next_bits[lvl]);
+        const uint32_t next = bitsr.read(off + 2 * kQuantBits, next_bits[lvl]);
+        check_child_index(r, at(off + 2 * kQuantBits), what, i, entries, next,
+                          i ? l.children[i - 1] : 0, counts[lvl + 1]);
+        l.children[i] = next;
       }
     }
     r.seek(start + nbytes, std::to_string(lvl + 1) + "-gram data");
@@ -315,13 +340,11 @@ NgramModel parse_lm_trie(std::string_view bytes, const std::string& name) {
   r.skip(static_cast<size_t>(total), "word strings");
   const size_t trailing = r.remaining();
 
-  // Out-of-range indices are left for from_trie to report.
-  if (ranges_valid(levels))
-    for (size_t lvl = 1; lvl < levels.size(); ++lvl)
-      if (const size_t n = sort_children(levels, lvl))
-        notes.push_back(name + ": " + std::to_string(n) + " node" + (n > 1 ? "s" : "") +
-                        " of the " + std::to_string(lvl) + "-gram level had " +
-                        std::to_string(lvl + 1) + "-gram children out of word order (sorted)");
+  for (size_t lvl = 1; lvl < levels.size(); ++lvl)
+    if (const size_t n = sort_children(levels, lvl))
+      notes.push_back(name + ": " + std::to_string(n) + " node" + (n > 1 ? "s" : "") +
+                      " of the " + std::to_string(lvl) + "-gram level had " +
+                      std::to_string(lvl + 1) + "-gram children out of word order (sorted)");
 
   NgramModel m = NgramModel::from_trie(std::move(vocab), std::move(levels), name,
                                        LmFileFormat::kSphinxTrie);

@@ -23,8 +23,9 @@
 // bin tables, so their values are quantized (exact at the bin centres).
 //
 // Every count is checked against the file size before anything is
-// allocated, and every index of the decoded trie against its bounds
-// (NgramModel::from_trie), so a truncated or corrupt file is a ModelError
+// allocated, every index (word id, child index) against its bounds as it is
+// read, and the decoded trie again by NgramModel::from_trie, so a truncated
+// or corrupt file is a ModelError
 // "FILE: offset N: reason" or "FILE: reason", never a crash. The older DMP
 // format ("Darpa Trigram LM") is recognised and refused with a hint.
 #pragma once

@@ -264,11 +264,17 @@ void NgramModel::validate() const {
     }
     const NgramLevel& next = levels_[lvl + 1];
     if (l.children.size() != n + 1) fail(ord + ": child index array size mismatch");
+    if (next.words.size() != next.size())
+      fail(std::to_string(lvl + 2) + "-grams: word array size mismatch");
     if (l.children[0] != 0 || l.children[n] != next.size())
       fail(ord + ": child ranges do not cover the " + std::to_string(lvl + 2) + "-grams exactly");
+    // Every range first, so that the order check below stays inside `next`
+    // (a range may end past it only if a later one runs backwards).
+    for (size_t i = 0; i < n; ++i)
+      if (l.children[i + 1] < l.children[i])
+        fail(ord + ": entry " + std::to_string(i) + " has a negative child range");
     for (size_t i = 0; i < n; ++i) {
       const uint32_t b = l.children[i], e = l.children[i + 1];
-      if (e < b) fail(ord + ": entry " + std::to_string(i) + " has a negative child range");
       for (uint32_t c = b + 1; c < e; ++c)
         if (next.words[c - 1] >= next.words[c])
           fail(std::to_string(lvl + 2) + "-grams: entries " + std::to_string(c - 1) + " and " +
