@@ -342,19 +342,25 @@ void Recognizer::push_features(const float* frames, int64_t num_frames) {
   if (num_frames < 0) throw std::invalid_argument("recognizer: negative frame count");
   if (num_frames == 0) return;
   if (frames == nullptr) throw std::invalid_argument("recognizer: null features");
-  if (config_.keep_features_for_alignment)
-    m.kept.insert(m.kept.end(), frames, frames + num_frames * m.feature_dim);
+  const bool keep = config_.keep_features_for_alignment;
+  // Kept features must stay exactly the frames the search has seen, [kept_from,
+  // frames): each block is appended only once the searcher has taken it, so
+  // a scoring or search failure part-way leaves both at the last good block.
+  // The room is reserved first so that the appends themselves cannot throw.
+  if (keep) m.kept.reserve(m.kept.size() + static_cast<size_t>(num_frames) * m.feature_dim);
   const int senones = m.scorer->num_senones();
   const int64_t block = 256;  // frames scored per call: bounded host scratch
   m.scores.resize(static_cast<size_t>(std::min(block, num_frames)) * senones);
   for (int64_t f0 = 0; f0 < num_frames; f0 += block) {
     const int64_t n = std::min(block, num_frames - f0);
+    const float* x = frames + f0 * m.feature_dim;
     const auto t0 = std::chrono::steady_clock::now();
-    m.scorer->score(frames + f0 * m.feature_dim, n, m.scores.data());
+    m.scorer->score(x, n, m.scores.data());
     const auto t1 = std::chrono::steady_clock::now();
     m.searcher->advance(m.scores.data(), n, senones);
     m.timings.scoring += std::chrono::duration<double>(t1 - t0).count();
     m.timings.search += seconds_since(t1);
+    if (keep) m.kept.insert(m.kept.end(), x, x + n * m.feature_dim);
     m.frames += n;
   }
 }
@@ -432,7 +438,7 @@ FrameAlignment Recognizer::align(const std::vector<HypothesisWord>& words) {
     throw std::invalid_argument("recognizer: align(): the last word ends (frame " +
                                 std::to_string(last) + ") before the first starts (frame " +
                                 std::to_string(first) + ")");
-  make_aligner(nullptr);
+  // keep_features_for_alignment made the aligner at construction.
   const float* feats =
       m.kept.data() + (first - m.kept_from + m.kept_offset) * static_cast<int64_t>(m.feature_dim);
   return m.aligner->align(feats, first, last - first + 1, words);
@@ -454,8 +460,8 @@ void Recognizer::discard_features_before(int64_t frame) {
 
 int64_t Recognizer::features_kept_from() const { return impl_->kept_from; }
 
-RecognitionResult Recognizer::recognize_cepstra(const float* cepstra, int64_t num_frames,
-                                                int dim) {
+std::vector<float> Recognizer::features_from_cepstra(const float* cepstra, int64_t num_frames,
+                                                    int dim) {
   const FeatureOptions& opts = impl_->features;
   if (dim != opts.base_dim())
     throw std::invalid_argument("recognizer: the model's front end makes " +
@@ -477,8 +483,14 @@ RecognitionResult Recognizer::recognize_cepstra(const float* cepstra, int64_t nu
   feats.data.assign(cepstra, cepstra + num_frames * static_cast<int64_t>(dim));
   postprocess_utterance(opts, feats);
   impl_->timings.features += seconds_since(t0);
+  return std::move(feats.data);
+}
+
+RecognitionResult Recognizer::recognize_cepstra(const float* cepstra, int64_t num_frames,
+                                                int dim) {
+  const std::vector<float> feats = features_from_cepstra(cepstra, num_frames, dim);
   reset();
-  push_features(feats.data.data(), feats.rows);
+  push_features(feats.data(), static_cast<int64_t>(feats.size()) / impl_->feature_dim);
   return finish();
 }
 

@@ -164,6 +164,10 @@ class Recognizer {
   // tidigits' -cmn current and -feat s2_4x), then reset(), push_features()
   // and finish(). std::invalid_argument if `dim` is not base_dim().
   RecognitionResult recognize_cepstra(const float* cepstra, int64_t num_frames, int dim);
+  // recognize_cepstra()'s features alone (num_frames x feature_dim()
+  // floats), for clients that transform them before decoding; the same
+  // checks and errors.
+  std::vector<float> features_from_cepstra(const float* cepstra, int64_t num_frames, int dim);
 
   // The acoustic model, for clients that transform features (fMLLR).
   const AcousticModel& acoustic_model() const;

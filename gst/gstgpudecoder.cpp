@@ -114,6 +114,10 @@
  * - `num-senones` (gint): the model's senone count.
  * - `model` (string): the acoustic model directory.
  * - `utterance` (guint): as in the `gpudecoder` messages.
+ * - `segment-seqnum` (guint): the seqnum of the SEGMENT event the frames
+ *   came after (buffer times start again in a new segment, so a consumer
+ *   that keeps frames by time tells the segments apart by it); the
+ *   alignment of an utterance that a new SEGMENT ends names the old one.
  * The event is pushed from the streaming thread, inside gpudecoder's chain
  * function (or its EOS, GAP or SEGMENT handling): an element upstream must
  * handle it without waiting for its own streaming thread. Alignment never
@@ -425,6 +429,15 @@ struct StreamState
   gboolean caps_ok = FALSE;
   OutputFormat format = OutputFormat::kText;
   GstSegment segment;
+  /* The seqnum of the last SEGMENT event: the segment of the frames in the
+   * alignment events (GST_SEQNUM_INVALID before the first). */
+  guint32 segment_seqnum = GST_SEQNUM_INVALID;
+  /* The last sink caps refused, with the error already posted: sticky caps
+   * come again with every push upstream retries, and one error message is
+   * what an application (and gst-launch, prerolling) should see, as in
+   * gpufeatures. Likewise buffers without accepted caps: one error. */
+  GstCaps *refused_caps = NULL;
+  gboolean unnegotiated_reported = FALSE;
 
   /* the utterance in progress */
   gboolean utt_started = FALSE;
@@ -455,6 +468,13 @@ struct StreamState
   {
     gst_segment_init (&segment, GST_FORMAT_TIME);
   }
+  ~StreamState ()
+  {
+    if (refused_caps)
+      gst_caps_unref (refused_caps);
+  }
+  StreamState (const StreamState &) = delete;
+  StreamState & operator= (const StreamState &) = delete;
 };
 
 struct _GstGpuDecoder
@@ -1098,6 +1118,8 @@ gst_gpu_decoder_set_sink_caps (GstGpuDecoder * self, GstCaps * caps)
         ("caps arrived before the element was started"));
     return FALSE;
   }
+  if (st->refused_caps && gst_caps_is_equal (caps, st->refused_caps))
+    return FALSE;               /* said so already (see refused_caps) */
   const gs::FeatureOptions & o = *self->model_features;
   const std::string wanted = gs::feature_signature (o);
   gchar *offered_str = gst_caps_to_string (caps);
@@ -1150,12 +1172,17 @@ gst_gpu_decoder_set_sink_caps (GstGpuDecoder * self, GstCaps * caps)
         ("upstream offers %s; the model expects %s", offered_str,
             wanted.c_str ()));
     g_free (offered_str);
+    gst_caps_replace (&st->refused_caps, caps);
     return FALSE;
   }
   GST_INFO_OBJECT (self, "features accepted: %s", offered_str);
   g_free (offered_str);
   st->caps_ok = TRUE;
-  return negotiate_src (self, st);
+  st->unnegotiated_reported = FALSE;
+  /* Downstream refusing every output comes back with the same caps too. */
+  const gboolean ok = negotiate_src (self, st);
+  gst_caps_replace (&st->refused_caps, ok ? NULL : caps);
+  return ok;
 }
 
 /* ------------------------------------------------------------------------ */
@@ -1441,43 +1468,59 @@ send_alignment (GstGpuDecoder * self, StreamState * st,
   upto = std::min (upto, words.size ());
   if (!st->send_alignments || upto <= st->aligned_words)
     return;
-  const std::vector < gs::HypothesisWord > fresh (words.begin () +
-      (std::ptrdiff_t) st->aligned_words, words.begin () + (std::ptrdiff_t) upto);
-  const gint64 words_end = (gint64) fresh.back ().end_frame + 1;
-  try {
-    const gs::FrameAlignment a = self->recognizer->align (fresh);
-    gint64 first = a.first_frame;
-    size_t skip = 0;
-    if (first < st->aligned_end) {
-      skip = (size_t) std::min < gint64 > ((gint64) a.senones.size (),
-          st->aligned_end - first);
-      first += (gint64) skip;
-    }
-    const size_t n = a.senones.size () - skip;
-    GST_LOG_OBJECT (self, "utterance %u: aligned %d words (%d failed) to "
-        "frames %" G_GINT64_FORMAT "..%" G_GINT64_FORMAT, st->utt_index,
-        a.words_aligned, a.words_failed, first, first + (gint64) n);
-    if (n > 0) {
-      const guint64 frame_duration = gst_util_uint64_scale ((guint64)
-          self->frame_shift_samples, GST_SECOND, (guint64) self->sample_rate);
-      GstEvent *event = gpuspeech_alignment_event_new (frame_time (self, st,
-              first), frame_duration, a.senones.data () + skip, n,
-          self->num_senones, self->recognizer->config ().model_dir.c_str (),
-          st->utt_index);
-      if (event) {
-        /* FALSE only means nobody upstream wanted it. */
-        if (!gst_pad_push_event (self->sinkpad, event))
-          GST_LOG_OBJECT (self, "no element upstream handled the alignment");
-      } else {
-        GST_WARNING_OBJECT (self, "the aligner returned an invalid alignment "
-            "(a senone outside the model's %d); not sent", self->num_senones);
+  const gint64 words_end = (gint64) words[upto - 1].end_frame + 1;
+  /* align() can only use frames the recognizer still keeps, and frames
+   * already sent must not be sent again: words that start before either
+   * point are left out whole (a word cut at its start would be forced
+   * into its HMM's first states from the middle, a wrong alignment). Such
+   * words come only where the hypothesis moved a boundary back over what
+   * was aligned, or where the recognizer discarded features on its own;
+   * their frames get no event, the words after them still do. */
+  const gint64 from = std::max < gint64 > (st->aligned_end,
+      self->recognizer->features_kept_from ());
+  size_t first_word = st->aligned_words;
+  while (first_word < upto && (gint64) words[first_word].start_frame < from)
+    ++first_word;
+  if (first_word > st->aligned_words)
+    GST_DEBUG_OBJECT (self, "utterance %u: words %" G_GSIZE_FORMAT "..%"
+        G_GSIZE_FORMAT " start before frame %" G_GINT64_FORMAT " (sent or "
+        "discarded already): not aligned", st->utt_index, st->aligned_words,
+        first_word, from);
+  if (first_word < upto) {
+    const std::vector < gs::HypothesisWord > fresh (words.begin () +
+        (std::ptrdiff_t) first_word, words.begin () + (std::ptrdiff_t) upto);
+    try {
+      const gs::FrameAlignment a = self->recognizer->align (fresh);
+      const size_t n = a.senones.size ();
+      GST_LOG_OBJECT (self, "utterance %u: aligned %d words (%d failed) to "
+          "frames %" G_GINT64_FORMAT "..%" G_GINT64_FORMAT, st->utt_index,
+          a.words_aligned, a.words_failed, (gint64) a.first_frame,
+          (gint64) a.first_frame + (gint64) n);
+      if (n > 0) {
+        const guint64 frame_duration = gst_util_uint64_scale ((guint64)
+            self->frame_shift_samples, GST_SECOND,
+            (guint64) self->sample_rate);
+        GstEvent *event = gpuspeech_alignment_event_new (frame_time (self,
+                st, a.first_frame), frame_duration, a.senones.data (), n,
+            self->num_senones, self->recognizer->config ().model_dir.c_str (),
+            st->utt_index, st->segment_seqnum);
+        if (event) {
+          /* FALSE only means nobody upstream wanted it. */
+          if (!gst_pad_push_event (self->sinkpad, event))
+            GST_LOG_OBJECT (self, "no element upstream handled the "
+                "alignment");
+        } else {
+          GST_WARNING_OBJECT (self, "the aligner returned an alignment the "
+              "event cannot carry (a senone outside the model's %d, or "
+              "times out of range); not sent", self->num_senones);
+        }
+        st->aligned_end = (gint64) a.first_frame + (gint64) n;
       }
-      st->aligned_end = first + (gint64) n;
+    } catch (const std::exception & e) {
+      GST_WARNING_OBJECT (self, "cannot align words %" G_GSIZE_FORMAT "..%"
+          G_GSIZE_FORMAT " of utterance %u (no alignment event for them): "
+          "%s", first_word, upto, st->utt_index, e.what ());
     }
-  } catch (const std::exception & e) {
-    GST_WARNING_OBJECT (self, "cannot align words %" G_GSIZE_FORMAT "..%"
-        G_GSIZE_FORMAT " of utterance %u (no alignment event for them): %s",
-        st->aligned_words, upto, st->utt_index, e.what ());
   }
   st->aligned_words = upto;
   st->aligned_end = std::max (st->aligned_end, words_end);
@@ -1657,8 +1700,12 @@ gst_gpu_decoder_chain (GstPad * pad, GstObject * parent, GstBuffer * buffer)
 
   if (!st || !self->recognizer || !st->caps_ok) {
     gst_buffer_unref (buffer);
-    GST_ELEMENT_ERROR (self, CORE, NEGOTIATION, (NULL),
-        ("received features before accepted caps"));
+    /* Once: upstream may go on pushing (see refused_caps). */
+    if (!st || !st->unnegotiated_reported)
+      GST_ELEMENT_ERROR (self, CORE, NEGOTIATION, (NULL),
+          ("received features before accepted caps"));
+    if (st)
+      st->unnegotiated_reported = TRUE;
     return GST_FLOW_NOT_NEGOTIATED;
   }
   const gint dim = self->recognizer->feature_dim ();
@@ -1778,6 +1825,9 @@ gst_gpu_decoder_sink_event (GstPad * pad, GstObject * parent, GstEvent * event)
         event = out;
       }
       st->segment = seg;
+      /* After end_utterance_for_event(): the alignment of the utterance it
+       * ended names the segment of its frames, the previous one. */
+      st->segment_seqnum = gst_event_get_seqnum (event);
       st->last_end = GST_CLOCK_TIME_NONE;
       st->out_pos = GST_CLOCK_TIME_NONE;
       break;

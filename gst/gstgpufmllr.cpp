@@ -39,7 +39,16 @@
  *
  * The alignment events must come from a decoder that uses the same
  * acoustic model (`hmm`); events whose `num-senones` differs are ignored
- * with a warning. They are forwarded upstream after use.
+ * with a warning. Buffer times start again in a new segment (a flushing
+ * seek, a segment seek, concatenated streams), so an alignment that comes
+ * late could name frames of the new segment that have the old ones' times:
+ * an event whose `segment-seqnum` is not the seqnum of the SEGMENT event
+ * that came before the frames now in the history (the last one followed by
+ * a buffer) is dropped, and its frames counted (`stale-frames`, and a line
+ * in the debug log); an event without one (an older sender) is matched by
+ * time alone. Elements between gpufmllr and the decoder must forward
+ * SEGMENT events keeping their seqnum, as GStreamer's rules ask. The events
+ * are forwarded upstream after use.
  *
  * Speakers. The `speaker` property names the current speaker, and so does
  * a tag event (the tag named by `speaker-tag`: GST_TAG_PERFORMER,
@@ -77,6 +86,8 @@
  * - `updates` (guint64): how many of them changed the transform.
  * - `late-frames` (guint64): aligned frames dropped so far because they
  *   had left the history.
+ * - `stale-frames` (guint64): aligned frames dropped so far because their
+ *   event named another segment (`segment-seqnum`).
  * - `saved` (string): the file the transform was written to, "" if none.
  *
  * `gpufmllr-speaker`, when the speaker changes (and once at start):
@@ -94,15 +105,22 @@
  * speaker it starts with. A malformed saved transform of a speaker that
  * arrives later is a warning (the speaker starts from the initial
  * transform or the identity). Feature caps whose `dim` is not the model's
- * fail negotiation with an error naming both. A transform file that cannot
- * be written is a warning. Frames with NaN or infinite values pass
- * unchanged by the identity (transformed otherwise) and never enter the
- * statistics, so no estimate is ever NaN.
+ * fail negotiation with an error naming both (once for the same caps, as
+ * upstream retries them with every buffer). A transform file that cannot
+ * be written is a warning. A failure of the adaptation itself (the backend
+ * cannot take a speaker's transform, or memory runs out) while switching
+ * speakers is an error naming the speaker, its file and the reason, and
+ * the stream stops; while using an alignment it is a warning, and later
+ * alignments are ignored (the transform in use stays). Frames with NaN or
+ * infinite values pass unchanged by the identity (transformed otherwise)
+ * and never enter the statistics, so no estimate is ever NaN.
  *
  * Threads: alignment events arrive from gpudecoder's streaming thread
  * (gpudecoder pushes them from its chain function), buffers in this
  * element's; the adaptation state has a lock of its own, held neither
- * while pushing nor while posting messages.
+ * while pushing nor while posting messages, and lives until the last of
+ * them is done with it (an alignment may still be in use when the element
+ * stops).
  *
  * ## Example launch lines
  * |[
@@ -121,11 +139,13 @@
 #include "gstgpufmllr.h"
 
 #include <cmath>
+#include <cstring>
 #include <exception>
 #include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "common/backend_registry.h"
 #include "common/fmllr/fmllr_io.h"
@@ -235,29 +255,60 @@ struct Settings
   gboolean speaker_pending = FALSE;
 };
 
-/* Everything the streaming thread uses; built in start(). */
+/* Everything the element uses while started; built in start(). Shared:
+ * alignment events come from downstream's streaming thread, which may still
+ * be in src_event() when stop() lets go of the state, so each user holds a
+ * reference (get_state()) for as long as it uses it. */
 struct State
 {
   std::string model_dir;
   std::unique_ptr < gs::AcousticModel > model;
   gs::BackendPtr backend;
-  /* `online` and the fields below it are used under `lock`: alignment
-   * events come from downstream's thread. */
+  gint dim = 0;
+
+  /* `online` and the fields from here to the next comment are used under
+   * `lock`: alignment events come from downstream's thread. */
   std::mutex lock;
   std::unique_ptr < gs::OnlineFmllr > online;
-  gint dim = 0;
+  gboolean warned_model = FALSE;
+  gint64 late_reported = 0;
+  /* Segments (see the top of this file): the seqnum of the SEGMENT event
+   * before the frames now in the history, and of one that came after them
+   * and applies from the next buffer (GST_SEQNUM_INVALID: none). */
+  guint32 segment_seqnum = GST_SEQNUM_INVALID;
+  guint32 pending_segment_seqnum = GST_SEQNUM_INVALID;
+  guint64 stale_frames = 0;     /* aligned frames of another segment */
+  /* An alignment made the adaptation fail: later ones are ignored. */
+  gboolean alignments_failed = FALSE;
+
+  /* The streaming thread's alone. */
   gboolean caps_ok = FALSE;
   GstClockTime frame_duration = 10 * GST_MSECOND;
   GstClockTime next_time = 0;   /* for buffers without PTS */
-  gboolean warned_model = FALSE;
-  gint64 late_reported = 0;
+  /* The last caps refused, with the error already posted: sticky caps come
+   * again with every push upstream retries, and one error message is what
+   * an application (and gst-launch, prerolling) should see, as in
+   * gpufeatures. Likewise buffers without accepted caps: one error. */
+  GstCaps *refused_caps = NULL;
+  gboolean unnegotiated_reported = FALSE;
+
+  State () = default;
+  State (const State &) = delete;
+  State & operator= (const State &) = delete;
+  ~State ()
+  {
+    if (refused_caps)
+      gst_caps_unref (refused_caps);
+  }
 };
 
 struct _GstGpuFmllr
 {
   GstBaseTransform parent;
   Settings *settings;
-  State *state;
+  /* The state while started, else empty; the pointer itself under the
+   * object lock (get_state()). */
+  std::shared_ptr < State > *state;
 };
 
 G_DEFINE_TYPE_WITH_CODE (GstGpuFmllr, gst_gpu_fmllr, GST_TYPE_BASE_TRANSFORM,
@@ -405,7 +456,7 @@ static void
 gst_gpu_fmllr_init (GstGpuFmllr * self)
 {
   self->settings = new Settings ();
-  self->state = NULL;
+  self->state = new std::shared_ptr < State > ();
   gst_base_transform_set_in_place (GST_BASE_TRANSFORM (self), TRUE);
 }
 
@@ -570,7 +621,7 @@ outcome_name (gs::FmllrOutcome o)
  * not be written. Called without the state lock. */
 static void
 report_update (GstGpuFmllr * self, const gs::OnlineFmllrUpdate & u,
-    const gs::OnlineFmllrCounters & c)
+    const gs::OnlineFmllrCounters & c, guint64 stale_frames)
 {
   GST_INFO_OBJECT (self, "speaker '%s': %s (%s) from %.0f frames (%s), "
       "objective %.4f -> %.4f, ln|det A| %.4f%s%s", u.speaker.c_str (),
@@ -597,9 +648,20 @@ report_update (GstGpuFmllr * self, const gs::OnlineFmllrUpdate & u,
       "estimation", G_TYPE_UINT64, (guint64) c.estimations,
       "updates", G_TYPE_UINT64, (guint64) c.updates,
       "late-frames", G_TYPE_UINT64, (guint64) c.frames_late,
+      "stale-frames", G_TYPE_UINT64, stale_frames,
       "saved", G_TYPE_STRING, u.saved_path.c_str (), NULL);
   gst_element_post_message (GST_ELEMENT (self),
       gst_message_new_element (GST_OBJECT (self), s));
+}
+
+/* The state while started (a reference: see State), else empty. */
+static std::shared_ptr < State >
+get_state (GstGpuFmllr * self)
+{
+  GST_OBJECT_LOCK (self);
+  std::shared_ptr < State > st = *self->state;
+  GST_OBJECT_UNLOCK (self);
+  return st;
 }
 
 /* What a speaker change did, for the message and the warning. */
@@ -627,27 +689,59 @@ post_speaker (GstGpuFmllr * self, const SpeakerReport & r)
               "file", G_TYPE_STRING, r.change.path.c_str (), NULL)));
 }
 
-/* Switches to `speaker` (streaming thread, or start()). Returns whether the
- * speaker changed; `report` says how. */
+/* Switches to `speaker` (streaming thread, or start()); `report` says what
+ * happened. A saved file that is unusable is not a failure (it is in
+ * report->change.error, and the fallback transform is used). Returns FALSE,
+ * with `why`, when the switch itself failed: an exception from
+ * OnlineFmllr::set_speaker (the backend could not take the transform, a
+ * file system or memory failure). The adaptation state is then not to be
+ * trusted (the new speaker may be half set up), so callers stop the
+ * stream. `file` is the speaker's transform file, for messages. Nothing is
+ * thrown: the callers are GStreamer's (C) callbacks. */
 static gboolean
 change_speaker (State * st, const std::string & speaker,
-    SpeakerReport * report)
+    SpeakerReport * report, std::string * file, std::string * why)
 {
-  std::lock_guard < std::mutex > guard (st->lock);
-  report->speaker = speaker;
-  report->change = st->online->set_speaker (speaker);
-  report->has_initial = !st->online->options ().initial_transform.empty ();
-  return report->change.changed;
+  try {
+    std::lock_guard < std::mutex > guard (st->lock);
+    report->speaker = speaker;
+    *file = st->online->transform_path (speaker);
+    report->change = st->online->set_speaker (speaker);
+    report->has_initial = !st->online->options ().initial_transform.empty ();
+    return TRUE;
+  } catch (const std::exception & e) {
+    *why = e.what ();
+  } catch (...) {
+    *why = "unknown exception";
+  }
+  return FALSE;
 }
 
-/* A speaker change in mid-stream: a bad saved file is a warning. */
-static void
+/* The speaker's file for a message: a path, or why there is none. */
+static std::string
+file_for_message (const std::string & file)
+{
+  return file.empty ()? "(none: no transform-dir, or the anonymous speaker)"
+      : file;
+}
+
+/* A speaker change in mid-stream: a bad saved file is a warning, a failure
+ * of the switch an error (returns FALSE: the stream stops). */
+static gboolean
 switch_speaker_in_stream (GstGpuFmllr * self, State * st,
     const std::string & speaker)
 {
   SpeakerReport r;
-  if (!change_speaker (st, speaker, &r))
-    return;
+  std::string file, why;
+  if (!change_speaker (st, speaker, &r, &file, &why)) {
+    GST_ELEMENT_ERROR (self, STREAM, FAILED,
+        ("gpufmllr: cannot switch to speaker '%s' (transform file %s): %s",
+            speaker.c_str (), file_for_message (file).c_str (), why.c_str ()),
+        ("the adaptation state is unusable after the failure"));
+    return FALSE;
+  }
+  if (!r.change.changed)
+    return TRUE;
   if (!r.change.error.empty ())
     GST_ELEMENT_WARNING (self, RESOURCE, SETTINGS,
         ("gpufmllr: the saved transform of speaker '%s' is unusable, "
@@ -655,6 +749,7 @@ switch_speaker_in_stream (GstGpuFmllr * self, State * st,
             r.has_initial ? "the initial transform" : "the identity",
             r.change.error.c_str ()), (NULL));
   post_speaker (self, r);
+  return TRUE;
 }
 
 /* ------------------------------------------------------------------------ */
@@ -669,7 +764,7 @@ gst_gpu_fmllr_start (GstBaseTransform * trans)
   self->settings->speaker_pending = FALSE;
   GST_OBJECT_UNLOCK (self);
 
-  auto st = std::make_unique < State > ();
+  auto st = std::make_shared < State > ();
   st->model_dir = s.hmm.empty ()?
       gs::RecognizerConfig::en_us_defaults ().model_dir : s.hmm;
   if (!g_file_test (st->model_dir.c_str (), G_FILE_TEST_IS_DIR)) {
@@ -720,7 +815,14 @@ gst_gpu_fmllr_start (GstBaseTransform * trans)
   st->dim = st->online->dim ();
 
   SpeakerReport r;
-  change_speaker (st.get (), s.speaker, &r);
+  std::string file, failure;
+  if (!change_speaker (st.get (), s.speaker, &r, &file, &failure)) {
+    GST_ELEMENT_ERROR (self, RESOURCE, SETTINGS,
+        ("gpufmllr: cannot start with speaker '%s' (transform file %s): %s",
+            s.speaker.c_str (), file_for_message (file).c_str (),
+            failure.c_str ()), (NULL));
+    return FALSE;
+  }
   if (!r.change.error.empty ()) {
     GST_ELEMENT_ERROR (self, RESOURCE, SETTINGS,
         ("gpufmllr: the saved transform of speaker '%s': %s",
@@ -730,7 +832,9 @@ gst_gpu_fmllr_start (GstBaseTransform * trans)
   GST_INFO_OBJECT (self, "model %s (%d dims, %d senones), backend %s%s%s",
       st->model_dir.c_str (), st->dim, st->model->mixtures ().num_senones,
       st->backend->name (), why.empty ()? "" : ": ", why.c_str ());
-  self->state = st.release ();
+  GST_OBJECT_LOCK (self);
+  *self->state = st;
+  GST_OBJECT_UNLOCK (self);
   post_speaker (self, r);
   return TRUE;
 }
@@ -739,8 +843,12 @@ static gboolean
 gst_gpu_fmllr_stop (GstBaseTransform * trans)
 {
   GstGpuFmllr *self = GST_GPU_FMLLR (trans);
-  delete self->state;
-  self->state = NULL;
+  std::shared_ptr < State > old;
+  GST_OBJECT_LOCK (self);
+  old.swap (*self->state);
+  GST_OBJECT_UNLOCK (self);
+  /* The state goes when `old` does, unless an alignment event is still
+   * using it in downstream's thread: then when that one is done. */
   return TRUE;
 }
 
@@ -752,12 +860,14 @@ gst_gpu_fmllr_set_caps (GstBaseTransform * trans, GstCaps * incaps,
     G_GNUC_UNUSED GstCaps * outcaps)
 {
   GstGpuFmllr *self = GST_GPU_FMLLR (trans);
-  State *st = self->state;
+  const std::shared_ptr < State > st = get_state (self);
   if (!st) {
     GST_ELEMENT_ERROR (self, CORE, NEGOTIATION, (NULL),
         ("caps arrived before the element was started"));
     return FALSE;
   }
+  if (st->refused_caps && gst_caps_is_equal (incaps, st->refused_caps))
+    return FALSE;               /* said so already (see refused_caps) */
   const GstStructure *s = gst_caps_get_structure (incaps, 0);
   gint dim = 0;
   if (!gst_structure_get_int (s, "dim", &dim) || dim != st->dim) {
@@ -769,27 +879,43 @@ gst_gpu_fmllr_set_caps (GstBaseTransform * trans, GstCaps * incaps,
             st->model_dir.c_str (), st->dim),
         ("upstream offers %s", offered));
     g_free (offered);
+    gst_caps_replace (&st->refused_caps, incaps);
     return FALSE;
   }
   gint num = 0, den = 0;
+  GstClockTime frame_duration;
   if (gst_structure_get_fraction (s, "frame-rate", &num, &den) && num > 0
       && den > 0) {
-    st->frame_duration = gst_util_uint64_scale_int (GST_SECOND, den, num);
+    frame_duration = gst_util_uint64_scale_int (GST_SECOND, den, num);
   } else {
-    st->frame_duration = 10 * GST_MSECOND;
+    frame_duration = 10 * GST_MSECOND;
     GST_WARNING_OBJECT (self, "no frame-rate in the caps: assuming 100 "
         "frames a second");
+  }
+  if (frame_duration == 0) {
+    /* A rate above 1e9 frames a second: no division by it below. */
+    gchar *offered = gst_caps_to_string (incaps);
+    GST_ELEMENT_ERROR (self, CORE, NEGOTIATION,
+        ("gpufmllr: unusable frame rate %d/%d", num, den),
+        ("upstream offers %s", offered));
+    g_free (offered);
+    gst_caps_replace (&st->refused_caps, incaps);
+    return FALSE;
   }
   try {
     std::lock_guard < std::mutex > guard (st->lock);
     st->online->set_frames_per_second ((double) GST_SECOND /
-        (double) st->frame_duration);
+        (double) frame_duration);
   } catch (const std::exception & e) {
     GST_ELEMENT_ERROR (self, CORE, NEGOTIATION,
         ("gpufmllr: unusable frame rate: %s", e.what ()), (NULL));
+    gst_caps_replace (&st->refused_caps, incaps);
     return FALSE;
   }
+  st->frame_duration = frame_duration;
   st->caps_ok = TRUE;
+  st->unnegotiated_reported = FALSE;
+  gst_caps_replace (&st->refused_caps, NULL);
   GST_INFO_OBJECT (self, "features accepted: %d dims, %" GST_TIME_FORMAT
       " a frame", dim, GST_TIME_ARGS (st->frame_duration));
   return TRUE;
@@ -802,10 +928,14 @@ static GstFlowReturn
 gst_gpu_fmllr_transform_ip (GstBaseTransform * trans, GstBuffer * buf)
 {
   GstGpuFmllr *self = GST_GPU_FMLLR (trans);
-  State *st = self->state;
+  const std::shared_ptr < State > st = get_state (self);
   if (!st || !st->caps_ok) {
-    GST_ELEMENT_ERROR (self, CORE, NEGOTIATION, (NULL),
-        ("received features before accepted caps"));
+    /* Once: upstream may go on pushing (see refused_caps). */
+    if (!st || !st->unnegotiated_reported)
+      GST_ELEMENT_ERROR (self, CORE, NEGOTIATION, (NULL),
+          ("received features before accepted caps"));
+    if (st)
+      st->unnegotiated_reported = TRUE;
     return GST_FLOW_NOT_NEGOTIATED;
   }
   GST_OBJECT_LOCK (self);
@@ -813,8 +943,8 @@ gst_gpu_fmllr_transform_ip (GstBaseTransform * trans, GstBuffer * buf)
   const std::string speaker = self->settings->speaker;
   self->settings->speaker_pending = FALSE;
   GST_OBJECT_UNLOCK (self);
-  if (speaker_pending)
-    switch_speaker_in_stream (self, st, speaker);
+  if (speaker_pending && !switch_speaker_in_stream (self, st.get (), speaker))
+    return GST_FLOW_ERROR;
 
   GstMapInfo map;
   if (!gst_buffer_map (buf, &map, GST_MAP_READWRITE)) {
@@ -835,22 +965,34 @@ gst_gpu_fmllr_transform_ip (GstBaseTransform * trans, GstBuffer * buf)
       GST_BUFFER_PTS (buf) : st->next_time;
   std::optional < gs::OnlineFmllrUpdate > update;
   gs::OnlineFmllrCounters counters;
+  guint64 stale_frames = 0;
+  std::string failure;
   try {
     std::lock_guard < std::mutex > guard (st->lock);
+    /* These frames are the new segment's (see the top of this file). */
+    if (st->pending_segment_seqnum != GST_SEQNUM_INVALID) {
+      st->segment_seqnum = st->pending_segment_seqnum;
+      st->pending_segment_seqnum = GST_SEQNUM_INVALID;
+    }
     float *data = reinterpret_cast < float *>(map.data);
     update = st->online->process (data, frames, data, (int64_t) time,
         (int64_t) st->frame_duration);
     counters = st->online->counters ();
+    stale_frames = st->stale_frames;
   } catch (const std::exception & e) {
-    gst_buffer_unmap (buf, &map);
-    GST_ELEMENT_ERROR (self, STREAM, FAILED,
-        ("gpufmllr: adaptation failed: %s", e.what ()), (NULL));
-    return GST_FLOW_ERROR;
+    failure = e.what ();
+  } catch (...) {
+    failure = "unknown exception";
   }
   gst_buffer_unmap (buf, &map);
+  if (!failure.empty ()) {
+    GST_ELEMENT_ERROR (self, STREAM, FAILED,
+        ("gpufmllr: adaptation failed: %s", failure.c_str ()), (NULL));
+    return GST_FLOW_ERROR;
+  }
   st->next_time = time + (GstClockTime) frames * st->frame_duration;
   if (update)
-    report_update (self, *update, counters);
+    report_update (self, *update, counters, stale_frames);
   return GST_FLOW_OK;
 }
 
@@ -861,7 +1003,7 @@ static gboolean
 gst_gpu_fmllr_sink_event (GstBaseTransform * trans, GstEvent * event)
 {
   GstGpuFmllr *self = GST_GPU_FMLLR (trans);
-  State *st = self->state;
+  const std::shared_ptr < State > st = get_state (self);
   if (st) {
     switch (GST_EVENT_TYPE (event)) {
       case GST_EVENT_TAG:{
@@ -879,8 +1021,19 @@ gst_gpu_fmllr_sink_event (GstBaseTransform * trans, GstEvent * event)
           self->settings->speaker = speaker;
           self->settings->speaker_pending = FALSE;
           GST_OBJECT_UNLOCK (self);
-          switch_speaker_in_stream (self, st, speaker);
+          if (!switch_speaker_in_stream (self, st.get (), speaker)) {
+            gst_event_unref (event);
+            return FALSE;
+          }
         }
+        break;
+      }
+      case GST_EVENT_SEGMENT:{
+        /* Applies to the frames from the next buffer on: alignments of the
+         * frames before it may still come, and those frames are still in
+         * the history until newer ones arrive. */
+        std::lock_guard < std::mutex > guard (st->lock);
+        st->pending_segment_seqnum = gst_event_get_seqnum (event);
         break;
       }
       case GST_EVENT_FLUSH_STOP:{
@@ -896,43 +1049,100 @@ gst_gpu_fmllr_sink_event (GstBaseTransform * trans, GstEvent * event)
       (trans, event);
 }
 
-/* A gpuspeech-alignment event from the decoder: supervision. */
+/* A gpuspeech-alignment event from the decoder: supervision. The parser
+ * checked every field (gpuspeech_alignment_event.h), so what can still go
+ * wrong here is the model (another decoder's), the segment (frames of an
+ * earlier one) or the adaptation itself (below). Nothing is thrown: this
+ * runs in GStreamer's src_event callback. */
 static void
 take_alignment (GstGpuFmllr * self, State * st, GstClockTime timestamp,
     guint64 frame_duration, GBytes * bytes, gint num_senones,
-    const gchar * model)
+    const gchar * model, guint32 segment_seqnum)
 {
   const gint ours = st->model->mixtures ().num_senones;
   if (num_senones != ours) {
-    if (!st->warned_model) {
+    gboolean warn;
+    {
+      std::lock_guard < std::mutex > guard (st->lock);
+      warn = !st->warned_model;
       st->warned_model = TRUE;
+    }
+    if (warn)
       GST_ELEMENT_WARNING (self, STREAM, WRONG_TYPE,
           ("gpufmllr: alignments ignored: the decoder's acoustic model %s "
               "has %d senones, gpufmllr's (hmm) %s has %d; set hmm to the "
               "decoder's model", model, num_senones, st->model_dir.c_str (),
               ours), (NULL));
-    }
     return;
   }
   gsize size = 0;
-  const gint32 *senones =
-      static_cast < const gint32 *>(g_bytes_get_data (bytes, &size));
+  const void *data = g_bytes_get_data (bytes, &size);
+  const gsize frames = size / sizeof (int32_t);
   GST_DEBUG_OBJECT (self, "alignment of %" G_GSIZE_FORMAT " frames from %"
-      GST_TIME_FORMAT, size / sizeof (gint32), GST_TIME_ARGS (timestamp));
+      GST_TIME_FORMAT " (segment seqnum %u)", frames,
+      GST_TIME_ARGS (timestamp), segment_seqnum);
   std::optional < gs::OnlineFmllrUpdate > update;
   gs::OnlineFmllrCounters counters;
   gint64 newly_late = 0;
+  guint64 stale_frames = 0;
+  guint32 ours_seqnum = GST_SEQNUM_INVALID;
+  gboolean stale = FALSE, ignored = FALSE;
+  std::string failure;
   try {
+    /* A copy: the data of a GBytes need not be aligned for int32_t. */
+    std::vector < int32_t > senones (frames);
+    memcpy (senones.data (), data, frames * sizeof (int32_t));
     std::lock_guard < std::mutex > guard (st->lock);
-    update = st->online->add_alignment ((int64_t) timestamp,
-        (int64_t) frame_duration, senones, (int64_t) (size / sizeof (gint32)));
-    counters = st->online->counters ();
-    newly_late = counters.frames_late - st->late_reported;
-    st->late_reported = counters.frames_late;
+    ours_seqnum = st->segment_seqnum;
+    if (st->alignments_failed) {
+      ignored = TRUE;
+    } else if (segment_seqnum != GST_SEQNUM_INVALID
+        && ours_seqnum != GST_SEQNUM_INVALID && segment_seqnum != ours_seqnum) {
+      stale = TRUE;
+      st->stale_frames += frames;
+      stale_frames = st->stale_frames;
+    } else {
+      update = st->online->add_alignment ((int64_t) timestamp,
+          (int64_t) frame_duration, senones.data (),
+          (int64_t) senones.size ());
+      counters = st->online->counters ();
+      newly_late = counters.frames_late - st->late_reported;
+      st->late_reported = counters.frames_late;
+      stale_frames = st->stale_frames;
+    }
   } catch (const std::exception & e) {
-    /* The parser checked the fields; this is a bug, not bad input. */
+    failure = e.what ();
+  } catch (...) {
+    failure = "unknown exception";
+  }
+  if (!failure.empty ()) {
+    /* add_alignment() throws for a senone outside the model or a bad
+     * frame duration, which the parser and the senone count above rule
+     * out, so this is a failure of the adaptation itself: the statistics,
+     * the estimation or the new transform's upload on the backend, or
+     * memory. The frames still pass with the transform in use; more
+     * alignments would only fail the same way (or add to statistics left
+     * half updated), so they are ignored from now on. */
+    {
+      std::lock_guard < std::mutex > guard (st->lock);
+      st->alignments_failed = TRUE;
+    }
     GST_ELEMENT_WARNING (self, STREAM, FAILED,
-        ("gpufmllr: alignment ignored: %s", e.what ()), (NULL));
+        ("gpufmllr: adaptation from the decoder's alignments stopped: the "
+            "alignment of %" G_GSIZE_FORMAT " frames at %" GST_TIME_FORMAT
+            " failed: %s", frames, GST_TIME_ARGS (timestamp),
+            failure.c_str ()),
+        ("later alignments are ignored; the transform in use stays"));
+    return;
+  }
+  if (ignored)
+    return;
+  if (stale) {
+    GST_DEBUG_OBJECT (self, "alignment of %" G_GSIZE_FORMAT " frames at %"
+        GST_TIME_FORMAT " is of segment seqnum %u, the frames kept are of "
+        "%u: dropped (%" G_GUINT64_FORMAT " such frames so far)",
+        frames, GST_TIME_ARGS (timestamp), segment_seqnum,
+        ours_seqnum, stale_frames);
     return;
   }
   if (newly_late > 0)
@@ -941,23 +1151,26 @@ take_alignment (GstGpuFmllr * self, State * st, GstClockTime timestamp,
         G_GINT64_FORMAT " so far): dropped", newly_late,
         GST_TIME_ARGS (timestamp), (gint64) counters.frames_late);
   if (update)
-    report_update (self, *update, counters);
+    report_update (self, *update, counters, stale_frames);
 }
 
 static gboolean
 gst_gpu_fmllr_src_event (GstBaseTransform * trans, GstEvent * event)
 {
   GstGpuFmllr *self = GST_GPU_FMLLR (trans);
-  State *st = self->state;
+  /* A reference: stop() may let go of the state meanwhile (see State). */
+  const std::shared_ptr < State > st = get_state (self);
   GstClockTime timestamp = 0;
   guint64 frame_duration = 0;
   GBytes *senones = NULL;
   gint num_senones = 0;
   const gchar *model = NULL;
+  guint32 segment_seqnum = GST_SEQNUM_INVALID;
   if (st && st->online && gpuspeech_alignment_event_parse (event, &timestamp,
-          &frame_duration, &senones, &num_senones, &model, NULL)) {
-    take_alignment (self, st, timestamp, frame_duration, senones,
-        num_senones, model);
+          &frame_duration, &senones, &num_senones, &model, NULL,
+          &segment_seqnum)) {
+    take_alignment (self, st.get (), timestamp, frame_duration, senones,
+        num_senones, model, segment_seqnum);
     g_bytes_unref (senones);
   }
   /* Forwarded: applications may watch it further up. */

@@ -267,6 +267,56 @@ TEST(ForcedAligner, RecoversSyntheticTriphonesAndAlternatesEnUs) {
   }
 }
 
+// A word followed, touching, by an alternate pronunciation whose first
+// phone differs from the base one's: the word's last phone is the triphone
+// with the alternate's first phone as right context (what the decoder's
+// path through "either(2)" had), not the base pronunciation's.
+TEST(ForcedAligner, CrossWordContextComesFromTheAlternateAligned) {
+  const std::string model = en_us_root() + "/en-us";
+  if (!have_file(model + "/mdef")) GTEST_SKIP() << "pocketsphinx-en-us not installed";
+  const AcousticModel am = AcousticModel::load(model);
+  const ModelDefinition& mdef = am.mdef();
+  Dictionary dict;
+  dict.add_pronunciation("go", {"G", "OW"}, false);
+  dict.add_pronunciation("either", {"IY", "DH", "ER"}, false);
+  dict.add_pronunciation("either(2)", {"AY", "DH", "ER"}, false);
+  dict.add_sentence_markers();
+  const int g = mdef.base_phone_id("G"), ow = mdef.base_phone_id("OW");
+  const int iy = mdef.base_phone_id("IY"), ay = mdef.base_phone_id("AY");
+  // The senones OW has before IY but not before AY: the wrong context's.
+  auto senones_of = [&](int phone) {
+    std::set<int> out;
+    for (int j = 0; j < mdef.num_emitting_states(); ++j) out.insert(mdef.senone(phone, j));
+    return out;
+  };
+  const std::set<int> before_ay = senones_of(context_dependent_phone(mdef, ow, g, ay, WordPosition::kEnd));
+  std::set<int> wrong;
+  for (int s : senones_of(context_dependent_phone(mdef, ow, g, iy, WordPosition::kEnd)))
+    if (before_ay.count(s) == 0) wrong.insert(s);
+  ASSERT_FALSE(wrong.empty()) << "the model ties OW's states before IY and AY: no test";
+
+  for (uint32_t seed : {21u, 22u, 23u}) {
+    SyntheticBuilder b(am, dict, seed);
+    b.silence(1);
+    b.word("go", ay);
+    b.word("either(2)", -1);
+    b.silence(1);
+    const Synthetic u = b.take();
+    ASSERT_EQ(u.words[1].start_frame, u.words[0].end_frame + 1) << "the words touch";
+    const FrameAlignment a = ForcedAligner(am, dict).align(u.feats.data(), 0, u.frames(), u.words);
+    EXPECT_EQ(a.words_aligned, 2);
+    EXPECT_EQ(a.words_failed, 0);
+    int wrong_frames = 0;
+    for (int64_t t = u.words[0].start_frame; t <= u.words[0].end_frame; ++t)
+      wrong_frames += wrong.count(a.senones[t]) > 0;
+    EXPECT_EQ(wrong_frames, 0) << "seed " << seed
+                               << ": 'go' aligned with OW before IY (the base 'either')";
+    EXPECT_GE(recovered(a, u), 0.95) << "seed " << seed;
+    EXPECT_NEAR(a.log_likelihood, reference_log_likelihood(am, u.feats.data(), u.frames(), a),
+                1e-6 * std::abs(a.log_likelihood));
+  }
+}
+
 TEST(ForcedAligner, WordsThatCannotBeAlignedAreCountedNotThrown) {
   if (!have_file(an4_dir() + "/mdef")) GTEST_SKIP() << "pocketsphinx-testdata not installed";
   const AcousticModel am = AcousticModel::load(an4_dir());

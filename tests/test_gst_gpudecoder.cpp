@@ -341,6 +341,7 @@ struct SinkPadLog {
     gint num_senones = 0;
     std::string model;
     guint utterance = 0;
+    guint32 segment_seqnum = GST_SEQNUM_INVALID;
     bool before_eos = false;  // sent while audio was still being pushed
   };
   std::vector<FeatureBuffer> buffers;
@@ -349,6 +350,7 @@ struct SinkPadLog {
   bool eos_pushed = false;
   int reached_harness = 0;     // alignment events out of gpufeatures' sink pad
   gint dim = 0;                // floats per feature frame (the sink caps)
+  std::vector<guint32> segment_seqnums;  // of the SEGMENT events that came down
 };
 
 GstPadProbeReturn log_sink_pad(GstPad*, GstPadProbeInfo* info, gpointer user) {
@@ -359,13 +361,17 @@ GstPadProbeReturn log_sink_pad(GstPad*, GstPadProbeInfo* info, gpointer user) {
     return GST_PAD_PROBE_OK;
   }
   GstEvent* e = GST_PAD_PROBE_INFO_EVENT(info);
+  if (GST_EVENT_TYPE(e) == GST_EVENT_SEGMENT) {
+    log->segment_seqnums.push_back(gst_event_get_seqnum(e));
+    return GST_PAD_PROBE_OK;
+  }
   const GstStructure* s = gst_event_get_structure(e);
   if (!s || !gst_structure_has_name(s, GPUSPEECH_ALIGNMENT_EVENT)) return GST_PAD_PROBE_OK;
   SinkPadLog::Alignment a;
   GBytes* bytes = nullptr;
   const gchar* model = nullptr;
   if (!gpuspeech_alignment_event_parse(e, &a.timestamp, &a.frame_duration, &bytes, &a.num_senones,
-                                       &model, &a.utterance)) {
+                                       &model, &a.utterance, &a.segment_seqnum)) {
     ++log->malformed;
     return GST_PAD_PROBE_OK;
   }
@@ -384,7 +390,7 @@ GstPadProbeReturn log_sink_pad(GstPad*, GstPadProbeInfo* info, gpointer user) {
 void drain_upstream_events(GstHarness* h, SinkPadLog* log) {
   while (GstEvent* e = gst_harness_try_pull_upstream_event(h)) {
     if (log && gpuspeech_alignment_event_parse(e, nullptr, nullptr, nullptr, nullptr, nullptr,
-                                               nullptr))
+                                               nullptr, nullptr))
       ++log->reached_harness;
     gst_event_unref(e);
   }
@@ -411,7 +417,8 @@ LiveRun push_live(const std::vector<int16_t>& audio, const std::string& gram,
   if (sink_log)
     gst_pad_add_probe(dec_sink,
                       (GstPadProbeType)(GST_PAD_PROBE_TYPE_BUFFER |
-                                        GST_PAD_PROBE_TYPE_EVENT_UPSTREAM),
+                                        GST_PAD_PROBE_TYPE_EVENT_UPSTREAM |
+                                        GST_PAD_PROBE_TYPE_EVENT_DOWNSTREAM),
                       log_sink_pad, sink_log, nullptr);
   gst_harness_set_src_caps_str(
       h, "audio/x-raw, format=S16LE, rate=16000, channels=1, layout=interleaved");
@@ -559,9 +566,12 @@ void expect_alignments_of(const SinkPadLog& log, const std::vector<Result>& fina
   std::map<GstClockTime, std::pair<guint, gint32>> aligned;
   GstClockTime prev_end = 0;
   guint prev_utterance = 0;
+  // One segment (the harness'): every event names it.
+  ASSERT_EQ(log.segment_seqnums.size(), 1u);
   for (size_t k = 0; k < log.alignments.size(); ++k) {
     const SinkPadLog::Alignment& a = log.alignments[k];
     SCOPED_TRACE("event " + std::to_string(k) + " at " + std::to_string(a.timestamp));
+    EXPECT_EQ(a.segment_seqnum, log.segment_seqnums[0]);
     EXPECT_EQ(a.num_senones, num_senones);
     EXPECT_EQ(a.model, hmm());
     EXPECT_EQ(a.frame_duration, frame);
@@ -672,6 +682,58 @@ TEST(GpuDecoder, SendsTheRestOfTheAlignmentAtTheEnd) {
   expect_alignments_of(log, finals);
 }
 
+// A new segment restarts the buffer times: the events name the segment of
+// their frames by the seqnum of its SEGMENT event, also those of the
+// utterance that the new SEGMENT ends (sent while handling it: the first
+// copy is cut right after "meters", which is not stable before the end).
+TEST(GpuDecoder, AlignmentsNameTheSegmentOfTheirFrames) {
+  std::vector<int16_t> one = read_raw(data("goforward.raw"));
+  one.resize(static_cast<size_t>(2.2 * 16000));  // "meters" ends at about 2.13 s
+  GstHarness* h = gst_harness_new_parse(
+      (features() + " ! " + decoder(data("goforward.gram"), "endpoint-silence=0")).c_str());
+  GstElement* dec = gst_bin_get_by_name(GST_BIN(h->element), "dec");
+  GstPad* dec_sink = gst_element_get_static_pad(dec, "sink");
+  SinkPadLog log;
+  gst_pad_add_probe(dec_sink,
+                    (GstPadProbeType)(GST_PAD_PROBE_TYPE_EVENT_UPSTREAM |
+                                      GST_PAD_PROBE_TYPE_EVENT_DOWNSTREAM),
+                    log_sink_pad, &log, nullptr);
+  gst_harness_set_src_caps_str(
+      h, "audio/x-raw, format=S16LE, rate=16000, channels=1, layout=interleaved");
+  size_t events_of_first = 0;
+  for (int rep = 0; rep < 2; ++rep) {
+    if (rep == 1) {
+      events_of_first = log.alignments.size();
+      GstSegment segment;
+      gst_segment_init(&segment, GST_FORMAT_TIME);
+      gst_harness_push_event(h, gst_event_new_segment(&segment));
+      // The events of the first utterance's last words came while the
+      // SEGMENT was handled.
+      EXPECT_GT(log.alignments.size(), events_of_first);
+      events_of_first = log.alignments.size();
+    }
+    for (size_t pos = 0; pos < one.size(); pos += 1600)
+      ASSERT_EQ(gst_harness_push(h, s16_buffer(one.data() + pos,
+                                               std::min<size_t>(1600, one.size() - pos),
+                                               gst_util_uint64_scale_int(pos, GST_SECOND, 16000))),
+                GST_FLOW_OK);
+  }
+  gst_harness_push_event(h, gst_event_new_eos());
+  ASSERT_EQ(log.segment_seqnums.size(), 2u);
+  EXPECT_NE(log.segment_seqnums[0], log.segment_seqnums[1]);
+  ASSERT_GT(events_of_first, 0u);
+  ASSERT_GT(log.alignments.size(), events_of_first);
+  EXPECT_EQ(log.malformed, 0);
+  for (size_t k = 0; k < log.alignments.size(); ++k) {
+    const SinkPadLog::Alignment& a = log.alignments[k];
+    EXPECT_EQ(a.utterance, k < events_of_first ? 0u : 1u) << "event " << k;
+    EXPECT_EQ(a.segment_seqnum, log.segment_seqnums[k < events_of_first ? 0 : 1]) << "event " << k;
+  }
+  gst_object_unref(dec_sink);
+  gst_object_unref(dec);
+  gst_harness_teardown(h);
+}
+
 TEST(GpuDecoder, NoAlignmentsWhenDisabled) {
   GstElement* dec = gst_element_factory_make("gpudecoder", nullptr);
   ASSERT_TRUE(dec);
@@ -697,7 +759,7 @@ TEST(GpuDecoder, NoAlignmentsWhenDisabled) {
 TEST(AlignmentEvent, RoundTrip) {
   const std::vector<gint32> senones = {-1, 0, 5, 5, 137, -1};
   GstEvent* e = gpuspeech_alignment_event_new(1234567890, 10 * GST_MSECOND, senones.data(),
-                                              senones.size(), 138, "/models/en-us", 7);
+                                              senones.size(), 138, "/models/en-us", 7, 4711);
   ASSERT_TRUE(e);
   EXPECT_EQ(GST_EVENT_TYPE(e), GST_EVENT_CUSTOM_UPSTREAM);
   EXPECT_TRUE(gst_structure_has_name(gst_event_get_structure(e), "gpuspeech-alignment"));
@@ -707,12 +769,14 @@ TEST(AlignmentEvent, RoundTrip) {
   gint num = 0;
   const gchar* model = nullptr;
   guint utt = 0;
-  ASSERT_TRUE(gpuspeech_alignment_event_parse(e, &ts, &dur, &bytes, &num, &model, &utt));
+  guint32 seqnum = 0;
+  ASSERT_TRUE(gpuspeech_alignment_event_parse(e, &ts, &dur, &bytes, &num, &model, &utt, &seqnum));
   EXPECT_EQ(ts, 1234567890u);
   EXPECT_EQ(dur, 10 * GST_MSECOND);
   EXPECT_EQ(num, 138);
   EXPECT_STREQ(model, "/models/en-us");
   EXPECT_EQ(utt, 7u);
+  EXPECT_EQ(seqnum, 4711u);
   ASSERT_TRUE(bytes);
   gsize size = 0;
   const void* data_ptr = g_bytes_get_data(bytes, &size);
@@ -723,11 +787,11 @@ TEST(AlignmentEvent, RoundTrip) {
   g_bytes_unref(bytes);
   // Every output is optional.
   EXPECT_TRUE(gpuspeech_alignment_event_parse(e, nullptr, nullptr, nullptr, nullptr, nullptr,
-                                              nullptr));
+                                              nullptr, nullptr));
   // A copy (what elements may make of it) parses the same.
   GstEvent* copy = gst_event_copy(e);
   EXPECT_TRUE(gpuspeech_alignment_event_parse(copy, nullptr, nullptr, nullptr, &num, nullptr,
-                                              nullptr));
+                                              nullptr, nullptr));
   EXPECT_EQ(num, 138);
   gst_event_unref(copy);
   gst_event_unref(e);
@@ -750,16 +814,19 @@ void expect_rejected(const char* what, void (*change)(GstStructure*),
     // caused by its change alone).
     GstEvent* good = gst_event_new_custom(GST_EVENT_CUSTOM_UPSTREAM, gst_structure_copy(s));
     EXPECT_TRUE(gpuspeech_alignment_event_parse(good, nullptr, nullptr, nullptr, nullptr, nullptr,
-                                                nullptr));
+                                                nullptr, nullptr));
     gst_event_unref(good);
   }
   if (change) change(s);
   GstEvent* e = gst_event_new_custom(type, s);
   gint num = -42;
   GBytes* out = nullptr;
-  EXPECT_FALSE(gpuspeech_alignment_event_parse(e, nullptr, nullptr, &out, &num, nullptr, nullptr))
+  guint32 seqnum = 42;
+  EXPECT_FALSE(
+      gpuspeech_alignment_event_parse(e, nullptr, nullptr, &out, &num, nullptr, nullptr, &seqnum))
       << what;
   EXPECT_EQ(num, -42) << what;
+  EXPECT_EQ(seqnum, 42u) << what;
   EXPECT_EQ(out, nullptr) << what;
   gst_event_unref(e);
 }
@@ -774,7 +841,7 @@ TEST(AlignmentEvent, ParseRejectsMalformed) {
   // Not an alignment event at all.
   GstEvent* eos = gst_event_new_eos();
   EXPECT_FALSE(gpuspeech_alignment_event_parse(eos, nullptr, nullptr, nullptr, nullptr, nullptr,
-                                               nullptr));
+                                               nullptr, nullptr));
   gst_event_unref(eos);
   expect_rejected("downstream event", nullptr, GST_EVENT_CUSTOM_DOWNSTREAM);
   expect_rejected("other name", [](GstStructure* s) { gst_structure_set_name(s, "alignment"); });
@@ -815,6 +882,64 @@ TEST(AlignmentEvent, ParseRejectsMalformed) {
   expect_rejected("timestamp NONE", [](GstStructure* s) {
     gst_structure_set(s, "timestamp", G_TYPE_UINT64, GST_CLOCK_TIME_NONE, nullptr);
   });
+  // Times no sender can mean: frames more than a second apart, and a last
+  // frame (4 frames of 10 ms here) that ends past GstClockTimeDiff's range,
+  // or wraps around GstClockTime altogether.
+  expect_rejected("frame-duration 1 s + 1 ns", [](GstStructure* s) {
+    gst_structure_set(s, "frame-duration", G_TYPE_UINT64, (guint64)(GST_SECOND + 1), nullptr);
+  });
+  expect_rejected("end past G_MAXINT64", [](GstStructure* s) {
+    gst_structure_set(s, "timestamp", G_TYPE_UINT64,
+                      (guint64)G_MAXINT64 - 4 * 10 * GST_MSECOND + 1, nullptr);
+  });
+  expect_rejected("timestamp past G_MAXINT64", [](GstStructure* s) {
+    gst_structure_set(s, "timestamp", G_TYPE_UINT64, (guint64)G_MAXINT64 + 1, nullptr);
+  });
+  expect_rejected("end wraps around", [](GstStructure* s) {
+    gst_structure_set(s, "timestamp", G_TYPE_UINT64, G_MAXUINT64 - 2, "frame-duration",
+                      G_TYPE_UINT64, (guint64)GST_SECOND, nullptr);
+  });
+  // The optional segment-seqnum, when present, is a guint.
+  expect_rejected("segment-seqnum gint", [](GstStructure* s) {
+    gst_structure_set(s, "segment-seqnum", G_TYPE_INT, 12, nullptr);
+  });
+  expect_rejected("segment-seqnum a string", [](GstStructure* s) {
+    gst_structure_set(s, "segment-seqnum", G_TYPE_STRING, "12", nullptr);
+  });
+}
+
+// The limits themselves are accepted: frames a second apart, and a last
+// frame that ends exactly at G_MAXINT64; an event without segment-seqnum
+// (older senders) says "unknown".
+TEST(AlignmentEvent, ParseAcceptsTheLimitsAndAMissingSeqnum) {
+  const gint32 senones[] = {3, -1, 4, 0};
+  auto parse_with = [&](guint64 ts, guint64 dur, guint32* seqnum) {
+    GBytes* bytes = g_bytes_new(senones, sizeof senones);
+    GstStructure* s = gst_structure_new(
+        GPUSPEECH_ALIGNMENT_EVENT, "timestamp", G_TYPE_UINT64, ts, "frame-duration", G_TYPE_UINT64,
+        dur, "senones", G_TYPE_BYTES, bytes, "num-senones", G_TYPE_INT, 5, "model", G_TYPE_STRING,
+        "m", "utterance", G_TYPE_UINT, 1u, nullptr);
+    g_bytes_unref(bytes);
+    GstEvent* e = gst_event_new_custom(GST_EVENT_CUSTOM_UPSTREAM, s);
+    const gboolean ok =
+        gpuspeech_alignment_event_parse(e, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, seqnum);
+    gst_event_unref(e);
+    return ok;
+  };
+  guint32 seqnum = 42;
+  EXPECT_TRUE(parse_with(GST_SECOND, GST_SECOND, &seqnum));
+  EXPECT_EQ(seqnum, GST_SEQNUM_INVALID) << "no segment-seqnum: unknown";
+  EXPECT_TRUE(parse_with((guint64)G_MAXINT64 - 4 * 10 * GST_MSECOND, 10 * GST_MSECOND, nullptr));
+  // new() makes the same: the field only when the seqnum is known.
+  GstEvent* e = gpuspeech_alignment_event_new(0, GST_SECOND, senones, 4, 5, "m", 0,
+                                              GST_SEQNUM_INVALID);
+  ASSERT_TRUE(e);
+  EXPECT_FALSE(gst_structure_has_field(gst_event_get_structure(e), "segment-seqnum"));
+  seqnum = 42;
+  EXPECT_TRUE(
+      gpuspeech_alignment_event_parse(e, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, &seqnum));
+  EXPECT_EQ(seqnum, GST_SEQNUM_INVALID);
+  gst_event_unref(e);
 }
 
 // Words longer than endpoint-silence are not cut: endpointing counts the
@@ -1136,6 +1261,43 @@ TEST(GpuDecoder, FeatureMismatchFailsNegotiationNamingBoth) {
     EXPECT_NE(run.errors[0].find("upstream offers"), std::string::npos) << run.errors[0];
     EXPECT_NE(run.errors[0].find("the model expects kind=mfcc"), std::string::npos) << run.errors[0];
     EXPECT_TRUE(run.finals().empty());
+  }
+}
+
+// Refused caps come again with every buffer upstream pushes (sticky
+// events are retried), and a producer without caps may go on pushing:
+// either way one error, not one a buffer (gst-launch could go on
+// prerolling behind a flood of them).
+TEST(GpuDecoder, RefusedCapsAreOneErrorHoweverManyBuffersFollow) {
+  const std::string gram = data("goforward.gram");
+  for (const bool with_caps : {true, false}) {
+    SCOPED_TRACE(with_caps ? "refused caps" : "no caps");
+    GstHarness* h = gst_harness_new_parse(decoder(gram).c_str());
+    GstBus* bus = gst_bus_new();
+    gst_element_set_bus(h->element, bus);
+    if (with_caps)
+      gst_harness_set_src_caps_str(
+          h, "audio/x-gpuspeech-features, format=F32LE, kind=mfcc, flavour=sphinx, dim=13, "
+             "base-dim=13, frame-rate=100/1, layout=c, num-warps=1, sample-rate=16000, cmn=live");
+    for (int i = 0; i < 5; ++i) {
+      GstBuffer* b = gst_buffer_new_allocate(nullptr, 13 * 10 * sizeof(float), nullptr);
+      gst_buffer_memset(b, 0, 0, gst_buffer_get_size(b));
+      GST_BUFFER_PTS(b) = i * 100 * GST_MSECOND;
+      EXPECT_EQ(gst_harness_push(h, b), GST_FLOW_NOT_NEGOTIATED);
+    }
+    PipelineRun run;
+    while (GstMessage* m = gst_bus_pop(bus)) {
+      take_message(m, run);
+      gst_message_unref(m);
+    }
+    ASSERT_EQ(run.errors.size(), 1u) << run.error_text();
+    EXPECT_NE(run.errors[0].find(with_caps ? "dim: upstream 13, model 39"
+                                           : "received features before accepted caps"),
+              std::string::npos)
+        << run.errors[0];
+    gst_element_set_bus(h->element, nullptr);
+    gst_object_unref(bus);
+    gst_harness_teardown(h);
   }
 }
 

@@ -3,14 +3,18 @@
 // speaker tag, estimation from injected alignment events (and late ones
 // counted), the live chain gpufeatures ! gpufmllr ! gpudecoder adapting
 // from the decoder's own alignments with a speaker change in the middle,
-// and bad initial transforms as errors on the bus.
+// bad initial transforms as errors on the bus, one error for caps refused
+// however often they come, and alignments of another segment (by the
+// segment seqnum) dropped.
 #include <gst/check/gstharness.h>
 #include <gst/gst.h>
 #include <gtest/gtest.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -92,7 +96,7 @@ struct Messages {
   struct Estimation {
     std::string speaker, supervision, outcome, message, saved;
     double frames = 0, before = 0, after = 0, log_det = 0;
-    guint64 late = 0, estimation = 0;
+    guint64 late = 0, stale = 0, estimation = 0;
     size_t at_buffer = 0;  // buffers through gpufmllr when it was posted
   };
   struct Speaker {
@@ -134,6 +138,7 @@ struct Messages {
           EXPECT_TRUE(gst_structure_get_double(s, "objective-after", &e.after));
           EXPECT_TRUE(gst_structure_get_double(s, "log-det", &e.log_det));
           EXPECT_TRUE(gst_structure_get_uint64(s, "late-frames", &e.late));
+          EXPECT_TRUE(gst_structure_get_uint64(s, "stale-frames", &e.stale));
           EXPECT_TRUE(gst_structure_get_uint64(s, "estimation", &e.estimation));
           e.at_buffer = buffers_so_far;
           estimations.push_back(e);
@@ -249,6 +254,70 @@ TEST(GpuFmllr, RefusesFeaturesOfAnotherDimension) {
   EXPECT_NE(e.find(hmm()), std::string::npos) << e;
 }
 
+// Caps that are refused come again with every buffer upstream pushes
+// (sticky events are retried): one error all the same, not one a buffer
+// (gst-launch could go on prerolling behind a flood of them). Caps that fit
+// are accepted after it.
+TEST(GpuFmllr, RefusedCapsAreOneErrorHoweverManyBuffersFollow) {
+  Harness t(fmllr(""));
+  gst_harness_set_src_caps_str(
+      t.h, "audio/x-gpuspeech-features, format=F32LE, dim=13, frame-rate=100/1");
+  std::vector<float> frames(13 * 10, 1.0f);
+  for (int i = 0; i < 5; ++i)
+    EXPECT_EQ(t.push(float_buffer(frames, i * 10 * kFrame)), GST_FLOW_NOT_NEGOTIATED);
+  ASSERT_EQ(t.messages.errors.size(), 1u) << t.messages.error_text();
+  EXPECT_NE(t.messages.errors[0].find("dimension 13"), std::string::npos);
+
+  gst_harness_set_src_caps_str(t.h, kFeatureCaps);
+  std::mt19937 rng(7);
+  EXPECT_EQ(t.push(float_buffer(random_frames(10, rng), 50 * kFrame)), GST_FLOW_OK);
+  EXPECT_EQ(t.messages.errors.size(), 1u) << t.messages.error_text();
+}
+
+// The same from the command line: gst-launch ends (prerolling fails) with
+// gpufmllr's one error, rather than waiting behind a flood of them.
+TEST(GpuFmllr, GstLaunchWithRefusedCapsEndsWithOneError) {
+  const char* launch = std::getenv("GPUSPEECH_GST_LAUNCH");
+  if (!launch || !*launch) GTEST_SKIP() << "no gst-launch-1.0 (GPUSPEECH_GST_LAUNCH)";
+  const std::string pipeline =
+      "audiotestsrc num-buffers=50 ! audio/x-raw,rate=16000,channels=1,format=S16LE ! "
+      "gpufeatures backend=cpu feat-params=" + hmm() + "/feat.params deltas=none ! " +
+      fmllr("") + " ! fakesink";
+  // timeout(1) turns a hang into exit status 124.
+  std::vector<std::string> args = {"timeout", "60", launch, "-q"};
+  std::string tok;
+  for (const char c : pipeline + " ") {
+    if (c != ' ') {
+      tok += c;
+    } else if (!tok.empty()) {
+      args.push_back(tok);
+      tok.clear();
+    }
+  }
+  std::vector<char*> argv;
+  for (std::string& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  gchar *out = nullptr, *err = nullptr;
+  gint status = 0;
+  GError* error = nullptr;
+  ASSERT_TRUE(g_spawn_sync(nullptr, argv.data(), nullptr, G_SPAWN_SEARCH_PATH, nullptr, nullptr,
+                           &out, &err, &status, &error))
+      << error->message;
+  const std::string text = std::string(out ? out : "") + (err ? err : "");
+  g_free(out);
+  g_free(err);
+  ASSERT_TRUE(WIFEXITED(status)) << text;
+  EXPECT_EQ(WEXITSTATUS(status), 1) << "124: gst-launch hung\n" << text;
+  size_t errors = 0;
+  for (size_t at = text.find("ERROR: from element"); at != std::string::npos;
+       at = text.find("ERROR: from element", at + 1))
+    ++errors;
+  EXPECT_EQ(errors, 1u) << text;
+  EXPECT_NE(text.find("GstGpuFmllr:fm: gpufmllr: the features have dimension 13"),
+            std::string::npos)
+      << text;
+}
+
 TEST(GpuFmllr, IdentityPassesFramesBitForBit) {
   Harness t(fmllr("supervision=decoder"));
   gst_harness_set_src_caps_str(t.h, kFeatureCaps);
@@ -311,12 +380,14 @@ int model_senones() {
 }
 
 // An alignment event for `frames` frames from `pts`, each aligned to some
-// senone (a fixed pattern: this test is about the mechanics, not accuracy).
-GstEvent* alignment_event(GstClockTime pts, int frames) {
+// senone (a fixed pattern: this test is about the mechanics, not accuracy);
+// of the segment whose SEGMENT event had `seqnum` (default: unknown).
+GstEvent* alignment_event(GstClockTime pts, int frames,
+                          guint32 seqnum = GST_SEQNUM_INVALID) {
   std::vector<gint32> senones(static_cast<size_t>(frames));
   for (int i = 0; i < frames; ++i) senones[static_cast<size_t>(i)] = (i * 37) % model_senones();
   return gpuspeech_alignment_event_new(pts, kFrame, senones.data(), senones.size(),
-                                       model_senones(), hmm().c_str(), 0);
+                                       model_senones(), hmm().c_str(), 0, seqnum);
 }
 
 TEST(GpuFmllr, InjectedAlignmentsUpdateTheTransformAndLateOnesAreCounted) {
@@ -384,11 +455,66 @@ TEST(GpuFmllr, InjectedAlignmentsUpdateTheTransformAndLateOnesAreCounted) {
   // An event from another model is ignored with a warning.
   std::vector<gint32> one(10, 0);
   gst_harness_push_upstream_event(
-      t.h, gpuspeech_alignment_event_new(200 * kFrame, kFrame, one.data(), 10, 99, "other", 0));
+      t.h, gpuspeech_alignment_event_new(200 * kFrame, kFrame, one.data(), 10, 99, "other", 0,
+                                         GST_SEQNUM_INVALID));
   t.drain();
   ASSERT_EQ(t.messages.warnings.size(), 1u);
   EXPECT_NE(t.messages.warnings[0].find("99 senones"), std::string::npos)
       << t.messages.warnings[0];
+}
+
+// Buffer times start again in a new segment: a late alignment of the old
+// segment must not be matched to the new segment's frames of the same
+// times. The event's segment-seqnum tells them apart: an alignment of
+// another segment is dropped (stale-frames), one of the segment of the
+// frames kept is used, one without a seqnum (an older sender) is matched
+// by time.
+TEST(GpuFmllr, AlignmentsOfAnotherSegmentAreDropped) {
+  Harness t(fmllr("supervision=decoder update-interval=0.5 min-frames=50 update-type=offset"));
+  gst_harness_set_src_caps_str(t.h, kFeatureCaps);
+  std::mt19937 rng(3);
+  GstSegment segment;
+  gst_segment_init(&segment, GST_FORMAT_TIME);
+  GstEvent* first = gst_event_new_segment(&segment);
+  const guint32 first_seqnum = gst_event_get_seqnum(first);
+  gst_harness_push_event(t.h, first);
+  ASSERT_EQ(t.push(float_buffer(random_frames(100, rng), 0)), GST_FLOW_OK);
+  // The first segment's alignment, while its frames are kept: used.
+  gst_harness_push_upstream_event(t.h, alignment_event(0, 30, first_seqnum));
+  t.drain();
+  EXPECT_TRUE(t.messages.estimations.empty()) << "30 frames: less than the update interval";
+
+  // A new segment; its frames have the same times as the first one's.
+  GstEvent* second = gst_event_new_segment(&segment);
+  const guint32 second_seqnum = gst_event_get_seqnum(second);
+  ASSERT_NE(first_seqnum, second_seqnum);
+  gst_harness_push_event(t.h, second);
+  ASSERT_EQ(t.push(float_buffer(random_frames(100, rng), 0)), GST_FLOW_OK);
+  while (GstBuffer* b = gst_harness_try_pull(t.h)) gst_buffer_unref(b);
+
+  // A late alignment of the first segment: 40 frames that would make 70
+  // with the 30 above, past the update interval, if they were matched.
+  gst_harness_push_upstream_event(t.h, alignment_event(30 * kFrame, 40, first_seqnum));
+  t.drain();
+  EXPECT_TRUE(t.messages.estimations.empty()) << "the old segment's alignment was used";
+
+  // The new segment's own alignment is used: 30 + 40 frames.
+  gst_harness_push_upstream_event(t.h, alignment_event(30 * kFrame, 40, second_seqnum));
+  t.drain();
+  ASSERT_EQ(t.messages.estimations.size(), 1u) << t.messages.error_text();
+  EXPECT_NEAR(t.messages.estimations[0].frames, 70.0, 1e-2);
+  EXPECT_EQ(t.messages.estimations[0].stale, 40u);
+  EXPECT_EQ(t.messages.estimations[0].late, 0u);
+
+  // Without a seqnum: matched by time (the new segment's frames).
+  gst_harness_push_upstream_event(t.h, alignment_event(0, 30));
+  gst_harness_push_upstream_event(t.h, alignment_event(70 * kFrame, 30));
+  t.drain();
+  ASSERT_EQ(t.messages.estimations.size(), 2u);
+  EXPECT_NEAR(t.messages.estimations[1].frames, 130.0, 1e-2);
+  EXPECT_EQ(t.messages.estimations[1].stale, 40u);
+  EXPECT_TRUE(t.messages.errors.empty()) << t.messages.error_text();
+  EXPECT_TRUE(t.messages.warnings.empty());
 }
 
 // gpufeatures ! gpufmllr ! gpudecoder with the decoder's own alignments:

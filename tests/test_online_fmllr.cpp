@@ -13,6 +13,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <limits>
 #include <optional>
 #include <random>
@@ -323,6 +324,186 @@ TEST(OnlineFmllr, SavedTransformsRoundTripAcrossInstances) {
   EXPECT_FALSE(bad.loaded);
   EXPECT_NE(bad.error.find(dir.path + "/carol.mat"), std::string::npos) << bad.error;
   EXPECT_TRUE(second.transform().is_identity());
+}
+
+TEST(OnlineFmllr, TransformUpdateTypeIsJudgedFromA) {
+  FmllrTransform t = FmllrTransform::identity(kDim);
+  EXPECT_EQ(fmllr_transform_update_type(t), FmllrUpdateType::kOffset);
+  t.at(2, kDim) = 0.5;  // b alone
+  EXPECT_EQ(fmllr_transform_update_type(t), FmllrUpdateType::kOffset);
+  t.at(3, 3) = 1.25;
+  EXPECT_EQ(fmllr_transform_update_type(t), FmllrUpdateType::kDiag);
+  t.at(3, 4) = 1e-12;  // any off-diagonal value: full, the safe side
+  EXPECT_EQ(fmllr_transform_update_type(t), FmllrUpdateType::kFull);
+}
+
+std::string file_bytes(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+
+// A saved full transform is not replaced by a diagonal estimate while the
+// new statistics support only that (update_type_by_data): kept, its file
+// untouched, and the update says why; once they support a full one, it is
+// estimated (from the saved transform) and saved.
+TEST(OnlineFmllr, SavedFullTransformIsNotReplacedByAPoorerType) {
+  const Data data(1200);
+  BackendPtr cpu = make_cpu_backend();
+  TempDir dir;
+  std::mt19937 rng(5);
+  const FmllrTransform saved = testing::random_affine(kDim, 0.1, rng);
+  ASSERT_EQ(fmllr_transform_update_type(saved), FmllrUpdateType::kFull);
+  const std::string file = dir.path + "/alice.mat";
+  write_fmllr_transform(file, saved);
+  const std::string saved_bytes = file_bytes(file);
+
+  // d = 6, 20 frames a parameter: diagonal from 240 frames, full from 840;
+  // estimations every 300.
+  OnlineFmllrOptions o = base_options(FmllrSupervision::kDecoder, 3.0);
+  o.estimation.min_frames = 100.0;
+  o.frames_per_parameter = 20.0;
+  o.transform_dir = dir.path;
+  OnlineFmllr online(data.gm, *cpu, o);
+  ASSERT_TRUE(online.set_speaker("alice").loaded);
+  std::vector<float> out(kBlock * kDim);
+  std::vector<OnlineFmllrUpdate> updates;
+  std::vector<double> saved_objective;  // of `saved` on the statistics at each estimation
+  for (int64_t b = 0; b * kBlock < data.frames; ++b) {
+    online.process(data.frame(b * kBlock), kBlock, out.data(), b * kBlock * kFrameTime, kFrameTime);
+    auto u = online.add_alignment(b * kBlock * kFrameTime, kFrameTime,
+                                  data.senones.data() + b * kBlock, kBlock);
+    if (u) {
+      updates.push_back(*u);
+      saved_objective.push_back(fmllr_objective(online.stats(), saved) / online.stats().beta);
+    }
+    if (updates.size() == 2 && b * kBlock < 700) {
+      // Both early estimations (300 and 600 frames) kept the saved transform.
+      EXPECT_EQ(online.transform().w, saved.w);
+      EXPECT_EQ(file_bytes(file), saved_bytes) << "the saved file is not overwritten";
+    }
+  }
+  ASSERT_EQ(updates.size(), 4u);  // at 300, 600, 900 and 1200 frames
+  for (int i = 0; i < 2; ++i) {
+    const OnlineFmllrUpdate& u = updates[static_cast<size_t>(i)];
+    EXPECT_EQ(u.outcome, FmllrOutcome::kTooFewFrames) << u.message;
+    EXPECT_EQ(u.update_type, FmllrUpdateType::kFull) << "the type in use";
+    EXPECT_NE(u.message.find("keeping the full transform in use"), std::string::npos) << u.message;
+    EXPECT_NE(u.message.find("only a diag estimate"), std::string::npos) << u.message;
+    EXPECT_NE(u.message.find("needs 840"), std::string::npos) << u.message;
+    EXPECT_TRUE(u.saved_path.empty());
+    EXPECT_DOUBLE_EQ(u.objective_before, u.objective_after);
+    EXPECT_NEAR(u.objective_before, saved_objective[static_cast<size_t>(i)],
+                1e-9 * (1 + std::fabs(u.objective_before)))
+        << "the saved transform's objective is reported";
+  }
+  for (int i = 2; i < 4; ++i) {
+    const OnlineFmllrUpdate& u = updates[static_cast<size_t>(i)];
+    EXPECT_EQ(u.outcome, FmllrOutcome::kUpdated) << u.message;
+    EXPECT_EQ(u.update_type, FmllrUpdateType::kFull);
+    EXPECT_GE(u.objective_after, u.objective_before);
+    EXPECT_EQ(u.saved_path, file);
+  }
+  EXPECT_EQ(online.counters().estimations, 4);
+  EXPECT_EQ(online.counters().updates, 2);
+  EXPECT_NE(file_bytes(file), saved_bytes) << "saved once a full estimate was made";
+}
+
+// A transform estimated earlier in the session is the floor too: in auto
+// mode the statistics start afresh at the first alignment, the transform
+// stays, and the decoder's first few hundred frames support only a
+// diagonal estimate.
+TEST(OnlineFmllr, AutoSwitchKeepsTheFullUnsupervisedTransform) {
+  const Data data(1200);
+  BackendPtr cpu = make_cpu_backend();
+  OnlineFmllrOptions o = base_options(FmllrSupervision::kAuto, 3.0);
+  o.estimation.min_frames = 100.0;
+  o.frames_per_parameter = 20.0;  // diagonal from 240 frames, full from 840
+  OnlineFmllr online(data.gm, *cpu, o);
+  std::vector<float> out(kBlock * kDim);
+  std::vector<OnlineFmllrUpdate> unsupervised;
+  for (int64_t f = 0; f < 900; f += kBlock)
+    if (auto u = online.process(data.frame(f), kBlock, out.data(), f * kFrameTime, kFrameTime))
+      unsupervised.push_back(*u);
+  ASSERT_EQ(unsupervised.size(), 3u);
+  ASSERT_EQ(unsupervised.back().outcome, FmllrOutcome::kUpdated) << unsupervised.back().message;
+  ASSERT_EQ(unsupervised.back().update_type, FmllrUpdateType::kFull);
+  const FmllrTransform full = online.transform();
+
+  std::optional<OnlineFmllrUpdate> u;
+  for (int64_t f = 900; f < 1200 && !u; f += kBlock) {
+    online.process(data.frame(f), kBlock, out.data(), f * kFrameTime, kFrameTime);
+    u = online.add_alignment(f * kFrameTime, kFrameTime, data.senones.data() + f, kBlock);
+  }
+  ASSERT_TRUE(u) << "300 aligned frames reach the 3 s interval";
+  EXPECT_EQ(u->source, FmllrSupervision::kDecoder);
+  EXPECT_EQ(u->outcome, FmllrOutcome::kTooFewFrames) << u->message;
+  EXPECT_EQ(u->update_type, FmllrUpdateType::kFull);
+  EXPECT_EQ(online.transform().w, full.w);
+}
+
+// Whatever the type (here a fixed offset update), an estimate whose
+// objective is below the transform in use's on the same statistics is
+// refused: the transform stays, its file is not overwritten.
+TEST(OnlineFmllr, EstimateWorseThanTheTransformInUseIsRefused) {
+  const Data data(1000);
+  BackendPtr cpu = make_cpu_backend();
+  TempDir dir;
+  OnlineFmllrOptions o = base_options(FmllrSupervision::kDecoder, 5.0);
+  o.update_type_by_data = false;
+  o.estimation.update = FmllrUpdateType::kFull;
+  // A full transform learnt from all the speaker's data, saved.
+  FmllrTransform full;
+  {
+    OnlineFmllrOptions learn = o;
+    learn.update_interval_seconds = 10.0;
+    learn.transform_dir = dir.path;
+    OnlineFmllr first(data.gm, *cpu, learn);
+    first.set_speaker("carol");
+    ASSERT_EQ(feed_supervised(first, data, 0, 1000), 1);
+    full = first.transform();
+  }
+  const std::string file = dir.path + "/carol.mat";
+  const std::string full_bytes = file_bytes(file);
+  ASSERT_FALSE(full_bytes.empty());
+
+  o.estimation.update = FmllrUpdateType::kOffset;
+  o.transform_dir = dir.path;
+  OnlineFmllr online(data.gm, *cpu, o);
+  ASSERT_TRUE(online.set_speaker("carol").loaded);
+  std::optional<OnlineFmllrUpdate> u;
+  std::vector<float> out(kBlock * kDim);
+  for (int64_t f = 0; f < 500 && !u; f += kBlock) {
+    online.process(data.frame(f), kBlock, out.data(), f * kFrameTime, kFrameTime);
+    u = online.add_alignment(f * kFrameTime, kFrameTime, data.senones.data() + f, kBlock);
+  }
+  ASSERT_TRUE(u);
+  EXPECT_EQ(u->update_type, FmllrUpdateType::kOffset);
+  EXPECT_EQ(u->outcome, FmllrOutcome::kRefused) << u->message;
+  EXPECT_NE(u->message.find("below the full transform in use"), std::string::npos) << u->message;
+  EXPECT_DOUBLE_EQ(u->objective_after, u->objective_before);
+  EXPECT_TRUE(u->saved_path.empty());
+  EXPECT_EQ(online.transform().w, full.w);
+  EXPECT_EQ(online.counters().updates, 0);
+  EXPECT_EQ(file_bytes(file), full_bytes);
+}
+
+// The one place the element and gpuspeech-transcribe name a speaker's
+// file: always directly inside the directory, whatever the name.
+TEST(OnlineFmllr, SpeakerPathStaysInTheDirectory) {
+  const std::string dir = "/some/dir";
+  for (const std::string name : {"../../etc/passwd", "a/b", "/abs", "..", ".", "x y\t\xff"}) {
+    const std::filesystem::path p(fmllr_speaker_path(dir, name));
+    EXPECT_EQ(p.parent_path().string(), dir) << name;
+    EXPECT_EQ(p.filename().string(), fmllr_speaker_file_name(name));
+    EXPECT_NE(p.filename().string().front(), '.') << name;
+  }
+  EXPECT_EQ(fmllr_speaker_path(dir, "../../etc/passwd"), "/some/dir/%2E.%2F..%2Fetc%2Fpasswd.mat");
+  const Data data(10);
+  BackendPtr cpu = make_cpu_backend();
+  OnlineFmllrOptions o = base_options(FmllrSupervision::kDecoder, 5.0);
+  o.transform_dir = dir;
+  OnlineFmllr online(data.gm, *cpu, o);
+  EXPECT_EQ(online.transform_path("a/b"), fmllr_speaker_path(dir, "a/b"));
 }
 
 TEST(OnlineFmllr, LateAlignmentsAreCountedNotCrashedOn) {

@@ -156,15 +156,10 @@ TEST(TokenPassingCuda, IdenticalToCpuWithRescoring) {
   }
 }
 
-// Rescoring rounds whose closures are deeper than the device's pass batch
-// (long epsilon chains, some behind word ends, so both emitting and offer
-// rounds need many passes): the searcher continues such rounds with more
-// passes and re-chooses its batch size as it goes (every 64 rounds, so
-// the utterance is long); the result must still be the CPU's.
-TEST(TokenPassingCuda, RescoringWithDeepClosuresAgrees) {
-  if (!cuda_usable()) GTEST_SKIP() << "no usable CUDA device";
-  std::mt19937 rng(77);
-  const int base = 300, chains = 12, chain_len = 14, senones = 30, words = 10;
+// A random graph with epsilon chains of 14 states, some behind word ends,
+// so both emitting and offer rounds need many closure passes.
+SearchGraph deep_closure_graph(std::mt19937& rng, int senones, int words) {
+  const int base = 300, chains = 12, chain_len = 14;
   const int n = base + chains * chain_len;
   std::vector<std::string> names;
   for (int w = 0; w < words; ++w) names.push_back("w" + std::to_string(w));
@@ -191,7 +186,19 @@ TEST(TokenPassingCuda, RescoringWithDeepClosuresAgrees) {
     }
   }
   b.filler(0);
-  const SearchGraph g = b.build();
+  return b.build();
+}
+
+// Rescoring rounds whose closures are deeper than the device's pass batch
+// (long epsilon chains, some behind word ends, so both emitting and offer
+// rounds need many passes): the searcher continues such rounds with more
+// passes and re-chooses its batch size as it goes (every 64 rounds, so
+// the utterance is long); the result must still be the CPU's.
+TEST(TokenPassingCuda, RescoringWithDeepClosuresAgrees) {
+  if (!cuda_usable()) GTEST_SKIP() << "no usable CUDA device";
+  std::mt19937 rng(77);
+  const int senones = 30, words = 10;
+  const SearchGraph g = deep_closure_graph(rng, senones, words);
   const testing::LmPair lms = testing::random_lm_pair(rng, words);
   const Scores sc = random_scores(rng, 400, senones, 0.0f);
   for (int k : {1, 3}) {
@@ -218,6 +225,82 @@ TEST(TokenPassingCuda, RescoringWithDeepClosuresAgrees) {
     // The closures were deep enough to outlast the initial batch of 4.
     EXPECT_GT(cpu.stats().epsilon_passes, 6 * cpu.stats().frames) << what;
     EXPECT_GT(cpu.stats().rescore_rounds, 64) << what;
+  }
+}
+
+// max_epsilon_passes bounds a frame's closure passes, counted as the CPU
+// searcher counts them (with rescoring, over all of a frame's rounds); the
+// CUDA searcher, whose fused rounds queue up to 64 passes at a time, must
+// fail at the same frame with the same message for every limit, and succeed
+// with the same result where the CPU does. The limits compared surround the
+// smallest one at which the CPU searcher settles (found first, on the CPU
+// alone: a larger limit never fails where a smaller one settled), so the
+// edge between failing and settling is checked on both sides.
+TEST(TokenPassingCuda, EpsilonPassLimitAsOnCpu) {
+  if (!cuda_usable()) GTEST_SKIP() << "no usable CUDA device";
+  std::mt19937 rng(4242);
+  const int senones = 30, words = 10;
+  const SearchGraph g = deep_closure_graph(rng, senones, words);
+  const testing::LmPair lms = testing::random_lm_pair(rng, words);
+  const Scores sc = random_scores(rng, 120, senones, 0.0f);
+  auto options = [](int limit) {
+    SearchOptions o;
+    o.beam = 14.0f;
+    o.word_end_beam = 10.0f;
+    o.max_active = 150;
+    o.histogram_bins = 64;
+    o.max_epsilon_passes = limit;
+    return o;
+  };
+  auto run = [&](Searcher& s) -> std::string {
+    try {
+      s.reset();
+      s.advance(sc.v.data(), sc.frames, sc.senones);
+      return "";
+    } catch (const std::runtime_error& e) {
+      return e.what();
+    }
+  };
+  for (const bool rescoring : {false, true}) {
+    auto cpu_settles = [&](int limit) {
+      LmRescorer rc(lms.full, lms.pruned, g.words, g.word_is_filler, 0.1f);
+      CpuSearcher cpu(g, options(limit), rescoring ? &rc : nullptr);
+      return run(cpu).empty();
+    };
+    // The smallest settling limit, by doubling and then bisection.
+    int hi = 1;
+    while (!cpu_settles(hi)) {
+      ASSERT_LT(hi, 1 << 16) << "the CPU searcher never settles (rescoring " << rescoring << ")";
+      hi *= 2;
+    }
+    int lo = hi / 2;  // fails (or 0)
+    while (hi - lo > 1) {
+      const int mid = (lo + hi) / 2;
+      (cpu_settles(mid) ? hi : lo) = mid;
+    }
+    const int edge = hi;
+    std::printf("%s: the CPU searcher settles from %d epsilon passes a frame\n",
+                rescoring ? "rescoring" : "plain", edge);
+    // Deep enough that the limit matters, and crosses a fused round's 64
+    // passes where the graph allows it.
+    ASSERT_GT(edge, 2) << rescoring;
+    int failed = 0, settled = 0;
+    for (int limit : {1, 2, edge / 2, edge - 2, edge - 1, edge, edge + 1, edge + 2, 2 * edge, 1000}) {
+      if (limit < 1) continue;
+      LmRescorer rc(lms.full, lms.pruned, g.words, g.word_is_filler, 0.1f);
+      LmRescorer rg(lms.full, lms.pruned, g.words, g.word_is_filler, 0.1f);
+      CpuSearcher cpu(g, options(limit), rescoring ? &rc : nullptr);
+      CudaSearcher gpu(g, options(limit), 0, rescoring ? &rg : nullptr);
+      const std::string what =
+          std::string(rescoring ? "rescoring" : "plain") + ", limit " + std::to_string(limit);
+      const std::string cpu_error = run(cpu), gpu_error = run(gpu);
+      EXPECT_EQ(cpu_error, gpu_error) << what;
+      if (cpu_error.empty() && gpu_error.empty())
+        expect_same_hypothesis(cpu.best(), gpu.best(), what);
+      ++(cpu_error.empty() ? settled : failed);
+    }
+    EXPECT_GT(failed, 0) << rescoring;
+    EXPECT_GT(settled, 0) << rescoring;
   }
 }
 

@@ -251,6 +251,61 @@ else
   fail "--fmllr two-pass goforward: $(cat "$T/out") $(cat "$T/err")"
 fi
 
+# A speaker id that is no plain file name (a leading '.', ':', a non-ASCII
+# letter, '%') names its transform as the gpufmllr element does
+# (fmllr_speaker_file_name: %XX escapes, no hidden file), and --fmllr apply
+# finds it there. With three EM passes the report has one line per pass.
+printf '.spk:\xc3\xa9%% 001 002 003 004 005\n' >"$T/odd.spk2utt"
+ODD_FILE='%2Espk%3A%C3%A9%25.mat'
+if run --jsgf "$DATA/cards/cards.gram" --fmllr two-pass --fmllr-em-passes 3 --spk2utt "$T/odd.spk2utt" \
+     --fmllr-dir "$T/xforms-odd" --fmllr-min-frames 100 "${CARDS[@]}" >"$T/out-odd" 2>"$T/err" &&
+   [ -f "$T/xforms-odd/$ODD_FILE" ] && [ "$(ls -A "$T/xforms-odd" | wc -l)" -eq 1 ]; then
+  pass "--fmllr-dir with speaker '.spk:é%': $ODD_FILE"
+else
+  fail "--fmllr-dir with an odd speaker id: $(ls -A "$T/xforms-odd" 2>&1) $(cat "$T/err")"
+fi
+if grep -q '^gpuspeech-transcribe: fmllr speaker .spk:é%: 5 file(s), .*: updated, objective/frame .*, the transform of EM pass 3 of 3$' "$T/err" &&
+   [ "$(grep -c '^gpuspeech-transcribe: fmllr speaker .spk:é%: EM pass [1-3] of 3: statistics weight [0-9.]*: updated, objective/frame' "$T/err")" -eq 3 ]; then
+  pass "--fmllr-em-passes 3: a summary and one line per pass"
+else
+  fail "--fmllr-em-passes 3 report: $(cat "$T/err")"
+fi
+if run --jsgf "$DATA/cards/cards.gram" --fmllr apply --spk2utt "$T/odd.spk2utt" \
+     --fmllr-dir "$T/xforms-odd" "${CARDS[@]}" >"$T/out" 2>"$T/err" &&
+   diff -u "$T/out-odd" "$T/out" >"$T/diff"; then
+  pass "--fmllr apply reads the odd speaker's escaped file: the two-pass run's lines"
+else
+  fail "--fmllr apply, odd speaker id: $(cat "$T/diff") $(cat "$T/err")"
+fi
+# A first pass with too little speech: the report says so for every pass
+# (the later ones are not run), and the identity is used.
+if run --jsgf "$DATA/goforward.gram" --fmllr two-pass --fmllr-em-passes 2 "$DATA/goforward.raw" \
+     >"$T/out" 2>"$T/err" &&
+   [ "$(cat "$T/out")" = "go forward ten meters (goforward)" ] &&
+   grep -q '^gpuspeech-transcribe: fmllr speaker goforward: .*: too few frames, identity kept' "$T/err" &&
+   grep -q '^gpuspeech-transcribe: fmllr speaker goforward: EM pass 1 of 2: .*too few frames; identity kept' "$T/err" &&
+   grep -q '^gpuspeech-transcribe: fmllr speaker goforward: EM pass 2 of 2: not run (pass 1 made no update)$' "$T/err"; then
+  pass "--fmllr-em-passes 2 on 2 s: pass 1 too few frames, pass 2 not run"
+else
+  fail "--fmllr-em-passes 2 goforward: $(cat "$T/out") $(cat "$T/err")"
+fi
+# --mfc: two-pass (with too little speech, so the identity) decodes the
+# features recognize_cepstra decodes; a NaN cepstrum fails its file, named,
+# the same way in both paths.
+cp "$DATA/goforward.mfc" "$T/nan.mfc" && chmod u+w "$T/nan.mfc" &&
+  printf '\xff\xff\xff\xff' | dd of="$T/nan.mfc" bs=1 seek=$((4 + 4 * 132)) conv=notrunc 2>/dev/null
+run --jsgf "$DATA/goforward.gram" --mfc "$DATA/goforward.mfc" >"$T/mfc-plain.out" 2>/dev/null
+if run --jsgf "$DATA/goforward.gram" --mfc --fmllr two-pass "$DATA/goforward.mfc" >"$T/out" 2>"$T/err" &&
+   [ -s "$T/mfc-plain.out" ] && diff -u "$T/mfc-plain.out" "$T/out" >"$T/diff"; then
+  pass "--mfc --fmllr two-pass (identity): the --mfc line"
+else
+  fail "--mfc two-pass vs --mfc: $(cat "$T/diff") $(cat "$T/err")"
+fi
+expect_error "--mfc: a NaN cepstrum" 1 "$T/nan.mfc: recognizer: cepstra frame 10 coefficient 2 is not a finite number" \
+  --jsgf "$DATA/goforward.gram" --mfc "$T/nan.mfc"
+expect_error "--mfc --fmllr two-pass: a NaN cepstrum" 1 "$T/nan.mfc: recognizer: cepstra frame 10 coefficient 2 is not a finite number" \
+  --jsgf "$DATA/goforward.gram" --mfc --fmllr two-pass "$T/nan.mfc"
+
 # Bad spk2utt files: each stops before decoding, naming FILE:LINE.
 printf 'dealer 001 002 003 004 005\nlonely\n' >"$T/bad1.spk2utt"
 expect_error "spk2utt: speaker without utterances" 1 "$T/bad1.spk2utt:2: speaker 'lonely' has no utterances" \

@@ -21,8 +21,8 @@
 #include "common/fmllr/fmllr_io.h"
 #include "common/fmllr/fmllr_stats.h"
 #include "common/fmllr/fmllr_transform.h"
+#include "common/fmllr/online_fmllr.h"
 #include "common/model/acoustic_model.h"
-#include "common/postprocess.h"
 #include "common/recognizer.h"
 #include "common/spk2utt.h"
 #include "common/wav_reader.h"
@@ -99,12 +99,17 @@ Speaker adaptation (feature-space MLLR, docs/transcribe.md):
                         the order of each speaker's first file
   --fmllr-dir DIR       two-pass: write each speaker's transform to
                         DIR/<speaker>.mat (Kaldi text matrix [A b], what
-                        transform-feats reads; DIR is created); apply: read them
+                        transform-feats reads; DIR is created); apply: read them.
+                        Bytes of the speaker id other than ASCII letters,
+                        digits, '-', '_' and a '.' not leading are written
+                        %XX, as the gpufmllr element names its files
   --fmllr-min-frames X  aligned speech frames a speaker needs for a
                         transform (default 300, 3 s); fewer: identity
   --fmllr-em-passes N   estimation passes on pass 1's alignment (default 1):
                         each later one recomputes the posteriors on the
-                        features under the current transform (EM)
+                        features under the current transform (EM); a pass
+                        that makes no update ends them, the last update is
+                        used, and the report has a line per pass
   --fmllr-update U      full (default: 39 x 40, all of [A b]) | diag (diagonal
                         A and offset b: 2 x 39 parameters, for little data) |
                         offset (b alone)
@@ -280,17 +285,33 @@ struct Transcriber {
     return a;
   }
 
+  // A .mfc file's cepstra (--mfc), frames x base_dim().
+  FeatureMatrix cepstra(const std::string& path) const {
+    return read_sphinx_mfc(path, rec.feature_options().base_dim());
+  }
+  double cepstra_seconds(const FeatureMatrix& cep) const {
+    return static_cast<double>(cep.rows) * rec.feature_options().frame.frame_shift_ms / 1000.0;
+  }
+  // The recogniser's complaints about a file's cepstra (a NaN), naming it.
+  [[noreturn]] static void rethrow_for(const std::string& path, const std::invalid_argument& e) {
+    throw std::runtime_error(path + ": " + e.what());
+  }
+
   // The features the recogniser would decode: the front end on audio, or
-  // the model's CMN and deltas on .mfc cepstra (as recognize_cepstra).
+  // the model's CMN and deltas on .mfc cepstra (what recognize_cepstra
+  // decodes, from the same Recognizer::features_from_cepstra).
   UtteranceFeatures features(const std::string& path) const {
     UtteranceFeatures u;
     if (mfc_input) {
-      const int dim = rec.feature_options().base_dim();
-      u.feats = read_sphinx_mfc(path, dim);
-      for (float x : u.feats.data)
-        if (!std::isfinite(x)) throw std::runtime_error(path + ": a cepstrum is not a finite number");
-      postprocess_utterance(rec.feature_options(), u.feats);
-      u.seconds = static_cast<double>(u.feats.rows) * rec.feature_options().frame.frame_shift_ms / 1000.0;
+      const FeatureMatrix cep = cepstra(path);
+      try {
+        u.feats.data = rec.features_from_cepstra(cep.data.data(), cep.rows, cep.dim);
+      } catch (const std::invalid_argument& e) {
+        rethrow_for(path, e);
+      }
+      u.feats.dim = rec.feature_dim();
+      u.feats.rows = static_cast<int64_t>(u.feats.data.size()) / u.feats.dim;
+      u.seconds = cepstra_seconds(cep);
     } else {
       const AudioData a = audio(path);
       const std::vector<float> f = rec.compute_features(a.samples.data(), static_cast<int64_t>(a.samples.size()));
@@ -369,7 +390,7 @@ void apply_saved_speaker(Transcriber& tr, const Speaker& spk, const std::vector<
                          const std::string& fmllr_dir) {
   FmllrTransform transform;
   try {
-    transform = read_fmllr_transform(fmllr_dir + "/" + spk.name + ".mat", tr.rec.feature_dim());
+    transform = read_fmllr_transform(fmllr_speaker_path(fmllr_dir, spk.name), tr.rec.feature_dim());
   } catch (const std::exception& e) {
     tr.failed += static_cast<int>(spk.files.size());
     error(std::string(e.what()) + " (speaker " + spk.name + ": " + std::to_string(spk.files.size()) +
@@ -440,61 +461,119 @@ void two_pass_speaker(Transcriber& tr, const Speaker& spk, const std::vector<std
   }
   if (done.empty()) return;
 
-  const auto t_est = clock::now();
-  FmllrEstimate est = estimate_fmllr(acc.stats(), options);
-  // Further EM passes: the same alignment, the posteriors recomputed on the
+  // EM passes: the first from the identity on pass 1's posteriors; each
+  // later one on the same alignment, the posteriors recomputed on the
   // features under the current transform, the statistics of the raw
-  // features, the estimate started from the current transform.
-  int passes_done = 1;
-  const double pass1_gain = est.objective.empty() ? 0.0 : est.objective.back() - est.objective.front();
-  for (; passes_done < em_passes && est.outcome == FmllrOutcome::kUpdated; ++passes_done) {
-    FmllrApplier applier(rec.scoring_backend(), rec.feature_dim());
-    applier.set_transform(est.transform);
-    acc.reset();
-    for (const PendingFile& d : done) {
-      const int64_t n = static_cast<int64_t>(d.senones.size());
-      const float* x = d.u.feats.data.data() + d.align_first * d.u.feats.dim;
-      std::vector<float> y(static_cast<size_t>(n) * d.u.feats.dim);
-      applier.apply(x, n, y.data());
-      acc.accumulate(x, n, supervised_posteriors(gm, y.data(), n, d.senones.data()));
+  // features, the estimate started from the current transform. A pass that
+  // makes no update ends them (the next would see the same statistics and
+  // start); the transform in use is the last update's (identity if none).
+  struct Pass {
+    FmllrOutcome outcome = FmllrOutcome::kUpdated;
+    std::string message;
+    double beta = 0.0;
+    double objective_before = 0.0, objective_after = 0.0;  // per frame, updated passes
+    double log_det = 0.0;
+  };
+  const auto t_est = clock::now();
+  std::vector<Pass> passes;
+  FmllrTransform transform = FmllrTransform::identity(rec.feature_dim());
+  int used_pass = 0;  // 1-based pass whose estimate is in use; 0 = identity
+  for (int k = 1; k <= em_passes; ++k) {
+    if (k > 1) {
+      FmllrApplier applier(rec.scoring_backend(), rec.feature_dim());
+      applier.set_transform(transform);
+      acc.reset();
+      for (const PendingFile& d : done) {
+        const int64_t n = static_cast<int64_t>(d.senones.size());
+        const float* x = d.u.feats.data.data() + d.align_first * d.u.feats.dim;
+        std::vector<float> y(static_cast<size_t>(n) * d.u.feats.dim);
+        applier.apply(x, n, y.data());
+        acc.accumulate(x, n, supervised_posteriors(gm, y.data(), n, d.senones.data()));
+      }
     }
-    const FmllrTransform current = est.transform;
-    est = estimate_fmllr(acc.stats(), options, &current);
+    const FmllrEstimate est = estimate_fmllr(acc.stats(), options, k > 1 ? &transform : nullptr);
+    Pass p;
+    p.outcome = est.outcome;
+    p.message = est.message;
+    p.beta = acc.stats().beta;
+    if (est.outcome == FmllrOutcome::kUpdated && !est.objective.empty()) {
+      p.objective_before = est.objective.front();
+      p.objective_after = est.objective.back();
+      p.log_det = est.transform.log_abs_det();
+    }
+    passes.push_back(p);
+    if (est.outcome != FmllrOutcome::kUpdated) break;
+    transform = est.transform;
+    used_pass = k;
   }
   const double est_s = std::chrono::duration<double>(clock::now() - t_est).count();
+
+  // The summary line: what the speaker's files are decoded with.
+  char buf[512];
+  auto objective_text = [&](const Pass& p) {
+    std::snprintf(buf, sizeof buf, ", objective/frame %.3f -> %.3f (%+.3f), ln|det A| %.3f",
+                  p.objective_before, p.objective_after, p.objective_after - p.objective_before,
+                  p.log_det);
+    return std::string(buf);
+  };
+  const Pass& shown = passes[static_cast<size_t>(used_pass > 0 ? used_pass - 1 : 0)];
   std::string report = "fmllr speaker " + spk.name + ": " + std::to_string(done.size()) +
                        " file(s), " + std::to_string(aligned) + " of " +
                        std::to_string(total_frames) + " frames aligned (" +
                        std::to_string(words_aligned) + " words";
   if (words_failed > 0) report += ", " + std::to_string(words_failed) + " not aligned";
-  char buf[256];
-  std::snprintf(buf, sizeof buf, "), statistics weight %.1f: %s", acc.stats().beta,
-                to_string(est.outcome));
+  std::snprintf(buf, sizeof buf, "), statistics weight %.1f: %s", shown.beta,
+                to_string(shown.outcome));
   report += buf;
-  if (est.outcome == FmllrOutcome::kUpdated && !est.objective.empty()) {
-    std::snprintf(buf, sizeof buf, ", objective/frame %.3f -> %.3f (%+.3f), ln|det A| %.3f",
-                  est.objective.front(), est.objective.back(),
-                  est.objective.back() - est.objective.front(), est.transform.log_abs_det());
-    report += buf;
-    if (passes_done > 1) {
-      std::snprintf(buf, sizeof buf, " in the last of %d EM passes (first pass %+.3f)", passes_done,
-                    pass1_gain);
-      report += buf;
+  if (used_pass > 0) {
+    report += objective_text(shown);
+    if (em_passes > 1) {
+      report += ", the transform of EM pass " + std::to_string(used_pass) + " of " +
+                std::to_string(em_passes);
+      if (used_pass < static_cast<int>(passes.size()))
+        report += std::string(" (pass ") + std::to_string(passes.size()) + ": " +
+                  to_string(passes.back().outcome) + ", not used)";
+    }
+  } else {
+    report += ", identity kept";
+  }
+  if (!shown.message.empty()) report += " (" + shown.message + ")";
+  std::fprintf(stderr, "%s: %s\n", kProgram, report.c_str());
+  // With several EM passes, what each one did: an update (its own numbers),
+  // or the reason it was refused and which transform stayed; passes never
+  // run because an earlier one made no update.
+  if (em_passes > 1) {
+    for (int k = 1; k <= em_passes; ++k) {
+      std::string line = "fmllr speaker " + spk.name + ": EM pass " + std::to_string(k) + " of " +
+                         std::to_string(em_passes) + ": ";
+      if (k > static_cast<int>(passes.size())) {
+        line += "not run (pass " + std::to_string(passes.size()) + " made no update)";
+      } else {
+        const Pass& p = passes[static_cast<size_t>(k - 1)];
+        std::snprintf(buf, sizeof buf, "statistics weight %.1f: %s", p.beta, to_string(p.outcome));
+        line += buf;
+        if (p.outcome == FmllrOutcome::kUpdated) {
+          line += objective_text(p);
+        } else {
+          line += k > 1 ? "; the transform of pass " + std::to_string(k - 1) + " stays"
+                        : "; identity kept";
+        }
+        if (!p.message.empty()) line += " (" + p.message + ")";
+      }
+      std::fprintf(stderr, "%s: %s\n", kProgram, line.c_str());
     }
   }
-  if (!est.message.empty()) report += " (" + est.message + ")";
-  std::fprintf(stderr, "%s: %s\n", kProgram, report.c_str());
   if (!fmllr_dir.empty()) {
-    const std::string out = fmllr_dir + "/" + spk.name + ".mat";
+    const std::string out = fmllr_speaker_path(fmllr_dir, spk.name);
     try {
-      write_fmllr_transform(out, est.transform);
+      write_fmllr_transform(out, transform);
     } catch (const std::exception& e) {
       ++tr.failed;
       error(e.what());
     }
   }
 
-  decode_transformed(tr, files, done, est.transform, est_s);
+  decode_transformed(tr, files, done, transform, est_s);
 }
 
 int run(int argc, char** argv) {
@@ -659,12 +738,15 @@ int run(int argc, char** argv) {
         RecognitionResult r;
         double dur = 0.0, secs = 0.0;  // seconds of speech, and of recognition
         if (mfc_input) {
-          const int dim = rec.feature_options().base_dim();
-          const FeatureMatrix cep = read_sphinx_mfc(path, dim);
+          const FeatureMatrix cep = tr.cepstra(path);
           const auto t0 = clock::now();
-          r = rec.recognize_cepstra(cep.data.data(), cep.rows, dim);
+          try {
+            r = rec.recognize_cepstra(cep.data.data(), cep.rows, cep.dim);
+          } catch (const std::invalid_argument& e) {
+            Transcriber::rethrow_for(path, e);
+          }
           secs = std::chrono::duration<double>(clock::now() - t0).count();
-          dur = static_cast<double>(cep.rows) * rec.feature_options().frame.frame_shift_ms / 1000.0;
+          dur = tr.cepstra_seconds(cep);
         } else {
           const AudioData audio = tr.audio(path);
           const auto t0 = clock::now();

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstring>
 #include <filesystem>
+#include <sstream>
 #include <stdexcept>
 #include <system_error>
 
@@ -26,6 +27,35 @@ bool finite_frame(const float* x, int dim) {
 // Largest history we allocate: two copies of 39 floats a frame make this
 // about 300 MB, far beyond any alignment delay.
 constexpr double kMaxHistoryFrames = 1e6;
+
+// How many parameters each update type estimates: the order of richness.
+int richness(FmllrUpdateType t) {
+  switch (t) {
+    case FmllrUpdateType::kOffset: return 0;
+    case FmllrUpdateType::kDiag: return 1;
+    case FmllrUpdateType::kFull: return 2;
+  }
+  return 2;
+}
+
+// Frames of statistics update_type_by_data wants before estimating `t`:
+// frames_per_parameter for each of its parameters.
+double frames_needed_for(FmllrUpdateType t, int dim, double frames_per_parameter) {
+  const double d = dim;
+  switch (t) {
+    case FmllrUpdateType::kFull: return frames_per_parameter * d * (d + 1.0);
+    case FmllrUpdateType::kDiag: return frames_per_parameter * 2.0 * d;
+    case FmllrUpdateType::kOffset: return 0.0;
+  }
+  return 0.0;
+}
+
+// An estimate whose objective per frame is below the start's by more than
+// rounding is worse on the very statistics it came from. The full update
+// cannot lower it (each row update is the row's exact maximum) except by
+// rounding in the last digits; this margin keeps such a no-op from being
+// reported as a refusal.
+constexpr double kObjectiveTolerance = 1e-9;
 
 }  // namespace
 
@@ -73,10 +103,24 @@ void OnlineFmllrOptions::validate() const {
 }
 
 FmllrUpdateType fmllr_update_type_for_frames(double frames, int dim, double frames_per_parameter) {
-  const double d = dim;
-  if (frames >= frames_per_parameter * d * (d + 1.0)) return FmllrUpdateType::kFull;
-  if (frames >= frames_per_parameter * 2.0 * d) return FmllrUpdateType::kDiag;
+  for (FmllrUpdateType t : {FmllrUpdateType::kFull, FmllrUpdateType::kDiag})
+    if (frames >= frames_needed_for(t, dim, frames_per_parameter)) return t;
   return FmllrUpdateType::kOffset;
+}
+
+FmllrUpdateType fmllr_transform_update_type(const FmllrTransform& t) {
+  bool diagonal = true, unit = true;
+  for (int i = 0; i < t.dim && diagonal; ++i)
+    for (int j = 0; j < t.dim; ++j) {
+      const double a = t.at(i, j);
+      if (i != j && a != 0.0) {
+        diagonal = false;
+        break;
+      }
+      if (i == j && a != 1.0) unit = false;
+    }
+  if (!diagonal) return FmllrUpdateType::kFull;
+  return unit ? FmllrUpdateType::kOffset : FmllrUpdateType::kDiag;
 }
 
 std::string fmllr_speaker_file_name(const std::string& speaker) {
@@ -97,6 +141,10 @@ std::string fmllr_speaker_file_name(const std::string& speaker) {
   return out + ".mat";
 }
 
+std::string fmllr_speaker_path(const std::string& dir, const std::string& speaker) {
+  return (std::filesystem::path(dir) / fmllr_speaker_file_name(speaker)).string();
+}
+
 OnlineFmllr::OnlineFmllr(const GaussianMixtures& mixtures, Backend& backend,
                          OnlineFmllrOptions options)
     : mixtures_(mixtures),
@@ -109,7 +157,7 @@ OnlineFmllr::OnlineFmllr(const GaussianMixtures& mixtures, Backend& backend,
   fallback_ = options_.initial_transform.empty()
                   ? FmllrTransform::identity(dim_)
                   : read_fmllr_transform(options_.initial_transform, dim_);
-  use_transform(fallback_);
+  use_transform(fallback_, fmllr_transform_update_type(fallback_));
   resize_history();
 }
 
@@ -123,8 +171,9 @@ FmllrSupervision OnlineFmllr::active_supervision() const {
   return options_.supervision;
 }
 
-void OnlineFmllr::use_transform(const FmllrTransform& t) {
+void OnlineFmllr::use_transform(const FmllrTransform& t, FmllrUpdateType type) {
   transform_ = t;
+  transform_type_ = type;
   identity_ = t.is_identity();
   if (!identity_) applier_.set_transform(t);
 }
@@ -158,7 +207,7 @@ void OnlineFmllr::set_frames_per_second(double fps) {
 
 std::string OnlineFmllr::transform_path(const std::string& speaker) const {
   if (options_.transform_dir.empty() || speaker.empty()) return "";
-  return (std::filesystem::path(options_.transform_dir) / fmllr_speaker_file_name(speaker)).string();
+  return fmllr_speaker_path(options_.transform_dir, speaker);
 }
 
 OnlineFmllr::SpeakerChange OnlineFmllr::set_speaker(const std::string& speaker) {
@@ -182,7 +231,7 @@ OnlineFmllr::SpeakerChange OnlineFmllr::set_speaker(const std::string& speaker) 
       }
     }
   }
-  use_transform(start);
+  use_transform(start, fmllr_transform_update_type(start));
   return out;
 }
 
@@ -348,9 +397,35 @@ std::optional<OnlineFmllrUpdate> OnlineFmllr::maybe_estimate(FmllrSupervision so
   u.speaker = speaker_;
   u.source = source;
   u.frames = st.beta;
+  // The transform in use, scored on the same statistics: what "kept" reports.
+  auto report_kept = [&]() {
+    double q = 0.0;
+    if (st.beta > 0.0) {
+      q = fmllr_objective(st, transform_) / st.beta;
+      if (!std::isfinite(q)) q = 0.0;
+    }
+    u.objective_before = u.objective_after = q;
+  };
   FmllrOptions estimation = options_.estimation;
-  if (options_.update_type_by_data)
+  if (options_.update_type_by_data) {
     estimation.update = fmllr_update_type_for_frames(st.beta, dim_, options_.frames_per_parameter);
+    if (richness(estimation.update) < richness(transform_type_)) {
+      // Too little for an estimate as rich as the transform in use: a
+      // poorer one would throw away what it knows (and overwrite its file).
+      std::ostringstream msg;
+      msg << "fMLLR: keeping the " << to_string(transform_type_) << " transform in use: "
+          << st.beta << " frames of statistics support only a " << to_string(estimation.update)
+          << " estimate (a " << to_string(transform_type_) << " one needs "
+          << frames_needed_for(transform_type_, dim_, options_.frames_per_parameter) << ")";
+      u.update_type = transform_type_;
+      u.outcome = FmllrOutcome::kTooFewFrames;
+      u.message = msg.str();
+      report_kept();
+      u.log_det = transform_.log_abs_det();
+      if (!std::isfinite(u.log_det)) u.log_det = 0.0;
+      return u;
+    }
+  }
   u.update_type = estimation.update;
   const FmllrEstimate est = estimate_fmllr(st, estimation, &transform_);
   u.outcome = est.outcome;
@@ -358,12 +433,25 @@ std::optional<OnlineFmllrUpdate> OnlineFmllr::maybe_estimate(FmllrSupervision so
   if (!est.objective.empty()) {
     u.objective_before = est.objective.front();
     u.objective_after = est.objective.back();
-  } else if (st.beta > 0.0) {
-    const double q = fmllr_objective(st, transform_) / st.beta;
-    u.objective_before = u.objective_after = std::isfinite(q) ? q : 0.0;
+  } else {
+    report_kept();
   }
-  if (est.outcome == FmllrOutcome::kUpdated) {
-    use_transform(est.transform);
+  if (est.outcome == FmllrOutcome::kUpdated &&
+      u.objective_after <
+          u.objective_before - kObjectiveTolerance * (1.0 + std::fabs(u.objective_before))) {
+    // Both on the same (regularised) statistics: the estimate explains the
+    // speaker's data worse than the transform in use.
+    std::ostringstream msg;
+    msg << "fMLLR: the " << to_string(estimation.update) << " estimate's objective per frame "
+        << u.objective_after << " is below the " << to_string(transform_type_)
+        << " transform in use's " << u.objective_before << " on the same statistics; keeping it";
+    if (!u.message.empty()) msg << " (" << u.message << ")";
+    u.outcome = FmllrOutcome::kRefused;
+    u.message = msg.str();
+    u.objective_after = u.objective_before;
+  }
+  if (u.outcome == FmllrOutcome::kUpdated) {
+    use_transform(est.transform, estimation.update);
     ++counters_.updates;
     u.saved_path = transform_path(speaker_);
     if (!u.saved_path.empty()) {

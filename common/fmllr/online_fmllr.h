@@ -39,6 +39,17 @@
 // every successful estimation the transform is saved there. A speaker named
 // "" is anonymous: adapted, never loaded or saved.
 //
+// Never worse than what is in use. A saved transform was usually estimated
+// from more speech than a new session has at its first estimations, so:
+//  - with update_type_by_data, an estimation never uses a poorer update
+//    type than the transform in use (fmllr_transform_update_type): while
+//    the statistics support only a poorer one, the transform is kept and
+//    the update says so (outcome kTooFewFrames, update_type the type in
+//    use, the frames that type needs in the message);
+//  - an estimate whose objective on the speaker's statistics is below the
+//    transform in use's (the diag and offset estimates do not start from
+//    it, so they can be) is refused: kept, not saved (outcome kRefused).
+//
 // Not thread-safe: one caller at a time (the element holds a lock).
 #pragma once
 
@@ -118,14 +129,29 @@ struct OnlineFmllrOptions {
 // (d parameters) below that: OnlineFmllrOptions::update_type_by_data.
 FmllrUpdateType fmllr_update_type_for_frames(double frames, int dim, double frames_per_parameter);
 
+// The update type a transform is of, judged from its A: the identity (b
+// free) is kOffset, a diagonal A kDiag, anything else kFull. Only exact
+// zeros (and ones) count: the diag and offset estimates write them exactly,
+// and the Kaldi text format keeps them, so a transform they saved reads
+// back as what it was; a transform from elsewhere with tiny off-diagonal
+// values counts as full, the safe side (it is not replaced by a diagonal
+// estimate while the data supports only that).
+FmllrUpdateType fmllr_transform_update_type(const FmllrTransform& t);
+
 // One estimation: what the element posts as its "gpufmllr" message.
 struct OnlineFmllrUpdate {
   std::string speaker;
   FmllrSupervision source = FmllrSupervision::kDecoder;  // kDecoder or kUnsupervised
-  FmllrUpdateType update_type = FmllrUpdateType::kFull;  // the type estimated
+  // The type estimated; when the statistics support only a poorer type than
+  // the transform in use (update_type_by_data), that one's, with outcome
+  // kTooFewFrames and nothing estimated.
+  FmllrUpdateType update_type = FmllrUpdateType::kFull;
   double frames = 0.0;          // beta of the speaker's statistics (weighted frames)
+  // kTooFewFrames: below estimation.min_frames, or too few for the type in
+  // use; kRefused: unusable statistics or estimate, or an estimate whose
+  // objective is below the transform in use's. The message says which.
   FmllrOutcome outcome = FmllrOutcome::kUpdated;
-  std::string message;          // FmllrEstimate::message (why not updated, regularisation)
+  std::string message;          // FmllrEstimate::message, or why it was kept
   // Q / beta of the transform before and after (the same when not updated;
   // 0 without statistics).
   double objective_before = 0.0;
@@ -155,6 +181,10 @@ struct OnlineFmllrCounters {
 // letters, digits, '-', '_' and '.' (and a leading '.') become %XX, so any
 // name (a tag value with '/' or spaces) is one plain file name.
 std::string fmllr_speaker_file_name(const std::string& speaker);
+// `dir`/fmllr_speaker_file_name(speaker): where gpufmllr and
+// gpuspeech-transcribe --fmllr-dir keep a speaker's transform, always a
+// file directly inside `dir`.
+std::string fmllr_speaker_path(const std::string& dir, const std::string& speaker);
 
 class OnlineFmllr {
  public:
@@ -222,7 +252,7 @@ class OnlineFmllr {
 
  private:
   std::optional<OnlineFmllrUpdate> maybe_estimate(FmllrSupervision source);
-  void use_transform(const FmllrTransform& t);
+  void use_transform(const FmllrTransform& t, FmllrUpdateType type);
   void resize_history();
   int64_t find_frame(int64_t time, int64_t tolerance, int64_t from) const;
 
@@ -235,6 +265,9 @@ class OnlineFmllr {
   std::unique_ptr<UnsupervisedPosteriors> unsupervised_;  // made when first needed
   FmllrTransform fallback_;   // initial transform or identity
   FmllrTransform transform_;
+  // fmllr_transform_update_type of transform_ when it was loaded, or the
+  // type it was estimated with: the floor for update_type_by_data.
+  FmllrUpdateType transform_type_ = FmllrUpdateType::kOffset;
   bool identity_ = true;      // transform_ is the identity: process() copies
   std::string speaker_;
   uint32_t generation_ = 0;   // speaker number, to tell history frames apart

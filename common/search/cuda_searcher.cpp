@@ -490,7 +490,17 @@ CudaSearcher::CudaSearcher(const SearchGraph& graph, const SearchOptions& option
   const bool passes_wanted = closure_env != nullptr && std::string(closure_env) == "passes";
   if (cooperative != 0 && !passes_wanted)
     m.round_blocks = cuda::tp_round_blocks(m.sm_count, /*max_per_sm=*/1);
-  if (m.fused_rounds()) m.passes_per_batch = kFusedClosurePasses;
+  // GPUSPEECH_CUDA_ROUND_BLOCKS=N: N blocks for the cooperative round
+  // kernel instead (at most as many as can be resident at once), for
+  // measuring the barrier-cost / parallelism trade-off (docs/benchmarks.md).
+  if (const char* blocks_env = std::getenv("GPUSPEECH_CUDA_ROUND_BLOCKS");
+      blocks_env != nullptr && m.round_blocks > 0) {
+    const int wanted = std::atoi(blocks_env);
+    const int resident = cuda::tp_round_blocks(m.sm_count, /*max_per_sm=*/64);
+    if (wanted > 0) m.round_blocks = std::min(wanted, resident);
+  }
+  if (m.fused_rounds())
+    m.passes_per_batch = std::min(kFusedClosurePasses, options_.max_epsilon_passes);
   check(cudaMemsetAsync(m.stamp.get(), 0, nv * sizeof(uint32_t), m.stream), "cudaMemsetAsync");
   check(cudaMemsetAsync(m.best.get(), 0xFF, nv * sizeof(unsigned long long), m.stream),
         "cudaMemsetAsync");
@@ -666,7 +676,9 @@ void CudaSearcher::run_frame(const float* device_row, int32_t boundary) {
   }
   // Passes that changed something, plus the one that found nothing to do.
   m.passes_needed = std::max<int>(m.passes_needed, static_cast<int>(hc.passes) + 1);
-  if (!m.fused_rounds()) m.passes_per_batch = std::max(m.passes_needed, kInitialPassesPerBatch);
+  if (!m.fused_rounds())
+    m.passes_per_batch = std::min(std::max(m.passes_needed, kInitialPassesPerBatch),
+                                  options_.max_epsilon_passes);
 
   // The previous frame's records have arrived (the wait above covered their
   // copy); this frame's follow in one transfer, appended at the next wait.
@@ -798,28 +810,38 @@ void CudaSearcher::run_frame_rescoring(const float* device_row, int32_t boundary
     RoundHead head = start ? RoundHead::kStart : RoundHead::kEmit;
     RoundPolicy* policy = &m.emit_policy;
     uint32_t passes_before = 0;
-    int round_passes = 0;  // passes queued for the round so far
     int rounds = 0;
     bool again = false;
+    // The frame's closure passes, counted as the CPU searcher counts them
+    // (those that had tokens to relax), may number max_epsilon_passes in
+    // all. A round queues about as many as are left (an even number, at
+    // least two, for the parity of continuations); one pass beyond the
+    // limit runs only where the CPU searcher would have failed before it.
+    // So a frame that needs more fails at the same frame with the same
+    // message as on the CPU.
+    const int max_passes = options_.max_epsilon_passes;
+    int passes_run = 0;
     for (;;) {
-      const int passes = m.fused_rounds() ? kFusedClosurePasses : policy->passes;
+      const int wanted = m.fused_rounds() ? kFusedClosurePasses : policy->passes;
+      int passes = std::max(2, std::min(wanted, max_passes - passes_run));
+      passes += passes & 1;
       const bool prune = policy->prune;
       f.pass_base = m.take_pass_ids(passes);
       launch_round(head, passes, prune);
       m.sync();
       hc = *m.host_counters.get();
-      round_passes += passes;
+      passes_run = static_cast<int>(hc.passes_run);
       if (hc.records > m.staging.size()) {  // records overflowed
         m.staging.resize(static_cast<size_t>(hc.records) * 2);
         again = true;
         break;
       }
+      if (passes_run > max_passes || (hc.last_changed != 0 && passes_run >= max_passes))
+        throw std::runtime_error("search: epsilon closure did not settle after " +
+                                 std::to_string(max_passes) + " passes at frame " +
+                                 std::to_string(boundary) +
+                                 " (a negative-cost epsilon cycle in the graph?)");
       if (hc.last_changed != 0) {  // closure unsettled: more passes, same round
-        if (round_passes >= options_.max_epsilon_passes)
-          throw std::runtime_error("search: epsilon closure did not settle after " +
-                                   std::to_string(round_passes) + " passes at frame " +
-                                   std::to_string(boundary) +
-                                   " (a negative-cost epsilon cycle in the graph?)");
         head = RoundHead::kContinue;
         continue;
       }
@@ -853,7 +875,6 @@ void CudaSearcher::run_frame_rescoring(const float* device_row, int32_t boundary
       f.num_offers = static_cast<uint32_t>(offers.size());
       head = RoundHead::kOffer;
       policy = &m.offer_policy;
-      round_passes = 0;
     }
     if (!again) break;
     // Undo the abandoned attempt's candidates; the previous frame's live

@@ -5,8 +5,10 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <map>
 #include <stdexcept>
 #include <string>
+#include <tuple>
 #include <unordered_map>
 #include <utility>
 
@@ -301,50 +303,130 @@ FrameAlignment ForcedAligner::align(const float* feats, int64_t first_frame, int
     for (int p : dict_.pronunciation(pron).phones) b.push_back(dict_phone_base_[p]);
     return b;
   };
-  std::vector<int> chosen_last(words.size(), -1);  // last base phone of each chosen pron
-  std::vector<int32_t> path, best_path;
-  for (size_t i = 0; i < words.size(); ++i) {
-    const HypothesisWord& w = words[i];
-    const int64_t t0 = w.start_frame - first_frame, t1 = w.end_frame + 1 - first_frame;
-    const int id = dict_.word_id(w.text);
-    if (id == Dictionary::kNoWord) {
-      ++out.words_failed;
-      continue;
-    }
-    // Cross-word contexts where the neighbours touch this word, else SIL.
-    const bool left_adjacent = i > 0 && words[i - 1].end_frame + 1 == w.start_frame;
-    const int left = left_adjacent ? chosen_last[i - 1] : -1;
-    int right = -1;
-    if (i + 1 < words.size() && words[i + 1].start_frame == w.end_frame + 1) {
-      const int next = dict_.word_id(words[i + 1].text);
-      if (next != Dictionary::kNoWord) {
-        const std::vector<int> nb = bases_of(dict_.pronunciations(next).front());
-        if (!nb.empty()) right = nb.front();
-      }
-    }
-    double best = kNegInf, best_ac = 0.0;
-    int best_last = -1;
-    for (int pron : dict_.pronunciations(id)) {
-      const std::vector<int> bases = bases_of(pron);
-      double ac = 0.0;
-      const double v = viterbi(word_hmm(bases, left, right, false), scorer, t0, t1, path, &ac);
-      if (v > best) {
-        best = v;
-        best_ac = ac;
-        best_path.swap(path);
-        best_last = bases.back();
-      }
-    }
-    if (best == kNegInf) {
-      ++out.words_failed;
-      continue;
-    }
-    std::copy(best_path.begin(), best_path.end(), out.senones.begin() + t0);
-    chosen_last[i] = best_last;
-    out.log_likelihood += best_ac;
-    ++out.words_aligned;
+  const size_t nw = words.size();
+  std::vector<int> ids(nw);
+  std::vector<uint8_t> failed(nw, 0);
+  for (size_t i = 0; i < nw; ++i) {
+    ids[i] = dict_.word_id(words[i].text);
+    if (ids[i] == Dictionary::kNoWord) failed[i] = 1;
   }
+  // Each pronunciation's phones, and its first and last (the cross-word
+  // contexts it gives its neighbours).
+  std::vector<std::vector<std::vector<int>>> bases(nw);
+  for (size_t i = 0; i < nw; ++i)
+    if (!failed[i])
+      for (int pron : dict_.pronunciations(ids[i])) bases[i].push_back(bases_of(pron));
+  auto first_of = [&](size_t i, size_t b) { return bases[i][b].empty() ? -1 : bases[i][b].front(); };
+  auto last_of = [&](size_t i, size_t b) { return bases[i][b].empty() ? -1 : bases[i][b].back(); };
 
+  // One word's Viterbi fit with one pronunciation between two context
+  // phones (-1: SIL), computed once per distinct (word, pronunciation,
+  // left, right): alternates mostly share their first and last phones.
+  struct Fit {
+    double score = kNegInf;
+    double acoustic = 0.0;
+    std::vector<int32_t> senones;
+  };
+  std::map<std::tuple<size_t, size_t, int, int>, Fit> fits;
+  auto fit = [&](size_t i, size_t b, int left, int right) -> const Fit& {
+    auto [it, added] = fits.try_emplace(std::make_tuple(i, b, left, right));
+    if (added) {
+      const int64_t t0 = words[i].start_frame - first_frame, t1 = words[i].end_frame + 1 - first_frame;
+      Fit& f = it->second;
+      f.score = viterbi(word_hmm(bases[i][b], left, right, false), scorer, t0, t1, f.senones,
+                        &f.acoustic);
+    }
+    return it->second;
+  };
+
+  // The pronunciations are chosen jointly over each run of touching words:
+  // a word's last phone takes the next word's first phone as its right
+  // context and that word's first phone this word's last as its left, so
+  // the contexts must come from the pronunciations actually aligned (as on
+  // the decoder's path, where each alternate is its own word). A Viterbi
+  // over the run's pronunciation choices, its state the pronunciations of a
+  // word and the next, maximises the sum of the words' scores. The run's
+  // edges, and words that do not touch, see SIL. A word that fits under no
+  // choice is counted failed and splits the run (its neighbours then see
+  // SIL, as for a word missing from the dictionary).
+  std::vector<size_t> chosen(nw, 0);
+  // Returns the first word of [from, to) that cannot be aligned, or `to`
+  // after choosing the pronunciations of them all.
+  auto solve_run = [&](size_t from, size_t to) -> size_t {
+    const size_t m = to - from;
+    // v[k][b * nc + c]: best total of words from..from+k with word k's
+    // pronunciation b and word k+1's c (nc = 1 for the last word);
+    // back[k][...] word k-1's pronunciation on that best path.
+    std::vector<std::vector<double>> v(m);
+    std::vector<std::vector<int>> back(m);
+    for (size_t k = 0; k < m; ++k) {
+      const size_t i = from + k;
+      const size_t nb = bases[i].size(), nc = k + 1 < m ? bases[i + 1].size() : 1;
+      const size_t na = k > 0 ? bases[i - 1].size() : 1;
+      v[k].assign(nb * nc, kNegInf);
+      back[k].assign(nb * nc, -1);
+      bool any = false;
+      for (size_t b = 0; b < nb; ++b)
+        for (size_t c = 0; c < nc; ++c) {
+          const int right = k + 1 < m ? first_of(i + 1, c) : -1;
+          double& best = v[k][b * nc + c];
+          for (size_t a = 0; a < na; ++a) {
+            const double before = k > 0 ? v[k - 1][a * nb + b] : 0.0;
+            if (before == kNegInf) continue;
+            const Fit& f = fit(i, b, k > 0 ? last_of(i - 1, a) : -1, right);
+            if (f.score == kNegInf) continue;
+            if (before + f.score > best) {  // ties: the earlier (base) pronunciation
+              best = before + f.score;
+              back[k][b * nc + c] = static_cast<int>(a);
+            }
+          }
+          any = any || best != kNegInf;
+        }
+      if (!any) return i;
+    }
+    // The best last pronunciation, then back along the run.
+    size_t b = 0;
+    for (size_t x = 1; x < bases[to - 1].size(); ++x)
+      if (v[m - 1][x] > v[m - 1][b]) b = x;
+    size_t c = 0;
+    for (size_t k = m; k-- > 0;) {
+      const size_t nc = k + 1 < m ? bases[from + k + 1].size() : 1;
+      chosen[from + k] = b;
+      const int a = back[k][b * nc + c];
+      c = b;
+      b = static_cast<size_t>(std::max(a, 0));
+    }
+    return to;
+  };
+  auto touches_next = [&](size_t i) {
+    return i + 1 < nw && words[i + 1].start_frame == words[i].end_frame + 1;
+  };
+  for (size_t from = 0; from < nw;) {
+    if (failed[from]) {
+      ++from;
+      continue;
+    }
+    size_t to = from + 1;
+    while (to < nw && !failed[to] && touches_next(to - 1)) ++to;
+    const size_t bad = solve_run(from, to);
+    if (bad < to) {
+      failed[bad] = 1;  // and solve the run again without it
+      continue;
+    }
+    for (size_t i = from; i < to; ++i) {
+      const size_t b = chosen[i];
+      const Fit& f = fit(i, b, i > from ? last_of(i - 1, chosen[i - 1]) : -1,
+                         i + 1 < to ? first_of(i + 1, chosen[i + 1]) : -1);
+      const int64_t t0 = words[i].start_frame - first_frame;
+      std::copy(f.senones.begin(), f.senones.end(), out.senones.begin() + t0);
+      out.log_likelihood += f.acoustic;
+      ++out.words_aligned;
+    }
+    from = to;
+  }
+  for (uint8_t f : failed) out.words_failed += f;
+
+  std::vector<int32_t> path;
   if (options_.align_gaps_to_silence && model_.mdef().silence_phone() >= 0) {
     const Hmm sil = word_hmm({model_.mdef().silence_phone()}, -1, -1, true);
     int64_t t = 0;

@@ -5,12 +5,15 @@
 // graph is minimised and its state sequence is not kept, so the states are
 // recovered here by a Viterbi pass of each word's own HMM over its frames.
 //
-// For each word, every pronunciation of its dictionary entry (the base one
-// and the alternates "word(2)", ...) is tried and the best kept. A word's
-// HMM is the chain of its phones' HMMs, each phone the triphone pocketsphinx
-// would pick (phone_context.h: Sphinx word positions, neighbours' phones as
-// cross-word context when the words touch, SIL when silence or nothing lies
-// between), its states and transitions those of the model's mdef and
+// Every pronunciation of a word's dictionary entry (the base one and the
+// alternates "word(2)", ...) is tried; over a run of touching words they
+// are chosen jointly (the best sum of the words' scores), because each
+// word's cross-word contexts come from its neighbours' chosen
+// pronunciations. A word's HMM is the chain of its phones' HMMs, each
+// phone the triphone pocketsphinx would pick (phone_context.h: Sphinx word
+// positions, the neighbours' phones as cross-word context when the words
+// touch, SIL when silence or nothing lies between), its states and
+// transitions those of the model's mdef and
 // transition matrices, as the graph compiler builds them: enter at the first
 // emitting state, self-loops, forward steps and skips, leave through the
 // non-emitting exit state. The word's frames must run from its first
@@ -19,7 +22,8 @@
 // Scores are natural logs, computed on the host in double from the model's
 // Gaussian mixtures (all Gaussians, no top-N selection); each (frame,
 // codebook) Gaussian set and (frame, senone) mixture is evaluated once per
-// align() call. Work is O(frames x HMM states of the word x pronunciations).
+// align() call. Work is O(frames x HMM states of the word x pronunciations
+// x distinct context phones the neighbours' pronunciations give it).
 //
 // Docs: docs/alignment.md.
 #pragma once

@@ -109,9 +109,9 @@ LmRescorer::WordEnd LmRescorer::word_end(int32_t history, int32_t word) {
   if (f < 0) return WordEnd{0.0f, history, histories_[history].hash};  // a filler: transparent
   const uint64_t key = (static_cast<uint64_t>(static_cast<uint32_t>(history)) << 32) |
                        static_cast<uint32_t>(word);
-  // Fibonacci hashing of the key picks the cache entry.
-  CacheEntry& entry = cache_[(key * 0x9E3779B97F4A7C15ull) >> (64 - 14)];
-  static_assert(kCacheEntries == size_t{1} << 14, "the shift above");
+  // Fibonacci hashing of the key picks the cache entry: its top kCacheBits
+  // bits, which depend on every bit of the key.
+  CacheEntry& entry = cache_[(key * 0x9E3779B97F4A7C15ull) >> (64 - kCacheBits)];
   if (entry.key == key) return entry.value;
   auto it = memo_.find(key);
   if (it != memo_.end()) {

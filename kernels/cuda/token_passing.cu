@@ -103,6 +103,7 @@ __global__ void frame_begin_kernel(TpState s, const TpFrame* __restrict__ fp) {
     c->kept = 0;
     c->cut_bin = f.bins;
     c->passes = 0;
+    c->passes_run = 0;
     c->last_changed = 0;
     c->events = 0;
   }
@@ -314,6 +315,7 @@ __device__ __forceinline__ void relax_resolve_phase(const TpGraph& g, const TpSt
     }
   }
   if (blockIdx.x == 0 && threadIdx.x == 0) {
+    if (s.counters->changed[in] > 0) s.counters->passes_run += 1;
     s.counters->changed[in] = 0;  // consumed; the next pass writes it
     s.counters->heavy = 0;
     s.counters->last_changed = n;

@@ -104,6 +104,8 @@ struct TpCounters {
   uint32_t kept;           // tokens within their beam
   int32_t cut_bin;         // max-active cutoff bin
   uint32_t passes;         // closure passes that changed something
+  uint32_t passes_run;     // closure passes that had tokens to relax (the
+                           // CPU searcher's count, which max_epsilon_passes bounds)
   uint32_t last_changed;   // tokens changed by the last pass queued
   uint32_t events;         // word-end events of the round; above capacity = overflow
 };

@@ -8,7 +8,8 @@
 //   byte  event type: 0 custom upstream, 1 custom downstream, 2 custom both,
 //         3 custom downstream out-of-band
 //   then fields until the bytes run out, each:
-//   byte  name: 0..5 the six fields of the header in its order, 6 another
+//   byte  name: 0..5 the six required fields of the header in its order,
+//         6 another, 7 the optional "segment-seqnum"
 //   byte  type: 0 guint64, 1 gint64, 2 gint, 3 guint, 4 string, 5 GBytes,
 //         6 gdouble, 7 GstBuffer
 //   value: numbers 8 bytes little-endian (cut to the type); a string one
@@ -23,7 +24,9 @@
 //
 // The parser must either refuse the event and leave its outputs untouched,
 // or accept it (only a custom upstream event) with every field within the
-// rules of the header, and then the same values must make an event through
+// rules of the header (a frame duration of at most a second, the end of the
+// last frame within GstClockTimeDiff's range, a segment-seqnum that is a
+// guint if present), and then the same values must make an event through
 // gpuspeech_alignment_event_new() that parses back to them. Passing no
 // outputs must not change the answer. Anything else is a bug.
 #include <algorithm>
@@ -63,11 +66,12 @@ class Reader {
   size_t pos_ = 0;
 };
 
-const char* const kFieldNames[] = {"timestamp", "frame-duration", "senones", "num-senones",
-                                   "model",     "utterance",      "senone"};
+const char* const kFieldNames[] = {"timestamp", "frame-duration", "senones",
+                                   "num-senones", "model",          "utterance",
+                                   "senone",    "segment-seqnum"};
 
 void set_field(GstStructure* s, Reader& in) {
-  const char* name = kFieldNames[in.byte() % 7];
+  const char* name = kFieldNames[in.byte() % 8];
   GValue v = G_VALUE_INIT;
   switch (in.byte() % 8) {
     case 0:
@@ -130,11 +134,13 @@ struct Parsed {
   gint num_senones = 33;
   const gchar* model = nullptr;
   guint utterance = 44;
+  guint32 segment_seqnum = 55;
 };
 
 gboolean parse(GstEvent* event, Parsed* p) {
   return gpuspeech_alignment_event_parse(event, &p->timestamp, &p->frame_duration, &p->senones,
-                                         &p->num_senones, &p->model, &p->utterance);
+                                         &p->num_senones, &p->model, &p->utterance,
+                                         &p->segment_seqnum);
 }
 
 // The senones as gint32 (the GBytes data need not be aligned).
@@ -147,10 +153,18 @@ std::vector<gint32> senone_values(GBytes* bytes) {
 }
 
 void check_accepted(const Parsed& p) {
-  if (!GST_CLOCK_TIME_IS_VALID(p.timestamp) || p.frame_duration == 0) __builtin_trap();
+  if (!GST_CLOCK_TIME_IS_VALID(p.timestamp) || p.frame_duration == 0 ||
+      p.frame_duration > GPUSPEECH_ALIGNMENT_MAX_FRAME_DURATION)
+    __builtin_trap();
   if (p.num_senones <= 0 || !p.model || !p.senones) __builtin_trap();
   const gsize size = g_bytes_get_size(p.senones);
   if (size == 0 || size % sizeof(gint32) != 0) __builtin_trap();
+  // The end of the last frame fits in a GstClockTimeDiff (checked in 128
+  // bits, so that this check cannot overflow where the parser's might).
+  const unsigned __int128 end =
+      static_cast<unsigned __int128>(p.timestamp) +
+      static_cast<unsigned __int128>(size / sizeof(gint32)) * p.frame_duration;
+  if (end > static_cast<unsigned __int128>(G_MAXINT64)) __builtin_trap();
   const std::vector<gint32> senones = senone_values(p.senones);
   for (const gint32 s : senones)
     if (s < -1 || s >= p.num_senones) __builtin_trap();
@@ -158,13 +172,14 @@ void check_accepted(const Parsed& p) {
   // What was accepted must be what the constructor makes and accepts.
   GstEvent* again = gpuspeech_alignment_event_new(p.timestamp, p.frame_duration, senones.data(),
                                                   senones.size(), p.num_senones, p.model,
-                                                  p.utterance);
+                                                  p.utterance, p.segment_seqnum);
   if (!again) __builtin_trap();
   Parsed q;
   if (!parse(again, &q)) __builtin_trap();
   if (q.timestamp != p.timestamp || q.frame_duration != p.frame_duration ||
       q.num_senones != p.num_senones || std::strcmp(q.model, p.model) != 0 ||
-      q.utterance != p.utterance || !g_bytes_equal(q.senones, p.senones))
+      q.utterance != p.utterance || q.segment_seqnum != p.segment_seqnum ||
+      !g_bytes_equal(q.senones, p.senones))
     __builtin_trap();
   g_bytes_unref(q.senones);
   gst_event_unref(again);
@@ -204,18 +219,23 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (!event) __builtin_trap();
   Parsed p;
   const gboolean accepted = parse(event, &p);
-  if (gpuspeech_alignment_event_parse(event, nullptr, nullptr, nullptr, nullptr, nullptr,
+  if (gpuspeech_alignment_event_parse(event, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr,
                                       nullptr) != accepted)
     __builtin_trap();
   if (accepted) {
     if (type != GST_EVENT_CUSTOM_UPSTREAM) __builtin_trap();
     check_accepted(p);
+    // The optional field: what the event holds, or unknown without it.
+    const GValue* seqnum = gst_structure_get_value(gst_event_get_structure(event), "segment-seqnum");
+    if (seqnum ? !G_VALUE_HOLDS_UINT(seqnum) || g_value_get_uint(seqnum) != p.segment_seqnum
+               : p.segment_seqnum != GST_SEQNUM_INVALID)
+      __builtin_trap();
     g_bytes_unref(p.senones);
   } else {
     const Parsed untouched;
     if (p.timestamp != untouched.timestamp || p.frame_duration != untouched.frame_duration ||
         p.senones || p.num_senones != untouched.num_senones || p.model ||
-        p.utterance != untouched.utterance)
+        p.utterance != untouched.utterance || p.segment_seqnum != untouched.segment_seqnum)
       __builtin_trap();
   }
   gst_event_unref(event);

@@ -7,7 +7,7 @@ import struct
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 OUT = os.path.join(HERE, 'corpus', 'alignment_event')
-TIMESTAMP, DURATION, SENONES, NUM_SENONES, MODEL, UTTERANCE, OTHER = range(7)
+TIMESTAMP, DURATION, SENONES, NUM_SENONES, MODEL, UTTERANCE, OTHER, SEQNUM = range(8)
 U64, I64, INT, UINT, STRING, BYTES, DOUBLE, BUFFER = range(8)
 
 
@@ -53,6 +53,14 @@ SEEDS = {
     'no_frames': event(valid(sen=senones([]))),
     'wrong_types': event(valid(ts=num(TIMESTAMP, I64, 5), num=num(NUM_SENONES, UINT, 3),
                                sen=bytes([SENONES, BUFFER, 4]) + b'\0\0\0\0')),
+    # The frame duration's bound (one second) and the end of the last frame
+    # (timestamp + frames x duration <= G_MAXINT64): the six frames end one
+    # nanosecond too late.
+    'long_duration': event(valid(dur=num(DURATION, U64, 1000000001))),
+    'end_overflows': event(valid(ts=num(TIMESTAMP, U64, 2**63 - 6 * 10000000 + 1))),
+    # The optional segment seqnum, and one of the wrong type.
+    'seqnum': event(valid(seq=num(SEQNUM, UINT, 4711))),
+    'seqnum_wrong_type': event(valid(seq=num(SEQNUM, INT, 4711))),
 }
 
 os.makedirs(OUT, exist_ok=True)

@@ -160,12 +160,20 @@ if want decode; then
     cmp -s "$OUT/librivox.cuda.max$m.trn" <(grep -v '^#' "$OUT/librivox.cuda.trn") &&
       echo "  same words as maxactive 30000" || echo "  words differ from maxactive 30000"
   done
-  echo "--- librivox, cuda: fused rounds (default) against a kernel launch per step and pass, alternating"
+  echo "--- librivox, cuda: fused rounds (default: a block per SM; then fewer blocks) against a"
+  echo "    kernel launch per step and pass, alternating; words compared with the default run's"
   for r in 1 2 3; do
-    for mode in fused passes; do
-      env GPUSPEECH_CUDA_CLOSURE=$mode $T "${M[@]}" --lm .refmodel/en-us/en-us.lm.bin --backend cuda \
-        --search cuda -v $D/librivox/*.wav 2>&1 >/dev/null | grep -E "RTF|search" | grep -v "\.wav" |
-        sed "s/^/$mode $r: /"
+    for mode in fused blocks64 blocks32 blocks16 passes; do
+      case $mode in
+        fused) envs=() ;;
+        blocks*) envs=(GPUSPEECH_CUDA_ROUND_BLOCKS=${mode#blocks}) ;;
+        passes) envs=(GPUSPEECH_CUDA_CLOSURE=passes) ;;
+      esac
+      env "${envs[@]}" $T "${M[@]}" --lm .refmodel/en-us/en-us.lm.bin --backend cuda \
+        --search cuda --times -v $D/librivox/*.wav 2>"$OUT/alt.err" >"$OUT/alt.trn"
+      grep -E "RTF|search" "$OUT/alt.err" | grep -v "\.wav" | sed "s/^/$mode $r: /"
+      cmp -s <(grep -v '^#' "$OUT/alt.trn") <(grep -v '^#' "$OUT/librivox.cuda.trn") ||
+        { echo "$mode $r: words or times DIFFER"; status=1; }
     done
   done
   echo "--- librivox, cuda, per stage (-v)"
