@@ -233,6 +233,31 @@ if run --jsgf "$DATA/cards/cards.gram" --fmllr two-pass --fmllr-update diag --sp
 else
   fail "--fmllr-update diag: $(cat "$T/diff") $(cat "$T/err") $(head -c 300 "$T/xforms-diag/dealer.mat" 2>&1)"
 fi
+# --fmllr-update auto: the type by the speaker's aligned frames (cards: a
+# few hundred, so offset below 390, diag from there; never full), said in
+# the report; --fmllr-redecode 1: one re-estimation from the adapted
+# decoding, reported, the words still the reference.
+if run --jsgf "$DATA/cards/cards.gram" --fmllr two-pass --fmllr-update auto --fmllr-redecode 1 \
+     --spk2utt "$T/cards.spk2utt" --fmllr-min-frames 100 "${CARDS[@]}" >"$T/out-auto" 2>"$T/err" &&
+   diff -u "$T/cards.ref" "$T/out-auto" >"$T/diff" &&
+   frames=$(sed -n 's/^gpuspeech-transcribe: fmllr speaker dealer: 5 file(s), \([0-9]*\) of .*/\1/p' "$T/err") &&
+   if [ "$frames" -ge 390 ]; then want=diag; else want=offset; fi &&
+   grep -q "^gpuspeech-transcribe: fmllr speaker dealer: 5 file(s), .*, update type $want: updated" "$T/err" &&
+   grep -q "^gpuspeech-transcribe: fmllr speaker dealer: re-estimation 1 of 1 (adapted decoding): [0-9]* frames aligned, statistics weight [0-9.]*, update type $want: updated, objective/frame" "$T/err"; then
+  pass "--fmllr-update auto ($want for $frames frames) and --fmllr-redecode 1: reported, reference words"
+else
+  fail "--fmllr-update auto / --fmllr-redecode: $(cat "$T/diff") $(cat "$T/err")"
+fi
+for bad in "--fmllr-redecode -1" "--fmllr-update sometimes"; do
+  # shellcheck disable=SC2086
+  run --jsgf "$DATA/cards/cards.gram" --fmllr two-pass $bad "${CARDS[@]}" >/dev/null 2>"$T/err"
+  st=$?
+  if [ $st -eq 2 ] && grep -q -- "${bad%% *}" "$T/err"; then
+    pass "$bad: usage error naming the option"
+  else
+    fail "$bad: status $st: $(cat "$T/err")"
+  fi
+done
 cp "$T/out" "$T/two-pass.out"
 if run --jsgf "$DATA/cards/cards.gram" --fmllr apply --spk2utt "$T/cards.spk2utt" \
      --fmllr-dir "$T/xforms" "${CARDS[@]}" >"$T/out" 2>"$T/err" &&
@@ -265,7 +290,7 @@ else
   fail "--fmllr-dir with an odd speaker id: $(ls -A "$T/xforms-odd" 2>&1) $(cat "$T/err")"
 fi
 if grep -q '^gpuspeech-transcribe: fmllr speaker .spk:é%: 5 file(s), .*: updated, objective/frame .*, the transform of EM pass 3 of 3$' "$T/err" &&
-   [ "$(grep -c '^gpuspeech-transcribe: fmllr speaker .spk:é%: EM pass [1-3] of 3: statistics weight [0-9.]*: updated, objective/frame' "$T/err")" -eq 3 ]; then
+   [ "$(grep -c '^gpuspeech-transcribe: fmllr speaker .spk:é%: EM pass [1-3] of 3: statistics weight [0-9.]*, update type full: updated, objective/frame' "$T/err")" -eq 3 ]; then
   pass "--fmllr-em-passes 3: a summary and one line per pass"
 else
   fail "--fmllr-em-passes 3 report: $(cat "$T/err")"

@@ -88,8 +88,9 @@ Speaker adaptation (feature-space MLLR, docs/transcribe.md):
   --fmllr MODE          none (default) | two-pass: decode each speaker's files,
                         align the words to the model's states, estimate one
                         fMLLR transform per speaker from those frames (speech
-                        only), and decode the transformed features again; the
-                        second pass is what is printed. A per-speaker report
+                        only), and decode the transformed features again
+                        (with --fmllr-redecode, re-estimate from that decoding
+                        first); the last pass is what is printed. A report
                         goes to stderr | apply: decode once with the
                         transforms saved in --fmllr-dir by a two-pass run
   --spk2utt FILE        Kaldi spk2utt: "speaker utt1 utt2 ..." per line, the
@@ -110,9 +111,14 @@ Speaker adaptation (feature-space MLLR, docs/transcribe.md):
                         features under the current transform (EM); a pass
                         that makes no update ends them, the last update is
                         used, and the report has a line per pass
+  --fmllr-redecode N    after estimating, N times: decode under the transform,
+                        align those words and estimate again from it (default
+                        1; 0: the plain two-pass). Each costs a decoding pass
   --fmllr-update U      full (default: 39 x 40, all of [A b]) | diag (diagonal
                         A and offset b: 2 x 39 parameters, for little data) |
-                        offset (b alone)
+                        offset (b alone) | auto (per speaker, the richest type
+                        with 5 aligned frames a parameter: offset, diag from
+                        390 frames, full from 7800; the gpufmllr element's rule)
 
 Devices:
   --backend B           scoring backend: auto (default) | cuda | opencl | cpu
@@ -417,10 +423,16 @@ void apply_saved_speaker(Transcriber& tr, const Speaker& spk, const std::vector<
 // Two-pass decoding of one speaker: pass 1 decodes every file and aligns
 // its words (speech frames only: the aligner leaves silence and fillers
 // unaligned); the speaker's statistics from all files give one transform;
-// pass 2 decodes every file's transformed features, and is printed. A file
-// that fails is reported and left out; the others go on.
+// `redecodes` times, the files are decoded under the transform and it is
+// estimated again from those words; the last pass decodes every file's
+// transformed features, and is printed. A file that fails is reported and
+// left out; the others go on.
+// `update_by_data`: each estimation's update type is the richest that the
+// speaker's statistics support (fmllr_update_type_for_frames with the
+// gpufmllr element's frames_per_parameter), not options.update.
 void two_pass_speaker(Transcriber& tr, const Speaker& spk, const std::vector<std::string>& files,
-                      const FmllrOptions& options, int em_passes, const std::string& fmllr_dir) {
+                      FmllrOptions options, bool update_by_data, int em_passes, int redecodes,
+                      const std::string& fmllr_dir) {
   using clock = std::chrono::steady_clock;
   Recognizer& rec = tr.rec;
   const GaussianMixtures& gm = rec.acoustic_model().mixtures();
@@ -469,6 +481,7 @@ void two_pass_speaker(Transcriber& tr, const Speaker& spk, const std::vector<std
   // start); the transform in use is the last update's (identity if none).
   struct Pass {
     FmllrOutcome outcome = FmllrOutcome::kUpdated;
+    FmllrUpdateType update = FmllrUpdateType::kFull;  // the type estimated
     std::string message;
     double beta = 0.0;
     double objective_before = 0.0, objective_after = 0.0;  // per frame, updated passes
@@ -491,8 +504,12 @@ void two_pass_speaker(Transcriber& tr, const Speaker& spk, const std::vector<std
         acc.accumulate(x, n, supervised_posteriors(gm, y.data(), n, d.senones.data()));
       }
     }
+    if (update_by_data)
+      options.update = fmllr_update_type_for_frames(acc.stats().beta, rec.feature_dim(),
+                                                    OnlineFmllrOptions{}.frames_per_parameter);
     const FmllrEstimate est = estimate_fmllr(acc.stats(), options, k > 1 ? &transform : nullptr);
     Pass p;
+    p.update = options.update;
     p.outcome = est.outcome;
     p.message = est.message;
     p.beta = acc.stats().beta;
@@ -506,7 +523,7 @@ void two_pass_speaker(Transcriber& tr, const Speaker& spk, const std::vector<std
     transform = est.transform;
     used_pass = k;
   }
-  const double est_s = std::chrono::duration<double>(clock::now() - t_est).count();
+  double est_s = std::chrono::duration<double>(clock::now() - t_est).count();
 
   // The summary line: what the speaker's files are decoded with.
   char buf[512];
@@ -522,8 +539,8 @@ void two_pass_speaker(Transcriber& tr, const Speaker& spk, const std::vector<std
                        std::to_string(total_frames) + " frames aligned (" +
                        std::to_string(words_aligned) + " words";
   if (words_failed > 0) report += ", " + std::to_string(words_failed) + " not aligned";
-  std::snprintf(buf, sizeof buf, "), statistics weight %.1f: %s", shown.beta,
-                to_string(shown.outcome));
+  std::snprintf(buf, sizeof buf, "), statistics weight %.1f, update type %s: %s", shown.beta,
+                to_string(shown.update), to_string(shown.outcome));
   report += buf;
   if (used_pass > 0) {
     report += objective_text(shown);
@@ -550,7 +567,8 @@ void two_pass_speaker(Transcriber& tr, const Speaker& spk, const std::vector<std
         line += "not run (pass " + std::to_string(passes.size()) + " made no update)";
       } else {
         const Pass& p = passes[static_cast<size_t>(k - 1)];
-        std::snprintf(buf, sizeof buf, "statistics weight %.1f: %s", p.beta, to_string(p.outcome));
+        std::snprintf(buf, sizeof buf, "statistics weight %.1f, update type %s: %s", p.beta,
+                      to_string(p.update), to_string(p.outcome));
         line += buf;
         if (p.outcome == FmllrOutcome::kUpdated) {
           line += objective_text(p);
@@ -563,6 +581,64 @@ void two_pass_speaker(Transcriber& tr, const Speaker& spk, const std::vector<std
       std::fprintf(stderr, "%s: %s\n", kProgram, line.c_str());
     }
   }
+  // Re-estimation from an adapted decoding (Kaldi's decode_fmllr.sh does
+  // one): decode under the transform, align the new words (better than
+  // pass 1's where adaptation helped), and estimate again from the current
+  // transform, with posteriors on the adapted features and statistics of
+  // the raw ones. Each round costs a decoding pass.
+  for (int round = 1; round <= redecodes && used_pass > 0; ++round) {
+    const auto t_round = clock::now();
+    FmllrApplier applier(rec.scoring_backend(), rec.feature_dim());
+    applier.set_transform(transform);
+    acc.reset();
+    int64_t round_aligned = 0;
+    for (PendingFile& d : done) {
+      const int64_t rows = d.u.feats.rows, dim = d.u.feats.dim;
+      std::vector<float> y(static_cast<size_t>(rows * dim));
+      applier.apply(d.u.feats.data.data(), rows, y.data());
+      try {
+        const RecognitionResult r = tr.decode(y.data(), rows);
+        const FrameAlignment al = rec.align(r.best.words);
+        const int64_t n = static_cast<int64_t>(al.senones.size());
+        if (al.first_frame < 0 || al.first_frame + n > rows)
+          throw std::logic_error(files[d.file] + ": alignment outside the utterance's frames");
+        const size_t off = static_cast<size_t>(al.first_frame * dim);
+        acc.accumulate(d.u.feats.data.data() + off, n,
+                       supervised_posteriors(gm, y.data() + off, n, al.senones.data()));
+        for (int32_t sen : al.senones) round_aligned += sen >= 0;
+      } catch (const std::exception& e) {
+        // The file keeps its place in the final pass; only its statistics
+        // are missing from this round.
+        error(files[d.file] + ": re-estimation round " + std::to_string(round) + ": " + e.what());
+      }
+    }
+    FmllrOptions round_options = options;
+    if (update_by_data)
+      round_options.update = fmllr_update_type_for_frames(
+          acc.stats().beta, rec.feature_dim(), OnlineFmllrOptions{}.frames_per_parameter);
+    const FmllrEstimate est = estimate_fmllr(acc.stats(), round_options, &transform);
+    std::string line = "fmllr speaker " + spk.name + ": re-estimation " + std::to_string(round) +
+                       " of " + std::to_string(redecodes) + " (adapted decoding): " +
+                       std::to_string(round_aligned) + " frames aligned";
+    std::snprintf(buf, sizeof buf, ", statistics weight %.1f, update type %s: %s",
+                  acc.stats().beta, to_string(round_options.update), to_string(est.outcome));
+    line += buf;
+    if (est.outcome == FmllrOutcome::kUpdated && !est.objective.empty()) {
+      Pass p;
+      p.objective_before = est.objective.front();
+      p.objective_after = est.objective.back();
+      p.log_det = est.transform.log_abs_det();
+      line += objective_text(p);
+      transform = est.transform;
+    } else {
+      line += "; the transform before it stays";
+    }
+    if (!est.message.empty()) line += " (" + est.message + ")";
+    std::fprintf(stderr, "%s: %s\n", kProgram, line.c_str());
+    est_s += std::chrono::duration<double>(clock::now() - t_round).count();
+    if (est.outcome != FmllrOutcome::kUpdated) break;
+  }
+
   if (!fmllr_dir.empty()) {
     const std::string out = fmllr_speaker_path(fmllr_dir, spk.name);
     try {
@@ -591,6 +667,8 @@ int run(int argc, char** argv) {
   bool wbeam_given = false;
   FmllrMode fmllr_mode = FmllrMode::kNone;
   FmllrOptions fmllr_options;
+  bool fmllr_update_by_data = false;  // --fmllr-update auto
+  int fmllr_redecodes = 1;            // --fmllr-redecode
   std::string spk2utt_path, fmllr_dir;
   int fmllr_em_passes = 1;
   bool fmllr_tuned = false;  // an --fmllr-* option given
@@ -679,10 +757,15 @@ int run(int argc, char** argv) {
       fmllr_em_passes = parse_int(a, value());
       if (fmllr_em_passes < 1) usage_error("--fmllr-em-passes must be at least 1");
       fmllr_tuned = true;
+    } else if (a == "--fmllr-redecode") {
+      fmllr_redecodes = parse_int(a, value());
+      if (fmllr_redecodes < 0) usage_error("--fmllr-redecode must be >= 0");
+      fmllr_tuned = true;
     } else if (a == "--fmllr-update") {
       const std::string u = value();
-      if (!parse_fmllr_update_type(u, &fmllr_options.update))
-        usage_error("--fmllr-update: expected full, diag or offset, got '" + u + "'");
+      fmllr_update_by_data = u == "auto";
+      if (!fmllr_update_by_data && !parse_fmllr_update_type(u, &fmllr_options.update))
+        usage_error("--fmllr-update: expected auto, full, diag or offset, got '" + u + "'");
       fmllr_tuned = true;
     } else if (a == "--times") {
       times = true;
@@ -708,7 +791,7 @@ int run(int argc, char** argv) {
   if (fmllr_mode == FmllrMode::kApply && fmllr_dir.empty())
     usage_error("--fmllr apply needs --fmllr-dir DIR (the transforms to apply)");
   if (fmllr_mode == FmllrMode::kApply && fmllr_tuned)
-    usage_error("--fmllr-min-frames, --fmllr-em-passes and --fmllr-update apply to --fmllr two-pass only");
+    usage_error("--fmllr-min-frames, --fmllr-em-passes, --fmllr-redecode and --fmllr-update apply to --fmllr two-pass only");
 
   // Speakers for --fmllr two-pass: checked before the model loads, so a bad
   // spk2utt costs nothing.
@@ -764,7 +847,8 @@ int run(int argc, char** argv) {
     }
   } else {
     for (const Speaker& spk : speakers) {
-      if (fmllr_mode == FmllrMode::kTwoPass) two_pass_speaker(tr, spk, files, fmllr_options, fmllr_em_passes, fmllr_dir);
+      if (fmllr_mode == FmllrMode::kTwoPass) two_pass_speaker(tr, spk, files, fmllr_options, fmllr_update_by_data,
+                                                         fmllr_em_passes, fmllr_redecodes, fmllr_dir);
       else apply_saved_speaker(tr, spk, files, fmllr_dir);
     }
   }
