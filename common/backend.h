@@ -130,6 +130,18 @@ class Backend {
   // x[i] = op(x[i], param) for i < n.
   virtual void apply(UnaryOp op, float param, DeviceBuffer& x, size_t n) = 0;
 
+  // The products of each row's extended vector xi = [x; 1] (dim + 1
+  // values): out[pair * rows + r] = xi_p * xi_q (one float multiply) for
+  // p <= q <= dim, the pairs numbered row by row over the upper triangle,
+  // pair(p, q) = p (dim + 1) - p (p - 1) / 2 + (q - p), so there are
+  // (dim + 1)(dim + 2) / 2 of them and the last, (dim, dim), is 1.
+  // x: rows x dim; out: pairs x rows. These are the second-order terms of
+  // the constrained-MLLR statistics (fmllr_stats.h), built where the GEMM
+  // that weights them runs. 1 <= dim <= kMaxExtendedDim.
+  static constexpr int kMaxExtendedDim = 1024;
+  virtual void extended_outer_products(const DeviceBuffer& x, int64_t rows, int dim,
+                                       DeviceBuffer& out) = 0;
+
   // dst[r * dst_cols + dst_col] = op(src[r]) for r < rows, where op is
   // kLogClamp with `param` (log energy into a cepstral column).
   virtual void log_into_column(const DeviceBuffer& src, int64_t rows,

@@ -299,6 +299,24 @@ Comparison BackendComparison::splice(int64_t num_utts, int64_t rows_per_utt, int
   });
 }
 
+Comparison BackendComparison::extended_outer_products(int64_t rows, int dim) {
+  const std::vector<float> x = uniform(static_cast<size_t>(rows) * dim, -30.f, 30.f);
+  const size_t n = static_cast<size_t>(rows) * (dim + 1) * (dim + 2) / 2;
+  std::ostringstream what;
+  what << "extended_outer_products(rows " << rows << ", dim " << dim << ")";
+  return run(what.str(), Tolerance::absolute(0.0), [&](Backend& b) {
+    BufferPtr s = upload_new(b, x);
+    BufferPtr d = upload_new(b, std::vector<float>(n, std::nanf("")));
+    b.extended_outer_products(*s, rows, dim, *d);
+    std::vector<float> out = download_all(b, *d);
+    const auto unwritten = std::count_if(out.begin(), out.end(), [](float v) { return std::isnan(v); });
+    if (unwritten > 0)
+      throw std::runtime_error(what.str() + " on " + b.name() + ": " + std::to_string(unwritten) +
+                               " outputs left unwritten");
+    return out;
+  });
+}
+
 Comparison BackendComparison::lpc_to_cepstrum(int64_t rows, int order, int num_ceps,
                                               const Tolerance& tol) {
   std::vector<float> r(static_cast<size_t>(rows) * (order + 1));

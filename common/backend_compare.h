@@ -107,6 +107,10 @@ class BackendComparison {
                              int dst_col, const Tolerance& tol);
   Comparison splice(int64_t num_utts, int64_t rows_per_utt, int cols, int left,
                     int right);
+  // Feature-like rows (uniform in [-30, 30)); exact (one float multiply
+  // each). The output is poisoned with NaN first: an output left unwritten
+  // throws.
+  Comparison extended_outer_products(int64_t rows, int dim);
   // Rows are autocorrelations of random signals (positive definite), plus
   // one row with r[0] <= 0 and one of all zeros, which must give zeros.
   Comparison lpc_to_cepstrum(int64_t rows, int order, int num_ceps,

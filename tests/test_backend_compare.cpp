@@ -181,6 +181,13 @@ TEST_P(DeviceVsCpu, Splice) {
   EXPECT_AGREES(cmp().splice(2, 101, 40, 4, 0));
 }
 
+TEST_P(DeviceVsCpu, ExtendedOuterProducts) {
+  EXPECT_AGREES(cmp().extended_outer_products(1024, 39));  // an fMLLR block, en-us
+  EXPECT_AGREES(cmp().extended_outer_products(37, 13));
+  EXPECT_AGREES(cmp().extended_outer_products(1, 1));
+  EXPECT_AGREES(cmp().extended_outer_products(300, 120));
+}
+
 TEST_P(DeviceVsCpu, LpcToCepstrum) {
   EXPECT_AGREES(cmp().lpc_to_cepstrum(1001, 12, 13, kElementwise));
   EXPECT_AGREES(cmp().lpc_to_cepstrum(37, 20, 25, kElementwise));  // ceps beyond order
@@ -198,6 +205,8 @@ TEST_P(DeviceVsCpu, RejectsMisuse) {
   EXPECT_THROW(dev.upload(*c, host.data(), 5, 6), BackendError);
   EXPECT_THROW(dev.download(*c, host.data(), 11), BackendError);
   EXPECT_THROW(dev.power_spectrum(*a, 1, 100, false, *c), BackendError);  // not pow2
+  EXPECT_THROW(dev.extended_outer_products(*a, 10, 3, *c), BackendError);   // out too small
+  EXPECT_THROW(dev.extended_outer_products(*a, 1, 0, *a), BackendError);    // dim 0
 }
 
 // --- whole feature pipelines ------------------------------------------------

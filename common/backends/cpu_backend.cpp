@@ -167,6 +167,27 @@ class CpuBackend : public Backend {
     }
   }
 
+  void extended_outer_products(const DeviceBuffer& x, int64_t rows, int dim,
+                               DeviceBuffer& out) override {
+    if (rows < 0 || dim < 1 || dim > kMaxExtendedDim)
+      throw BackendError("extended_outer_products: need rows >= 0 and 1 <= dim <= " +
+                         std::to_string(kMaxExtendedDim) + " (got rows " + std::to_string(rows) +
+                         ", dim " + std::to_string(dim) + ")");
+    const int64_t pairs = static_cast<int64_t>(dim + 1) * (dim + 2) / 2;
+    check_range(x, 0, rows * dim, "extended_outer_products x");
+    check_range(out, 0, rows * pairs, "extended_outer_products out");
+    const float* s = get(x);
+    float* d = mut(out);
+    for (int64_t r = 0; r < rows; ++r) {
+      const float* xr = s + r * dim;
+      int64_t pair = 0;
+      for (int p = 0; p <= dim; ++p) {
+        const float xp = p < dim ? xr[p] : 1.0f;
+        for (int q = p; q <= dim; ++q, ++pair) d[pair * rows + r] = xp * (q < dim ? xr[q] : 1.0f);
+      }
+    }
+  }
+
   void log_into_column(const DeviceBuffer& src, int64_t rows, float param,
                        DeviceBuffer& dst, int dst_cols, int dst_col) override {
     if (dst_col < 0 || dst_col >= dst_cols) throw BackendError("log_into_column: bad column");

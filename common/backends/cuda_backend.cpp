@@ -25,6 +25,7 @@
 #include "common/backend.h"
 #include "common/backend_registry.h"
 #include "kernels/cuda/feature_kernels.cuh"
+#include "kernels/cuda/outer_products.cuh"
 #include "kernels/cuda/scoring_kernels.cuh"
 
 namespace gpuspeech {
@@ -303,6 +304,22 @@ class CudaBackend : public Backend {
     check_cuda(cuda::launch_apply(code, param, ptr(x, "apply"),
                                   static_cast<int64_t>(n), stream_),
                "apply kernel");
+  }
+
+  void extended_outer_products(const DeviceBuffer& x, int64_t rows, int dim,
+                               DeviceBuffer& out) override {
+    select_device();
+    if (dim < 1 || dim > kMaxExtendedDim)
+      throw BackendError("cuda: extended_outer_products: dim " + std::to_string(dim) +
+                         " outside 1.." + std::to_string(kMaxExtendedDim));
+    check_rows(rows, "extended_outer_products");
+    const size_t pairs = static_cast<size_t>(dim + 1) * (dim + 2) / 2;
+    check_size(x, static_cast<size_t>(rows) * dim, "extended_outer_products x");
+    check_size(out, static_cast<size_t>(rows) * pairs, "extended_outer_products out");
+    check_cuda(cuda::launch_extended_outer_products(ptr(x, "extended_outer_products x"), rows, dim,
+                                                    ptr(out, "extended_outer_products out"),
+                                                    stream_),
+               "extended_outer_products kernel");
   }
 
   void log_into_column(const DeviceBuffer& src, int64_t rows, float param,

@@ -272,8 +272,8 @@ class OpenclBackend : public Backend {
     if (!g_clfft_torn_down)
       for (auto& kv : plans_) clfftDestroyPlan(&kv.second);
     if (fft_bins_) clReleaseMemObject(fft_bins_);
-    for (cl_kernel k : {k_frame_, k_power_, k_gemm_, k_apply_, k_logcol_, k_splice_, k_lpc_,
-                        k_senone_, k_senone_top_n_})
+    for (cl_kernel k : {k_frame_, k_power_, k_gemm_, k_apply_, k_logcol_, k_outer_, k_splice_,
+                        k_lpc_, k_senone_, k_senone_top_n_})
       if (k) clReleaseKernel(k);
     if (program_) clReleaseProgram(program_);
     clReleaseCommandQueue(queue_);
@@ -435,6 +435,24 @@ class OpenclBackend : public Backend {
     set_args(k_apply_, "apply_unary", xb.mem(), cl_ulong(n), unary_code(op),
              cl_float(param));
     launch_1d(k_apply_, "apply_unary", n);
+  }
+
+  void extended_outer_products(const DeviceBuffer& x, int64_t rows, int dim,
+                               DeviceBuffer& out) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    const ClBuffer& s = own(x, "extended_outer_products x");
+    const ClBuffer& d = own(out, "extended_outer_products out");
+    if (rows < 0 || dim < 1 || dim > kMaxExtendedDim)
+      throw BackendError("opencl: extended_outer_products: need rows >= 0 and 1 <= dim <= " +
+                         std::to_string(kMaxExtendedDim) + " (got rows " + std::to_string(rows) +
+                         ", dim " + std::to_string(dim) + ")");
+    const size_t pairs = static_cast<size_t>(dim + 1) * (dim + 2) / 2;
+    require_size(s, static_cast<size_t>(rows) * dim, "extended_outer_products x");
+    require_size(d, static_cast<size_t>(rows) * pairs, "extended_outer_products out");
+    if (rows == 0) return;
+    ensure_program();
+    set_args(k_outer_, "extended_outer_products", s.mem(), cl_long(rows), cl_int(dim), d.mem());
+    launch_1d(k_outer_, "extended_outer_products", static_cast<size_t>(rows));
   }
 
   void log_into_column(const DeviceBuffer& src, int64_t rows, float param,
@@ -613,6 +631,7 @@ class OpenclBackend : public Backend {
     k_gemm_ = make_kernel("gemm_nt");
     k_apply_ = make_kernel("apply_unary");
     k_logcol_ = make_kernel("log_into_column");
+    k_outer_ = make_kernel("extended_outer_products");
     k_splice_ = make_kernel("splice");
     k_lpc_ = make_kernel("lpc_to_cepstrum");
     k_senone_ = make_kernel("senone_scores");
@@ -721,7 +740,7 @@ class OpenclBackend : public Backend {
 
   cl_program program_ = nullptr;
   cl_kernel k_frame_ = nullptr, k_power_ = nullptr, k_gemm_ = nullptr,
-            k_apply_ = nullptr, k_logcol_ = nullptr, k_splice_ = nullptr,
+            k_apply_ = nullptr, k_logcol_ = nullptr, k_outer_ = nullptr, k_splice_ = nullptr,
             k_lpc_ = nullptr, k_senone_ = nullptr, k_senone_top_n_ = nullptr;
 
   std::map<std::pair<int64_t, int>, clfftPlanHandle> plans_;

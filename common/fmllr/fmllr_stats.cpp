@@ -266,6 +266,7 @@ FmllrAccumulator::FmllrAccumulator(const GaussianMixtures& gm, Backend& backend,
   map_components(gm, stream_of_, index_in_stream_);
   const int rows = 2 * dim_ + 1;
   weights_dev_ = backend_.alloc(static_cast<size_t>(rows * block_frames_));
+  feats_dev_ = backend_.alloc(static_cast<size_t>(dim_ * block_frames_));
   products_dev_ = backend_.alloc(static_cast<size_t>(pairs_ * block_frames_));
   result_dev_ = backend_.alloc(static_cast<size_t>(rows) * pairs_);
   stats_.reset(dim_);
@@ -280,7 +281,10 @@ void FmllrAccumulator::accumulate(const float* feats, int64_t frames,
     const int64_t m = std::min(block_frames_, frames - first);
     // [V U w]ᵀ: row i = v_.i, row d + i = u_.i, row 2d = frame weight.
     weights_host_.assign(static_cast<size_t>(rows * m), 0.0f);
-    products_host_.assign(static_cast<size_t>(pairs_ * m), 0.0f);
+    // The block's features; a frame without posterior weight is sent as
+    // zeros, so that its products are finite whatever its values (they
+    // meet zero weights in the GEMM: 0 x NaN would poison every sum).
+    feats_host_.assign(static_cast<size_t>(d * m), 0.0f);
     std::vector<double> v(static_cast<size_t>(d)), u(static_cast<size_t>(d));
     for (int64_t f = 0; f < m; ++f) {
       const int64_t t = first + f;
@@ -310,18 +314,13 @@ void FmllrAccumulator::accumulate(const float* feats, int64_t frames,
         weights_host_[static_cast<size_t>((d + i) * m + f)] = static_cast<float>(u[static_cast<size_t>(i)]);
       }
       weights_host_[static_cast<size_t>(2 * d * m + f)] = static_cast<float>(weight);
-      const float* x = feats + t * d;
-      int pair = 0;
-      for (int p = 0; p <= d; ++p) {
-        const double xp = p < d ? x[p] : 1.0;
-        for (int q = p; q <= d; ++q, ++pair) {
-          const double xq = q < d ? x[q] : 1.0;
-          products_host_[static_cast<size_t>(pair * m + f)] = static_cast<float>(xp * xq);
-        }
-      }
+      std::copy(feats + t * d, feats + (t + 1) * d, feats_host_.begin() + f * d);
     }
     backend_.upload(*weights_dev_, weights_host_.data(), weights_host_.size());
-    backend_.upload(*products_dev_, products_host_.data(), products_host_.size());
+    backend_.upload(*feats_dev_, feats_host_.data(), feats_host_.size());
+    // The products xi_p xi_q of [x; 1] on the device (d + 1 times fewer
+    // floats to send than the products themselves).
+    backend_.extended_outer_products(*feats_dev_, m, d, *products_dev_);
     backend_.gemm_nt(*weights_dev_, rows, static_cast<int>(m), *products_dev_, pairs_, *result_dev_);
     result_host_.resize(static_cast<size_t>(rows) * pairs_);
     backend_.download(*result_dev_, result_host_.data(), result_host_.size());

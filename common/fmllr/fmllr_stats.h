@@ -29,8 +29,10 @@
 // the upper-triangle products xi_tp xi_tq (P = (d+1)(d+2)/2 of them) as rows
 // of a P x T matrix, Backend::gemm_nt gives everything in one
 // (2d+1) x P product per block of frames (the xi_tp · 1 products give k, the
-// 1 · 1 product of the last row gives beta). Blocks are summed on the host
-// in double. The GEMM is the heavy part (2 (2d+1) P T flops; 0.13 Mflop a
+// 1 · 1 product of the last row gives beta). The products are made on the
+// backend from the uploaded features (Backend::extended_outer_products), so
+// a frame sends 3d+1 floats, not 2d+1+P. Blocks are summed on the host in
+// double. The GEMM is the heavy part (2 (2d+1) P T flops; 0.13 Mflop a
 // frame for d = 39), so it runs on cpu, opencl or cuda alike.
 // accumulate_fmllr_reference() computes the same sums straight from the
 // definitions in double, as the reference for tests.
@@ -144,9 +146,10 @@ class FmllrAccumulator {
   std::vector<int> stream_of_;    // feature component -> stream
   std::vector<int> index_in_stream_;
   BufferPtr weights_dev_;         // (2d+1) x block
-  BufferPtr products_dev_;        // pairs x block
+  BufferPtr feats_dev_;           // block x d
+  BufferPtr products_dev_;        // pairs x block (Backend::extended_outer_products)
   BufferPtr result_dev_;          // (2d+1) x pairs
-  std::vector<float> weights_host_, products_host_, result_host_;
+  std::vector<float> weights_host_, feats_host_, result_host_;
   FmllrStats stats_;
 };
 

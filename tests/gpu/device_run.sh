@@ -78,7 +78,7 @@ fi
 # The en-us graph (automatically pruned LM) takes minutes to compile: start
 # it as soon as the tool is built and let the tests run meanwhile.
 GRAPH_CACHE=/tmp/gpuspeech-graph-cache
-if want decode && [ -x $BUILD/tools/gpuspeech-mkgraph ]; then
+if (want decode || want fmllr) && [ -x $BUILD/tools/gpuspeech-mkgraph ]; then
   note "en-us graph compile (background)"
   TIMEV=(); [ -x /usr/bin/time ] && TIMEV=(/usr/bin/time -v)
   ( "${TIMEV[@]}" $BUILD/tools/gpuspeech-mkgraph --hmm .refmodel/en-us/en-us \
@@ -185,6 +185,17 @@ fi
 if want fmllr; then
   note "fMLLR: statistics, estimation and application, every backend"
   $BUILD/tools/gpuspeech-bench fmllr --backend all || status=1
+  note "fMLLR two-pass (one speaker, default re-estimation): cpu against cuda"
+  [ -n "${MKGRAPH_PID:-}" ] && wait $MKGRAPH_PID
+  echo "reader $(cd .refaudio/librivox && ls *.wav | sed 's/\.wav$//' | tr '\n' ' ')" >/tmp/reader.spk2utt
+  for b in cpu cuda; do
+    $BUILD/tools/gpuspeech-transcribe --hmm .refmodel/en-us/en-us --dict .refmodel/en-us/cmudict-en-us.dict \
+      --lm .refmodel/en-us/en-us.lm.bin --cache $GRAPH_CACHE --backend $b --search $b --fmllr two-pass \
+      --spk2utt /tmp/reader.spk2utt .refaudio/librivox/*.wav >"$OUT/fmllr.$b.trn" 2>"$OUT/fmllr.$b.err" || status=1
+    grep -E "fmllr speaker|RTF" "$OUT/fmllr.$b.err" | sed "s/^/$b: /" | cut -c1-220
+  done
+  if cmp -s "$OUT/fmllr.cpu.trn" "$OUT/fmllr.cuda.trn"; then echo "two-pass: cpu and cuda give identical words"
+  else echo "two-pass: cpu and cuda DIFFER"; diff "$OUT/fmllr.cpu.trn" "$OUT/fmllr.cuda.trn"; status=1; fi
 fi
 if want dtw; then
   note "DTW: one utterance against N templates, cuda against the cpu engine"
