@@ -30,9 +30,10 @@
  * speaker, starting from the current transform; it applies to the frames
  * that follow. What is estimated grows with the statistics (`update-type`
  * auto, the default): the offset b alone at first, A's diagonal as well
- * once there are 5 frames for each of its 2d parameters (390 frames for
- * d = 39), the full matrix once there are 5 d (d+1) (7800 frames, 78 s of
- * speech): a full transform from a few seconds overfits (docs/fmllr.md).
+ * once there are `frames-per-parameter` (2) frames for each of its 2d
+ * parameters (156 frames for d = 39), the full matrix once there are
+ * 2 d (d+1) (3120 frames, 31 s of speech): a full transform from a few
+ * seconds overfits (docs/fmllr.md).
  * With less than `min-frames` frames of statistics, or
  * statistics that give no usable transform, the transform is kept and the
  * message says why.
@@ -233,6 +234,7 @@ enum
   PROP_UPDATE_INTERVAL,
   PROP_MIN_FRAMES,
   PROP_UPDATE_TYPE,
+  PROP_FRAMES_PER_PARAMETER,
   PROP_SUPERVISION,
   PROP_POST_MESSAGES,
   PROP_BACKEND,
@@ -400,10 +402,16 @@ gst_gpu_fmllr_class_init (GstGpuFmllrClass * klass)
       g_param_spec_enum ("update-type", "Update type",
           "Which part of [A b] is estimated: full needs the most data, "
           "offset the least; auto grows it with the speaker's statistics "
-          "(5 frames a parameter), so that a few seconds of speech never "
+          "(frames-per-parameter), so that a few seconds of speech never "
           "estimate 1560 parameters", GST_TYPE_GPU_FMLLR_UPDATE_TYPE,
           defaults.update_type_by_data ? GPU_FMLLR_UPDATE_AUTO :
           (gint) defaults.estimation.update, rw));
+  g_object_class_install_property (gobject_class, PROP_FRAMES_PER_PARAMETER,
+      g_param_spec_double ("frames-per-parameter", "Frames per parameter",
+          "With update-type auto: frames of statistics wanted for each "
+          "estimated parameter before a richer type is used (diag from "
+          "2d times this, full from d(d+1) times this)",
+          0.01, 1e6, defaults.frames_per_parameter, rw));
   g_object_class_install_property (gobject_class, PROP_SUPERVISION,
       g_param_spec_enum ("supervision", "Supervision",
           "Where frame posteriors come from: the decoder's alignment "
@@ -520,6 +528,9 @@ gst_gpu_fmllr_set_property (GObject * object, guint prop_id,
         s.online.estimation.update = (gs::FmllrUpdateType) v;
       break;
     }
+    case PROP_FRAMES_PER_PARAMETER:
+      s.online.frames_per_parameter = g_value_get_double (value);
+      break;
     case PROP_SUPERVISION:
       s.online.supervision = (gs::FmllrSupervision) g_value_get_enum (value);
       break;
@@ -571,6 +582,9 @@ gst_gpu_fmllr_get_property (GObject * object, guint prop_id, GValue * value,
     case PROP_UPDATE_TYPE:
       g_value_set_enum (value, s.online.update_type_by_data ?
           GPU_FMLLR_UPDATE_AUTO : (gint) s.online.estimation.update);
+      break;
+    case PROP_FRAMES_PER_PARAMETER:
+      g_value_set_double (value, s.online.frames_per_parameter);
       break;
     case PROP_SUPERVISION:
       g_value_set_enum (value, (gint) s.online.supervision);

@@ -234,14 +234,14 @@ else
   fail "--fmllr-update diag: $(cat "$T/diff") $(cat "$T/err") $(head -c 300 "$T/xforms-diag/dealer.mat" 2>&1)"
 fi
 # --fmllr-update auto: the type by the speaker's aligned frames (cards: a
-# few hundred, so offset below 390, diag from there; never full), said in
+# few hundred, so offset below 156, diag from there; never full), said in
 # the report; --fmllr-redecode 1: one re-estimation from the adapted
 # decoding, reported, the words still the reference.
 if run --jsgf "$DATA/cards/cards.gram" --fmllr two-pass --fmllr-update auto --fmllr-redecode 1 \
      --spk2utt "$T/cards.spk2utt" --fmllr-min-frames 100 "${CARDS[@]}" >"$T/out-auto" 2>"$T/err" &&
    diff -u "$T/cards.ref" "$T/out-auto" >"$T/diff" &&
    frames=$(sed -n 's/^gpuspeech-transcribe: fmllr speaker dealer: 5 file(s), \([0-9]*\) of .*/\1/p' "$T/err") &&
-   if [ "$frames" -ge 390 ]; then want=diag; else want=offset; fi &&
+   if [ "$frames" -ge 156 ]; then want=diag; else want=offset; fi &&
    grep -q "^gpuspeech-transcribe: fmllr speaker dealer: 5 file(s), .*, update type $want: updated" "$T/err" &&
    grep -q "^gpuspeech-transcribe: fmllr speaker dealer: re-estimation 1 of 1 (adapted decoding): [0-9]* frames aligned, statistics weight [0-9.]*, update type $want: updated, objective/frame" "$T/err"; then
   pass "--fmllr-update auto ($want for $frames frames) and --fmllr-redecode 1: reported, reference words"

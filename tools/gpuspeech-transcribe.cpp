@@ -117,8 +117,8 @@ Speaker adaptation (feature-space MLLR, docs/transcribe.md):
   --fmllr-update U      full (default: 39 x 40, all of [A b]) | diag (diagonal
                         A and offset b: 2 x 39 parameters, for little data) |
                         offset (b alone) | auto (per speaker, the richest type
-                        with 5 aligned frames a parameter: offset, diag from
-                        390 frames, full from 7800; the gpufmllr element's rule)
+                        with 2 aligned frames a parameter: offset, diag from
+                        156 frames, full from 3120; the gpufmllr element's rule)
 
 Devices:
   --backend B           scoring backend: auto (default) | cuda | opencl | cpu

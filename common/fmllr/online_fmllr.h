@@ -101,10 +101,13 @@ struct OnlineFmllrOptions {
   // estimation.update.
   bool update_type_by_data = true;
   // Frames of statistics (posterior-weighted) per estimated parameter for
-  // update_type_by_data: 5, Kaldi's basis-fMLLR size scale of 0.2
-  // parameters a frame. For d = 39: diagonal from 390 frames (about 4 s of
-  // speech), full from 7800 (78 s).
-  double frames_per_parameter = 5.0;
+  // update_type_by_data. For d = 39: diagonal from 156 frames, full from
+  // 3120 (31 s of aligned speech). Chosen on the flite development set
+  // (docs/fmllr.md): online, 2 did better than 5 (Kaldi's basis-fMLLR scale
+  // of 0.2 parameters a frame) on both channels, and offline full
+  // transforms beat diagonal ones from 2.2 frames a parameter; a full
+  // transform from a few hundred frames (0.3 a parameter) hurt on LibriVox.
+  double frames_per_parameter = 2.0;
   // How long frames are kept for alignments that arrive late. The decoder
   // sends a word's alignment when it becomes final: usually within a
   // second or two, at the latest at the end of its utterance.

@@ -38,7 +38,7 @@ for v in $VOICES; do
   echo "$line" >>"$W/spk2utt"
 done
 "$HERE/data/make_mismatched_librivox.sh" "$W/clean" "$W/phone" || exit 1
-sed -E 's/^(.*) \(([^)]*)\)$/\1 (\2)/' "$W/clean/transcription" >"$W/ref.trn"
+cp "$W/clean/transcription" "$W/ref.trn"  # "text (id)": already sclite's trn
 for set in clean phone; do
   files=()
   while read -r id; do files+=("$W/$set/$id.wav"); done <"$W/clean/fileids"
