@@ -318,8 +318,8 @@ void FmllrAccumulator::accumulate(const float* feats, int64_t frames,
     }
     backend_.upload(*weights_dev_, weights_host_.data(), weights_host_.size());
     backend_.upload(*feats_dev_, feats_host_.data(), feats_host_.size());
-    // The products xi_p xi_q of [x; 1] on the device (d + 1 times fewer
-    // floats to send than the products themselves).
+    // The products xi_p xi_q of [x; 1] on the device: d floats a frame to
+    // send instead of (d + 1)(d + 2) / 2 (39 instead of 820 for d = 39).
     backend_.extended_outer_products(*feats_dev_, m, d, *products_dev_);
     backend_.gemm_nt(*weights_dev_, rows, static_cast<int>(m), *products_dev_, pairs_, *result_dev_);
     result_host_.resize(static_cast<size_t>(rows) * pairs_);
