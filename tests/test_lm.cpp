@@ -506,6 +506,14 @@ TEST(ArpaLm, Errors) {
       {good_head + "\\2-grams:\n-0.5 a\n\n\\end\\\n", {"bad.arpa:10:", "found 2 fields"}},
       {good_head + "\\2-grams:\nhalf a b\n\n\\end\\\n", {"bad.arpa:10:", "bad log probability"}},
       {good_head + "\\2-grams:\nnan a b\n\n\\end\\\n", {"bad.arpa:10:", "bad log probability"}},
+      // Beyond float's range: the model keeps floats, where these would be
+      // infinities (found by fuzz_arpa: a -inf back-off weight written out
+      // could not be read back).
+      {good_head + "\\2-grams:\n1e39 a b\n\n\\end\\\n", {"bad.arpa:10:", "bad log probability"}},
+      {"\\data\\\nngram 1=2\n\n\\1-grams:\n-1 a -1e39\n-1 b\n\n\\end\\\n",
+       {"bad.arpa:5:", "bad log back-off weight '-1e39' (not a finite float)"}},
+      {"\\data\\\nngram 1=2\n\n\\1-grams:\n-1 a -inf\n-1 b\n\n\\end\\\n",
+       {"bad.arpa:5:", "bad log back-off weight '-inf'"}},
       {good_head + "\\2-grams:\n-0.5 a b\n-0.4 a b\n\n\\end\\\n",
        {"bad.arpa:11:", "more 2-grams than the 1 declared at line 3"}},
       {"\\data\\\nngram 1=2\nngram 2=2\n\n\\1-grams:\n-1 a -0.5\n-1 b -0.5\n\n\\2-grams:\n"

@@ -1,5 +1,6 @@
 #include "arpa_lm.h"
 
+#include <cfloat>
 #include <cmath>
 #include <cstdio>
 #include <unordered_map>
@@ -141,12 +142,17 @@ void ArpaParser::read_section(int k) {
       fail(ln, "a " + std::to_string(k) + "-gram needs a probability, " + std::to_string(k) +
                    " word" + (k > 1 ? "s" : "") + " and an optional back-off weight; found " +
                    std::to_string(fields.size()) + " fields");
+    // Values are kept as floats: a number beyond float's range would become
+    // an infinity there (a back-off weight of -inf, which this reader
+    // refuses when written out and read back; a probability of +inf). A
+    // log probability below -FLT_MAX is the -inf of an impossible event.
     double p = 0, bo = 0;
-    if (!parse_double(fields[0], p) || std::isnan(p) || p == INFINITY)
+    if (!parse_double(fields[0], p) || std::isnan(p) || p > FLT_MAX)
       fail(ln, "bad log probability " + quote_for_message(fields[0]));
     if (fields.size() == static_cast<size_t>(k) + 2) {
-      if (!parse_double(fields[k + 1], bo) || std::isnan(bo) || std::isinf(bo))
-        fail(ln, "bad log back-off weight " + quote_for_message(fields[k + 1]));
+      if (!parse_double(fields[k + 1], bo) || !(std::fabs(bo) <= FLT_MAX))
+        fail(ln, "bad log back-off weight " + quote_for_message(fields[k + 1]) +
+                     " (not a finite float)");
       if (k == N) {
         if (!warned_top_backoff)
           warnings_.push_back(name_ + ":" + std::to_string(ln) +
