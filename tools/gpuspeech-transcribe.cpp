@@ -437,6 +437,22 @@ void two_pass_speaker(Transcriber& tr, const Speaker& spk, const std::vector<std
   Recognizer& rec = tr.rec;
   const GaussianMixtures& gm = rec.acoustic_model().mixtures();
   FmllrAccumulator acc(gm, rec.scoring_backend());
+  // Decodes `y` (file `path`'s features under the transform in use: its
+  // raw features `x` in pass 1), aligns the words and adds the aligned
+  // frames to `acc`: posteriors on what was decoded, statistics of the raw
+  // features (the EM step for the transform in use).
+  auto decode_and_accumulate = [&](const std::string& path, const float* x, const float* y,
+                                   int64_t rows, RecognitionResult* result) {
+    const RecognitionResult r = tr.decode(y, rows);
+    FrameAlignment al = rec.align(r.best.words);
+    const int64_t n = static_cast<int64_t>(al.senones.size());
+    if (al.first_frame < 0 || al.first_frame + n > rows)
+      throw std::logic_error(path + ": alignment outside the utterance's frames");
+    const size_t off = static_cast<size_t>(al.first_frame * rec.feature_dim());
+    acc.accumulate(x + off, n, supervised_posteriors(gm, y + off, n, al.senones.data()));
+    if (result != nullptr) *result = r;
+    return al;
+  };
   std::vector<PendingFile> done;
   int64_t aligned = 0, total_frames = 0;
   int words_aligned = 0, words_failed = 0;
@@ -447,14 +463,9 @@ void two_pass_speaker(Transcriber& tr, const Speaker& spk, const std::vector<std
       PendingFile d;
       d.file = i;
       d.u = tr.features(path);
-      const RecognitionResult r = tr.decode(d.u.feats.data.data(), d.u.feats.rows);
-      const FrameAlignment al = rec.align(r.best.words);
-      const int64_t n = static_cast<int64_t>(al.senones.size());
-      if (al.first_frame < 0 || al.first_frame + n > d.u.feats.rows)
-        throw std::logic_error(path + ": alignment outside the utterance's frames");
-      const float* x = d.u.feats.data.data() + al.first_frame * d.u.feats.dim;
-      const GaussianPosteriors post = supervised_posteriors(gm, x, n, al.senones.data());
-      acc.accumulate(x, n, post);
+      const float* x = d.u.feats.data.data();
+      RecognitionResult r;
+      const FrameAlignment al = decode_and_accumulate(path, x, x, d.u.feats.rows, &r);
       for (int32_t s : al.senones) aligned += s >= 0;
       d.align_first = al.first_frame;
       d.senones = al.senones;
@@ -487,6 +498,27 @@ void two_pass_speaker(Transcriber& tr, const Speaker& spk, const std::vector<std
     double objective_before = 0.0, objective_after = 0.0;  // per frame, updated passes
     double log_det = 0.0;
   };
+  // One estimation from `acc`, starting from `start` (nullptr: the
+  // identity); the estimate goes to *estimated when it is an update.
+  auto estimate = [&](const FmllrTransform* start, FmllrTransform* estimated) {
+    FmllrOptions o = options;
+    if (update_by_data)
+      o.update = fmllr_update_type_for_frames(acc.stats().beta, rec.feature_dim(),
+                                              OnlineFmllrOptions{}.frames_per_parameter);
+    const FmllrEstimate est = estimate_fmllr(acc.stats(), o, start);
+    Pass p;
+    p.update = o.update;
+    p.outcome = est.outcome;
+    p.message = est.message;
+    p.beta = acc.stats().beta;
+    if (est.outcome == FmllrOutcome::kUpdated && !est.objective.empty()) {
+      p.objective_before = est.objective.front();
+      p.objective_after = est.objective.back();
+      p.log_det = est.transform.log_abs_det();
+    }
+    if (est.outcome == FmllrOutcome::kUpdated) *estimated = est.transform;
+    return p;
+  };
   const auto t_est = clock::now();
   std::vector<Pass> passes;
   FmllrTransform transform = FmllrTransform::identity(rec.feature_dim());
@@ -504,23 +536,9 @@ void two_pass_speaker(Transcriber& tr, const Speaker& spk, const std::vector<std
         acc.accumulate(x, n, supervised_posteriors(gm, y.data(), n, d.senones.data()));
       }
     }
-    if (update_by_data)
-      options.update = fmllr_update_type_for_frames(acc.stats().beta, rec.feature_dim(),
-                                                    OnlineFmllrOptions{}.frames_per_parameter);
-    const FmllrEstimate est = estimate_fmllr(acc.stats(), options, k > 1 ? &transform : nullptr);
-    Pass p;
-    p.update = options.update;
-    p.outcome = est.outcome;
-    p.message = est.message;
-    p.beta = acc.stats().beta;
-    if (est.outcome == FmllrOutcome::kUpdated && !est.objective.empty()) {
-      p.objective_before = est.objective.front();
-      p.objective_after = est.objective.back();
-      p.log_det = est.transform.log_abs_det();
-    }
-    passes.push_back(p);
-    if (est.outcome != FmllrOutcome::kUpdated) break;
-    transform = est.transform;
+    const FmllrTransform start = transform;
+    passes.push_back(estimate(k > 1 ? &start : nullptr, &transform));
+    if (passes.back().outcome != FmllrOutcome::kUpdated) break;
     used_pass = k;
   }
   double est_s = std::chrono::duration<double>(clock::now() - t_est).count();
@@ -593,18 +611,12 @@ void two_pass_speaker(Transcriber& tr, const Speaker& spk, const std::vector<std
     acc.reset();
     int64_t round_aligned = 0;
     for (PendingFile& d : done) {
-      const int64_t rows = d.u.feats.rows, dim = d.u.feats.dim;
-      std::vector<float> y(static_cast<size_t>(rows * dim));
+      const int64_t rows = d.u.feats.rows;
+      std::vector<float> y(static_cast<size_t>(rows * d.u.feats.dim));
       applier.apply(d.u.feats.data.data(), rows, y.data());
       try {
-        const RecognitionResult r = tr.decode(y.data(), rows);
-        const FrameAlignment al = rec.align(r.best.words);
-        const int64_t n = static_cast<int64_t>(al.senones.size());
-        if (al.first_frame < 0 || al.first_frame + n > rows)
-          throw std::logic_error(files[d.file] + ": alignment outside the utterance's frames");
-        const size_t off = static_cast<size_t>(al.first_frame * dim);
-        acc.accumulate(d.u.feats.data.data() + off, n,
-                       supervised_posteriors(gm, y.data() + off, n, al.senones.data()));
+        const FrameAlignment al =
+            decode_and_accumulate(files[d.file], d.u.feats.data.data(), y.data(), rows, nullptr);
         for (int32_t sen : al.senones) round_aligned += sen >= 0;
       } catch (const std::exception& e) {
         // The file keeps its place in the final pass; only its statistics
@@ -612,31 +624,20 @@ void two_pass_speaker(Transcriber& tr, const Speaker& spk, const std::vector<std
         error(files[d.file] + ": re-estimation round " + std::to_string(round) + ": " + e.what());
       }
     }
-    FmllrOptions round_options = options;
-    if (update_by_data)
-      round_options.update = fmllr_update_type_for_frames(
-          acc.stats().beta, rec.feature_dim(), OnlineFmllrOptions{}.frames_per_parameter);
-    const FmllrEstimate est = estimate_fmllr(acc.stats(), round_options, &transform);
+    const FmllrTransform start = transform;
+    const Pass p = estimate(&start, &transform);
     std::string line = "fmllr speaker " + spk.name + ": re-estimation " + std::to_string(round) +
                        " of " + std::to_string(redecodes) + " (adapted decoding): " +
                        std::to_string(round_aligned) + " frames aligned";
-    std::snprintf(buf, sizeof buf, ", statistics weight %.1f, update type %s: %s",
-                  acc.stats().beta, to_string(round_options.update), to_string(est.outcome));
+    std::snprintf(buf, sizeof buf, ", statistics weight %.1f, update type %s: %s", p.beta,
+                  to_string(p.update), to_string(p.outcome));
     line += buf;
-    if (est.outcome == FmllrOutcome::kUpdated && !est.objective.empty()) {
-      Pass p;
-      p.objective_before = est.objective.front();
-      p.objective_after = est.objective.back();
-      p.log_det = est.transform.log_abs_det();
-      line += objective_text(p);
-      transform = est.transform;
-    } else {
-      line += "; the transform before it stays";
-    }
-    if (!est.message.empty()) line += " (" + est.message + ")";
+    line += p.outcome == FmllrOutcome::kUpdated ? objective_text(p)
+                                                 : "; the transform before it stays";
+    if (!p.message.empty()) line += " (" + p.message + ")";
     std::fprintf(stderr, "%s: %s\n", kProgram, line.c_str());
     est_s += std::chrono::duration<double>(clock::now() - t_round).count();
-    if (est.outcome != FmllrOutcome::kUpdated) break;
+    if (p.outcome != FmllrOutcome::kUpdated) break;
   }
 
   if (!fmllr_dir.empty()) {
