@@ -875,9 +875,11 @@ int run(int argc, char** argv) {
     if (st.word_end_events > 0)
       std::fprintf(stderr,
                    "%s: last utterance: %lld word-end events rescored with the full LM in %lld "
-                   "rounds, %.3f s on the host\n",
+                   "rounds, %.3f s on the host; %lld frames begun on the device behind the "
+                   "frame before\n",
                    kProgram, static_cast<long long>(st.word_end_events),
-                   static_cast<long long>(st.rescore_rounds), st.rescore_seconds);
+                   static_cast<long long>(st.rescore_rounds), st.rescore_seconds,
+                   static_cast<long long>(st.chained_frames));
   }
   return failed > 0 ? 1 : 0;
 }

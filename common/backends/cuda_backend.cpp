@@ -483,10 +483,17 @@ class CudaBackend : public Backend {
       host[2 * k + 1] = static_cast<float>(-std::sin(kTwoPi * k / n));
     }
     std::unique_ptr<CudaBuffer> buf(new CudaBuffer(this, host.size()));
-    // Synchronous: `host` goes out of scope on return.
-    check_cuda(cudaMemcpy(buf->ptr(), host.data(), host.size() * sizeof(float),
-                          cudaMemcpyHostToDevice),
-               "cudaMemcpy (twiddles)");
+    // On this backend's stream, then waited for: a plain cudaMemcpy runs on
+    // the legacy default stream, which a non-blocking stream does not wait
+    // for, and from pageable memory it may return before the data has
+    // arrived; the FFT kernels queued next then read twiddles still being
+    // written (the likely cause of one test run on an H100 in which one
+    // configuration's features were wrong in every value, the others right).
+    // The wait also lets `host` go out of scope.
+    check_cuda(cudaMemcpyAsync(buf->ptr(), host.data(), host.size() * sizeof(float),
+                               cudaMemcpyHostToDevice, stream_),
+               "cudaMemcpyAsync (twiddles)");
+    check_cuda(cudaStreamSynchronize(stream_), "cudaStreamSynchronize (twiddles)");
     const float* p = buf->ptr();
     twiddles_.emplace(n, std::move(buf));
     return p;

@@ -9,6 +9,7 @@
 #include <cstddef>
 #include <cstdlib>
 #include <cstring>
+#include <limits>
 #include <map>
 #include <stdexcept>
 #include <string>
@@ -231,6 +232,22 @@ struct CudaSearcher::Impl {
   DeviceArray<cuda::TpRecord> staging;
   DeviceArray<cuda::TpCounters> counters;
   PinnedArray<cuda::TpCounters> host_counters;
+  // Chained frames (rescoring, fused rounds): the next frame's parameters
+  // (written by the host, copied by the chain's first node) and the
+  // outcome of tp_chain_begin.
+  DeviceArray<cuda::TpFrame> next_frame;
+  PinnedArray<cuda::TpFrame> host_next_frame;
+  DeviceArray<cuda::TpChain> chain;
+  PinnedArray<cuda::TpChain> host_chain;
+  // Set when a frame ended by chaining the next one: that frame's emitting
+  // round has run, with these counters, under these parameters.
+  bool chained = false;
+  cuda::TpCounters chained_counters{};
+  uint32_t chained_round_id = 0;
+  int staging_parity = 0;  // the half of `staging` the next frame writes
+  // GPUSPEECH_CUDA_CHAIN=0 turns chaining off (for comparing the two in
+  // one build, docs/benchmarks.md).
+  bool chain_frames = true;
   PinnedArray<cuda::TpRecord> host_records;
   DeviceArray<float> scores;
   // Word-end rescoring only:
@@ -242,9 +259,9 @@ struct CudaSearcher::Impl {
   std::vector<WordEndOffer> offer_list;
   uint32_t round_id = 0;  // the last round id handed out
   RoundPolicy emit_policy, offer_policy;
-  // Captured round graphs by (head, passes, prune); they bake in the
+  // Captured round graphs by (head, passes, prune, chained passes); they bake in the
   // buffers of `round_graphs_state` and are dropped when one moves.
-  std::map<std::tuple<int, int, bool>, cudaGraphExec_t> round_graphs;
+  std::map<std::tuple<int, int, bool, int>, cudaGraphExec_t> round_graphs;
   cuda::TpState round_graphs_state{};
   int slots = 1;
   bool rescoring = false;
@@ -299,7 +316,7 @@ struct CudaSearcher::Impl {
     s.live[0] = live[0].get();
     s.live[1] = live[1].get();
     s.staging = staging.get();
-    s.staging_capacity = static_cast<uint32_t>(staging.size());
+    s.staging_capacity = staging_half();
     s.histogram = histogram.get();
     s.counters = counters.get();
     s.hist = rescoring ? hist.get() : nullptr;
@@ -308,7 +325,17 @@ struct CudaSearcher::Impl {
     s.events = rescoring ? events.device() : nullptr;
     s.event_capacity = static_cast<uint32_t>(events.size());
     s.offers = rescoring ? offers.device() : nullptr;
+    s.chain = rescoring ? chain.get() : nullptr;
     return s;
+  }
+  // Records one frame may stage: half the buffer (staging's comment).
+  uint32_t staging_half() const { return static_cast<uint32_t>(staging.size() / 2); }
+  uint32_t staging_base() const { return staging_parity * staging_half(); }
+  // Room for at least `records` in each half, the records on their way to
+  // the host landed first (the old buffer is freed).
+  void grow_staging(uint32_t records) {
+    sync();
+    staging.resize(static_cast<size_t>(records) * 4);
   }
   // The first of `n` consecutive stamp ids for a frame's closure passes.
   uint32_t take_pass_ids(int n) {
@@ -467,11 +494,19 @@ CudaSearcher::CudaSearcher(const SearchGraph& graph, const SearchOptions& option
           "cudaMemsetAsync");
   }
   m.heavy.resize(std::max<size_t>(heavy_states, 1));
-  m.staging.resize(std::min<size_t>(std::max<size_t>(n, 1024), size_t{1} << 20));
+  // Two halves (TpState::staging).
+  m.staging.resize(2 * std::min<size_t>(std::max<size_t>(n, 1024), size_t{1} << 20));
   m.counters.resize(1);
   m.host_counters.resize(1);
   m.frame.resize(1);
   m.host_frame.resize(1);
+  *m.host_frame.get() = cuda::TpFrame{};
+  if (m.rescoring) {
+    m.next_frame.resize(1);
+    m.host_next_frame.resize(1);
+    m.chain.resize(1);
+    m.host_chain.resize(1);
+  }
   // Grid-stride list kernels: a few blocks per SM cover lists of any
   // length; blocks with nothing to do exit at once.
   m.blocks = 4 * m.sm_count;
@@ -501,6 +536,8 @@ CudaSearcher::CudaSearcher(const SearchGraph& graph, const SearchOptions& option
   }
   if (m.fused_rounds())
     m.passes_per_batch = std::min(kFusedClosurePasses, options_.max_epsilon_passes);
+  if (const char* chain_env = std::getenv("GPUSPEECH_CUDA_CHAIN"))
+    m.chain_frames = std::string(chain_env) != "0";
   check(cudaMemsetAsync(m.stamp.get(), 0, nv * sizeof(uint32_t), m.stream), "cudaMemsetAsync");
   check(cudaMemsetAsync(m.best.get(), 0xFF, nv * sizeof(unsigned long long), m.stream),
         "cudaMemsetAsync");
@@ -526,6 +563,8 @@ void CudaSearcher::reset() {
   started_ = false;  // until the start token's closure is done
   m.sync();  // no copy into host_records may still be running
   m.pending_records = 0;
+  m.chained = false;
+  m.staging_parity = 0;
   m.live_in = 1;  // the start frame writes live[0]
   m.live_count = 0;
   reset_rescorer();
@@ -534,7 +573,7 @@ void CudaSearcher::reset() {
     start = start * slots_ + static_cast<int32_t>(rescorer_->history_hash(LmRescorer::kStartHistory) %
                                                   static_cast<uint32_t>(slots_));
   m.host_frame.get()->start_state = start;
-  run_frame(nullptr, 0);
+  run_frame(nullptr, 0, nullptr);
   started_ = true;
 }
 
@@ -553,7 +592,8 @@ void CudaSearcher::advance(const float* loglik, int64_t frames, int64_t columns)
             "cudaMemcpyAsync (scores)");
       for (int64_t f = 0; f < n; ++f) {
         collect_garbage_if_full();
-        run_frame(m.scores.get() + f * columns, frames_ + 1);
+        run_frame(m.scores.get() + f * columns, frames_ + 1,
+                  f + 1 < n ? m.scores.get() + (f + 1) * columns : nullptr);
       }
     }
   } catch (...) {
@@ -568,7 +608,8 @@ void CudaSearcher::advance_device(const float* device_loglik, int64_t frames, in
   try {
     for (int64_t f = 0; f < frames; ++f) {
       collect_garbage_if_full();
-      run_frame(device_loglik + f * columns, frames_ + 1);
+      run_frame(device_loglik + f * columns, frames_ + 1,
+                f + 1 < frames ? device_loglik + (f + 1) * columns : nullptr);
     }
   } catch (...) {
     started_ = false;
@@ -633,9 +674,9 @@ void CudaSearcher::launch_frame(bool start) {
   check(cudaGraphLaunch(m.frame_graph, m.stream), "cudaGraphLaunch");
 }
 
-void CudaSearcher::run_frame(const float* device_row, int32_t boundary) {
+void CudaSearcher::run_frame(const float* device_row, int32_t boundary, const float* next_row) {
   if (rescorer_ != nullptr) {
-    run_frame_rescoring(device_row, boundary);
+    run_frame_rescoring(device_row, boundary, next_row);
     return;
   }
   Impl& m = *impl_;
@@ -652,6 +693,7 @@ void CudaSearcher::run_frame(const float* device_row, int32_t boundary) {
   f.boundary = boundary;
   f.first_record = static_cast<int32_t>(records_.size() + m.pending_records);
   f.live_in = m.live_in;
+  f.staging_base = 0;  // the previous frame's records landed in its wait
 
   cuda::TpCounters hc{};
   for (;;) {
@@ -659,8 +701,8 @@ void CudaSearcher::run_frame(const float* device_row, int32_t boundary) {
     launch_frame(start);
     m.sync();
     hc = *m.host_counters.get();
-    if (hc.records > m.staging.size()) {  // records overflowed: rerun with room
-      m.staging.resize(static_cast<size_t>(hc.records) * 2);
+    if (hc.records > m.staging_half()) {  // records overflowed: rerun with room
+      m.grow_staging(hc.records);
       continue;
     }
     if (hc.last_changed != 0) {  // closure unsettled: rerun with more passes
@@ -703,7 +745,7 @@ void CudaSearcher::run_frame(const float* device_row, int32_t boundary) {
   stats_.max_live_tokens = std::max<int64_t>(stats_.max_live_tokens, m.live_count);
 }
 
-void CudaSearcher::enqueue_round(RoundHead head, int passes, bool prune) {
+void CudaSearcher::enqueue_round(RoundHead head, int passes, bool prune, int chain_passes) {
   Impl& m = *impl_;
   cuda::TpGraph g = m.graph();
   g.num_states = graph_.num_states();
@@ -737,15 +779,27 @@ void CudaSearcher::enqueue_round(RoundHead head, int passes, bool prune) {
   if (prune)
     check(cuda::tp_prune(s, f, options_.histogram_bins, m.blocks, m.stream, /*gated=*/true),
           "tp_prune");
+  if (chain_passes > 0) {  // the next frame's emitting round, if this one ended its frame
+    check(cudaMemcpyAsync(m.next_frame.get(), m.host_next_frame.get(), sizeof(cuda::TpFrame),
+                          cudaMemcpyHostToDevice, m.stream),
+          "cudaMemcpyAsync (next frame)");
+    check(cuda::tp_chain_begin(s, m.frame.get(), m.next_frame.get(), m.stream), "tp_chain_begin");
+    check(cuda::tp_round(g, s, f, cuda::kRoundHeadEmit, chain_passes, /*collect=*/true,
+                         m.round_blocks, m.has_heavy, m.stream, /*gated=*/true),
+          "tp_round (chained)");
+    check(cudaMemcpyAsync(m.host_chain.get(), m.chain.get(), sizeof(cuda::TpChain),
+                          cudaMemcpyDeviceToHost, m.stream),
+          "cudaMemcpyAsync (chain)");
+  }
   check(cudaMemcpyAsync(m.host_counters.get(), m.counters.get(), sizeof(cuda::TpCounters),
                         cudaMemcpyDeviceToHost, m.stream),
         "cudaMemcpyAsync (counters)");
 }
 
-void CudaSearcher::launch_round(RoundHead head, int passes, bool prune) {
+void CudaSearcher::launch_round(RoundHead head, int passes, bool prune, int chain_passes) {
   Impl& m = *impl_;
   if (head == RoundHead::kStart) {  // once per utterance: no graph
-    enqueue_round(head, passes, prune);
+    enqueue_round(head, passes, prune, chain_passes);
     return;
   }
   const cuda::TpState s = m.state();
@@ -753,14 +807,14 @@ void CudaSearcher::launch_round(RoundHead head, int passes, bool prune) {
     m.drop_round_graphs();
     m.round_graphs_state = s;
   }
-  const auto key = std::make_tuple(static_cast<int>(head), passes, prune);
+  const auto key = std::make_tuple(static_cast<int>(head), passes, prune, chain_passes);
   auto it = m.round_graphs.find(key);
   if (it == m.round_graphs.end()) {
     cudaGraph_t graph = nullptr;
     check(cudaStreamBeginCapture(m.stream, cudaStreamCaptureModeThreadLocal),
           "cudaStreamBeginCapture");
     try {
-      enqueue_round(head, passes, prune);
+      enqueue_round(head, passes, prune, chain_passes);
     } catch (...) {
       cudaStreamEndCapture(m.stream, &graph);
       if (graph != nullptr) cudaGraphDestroy(graph);
@@ -776,10 +830,15 @@ void CudaSearcher::launch_round(RoundHead head, int passes, bool prune) {
   check(cudaGraphLaunch(it->second, m.stream), "cudaGraphLaunch");
 }
 
-void CudaSearcher::run_frame_rescoring(const float* device_row, int32_t boundary) {
+void CudaSearcher::run_frame_rescoring(const float* device_row, int32_t boundary,
+                                       const float* next_row) {
   Impl& m = *impl_;
   const uint32_t expanded = m.live_count;
   const bool start = device_row == nullptr;
+  // This frame's emitting round may have run already, chained to the end
+  // of the previous frame's last round (below): its counters are at hand.
+  bool resumed = m.chained;
+  m.chained = false;
   cuda::TpFrame& f = *m.host_frame.get();
   f.loglik = device_row;
   f.acoustic_scale = options_.acoustic_scale;
@@ -789,24 +848,43 @@ void CudaSearcher::run_frame_rescoring(const float* device_row, int32_t boundary
   f.bin_scale = static_cast<float>(options_.histogram_bins) / options_.beam;
   f.max_active = options_.max_active;
   f.boundary = boundary;
+  // What tp_chain_begin computed for a chained frame, too: the previous
+  // frame's first record plus its records.
   f.first_record = static_cast<int32_t>(records_.size() + m.pending_records);
   f.live_in = m.live_in;
   const double pass_micros = (m.has_heavy ? 3 : 2) * kNodeMicros;
   const double prune_micros = 4 * kNodeMicros;
+  const int max_passes = options_.max_epsilon_passes;
+  // Closure passes a round queues when `run` of the frame's have run: about
+  // as many as are left (an even number, at least two, for the parity of
+  // continuations).
+  auto round_passes = [&](int wanted, int run) {
+    int passes = std::max(2, std::min(wanted, max_passes - run));
+    return passes + (passes & 1);
+  };
+  // The next frame's emitting round is queued behind an offer round whose
+  // graph prunes (it runs on the device only if that round ends this
+  // frame: nearly every offer round does), saving a host round trip per
+  // frame. Needs the next frame's scores and the fused round kernel.
+  const bool can_chain = next_row != nullptr && m.fused_rounds() && m.chain_frames && !start;
+  const int chain_passes = round_passes(kFusedClosurePasses, 0);
 
   // Each round is one graph launch and one wait: the round's head (the
   // emitting step, or the host's offers), its closure passes, the word-end
   // events (written straight into mapped host memory), pruning if the
   // policy put it there (it runs only if the round turns out to be the
   // frame's last), and the counters. A typical frame: round 0 with events,
-  // round 1 without, pruned in round 1's graph: two waits.
+  // round 1 without, pruned in round 1's graph and followed there by the
+  // next frame's round 0: one wait.
   std::vector<WordEndEvent>& events = m.event_list;
   std::vector<WordEndOffer>& offers = m.offer_list;
   cuda::TpCounters hc{};
   bool pruned = false;
+  bool chained_next = false;
   for (;;) {  // attempts: a frame that outgrew a buffer runs again
-    f.round_id = m.take_round_id();
+    f.round_id = resumed ? m.chained_round_id : m.take_round_id();
     f.num_offers = 0;
+    f.staging_base = m.staging_base();
     RoundHead head = start ? RoundHead::kStart : RoundHead::kEmit;
     RoundPolicy* policy = &m.emit_policy;
     uint32_t passes_before = 0;
@@ -814,25 +892,52 @@ void CudaSearcher::run_frame_rescoring(const float* device_row, int32_t boundary
     bool again = false;
     // The frame's closure passes, counted as the CPU searcher counts them
     // (those that had tokens to relax), may number max_epsilon_passes in
-    // all. A round queues about as many as are left (an even number, at
-    // least two, for the parity of continuations); one pass beyond the
-    // limit runs only where the CPU searcher would have failed before it.
-    // So a frame that needs more fails at the same frame with the same
-    // message as on the CPU.
-    const int max_passes = options_.max_epsilon_passes;
+    // all; one pass beyond the limit runs only where the CPU searcher would
+    // have failed before it. So a frame that needs more fails at the same
+    // frame with the same message as on the CPU.
     int passes_run = 0;
     for (;;) {
-      const int wanted = m.fused_rounds() ? kFusedClosurePasses : policy->passes;
-      int passes = std::max(2, std::min(wanted, max_passes - passes_run));
-      passes += passes & 1;
-      const bool prune = policy->prune;
-      f.pass_base = m.take_pass_ids(passes);
-      launch_round(head, passes, prune);
-      m.sync();
-      hc = *m.host_counters.get();
+      const int passes =
+          round_passes(m.fused_rounds() ? kFusedClosurePasses : policy->passes, passes_run);
+      bool round_pruned = policy->prune;  // whether the round's graph prunes (gated)
+      if (resumed) {  // the chained emitting round: no pruning in its graph
+        hc = m.chained_counters;
+        round_pruned = false;
+        resumed = false;
+      } else {
+        const bool chain = can_chain && head == RoundHead::kOffer && round_pruned;
+        f.pass_base = m.take_pass_ids(passes);
+        if (chain) {
+          cuda::TpFrame& next = *m.host_next_frame.get();
+          next = f;
+          next.loglik = next_row;
+          next.boundary = boundary + 1;
+          next.first_record = 0;  // the device's: f.first_record + this frame's records
+          next.live_in = 1 - f.live_in;
+          next.pass_base = m.take_pass_ids(chain_passes);
+          next.round_id = m.take_round_id();
+          next.num_offers = 0;
+          next.staging_base = (1 - m.staging_parity) * m.staging_half();
+          next.record_limit = static_cast<int32_t>(
+              std::min<int64_t>(records_.capacity(), std::numeric_limits<int32_t>::max()));
+        }
+        launch_round(head, passes, round_pruned, chain ? chain_passes : 0);
+        m.sync();
+        hc = *m.host_counters.get();
+        if (chain && m.host_chain.get()->go != 0) {
+          // This round ended the frame (its pruning ran) and the next
+          // frame's emitting round ran after it: the frame's own counters
+          // are the chain's copy.
+          m.chained = true;
+          m.chained_counters = hc;
+          m.chained_round_id = m.host_next_frame.get()->round_id;
+          hc = m.host_chain.get()->prev;
+          chained_next = true;
+        }
+      }
       passes_run = static_cast<int>(hc.passes_run);
-      if (hc.records > m.staging.size()) {  // records overflowed
-        m.staging.resize(static_cast<size_t>(hc.records) * 2);
+      if (hc.records > m.staging_half()) {  // records overflowed
+        m.grow_staging(hc.records);
         again = true;
         break;
       }
@@ -855,7 +960,7 @@ void CudaSearcher::run_frame_rescoring(const float* device_row, int32_t boundary
                      pass_micros, prune_micros);
       passes_before = hc.passes;
       if (hc.events == 0) {
-        pruned = prune;  // the gate let it run: same counters, same test
+        pruned = round_pruned;  // the gate let it run: same counters, same test
         break;
       }
       if (++rounds > options_.max_epsilon_passes)
@@ -878,26 +983,29 @@ void CudaSearcher::run_frame_rescoring(const float* device_row, int32_t boundary
     }
     if (!again) break;
     // Undo the abandoned attempt's candidates; the previous frame's live
-    // list is untouched, so the rerun is exact.
+    // list is untouched, so the rerun is exact. (A chained frame never
+    // needs this: the chain ran only if the round before it was complete.)
     check(cuda::tp_clear_touched(m.state(), m.blocks, m.stream), "tp_clear_touched");
   }
   if (!pruned) {  // the last round's graph had no pruning
-    launch_round(RoundHead::kPrune, 0, true);
+    launch_round(RoundHead::kPrune, 0, true, 0);
     m.sync();
     hc = *m.host_counters.get();
   }
 
   // The previous frame's records have arrived (the waits above covered
   // their copy); this frame's follow, covered by the next frame's waits.
+  // The next frame writes the other half of the staging buffer.
   flush_records();
   if (hc.records > 0) {
     if (m.host_records.size() < hc.records) m.host_records.resize(static_cast<size_t>(hc.records) * 2);
-    check(cudaMemcpyAsync(m.host_records.get(), m.staging.get(), hc.records * sizeof(cuda::TpRecord),
-                          cudaMemcpyDeviceToHost, m.stream),
+    check(cudaMemcpyAsync(m.host_records.get(), m.staging.get() + f.staging_base,
+                          hc.records * sizeof(cuda::TpRecord), cudaMemcpyDeviceToHost, m.stream),
           "cudaMemcpyAsync (records)");
     m.pending_records = hc.records;
     m.records_landed = false;
   }
+  m.staging_parity = 1 - m.staging_parity;
   m.live_in = 1 - m.live_in;
   m.live_count = hc.live[m.live_in];
   if (!start) {
@@ -905,6 +1013,7 @@ void CudaSearcher::run_frame_rescoring(const float* device_row, int32_t boundary
     ++stats_.frames;
     stats_.tokens_expanded += expanded;
   }
+  if (chained_next) ++stats_.chained_frames;
   stats_.epsilon_passes += hc.passes + (hc.touched > 0 ? 1 : 0);
   stats_.max_live_tokens = std::max<int64_t>(stats_.max_live_tokens, m.live_count);
 }

@@ -71,15 +71,20 @@ class CudaSearcher : public Searcher {
     kContinue,  // more passes of a round whose closure has not settled
     kPrune,     // pruning alone (the last round's graph had none)
   };
-  void run_frame(const float* device_row, int32_t boundary);
+  // One frame; `next_row` is the next frame's scores if the caller has
+  // them (a rescoring frame may then begin the next one on the device).
+  void run_frame(const float* device_row, int32_t boundary, const float* next_row);
   // run_frame with word-end rescoring: rounds with host round trips.
-  void run_frame_rescoring(const float* device_row, int32_t boundary);
+  void run_frame_rescoring(const float* device_row, int32_t boundary, const float* next_row);
   // Queues a rescoring round: head, `passes` closure passes, the word-end
-  // events, (gated) pruning if `prune`, the counters' copy.
-  void enqueue_round(RoundHead head, int passes, bool prune);
+  // events, (gated) pruning if `prune`, then if `chain_passes` > 0 the
+  // next frame's emitting round with that many passes, gated by
+  // tp_chain_begin (host_next_frame holds its parameters), and the
+  // counters' copy.
+  void enqueue_round(RoundHead head, int passes, bool prune, int chain_passes);
   // enqueue_round through a captured graph cached per (head, passes,
-  // prune); the start round is queued directly.
-  void launch_round(RoundHead head, int passes, bool prune);
+  // prune, chain_passes); the start round is queued directly.
+  void launch_round(RoundHead head, int passes, bool prune, int chain_passes);
   // The live tokens as the device holds them (virtual states).
   std::vector<SearchToken> fetch_device_live();
   // Queues one frame's operations (the start token's closure if `start`).

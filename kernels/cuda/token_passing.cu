@@ -83,30 +83,33 @@ __device__ __forceinline__ int32_t stage_record(const TpState& s, const TpFrame&
     r.frame = f.boundary;
     r.prev = prev;
     r.cost = cost;
-    s.staging[i] = r;
+    s.staging[f.staging_base + i] = r;
   }
   return f.first_record + static_cast<int32_t>(i);
 }
 
+// A frame's counters at its start; live[f.live_in] (the previous frame's
+// list) is kept.
+__device__ __forceinline__ void reset_counters(TpCounters* c, const TpFrame& f) {
+  c->touched = 0;
+  c->changed[0] = 0;
+  c->changed[1] = 0;
+  c->heavy = 0;
+  c->live[1 - f.live_in] = 0;
+  c->records = 0;
+  c->best_emit_key = 0xFFFFFFFFu;
+  c->best_key = 0xFFFFFFFFu;
+  c->kept = 0;
+  c->cut_bin = f.bins;
+  c->passes = 0;
+  c->passes_run = 0;
+  c->last_changed = 0;
+  c->events = 0;
+}
+
 __global__ void frame_begin_kernel(TpState s, const TpFrame* __restrict__ fp) {
   const TpFrame f = *fp;
-  TpCounters* c = s.counters;
-  if (blockIdx.x == 0 && threadIdx.x == 0) {
-    c->touched = 0;
-    c->changed[0] = 0;
-    c->changed[1] = 0;
-    c->heavy = 0;
-    c->live[1 - f.live_in] = 0;
-    c->records = 0;
-    c->best_emit_key = 0xFFFFFFFFu;
-    c->best_key = 0xFFFFFFFFu;
-    c->kept = 0;
-    c->cut_bin = f.bins;
-    c->passes = 0;
-    c->passes_run = 0;
-    c->last_changed = 0;
-    c->events = 0;
-  }
+  if (blockIdx.x == 0 && threadIdx.x == 0) reset_counters(s.counters, f);
   for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < f.bins; i += gridDim.x * blockDim.x)
     s.histogram[i] = 0;
 }
@@ -344,6 +347,30 @@ __device__ __forceinline__ bool prune_held_back(const TpState& s, bool gated) {
   return c->events != 0 || c->last_changed != 0 || c->records > s.staging_capacity;
 }
 
+// The next frame, begun on the device when the round before ended its
+// frame (the gate of its pruning let it run) and the store has room for the
+// next frame's records without a collection. One block.
+__global__ void chain_begin_kernel(TpState s, TpFrame* cur, const TpFrame* __restrict__ next) {
+  __shared__ int go;
+  __shared__ int bins;
+  if (threadIdx.x == 0) {
+    const TpCounters c = *s.counters;
+    TpFrame n = *next;
+    n.first_record = cur->first_record + static_cast<int32_t>(c.records);
+    go = !prune_held_back(s, true) && n.first_record < n.record_limit;
+    s.chain->go = go ? 1u : 0u;
+    if (go) {
+      s.chain->prev = c;
+      *cur = n;
+      reset_counters(s.counters, n);
+    }
+    bins = n.bins;
+  }
+  __syncthreads();
+  if (!go) return;
+  for (int i = threadIdx.x; i < bins; i += blockDim.x) s.histogram[i] = 0;
+}
+
 __global__ void prune_best_kernel(TpState s, bool gated) {
   if (prune_held_back(s, gated)) return;
   const uint32_t n = s.counters->touched;
@@ -566,7 +593,8 @@ __global__ void resolve_events_kernel(TpGraph g, TpState s, const TpFrame* __res
 // unconditional: the resolve phases reset the heavy count, which a skipped
 // barrier would let race with a slow block's read of it.
 __global__ void round_kernel(TpGraph g, TpState s, const TpFrame* __restrict__ fp, int head,
-                             int max_passes, bool heavy, bool collect) {
+                             int max_passes, bool heavy, bool collect, bool gated) {
+  if (gated && s.chain->go == 0) return;  // the same for every thread
   const cg::grid_group grid = cg::this_grid();
   const TpFrame f = *fp;
   if (head == kRoundHeadEmit) {
@@ -660,7 +688,8 @@ int tp_round_blocks(int sm_count, int max_per_sm) {
 }
 
 cudaError_t tp_round(const TpGraph& g, const TpState& s, const TpFrame* f, int head,
-                     int max_passes, bool collect, int blocks, bool heavy, cudaStream_t stream) {
+                     int max_passes, bool collect, int blocks, bool heavy, cudaStream_t stream,
+                     bool gated) {
   cudaLaunchConfig_t config = {};
   config.gridDim = dim3(static_cast<unsigned>(blocks));
   config.blockDim = dim3(kThreads);
@@ -671,7 +700,14 @@ cudaError_t tp_round(const TpGraph& g, const TpState& s, const TpFrame* f, int h
   attribute[0].val.cooperative = 1;
   config.attrs = attribute;
   config.numAttrs = 1;
-  return cudaLaunchKernelEx(&config, round_kernel, g, s, f, head, max_passes, heavy, collect);
+  return cudaLaunchKernelEx(&config, round_kernel, g, s, f, head, max_passes, heavy, collect,
+                            gated);
+}
+
+cudaError_t tp_chain_begin(const TpState& s, TpFrame* cur, const TpFrame* next,
+                           cudaStream_t stream) {
+  chain_begin_kernel<<<1, kThreads, 0, stream>>>(s, cur, next);
+  return cudaGetLastError();
 }
 
 cudaError_t tp_prune(const TpState& s, const TpFrame* f, int bins, int blocks,

@@ -110,6 +110,15 @@ struct TpCounters {
   uint32_t events;         // word-end events of the round; above capacity = overflow
 };
 
+// A frame chained to the end of the previous one (tp_chain_begin): whether
+// it began, and the previous frame's final counters (the chained frame
+// resets them).
+struct TpChain {
+  uint32_t go;
+  uint32_t reserved;
+  TpCounters prev;
+};
+
 struct TpState {
   unsigned long long* best;
   int32_t* record;
@@ -119,6 +128,9 @@ struct TpState {
   TpToken* changed[2];
   TpToken* heavy;
   TpToken* live[2];
+  // Word records of two frames: a frame writes its half (TpFrame::
+  // staging_base) while the previous frame's are still on their way to the
+  // host. staging_capacity is one half's.
   TpRecord* staging;
   uint32_t staging_capacity;
   uint32_t* histogram;
@@ -130,6 +142,7 @@ struct TpState {
   TpEvent* events;
   uint32_t event_capacity;
   const TpOffer* offers;
+  TpChain* chain;  // tp_chain_begin's outcome (rescoring only)
 };
 
 // Per-frame parameters, in device memory: the host writes them before each
@@ -150,6 +163,10 @@ struct TpFrame {
   uint32_t round_id;     // rescoring: id of the closure round being run
   uint32_t num_offers;   // rescoring: offers of this round's word-end step
   int32_t start_state;   // the start frame's token (virtual state)
+  uint32_t staging_base;  // this frame's half of the staging buffer
+  // Chained frames only: records a frame may begin at before the host must
+  // collect garbage (the store's capacity); at or past it no frame chains.
+  int32_t record_limit;
 };
 
 // `f` points to the frame's TpFrame in device memory. `blocks` sizes the
@@ -175,12 +192,14 @@ cudaError_t tp_epsilon_pass(const TpGraph& g, const TpState& s, const TpFrame* f
 // passes 0, 1, ... up to max_passes (even, so that a continuation starts on
 // the parity this one ended on), stopping after the first pass that changes
 // nothing, then (collect) tp_collect_events: the same result as the
-// separate calls. `blocks` must be at most tp_round_blocks().
+// separate calls. `blocks` must be at most tp_round_blocks(). `gated`:
+// nothing unless s.chain->go (tp_chain_begin).
 constexpr int kRoundHeadNone = 0;
 constexpr int kRoundHeadEmit = 1;
 constexpr int kRoundHeadOffers = 2;
 cudaError_t tp_round(const TpGraph& g, const TpState& s, const TpFrame* f, int head,
-                     int max_passes, bool collect, int blocks, bool heavy, cudaStream_t stream);
+                     int max_passes, bool collect, int blocks, bool heavy, cudaStream_t stream,
+                     bool gated = false);
 // The grid size for tp_round: blocks that can be resident at once on
 // `sm_count` multiprocessors, at most max_per_sm each; 0 if the device
 // cannot say.
@@ -207,6 +226,18 @@ cudaError_t tp_collect_events(const TpGraph& g, const TpState& s, const TpFrame*
                               cudaStream_t stream);
 cudaError_t tp_offer_events(const TpGraph& g, const TpState& s, const TpFrame* f, int blocks,
                             cudaStream_t stream);
+// Rescoring, one host round trip fewer per frame: queued after a round
+// whose graph ends with gated pruning, begins the next frame on the device
+// if that round ended its frame (pruning ran: no events, closure settled,
+// records within their half) and the next frame's records would begin
+// below next->record_limit. Then chain->go = 1, chain->prev = the frame's
+// counters, *cur = *next with first_record following the frame's records,
+// and the counters and histogram are reset as tp_frame_begin does; else
+// chain->go = 0 and nothing changes. A tp_round with `gated` then runs
+// only if chain->go is 1.
+cudaError_t tp_chain_begin(const TpState& s, TpFrame* cur, const TpFrame* next,
+                           cudaStream_t stream);
+
 // Clears best[] of every touched state (a frame abandoned before pruning).
 cudaError_t tp_clear_touched(const TpState& s, int blocks, cudaStream_t stream);
 

@@ -160,12 +160,13 @@ if want decode; then
     cmp -s "$OUT/librivox.cuda.max$m.trn" <(grep -v '^#' "$OUT/librivox.cuda.trn") &&
       echo "  same words as maxactive 30000" || echo "  words differ from maxactive 30000"
   done
-  echo "--- librivox, cuda: fused rounds (default: a block per SM; then fewer blocks) against a"
+  echo "--- librivox, cuda: chained frames (default) against unchained fused rounds and a"
   echo "    kernel launch per step and pass, alternating; words compared with the default run's"
   for r in 1 2 3; do
-    for mode in fused blocks64 blocks32 blocks16 passes; do
+    for mode in chained unchained passes; do
       case $mode in
-        fused) envs=() ;;
+        chained) envs=() ;;
+        unchained) envs=(GPUSPEECH_CUDA_CHAIN=0) ;;
         blocks*) envs=(GPUSPEECH_CUDA_ROUND_BLOCKS=${mode#blocks}) ;;
         passes) envs=(GPUSPEECH_CUDA_CLOSURE=passes) ;;
       esac
