@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "common/search/cpu_searcher.h"
+#include "common/search/radix_sort.h"
 #include "common/search/search_graph.h"
 #include "common/search/token_passing.h"
 #include "tests/search_test_graphs.h"
@@ -617,5 +618,32 @@ TEST(TokenPassing, WordRecordStoreCollectsAndFindsCommonAncestors) {
   EXPECT_EQ(st[roots[1]].depth, 3);
 }
 
+// The rescorer's canonical event order: the radix sort must give exactly
+// what std::sort gives on the (key, index) pairs, for short and long
+// lists, keys that differ only in some bytes, and repeated keys (indices
+// increase through the input, so a stable sort by key equals the pairs'
+// order).
+TEST(RadixSort, EqualsStdSortOnPairs) {
+  std::mt19937_64 rng(2026);
+  std::vector<KeyIndex> scratch;
+  for (int trial = 0; trial < 200; ++trial) {
+    const size_t n = trial % 7 == 0 ? rng() % 64 : 64 + rng() % 3000;
+    std::vector<KeyIndex> items(n);
+    const int kind = trial % 4;
+    for (size_t i = 0; i < n; ++i) {
+      uint64_t k = rng();
+      if (kind == 1) k &= 0x00FF00000000FF00ull;  // most bytes equal
+      if (kind == 2) k = (k % 16) << 40;           // few distinct keys, one byte
+      if (kind == 3) k = (k >> 39 << 32) | (k & 0x1FFFFFFu);  // (source, arc)-shaped
+      items[i] = {k, static_cast<uint32_t>(i)};
+    }
+    std::vector<KeyIndex> expected = items;
+    std::sort(expected.begin(), expected.end());
+    radix_sort_by_key(items, scratch);
+    ASSERT_EQ(items, expected) << "trial " << trial << ", " << n << " items, kind " << kind;
+  }
+}
+
 }  // namespace
 }  // namespace gpuspeech
+

@@ -875,11 +875,14 @@ int run(int argc, char** argv) {
     if (st.word_end_events > 0)
       std::fprintf(stderr,
                    "%s: last utterance: %lld word-end events rescored with the full LM in %lld "
-                   "rounds, %.3f s on the host; %lld frames begun on the device behind the "
-                   "frame before\n",
+                   "rounds, %.3f s on the host\n",
                    kProgram, static_cast<long long>(st.word_end_events),
-                   static_cast<long long>(st.rescore_rounds), st.rescore_seconds,
-                   static_cast<long long>(st.chained_frames));
+                   static_cast<long long>(st.rescore_rounds), st.rescore_seconds);
+    if (st.chained_frames > 0)
+      std::fprintf(stderr,
+                   "%s: last utterance: %lld frames begun on the device right behind the frame "
+                   "before\n",
+                   kProgram, static_cast<long long>(st.chained_frames));
   }
   return failed > 0 ? 1 : 0;
 }

@@ -209,6 +209,11 @@ struct RoundPolicy {
   }
 };
 
+struct CountersAndChain {
+  cuda::TpCounters counters;
+  cuda::TpChain chain;  // rescoring with chained frames
+};
+
 }  // namespace
 
 struct CudaSearcher::Impl {
@@ -230,15 +235,10 @@ struct CudaSearcher::Impl {
   DeviceArray<uint32_t> stamp, histogram;
   DeviceArray<cuda::TpToken> changed[2], live[2], heavy;
   DeviceArray<cuda::TpRecord> staging;
-  DeviceArray<cuda::TpCounters> counters;
-  PinnedArray<cuda::TpCounters> host_counters;
-  // Chained frames (rescoring, fused rounds): the next frame's parameters
-  // (written by the host, copied by the chain's first node) and the
-  // outcome of tp_chain_begin.
-  DeviceArray<cuda::TpFrame> next_frame;
-  PinnedArray<cuda::TpFrame> host_next_frame;
-  DeviceArray<cuda::TpChain> chain;
-  PinnedArray<cuda::TpChain> host_chain;
+  // The counters and the chain's outcome side by side, so that one copy
+  // brings both back.
+  DeviceArray<CountersAndChain> counters;
+  PinnedArray<CountersAndChain> host_counters;
   // Set when a frame ended by chaining the next one: that frame's emitting
   // round has run, with these counters, under these parameters.
   bool chained = false;
@@ -285,7 +285,8 @@ struct CudaSearcher::Impl {
   bool fused_rounds() const { return round_blocks > 0; }
 
   // The frame's parameters: written on the host, copied to the device by
-  // the frame's first operation.
+  // the frame's first operation. Two: [1] is the next frame's when a round
+  // chains it (rescoring, fused rounds), copied with [0] in one transfer.
   PinnedArray<cuda::TpFrame> host_frame;
   DeviceArray<cuda::TpFrame> frame;
 
@@ -318,14 +319,14 @@ struct CudaSearcher::Impl {
     s.staging = staging.get();
     s.staging_capacity = staging_half();
     s.histogram = histogram.get();
-    s.counters = counters.get();
+    s.counters = &counters.get()->counters;
     s.hist = rescoring ? hist.get() : nullptr;
     s.prev_hist = rescoring ? prev_hist.get() : nullptr;
     s.round_mark = rescoring ? round_mark.get() : nullptr;
     s.events = rescoring ? events.device() : nullptr;
     s.event_capacity = static_cast<uint32_t>(events.size());
     s.offers = rescoring ? offers.device() : nullptr;
-    s.chain = rescoring ? chain.get() : nullptr;
+    s.chain = rescoring ? &counters.get()->chain : nullptr;
     return s;
   }
   // Records one frame may stage: half the buffer (staging's comment).
@@ -498,15 +499,10 @@ CudaSearcher::CudaSearcher(const SearchGraph& graph, const SearchOptions& option
   m.staging.resize(2 * std::min<size_t>(std::max<size_t>(n, 1024), size_t{1} << 20));
   m.counters.resize(1);
   m.host_counters.resize(1);
-  m.frame.resize(1);
-  m.host_frame.resize(1);
-  *m.host_frame.get() = cuda::TpFrame{};
-  if (m.rescoring) {
-    m.next_frame.resize(1);
-    m.host_next_frame.resize(1);
-    m.chain.resize(1);
-    m.host_chain.resize(1);
-  }
+  m.frame.resize(2);
+  m.host_frame.resize(2);
+  m.host_frame.get()[0] = cuda::TpFrame{};
+  m.host_frame.get()[1] = cuda::TpFrame{};
   // Grid-stride list kernels: a few blocks per SM cover lists of any
   // length; blocks with nothing to do exit at once.
   m.blocks = 4 * m.sm_count;
@@ -524,14 +520,15 @@ CudaSearcher::CudaSearcher(const SearchGraph& graph, const SearchOptions& option
   const char* closure_env = std::getenv("GPUSPEECH_CUDA_CLOSURE");
   const bool passes_wanted = closure_env != nullptr && std::string(closure_env) == "passes";
   if (cooperative != 0 && !passes_wanted)
-    m.round_blocks = cuda::tp_round_blocks(m.sm_count, /*max_per_sm=*/1);
+    m.round_blocks = cuda::tp_round_blocks(m.sm_count, /*max_per_sm=*/1, options_.histogram_bins);
   // GPUSPEECH_CUDA_ROUND_BLOCKS=N: N blocks for the cooperative round
   // kernel instead (at most as many as can be resident at once), for
   // measuring the barrier-cost / parallelism trade-off (docs/benchmarks.md).
   if (const char* blocks_env = std::getenv("GPUSPEECH_CUDA_ROUND_BLOCKS");
       blocks_env != nullptr && m.round_blocks > 0) {
     const int wanted = std::atoi(blocks_env);
-    const int resident = cuda::tp_round_blocks(m.sm_count, /*max_per_sm=*/64);
+    const int resident =
+        cuda::tp_round_blocks(m.sm_count, /*max_per_sm=*/64, options_.histogram_bins);
     if (wanted > 0) m.round_blocks = std::min(wanted, resident);
   }
   if (m.fused_rounds())
@@ -541,7 +538,7 @@ CudaSearcher::CudaSearcher(const SearchGraph& graph, const SearchOptions& option
   check(cudaMemsetAsync(m.stamp.get(), 0, nv * sizeof(uint32_t), m.stream), "cudaMemsetAsync");
   check(cudaMemsetAsync(m.best.get(), 0xFF, nv * sizeof(unsigned long long), m.stream),
         "cudaMemsetAsync");
-  check(cudaMemsetAsync(m.counters.get(), 0, sizeof(cuda::TpCounters), m.stream),
+  check(cudaMemsetAsync(m.counters.get(), 0, sizeof(CountersAndChain), m.stream),
         "cudaMemsetAsync");
   m.sync();
 }
@@ -622,16 +619,18 @@ void CudaSearcher::enqueue_frame(bool start) {
   cuda::TpGraph g = m.graph();
   g.num_states = graph_.num_states();
   const cuda::TpState s = m.state();
-  const cuda::TpFrame* f = m.frame.get();
+  cuda::TpFrame* f = m.frame.get();
   check(cudaMemcpyAsync(m.frame.get(), m.host_frame.get(), sizeof(cuda::TpFrame),
                         cudaMemcpyHostToDevice, m.stream),
         "cudaMemcpyAsync (frame)");
   check(cuda::tp_frame_begin(s, f, m.stream), "tp_frame_begin");
   if (start) check(cuda::tp_start(s, f, m.stream), "tp_start");
   if (m.fused_rounds()) {
-    check(cuda::tp_round(g, s, f, start ? cuda::kRoundHeadNone : cuda::kRoundHeadEmit,
-                         m.passes_per_batch, /*collect=*/false, m.round_blocks, m.has_heavy,
-                         m.stream),
+    cuda::TpRoundParams p;
+    p.head = start ? cuda::kRoundHeadNone : cuda::kRoundHeadEmit;
+    p.max_passes = m.passes_per_batch;
+    p.heavy = m.has_heavy;
+    check(cuda::tp_round(g, s, f, p, m.round_blocks, options_.histogram_bins, m.stream),
           "tp_round");
   } else {
     if (!start) check(cuda::tp_emit(g, s, f, m.blocks, m.has_heavy, m.stream), "tp_emit");
@@ -700,7 +699,7 @@ void CudaSearcher::run_frame(const float* device_row, int32_t boundary, const fl
     f.pass_base = m.take_pass_ids(m.passes_per_batch);
     launch_frame(start);
     m.sync();
-    hc = *m.host_counters.get();
+    hc = m.host_counters.get()->counters;
     if (hc.records > m.staging_half()) {  // records overflowed: rerun with room
       m.grow_staging(hc.records);
       continue;
@@ -750,22 +749,33 @@ void CudaSearcher::enqueue_round(RoundHead head, int passes, bool prune, int cha
   cuda::TpGraph g = m.graph();
   g.num_states = graph_.num_states();
   const cuda::TpState s = m.state();
-  const cuda::TpFrame* f = m.frame.get();
+  cuda::TpFrame* f = m.frame.get();
+  const bool chain = chain_passes > 0;  // fused rounds only
+  bool pruned_in_round = false;
   if (head != RoundHead::kPrune) {
-    check(cudaMemcpyAsync(m.frame.get(), m.host_frame.get(), sizeof(cuda::TpFrame),
+    // The frame's parameters (and the next frame's, if chained).
+    check(cudaMemcpyAsync(m.frame.get(), m.host_frame.get(), (chain ? 2 : 1) * sizeof(cuda::TpFrame),
                           cudaMemcpyHostToDevice, m.stream),
           "cudaMemcpyAsync (frame)");
     if (head == RoundHead::kStart || head == RoundHead::kEmit)
       check(cuda::tp_frame_begin(s, f, m.stream), "tp_frame_begin");
     if (head == RoundHead::kStart) check(cuda::tp_start(s, f, m.stream), "tp_start");
     if (m.fused_rounds()) {
-      const int device_head = head == RoundHead::kEmit    ? cuda::kRoundHeadEmit
-                              : head == RoundHead::kOffer ? cuda::kRoundHeadOffers
-                                                          : cuda::kRoundHeadNone;
-      check(cuda::tp_round(g, s, f, device_head, passes, /*collect=*/true, m.round_blocks,
-                           m.has_heavy, m.stream),
+      cuda::TpRoundParams p;
+      p.head = head == RoundHead::kEmit    ? cuda::kRoundHeadEmit
+               : head == RoundHead::kOffer ? cuda::kRoundHeadOffers
+                                           : cuda::kRoundHeadNone;
+      p.max_passes = passes;
+      p.heavy = m.has_heavy;
+      p.collect = true;
+      p.prune = prune;
+      p.chain_passes = chain_passes;
+      p.next = chain ? m.frame.get() + 1 : nullptr;
+      check(cuda::tp_round(g, s, f, p, m.round_blocks, options_.histogram_bins, m.stream),
             "tp_round");
+      pruned_in_round = prune;
     } else {
+      if (chain) throw std::logic_error("cuda search: chained frames need fused rounds");
       if (head == RoundHead::kEmit)
         check(cuda::tp_emit(g, s, f, m.blocks, m.has_heavy, m.stream), "tp_emit");
       if (head == RoundHead::kOffer)
@@ -776,22 +786,12 @@ void CudaSearcher::enqueue_round(RoundHead head, int passes, bool prune, int cha
       check(cuda::tp_collect_events(g, s, f, m.blocks, m.stream), "tp_collect_events");
     }
   }
-  if (prune)
+  if (prune && !pruned_in_round)
     check(cuda::tp_prune(s, f, options_.histogram_bins, m.blocks, m.stream, /*gated=*/true),
           "tp_prune");
-  if (chain_passes > 0) {  // the next frame's emitting round, if this one ended its frame
-    check(cudaMemcpyAsync(m.next_frame.get(), m.host_next_frame.get(), sizeof(cuda::TpFrame),
-                          cudaMemcpyHostToDevice, m.stream),
-          "cudaMemcpyAsync (next frame)");
-    check(cuda::tp_chain_begin(s, m.frame.get(), m.next_frame.get(), m.stream), "tp_chain_begin");
-    check(cuda::tp_round(g, s, f, cuda::kRoundHeadEmit, chain_passes, /*collect=*/true,
-                         m.round_blocks, m.has_heavy, m.stream, /*gated=*/true),
-          "tp_round (chained)");
-    check(cudaMemcpyAsync(m.host_chain.get(), m.chain.get(), sizeof(cuda::TpChain),
-                          cudaMemcpyDeviceToHost, m.stream),
-          "cudaMemcpyAsync (chain)");
-  }
-  check(cudaMemcpyAsync(m.host_counters.get(), m.counters.get(), sizeof(cuda::TpCounters),
+  // The counters (and the chain's outcome, right behind them).
+  check(cudaMemcpyAsync(m.host_counters.get(), m.counters.get(),
+                        chain ? sizeof(CountersAndChain) : sizeof(cuda::TpCounters),
                         cudaMemcpyDeviceToHost, m.stream),
         "cudaMemcpyAsync (counters)");
 }
@@ -848,8 +848,8 @@ void CudaSearcher::run_frame_rescoring(const float* device_row, int32_t boundary
   f.bin_scale = static_cast<float>(options_.histogram_bins) / options_.beam;
   f.max_active = options_.max_active;
   f.boundary = boundary;
-  // What tp_chain_begin computed for a chained frame, too: the previous
-  // frame's first record plus its records.
+  // What the chaining round computed for a chained frame, too: the
+  // previous frame's first record plus its records.
   f.first_record = static_cast<int32_t>(records_.size() + m.pending_records);
   f.live_in = m.live_in;
   const double pass_micros = (m.has_heavy ? 3 : 2) * kNodeMicros;
@@ -908,7 +908,7 @@ void CudaSearcher::run_frame_rescoring(const float* device_row, int32_t boundary
         const bool chain = can_chain && head == RoundHead::kOffer && round_pruned;
         f.pass_base = m.take_pass_ids(passes);
         if (chain) {
-          cuda::TpFrame& next = *m.host_next_frame.get();
+          cuda::TpFrame& next = m.host_frame.get()[1];
           next = f;
           next.loglik = next_row;
           next.boundary = boundary + 1;
@@ -923,15 +923,15 @@ void CudaSearcher::run_frame_rescoring(const float* device_row, int32_t boundary
         }
         launch_round(head, passes, round_pruned, chain ? chain_passes : 0);
         m.sync();
-        hc = *m.host_counters.get();
-        if (chain && m.host_chain.get()->go != 0) {
+        hc = m.host_counters.get()->counters;
+        if (chain && m.host_counters.get()->chain.go != 0) {
           // This round ended the frame (its pruning ran) and the next
           // frame's emitting round ran after it: the frame's own counters
           // are the chain's copy.
           m.chained = true;
           m.chained_counters = hc;
-          m.chained_round_id = m.host_next_frame.get()->round_id;
-          hc = m.host_chain.get()->prev;
+          m.chained_round_id = m.host_frame.get()[1].round_id;
+          hc = m.host_counters.get()->chain.prev;
           chained_next = true;
         }
       }
@@ -990,7 +990,7 @@ void CudaSearcher::run_frame_rescoring(const float* device_row, int32_t boundary
   if (!pruned) {  // the last round's graph had no pruning
     launch_round(RoundHead::kPrune, 0, true, 0);
     m.sync();
-    hc = *m.host_counters.get();
+    hc = m.host_counters.get()->counters;
   }
 
   // The previous frame's records have arrived (the waits above covered

@@ -78,8 +78,8 @@ class CudaSearcher : public Searcher {
   void run_frame_rescoring(const float* device_row, int32_t boundary, const float* next_row);
   // Queues a rescoring round: head, `passes` closure passes, the word-end
   // events, (gated) pruning if `prune`, then if `chain_passes` > 0 the
-  // next frame's emitting round with that many passes, gated by
-  // tp_chain_begin (host_next_frame holds its parameters), and the
+  // next frame's emitting round with that many passes if this round ends
+  // its frame (tp_round; host_frame[1] holds its parameters), and the
   // counters' copy.
   void enqueue_round(RoundHead head, int passes, bool prune, int chain_passes);
   // enqueue_round through a captured graph cached per (head, passes,

@@ -13,6 +13,7 @@
 #include <utility>
 
 #include "common/search/lm_rescorer.h"
+#include "common/search/radix_sort.h"
 #include "common/search/search_arithmetic.h"
 
 namespace gpuspeech {
@@ -189,7 +190,7 @@ void Searcher::rescore_word_ends(std::vector<WordEndEvent>& events,
     sort_scratch_[i] = {(static_cast<uint64_t>(static_cast<uint32_t>(events[i].source)) << 32) |
                             events[i].arc,
                         static_cast<uint32_t>(i)};
-  std::sort(sort_scratch_.begin(), sort_scratch_.end());
+  radix_sort_by_key(sort_scratch_, sort_scratch_spare_);
   out.resize(n);
   if (static_cast<uint64_t>(graph_.num_arcs()) + n >= search::kNoArc)
     throw std::length_error("search: too many word-end events in one frame (" +

@@ -337,8 +337,9 @@ class Searcher {
   void reset_rescorer();
   // A token's total for best/n-best: cost + final cost (+ end delta).
   float final_total(const SearchToken& t) const;
-  // rescore_word_ends' scratch: ((source, arc) key, event index).
-  std::vector<std::pair<uint64_t, uint32_t>> sort_scratch_;
+  // rescore_word_ends' scratch: ((source, arc) key, event index), and the
+  // sort's working space.
+  std::vector<std::pair<uint64_t, uint32_t>> sort_scratch_, sort_scratch_spare_;
 
   const SearchGraph& graph_;
   SearchOptions options_;

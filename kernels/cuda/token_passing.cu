@@ -347,32 +347,9 @@ __device__ __forceinline__ bool prune_held_back(const TpState& s, bool gated) {
   return c->events != 0 || c->last_changed != 0 || c->records > s.staging_capacity;
 }
 
-// The next frame, begun on the device when the round before ended its
-// frame (the gate of its pruning let it run) and the store has room for the
-// next frame's records without a collection. One block.
-__global__ void chain_begin_kernel(TpState s, TpFrame* cur, const TpFrame* __restrict__ next) {
-  __shared__ int go;
-  __shared__ int bins;
-  if (threadIdx.x == 0) {
-    const TpCounters c = *s.counters;
-    TpFrame n = *next;
-    n.first_record = cur->first_record + static_cast<int32_t>(c.records);
-    go = !prune_held_back(s, true) && n.first_record < n.record_limit;
-    s.chain->go = go ? 1u : 0u;
-    if (go) {
-      s.chain->prev = c;
-      *cur = n;
-      reset_counters(s.counters, n);
-    }
-    bins = n.bins;
-  }
-  __syncthreads();
-  if (!go) return;
-  for (int i = threadIdx.x; i < bins; i += blockDim.x) s.histogram[i] = 0;
-}
-
-__global__ void prune_best_kernel(TpState s, bool gated) {
-  if (prune_held_back(s, gated)) return;
+// The pruning step's four parts are bodies shared by the separate kernels
+// (below) and the fused round kernel's phases.
+__device__ __forceinline__ void prune_best_body(const TpState& s) {
   const uint32_t n = s.counters->touched;
   uint32_t local = 0xFFFFFFFFu;
   for (uint32_t i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {
@@ -380,6 +357,11 @@ __global__ void prune_best_kernel(TpState s, bool gated) {
     local = k < local ? k : local;
   }
   warp_min_into(&s.counters->best_key, local);
+}
+
+__global__ void prune_best_kernel(TpState s, bool gated) {
+  if (prune_held_back(s, gated)) return;
+  prune_best_body(s);
 }
 
 __device__ __forceinline__ bool within_beam(const TpState& s, const TpFrame& f, int32_t d, float c,
@@ -391,10 +373,8 @@ __device__ __forceinline__ bool within_beam(const TpState& s, const TpFrame& f, 
 // Counts in a per-block histogram in shared memory (the bins near the best
 // cost get most tokens: global atomics on them would serialise), then adds
 // the block's non-zero bins to the global one.
-__global__ void prune_histogram_kernel(TpState s, const TpFrame* __restrict__ fp, bool gated) {
-  if (prune_held_back(s, gated)) return;
-  const TpFrame f = *fp;
-  extern __shared__ uint32_t block_hist[];
+__device__ __forceinline__ void prune_histogram_body(const TpState& s, const TpFrame& f,
+                                                     uint32_t* block_hist) {
   for (int k = threadIdx.x; k < f.bins; k += blockDim.x) block_hist[k] = 0;
   __syncthreads();
   const uint32_t n = s.counters->touched;
@@ -416,14 +396,19 @@ __global__ void prune_histogram_kernel(TpState s, const TpFrame* __restrict__ fp
     if (block_hist[k] != 0) atomicAdd(s.histogram + k, block_hist[k]);
 }
 
-// The same rule as Searcher::max_active_cutoff_bin, by one block: each
-// thread sums a run of bins, a block-wide scan gives each run's starting
-// count, and the first bin where the running count passes max_active wins.
+__global__ void prune_histogram_kernel(TpState s, const TpFrame* __restrict__ fp, bool gated) {
+  if (prune_held_back(s, gated)) return;
+  extern __shared__ uint32_t block_hist[];
+  prune_histogram_body(s, *fp, block_hist);
+}
+
+// The same rule as Searcher::max_active_cutoff_bin, by one block (of at
+// most kCutoffThreads threads): each thread sums a run of bins, a
+// block-wide scan gives each run's starting count, and the first bin where
+// the running count passes max_active wins.
 constexpr int kCutoffThreads = 1024;
 
-__global__ void prune_cutoff_kernel(TpState s, const TpFrame* __restrict__ fp, bool gated) {
-  if (prune_held_back(s, gated)) return;
-  const TpFrame f = *fp;
+__device__ __forceinline__ void prune_cutoff_body(const TpState& s, const TpFrame& f) {
   TpCounters* c = s.counters;
   if (c->kept <= static_cast<uint32_t>(f.max_active)) {  // the same for all threads
     if (threadIdx.x == 0) c->cut_bin = f.bins;
@@ -468,9 +453,12 @@ __global__ void prune_cutoff_kernel(TpState s, const TpFrame* __restrict__ fp, b
   if (threadIdx.x == 0) c->cut_bin = cut < 1 ? 1 : cut;  // max(k, 1), or bins if none
 }
 
-__global__ void prune_compact_kernel(TpState s, const TpFrame* __restrict__ fp, bool gated) {
+__global__ void prune_cutoff_kernel(TpState s, const TpFrame* __restrict__ fp, bool gated) {
   if (prune_held_back(s, gated)) return;
-  const TpFrame f = *fp;
+  prune_cutoff_body(s, *fp);
+}
+
+__device__ __forceinline__ void prune_compact_body(const TpState& s, const TpFrame& f) {
   const uint32_t n = s.counters->touched;
   const float best = key_cost(s.counters->best_key);
   const float limit_beam = add_cost(best, f.beam);
@@ -491,6 +479,11 @@ __global__ void prune_compact_kernel(TpState s, const TpFrame* __restrict__ fp, 
     }
     s.best[d] = kNoCandidate;
   }
+}
+
+__global__ void prune_compact_kernel(TpState s, const TpFrame* __restrict__ fp, bool gated) {
+  if (prune_held_back(s, gated)) return;
+  prune_compact_body(s, *fp);
 }
 
 // The word-end step, device half 1: the round's events. One thread per
@@ -589,18 +582,35 @@ __global__ void resolve_events_kernel(TpGraph g, TpState s, const TpFrame* __res
 // to do, and a frame of the LibriVox search has ~25 of them; barriers
 // among one block per SM cost less. Every thread reads last_changed after
 // the same barrier and nothing writes it before the next pass's resolve
-// phase, so all leave the loop together. The heavy phases' barriers are
-// unconditional: the resolve phases reset the heavy count, which a skipped
-// barrier would let race with a slow block's read of it.
-__global__ void round_kernel(TpGraph g, TpState s, const TpFrame* __restrict__ fp, int head,
-                             int max_passes, bool heavy, bool collect, bool gated) {
-  if (gated && s.chain->go == 0) return;  // the same for every thread
-  const cg::grid_group grid = cg::this_grid();
-  const TpFrame f = *fp;
+// phase, so all leave the loop together. Likewise the heavy count: the
+// phase that fills it ends in a barrier, every thread reads it after that
+// barrier, and the next resolve phase, which resets it, cannot finish
+// before every thread has read it; where it was 0 the reset writes 0
+// again. So all threads agree whether to run the heavy phase and its
+// barrier.
+// A frame's parameters as another block of this kernel last wrote them
+// (after a barrier), word by word through volatile loads: never a value
+// the compiler kept from before the write.
+__device__ __forceinline__ TpFrame load_frame_written(const TpFrame* p) {
+  static_assert(sizeof(TpFrame) % sizeof(uint32_t) == 0, "TpFrame is copied in 32-bit words");
+  TpFrame out;
+  const volatile uint32_t* src = reinterpret_cast<const volatile uint32_t*>(p);
+  uint32_t* dst = reinterpret_cast<uint32_t*>(&out);
+  for (size_t i = 0; i < sizeof(TpFrame) / sizeof(uint32_t); ++i) dst[i] = src[i];
+  return out;
+}
+
+__device__ __forceinline__ uint32_t heavy_count(const TpState& s) {
+  return *static_cast<volatile const uint32_t*>(&s.counters->heavy);
+}
+
+__device__ __forceinline__ void round_body(const cg::grid_group& grid, const TpGraph& g,
+                                           const TpState& s, const TpFrame& f, int head,
+                                           int max_passes, bool heavy, bool collect) {
   if (head == kRoundHeadEmit) {
     emit_phase(g, s, f);
     grid.sync();
-    if (heavy) {
+    if (heavy && heavy_count(s) > 0) {
       emit_heavy_phase(g, s, f);
       grid.sync();
     }
@@ -615,7 +625,7 @@ __global__ void round_kernel(TpGraph g, TpState s, const TpFrame* __restrict__ f
   for (int pass = 0; pass < max_passes; ++pass) {
     relax_phase(g, s, f, pass);
     grid.sync();
-    if (heavy) {
+    if (heavy && heavy_count(s) > 0) {
       relax_heavy_phase(g, s, f, pass);
       grid.sync();
     }
@@ -624,6 +634,53 @@ __global__ void round_kernel(TpGraph g, TpState s, const TpFrame* __restrict__ f
     if (*static_cast<volatile const uint32_t*>(&s.counters->last_changed) == 0) break;
   }
   if (collect) collect_events_phase(g, s, f);
+}
+
+// The round kernel. With `prune` (rescoring) it goes on, as tp_prune with
+// `gated` does, into the pruning step as four phases when the round ended
+// its frame; with chain_passes > 0 also into the next frame (tp_round in
+// token_passing.cuh): the chain's decision by one thread, then the next
+// frame's emitting round. Every thread decides the gates from the
+// same counters after the same barrier. `fp` is written here (the chained
+// frame's parameters replace the frame's), so it is read with plain loads
+// after barriers, never through the read-only cache.
+__global__ void round_kernel(TpGraph g, TpState s, TpFrame* fp, TpRoundParams p) {
+  extern __shared__ uint32_t block_hist[];
+  const cg::grid_group grid = cg::this_grid();
+  const bool chain = p.chain_passes > 0;
+  if (chain && blockIdx.x == 0 && threadIdx.x == 0) s.chain->go = 0;  // read after barriers
+  const TpFrame f = *fp;
+  round_body(grid, g, s, f, p.head, p.max_passes, p.heavy, p.collect);
+  if (!p.prune) return;
+  grid.sync();  // the events are collected
+  if (prune_held_back(s, true)) return;  // the same counters for every thread
+  prune_best_body(s);
+  grid.sync();
+  prune_histogram_body(s, f, block_hist);
+  grid.sync();
+  if (blockIdx.x == 0) prune_cutoff_body(s, f);
+  grid.sync();
+  prune_compact_body(s, f);
+  if (!chain) return;
+  grid.sync();  // the frame's counters are final
+  if (blockIdx.x == 0 && threadIdx.x == 0) {
+    const TpCounters c = *s.counters;
+    TpFrame n = *p.next;
+    n.first_record = f.first_record + static_cast<int32_t>(c.records);
+    if (n.first_record < n.record_limit) {
+      s.chain->prev = c;
+      *fp = n;
+      reset_counters(s.counters, n);
+      s.chain->go = 1;
+    }
+  }
+  grid.sync();
+  if (*static_cast<volatile const uint32_t*>(&s.chain->go) == 0) return;
+  const TpFrame nf = load_frame_written(fp);
+  for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < nf.bins; i += gridDim.x * blockDim.x)
+    s.histogram[i] = 0;
+  grid.sync();
+  round_body(grid, g, s, nf, kRoundHeadEmit, p.chain_passes, p.heavy, /*collect=*/true);
 }
 
 __global__ void clear_touched_kernel(TpState s) {
@@ -678,36 +735,29 @@ cudaError_t tp_epsilon_pass(const TpGraph& g, const TpState& s, const TpFrame* f
   return cudaGetLastError();
 }
 
-int tp_round_blocks(int sm_count, int max_per_sm) {
+int tp_round_blocks(int sm_count, int max_per_sm, int bins) {
   int per_sm = 0;
-  if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, round_kernel, kThreads, 0) !=
+  if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, round_kernel, kThreads,
+                                                    static_cast<size_t>(bins) * sizeof(uint32_t)) !=
           cudaSuccess ||
       per_sm < 1)
     return 0;
   return std::min(per_sm, std::max(max_per_sm, 1)) * sm_count;
 }
 
-cudaError_t tp_round(const TpGraph& g, const TpState& s, const TpFrame* f, int head,
-                     int max_passes, bool collect, int blocks, bool heavy, cudaStream_t stream,
-                     bool gated) {
+cudaError_t tp_round(const TpGraph& g, const TpState& s, TpFrame* f, const TpRoundParams& p,
+                     int blocks, int bins, cudaStream_t stream) {
   cudaLaunchConfig_t config = {};
   config.gridDim = dim3(static_cast<unsigned>(blocks));
   config.blockDim = dim3(kThreads);
-  config.dynamicSmemBytes = 0;
+  config.dynamicSmemBytes = p.prune ? static_cast<size_t>(bins) * sizeof(uint32_t) : 0;
   config.stream = stream;
   cudaLaunchAttribute attribute[1];
   attribute[0].id = cudaLaunchAttributeCooperative;
   attribute[0].val.cooperative = 1;
   config.attrs = attribute;
   config.numAttrs = 1;
-  return cudaLaunchKernelEx(&config, round_kernel, g, s, f, head, max_passes, heavy, collect,
-                            gated);
-}
-
-cudaError_t tp_chain_begin(const TpState& s, TpFrame* cur, const TpFrame* next,
-                           cudaStream_t stream) {
-  chain_begin_kernel<<<1, kThreads, 0, stream>>>(s, cur, next);
-  return cudaGetLastError();
+  return cudaLaunchKernelEx(&config, round_kernel, g, s, f, p);
 }
 
 cudaError_t tp_prune(const TpState& s, const TpFrame* f, int bins, int blocks,

@@ -110,9 +110,9 @@ struct TpCounters {
   uint32_t events;         // word-end events of the round; above capacity = overflow
 };
 
-// A frame chained to the end of the previous one (tp_chain_begin): whether
-// it began, and the previous frame's final counters (the chained frame
-// resets them).
+// A frame chained to the end of the previous one (tp_round with
+// chain_passes): whether it began, and the previous frame's final counters
+// (the chained frame resets them).
 struct TpChain {
   uint32_t go;
   uint32_t reserved;
@@ -142,7 +142,7 @@ struct TpState {
   TpEvent* events;
   uint32_t event_capacity;
   const TpOffer* offers;
-  TpChain* chain;  // tp_chain_begin's outcome (rescoring only)
+  TpChain* chain;  // the outcome of tp_round's chaining (rescoring only)
 };
 
 // Per-frame parameters, in device memory: the host writes them before each
@@ -192,18 +192,34 @@ cudaError_t tp_epsilon_pass(const TpGraph& g, const TpState& s, const TpFrame* f
 // passes 0, 1, ... up to max_passes (even, so that a continuation starts on
 // the parity this one ended on), stopping after the first pass that changes
 // nothing, then (collect) tp_collect_events: the same result as the
-// separate calls. `blocks` must be at most tp_round_blocks(). `gated`:
-// nothing unless s.chain->go (tp_chain_begin).
+// separate calls. With `prune` (rescoring: after collect) then tp_prune
+// with `gated`, and with chain_passes > 0 after that the next frame: if
+// the round ended its frame (the gate let pruning run) and the next
+// frame's records would begin below next->record_limit, chain->go = 1,
+// chain->prev = the frame's final counters, *f = *next with first_record
+// following the frame's records, counters and histogram reset as
+// tp_frame_begin does, and the next frame's emitting round (chain_passes
+// passes, events collected) runs; else chain->go = 0. `blocks` must be at
+// most tp_round_blocks(); `bins` = f->bins (the pruning phases' shared
+// memory).
 constexpr int kRoundHeadNone = 0;
 constexpr int kRoundHeadEmit = 1;
 constexpr int kRoundHeadOffers = 2;
-cudaError_t tp_round(const TpGraph& g, const TpState& s, const TpFrame* f, int head,
-                     int max_passes, bool collect, int blocks, bool heavy, cudaStream_t stream,
-                     bool gated = false);
+struct TpRoundParams {
+  int head = kRoundHeadNone;
+  int max_passes = 0;
+  bool heavy = false;    // the graph has heavy states (kHeavyDegree)
+  bool collect = false;
+  bool prune = false;
+  int chain_passes = 0;
+  const TpFrame* next = nullptr;  // with chain_passes: the next frame's parameters
+};
+cudaError_t tp_round(const TpGraph& g, const TpState& s, TpFrame* f, const TpRoundParams& p,
+                     int blocks, int bins, cudaStream_t stream);
 // The grid size for tp_round: blocks that can be resident at once on
-// `sm_count` multiprocessors, at most max_per_sm each; 0 if the device
-// cannot say.
-int tp_round_blocks(int sm_count, int max_per_sm);
+// `sm_count` multiprocessors (with a `bins`-entry histogram in shared
+// memory), at most max_per_sm each; 0 if the device cannot say.
+int tp_round_blocks(int sm_count, int max_per_sm, int bins);
 // Step 3: beam, max-active histogram and cutoff, compaction into
 // live[1 - live_in]; clears best[] of every touched state.
 // `bins` = f->bins (sizes the per-block histogram in shared memory; at most
@@ -226,18 +242,6 @@ cudaError_t tp_collect_events(const TpGraph& g, const TpState& s, const TpFrame*
                               cudaStream_t stream);
 cudaError_t tp_offer_events(const TpGraph& g, const TpState& s, const TpFrame* f, int blocks,
                             cudaStream_t stream);
-// Rescoring, one host round trip fewer per frame: queued after a round
-// whose graph ends with gated pruning, begins the next frame on the device
-// if that round ended its frame (pruning ran: no events, closure settled,
-// records within their half) and the next frame's records would begin
-// below next->record_limit. Then chain->go = 1, chain->prev = the frame's
-// counters, *cur = *next with first_record following the frame's records,
-// and the counters and histogram are reset as tp_frame_begin does; else
-// chain->go = 0 and nothing changes. A tp_round with `gated` then runs
-// only if chain->go is 1.
-cudaError_t tp_chain_begin(const TpState& s, TpFrame* cur, const TpFrame* next,
-                           cudaStream_t stream);
-
 // Clears best[] of every touched state (a frame abandoned before pruning).
 cudaError_t tp_clear_touched(const TpState& s, int blocks, cudaStream_t stream);
 

@@ -10,7 +10,7 @@
 #   .refaudio/         a copy of /usr/share/pocketsphinx/test/data
 # Writes logs and results under $OUT (default /tmp/gpuspeech-out).
 #
-# usage: tests/gpu/device_run.sh [all|build|test|refs|bench|profile|decode|dtw|fmllr]...
+# usage: tests/gpu/device_run.sh [all|build|test|refs|bench|profile|peer|decode|dtw|fmllr]...
 set -u -o pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$ROOT"
@@ -125,6 +125,17 @@ if want profile; then
     --utts 128 --seconds 30 --reps 1 --warmup 1 >"$OUT/ncu.log" 2>&1
   grep -vE '^==PROF==|^ *$' "$OUT/ncu.log" | grep -E '\(|gpu__time_duration' | cut -c1-150 | head -60
 fi
+# peer: .peer/tree.tar (git archive of another commit, e.g. the one before
+# a change) built alone (the transcriber), for DECODE_MODES=peer.
+if [[ " $STEPS " == *" peer "* ]] && [ -f .peer/tree.tar ]; then
+  note "peer build"
+  find_meson >/dev/null
+  rm -rf /tmp/peer && mkdir -p /tmp/peer && tar xf .peer/tree.tar -C /tmp/peer
+  (cd /tmp/peer && "${MESON[@]}" setup build -Dgstreamer=disabled -Dopencl=disabled -Dcuda=enabled \
+     -Dtests=disabled -Dfuzzers=disabled -Dbuildtype=release >/tmp/peer.log 2>&1 &&
+   ninja -C build tools/gpuspeech-transcribe >>/tmp/peer.log 2>&1) || { echo "peer build failed"; tail -20 /tmp/peer.log; }
+fi
+
 if want decode; then
   note "decoding: cuda (scoring + search) against cpu, same files, same graphs"
   [ -n "${MKGRAPH_PID:-}" ] && wait $MKGRAPH_PID
@@ -160,17 +171,22 @@ if want decode; then
     cmp -s "$OUT/librivox.cuda.max$m.trn" <(grep -v '^#' "$OUT/librivox.cuda.trn") &&
       echo "  same words as maxactive 30000" || echo "  words differ from maxactive 30000"
   done
-  echo "--- librivox, cuda: chained frames (default) against unchained fused rounds and a"
-  echo "    kernel launch per step and pass, alternating; words compared with the default run's"
-  for r in 1 2 3; do
-    for mode in chained unchained passes; do
+  # DECODE_MODES: chained (default), unchained (GPUSPEECH_CUDA_CHAIN=0),
+  # passes (a kernel launch per step and pass), blocksN (N round-kernel
+  # blocks), peer (the peer step's build of another commit).
+  MODES=${DECODE_MODES:-chained unchained passes}
+  echo "--- librivox, cuda, alternating: $MODES; words compared with the default run's"
+  for r in $(seq ${DECODE_ROUNDS:-3}); do
+    for mode in $MODES; do
+      TT=$T
       case $mode in
         chained) envs=() ;;
         unchained) envs=(GPUSPEECH_CUDA_CHAIN=0) ;;
         blocks*) envs=(GPUSPEECH_CUDA_ROUND_BLOCKS=${mode#blocks}) ;;
         passes) envs=(GPUSPEECH_CUDA_CLOSURE=passes) ;;
+        peer) envs=(); TT=/tmp/peer/build/tools/gpuspeech-transcribe ;;
       esac
-      env "${envs[@]}" $T "${M[@]}" --lm .refmodel/en-us/en-us.lm.bin --backend cuda \
+      env "${envs[@]}" $TT "${M[@]}" --lm .refmodel/en-us/en-us.lm.bin --backend cuda \
         --search cuda --times -v $D/librivox/*.wav 2>"$OUT/alt.err" >"$OUT/alt.trn"
       grep -E "RTF|search" "$OUT/alt.err" | grep -v "\.wav" | sed "s/^/$mode $r: /"
       cmp -s <(grep -v '^#' "$OUT/alt.trn") <(grep -v '^#' "$OUT/librivox.cuda.trn") ||
