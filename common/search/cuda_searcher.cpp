@@ -239,8 +239,8 @@ struct CudaSearcher::Impl {
   // brings both back.
   DeviceArray<CountersAndChain> counters;
   PinnedArray<CountersAndChain> host_counters;
-  // Set when a frame ended by chaining the next one: that frame's emitting
-  // round has run, with these counters, under these parameters.
+  // Set when a frame ended by chaining the next one: the next frame's
+  // emitting round has run, with these counters and this round id.
   bool chained = false;
   cuda::TpCounters chained_counters{};
   uint32_t chained_round_id = 0;
@@ -692,7 +692,9 @@ void CudaSearcher::run_frame(const float* device_row, int32_t boundary, const fl
   f.boundary = boundary;
   f.first_record = static_cast<int32_t>(records_.size() + m.pending_records);
   f.live_in = m.live_in;
-  f.staging_base = 0;  // the previous frame's records landed in its wait
+  // One half serves: the previous frame's records are copied out ahead of
+  // this frame's graph on the same stream.
+  f.staging_base = 0;
 
   cuda::TpCounters hc{};
   for (;;) {
@@ -983,8 +985,8 @@ void CudaSearcher::run_frame_rescoring(const float* device_row, int32_t boundary
     }
     if (!again) break;
     // Undo the abandoned attempt's candidates; the previous frame's live
-    // list is untouched, so the rerun is exact. (A chained frame never
-    // needs this: the chain ran only if the round before it was complete.)
+    // list is untouched, so the rerun is exact (a chained frame's too: the
+    // chain began only after its previous frame was complete).
     check(cuda::tp_clear_touched(m.state(), m.blocks, m.stream), "tp_clear_touched");
   }
   if (!pruned) {  // the last round's graph had no pruning
