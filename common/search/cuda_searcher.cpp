@@ -497,6 +497,14 @@ CudaSearcher::CudaSearcher(const SearchGraph& graph, const SearchOptions& option
   m.heavy.resize(std::max<size_t>(heavy_states, 1));
   // Two halves (TpState::staging).
   m.staging.resize(2 * std::min<size_t>(std::max<size_t>(n, 1024), size_t{1} << 20));
+  // GPUSPEECH_CUDA_TINY_BUFFERS=1 (tests): staging and event buffers so
+  // small that frames overflow them and run again, which the buffers' usual
+  // sizes make rare.
+  if (const char* tiny = std::getenv("GPUSPEECH_CUDA_TINY_BUFFERS");
+      tiny != nullptr && std::string(tiny) == "1") {
+    m.staging.resize(2 * 4);
+    if (m.rescoring) m.events.resize(2);
+  }
   m.counters.resize(1);
   m.host_counters.resize(1);
   m.frame.resize(2);
@@ -704,6 +712,7 @@ void CudaSearcher::run_frame(const float* device_row, int32_t boundary, const fl
     hc = m.host_counters.get()->counters;
     if (hc.records > m.staging_half()) {  // records overflowed: rerun with room
       m.grow_staging(hc.records);
+      ++stats_.frames_rerun;
       continue;
     }
     if (hc.last_changed != 0) {  // closure unsettled: rerun with more passes
@@ -940,6 +949,7 @@ void CudaSearcher::run_frame_rescoring(const float* device_row, int32_t boundary
       passes_run = static_cast<int>(hc.passes_run);
       if (hc.records > m.staging_half()) {  // records overflowed
         m.grow_staging(hc.records);
+        ++stats_.frames_rerun;
         again = true;
         break;
       }
@@ -954,6 +964,7 @@ void CudaSearcher::run_frame_rescoring(const float* device_row, int32_t boundary
       }
       if (hc.events > m.events.size()) {  // events overflowed
         m.events.resize(static_cast<size_t>(hc.events) * 2);
+        ++stats_.frames_rerun;
         again = true;
         break;
       }

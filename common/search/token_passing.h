@@ -239,6 +239,9 @@ struct SearchStats {
   // Frames the CUDA searcher began on the device right behind the previous
   // frame's last round, without a host round trip between them.
   int64_t chained_frames = 0;
+  // Frames the CUDA searcher ran again because a device buffer (word
+  // records, word-end events) overflowed; the buffer grows first.
+  int64_t frames_rerun = 0;
 };
 
 // The part of a searcher that lives on the host: options, the record
