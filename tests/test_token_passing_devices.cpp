@@ -110,9 +110,9 @@ TEST(TokenPassingCuda, IdenticalToCpuOnRandomGraphs) {
 // Word-end rescoring (token_passing.h): the device's word-end events go to
 // the host rescorer and back; the result must be the CPU's, tokens with
 // their LM histories included, for K = 1 .. 4 slots, with ties, heavy
-// states, pruning that bites and garbage collection.
-// Random rescoring searches, CPU against CUDA after every block of 15
-// frames; returns the CUDA searchers' statistics summed over the trials.
+// states, pruning that bites and garbage collection. Random searches,
+// compared after every block of 15 frames; returns the CUDA searchers'
+// statistics summed over the trials.
 SearchStats rescoring_trials(uint32_t seed, int trials) {
   std::mt19937 rng(seed);
   SearchStats sum;
