@@ -45,12 +45,13 @@ bool cuda_usable() {
   return false;
 }
 
-// (state, cost) of every live token, by state. Record indices are left out:
-// the device numbers a frame's records in arrival order; the words they
-// stand for are compared through partial() and best().
-std::vector<std::pair<int32_t, float>> canonical_live(Searcher& s) {
-  std::vector<std::pair<int32_t, float>> out;
-  for (const SearchToken& t : s.live_tokens()) out.emplace_back(t.state, t.cost);
+// (state, cost, LM history) of every live token, by state (the history is
+// 0 without rescoring). Record indices are left out: the device numbers a
+// frame's records in arrival order; the words they stand for are compared
+// through partial() and best().
+std::vector<std::tuple<int32_t, float, int32_t>> canonical_live(Searcher& s) {
+  std::vector<std::tuple<int32_t, float, int32_t>> out;
+  for (const SearchToken& t : s.live_tokens()) out.emplace_back(t.state, t.cost, t.history);
   std::sort(out.begin(), out.end());
   return out;
 }
@@ -73,6 +74,40 @@ void expect_same_hypothesis(const Hypothesis& a, const Hypothesis& b, const std:
   }
 }
 
+// Both searchers through `sc` in blocks of `block` frames: the same live
+// tokens and partial result after every block, then the same best path.
+void expect_same_search(Searcher& cpu, Searcher& gpu, const Scores& sc, int block,
+                        const std::string& what) {
+  for (int f0 = 0; f0 < sc.frames; f0 += block) {
+    const int n = std::min(block, sc.frames - f0);
+    cpu.advance(sc.v.data() + size_t(f0) * sc.senones, n, sc.senones);
+    gpu.advance(sc.v.data() + size_t(f0) * sc.senones, n, sc.senones);
+    EXPECT_EQ(canonical_live(cpu), canonical_live(gpu)) << what << " frame " << f0 + n;
+    expect_same_hypothesis(cpu.partial(), gpu.partial(), what + " partial");
+  }
+  expect_same_hypothesis(cpu.best(), gpu.best(), what);
+}
+
+void expect_same_nbest(Searcher& cpu, Searcher& gpu, int n, const std::string& what) {
+  const auto nc = cpu.nbest(n), ng = gpu.nbest(n);
+  EXPECT_EQ(nc.size(), ng.size()) << what;
+  for (size_t i = 0; i < std::min(nc.size(), ng.size()); ++i)
+    expect_same_hypothesis(nc[i], ng[i], what + " nbest");
+}
+
+// The random trials' options: wider beams trial by trial, max-active that
+// bites (uncapped every fourth trial), and a record store small enough to
+// be collected every other trial.
+SearchOptions random_trial_options(int trial) {
+  SearchOptions o;
+  o.beam = 8.0f + trial;
+  o.word_end_beam = 6.0f + trial / 2.0f;
+  o.max_active = trial % 4 == 0 ? 1 << 30 : 40 + 30 * trial;
+  o.histogram_bins = 64;
+  o.max_word_records = trial % 2 == 0 ? 64 : 1 << 20;
+  return o;
+}
+
 TEST(TokenPassingCuda, IdenticalToCpuOnRandomGraphs) {
   if (!cuda_usable()) GTEST_SKIP() << "no usable CUDA device";
   std::mt19937 rng(99);
@@ -83,27 +118,14 @@ TEST(TokenPassingCuda, IdenticalToCpuOnRandomGraphs) {
     const SearchGraph g =
         random_graph(rng, 300 + 200 * trial, 40, 30, quantum, trial % 3 == 0 ? 3 : 0, 3000);
     const Scores sc = random_scores(rng, 60, 40, quantum);
-    SearchOptions o;
-    o.beam = 8.0f + trial;
-    o.word_end_beam = 6.0f + trial / 2.0f;
-    o.max_active = trial % 4 == 0 ? 1 << 30 : 40 + 30 * trial;
-    o.histogram_bins = 64;
-    o.max_word_records = trial % 2 == 0 ? 64 : 1 << 20;
+    const SearchOptions o = random_trial_options(trial);
     CpuSearcher cpu(g, o);
     CudaSearcher gpu(g, o);
     cpu.reset();
     gpu.reset();
     const std::string what = "trial " + std::to_string(trial);
-    for (int f0 = 0; f0 < sc.frames; f0 += 15) {
-      cpu.advance(sc.v.data() + size_t(f0) * sc.senones, 15, sc.senones);
-      gpu.advance(sc.v.data() + size_t(f0) * sc.senones, 15, sc.senones);
-      EXPECT_EQ(canonical_live(cpu), canonical_live(gpu)) << what << " frame " << f0 + 15;
-      expect_same_hypothesis(cpu.partial(), gpu.partial(), what + " partial");
-    }
-    expect_same_hypothesis(cpu.best(), gpu.best(), what);
-    const auto nc = cpu.nbest(4), ng = gpu.nbest(4);
-    ASSERT_EQ(nc.size(), ng.size()) << what;
-    for (size_t i = 0; i < nc.size(); ++i) expect_same_hypothesis(nc[i], ng[i], what + " nbest");
+    expect_same_search(cpu, gpu, sc, 15, what);
+    expect_same_nbest(cpu, gpu, 4, what);
   }
 }
 
@@ -123,12 +145,7 @@ SearchStats rescoring_trials(uint32_t seed, int trials) {
                                                           quantum, trial % 3 == 0 ? 3 : 0, 2000);
     const testing::LmPair lms = testing::random_lm_pair(rng, words);
     const Scores sc = random_scores(rng, 60, 40, quantum);
-    SearchOptions o;
-    o.beam = 8.0f + trial;
-    o.word_end_beam = 6.0f + trial / 2.0f;
-    o.max_active = trial % 4 == 0 ? 1 << 30 : 40 + 30 * trial;
-    o.histogram_bins = 64;
-    o.max_word_records = trial % 2 == 0 ? 64 : 1 << 20;
+    SearchOptions o = random_trial_options(trial);
     o.lm_histories = 1 + trial % 4;
     // Each searcher its own rescorer (each resets its history table).
     LmRescorer rc(lms.full, lms.pruned, g.words, g.word_is_filler, 0.1f);
@@ -138,25 +155,10 @@ SearchStats rescoring_trials(uint32_t seed, int trials) {
     cpu.reset();
     gpu.reset();
     const std::string what = "rescoring trial " + std::to_string(trial);
-    auto live = [](Searcher& s) {
-      std::vector<std::tuple<int32_t, float, int32_t>> out;
-      for (const SearchToken& t : s.live_tokens()) out.emplace_back(t.state, t.cost, t.history);
-      std::sort(out.begin(), out.end());
-      return out;
-    };
-    for (int f0 = 0; f0 < sc.frames; f0 += 15) {
-      cpu.advance(sc.v.data() + size_t(f0) * sc.senones, 15, sc.senones);
-      gpu.advance(sc.v.data() + size_t(f0) * sc.senones, 15, sc.senones);
-      EXPECT_EQ(live(cpu), live(gpu)) << what << " frame " << f0 + 15;
-      expect_same_hypothesis(cpu.partial(), gpu.partial(), what + " partial");
-    }
-    expect_same_hypothesis(cpu.best(), gpu.best(), what);
+    expect_same_search(cpu, gpu, sc, 15, what);
     EXPECT_GT(cpu.stats().word_end_events, 0) << what;
     EXPECT_EQ(rc.num_histories(), rg.num_histories()) << what;
-    const auto nc = cpu.nbest(4), ng = gpu.nbest(4);
-    EXPECT_EQ(nc.size(), ng.size()) << what;
-    for (size_t i = 0; i < std::min(nc.size(), ng.size()); ++i)
-      expect_same_hypothesis(nc[i], ng[i], what + " nbest");
+    expect_same_nbest(cpu, gpu, 4, what);
     sum.chained_frames += gpu.stats().chained_frames;
     sum.frames_rerun += gpu.stats().frames_rerun;
     sum.collections += gpu.stats().collections;
@@ -229,6 +231,17 @@ SearchGraph deep_closure_graph(std::mt19937& rng, int senones, int words) {
   return b.build();
 }
 
+// Beams and a max-active for deep_closure_graph under which closures stay
+// deep and pruning bites.
+SearchOptions deep_closure_options() {
+  SearchOptions o;
+  o.beam = 14.0f;
+  o.word_end_beam = 10.0f;
+  o.max_active = 150;
+  o.histogram_bins = 64;
+  return o;
+}
+
 // Rescoring rounds whose closures are deeper than the device's pass batch
 // (long epsilon chains, some behind word ends, so both emitting and offer
 // rounds need many passes): the searcher continues such rounds with more
@@ -242,11 +255,7 @@ TEST(TokenPassingCuda, RescoringWithDeepClosuresAgrees) {
   const testing::LmPair lms = testing::random_lm_pair(rng, words);
   const Scores sc = random_scores(rng, 400, senones, 0.0f);
   for (int k : {1, 3}) {
-    SearchOptions o;
-    o.beam = 14.0f;
-    o.word_end_beam = 10.0f;
-    o.max_active = 150;
-    o.histogram_bins = 64;
+    SearchOptions o = deep_closure_options();
     o.lm_histories = k;
     LmRescorer rc(lms.full, lms.pruned, g.words, g.word_is_filler, 0.1f);
     LmRescorer rg(lms.full, lms.pruned, g.words, g.word_is_filler, 0.1f);
@@ -255,13 +264,7 @@ TEST(TokenPassingCuda, RescoringWithDeepClosuresAgrees) {
     cpu.reset();
     gpu.reset();
     const std::string what = "deep closures, K " + std::to_string(k);
-    for (int f0 = 0; f0 < sc.frames; f0 += 40) {
-      cpu.advance(sc.v.data() + size_t(f0) * sc.senones, 40, sc.senones);
-      gpu.advance(sc.v.data() + size_t(f0) * sc.senones, 40, sc.senones);
-      EXPECT_EQ(canonical_live(cpu), canonical_live(gpu)) << what << " frame " << f0 + 40;
-      expect_same_hypothesis(cpu.partial(), gpu.partial(), what + " partial");
-    }
-    expect_same_hypothesis(cpu.best(), gpu.best(), what);
+    expect_same_search(cpu, gpu, sc, 40, what);
     // The closures were deep enough to outlast the initial batch of 4.
     EXPECT_GT(cpu.stats().epsilon_passes, 6 * cpu.stats().frames) << what;
     EXPECT_GT(cpu.stats().rescore_rounds, 64) << what;
@@ -284,11 +287,7 @@ TEST(TokenPassingCuda, EpsilonPassLimitAsOnCpu) {
   const testing::LmPair lms = testing::random_lm_pair(rng, words);
   const Scores sc = random_scores(rng, 120, senones, 0.0f);
   auto options = [](int limit) {
-    SearchOptions o;
-    o.beam = 14.0f;
-    o.word_end_beam = 10.0f;
-    o.max_active = 150;
-    o.histogram_bins = 64;
+    SearchOptions o = deep_closure_options();
     o.max_epsilon_passes = limit;
     return o;
   };

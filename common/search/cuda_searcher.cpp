@@ -333,10 +333,12 @@ struct CudaSearcher::Impl {
   uint32_t staging_half() const { return static_cast<uint32_t>(staging.size() / 2); }
   uint32_t staging_base() const { return staging_parity * staging_half(); }
   // Room for at least `records` in each half, the records on their way to
-  // the host landed first (the old buffer is freed).
+  // the host landed first (the old buffer is freed); the frame being run
+  // again writes its half of the new buffer.
   void grow_staging(uint32_t records) {
     sync();
     staging.resize(static_cast<size_t>(records) * 4);
+    host_frame.get()->staging_base = staging_base();
   }
   // The first of `n` consecutive stamp ids for a frame's closure passes.
   uint32_t take_pass_ids(int n) {
@@ -689,20 +691,7 @@ void CudaSearcher::run_frame(const float* device_row, int32_t boundary, const fl
   Impl& m = *impl_;
   const uint32_t expanded = m.live_count;
   const bool start = device_row == nullptr;
-  cuda::TpFrame& f = *m.host_frame.get();
-  f.loglik = device_row;
-  f.acoustic_scale = options_.acoustic_scale;
-  f.beam = options_.beam;
-  f.word_end_beam = options_.word_end_beam;
-  f.bins = options_.histogram_bins;
-  f.bin_scale = static_cast<float>(options_.histogram_bins) / options_.beam;
-  f.max_active = options_.max_active;
-  f.boundary = boundary;
-  f.first_record = static_cast<int32_t>(records_.size() + m.pending_records);
-  f.live_in = m.live_in;
-  // One half serves: the previous frame's records are copied out ahead of
-  // this frame's graph on the same stream.
-  f.staging_base = 0;
+  cuda::TpFrame& f = begin_frame(device_row, boundary);
 
   cuda::TpCounters hc{};
   for (;;) {
@@ -732,18 +721,44 @@ void CudaSearcher::run_frame(const float* device_row, int32_t boundary, const fl
     m.passes_per_batch = std::min(std::max(m.passes_needed, kInitialPassesPerBatch),
                                   options_.max_epsilon_passes);
 
-  // The previous frame's records have arrived (the wait above covered their
-  // copy); this frame's follow in one transfer, appended at the next wait.
+  finish_frame(hc, expanded, start);
+}
+
+cuda::TpFrame& CudaSearcher::begin_frame(const float* device_row, int32_t boundary) {
+  Impl& m = *impl_;
+  cuda::TpFrame& f = *m.host_frame.get();
+  f.loglik = device_row;
+  f.acoustic_scale = options_.acoustic_scale;
+  f.beam = options_.beam;
+  f.word_end_beam = options_.word_end_beam;
+  f.bins = options_.histogram_bins;
+  f.bin_scale = static_cast<float>(options_.histogram_bins) / options_.beam;
+  f.max_active = options_.max_active;
+  f.boundary = boundary;
+  // For a chained frame this is what its chaining round computed too: the
+  // previous frame's first record plus its records.
+  f.first_record = static_cast<int32_t>(records_.size() + m.pending_records);
+  f.live_in = m.live_in;
+  f.staging_base = m.staging_base();
+  return f;
+}
+
+void CudaSearcher::finish_frame(const cuda::TpCounters& hc, uint32_t expanded, bool start) {
+  Impl& m = *impl_;
+  // The previous frame's records have arrived (the waits covered their
+  // copy); this frame's follow in one transfer, covered by the next
+  // frame's waits and appended at the next flush. The next frame writes
+  // the other half of the staging buffer.
   flush_records();
   if (hc.records > 0) {
     if (m.host_records.size() < hc.records) m.host_records.resize(static_cast<size_t>(hc.records) * 2);
-    check(cudaMemcpyAsync(m.host_records.get(), m.staging.get(), hc.records * sizeof(cuda::TpRecord),
-                          cudaMemcpyDeviceToHost, m.stream),
+    check(cudaMemcpyAsync(m.host_records.get(), m.staging.get() + m.staging_base(),
+                          hc.records * sizeof(cuda::TpRecord), cudaMemcpyDeviceToHost, m.stream),
           "cudaMemcpyAsync (records)");
     m.pending_records = hc.records;
     m.records_landed = false;
   }
-
+  m.staging_parity = 1 - m.staging_parity;
   m.live_in = 1 - m.live_in;
   m.live_count = hc.live[m.live_in];
   if (!start) {
@@ -850,19 +865,7 @@ void CudaSearcher::run_frame_rescoring(const float* device_row, int32_t boundary
   // of the previous frame's last round (below): its counters are at hand.
   bool resumed = m.chained;
   m.chained = false;
-  cuda::TpFrame& f = *m.host_frame.get();
-  f.loglik = device_row;
-  f.acoustic_scale = options_.acoustic_scale;
-  f.beam = options_.beam;
-  f.word_end_beam = options_.word_end_beam;
-  f.bins = options_.histogram_bins;
-  f.bin_scale = static_cast<float>(options_.histogram_bins) / options_.beam;
-  f.max_active = options_.max_active;
-  f.boundary = boundary;
-  // What the chaining round computed for a chained frame, too: the
-  // previous frame's first record plus its records.
-  f.first_record = static_cast<int32_t>(records_.size() + m.pending_records);
-  f.live_in = m.live_in;
+  cuda::TpFrame& f = begin_frame(device_row, boundary);
   const double pass_micros = (m.has_heavy ? 3 : 2) * kNodeMicros;
   const double prune_micros = 4 * kNodeMicros;
   const int max_passes = options_.max_epsilon_passes;
@@ -895,7 +898,6 @@ void CudaSearcher::run_frame_rescoring(const float* device_row, int32_t boundary
   for (;;) {  // attempts: a frame that outgrew a buffer runs again
     f.round_id = resumed ? m.chained_round_id : m.take_round_id();
     f.num_offers = 0;
-    f.staging_base = m.staging_base();
     RoundHead head = start ? RoundHead::kStart : RoundHead::kEmit;
     RoundPolicy* policy = &m.emit_policy;
     uint32_t passes_before = 0;
@@ -1006,29 +1008,8 @@ void CudaSearcher::run_frame_rescoring(const float* device_row, int32_t boundary
     hc = m.host_counters.get()->counters;
   }
 
-  // The previous frame's records have arrived (the waits above covered
-  // their copy); this frame's follow, covered by the next frame's waits.
-  // The next frame writes the other half of the staging buffer.
-  flush_records();
-  if (hc.records > 0) {
-    if (m.host_records.size() < hc.records) m.host_records.resize(static_cast<size_t>(hc.records) * 2);
-    check(cudaMemcpyAsync(m.host_records.get(), m.staging.get() + f.staging_base,
-                          hc.records * sizeof(cuda::TpRecord), cudaMemcpyDeviceToHost, m.stream),
-          "cudaMemcpyAsync (records)");
-    m.pending_records = hc.records;
-    m.records_landed = false;
-  }
-  m.staging_parity = 1 - m.staging_parity;
-  m.live_in = 1 - m.live_in;
-  m.live_count = hc.live[m.live_in];
-  if (!start) {
-    ++frames_;
-    ++stats_.frames;
-    stats_.tokens_expanded += expanded;
-  }
   if (chained_next) ++stats_.chained_frames;
-  stats_.epsilon_passes += hc.passes + (hc.touched > 0 ? 1 : 0);
-  stats_.max_live_tokens = std::max<int64_t>(stats_.max_live_tokens, m.live_count);
+  finish_frame(hc, expanded, start);
 }
 
 void CudaSearcher::flush_records() {

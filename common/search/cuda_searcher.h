@@ -37,6 +37,11 @@
 
 namespace gpuspeech {
 
+namespace cuda {
+struct TpCounters;  // kernels/cuda/token_passing.cuh
+struct TpFrame;
+}  // namespace cuda
+
 class CudaSearcher : public Searcher {
  public:
   // Uploads the graph to device `device_id`. Throws BackendError when no
@@ -92,6 +97,12 @@ class CudaSearcher : public Searcher {
   // enqueue_frame through the captured per-frame graph (captured first if
   // needed); the start frame is queued directly.
   void launch_frame(bool start);
+  // The frame's parameters in host_frame[0] (score row, frame index, list
+  // parity, first record, staging half), for run_frame*.
+  cuda::TpFrame& begin_frame(const float* device_row, int32_t boundary);
+  // After a frame's last wait: its records on their way to the host, the
+  // live list and staging half switched, the statistics.
+  void finish_frame(const cuda::TpCounters& hc, uint32_t expanded, bool start);
   void collect_garbage_if_full();
   // Appends the records copied after the last frame to the store.
   void flush_records();
