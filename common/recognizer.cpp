@@ -16,38 +16,20 @@
 #include <vector>
 
 #include "common/backend_registry.h"
+#include "common/engine/resource_cache.h"
 #include "common/feature_pipeline.h"
 #include "common/gaussian_scoring.h"
 #include "common/model/acoustic_model.h"
 #include "common/model/dictionary.h"
-#include "common/model/fsg.h"
-#include "common/model/jsgf.h"
-#include "common/model/keyphrase_list.h"
-#include "common/model/model_error.h"
-#include "common/model/ngram_model.h"
-#include "common/model/vocabulary_check.h"
-#include "common/model/word_graph.h"
 #include "common/postprocess.h"
 #include "common/search/cpu_searcher.h"
-#include "common/search/graph_cache.h"
 #include "common/search/lm_rescorer.h"
-#include "common/search/word_grammar.h"
 
 #ifdef GPUSPEECH_HAVE_CUDA
 #include "common/search/cuda_searcher.h"
 #endif
 
 namespace gpuspeech {
-
-const char* to_string(GrammarKind kind) {
-  switch (kind) {
-    case GrammarKind::kNgram: return "lm";
-    case GrammarKind::kJsgf: return "jsgf";
-    case GrammarKind::kFsg: return "fsg";
-    case GrammarKind::kKeyphrases: return "kws";
-  }
-  return "?";
-}
 
 RecognizerConfig RecognizerConfig::en_us_defaults(const std::string& model_root) {
   RecognizerConfig c;
@@ -58,56 +40,23 @@ RecognizerConfig RecognizerConfig::en_us_defaults(const std::string& model_root)
   return c;
 }
 
-namespace {
-
-#ifdef GPUSPEECH_HAVE_OPENFST
-// Keyword spotting as a grammar: one state that loops through either any
-// phone of the model (a filler pseudo-word "+PHONE+" per base phone, at
-// -ln(phone_loop_penalty) each) or one of the keyphrases (entered at
-// -ln(threshold)), so that a keyphrase wins where it explains the audio
-// better than free phones by more than its threshold. The compiler scales
-// grammar costs by the language weight; these are divided by it first so
-// that they act unscaled, as pocketsphinx's kws search applies them.
-constexpr double kKeyphraseDefaultThreshold = 1.0;  // pocketsphinx -kws_threshold
-constexpr double kPhoneLoopPenalty = 0.1;           // pocketsphinx -kws_plp
-
-WordGrammar keyphrase_grammar(const KeyphraseList& list, const ModelDefinition& mdef,
-                              Dictionary& dict, float language_weight) {
-  WordGrammar w;
-  w.source = list.source;
-  w.start = w.add_state();
-  w.final_cost[w.start] = 0.0f;
-  const float scale = 1.0f / language_weight;
-  for (int p = 0; p < mdef.num_base_phones(); ++p) {
-    if (mdef.is_filler(p)) continue;
-    const std::string& phone = mdef.base_phone_name(p);
-    const std::string name = "+" + phone + "+";
-    if (!dict.contains(name)) dict.add_pronunciation(name, {phone}, true);
-    w.add_arc(w.start, w.start, w.word_id(name),
-              static_cast<float>(-std::log(kPhoneLoopPenalty)) * scale);
-  }
-  for (const Keyphrase& k : list.phrases) {
-    if (k.words.empty()) continue;
-    const double th = k.threshold.value_or(kKeyphraseDefaultThreshold);
-    int32_t from = w.start;
-    for (size_t i = 0; i < k.words.size(); ++i) {
-      const int32_t to = i + 1 < k.words.size() ? w.add_state() : w.start;
-      const float cost = i == 0 ? static_cast<float>(-std::log(th)) * scale : 0.0f;
-      w.add_arc(from, to, w.word_id(k.words[i]), cost);
-      from = to;
-    }
-  }
-  return w;
+ResourceOptions RecognizerConfig::resource_options() const {
+  ResourceOptions r;
+  r.model_dir = model_dir;
+  r.dictionary = dictionary;
+  r.filler_dictionary = filler_dictionary;
+  r.grammar_kind = grammar_kind;
+  r.grammar = grammar;
+  r.jsgf_rule = jsgf_rule;
+  r.graph = graph;
+  r.lm_prune = lm_prune;
+  r.cache_dir = cache_dir;
+  r.rescore_with_full_lm = rescore_with_full_lm;
+  return r;
 }
-#endif
-
-}  // namespace
 
 struct Recognizer::Impl {
-  AcousticModel model;
-  FeatureOptions features;
-  int feature_dim = 0;
-  SearchGraph graph;
+  std::shared_ptr<const RecognitionResources> res;  // model, graph, LMs (shared)
   BackendPtr backend;
   std::unique_ptr<GaussianScorer> scorer;
   // recognize()'s front end, made on first use and kept: on a device its
@@ -118,11 +67,10 @@ struct Recognizer::Impl {
   std::unique_ptr<Searcher> searcher;
   std::vector<float> scores;  // block of frames x senones
   int64_t frames = 0;
-  // Alignment (keep_features_for_alignment): the dictionary, loaded once,
-  // the aligner, and the features of frames [kept_from, frames), stored
+  // Alignment (keep_features_for_alignment): the aligner (on the shared
+  // dictionary), and the features of frames [kept_from, frames), stored
   // from kept_offset frames into `kept` (the discarded prefix is dropped
   // lazily, so discarding costs amortised O(1) a frame).
-  std::unique_ptr<Dictionary> dictionary;
   std::unique_ptr<ForcedAligner> aligner;
   std::vector<float> kept;
   int64_t kept_offset = 0;
@@ -137,141 +85,67 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
-}  // namespace
-
-namespace {
-
 void append_log(std::string* log, const std::string& line) {
   if (log != nullptr) *log += line + "\n";
-}
-
-// The search graph for `c`: n-gram models and grammars through the graph
-// cache (graph_cache.h); keyphrase lists, quick to compile and not a cache
-// source kind, compiled every time.
-// `pruned_lm` (optional) receives the LM the graph was built from when it
-// was pruned (null otherwise).
-SearchGraph obtain_graph(const RecognizerConfig& c, const AcousticModel& am, std::string* log,
-                         std::shared_ptr<const NgramModel>* pruned_lm = nullptr) {
-  if (c.grammar_kind != GrammarKind::kKeyphrases) {
-    GraphSources src;
-    src.model_dir = c.model_dir;
-    src.dictionary = c.dictionary;
-    src.filler_dictionary = c.filler_dictionary;
-    src.kind = c.grammar_kind == GrammarKind::kNgram  ? GraphSourceKind::kNgram
-               : c.grammar_kind == GrammarKind::kJsgf ? GraphSourceKind::kJsgf
-                                                      : GraphSourceKind::kFsg;
-    src.grammar = c.grammar;
-    src.jsgf_rule = c.jsgf_rule;
-    GraphBuildOptions opts;
-    opts.compile = c.graph;
-    if (c.grammar_kind == GrammarKind::kNgram) opts.prune = c.lm_prune;
-    opts.cache_dir = c.cache_dir;
-    GraphBuildResult r = build_search_graph(src, opts);
-    for (const std::string& line : r.log) append_log(log, line);
-    if (!r.from_cache) append_log(log, r.report.summary());
-    append_log(log, "graph: " + std::to_string(r.graph.num_states()) + " states, " +
-                        std::to_string(r.graph.num_arcs()) + " arcs" +
-                        (r.from_cache ? " (cached " + r.cache_path + ")" : ""));
-    if (pruned_lm != nullptr) {  // (a cache hit says so by the pruned LM's file)
-      *pruned_lm = r.pruned_lm;
-      if (!*pruned_lm && !r.pruned_lm_path.empty())
-        *pruned_lm = std::make_shared<const NgramModel>(read_ngram_model(r.pruned_lm_path));
-    }
-    return std::move(r.graph);
-  }
-#ifdef GPUSPEECH_HAVE_OPENFST
-  const std::string filler =
-      !c.filler_dictionary.empty() ? c.filler_dictionary : am.noise_dictionary_path();
-  Dictionary dict = Dictionary::load(c.dictionary, filler);
-  KeyphraseList list = read_keyphrase_list(c.grammar);
-  for (const std::string& w : list.warnings) append_log(log, "warning: " + w);
-  // As pocketsphinx does, a phrase with a word the dictionary lacks is left
-  // out with a warning; only a list with nothing left is an error.
-  std::vector<Keyphrase> usable;
-  for (const Keyphrase& k : list.phrases) {
-    const std::vector<std::string> missing = missing_words(k.words, dict);
-    if (missing.empty()) {
-      usable.push_back(k);
-      continue;
-    }
-    std::string names;
-    for (const std::string& w : missing) names += (names.empty() ? "" : ", ") + w;
-    append_log(log, "warning: " + c.grammar + ":" + std::to_string(k.line) + ": keyphrase '" +
-                        k.text() + "' left out, not in the dictionary: " + names);
-  }
-  if (usable.empty()) check_words(list, dict);  // throws, naming the words
-  list.phrases = std::move(usable);
-  const WordGrammar wg = keyphrase_grammar(list, am.mdef(), dict, c.graph.language_weight);
-  GraphCompileReport report;
-  SearchGraph g = compile_grammar_graph(am.mdef(), am.transitions(), dict, wg, c.graph, &report);
-  append_log(log, report.summary());
-  return g;
-#else
-  (void)am;
-  throw std::runtime_error(c.grammar + ": keyphrase spotting needs the graph compiler, and this "
-                           "build has none (OpenFst)");
-#endif
 }
 
 }  // namespace
 
 Recognizer::Recognizer(const RecognizerConfig& config, std::string* log)
     : config_(config), impl_(std::make_unique<Impl>()) {
-  Impl& m = *impl_;
   config_.search.validate();
-  config_.graph.validate();
-  config_.lm_prune.validate();
-  if (config_.model_dir.empty()) throw std::invalid_argument("recognizer: no acoustic model directory");
-  if (config_.dictionary.empty()) throw std::invalid_argument("recognizer: no dictionary");
-  if (config_.grammar.empty()) throw std::invalid_argument("recognizer: no language model or grammar");
   if (config_.nbest < 0) throw std::invalid_argument("recognizer: nbest must be >= 0");
+  impl_->res = acquire_recognition_resources(config_.resource_options(), log);
+  open_stream(log);
+}
 
-  m.model = AcousticModel::load(config_.model_dir);
-  for (const std::string& w : m.model.warnings()) append_log(log, "warning: " + w);
-  m.features = m.model.feature_options();  // throws if the front end is not expressible
-  m.features.validate();
-  m.feature_dim = m.features.output_dim();
-  append_log(log, std::string("acoustic model: ") + config_.model_dir + " (" +
-                      to_string(m.model.type()) + ", " +
-                      std::to_string(m.model.mixtures().num_senones) + " senones)");
+Recognizer::Recognizer(std::shared_ptr<const RecognitionResources> resources,
+                       const RecognizerConfig& config, std::string* log)
+    : config_(config), impl_(std::make_unique<Impl>()) {
+  if (!resources) throw std::invalid_argument("recognizer: no resources");
+  config_.search.validate();
+  if (config_.nbest < 0) throw std::invalid_argument("recognizer: nbest must be >= 0");
+  const ResourceOptions& r = resources->options();
+  config_.model_dir = r.model_dir;
+  config_.dictionary = r.dictionary;
+  config_.filler_dictionary = r.filler_dictionary;
+  config_.grammar_kind = r.grammar_kind;
+  config_.grammar = r.grammar;
+  config_.jsgf_rule = r.jsgf_rule;
+  config_.graph = r.graph;
+  config_.lm_prune = r.lm_prune;
+  config_.cache_dir = r.cache_dir;
+  config_.rescore_with_full_lm = r.rescore_with_full_lm;
+  impl_->res = std::move(resources);
+  open_stream(log);
+}
 
-  std::shared_ptr<const NgramModel> pruned_lm;
-  const bool rescore =
-      config_.rescore_with_full_lm && config_.grammar_kind == GrammarKind::kNgram;
-  m.graph = obtain_graph(config_, m.model, log, rescore ? &pruned_lm : nullptr);
-  if (pruned_lm) {  // the graph has a pruned LM: the full one at word ends
-    auto full = std::make_shared<const NgramModel>(read_ngram_model(config_.grammar));
-    m.rescorer = std::make_unique<LmRescorer>(full, pruned_lm, m.graph.words,
-                                              m.graph.word_is_filler,
-                                              config_.graph.language_weight);
+void Recognizer::open_stream(std::string* log) {
+  Impl& m = *impl_;
+  const RecognitionResources& res = *m.res;
+  m.rescorer = res.make_rescorer();
+  if (m.rescorer)
     append_log(log, "word-end rescoring with the full LM " + config_.grammar + " (" +
                         std::to_string(config_.search.lm_histories) + " LM histories per state)");
-  }
-  if (m.graph.num_senones > m.model.mixtures().num_senones)
-    throw std::runtime_error("search graph for " + config_.grammar + " uses " +
-                             std::to_string(m.graph.num_senones) + " senones but " +
-                             config_.model_dir + " has " +
-                             std::to_string(m.model.mixtures().num_senones));
-
   std::string why;
   m.backend = open_backend(config_.scoring_backend, config_.device_id, &why);
   if (!why.empty()) append_log(log, why);
   ScorerOptions scoring;
   scoring.top_n = config_.top_n;
-  m.scorer = std::make_unique<GaussianScorer>(m.model.mixtures(), *m.backend, scoring);
-  if (m.scorer->feature_dim() != m.feature_dim)
+  m.scorer = std::make_unique<GaussianScorer>(res.model().mixtures(), *m.backend, scoring);
+  if (m.scorer->feature_dim() != res.feature_dim())
     throw std::runtime_error(config_.model_dir + ": the model's Gaussians have " +
                              std::to_string(m.scorer->feature_dim()) +
                              " dimensions but its front end makes " +
-                             std::to_string(m.feature_dim));
+                             std::to_string(res.feature_dim()));
 
   std::string search = config_.search_backend;
   if (search == "auto") search = std::string(m.backend->name()) == "cuda" ? "cuda" : "cpu";
   if (search == "cpu") {
-    m.searcher = std::make_unique<CpuSearcher>(m.graph, config_.search, m.rescorer.get());
+    m.searcher = std::make_unique<CpuSearcher>(res.graph(), config_.search, m.rescorer.get());
   } else if (search == "cuda") {
 #ifdef GPUSPEECH_HAVE_CUDA
-    m.searcher = std::make_unique<CudaSearcher>(m.graph, config_.search, config_.device_id,
+    m.searcher = std::make_unique<CudaSearcher>(res.graph(), config_.search, config_.device_id,
                                                 m.rescorer.get());
 #else
     throw BackendError("search backend cuda: this build has no CUDA");
@@ -282,16 +156,7 @@ Recognizer::Recognizer(const RecognizerConfig& config, std::string* log)
   }
   // Which senones are silence and noise: partial() then tells a path in
   // silence from one inside a word (Hypothesis::trailing_silence_frames).
-  {
-    const ModelDefinition& mdef = m.model.mdef();
-    std::vector<uint8_t> filler_senones(
-        static_cast<size_t>(std::max(mdef.num_senones(), m.graph.num_senones)), 0);
-    for (int p = 0; p < mdef.num_phones(); ++p)
-      if (mdef.is_filler(p))
-        for (int s : mdef.senones_of(p))
-          if (s >= 0 && static_cast<size_t>(s) < filler_senones.size()) filler_senones[s] = 1;
-    m.searcher->set_filler_senones(filler_senones);
-  }
+  m.searcher->set_filler_senones(res.filler_senones());
   if (config_.keep_features_for_alignment) make_aligner(log);
   append_log(log, std::string("scoring on ") + m.backend->name() + " (" +
                       m.backend->device_name() + "), search on " + m.searcher->name());
@@ -303,7 +168,7 @@ Recognizer::Recognizer(const RecognizerConfig& config, std::string* log)
     // on one second of deterministic low-level noise. reset() afterwards
     // leaves nothing of it in the results.
     const auto t0 = std::chrono::steady_clock::now();
-    const int64_t n = static_cast<int64_t>(m.features.frame.sample_rate);
+    const int64_t n = static_cast<int64_t>(res.feature_options().frame.sample_rate);
     std::vector<float> noise(static_cast<size_t>(n));
     uint32_t x = 12345;
     for (float& v : noise) {
@@ -319,9 +184,12 @@ Recognizer::Recognizer(const RecognizerConfig& config, std::string* log)
 
 Recognizer::~Recognizer() = default;
 
-const FeatureOptions& Recognizer::feature_options() const { return impl_->features; }
-int Recognizer::feature_dim() const { return impl_->feature_dim; }
-const SearchGraph& Recognizer::graph() const { return impl_->graph; }
+const std::shared_ptr<const RecognitionResources>& Recognizer::resources() const {
+  return impl_->res;
+}
+const FeatureOptions& Recognizer::feature_options() const { return impl_->res->feature_options(); }
+int Recognizer::feature_dim() const { return impl_->res->feature_dim(); }
+const SearchGraph& Recognizer::graph() const { return impl_->res->graph(); }
 Backend& Recognizer::scoring_backend() { return *impl_->backend; }
 const char* Recognizer::search_backend() const { return impl_->searcher->name(); }
 const SearchStats& Recognizer::search_stats() const { return impl_->searcher->stats(); }
@@ -347,20 +215,21 @@ void Recognizer::push_features(const float* frames, int64_t num_frames) {
   // frames): each block is appended only once the searcher has taken it, so
   // a scoring or search failure part-way leaves both at the last good block.
   // The room is reserved first so that the appends themselves cannot throw.
-  if (keep) m.kept.reserve(m.kept.size() + static_cast<size_t>(num_frames) * m.feature_dim);
+  const int feature_dim = m.res->feature_dim();
+  if (keep) m.kept.reserve(m.kept.size() + static_cast<size_t>(num_frames) * feature_dim);
   const int senones = m.scorer->num_senones();
   const int64_t block = 256;  // frames scored per call: bounded host scratch
   m.scores.resize(static_cast<size_t>(std::min(block, num_frames)) * senones);
   for (int64_t f0 = 0; f0 < num_frames; f0 += block) {
     const int64_t n = std::min(block, num_frames - f0);
-    const float* x = frames + f0 * m.feature_dim;
+    const float* x = frames + f0 * feature_dim;
     const auto t0 = std::chrono::steady_clock::now();
     m.scorer->score(x, n, m.scores.data());
     const auto t1 = std::chrono::steady_clock::now();
     m.searcher->advance(m.scores.data(), n, senones);
     m.timings.scoring += std::chrono::duration<double>(t1 - t0).count();
     m.timings.search += seconds_since(t1);
-    if (keep) m.kept.insert(m.kept.end(), x, x + n * m.feature_dim);
+    if (keep) m.kept.insert(m.kept.end(), x, x + n * feature_dim);
     m.frames += n;
   }
 }
@@ -383,14 +252,15 @@ RecognitionResult Recognizer::finish() {
   return r;
 }
 
-const AcousticModel& Recognizer::acoustic_model() const { return impl_->model; }
+const AcousticModel& Recognizer::acoustic_model() const { return impl_->res->model(); }
 
 std::vector<float> Recognizer::compute_features(const float* samples, int64_t num_samples) {
   Impl& m = *impl_;
   const auto t0 = std::chrono::steady_clock::now();
-  if (!m.extractor) m.extractor = std::make_unique<FeatureExtractor>(m.features, *m.backend);
+  const FeatureOptions& features = m.res->feature_options();
+  if (!m.extractor) m.extractor = std::make_unique<FeatureExtractor>(features, *m.backend);
   FeatureMatrix feats = m.extractor->compute(samples, num_samples);
-  postprocess_utterance(m.features, feats);
+  postprocess_utterance(features, feats);
   m.timings.features += seconds_since(t0);
   return std::move(feats.data);
 }
@@ -398,22 +268,22 @@ std::vector<float> Recognizer::compute_features(const float* samples, int64_t nu
 RecognitionResult Recognizer::recognize(const float* samples, int64_t num_samples) {
   const std::vector<float> feats = compute_features(samples, num_samples);
   reset();
-  push_features(feats.data(), static_cast<int64_t>(feats.size()) / impl_->feature_dim);
+  push_features(feats.data(), static_cast<int64_t>(feats.size()) / feature_dim());
   return finish();
 }
 
-// The dictionary the graph was compiled from (with the same filler
-// dictionary), parsed once per recognizer: only the aligner needs it, the
-// graph itself usually comes from the cache.
+// The aligner reads the shared dictionary (parsed by the first stream
+// that aligns: only the aligner needs it, the graph itself usually comes
+// from the cache).
 void Recognizer::make_aligner(std::string* log) {
   Impl& m = *impl_;
   if (m.aligner) return;
-  const std::string filler = !config_.filler_dictionary.empty() ? config_.filler_dictionary
-                                                                : m.model.noise_dictionary_path();
-  m.dictionary = std::make_unique<Dictionary>(Dictionary::load(config_.dictionary, filler));
-  m.aligner = std::make_unique<ForcedAligner>(m.model, *m.dictionary, config_.alignment);
+  bool parsed = false;
+  const Dictionary& dictionary = m.res->alignment_dictionary(&parsed);
+  m.aligner = std::make_unique<ForcedAligner>(m.res->model(), dictionary, config_.alignment);
   append_log(log, "alignment: features kept, dictionary " + config_.dictionary + " (" +
-                      std::to_string(m.dictionary->num_words()) + " words)");
+                      std::to_string(dictionary.num_words()) + " words" +
+                      (parsed ? "" : ", shared") + ")");
 }
 
 FrameAlignment Recognizer::align(const std::vector<HypothesisWord>& words) {
@@ -440,7 +310,7 @@ FrameAlignment Recognizer::align(const std::vector<HypothesisWord>& words) {
                                 std::to_string(first) + ")");
   // keep_features_for_alignment made the aligner at construction.
   const float* feats =
-      m.kept.data() + (first - m.kept_from + m.kept_offset) * static_cast<int64_t>(m.feature_dim);
+      m.kept.data() + (first - m.kept_from + m.kept_offset) * static_cast<int64_t>(feature_dim());
   return m.aligner->align(feats, first, last - first + 1, words);
 }
 
@@ -451,9 +321,10 @@ void Recognizer::discard_features_before(int64_t frame) {
   m.kept_offset += frame - m.kept_from;
   m.kept_from = frame;
   // Drop the discarded prefix once it is at least half the buffer.
-  const int64_t stored = static_cast<int64_t>(m.kept.size()) / std::max(1, m.feature_dim);
+  const int dim = feature_dim();
+  const int64_t stored = static_cast<int64_t>(m.kept.size()) / std::max(1, dim);
   if (2 * m.kept_offset >= stored) {
-    m.kept.erase(m.kept.begin(), m.kept.begin() + m.kept_offset * m.feature_dim);
+    m.kept.erase(m.kept.begin(), m.kept.begin() + m.kept_offset * dim);
     m.kept_offset = 0;
   }
 }
@@ -462,7 +333,7 @@ int64_t Recognizer::features_kept_from() const { return impl_->kept_from; }
 
 std::vector<float> Recognizer::features_from_cepstra(const float* cepstra, int64_t num_frames,
                                                     int dim) {
-  const FeatureOptions& opts = impl_->features;
+  const FeatureOptions& opts = impl_->res->feature_options();
   if (dim != opts.base_dim())
     throw std::invalid_argument("recognizer: the model's front end makes " +
                                 std::to_string(opts.base_dim()) +
@@ -490,7 +361,7 @@ RecognitionResult Recognizer::recognize_cepstra(const float* cepstra, int64_t nu
                                                 int dim) {
   const std::vector<float> feats = features_from_cepstra(cepstra, num_frames, dim);
   reset();
-  push_features(feats.data(), static_cast<int64_t>(feats.size()) / impl_->feature_dim);
+  push_features(feats.data(), static_cast<int64_t>(feats.size()) / feature_dim());
   return finish();
 }
 

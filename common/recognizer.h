@@ -13,6 +13,13 @@
 // (the model's feat.params over pocketsphinx's defaults), feature_dim()
 // floats a frame. recognize() runs the whole chain on audio samples.
 //
+// What streams with the same model, dictionary and grammar can share (model,
+// graph, LMs: RecognitionResources) is loaded once per process and shared
+// through resource_cache.h; a Recognizer adds one stream's own state
+// (scorer scratch, searcher, rescorer, kept features), so many recognizers
+// with one model cost little more than one. Each Recognizer is used by one
+// thread at a time; different Recognizers may run in parallel.
+//
 // Scoring (GaussianScorer) runs on the chosen backend (cpu, opencl, cuda),
 // the search on the CPU or, with search "cuda", on a CUDA device; both
 // searches follow token_passing.h and find the same best path on the same
@@ -25,6 +32,7 @@
 #include <vector>
 
 #include "common/backend.h"
+#include "common/engine/recognition_resources.h"
 #include "common/options.h"
 #include "common/model/acoustic_model.h"
 #include "common/search/forced_aligner.h"
@@ -34,25 +42,6 @@
 #include "common/search/token_passing.h"
 
 namespace gpuspeech {
-
-enum class GrammarKind {
-  kNgram,       // -lm: ARPA or Sphinx binary (.lm.bin)
-  kJsgf,        // -jsgf
-  kFsg,         // -fsg
-  kKeyphrases,  // -kws: keyphrase list, spotted in a phone loop
-};
-const char* to_string(GrammarKind kind);
-
-// The graph compiler's defaults, except that each word's output label goes
-// on an epsilon arc at the word's exact end (word_labels_on_epsilon): the
-// searcher reports a word as ending where its label is passed, so this
-// makes word end frames exact (on the default graph a word's last HMM
-// state's self-loop frames would count towards the next word).
-inline GraphCompileOptions exact_word_end_graph_options() {
-  GraphCompileOptions o;
-  o.word_labels_on_epsilon = true;
-  return o;
-}
 
 struct RecognizerConfig {
   std::string model_dir;          // acoustic model (pocketsphinx -hmm)
@@ -101,6 +90,8 @@ struct RecognizerConfig {
   // transcribe tool's defaults); paths under `model_root`.
   static RecognizerConfig en_us_defaults(
       const std::string& model_root = "/usr/share/pocketsphinx/model/en-us");
+  // The fields above that decide the shared resources.
+  ResourceOptions resource_options() const;
 };
 
 struct RecognitionResult {
@@ -128,12 +119,21 @@ class Recognizer {
   // cache. Throws ModelError / GraphInputError / std::runtime_error naming
   // the file at fault, BackendError for a backend that cannot run.
   // `log` (optional) receives what was loaded, the graph's source and size.
+  // The resources come from the process's cache (resource_cache.h): loaded
+  // here unless another Recognizer with the same files and options holds
+  // them.
   explicit Recognizer(const RecognizerConfig& config, std::string* log = nullptr);
+  // A stream on resources the caller already holds; config's resource
+  // fields (resource_options()) are replaced by those of `resources`.
+  Recognizer(std::shared_ptr<const RecognitionResources> resources,
+             const RecognizerConfig& config, std::string* log = nullptr);
   ~Recognizer();
   Recognizer(const Recognizer&) = delete;
   Recognizer& operator=(const Recognizer&) = delete;
 
   const RecognizerConfig& config() const { return config_; }
+  // The shared, immutable part of this stream.
+  const std::shared_ptr<const RecognitionResources>& resources() const;
   // The front end the model expects, and its output width.
   const FeatureOptions& feature_options() const;
   int feature_dim() const;
@@ -199,7 +199,9 @@ class Recognizer {
   const RecognizerTimings& timings() const;
 
  private:
-  // Loads the dictionary and makes the aligner (once).
+  // Everything per stream, on the resources in impl_.
+  void open_stream(std::string* log);
+  // Takes the shared dictionary and makes the aligner (once).
   void make_aligner(std::string* log);
 
   struct Impl;

@@ -8,10 +8,14 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <atomic>
 #include <map>
+#include <memory>
+#include <mutex>
 #include <stdexcept>
 #include <string>
 #include <sys/stat.h>
+#include <thread>
 #include <vector>
 
 #include "common/backend_registry.h"
@@ -125,6 +129,12 @@ Devices:
   --search S            search: auto (cuda when scoring on cuda, else cpu) |
                         cpu | cuda
   --device-id N         device index (default 0)
+  --streams N           decode N files at once, each stream on its own thread,
+                        all sharing one copy of the model, graph and LM
+                        (default: one per CPU core, at most one per file, when
+                        scoring and search both run on the CPU; else 1).
+                        Results are printed in the order of the FILEs and
+                        are identical whatever N. --fmllr decodes with one
   --list-backends       show which backends this build has and can use
 
 Other:
@@ -350,6 +360,84 @@ struct Transcriber {
                    r.best.final_state ? "" : " (no final state reached)");
   }
 };
+
+// One file decoded by the plain (no fMLLR) mode: its result, or why not.
+struct FileOutcome {
+  bool ok = false;
+  std::string error;
+  RecognitionResult result;
+  double dur = 0.0, secs = 0.0;  // seconds of speech, and of recognition
+  size_t stream = 0;             // which stream decoded it
+};
+
+FileOutcome transcribe_file(Transcriber& tr, const std::string& path) {
+  using clock = std::chrono::steady_clock;
+  FileOutcome o;
+  try {
+    if (tr.mfc_input) {
+      const FeatureMatrix cep = tr.cepstra(path);
+      const auto t0 = clock::now();
+      try {
+        o.result = tr.rec.recognize_cepstra(cep.data.data(), cep.rows, cep.dim);
+      } catch (const std::invalid_argument& e) {
+        Transcriber::rethrow_for(path, e);
+      }
+      o.secs = std::chrono::duration<double>(clock::now() - t0).count();
+      o.dur = tr.cepstra_seconds(cep);
+    } else {
+      const AudioData audio = tr.audio(path);
+      const auto t0 = clock::now();
+      o.result = tr.rec.recognize(audio.samples.data(), static_cast<int64_t>(audio.samples.size()));
+      o.secs = std::chrono::duration<double>(clock::now() - t0).count();
+      o.dur = static_cast<double>(audio.samples.size()) / audio.sample_rate;
+    }
+    o.ok = true;
+  } catch (const std::exception& e) {
+    o.error = e.what();
+  }
+  return o;
+}
+
+// The plain mode over `streams` (one Transcriber each, on their own
+// threads): files are handed out in order as streams come free, and each
+// result is printed as soon as every file before it has been, so the
+// output is in the order of `files` whatever the timing.
+void transcribe_files(std::vector<Transcriber>& streams, const std::vector<std::string>& files,
+                      size_t* last_stream) {
+  std::vector<FileOutcome> outcomes(files.size());
+  std::vector<uint8_t> done(files.size(), 0);
+  std::atomic<size_t> next{0};
+  std::mutex mutex;     // guards outcomes, done, printed and the totals
+  size_t printed = 0;   // files printed so far, in order
+  auto work = [&](size_t k) {
+    Transcriber& tr = streams[k];
+    for (size_t i = next++; i < files.size(); i = next++) {
+      FileOutcome o = transcribe_file(tr, files[i]);
+      o.stream = k;
+      std::lock_guard<std::mutex> lock(mutex);
+      outcomes[i] = std::move(o);
+      done[i] = 1;
+      for (; printed < files.size() && done[printed]; ++printed) {
+        FileOutcome& p = outcomes[printed];
+        Transcriber& owner = streams[p.stream];
+        if (p.ok) {
+          owner.audio_s += p.dur;
+          owner.wall_s += p.secs;
+          owner.print(files[printed], p.result, p.dur, p.secs);
+        } else {
+          ++owner.failed;
+          error(p.error);
+        }
+        *last_stream = p.stream;
+        p = FileOutcome{};  // printed: free its result
+      }
+    }
+  };
+  std::vector<std::thread> threads;
+  for (size_t k = 1; k < streams.size(); ++k) threads.emplace_back(work, k);
+  work(0);
+  for (std::thread& t : threads) t.join();
+}
 
 // A file whose features are ready for the adapted pass.
 struct PendingFile {
@@ -673,6 +761,7 @@ int run(int argc, char** argv) {
   std::string spk2utt_path, fmllr_dir;
   int fmllr_em_passes = 1;
   bool fmllr_tuned = false;  // an --fmllr-* option given
+  int streams_wanted = 0;    // --streams; 0 = the default
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     auto value = [&]() -> std::string {
@@ -736,6 +825,9 @@ int run(int argc, char** argv) {
       config.search_backend = value();
     } else if (a == "--device-id") {
       config.device_id = parse_int(a, value());
+    } else if (a == "--streams") {
+      streams_wanted = parse_int(a, value());
+      if (streams_wanted < 1) usage_error("--streams must be at least 1");
     } else if (a == "--cache") {
       config.cache_dir = value();
     } else if (a == "--mfc") {
@@ -791,6 +883,8 @@ int run(int argc, char** argv) {
     usage_error("--spk2utt, --fmllr-dir and --fmllr-* options need --fmllr two-pass or apply");
   if (fmllr_mode == FmllrMode::kApply && fmllr_dir.empty())
     usage_error("--fmllr apply needs --fmllr-dir DIR (the transforms to apply)");
+  if (fmllr_mode != FmllrMode::kNone && streams_wanted > 1)
+    usage_error("--fmllr decodes with one stream; --streams applies without it");
   if (fmllr_mode == FmllrMode::kApply && fmllr_tuned)
     usage_error("--fmllr-min-frames, --fmllr-em-passes, --fmllr-redecode and --fmllr-update apply to --fmllr two-pass only");
 
@@ -815,54 +909,65 @@ int run(int argc, char** argv) {
   const double load_s = std::chrono::duration<double>(clock::now() - t_load).count();
   if (verbose) std::fprintf(stderr, "%s", log.c_str());
 
-  Transcriber tr{rec, mfc_input, times, verbose};
+  // The streams: the first recogniser's resources shared by the others.
+  // By default as many as there are cores (and files) when everything runs
+  // on the CPU; a device stream already keeps the device busy (each
+  // CudaSearcher holds its own per-state arrays, docs/benchmarks.md).
+  const bool all_cpu = std::string(rec.scoring_backend().name()) == "cpu" &&
+                       std::string(rec.search_backend()) == "cpu";
+  size_t num_streams = 1;
   if (fmllr_mode == FmllrMode::kNone) {
-    for (const std::string& path : files) {
-      try {
-        RecognitionResult r;
-        double dur = 0.0, secs = 0.0;  // seconds of speech, and of recognition
-        if (mfc_input) {
-          const FeatureMatrix cep = tr.cepstra(path);
-          const auto t0 = clock::now();
-          try {
-            r = rec.recognize_cepstra(cep.data.data(), cep.rows, cep.dim);
-          } catch (const std::invalid_argument& e) {
-            Transcriber::rethrow_for(path, e);
-          }
-          secs = std::chrono::duration<double>(clock::now() - t0).count();
-          dur = tr.cepstra_seconds(cep);
-        } else {
-          const AudioData audio = tr.audio(path);
-          const auto t0 = clock::now();
-          r = rec.recognize(audio.samples.data(), static_cast<int64_t>(audio.samples.size()));
-          secs = std::chrono::duration<double>(clock::now() - t0).count();
-          dur = static_cast<double>(audio.samples.size()) / audio.sample_rate;
-        }
-        tr.audio_s += dur;
-        tr.wall_s += secs;
-        tr.print(path, r, dur, secs);
-      } catch (const std::exception& e) {
-        ++tr.failed;
-        error(e.what());
-      }
-    }
+    num_streams = streams_wanted > 0
+                      ? static_cast<size_t>(streams_wanted)
+                      : (all_cpu ? std::max(1u, std::thread::hardware_concurrency()) : 1u);
+    num_streams = std::max<size_t>(1, std::min(num_streams, files.size()));
+  }
+  std::vector<std::unique_ptr<Recognizer>> extra;
+  for (size_t k = 1; k < num_streams; ++k)
+    extra.push_back(std::make_unique<Recognizer>(rec.resources(), config));
+  std::vector<Transcriber> trs;
+  trs.push_back(Transcriber{rec, mfc_input, times, verbose});
+  for (auto& r : extra) trs.push_back(Transcriber{*r, mfc_input, times, verbose});
+  if (verbose && num_streams > 1)
+    std::fprintf(stderr, "%s: %zu streams sharing the model, graph and LM\n", kProgram, num_streams);
+
+  const auto t_decode = clock::now();
+  size_t last_stream = 0;  // the stream of the last file printed
+  if (fmllr_mode == FmllrMode::kNone) {
+    transcribe_files(trs, files, &last_stream);
   } else {
+    Transcriber& tr = trs[0];
     for (const Speaker& spk : speakers) {
       if (fmllr_mode == FmllrMode::kTwoPass) two_pass_speaker(tr, spk, files, fmllr_options, fmllr_update_by_data,
                                                          fmllr_em_passes, fmllr_redecodes, fmllr_dir);
       else apply_saved_speaker(tr, spk, files, fmllr_dir);
     }
   }
-  double audio_s = tr.audio_s, wall_s = tr.wall_s;
-  int failed = tr.failed;
+  const double elapsed_s = std::chrono::duration<double>(clock::now() - t_decode).count();
+  double audio_s = 0.0, busy_s = 0.0;
+  int failed = 0;
+  RecognizerTimings timings;
+  for (const Transcriber& t : trs) {
+    audio_s += t.audio_s;
+    busy_s += t.wall_s;
+    failed += t.failed;
+    timings.features += t.rec.timings().features;
+    timings.scoring += t.rec.timings().scoring;
+    timings.search += t.rec.timings().search;
+  }
+  // One stream: the time spent recognising (as before: reading the files
+  // not counted); several: the wall time of the whole run, which is what
+  // concurrency shortens.
+  const double wall_s = num_streams > 1 ? elapsed_s : busy_s;
   std::fprintf(stderr,
                "%s: %zu file(s), %.2f s audio, %.3f s wall (%.3f s loading), RTF %.4f "
-               "(scoring %s, search %s)\n",
+               "(scoring %s, search %s, %zu stream%s)\n",
                kProgram, files.size(), audio_s, wall_s, load_s, audio_s > 0 ? wall_s / audio_s : 0.0,
-               rec.scoring_backend().name(), rec.search_backend());
+               rec.scoring_backend().name(), rec.search_backend(), num_streams,
+               num_streams == 1 ? "" : "s");
   if (verbose) {
-    const RecognizerTimings& t = rec.timings();
-    const SearchStats& st = rec.search_stats();
+    const RecognizerTimings& t = timings;
+    const SearchStats& st = trs[last_stream].rec.search_stats();
     std::fprintf(stderr,
                  "%s: features %.3f s, scoring %.3f s, search %.3f s; last utterance: %lld frames, "
                  "%.0f live tokens a frame (at most %lld), %.2f closure passes a frame, "

@@ -1,0 +1,130 @@
+// What every stream decoding with the same model, dictionary and grammar
+// reads and none writes: the acoustic model, the front end it expects, the
+// search graph, the LMs of word-end rescoring, the dictionary for
+// alignment. Loaded once and shared (resource_cache.h hands out one copy
+// per process for each distinct set of files and options); a stream's own
+// state (scorer scratch, searcher, rescorer memo, kept features) lives in
+// its Recognizer.
+//
+// Everything here is const after load() and safe to read from any number
+// of threads: the one lazily made member, the alignment dictionary, is
+// made under std::call_once.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "common/model/acoustic_model.h"
+#include "common/model/dictionary.h"
+#include "common/model/ngram_model.h"
+#include "common/options.h"
+#include "common/search/graph_compiler.h"
+#include "common/search/lm_pruning.h"
+#include "common/search/search_graph.h"
+
+namespace gpuspeech {
+
+class LmRescorer;
+
+enum class GrammarKind {
+  kNgram,       // -lm: ARPA or Sphinx binary (.lm.bin)
+  kJsgf,        // -jsgf
+  kFsg,         // -fsg
+  kKeyphrases,  // -kws: keyphrase list, spotted in a phone loop
+};
+const char* to_string(GrammarKind kind);
+
+// The graph compiler's defaults, except that each word's output label goes
+// on an epsilon arc at the word's exact end (word_labels_on_epsilon): the
+// searcher reports a word as ending where its label is passed, so this
+// makes word end frames exact (on the default graph a word's last HMM
+// state's self-loop frames would count towards the next word).
+inline GraphCompileOptions exact_word_end_graph_options() {
+  GraphCompileOptions o;
+  o.word_labels_on_epsilon = true;
+  return o;
+}
+
+// The files and options that decide the shared resources: two streams with
+// equal ResourceOptions (and unchanged files) share one copy.
+struct ResourceOptions {
+  std::string model_dir;          // acoustic model (pocketsphinx -hmm)
+  std::string dictionary;         // pocketsphinx -dict
+  std::string filler_dictionary;  // -fdict; "" = the model's noisedict
+  GrammarKind grammar_kind = GrammarKind::kNgram;
+  std::string grammar;            // the LM, JSGF, FSG or keyphrase file
+  std::string jsgf_rule;          // JSGF rule to use ("" = first public)
+  GraphCompileOptions graph = exact_word_end_graph_options();
+  // N-gram models are pruned this way before the graph is compiled (off by
+  // default: the whole model goes into the graph).
+  LmPruneOptions lm_prune;
+  // Where compiled graphs are cached (graph_cache.h): "" = the default
+  // directory, "-" = no cache. Where the graph comes from, not what it is:
+  // not part of the sharing key.
+  std::string cache_dir;
+  // When the graph's LM was pruned, also load the full LM for word-end
+  // rescoring (RecognizerConfig::rescore_with_full_lm).
+  bool rescore_with_full_lm = true;
+
+  // Throws std::invalid_argument for a missing path or a bad option.
+  void validate() const;
+  // A canonical text of everything above that changes the resources, and
+  // each file's identity (device, inode, size, modification time; "absent"
+  // for a file that cannot be stat'ed, which load() then reports), so that
+  // a file replaced on disk is loaded again rather than served stale.
+  std::string sharing_key() const;
+};
+
+class RecognitionResources {
+ public:
+  // Loads and checks everything; compiles the graph or takes it from the
+  // cache. Throws ModelError / GraphInputError / std::runtime_error naming
+  // the file at fault. `log` (optional) receives what was loaded, one line
+  // each.
+  static std::shared_ptr<const RecognitionResources> load(const ResourceOptions& options,
+                                                          std::string* log = nullptr);
+
+  const ResourceOptions& options() const { return options_; }
+  const AcousticModel& model() const { return model_; }
+  // The front end the model expects, and its output width.
+  const FeatureOptions& feature_options() const { return features_; }
+  int feature_dim() const { return feature_dim_; }
+  const SearchGraph& graph() const { return graph_; }
+  // Word-end rescoring: both LMs when the graph's LM was pruned and
+  // rescoring was asked for, else both null.
+  bool rescores() const { return full_lm_ != nullptr; }
+  const std::shared_ptr<const NgramModel>& full_lm() const { return full_lm_; }
+  const std::shared_ptr<const NgramModel>& pruned_lm() const { return pruned_lm_; }
+  // A stream's own rescorer (its history table and memo are per stream);
+  // null when rescores() is false.
+  std::unique_ptr<LmRescorer> make_rescorer() const;
+  // Per senone (at least the graph's and the model's count): 1 for silence
+  // and noise senones, which tell a path in silence from one in a word.
+  const std::vector<uint8_t>& filler_senones() const { return filler_senones_; }
+  // The dictionary the graph was compiled from, with the same filler
+  // dictionary, for forced alignment: parsed on the first call (the graph
+  // itself usually comes from the cache and does not need it), then
+  // shared. `loaded` (optional) is set true on the call that parsed it.
+  const Dictionary& alignment_dictionary(bool* loaded = nullptr) const;
+  // What load() logged (a stream that shares the resources repeats it).
+  const std::string& load_log() const { return load_log_; }
+
+ private:
+  RecognitionResources() = default;
+
+  ResourceOptions options_;
+  AcousticModel model_;
+  FeatureOptions features_;
+  int feature_dim_ = 0;
+  SearchGraph graph_;
+  std::shared_ptr<const NgramModel> full_lm_, pruned_lm_;
+  std::vector<uint8_t> filler_senones_;
+  std::string load_log_;
+  mutable std::once_flag dictionary_once_;
+  mutable std::unique_ptr<Dictionary> dictionary_;
+};
+
+}  // namespace gpuspeech
