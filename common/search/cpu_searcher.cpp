@@ -21,24 +21,22 @@ using search::usable_cost;
 CpuSearcher::CpuSearcher(const SearchGraph& graph, const SearchOptions& options,
                          LmRescorer* rescorer)
     : Searcher(graph, options, rescorer) {
-  const size_t n = static_cast<size_t>(graph_.num_states()) * static_cast<size_t>(slots_);
-  best_.assign(n, kNoCandidate);
-  source_.assign(n, -1);
-  record_.assign(n, -1);
-  prev_record_.assign(n, -1);
-  stamp_.assign(n, 0);
-  if (rescorer_ != nullptr) {
-    history_.assign(n, 0);
-    prev_history_.assign(n, 0);
-    round_mark_.assign(n, 0);
-  }
   histogram_.assign(static_cast<size_t>(options_.histogram_bins), 0);
 }
 
+void CpuSearcher::clear_frame() {
+  index_.clear();
+  best_.clear();
+  source_.clear();
+  record_.clear();
+  history_.clear();
+  round_mark_.clear();
+  stamp_.clear();
+}
+
 void CpuSearcher::reset() {
-  // A frame interrupted by an exception may have left touched states set.
-  for (int32_t d : touched_) best_[d] = kNoCandidate;
-  touched_.clear();
+  // A frame interrupted by an exception may have left states behind.
+  clear_frame();
   live_.clear();
   records_ = WordRecordStore(options_.max_word_records);
   stats_ = SearchStats{};
@@ -50,16 +48,13 @@ void CpuSearcher::reset() {
 
   // The start token: history 0 in its slot.
   int32_t s = graph_.start_state;
-  if (rescorer_ != nullptr) {
+  if (rescorer_ != nullptr)
     s = s * slots_ + static_cast<int32_t>(rescorer_->history_hash(LmRescorer::kStartHistory) %
                                           static_cast<uint32_t>(slots_));
-    history_[s] = LmRescorer::kStartHistory;
-  }
-  best_[s] = pack_candidate(0.0f, search::kNoArc);
-  source_[s] = -1;
-  record_[s] = -1;
-  touched_.push_back(s);
-  std::vector<Changed> changed{{s, 0.0f, -1, 0}};
+  const int32_t i = offer(s, 0.0f, search::kNoArc, -1);
+  record_[i] = -1;
+  history_[i] = LmRescorer::kStartHistory;
+  std::vector<Changed> changed{{i, 0.0f, -1, 0}};
   epsilon_closure(changed, 0.0f, 0);
   prune();
   started_ = true;
@@ -75,14 +70,23 @@ void CpuSearcher::advance(const float* loglik, int64_t frames, int64_t columns) 
   }
 }
 
-bool CpuSearcher::offer(int32_t d, float cost, uint32_t arc, int32_t source) {
+int32_t CpuSearcher::offer(int32_t d, float cost, uint32_t arc, int32_t source) {
   const uint64_t key = pack_candidate(cost, arc);
-  uint64_t& slot = best_[d];
-  if (slot == kNoCandidate) touched_.push_back(d);
-  if (key >= slot) return false;
+  bool inserted = false;
+  const int32_t i = index_.find_or_insert(d, &inserted);
+  if (inserted) {
+    best_.push_back(kNoCandidate);
+    source_.push_back(-1);
+    record_.push_back(-1);
+    history_.push_back(0);
+    round_mark_.push_back(0);
+    stamp_.push_back(0);
+  }
+  uint64_t& slot = best_[static_cast<size_t>(i)];
+  if (key >= slot) return -1;
   slot = key;
-  source_[d] = source;
-  return true;
+  source_[static_cast<size_t>(i)] = source;
+  return i;
 }
 
 void CpuSearcher::decode_frame(const float* row) {
@@ -101,12 +105,10 @@ void CpuSearcher::decode_frame(const float* row) {
   // the closure nor survive pruning, and whatever else reaches its state
   // is kept as before, so skipping it changes nothing but the work.
   const int32_t K = slots_;
-  for (const SearchToken& tok : live_) prev_record_[tok.state] = tok.record;
-  if (rescorer_ != nullptr)
-    for (const SearchToken& tok : live_) prev_history_[tok.state] = tok.history;
   float bound = SearchGraph::kInfinity;
   float skip_above = SearchGraph::kInfinity;
-  for (const SearchToken& tok : live_) {
+  for (size_t t = 0; t < live_.size(); ++t) {
+    const SearchToken& tok = live_[t];
     // Virtual state -> graph state and slot (K = 1: the same).
     const int32_t state = tok.state / K;
     const int32_t slot = tok.state - state * K;
@@ -119,26 +121,27 @@ void CpuSearcher::decode_frame(const float* row) {
         bound = c;
         skip_above = add_cost(bound, options_.beam);
       }
-      offer(dest[a] * K + slot, c, static_cast<uint32_t>(a), tok.state);
+      offer(dest[a] * K + slot, c, static_cast<uint32_t>(a), static_cast<int32_t>(t));
     }
   }
   stats_.tokens_expanded += static_cast<int64_t>(live_.size());
 
   // The emitting step's winners, their records, and the best cost.
   std::vector<Changed> changed;
-  changed.reserve(touched_.size());
+  changed.reserve(static_cast<size_t>(index_.size()));
   float best_emit = SearchGraph::kInfinity;
-  for (int32_t d : touched_) {
-    const uint64_t key = best_[d];
+  for (int32_t i = 0; i < index_.size(); ++i) {
+    const uint64_t key = best_[i];
     const float c = candidate_cost(key);
     const uint32_t a = candidate_arc(key);
-    int32_t rec = prev_record_[source_[d]];
+    const SearchToken& from = live_[static_cast<size_t>(source_[i])];
+    int32_t rec = from.record;
     // (With a rescorer the graph has no word label on emitting arcs.)
     if (olabel[a] > 0) rec = records_.append(olabel[a] - 1, boundary, rec, c);
-    record_[d] = rec;
-    const int32_t hist = rescorer_ != nullptr ? prev_history_[source_[d]] : 0;
-    if (rescorer_ != nullptr) history_[d] = hist;
-    changed.push_back({d, c, rec, hist});
+    record_[i] = rec;
+    const int32_t hist = rescorer_ != nullptr ? from.history : 0;
+    history_[i] = hist;
+    changed.push_back({i, c, rec, hist});
     if (c < best_emit) best_emit = c;
   }
 
@@ -158,7 +161,7 @@ void CpuSearcher::epsilon_closure(std::vector<Changed>& changed, float best_emit
         std::fill(round_mark_.begin(), round_mark_.end(), 0u);
         round_id_ = 1;
       }
-      for (const Changed& c : changed) round_mark_[c.state] = round_id_;
+      for (const Changed& c : changed) round_mark_[c.local] = round_id_;
     }
     passes += epsilon_passes(changed, best_emit, boundary, passes);
     if (rescorer_ == nullptr) break;
@@ -194,15 +197,16 @@ int CpuSearcher::epsilon_passes(std::vector<Changed>& changed, float best_emit,
     for (const Changed& e : changed) {
       const bool fresh = e.record >= frame_first_record_;
       if (!(e.cost <= (fresh ? limit_word_end : limit_beam))) continue;
-      const int32_t state = e.state / K;
-      const int32_t slot = e.state - state * K;
+      const int32_t v = index_.state_at(e.local);
+      const int32_t state = v / K;
+      const int32_t slot = v - state * K;
       for (int64_t a = begin[state]; a < begin[state + 1]; ++a) {
         if (ilabel[a] != 0) continue;
         if (rescoring && olabel[a] != 0) continue;  // a word end: the word-end step's
         const float c = add_cost(e.cost, arc_cost[a]);
         if (!usable_cost(c)) continue;
-        const int32_t d = dest[a] * K + slot;
-        if (offer(d, c, static_cast<uint32_t>(a), e.state) && stamp_[d] != pass_id_) {
+        const int32_t d = offer(dest[a] * K + slot, c, static_cast<uint32_t>(a), e.local);
+        if (d >= 0 && stamp_[d] != pass_id_) {
           stamp_[d] = pass_id_;
           next.push_back({d, 0.0f, -1, 0});
         }
@@ -211,19 +215,19 @@ int CpuSearcher::epsilon_passes(std::vector<Changed>& changed, float best_emit,
     // Records from the sources' values as of the previous pass, committed
     // only once all are known (a source may itself have changed now).
     for (Changed& n : next) {
-      const uint64_t key = best_[n.state];
+      const uint64_t key = best_[n.local];
       n.cost = candidate_cost(key);
       const uint32_t a = candidate_arc(key);
-      int32_t rec = record_[source_[n.state]];
+      int32_t rec = record_[source_[n.local]];
       if (olabel[a] > 0) rec = records_.append(olabel[a] - 1, boundary, rec, n.cost);
       n.record = rec;
-      if (rescoring) n.history = history_[source_[n.state]];
+      if (rescoring) n.history = history_[source_[n.local]];
     }
     for (const Changed& n : next) {
-      record_[n.state] = n.record;
+      record_[n.local] = n.record;
       if (rescoring) {
-        history_[n.state] = n.history;
-        round_mark_[n.state] = round_id_;
+        history_[n.local] = n.history;
+        round_mark_[n.local] = round_id_;
       }
     }
     changed.swap(next);
@@ -242,17 +246,18 @@ void CpuSearcher::word_end_step(float best_emit, int32_t boundary,
   const float* arc_cost = graph_.arc_cost.data();
   // Events from the tokens this round changed, with their settled values.
   events_.clear();
-  for (int32_t v : touched_) {
-    if (round_mark_[v] != round_id_) continue;
-    const float cost = candidate_cost(best_[v]);
-    const bool fresh = record_[v] >= frame_first_record_;
+  for (int32_t i = 0; i < index_.size(); ++i) {
+    if (round_mark_[i] != round_id_) continue;
+    const float cost = candidate_cost(best_[i]);
+    const bool fresh = record_[i] >= frame_first_record_;
     if (!(cost <= (fresh ? limit_word_end : limit_beam))) continue;
+    const int32_t v = index_.state_at(i);
     const int32_t state = v / K;
     for (int64_t a = begin[state]; a < begin[state + 1]; ++a) {
       if (ilabel[a] != 0 || olabel[a] == 0) continue;
       const float c = add_cost(cost, arc_cost[a]);
       if (!usable_cost(c)) continue;
-      events_.push_back({v, static_cast<uint32_t>(a), c, record_[v], history_[v], olabel[a] - 1,
+      events_.push_back({v, static_cast<uint32_t>(a), c, record_[i], history_[i], olabel[a] - 1,
                          graph_.arc_dest[a]});
     }
   }
@@ -267,45 +272,45 @@ void CpuSearcher::word_end_step(float best_emit, int32_t boundary,
   // Each event that holds its destination makes its record.
   for (size_t i = 0; i < offers_.size(); ++i) {
     const WordEndOffer& o = offers_[i];
-    if (!usable_cost(o.cost) ||
-        best_[o.dest] != pack_candidate(o.cost, first_key + static_cast<uint32_t>(i)))
-      continue;
+    if (!usable_cost(o.cost)) continue;
+    const int32_t d = index_.find(o.dest);  // offered above, so present
+    if (best_[d] != pack_candidate(o.cost, first_key + static_cast<uint32_t>(i))) continue;
     const int32_t rec = records_.append(o.word, boundary, o.record, o.cost);
-    record_[o.dest] = rec;
-    history_[o.dest] = o.history;
-    changed.push_back({o.dest, o.cost, rec, o.history});
+    record_[d] = rec;
+    history_[d] = o.history;
+    changed.push_back({d, o.cost, rec, o.history});
   }
 }
 
 void CpuSearcher::prune() {
   live_.clear();
-  if (touched_.empty()) return;
+  const int32_t n = index_.size();
+  if (n == 0) return;
   float best = SearchGraph::kInfinity;
-  for (int32_t d : touched_) best = std::min(best, candidate_cost(best_[d]));
+  for (int32_t i = 0; i < n; ++i) best = std::min(best, candidate_cost(best_[i]));
   const float limit_beam = add_cost(best, options_.beam);
   const float limit_word_end = add_cost(best, options_.word_end_beam);
   const int bins = options_.histogram_bins;
   const float bin_scale = static_cast<float>(bins) / options_.beam;
-  auto within_beam = [&](int32_t d, float c) {
-    const bool fresh = record_[d] >= frame_first_record_;
+  auto within_beam = [&](int32_t i, float c) {
+    const bool fresh = record_[i] >= frame_first_record_;
     return c <= (fresh ? limit_word_end : limit_beam);
   };
   std::fill(histogram_.begin(), histogram_.end(), 0u);
   int64_t kept = 0;
-  for (int32_t d : touched_) {
-    const float c = candidate_cost(best_[d]);
-    if (!within_beam(d, c)) continue;
+  for (int32_t i = 0; i < n; ++i) {
+    const float c = candidate_cost(best_[i]);
+    if (!within_beam(i, c)) continue;
     ++kept;
     ++histogram_[search::histogram_bin(c, best, bin_scale, bins)];
   }
   const int cut = max_active_cutoff_bin(histogram_, kept, options_.max_active);
-  for (int32_t d : touched_) {
-    const float c = candidate_cost(best_[d]);
-    if (within_beam(d, c) && search::histogram_bin(c, best, bin_scale, bins) < cut)
-      live_.push_back({d, c, record_[d], rescorer_ != nullptr ? history_[d] : 0});
-    best_[d] = kNoCandidate;
+  for (int32_t i = 0; i < n; ++i) {
+    const float c = candidate_cost(best_[i]);
+    if (within_beam(i, c) && search::histogram_bin(c, best, bin_scale, bins) < cut)
+      live_.push_back({index_.state_at(i), c, record_[i], rescorer_ != nullptr ? history_[i] : 0});
   }
-  touched_.clear();
+  clear_frame();
   stats_.max_live_tokens = std::max<int64_t>(stats_.max_live_tokens, live_.size());
 }
 
