@@ -100,7 +100,6 @@ GaussianScorer::GaussianScorer(const GaussianMixtures& gm, Backend& backend,
     }
     st.coefficients_dev = backend_.alloc(st.coefficients.size());
     backend_.upload(*st.coefficients_dev, st.coefficients.data(), st.coefficients.size());
-    st.expanded_dev = backend_.alloc(static_cast<size_t>(options_.block_frames) * st.width);
   }
 
   // Stage 2: the mixtures as CSR rows, or for Gaussian selection each
@@ -128,8 +127,19 @@ GaussianScorer::GaussianScorer(const GaussianMixtures& gm, Backend& backend,
     backend_.upload(*dense_weights_, linear_weights.data(), linear_weights.size());
   }
 
-  densities_ = backend_.alloc(static_cast<size_t>(num_gaussians_) * options_.block_frames);
   backend_.synchronize();  // the host vectors above go out of scope
+}
+
+void GaussianScorer::reserve_frames(int64_t n) {
+  if (n <= scratch_frames_) return;
+  // Geometric growth up to the block: a few reallocations at most.
+  const int64_t frames =
+      std::min(options_.block_frames, std::max({n, 2 * scratch_frames_, int64_t{8}}));
+  for (Stream& st : streams_)
+    st.expanded_dev = backend_.alloc(static_cast<size_t>(frames) * st.width);
+  densities_ = backend_.alloc(static_cast<size_t>(num_gaussians_) * frames);
+  if (host_out_block_) host_out_block_ = backend_.alloc(static_cast<size_t>(frames) * num_senones_);
+  scratch_frames_ = frames;
 }
 
 int64_t GaussianScorer::gemm_flops_per_frame() const {
@@ -139,6 +149,7 @@ int64_t GaussianScorer::gemm_flops_per_frame() const {
 }
 
 void GaussianScorer::expand_and_upload(const float* feats, int64_t n) {
+  reserve_frames(n);
   for (Stream& st : streams_) {
     const int dim = static_cast<int>(st.components.size());
     expanded_host_.resize(static_cast<size_t>(n) * st.width);
@@ -176,11 +187,11 @@ void GaussianScorer::score_block(int64_t n, DeviceBuffer& out, size_t out_offset
 void GaussianScorer::score(const float* feats, int64_t frames, float* out) {
   if (frames < 0) throw std::invalid_argument("GaussianScorer::score: frames < 0");
   if (frames == 0) return;
-  if (!host_out_block_)
-    host_out_block_ = backend_.alloc(static_cast<size_t>(options_.block_frames) * num_senones_);
   for (int64_t f0 = 0; f0 < frames; f0 += options_.block_frames) {
     const int64_t n = std::min(options_.block_frames, frames - f0);
     expand_and_upload(feats + f0 * feature_dim_, n);
+    if (!host_out_block_)
+      host_out_block_ = backend_.alloc(static_cast<size_t>(scratch_frames_) * num_senones_);
     score_block(n, *host_out_block_, 0);
     backend_.download(*host_out_block_, out + f0 * num_senones_,
                       static_cast<size_t>(n) * num_senones_);

@@ -32,7 +32,10 @@
 // Coefficients and the expansion are computed in double and rounded once.
 //
 // A scorer holds scratch buffers on its backend, which must outlive it; one
-// scorer per thread.
+// scorer per thread. The scratch grows with the blocks scored (up to
+// ScorerOptions::block_frames frames), so a live stream scoring a few
+// frames at a time holds a few frames' worth: 16128 Gaussians x 512 frames
+// of densities for en-us would be 33 MB a stream.
 #pragma once
 
 #include <cstddef>
@@ -61,7 +64,8 @@ struct ScorerOptions {
   // Centre the features (see above). Off only to measure what it buys.
   bool centre_features = true;
   // Frames per pass through both stages; bounds the device scratch at
-  // num_gaussians() x block_frames floats of densities. Lowered for large
+  // num_gaussians() x block_frames floats of densities (allocated as
+  // blocks that large come). Lowered for large
   // models so that this scratch stays within 64 Mi floats (256 MiB).
   int64_t block_frames = 512;
   // Gaussian selection (pocketsphinx -topn): 0 sums every component of each
@@ -122,13 +126,15 @@ class GaussianScorer {
     std::vector<double> centre;   // one per component
     std::vector<float> coefficients;
     BufferPtr coefficients_dev;
-    BufferPtr expanded_dev;       // block_frames x (2 dim + 1)
+    BufferPtr expanded_dev;       // scratch_frames_ x (2 dim + 1)
     int width = 0;                // 2 dim + 1
   };
 
   // Expands frames [first, first + n) of host features into each stream's
   // [x², x, 1] rows and uploads them.
   void expand_and_upload(const float* feats, int64_t n);
+  // Grows the scratch buffers to hold blocks of n frames (n <= block_frames).
+  void reserve_frames(int64_t n);
   // Both stages for the uploaded block of n frames.
   void score_block(int64_t n, DeviceBuffer& out, size_t out_offset);
 
@@ -143,8 +149,9 @@ class GaussianScorer {
   int num_codebooks_ = 0;
   BufferPtr csr_offsets_, csr_gaussian_, csr_logw_;  // full mixtures (top_n 0)
   BufferPtr senone_codebook_, dense_weights_;        // Gaussian selection (top_n > 0)
-  BufferPtr densities_;          // num_gaussians x block_frames
-  BufferPtr host_out_block_;     // block_frames x num_senones, for score() to host
+  int64_t scratch_frames_ = 0;   // frames the scratch below holds
+  BufferPtr densities_;          // num_gaussians x scratch_frames_
+  BufferPtr host_out_block_;     // scratch_frames_ x num_senones, for score() to host
   std::vector<float> expanded_host_;
   std::vector<float> feats_host_;
 };
