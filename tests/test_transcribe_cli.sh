@@ -135,6 +135,42 @@ else
   fail "stereo WAV"
 fi
 
+# --- several streams (--streams) ---------------------------------------------
+# The cards three times over (distinct ids through symlinks), on 1 and on 3
+# streams: the same lines in the order given; the summary names the streams.
+mkdir -p "$T/many"
+MANY=()
+for c in 1 2 3; do
+  for f in "$DATA"/cards/00[1-5].wav; do
+    ln -s "$f" "$T/many/c$c-$(basename "$f")"
+    MANY+=("$T/many/c$c-$(basename "$f")")
+  done
+done
+if run --jsgf "$DATA/cards/cards.gram" --streams 1 --times "${MANY[@]}" >"$T/one.trn" 2>"$T/err" &&
+   run --jsgf "$DATA/cards/cards.gram" --streams 3 --times "${MANY[@]}" >"$T/three.trn" 2>"$T/err3" &&
+   cmp -s "$T/one.trn" "$T/three.trn" && grep -q '3 streams)' "$T/err3" &&
+   [ "$(grep -c '^[a-z].* (c[123]-00[1-5])$' "$T/three.trn")" -eq 15 ] &&
+   [ "$(grep '^[a-z]' "$T/three.trn" | sed 's/.*(\(.*\))$/\1/' | tr '\n' ' ')" = \
+     "$(for f in "${MANY[@]}"; do basename "$f" .wav; done | tr '\n' ' ')" ]; then
+  pass "--streams 3: the same 15 results, word times included, in the order given"
+else
+  fail "--streams 3: $(diff "$T/one.trn" "$T/three.trn" | head -5) $(cat "$T/err3")"
+fi
+# A bad file on one stream fails alone: the others go on, order kept.
+printf 'not audio' >"$T/many/bad.wav"
+run --jsgf "$DATA/cards/cards.gram" --streams 2 "${MANY[0]}" "$T/many/bad.wav" "${MANY[1]}" \
+  >"$T/out" 2>"$T/err"
+rc=$?
+if [ $rc -eq 1 ] && [ "$(cat "$T/out")" = "$(grep '^[a-z]' "$T/one.trn" | sed -n '1p;2p')" ] &&
+   grep -q "^gpuspeech-transcribe: error: .*bad.wav" "$T/err"; then
+  pass "--streams 2: a bad file fails alone, the others printed in order"
+else
+  fail "--streams 2 with a bad file: status $rc, out '$(cat "$T/out")', err $(cat "$T/err")"
+fi
+expect_error "--streams 0" 2 "--streams must be at least 1" --streams 0 --jsgf "$DATA/goforward.gram" "$DATA/goforward.raw"
+expect_error "--streams with --fmllr" 2 "--fmllr decodes with one stream" --streams 2 --fmllr two-pass \
+  --jsgf "$DATA/goforward.gram" "$DATA/goforward.raw"
+
 # --- cepstra (--mfc) -------------------------------------------------------------
 # Sphinx .mfc files decoded from their cepstra with the model's CMN and
 # deltas: TIDIGITS (its s2_4x model and FSG), and goforward.mfc with en-us.
