@@ -26,6 +26,7 @@
 #include "common/search/lm_rescorer.h"
 
 #ifdef GPUSPEECH_HAVE_CUDA
+#include "common/search/cuda_search_graph.h"
 #include "common/search/cuda_searcher.h"
 #endif
 
@@ -145,8 +146,13 @@ void Recognizer::open_stream(std::string* log) {
     m.searcher = std::make_unique<CpuSearcher>(res.graph(), config_.search, m.rescorer.get());
   } else if (search == "cuda") {
 #ifdef GPUSPEECH_HAVE_CUDA
-    m.searcher = std::make_unique<CudaSearcher>(res.graph(), config_.search, config_.device_id,
-                                                m.rescorer.get());
+    // The graph's device copy is shared by every stream on this device.
+    const int device = config_.device_id;
+    std::shared_ptr<const CudaSearchGraph> device_graph = res.attachment<CudaSearchGraph>(
+        "cuda-search-graph:" + std::to_string(device),
+        [&] { return CudaSearchGraph::upload(res.graph(), device); });
+    m.searcher = std::make_unique<CudaSearcher>(res.graph(), config_.search, device,
+                                                m.rescorer.get(), std::move(device_graph));
 #else
     throw BackendError("search backend cuda: this build has no CUDA");
 #endif

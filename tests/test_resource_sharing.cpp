@@ -19,12 +19,17 @@
 #include <vector>
 
 #include "common/engine/resource_cache.h"
+#ifdef GPUSPEECH_HAVE_CUDA
+#include "common/search/cuda_search_graph.h"
+#endif
 #include "common/recognizer.h"
 #include "common/wav_reader.h"
 #include "tests/test_backends.h"
 
 namespace gpuspeech {
 namespace {
+
+using testing::BackendForTest;
 
 std::string en_us_root() { return testing::model_dir() + "/en-us"; }
 bool have_file(const std::string& path) { return std::ifstream(path).good(); }
@@ -220,6 +225,50 @@ TEST_F(ResourceSharing, StreamOnGivenResourcesUsesThem) {
   EXPECT_EQ(b.recognize(audio.samples.data(), static_cast<int64_t>(audio.samples.size())).text(),
             "go forward ten meters");
   EXPECT_THROW(Recognizer(nullptr, c), std::invalid_argument);
+}
+
+// CUDA streams on shared resources search one device copy of the graph
+// (made by the first, an attachment of the resources) and decode what the
+// CPU decodes, on parallel threads.
+TEST_F(ResourceSharing, CudaStreamsShareTheDeviceGraph) {
+  const BackendForTest cuda = testing::backend_for_test("cuda");
+  if (cuda.backend == nullptr) {
+    if (cuda.required) FAIL() << cuda.problem;
+    GTEST_SKIP() << cuda.problem;
+  }
+#ifdef GPUSPEECH_HAVE_CUDA
+  RecognizerConfig c = jsgf_config(gram_);
+  c.scoring_backend = "cuda";
+  c.search_backend = "cuda";
+  const AudioData audio = read_raw_s16le_file(raw_, 16000);
+  const int64_t n = static_cast<int64_t>(audio.samples.size());
+  Recognizer cpu(jsgf_config(gram_));
+  const Hypothesis want = cpu.recognize(audio.samples.data(), n).best;
+  constexpr int kStreams = 3;
+  std::vector<std::unique_ptr<Recognizer>> streams;
+  for (int k = 0; k < kStreams; ++k) streams.push_back(std::make_unique<Recognizer>(c));
+  bool made_again = false;
+  const std::shared_ptr<const CudaSearchGraph> g =
+      streams[0]->resources()->attachment<CudaSearchGraph>("cuda-search-graph:0", [&] {
+        made_again = true;
+        return CudaSearchGraph::upload(streams[0]->graph(), 0);
+      });
+  EXPECT_FALSE(made_again) << "the streams did not leave their device graph with the resources";
+  EXPECT_EQ(g->host_graph(), &streams[0]->graph());
+  std::vector<Hypothesis> got(kStreams);
+  std::vector<std::thread> threads;
+  for (int k = 0; k < kStreams; ++k)
+    threads.emplace_back([&, k] { got[k] = streams[k]->recognize(audio.samples.data(), n).best; });
+  for (std::thread& t : threads) t.join();
+  for (int k = 0; k < kStreams; ++k) {
+    EXPECT_EQ(got[k].text(), want.text()) << "stream " << k;
+    ASSERT_EQ(got[k].words.size(), want.words.size());
+    for (size_t w = 0; w < want.words.size(); ++w) {
+      EXPECT_EQ(got[k].words[w].start_frame, want.words[w].start_frame);
+      EXPECT_EQ(got[k].words[w].end_frame, want.words[w].end_frame);
+    }
+  }
+#endif
 }
 
 }  // namespace

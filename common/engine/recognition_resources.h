@@ -12,6 +12,8 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -112,6 +114,23 @@ class RecognitionResources {
   // What load() logged (a stream that shares the resources repeats it).
   const std::string& load_log() const { return load_log_; }
 
+  // Copies of these resources made for one device (the graph in a CUDA
+  // device's memory, ...): made by `make` on the first call for `key`,
+  // then shared by every later caller, and kept as long as the resources.
+  // `key` names the type and the device ("cuda-search-graph:0"); one key,
+  // one type. Thread-safe; a second caller waits while the first makes it.
+  // An exception from `make` stores nothing.
+  template <class T>
+  std::shared_ptr<const T> attachment(const std::string& key,
+                                      const std::function<std::shared_ptr<const T>()>& make) const {
+    std::lock_guard<std::mutex> lock(attachments_mutex_);
+    auto it = attachments_.find(key);
+    if (it != attachments_.end()) return std::static_pointer_cast<const T>(it->second);
+    std::shared_ptr<const T> made = make();
+    attachments_.emplace(key, made);
+    return made;
+  }
+
  private:
   RecognitionResources() = default;
 
@@ -125,6 +144,9 @@ class RecognitionResources {
   std::string load_log_;
   mutable std::once_flag dictionary_once_;
   mutable std::unique_ptr<Dictionary> dictionary_;
+  // After graph_ and the model: attachments may point into them, and go first.
+  mutable std::mutex attachments_mutex_;
+  mutable std::map<std::string, std::shared_ptr<const void>> attachments_;
 };
 
 }  // namespace gpuspeech

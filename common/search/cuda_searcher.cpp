@@ -20,9 +20,16 @@
 #include "common/backend.h"
 #include "common/search/lm_rescorer.h"
 #include "common/search/search_arithmetic.h"
+#include "common/search/cuda_memory.h"
+#include "common/search/cuda_search_graph.h"
 #include "kernels/cuda/token_passing.cuh"
 
 namespace gpuspeech {
+using cuda_memory::check;
+using cuda_memory::DeviceArray;
+using cuda_memory::MappedArray;
+using cuda_memory::PinnedArray;
+using cuda_memory::upload;
 namespace {
 
 static_assert(sizeof(cuda::TpToken) == sizeof(SearchToken), "token layouts differ");
@@ -31,112 +38,6 @@ static_assert(offsetof(cuda::TpToken, record) == offsetof(SearchToken, record),
               "token layouts differ");
 static_assert(offsetof(cuda::TpToken, hist) == offsetof(SearchToken, history),
               "token layouts differ");
-
-void check(cudaError_t status, const char* call) {
-  if (status != cudaSuccess)
-    throw BackendError(std::string("cuda search: ") + call + " failed: " +
-                       cudaGetErrorName(status) + " (" + cudaGetErrorString(status) + ")");
-}
-
-// Device memory of n T's, freed on destruction.
-template <typename T>
-class DeviceArray {
- public:
-  DeviceArray() = default;
-  explicit DeviceArray(size_t n) { resize(n); }
-  ~DeviceArray() { release(); }
-  DeviceArray(const DeviceArray&) = delete;
-  DeviceArray& operator=(const DeviceArray&) = delete;
-
-  void resize(size_t n) {
-    release();
-    if (n > 0) check(cudaMalloc(reinterpret_cast<void**>(&ptr_), n * sizeof(T)), "cudaMalloc");
-    size_ = n;
-  }
-  T* get() const { return ptr_; }
-  size_t size() const { return size_; }
-
- private:
-  void release() {
-    if (ptr_ != nullptr) cudaFree(ptr_);
-    ptr_ = nullptr;
-    size_ = 0;
-  }
-  T* ptr_ = nullptr;
-  size_t size_ = 0;
-};
-
-// Page-locked host memory, so transfers are real asynchronous DMA.
-template <typename T>
-class PinnedArray {
- public:
-  PinnedArray() = default;
-  ~PinnedArray() { release(); }
-  PinnedArray(const PinnedArray&) = delete;
-  PinnedArray& operator=(const PinnedArray&) = delete;
-
-  void resize(size_t n) {
-    release();
-    if (n > 0) check(cudaMallocHost(reinterpret_cast<void**>(&ptr_), n * sizeof(T)), "cudaMallocHost");
-    size_ = n;
-  }
-  T* get() const { return ptr_; }
-  size_t size() const { return size_; }
-
- private:
-  void release() {
-    if (ptr_ != nullptr) cudaFreeHost(ptr_);
-    ptr_ = nullptr;
-    size_ = 0;
-  }
-  T* ptr_ = nullptr;
-  size_t size_ = 0;
-};
-
-// Page-locked host memory that kernels read and write in place (mapped
-// into the device's address space): the word-end events and offers of a
-// rescoring round, a few hundred small structs, cross the bus as the
-// kernels touch them, with no copy operation to queue or wait for.
-template <typename T>
-class MappedArray {
- public:
-  MappedArray() = default;
-  ~MappedArray() { release(); }
-  MappedArray(const MappedArray&) = delete;
-  MappedArray& operator=(const MappedArray&) = delete;
-
-  void resize(size_t n) {
-    release();
-    if (n == 0) return;
-    check(cudaHostAlloc(reinterpret_cast<void**>(&host_), n * sizeof(T), cudaHostAllocMapped),
-          "cudaHostAlloc (mapped)");
-    size_ = n;
-    check(cudaHostGetDevicePointer(reinterpret_cast<void**>(&device_), host_, 0),
-          "cudaHostGetDevicePointer");
-  }
-  T* host() const { return host_; }
-  T* device() const { return device_; }
-  size_t size() const { return size_; }
-
- private:
-  void release() {
-    if (host_ != nullptr) cudaFreeHost(host_);
-    host_ = device_ = nullptr;
-    size_ = 0;
-  }
-  T* host_ = nullptr;
-  T* device_ = nullptr;
-  size_t size_ = 0;
-};
-
-template <typename T>
-void upload(DeviceArray<T>& dst, const std::vector<T>& src, cudaStream_t stream) {
-  dst.resize(src.size());
-  if (!src.empty())
-    check(cudaMemcpyAsync(dst.get(), src.data(), src.size() * sizeof(T), cudaMemcpyHostToDevice,
-                          stream),
-          "cudaMemcpyAsync (graph)");
-}
 
 // Frames of host scores uploaded per block.
 constexpr int64_t kScoreBlockFrames = 256;
@@ -222,12 +123,9 @@ struct CudaSearcher::Impl {
   int sm_count = 1;
   cudaStream_t stream = nullptr;
 
-  DeviceArray<int64_t> arc_begin;
-  DeviceArray<int32_t> dest, ilabel, olabel;
-  DeviceArray<float> cost;
-  DeviceArray<int32_t> source;  // per arc; empty if it would not fit
-  DeviceArray<uint8_t> has_epsilon;  // per state
-  DeviceArray<uint8_t> has_word_arc;  // per state (rescoring)
+  // The graph on the device: shared with every searcher on the same graph
+  // and device when the caller gave it, else this searcher's own upload.
+  std::shared_ptr<const CudaSearchGraph> device_graph;
   bool has_heavy = false;       // any state with more than kHeavyDegree arcs
 
   DeviceArray<unsigned long long> best;
@@ -298,12 +196,7 @@ struct CudaSearcher::Impl {
   const void* graph_staging = nullptr;
   size_t graph_staging_size = 0;
 
-  cuda::TpGraph graph() const {
-    return cuda::TpGraph{arc_begin.get(), dest.get(), ilabel.get(), olabel.get(), cost.get(),
-                         source.size() > 0 ? source.get() : nullptr, has_epsilon.get(), 0,
-                         slots, rescoring ? 1 : 0,
-                         rescoring ? has_word_arc.get() : nullptr, num_arcs};
-  }
+  cuda::TpGraph graph() const { return device_graph->view(slots, rescoring); }
   cuda::TpState state() {
     cuda::TpState s;
     s.best = best.get();
@@ -389,7 +282,8 @@ struct CudaSearcher::Impl {
 };
 
 CudaSearcher::CudaSearcher(const SearchGraph& graph, const SearchOptions& options, int device_id,
-                           LmRescorer* rescorer)
+                           LmRescorer* rescorer,
+                           std::shared_ptr<const CudaSearchGraph> device_graph)
     : Searcher(graph, options, rescorer), impl_(std::make_unique<Impl>()) {
   static_assert(sizeof(cuda::TpEvent) == sizeof(WordEndEvent) &&
                     offsetof(cuda::TpEvent, arc) == offsetof(WordEndEvent, arc) &&
@@ -413,13 +307,10 @@ CudaSearcher::CudaSearcher(const SearchGraph& graph, const SearchOptions& option
     throw std::invalid_argument("cuda search: histogram_bins " +
                                 std::to_string(options_.histogram_bins) + " above the device's " +
                                 std::to_string(cuda::kMaxHistogramBins));
-  int count = 0;
-  const cudaError_t st = cudaGetDeviceCount(&count);
-  if (st != cudaSuccess)
-    throw BackendError(std::string("cuda search: no CUDA device: ") + cudaGetErrorString(st));
-  if (device_id < 0 || device_id >= count)
-    throw BackendError("cuda search: device " + std::to_string(device_id) + " out of range (" +
-                       std::to_string(count) + " devices)");
+  if (device_graph && (device_graph->host_graph() != &graph_ || device_graph->device() != device_id))
+    throw std::invalid_argument("cuda search: the device graph given is not this graph on device " +
+                                std::to_string(device_id));
+  m.device_graph = device_graph ? std::move(device_graph) : CudaSearchGraph::upload(graph_, device_id);
   m.device = device_id;
   check(cudaSetDevice(device_id), "cudaSetDevice");
   cudaDeviceProp prop;
@@ -427,51 +318,9 @@ CudaSearcher::CudaSearcher(const SearchGraph& graph, const SearchOptions& option
   m.device_name = prop.name;
   m.sm_count = std::max(1, prop.multiProcessorCount);
   check(cudaStreamCreateWithFlags(&m.stream, cudaStreamNonBlocking), "cudaStreamCreate");
-
-  upload(m.arc_begin, graph_.arc_begin, m.stream);
-  upload(m.dest, graph_.arc_dest, m.stream);
-  upload(m.ilabel, graph_.arc_ilabel, m.stream);
-  upload(m.olabel, graph_.arc_olabel, m.stream);
-  upload(m.cost, graph_.arc_cost, m.stream);
-
   const size_t n = static_cast<size_t>(graph_.num_states());
-  size_t heavy_states = 0;
-  for (size_t s = 0; s < n; ++s)
-    if (graph_.arc_begin[s + 1] - graph_.arc_begin[s] > cuda::kHeavyDegree) ++heavy_states;
+  const size_t heavy_states = m.device_graph->heavy_states();
   m.has_heavy = heavy_states > 0;
-  std::vector<uint8_t> has_epsilon(std::max<size_t>(n, 1), 0);
-  for (size_t s = 0; s < n; ++s)
-    for (int64_t a = graph_.arc_begin[s]; a < graph_.arc_begin[s + 1]; ++a)
-      if (graph_.arc_ilabel[a] == 0) {
-        has_epsilon[s] = 1;
-        break;
-      }
-  upload(m.has_epsilon, has_epsilon, m.stream);
-  std::vector<uint8_t> has_word_arc;
-  if (m.rescoring) {
-    has_word_arc.assign(std::max<size_t>(n, 1), 0);
-    for (size_t s = 0; s < n; ++s)
-      for (int64_t a = graph_.arc_begin[s]; a < graph_.arc_begin[s + 1]; ++a)
-        if (graph_.arc_ilabel[a] == 0 && graph_.arc_olabel[a] != 0) {
-          has_word_arc[s] = 1;
-          break;
-        }
-    upload(m.has_word_arc, has_word_arc, m.stream);
-  }
-  m.sync();  // `has_epsilon`, `has_word_arc` go out of scope
-  // Each arc's source state, when it takes under a quarter of the free
-  // device memory; else the kernels binary-search the CSR offsets.
-  size_t free_bytes = 0, total_bytes = 0;
-  check(cudaMemGetInfo(&free_bytes, &total_bytes), "cudaMemGetInfo");
-  const size_t arcs = static_cast<size_t>(graph_.num_arcs());
-  if (arcs * sizeof(int32_t) * 4 < free_bytes) {
-    std::vector<int32_t> src(arcs);
-    for (size_t s = 0; s < n; ++s)
-      for (int64_t a = graph_.arc_begin[s]; a < graph_.arc_begin[s + 1]; ++a)
-        src[a] = static_cast<int32_t>(s);
-    upload(m.source, src, m.stream);
-    m.sync();  // `src` goes out of scope
-  }
   // Per virtual state from here on (n * slots; slots = 1 without rescoring).
   const size_t nv = n * static_cast<size_t>(m.slots);
   m.best.resize(nv);

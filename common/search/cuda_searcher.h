@@ -41,16 +41,21 @@ namespace cuda {
 struct TpCounters;  // kernels/cuda/token_passing.cuh
 struct TpFrame;
 }  // namespace cuda
+class CudaSearchGraph;  // cuda_search_graph.h
 
 class CudaSearcher : public Searcher {
  public:
-  // Uploads the graph to device `device_id`. Throws BackendError when no
+  // Searches `graph` on device `device_id`: on `device_graph` when given
+  // (CudaSearchGraph::upload of this very graph on this device, shared with
+  // other searchers), else on its own upload. Throws BackendError when no
   // usable device answers or memory runs out, std::invalid_argument for a
-  // bad graph or options.
+  // bad graph or options, or a device graph of another graph or device.
   CudaSearcher(const SearchGraph& graph, const SearchOptions& options = {}, int device_id = 0,
-               LmRescorer* rescorer = nullptr);
+               LmRescorer* rescorer = nullptr,
+               std::shared_ptr<const CudaSearchGraph> device_graph = nullptr);
   // The host side keeps a reference: a temporary graph would dangle.
-  CudaSearcher(SearchGraph&&, const SearchOptions& = {}, int = 0, LmRescorer* = nullptr) = delete;
+  CudaSearcher(SearchGraph&&, const SearchOptions& = {}, int = 0, LmRescorer* = nullptr,
+               std::shared_ptr<const CudaSearchGraph> = nullptr) = delete;
   ~CudaSearcher() override;
 
   const char* name() const override { return "cuda"; }

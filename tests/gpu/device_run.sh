@@ -10,7 +10,7 @@
 #   .refaudio/         a copy of /usr/share/pocketsphinx/test/data
 # Writes logs and results under $OUT (default /tmp/gpuspeech-out).
 #
-# usage: tests/gpu/device_run.sh [all|build|test|refs|bench|profile|peer|decode|dtw|fmllr]...
+# usage: tests/gpu/device_run.sh [all|build|test|refs|bench|profile|peer|decode|streams|dtw|fmllr]...
 set -u -o pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$ROOT"
@@ -78,7 +78,7 @@ fi
 # The en-us graph (automatically pruned LM) takes minutes to compile: start
 # it as soon as the tool is built and let the tests run meanwhile.
 GRAPH_CACHE=/tmp/gpuspeech-graph-cache
-if (want decode || want fmllr) && [ -x $BUILD/tools/gpuspeech-mkgraph ]; then
+if (want decode || want fmllr || want streams) && [ -x $BUILD/tools/gpuspeech-mkgraph ]; then
   note "en-us graph compile (background)"
   TIMEV=(); [ -x /usr/bin/time ] && TIMEV=(/usr/bin/time -v)
   ( "${TIMEV[@]}" $BUILD/tools/gpuspeech-mkgraph --hmm .refmodel/en-us/en-us \
@@ -198,6 +198,41 @@ if want decode; then
     $D/librivox/*.wav 2>&1 >/dev/null | tail -8
   mkdir -p /tmp/decode-out && mv "$OUT"/*.trn "$OUT"/*.err "$OUT/mkgraph.log" /tmp/decode-out/ 2>/dev/null
   tar czf "$OUT/decode.tar.gz" -C /tmp/decode-out .
+fi
+if want streams; then
+  # Issue 14: N files decoded at once by one process (--streams N), the
+  # model, graph and (on cuda) the device graph shared; the LibriVox files
+  # STREAM_COPIES times over. Device memory: nvidia-smi's memory.used,
+  # sampled every 100 ms, its peak less the idle reading before the run.
+  note "streams: gpuspeech-transcribe --streams N, aggregate speed and device memory"
+  [ -n "${MKGRAPH_PID:-}" ] && wait $MKGRAPH_PID
+  T=$BUILD/tools/gpuspeech-transcribe
+  M=(--hmm .refmodel/en-us/en-us --dict .refmodel/en-us/cmudict-en-us.dict --cache $GRAPH_CACHE
+     --lm .refmodel/en-us/en-us.lm.bin)
+  rm -rf /tmp/streams && mkdir -p /tmp/streams
+  for ((c = 1; c <= ${STREAM_COPIES:-8}; c++)); do
+    for f in $GPUSPEECH_AUDIO_DIR/librivox/*.wav; do ln -s "$PWD/$f" "/tmp/streams/$(basename "$f" .wav)-$c.wav"; done
+  done
+  stream_run() {  # backend streams
+    local idle peak
+    idle=$(nvidia-smi --query-gpu=memory.used --format=csv,noheader,nounits | head -1)
+    nvidia-smi --query-gpu=memory.used --format=csv,noheader,nounits -lms 100 >/tmp/mem.log 2>/dev/null &
+    local sampler=$!
+    /usr/bin/time -f '%e s wall, %M KB peak RSS, %P CPU' -o /tmp/time.log $T "${M[@]}" --backend $1 \
+      --search $1 --streams $2 /tmp/streams/*.wav >"/tmp/streams.$1.$2.trn" 2>"/tmp/streams.$1.$2.err" || status=1
+    kill $sampler 2>/dev/null; wait $sampler 2>/dev/null
+    peak=$(sort -n /tmp/mem.log | tail -1)
+    echo "$1 streams $2: $(tail -1 /tmp/streams.$1.$2.err | sed 's/^gpuspeech-transcribe: //')"
+    echo "    process: $(cat /tmp/time.log); device memory: peak $((peak - idle)) MiB above idle"
+    if [ "$2" != 1 ]; then
+      cmp -s "/tmp/streams.$1.1.trn" "/tmp/streams.$1.$2.trn" && echo "    output identical to --streams 1" ||
+        { echo "    output DIFFERS from --streams 1"; status=1; }
+    fi
+  }
+  for n in ${STREAMS_CUDA:-1 2 4 8}; do stream_run cuda $n; done
+  for n in ${STREAMS_CPU:-1 4 8 16}; do stream_run cpu $n; done
+  cmp -s /tmp/streams.cpu.1.trn /tmp/streams.cuda.1.trn && echo "cpu and cuda outputs identical" ||
+    { echo "cpu and cuda outputs DIFFER"; status=1; }
 fi
 if want fmllr; then
   note "fMLLR: statistics, estimation and application, every backend"

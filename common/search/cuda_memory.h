@@ -1,0 +1,124 @@
+// Device memory helpers of the CUDA search (built only with CUDA): owning
+// arrays in device, page-locked and mapped host memory, and the error check
+// that turns a CUDA status into a BackendError.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstddef>
+#include <string>
+#include <vector>
+
+#include "common/backend.h"
+
+namespace gpuspeech {
+namespace cuda_memory {
+
+inline void check(cudaError_t status, const char* call) {
+  if (status != cudaSuccess)
+    throw BackendError(std::string("cuda search: ") + call + " failed: " +
+                       cudaGetErrorName(status) + " (" + cudaGetErrorString(status) + ")");
+}
+
+// Device memory of n T's, freed on destruction.
+template <typename T>
+class DeviceArray {
+ public:
+  DeviceArray() = default;
+  explicit DeviceArray(size_t n) { resize(n); }
+  ~DeviceArray() { release(); }
+  DeviceArray(const DeviceArray&) = delete;
+  DeviceArray& operator=(const DeviceArray&) = delete;
+
+  void resize(size_t n) {
+    release();
+    if (n > 0) check(cudaMalloc(reinterpret_cast<void**>(&ptr_), n * sizeof(T)), "cudaMalloc");
+    size_ = n;
+  }
+  T* get() const { return ptr_; }
+  size_t size() const { return size_; }
+
+ private:
+  void release() {
+    if (ptr_ != nullptr) cudaFree(ptr_);
+    ptr_ = nullptr;
+    size_ = 0;
+  }
+  T* ptr_ = nullptr;
+  size_t size_ = 0;
+};
+
+// Page-locked host memory, so transfers are real asynchronous DMA.
+template <typename T>
+class PinnedArray {
+ public:
+  PinnedArray() = default;
+  ~PinnedArray() { release(); }
+  PinnedArray(const PinnedArray&) = delete;
+  PinnedArray& operator=(const PinnedArray&) = delete;
+
+  void resize(size_t n) {
+    release();
+    if (n > 0) check(cudaMallocHost(reinterpret_cast<void**>(&ptr_), n * sizeof(T)), "cudaMallocHost");
+    size_ = n;
+  }
+  T* get() const { return ptr_; }
+  size_t size() const { return size_; }
+
+ private:
+  void release() {
+    if (ptr_ != nullptr) cudaFreeHost(ptr_);
+    ptr_ = nullptr;
+    size_ = 0;
+  }
+  T* ptr_ = nullptr;
+  size_t size_ = 0;
+};
+
+// Page-locked host memory that kernels read and write in place (mapped
+// into the device's address space): the word-end events and offers of a
+// rescoring round, a few hundred small structs, cross the bus as the
+// kernels touch them, with no copy operation to queue or wait for.
+template <typename T>
+class MappedArray {
+ public:
+  MappedArray() = default;
+  ~MappedArray() { release(); }
+  MappedArray(const MappedArray&) = delete;
+  MappedArray& operator=(const MappedArray&) = delete;
+
+  void resize(size_t n) {
+    release();
+    if (n == 0) return;
+    check(cudaHostAlloc(reinterpret_cast<void**>(&host_), n * sizeof(T), cudaHostAllocMapped),
+          "cudaHostAlloc (mapped)");
+    size_ = n;
+    check(cudaHostGetDevicePointer(reinterpret_cast<void**>(&device_), host_, 0),
+          "cudaHostGetDevicePointer");
+  }
+  T* host() const { return host_; }
+  T* device() const { return device_; }
+  size_t size() const { return size_; }
+
+ private:
+  void release() {
+    if (host_ != nullptr) cudaFreeHost(host_);
+    host_ = device_ = nullptr;
+    size_ = 0;
+  }
+  T* host_ = nullptr;
+  T* device_ = nullptr;
+  size_t size_ = 0;
+};
+
+template <typename T>
+inline void upload(DeviceArray<T>& dst, const std::vector<T>& src, cudaStream_t stream) {
+  dst.resize(src.size());
+  if (!src.empty())
+    check(cudaMemcpyAsync(dst.get(), src.data(), src.size() * sizeof(T), cudaMemcpyHostToDevice,
+                          stream),
+          "cudaMemcpyAsync (graph)");
+}
+
+}  // namespace cuda_memory
+}  // namespace gpuspeech
