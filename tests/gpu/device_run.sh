@@ -211,7 +211,7 @@ if want streams; then
      --lm .refmodel/en-us/en-us.lm.bin)
   rm -rf /tmp/streams && mkdir -p /tmp/streams
   for ((c = 1; c <= ${STREAM_COPIES:-8}; c++)); do
-    for f in $GPUSPEECH_AUDIO_DIR/librivox/*.wav; do ln -s "$PWD/$f" "/tmp/streams/$(basename "$f" .wav)-$c.wav"; done
+    for f in $GPUSPEECH_AUDIO_DIR/librivox/*.wav; do ln -s "$f" "/tmp/streams/$(basename "$f" .wav)-$c.wav"; done
   done
   stream_run() {  # backend streams
     local idle peak
