@@ -213,23 +213,32 @@ if want streams; then
   for ((c = 1; c <= ${STREAM_COPIES:-8}; c++)); do
     for f in $GPUSPEECH_AUDIO_DIR/librivox/*.wav; do ln -s "$f" "/tmp/streams/$(basename "$f" .wav)-$c.wav"; done
   done
-  stream_run() {  # backend streams
-    local idle peak
+  stream_run() {  # backend streams [VAR=value...]
+    local idle peak b=$1 n=$2
+    shift 2
+    local envs=("$@")
     idle=$(nvidia-smi --query-gpu=memory.used --format=csv,noheader,nounits | head -1)
     nvidia-smi --query-gpu=memory.used --format=csv,noheader,nounits -lms 100 >/tmp/mem.log 2>/dev/null &
     local sampler=$!
-    /usr/bin/time -f '%e s wall, %M KB peak RSS, %P CPU' -o /tmp/time.log $T "${M[@]}" --backend $1 \
-      --search $1 --streams $2 /tmp/streams/*.wav >"/tmp/streams.$1.$2.trn" 2>"/tmp/streams.$1.$2.err" || status=1
+    env "${envs[@]}" /usr/bin/time -f '%e s wall, %M KB peak RSS, %P CPU' -o /tmp/time.log $T "${M[@]}" \
+      --backend $b --search $b --streams $n /tmp/streams/*.wav >"/tmp/streams.$b.$n.trn" \
+      2>"/tmp/streams.$b.$n.err" || status=1
     kill $sampler 2>/dev/null; wait $sampler 2>/dev/null
     peak=$(sort -n /tmp/mem.log | tail -1)
-    echo "$1 streams $2: $(tail -1 /tmp/streams.$1.$2.err | sed 's/^gpuspeech-transcribe: //')"
+    echo "$b streams $n ${envs[*]}: $(tail -1 /tmp/streams.$b.$n.err | sed 's/^gpuspeech-transcribe: //')"
     echo "    process: $(cat /tmp/time.log); device memory: peak $((peak - idle)) MiB above idle"
-    if [ "$2" != 1 ]; then
-      cmp -s "/tmp/streams.$1.1.trn" "/tmp/streams.$1.$2.trn" && echo "    output identical to --streams 1" ||
+    if [ "$n" != 1 ] || [ ${#envs[@]} -gt 0 ]; then
+      cmp -s "/tmp/streams.$b.1.trn" "/tmp/streams.$b.$n.trn" && echo "    output identical to --streams 1" ||
         { echo "    output DIFFERS from --streams 1"; status=1; }
     fi
   }
   for n in ${STREAMS_CUDA:-1 2 4 8}; do stream_run cuda $n; done
+  # STREAMS_CUDA_BLOCKS="N:B ...": N streams with B blocks a round kernel
+  # (GPUSPEECH_CUDA_ROUND_BLOCKS), so that several streams' round kernels
+  # fit on the device at once.
+  for nb in ${STREAMS_CUDA_BLOCKS:-}; do
+    stream_run cuda ${nb%%:*} GPUSPEECH_CUDA_ROUND_BLOCKS=${nb##*:}
+  done
   for n in ${STREAMS_CPU:-1 4 8 16}; do stream_run cpu $n; done
   cmp -s /tmp/streams.cpu.1.trn /tmp/streams.cuda.1.trn && echo "cpu and cuda outputs identical" ||
     { echo "cpu and cuda outputs DIFFER"; status=1; }
