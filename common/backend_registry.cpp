@@ -37,6 +37,17 @@ std::vector<BackendInfo> list_backends() {
   return out;
 }
 
+int backend_device_count(const std::string& name) {
+  if (name == "cpu") return 1;
+#ifdef GPUSPEECH_HAVE_CUDA
+  if (name == "cuda") return cuda_device_count();
+#endif
+#ifdef GPUSPEECH_HAVE_OPENCL
+  if (name == "opencl") return opencl_device_count();
+#endif
+  return 0;
+}
+
 BackendPtr open_backend(const std::string& name, int device_id,
                         std::string* why) {
   if (device_id < 0)

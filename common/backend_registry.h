@@ -31,15 +31,22 @@ const char* backend_choices();  // "auto|cuda|opencl|cpu"
 BackendPtr open_backend(const std::string& name, int device_id = 0,
                         std::string* why = nullptr);
 
+// Devices backend `name` can open ("cuda", "opencl": the device ids
+// 0..count-1 open_backend takes; "cpu": 1; 0 for a backend not compiled in,
+// without a driver or devices, or an unknown name). Never throws.
+int backend_device_count(const std::string& name);
+
 // Per-backend factories (backends/*.cpp). The cuda and opencl ones exist
 // only when compiled in; they throw BackendError when no device is usable.
 BackendPtr make_cpu_backend();
 #ifdef GPUSPEECH_HAVE_OPENCL
 // gpu_only: accept only CL_DEVICE_TYPE_GPU devices (used by auto).
 BackendPtr make_opencl_backend(int device_id, bool gpu_only = false);
+int opencl_device_count();  // every device of every platform; 0 on any failure
 #endif
 #ifdef GPUSPEECH_HAVE_CUDA
 BackendPtr make_cuda_backend(int device_id);
+int cuda_device_count();  // 0 when the runtime finds no device or fails
 #endif
 
 }  // namespace gpuspeech

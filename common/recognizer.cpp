@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "common/backend_registry.h"
+#include "common/engine/device_placement.h"
 #include "common/engine/resource_cache.h"
 #include "common/feature_pipeline.h"
 #include "common/gaussian_scoring.h"
@@ -57,7 +58,11 @@ ResourceOptions RecognizerConfig::resource_options() const {
 }
 
 struct Recognizer::Impl {
+  // With device id -1, the device this stream was placed on; first, so that
+  // it is released after everything on the device is gone.
+  DeviceLease device_lease;
   std::shared_ptr<const RecognitionResources> res;  // model, graph, LMs (shared)
+  bool res_shared = false;  // res was held by another stream already
   BackendPtr backend;
   std::unique_ptr<GaussianScorer> scorer;
   // recognize()'s front end, made on first use and kept: on a device its
@@ -96,7 +101,7 @@ Recognizer::Recognizer(const RecognizerConfig& config, std::string* log)
     : config_(config), impl_(std::make_unique<Impl>()) {
   config_.search.validate();
   if (config_.nbest < 0) throw std::invalid_argument("recognizer: nbest must be >= 0");
-  impl_->res = acquire_recognition_resources(config_.resource_options(), log);
+  impl_->res = acquire_recognition_resources(config_.resource_options(), log, &impl_->res_shared);
   open_stream(log);
 }
 
@@ -118,12 +123,14 @@ Recognizer::Recognizer(std::shared_ptr<const RecognitionResources> resources,
   config_.cache_dir = r.cache_dir;
   config_.rescore_with_full_lm = r.rescore_with_full_lm;
   impl_->res = std::move(resources);
+  impl_->res_shared = true;  // the caller holds them
   open_stream(log);
 }
 
 void Recognizer::open_stream(std::string* log) {
   Impl& m = *impl_;
   const RecognitionResources& res = *m.res;
+  if (config_.device_id < 0) place_on_device(log);
   m.rescorer = res.make_rescorer();
   if (m.rescorer)
     append_log(log, "word-end rescoring with the full LM " + config_.grammar + " (" +
@@ -188,11 +195,38 @@ void Recognizer::open_stream(std::string* log) {
   reset();
 }
 
+// Device id -1: the device of the stream's backend with the fewest streams
+// (device_placement.h). The backend is the scoring one when it is a device
+// backend ("auto" meaning cuda when a CUDA device answers), else cuda when
+// the search runs there; on the CPU alone, device 0 (unused).
+void Recognizer::place_on_device(std::string* log) {
+  if (config_.device_id != -1)
+    throw std::invalid_argument("recognizer: device id must be >= 0, or -1 to choose, got " +
+                                std::to_string(config_.device_id));
+  std::string kind = config_.scoring_backend;
+  if (kind == "auto") kind = backend_device_count("cuda") > 0 ? "cuda" : "auto";
+  if (kind != "cuda" && kind != "opencl" && config_.search_backend == "cuda") kind = "cuda";
+  const int count = kind == "cuda" || kind == "opencl" ? backend_device_count(kind) : 0;
+  if (count == 0) {
+    config_.device_id = 0;
+    return;
+  }
+  impl_->device_lease = DeviceLease(process_device_placement(kind, count));
+  config_.device_id = impl_->device_lease.device();
+  std::string load;
+  for (int n : process_device_placement(kind, count).streams_per_device())
+    load += (load.empty() ? "" : ", ") + std::to_string(n);
+  append_log(log, "device-id -1: placed on " + kind + " device " +
+                      std::to_string(config_.device_id) + " of " + std::to_string(count) +
+                      " (streams per device now: " + load + ")");
+}
+
 Recognizer::~Recognizer() = default;
 
 const std::shared_ptr<const RecognitionResources>& Recognizer::resources() const {
   return impl_->res;
 }
+bool Recognizer::resources_were_shared() const { return impl_->res_shared; }
 const FeatureOptions& Recognizer::feature_options() const { return impl_->res->feature_options(); }
 int Recognizer::feature_dim() const { return impl_->res->feature_dim(); }
 const SearchGraph& Recognizer::graph() const { return impl_->res->graph(); }

@@ -54,6 +54,9 @@ struct RecognizerConfig {
   std::string scoring_backend = "auto";  // auto|cuda|opencl|cpu
   // "cpu", "cuda", or "auto": cuda when scoring runs on cuda, else cpu.
   std::string search_backend = "auto";
+  // Device index for cuda/opencl; -1: the least-loaded device of the
+  // backend in this process (device_placement.h), config().device_id then
+  // says which.
   int device_id = 0;
   // Gaussian selection in scoring (ScorerOptions::top_n, pocketsphinx
   // -topn, whose default this is): each codebook's top_n best Gaussians per
@@ -134,6 +137,9 @@ class Recognizer {
   const RecognizerConfig& config() const { return config_; }
   // The shared, immutable part of this stream.
   const std::shared_ptr<const RecognitionResources>& resources() const;
+  // True when another stream held these resources already when this one
+  // was made (they were not loaded for it).
+  bool resources_were_shared() const;
   // The front end the model expects, and its output width.
   const FeatureOptions& feature_options() const;
   int feature_dim() const;
@@ -201,6 +207,8 @@ class Recognizer {
  private:
   // Everything per stream, on the resources in impl_.
   void open_stream(std::string* log);
+  // device_id -1: picks the device (device_placement.h).
+  void place_on_device(std::string* log);
   // Takes the shared dictionary and makes the aligner (once).
   void make_aligner(std::string* log);
 

@@ -90,7 +90,10 @@
  * - `grammar-kind` (string): "lm", "jsgf", "fsg" or "kws".
  * - `graph-states`, `graph-arcs` (guint64): size of the search graph.
  * - `backend` (string), `device` (string), `search` (string): where
- *   scoring and search run.
+ *   scoring and search run; `device-id` (gint): the device index (the one
+ *   chosen when the `device-id` property is -1).
+ * - `shared` (gboolean): TRUE when the model, graph and LM were already
+ *   loaded by another decoder of this process and are shared with it.
  * - `load-seconds` (gdouble): how long loading took.
  *
  * Upstream event `gpuspeech-alignment` (gst/gpuspeech_alignment_event.h,
@@ -644,7 +647,9 @@ gst_gpu_decoder_class_init (GstGpuDecoderClass * klass)
           (gint) gpuspeech::BackendChoice::kAuto, rw));
   g_object_class_install_property (gobject_class, PROP_DEVICE_ID,
       g_param_spec_int ("device-id", "Device",
-          "Device index for the cuda and opencl backends", 0, G_MAXINT, 0,
+          "Device index for the cuda and opencl backends; -1: the device "
+          "with the fewest decoders of this process (placed when the model "
+          "loads; the gpudecoder-model message names it)", -1, G_MAXINT, 0,
           rw));
   g_object_class_install_property (gobject_class, PROP_NBEST,
       g_param_spec_int ("nbest", "N-best",
@@ -2041,6 +2046,9 @@ load_model (GstGpuDecoder * self)
               "backend", G_TYPE_STRING, b.name (),
               "device", G_TYPE_STRING, b.device_name ().c_str (),
               "search", G_TYPE_STRING, self->recognizer->search_backend (),
+              "device-id", G_TYPE_INT, self->recognizer->config ().device_id,
+              "shared", G_TYPE_BOOLEAN,
+              (gboolean) self->recognizer->resources_were_shared (),
               "load-seconds", G_TYPE_DOUBLE, seconds, NULL)));
   return TRUE;
 }

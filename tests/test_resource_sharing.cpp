@@ -65,6 +65,8 @@ TEST_F(ResourceSharing, SameFilesShareOneCopyWhileHeld) {
   EXPECT_EQ(&a->graph(), &b->graph());
   EXPECT_EQ(&a->acoustic_model(), &b->acoustic_model());
   EXPECT_EQ(recognition_resources_alive(), before + 1);
+  EXPECT_FALSE(a->resources_were_shared());
+  EXPECT_TRUE(b->resources_were_shared());
   EXPECT_NE(log_b.find("shared with the streams already using them"), std::string::npos) << log_b;
   EXPECT_EQ(log_a.find("shared with"), std::string::npos) << log_a;
   // The second stream's log still says what the resources are.
@@ -225,6 +227,20 @@ TEST_F(ResourceSharing, StreamOnGivenResourcesUsesThem) {
   EXPECT_EQ(b.recognize(audio.samples.data(), static_cast<int64_t>(audio.samples.size())).text(),
             "go forward ten meters");
   EXPECT_THROW(Recognizer(nullptr, c), std::invalid_argument);
+}
+
+// Device id -1 on the CPU backend: nothing to place, device 0, and the
+// stream decodes as any other; an id below -1 is refused.
+TEST_F(ResourceSharing, DeviceMinusOneOnTheCpu) {
+  RecognizerConfig c = jsgf_config(gram_);
+  c.device_id = -1;
+  Recognizer r(c);
+  EXPECT_EQ(r.config().device_id, 0);
+  const AudioData audio = read_raw_s16le_file(raw_, 16000);
+  EXPECT_EQ(r.recognize(audio.samples.data(), static_cast<int64_t>(audio.samples.size())).text(),
+            "go forward ten meters");
+  c.device_id = -2;
+  EXPECT_THROW(Recognizer{c}, std::invalid_argument);
 }
 
 // CUDA streams on shared resources search one device copy of the graph

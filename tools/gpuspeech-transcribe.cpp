@@ -128,7 +128,8 @@ Devices:
   --backend B           scoring backend: auto (default) | cuda | opencl | cpu
   --search S            search: auto (cuda when scoring on cuda, else cpu) |
                         cpu | cuda
-  --device-id N         device index (default 0)
+  --device-id N         device index (default 0); -1: each stream on the device
+                        with the fewest streams (several GPUs)
   --streams N           decode N files at once, each stream on its own thread,
                         all sharing one copy of the model, graph and LM
                         (default: one per CPU core, at most one per file, when

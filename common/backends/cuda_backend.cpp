@@ -568,6 +568,11 @@ class CudaBackend : public Backend {
 
 }  // namespace
 
+int cuda_device_count() {
+  int count = 0;
+  return cudaGetDeviceCount(&count) == cudaSuccess ? count : 0;
+}
+
 BackendPtr make_cuda_backend(int device_id) {
   return BackendPtr(new CudaBackend(device_id));
 }

@@ -750,6 +750,14 @@ class OpenclBackend : public Backend {
 
 }  // namespace
 
+int opencl_device_count() {
+  try {
+    return static_cast<int>(enumerate_devices().size());
+  } catch (const std::exception&) {
+    return 0;
+  }
+}
+
 BackendPtr make_opencl_backend(int device_id, bool gpu_only) {
   if (device_id < 0)
     throw BackendError("opencl: device-id must be >= 0, got " + std::to_string(device_id));
