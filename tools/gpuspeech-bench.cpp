@@ -1,5 +1,6 @@
 // gpuspeech-bench: throughput of batch feature extraction and of acoustic
-// scoring per backend.
+// scoring per backend; fMLLR; many streams decoding at once
+// (`gpuspeech-bench decode`, tools/bench_decode.cpp).
 //
 //   gpuspeech-bench features [--backend all|auto|cuda|opencl|cpu]
 //       [--device-id N] [--utts 512] [--cpu-utts 4] [--seconds 30]
@@ -53,6 +54,8 @@
 // frames against apply_fmllr_reference; a backend off by more than 1e-3
 // (statistics, relative to each block's largest entry) or 1e-4 (frames)
 // fails the run.
+#include "tools/bench_decode.h"
+
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -107,7 +110,9 @@ struct BenchOptions {
                "       gpuspeech-bench fmllr [--backend all|%s] [--device-id N]\n"
                "         [--frames 20000] [--cpu-frames 2000] [--block 1024] [--senones 5126]\n"
                "         [--codebooks 42] [--gaussians 128] [--streams 3] [--dim 39]\n"
-               "         [--reps 5] [--warmup 1] [--seed 1]\n",
+               "         [--reps 5] [--warmup 1] [--seed 1]\n"
+               "       gpuspeech-bench decode [--streams N] [--backend B] [--search S] [--live]\n"
+               "         [--seconds S] [--block-ms MS] [--partial-ms MS] [model options] FILE...\n",
                error.c_str(), backend_choices(), backend_choices(), backend_choices());
   std::exit(2);
 }
@@ -771,13 +776,14 @@ int bench_fmllr(const FmllrBenchOptions& o) {
 }  // namespace gpuspeech
 
 int main(int argc, char** argv) {
-  if (argc < 2) gpuspeech::usage("missing command ('features', 'scoring' or 'fmllr')");
+  if (argc < 2) gpuspeech::usage("missing command ('features', 'scoring', 'fmllr' or 'decode')");
   const std::string command = argv[1];
   try {
     if (command == "features") return gpuspeech::bench_features(gpuspeech::parse_args(argc, argv));
     if (command == "scoring")
       return gpuspeech::bench_scoring(gpuspeech::parse_scoring_args(argc, argv));
     if (command == "fmllr") return gpuspeech::bench_fmllr(gpuspeech::parse_fmllr_args(argc, argv));
+    if (command == "decode") return gpuspeech::bench_decode(argc, argv);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "gpuspeech-bench: %s\n", e.what());
     return 1;

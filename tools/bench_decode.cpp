@@ -1,0 +1,288 @@
+// gpuspeech-bench decode: many streams decoding at once in one process
+// (issue 14's benchmark), as fast as they can (aggregate real-time factor)
+// or each fed at real time (how far partial hypotheses lag their audio).
+//
+//   gpuspeech-bench decode [--streams N] [--backend B] [--search S]
+//       [--device-id N] [--hmm DIR] [--dict FILE] [--lm FILE | --jsgf FILE]
+//       [--cache DIR] [--live] [--seconds S] [--block-ms 100]
+//       [--partial-ms 200] FILE...
+//
+// Every stream is a Recognizer on the shared resources (the first loads
+// them), on its own thread. Batch (default): the FILEs are handed out in
+// order to whichever stream is free; reported: the decoding wall time, the
+// audio, the aggregate real-time factor and times real time, the streams'
+// summed busy time, the process's CPU use over the run and its peak
+// resident memory. Live (--live): stream k decodes FILE k mod n, looped to
+// --seconds of audio, pushed in blocks of --block-ms at the pace the
+// audio would arrive (each block when its last sample would have been
+// recorded, or at once if the stream is behind), with a partial result
+// every --partial-ms of audio. The lag of a block is the wall time from
+// its arrival to the end of its decoding (and of the partial that follows
+// it); reported: p50, p99 and the worst over all streams' blocks, and
+// whether every stream kept up (its last block's lag under a second).
+// Features are computed before the clock starts (the front end is not what
+// this measures). The RESULT line is for scripts.
+#include "tools/bench_decode.h"
+
+#include <sys/resource.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <memory>
+#include <mutex>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "common/recognizer.h"
+#include "common/wav_reader.h"
+
+namespace gpuspeech {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+struct DecodeBenchOptions {
+  RecognizerConfig config = RecognizerConfig::en_us_defaults();
+  int streams = 1;
+  bool live = false;
+  double seconds = 30.0;
+  int block_ms = 100;
+  int partial_ms = 200;
+  std::vector<std::string> files;
+};
+
+[[noreturn]] void decode_usage(const std::string& error) {
+  std::fprintf(stderr,
+               "gpuspeech-bench decode: %s\n"
+               "usage: gpuspeech-bench decode [--streams N] [--backend B] [--search S] "
+               "[--device-id N]\n"
+               "       [--hmm DIR] [--dict FILE] [--lm FILE | --jsgf FILE] [--cache DIR]\n"
+               "       [--live] [--seconds S] [--block-ms MS] [--partial-ms MS] FILE...\n",
+               error.c_str());
+  std::exit(2);
+}
+
+int int_arg(const std::string& flag, const char* v, int lo, int hi) {
+  char* end = nullptr;
+  const long x = std::strtol(v, &end, 10);
+  if (end == v || *end != '\0' || x < lo || x > hi)
+    decode_usage(flag + " needs an integer in " + std::to_string(lo) + ".." + std::to_string(hi) +
+                 ", got '" + v + "'");
+  return static_cast<int>(x);
+}
+
+DecodeBenchOptions parse_decode_args(int argc, char** argv) {
+  DecodeBenchOptions o;
+  for (int i = 2; i < argc; ++i) {
+    const std::string a = argv[i];
+    auto value = [&]() -> const char* {
+      if (i + 1 >= argc) decode_usage(a + " needs a value");
+      return argv[++i];
+    };
+    if (a == "--streams") o.streams = int_arg(a, value(), 1, 4096);
+    else if (a == "--backend") o.config.scoring_backend = value();
+    else if (a == "--search") o.config.search_backend = value();
+    else if (a == "--device-id") o.config.device_id = int_arg(a, value(), -1, 1 << 20);
+    else if (a == "--hmm") o.config.model_dir = value();
+    else if (a == "--dict") o.config.dictionary = value();
+    else if (a == "--lm") {
+      o.config.grammar_kind = GrammarKind::kNgram;
+      o.config.grammar = value();
+    } else if (a == "--jsgf") {
+      o.config.grammar_kind = GrammarKind::kJsgf;
+      o.config.grammar = value();
+    } else if (a == "--cache") o.config.cache_dir = value();
+    else if (a == "--live") o.live = true;
+    else if (a == "--seconds") {
+      const char* v = value();
+      char* end = nullptr;
+      o.seconds = std::strtod(v, &end);
+      if (end == v || *end != '\0' || !(o.seconds > 0.0 && o.seconds < 1e6))
+        decode_usage("--seconds needs a positive number, got '" + std::string(v) + "'");
+    } else if (a == "--block-ms") o.block_ms = int_arg(a, value(), 10, 10000);
+    else if (a == "--partial-ms") o.partial_ms = int_arg(a, value(), 10, 100000);
+    else if (!a.empty() && a[0] == '-') decode_usage("unknown option " + a);
+    else o.files.push_back(a);
+  }
+  if (o.files.empty()) decode_usage("no input files");
+  return o;
+}
+
+double cpu_seconds() {
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  return u.ru_utime.tv_sec + u.ru_utime.tv_usec / 1e6 + u.ru_stime.tv_sec + u.ru_stime.tv_usec / 1e6;
+}
+
+// Peak resident set of this process, MiB (VmHWM).
+double peak_rss_mib() {
+  std::ifstream in("/proc/self/status");
+  std::string line;
+  while (std::getline(in, line))
+    if (line.rfind("VmHWM:", 0) == 0) return std::strtod(line.c_str() + 6, nullptr) / 1024.0;
+  return 0.0;
+}
+
+double percentile(std::vector<double> v, double p) {
+  if (v.empty()) return 0.0;
+  std::sort(v.begin(), v.end());
+  const size_t i = std::min(v.size() - 1, static_cast<size_t>(p * (v.size() - 1) + 0.5));
+  return v[i];
+}
+
+struct Utterance {
+  std::vector<float> feats;  // frames x dim
+  int64_t frames = 0;
+  double seconds = 0.0;
+};
+
+Utterance load_utterance(Recognizer& rec, const std::string& path) {
+  const int rate = static_cast<int>(rec.feature_options().frame.sample_rate);
+  AudioData a = path.size() > 4 && path.compare(path.size() - 4, 4, ".wav") == 0
+                    ? read_wav_file(path)
+                    : read_raw_s16le_file(path, rate);
+  if (a.sample_rate != rate)
+    throw std::runtime_error(path + ": sample rate " + std::to_string(a.sample_rate) +
+                             " Hz, the model's is " + std::to_string(rate));
+  Utterance u;
+  u.feats = rec.compute_features(a.samples.data(), static_cast<int64_t>(a.samples.size()));
+  u.frames = static_cast<int64_t>(u.feats.size()) / rec.feature_dim();
+  u.seconds = static_cast<double>(a.samples.size()) / rate;
+  return u;
+}
+
+}  // namespace
+
+int bench_decode(int argc, char** argv) {
+  const DecodeBenchOptions o = parse_decode_args(argc, argv);
+  const auto t_load = Clock::now();
+  std::string log;
+  std::vector<std::unique_ptr<Recognizer>> streams;
+  streams.push_back(std::make_unique<Recognizer>(o.config, &log));
+  const double load_s = std::chrono::duration<double>(Clock::now() - t_load).count();
+  const auto t_streams = Clock::now();
+  for (int k = 1; k < o.streams; ++k)
+    streams.push_back(std::make_unique<Recognizer>(streams[0]->resources(), o.config));
+  const double streams_s = std::chrono::duration<double>(Clock::now() - t_streams).count();
+  Recognizer& first = *streams[0];
+  std::vector<Utterance> utts;
+  for (const std::string& f : o.files) utts.push_back(load_utterance(first, f));
+  const int dim = first.feature_dim();
+  const double frame_s = first.feature_options().frame.frame_shift_ms / 1000.0;
+  std::printf("decode: %d stream%s, scoring %s, search %s; loading %.2f s, %d more streams %.2f s\n",
+              o.streams, o.streams == 1 ? "" : "s", first.scoring_backend().name(),
+              first.search_backend(), load_s, o.streams - 1, streams_s);
+
+  std::mutex mutex;  // guards errors, lags, busy
+  std::vector<std::string> errors;
+  std::vector<double> lags;
+  std::vector<double> last_lags(static_cast<size_t>(o.streams), 0.0);
+  double busy = 0.0, audio = 0.0;
+  std::atomic<size_t> next{0};
+  const double cpu0 = cpu_seconds();
+  const auto t0 = Clock::now();
+
+  auto batch_stream = [&](int k) {
+    Recognizer& rec = *streams[k];
+    double my_busy = 0.0, my_audio = 0.0;
+    for (size_t i = next++; i < utts.size(); i = next++) {
+      const auto s0 = Clock::now();
+      rec.reset();
+      rec.push_features(utts[i].feats.data(), utts[i].frames);
+      rec.finish();
+      my_busy += std::chrono::duration<double>(Clock::now() - s0).count();
+      my_audio += utts[i].seconds;
+    }
+    std::lock_guard<std::mutex> lock(mutex);
+    busy += my_busy;
+    audio += my_audio;
+  };
+  auto live_stream = [&](int k) {
+    Recognizer& rec = *streams[k];
+    const Utterance& u = utts[static_cast<size_t>(k) % utts.size()];
+    const int64_t block = std::max<int64_t>(1, static_cast<int64_t>(o.block_ms / 1000.0 / frame_s + 0.5));
+    const int64_t partial_every = std::max<int64_t>(1, static_cast<int64_t>(o.partial_ms / 1000.0 / frame_s + 0.5));
+    const int64_t total = static_cast<int64_t>(o.seconds / frame_s);
+    std::vector<double> my_lags;
+    double my_busy = 0.0;
+    rec.reset();
+    int64_t pushed = 0, in_utt = 0, since_partial = 0;
+    while (pushed < total) {
+      if (in_utt == u.frames) {  // the file ends: its result, then again
+        rec.finish();
+        rec.reset();
+        in_utt = 0;
+      }
+      const int64_t n = std::min({block, u.frames - in_utt, total - pushed});
+      const auto arrival = t0 + std::chrono::duration_cast<Clock::duration>(
+                                    std::chrono::duration<double>((pushed + n) * frame_s));
+      std::this_thread::sleep_until(arrival);
+      const auto s0 = Clock::now();
+      rec.push_features(u.feats.data() + in_utt * dim, n);
+      since_partial += n;
+      if (since_partial >= partial_every) {
+        rec.partial();
+        since_partial = 0;
+      }
+      const auto done = Clock::now();
+      my_busy += std::chrono::duration<double>(done - s0).count();
+      my_lags.push_back(std::chrono::duration<double>(done - arrival).count());
+      pushed += n;
+      in_utt += n;
+    }
+    rec.finish();
+    std::lock_guard<std::mutex> lock(mutex);
+    lags.insert(lags.end(), my_lags.begin(), my_lags.end());
+    last_lags[static_cast<size_t>(k)] = my_lags.empty() ? 0.0 : my_lags.back();
+    busy += my_busy;
+    audio += static_cast<double>(pushed) * frame_s;
+  };
+  std::vector<std::thread> threads;
+  for (int k = 0; k < o.streams; ++k)
+    threads.emplace_back([&, k] {
+      try {
+        if (o.live) live_stream(k);
+        else batch_stream(k);
+      } catch (const std::exception& e) {
+        std::lock_guard<std::mutex> lock(mutex);
+        errors.push_back("stream " + std::to_string(k) + ": " + e.what());
+      }
+    });
+  for (std::thread& t : threads) t.join();
+  const double wall = std::chrono::duration<double>(Clock::now() - t0).count();
+  const double cpu = cpu_seconds() - cpu0;
+  for (const std::string& e : errors) std::fprintf(stderr, "gpuspeech-bench decode: %s\n", e.c_str());
+  const double rtf = audio > 0 ? wall / audio : 0.0;
+  std::printf("decode: %.2f s of audio in %.3f s: RTF %.5f, %.1fx real time; streams busy %.3f s "
+              "in all; CPU %.0f %% of one core; peak RSS %.0f MiB\n",
+              audio, wall, rtf, rtf > 0 ? 1.0 / rtf : 0.0, busy, wall > 0 ? 100.0 * cpu / wall : 0.0,
+              peak_rss_mib());
+  double p50 = 0, p99 = 0, worst = 0;
+  bool kept_up = true;
+  if (o.live) {
+    p50 = percentile(lags, 0.50);
+    p99 = percentile(lags, 0.99);
+    worst = percentile(lags, 1.0);
+    for (double l : last_lags) kept_up = kept_up && l < 1.0;
+    std::printf("live: %zu blocks of %d ms, partial every %d ms: lag p50 %.1f ms, p99 %.1f ms, "
+                "worst %.1f ms; every stream kept up: %s\n",
+                lags.size(), o.block_ms, o.partial_ms, p50 * 1e3, p99 * 1e3, worst * 1e3,
+                kept_up ? "yes" : "no");
+  }
+  std::printf("RESULT bench=decode streams=%d scoring=%s search=%s live=%d audio_s=%.3f wall_s=%.4f "
+              "rtf=%.6f xrt=%.2f cpu_pct=%.1f peak_rss_mib=%.1f lag_p50_ms=%.2f lag_p99_ms=%.2f "
+              "lag_max_ms=%.2f kept_up=%d errors=%zu\n",
+              o.streams, first.scoring_backend().name(), first.search_backend(), o.live ? 1 : 0,
+              audio, wall, rtf, rtf > 0 ? 1.0 / rtf : 0.0, wall > 0 ? 100.0 * cpu / wall : 0.0,
+              peak_rss_mib(), p50 * 1e3, p99 * 1e3, worst * 1e3, kept_up ? 1 : 0, errors.size());
+  return errors.empty() ? 0 : 1;
+}
+
+}  // namespace gpuspeech
