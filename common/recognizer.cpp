@@ -169,7 +169,7 @@ void Recognizer::open_stream(std::string* log) {
   }
   // Which senones are silence and noise: partial() then tells a path in
   // silence from one inside a word (Hypothesis::trailing_silence_frames).
-  m.searcher->set_filler_senones(res.filler_senones());
+  m.searcher->set_state_kinds(res.state_kinds());
   if (config_.keep_features_for_alignment) make_aligner(log);
   append_log(log, std::string("scoring on ") + m.backend->name() + " (" +
                       m.backend->device_name() + "), search on " + m.searcher->name());

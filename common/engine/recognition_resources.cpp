@@ -18,6 +18,7 @@
 #include "common/model/vocabulary_check.h"
 #include "common/search/graph_cache.h"
 #include "common/search/lm_rescorer.h"
+#include "common/search/token_passing.h"
 #include "common/search/word_grammar.h"
 
 namespace gpuspeech {
@@ -233,6 +234,7 @@ std::shared_ptr<const RecognitionResources> RecognitionResources::load(
     if (mdef.is_filler(p))
       for (int s : mdef.senones_of(p))
         if (s >= 0 && static_cast<size_t>(s) < r.filler_senones_.size()) r.filler_senones_[s] = 1;
+  r.state_kinds_ = Searcher::state_kinds(r.graph_, r.filler_senones_);
 
   if (log != nullptr) *log += own_log;
   return res;

@@ -106,6 +106,9 @@ class RecognitionResources {
   // Per senone (at least the graph's and the model's count): 1 for silence
   // and noise senones, which tell a path in silence from one in a word.
   const std::vector<uint8_t>& filler_senones() const { return filler_senones_; }
+  // Searcher::state_kinds of the graph for those senones (a searcher's
+  // set_state_kinds), computed once: O(arcs), 0.2 s on the en-us graph.
+  const std::shared_ptr<const std::vector<uint8_t>>& state_kinds() const { return state_kinds_; }
   // The dictionary the graph was compiled from, with the same filler
   // dictionary, for forced alignment: parsed on the first call (the graph
   // itself usually comes from the cache and does not need it), then
@@ -141,6 +144,7 @@ class RecognitionResources {
   SearchGraph graph_;
   std::shared_ptr<const NgramModel> full_lm_, pruned_lm_;
   std::vector<uint8_t> filler_senones_;
+  std::shared_ptr<const std::vector<uint8_t>> state_kinds_;
   std::string load_log_;
   mutable std::once_flag dictionary_once_;
   mutable std::unique_ptr<Dictionary> dictionary_;

@@ -266,6 +266,19 @@ std::vector<HypothesisWord> Searcher::words_of(int32_t record, int32_t* num_reco
 }
 
 void Searcher::set_filler_senones(const std::vector<uint8_t>& is_filler_senone) {
+  set_state_kinds(state_kinds(graph_, is_filler_senone));
+}
+
+void Searcher::set_state_kinds(std::shared_ptr<const std::vector<uint8_t>> kinds) {
+  if (!kinds || kinds->size() != static_cast<size_t>(graph_.num_states()))
+    throw std::invalid_argument("set_state_kinds: " + std::to_string(kinds ? kinds->size() : 0) +
+                                " entries for a graph of " +
+                                std::to_string(graph_.num_states()) + " states");
+  state_kind_ = std::move(kinds);
+}
+
+std::shared_ptr<const std::vector<uint8_t>> Searcher::state_kinds(
+    const SearchGraph& graph_, const std::vector<uint8_t>& is_filler_senone) {
   if (static_cast<int64_t>(is_filler_senone.size()) < graph_.num_senones)
     throw std::invalid_argument("set_filler_senones: " + std::to_string(is_filler_senone.size()) +
                                 " entries for a graph of " + std::to_string(graph_.num_senones) +
@@ -308,10 +321,10 @@ void Searcher::set_filler_senones(const std::vector<uint8_t>& is_filler_senone) 
     }
     if (!changed) break;
   }
-  state_kind_.assign(n, kUnknownState);
+  auto out = std::make_shared<std::vector<uint8_t>>(static_cast<size_t>(n), kUnknownState);
   for (int32_t s = 0; s < n; ++s)
-    state_kind_[s] = kind[s] == kWord ? kWordState : kind[s] == kFiller ? kFillerState
-                                                                         : kUnknownState;
+    (*out)[s] = kind[s] == kWord ? kWordState : kind[s] == kFiller ? kFillerState : kUnknownState;
+  return out;
 }
 
 int32_t Searcher::trailing_silence(const SearchToken& t) const {
@@ -319,9 +332,9 @@ int32_t Searcher::trailing_silence(const SearchToken& t) const {
   // the silence after a word if the token's state says so; the records
   // before it back to the last non-filler word are fillers by definition.
   const int32_t segment_start = t.record >= 0 ? records_[t.record].frame : 0;
-  if (segment_start < frames_ && !state_kind_.empty() &&
-      (t.state < 0 || static_cast<size_t>(t.state) >= state_kind_.size() ||
-       state_kind_[t.state] != kFillerState))
+  if (segment_start < frames_ && state_kind_ &&
+      (t.state < 0 || static_cast<size_t>(t.state) >= state_kind_->size() ||
+       (*state_kind_)[t.state] != kFillerState))
     return 0;  // inside a word
   int32_t r = t.record;
   while (r >= 0 && is_filler_word(records_[r].word)) r = records_[r].prev;

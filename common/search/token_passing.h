@@ -100,6 +100,7 @@
 #include <cstdint>
 #include <string>
 #include <utility>
+#include <memory>
 #include <vector>
 
 #include "common/search/search_graph.h"
@@ -279,8 +280,17 @@ class Searcher {
   // has one entry per senone (at least graph().num_senones), nonzero for a
   // filler phone's. With it, trailing_silence_frames tells a path inside a
   // filler from one inside a word (see Hypothesis). Throws
-  // std::invalid_argument if the mask is too short. O(arcs), once.
+  // std::invalid_argument if the mask is too short. O(arcs), once:
+  // set_state_kinds(state_kinds(graph(), is_filler_senone)).
   void set_filler_senones(const std::vector<uint8_t>& is_filler_senone);
+  // What set_filler_senones derives: per graph state, what a token there is
+  // inside (StateKind). A property of the graph, so many searchers on one
+  // graph can share one table (RecognitionResources does).
+  static std::shared_ptr<const std::vector<uint8_t>> state_kinds(
+      const SearchGraph& graph, const std::vector<uint8_t>& is_filler_senone);
+  // Takes a table from state_kinds() for this searcher's graph
+  // (std::invalid_argument if its size is not the graph's state count).
+  void set_state_kinds(std::shared_ptr<const std::vector<uint8_t>> kinds);
 
   // The best hypothesis so far (the final result after the last frame),
   // with word confidences.
@@ -381,7 +391,7 @@ class Searcher {
 
   // Per graph state: what the token in it is inside (set_filler_senones()).
   enum StateKind : uint8_t { kUnknownState = 0, kWordState = 1, kFillerState = 2 };
-  std::vector<uint8_t> state_kind_;  // empty: no filler senones given
+  std::shared_ptr<const std::vector<uint8_t>> state_kind_;  // null: no filler senones given
   // The best token (final preferred) and its total cost.
   int best_token(const std::vector<SearchToken>& live, float* total, bool* final_state) const;
 };

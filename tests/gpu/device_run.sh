@@ -240,6 +240,18 @@ if want streams; then
     stream_run cuda ${nb%%:*} GPUSPEECH_CUDA_ROUND_BLOCKS=${nb##*:}
   done
   for n in ${STREAMS_CPU:-1 4 8 16}; do stream_run cpu $n; done
+  # gpuspeech-bench decode --live: each stream fed at real time (BENCH_LIVE
+  # "backend:streams ..."), lag of its partial results.
+  for bs in ${BENCH_LIVE:-}; do
+    idle=$(nvidia-smi --query-gpu=memory.used --format=csv,noheader,nounits | head -1)
+    nvidia-smi --query-gpu=memory.used --format=csv,noheader,nounits -lms 200 >/tmp/mem.log 2>/dev/null &
+    sampler=$!
+    $BUILD/tools/gpuspeech-bench decode "${M[@]}" --backend ${bs%%:*} --search ${bs%%:*} \
+      --streams ${bs##*:} --live --seconds ${LIVE_SECONDS:-20} $GPUSPEECH_AUDIO_DIR/librivox/*.wav \
+      2>&1 | grep -vE '^RESULT' | sed "s/^/live ${bs}: /" || status=1
+    kill $sampler 2>/dev/null; wait $sampler 2>/dev/null
+    echo "    device memory: peak $(( $(sort -n /tmp/mem.log | tail -1) - idle )) MiB above idle"
+  done
   cmp -s /tmp/streams.cpu.1.trn /tmp/streams.cuda.1.trn && echo "cpu and cuda outputs identical" ||
     { echo "cpu and cuda outputs DIFFER"; status=1; }
 fi
