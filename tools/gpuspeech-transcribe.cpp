@@ -124,6 +124,13 @@ Speaker adaptation (feature-space MLLR, docs/transcribe.md):
                         with 2 aligned frames a parameter: offset, diag from
                         156 frames, full from 3120; the gpufmllr element's rule)
 
+Front end (pocketsphinx's defaults: both on; not for --mfc input):
+  --no-remove-noise     no spectral noise subtraction (pocketsphinx
+                        -remove_noise no)
+  --no-remove-silence   decode every frame instead of dropping those the
+                        voice activity detector calls silence (pocketsphinx
+                        -remove_silence no)
+
 Devices:
   --backend B           scoring backend: auto (default) | cuda | opencl | cpu
   --search S            search: auto (cuda when scoring on cuda, else cpu) |
@@ -142,7 +149,8 @@ Other:
                         $XDG_CACHE_HOME/gpuspeech or ~/.cache/gpuspeech;
                         "-" compiles every time and caches nothing)
   --times               after each line, one "# word start end confidence"
-                        line per word (frames of 10 ms at the model's rate)
+                        line per word (frames of 10 ms at the model's rate,
+                        counted in the audio, silence removed or not)
   -v, --verbose         what was loaded, the graph, backends, per-file times
   -h, --help            this text
   --version             the version
@@ -279,6 +287,23 @@ void make_directory(const std::string& dir) {
 struct UtteranceFeatures {
   FeatureMatrix feats;
   double seconds = 0.0;
+  // Audio frame of each row when silence removal dropped frames (empty:
+  // row t is audio frame t), so that --times stay on the recording's clock.
+  std::vector<int64_t> audio_frames;
+
+  RecognitionResult on_audio_clock(RecognitionResult r) const {
+    if (audio_frames.empty()) return r;
+    const int64_t n = static_cast<int64_t>(audio_frames.size());
+    auto map = [&](int32_t t) {
+      return static_cast<int32_t>(t < n ? audio_frames[static_cast<size_t>(t)]
+                                        : audio_frames.back() + (t - n + 1));
+    };
+    for (HypothesisWord& w : r.best.words) {
+      w.start_frame = map(w.start_frame);
+      w.end_frame = map(w.end_frame);
+    }
+    return r;
+  }
 };
 
 // What both modes share: reading input, decoding, printing, totals.
@@ -335,6 +360,8 @@ struct Transcriber {
       u.feats.rows = static_cast<int64_t>(f.size()) / u.feats.dim;
       u.feats.data = f;
       u.seconds = static_cast<double>(a.samples.size()) / a.sample_rate;
+      if (rec.feature_options().noise.remove_silence)
+        for (int64_t t = 0; t < u.feats.rows; ++t) u.audio_frames.push_back(rec.audio_frame(t));
     }
     return u;
   }
@@ -469,7 +496,7 @@ void decode_transformed(Transcriber& tr, const std::vector<std::string>& files,
       const double secs = d.secs + share + std::chrono::duration<double>(clock::now() - t0).count();
       tr.audio_s += d.u.seconds;
       tr.wall_s += secs;
-      tr.print(path, r, d.u.seconds, secs);
+      tr.print(path, d.u.on_audio_clock(r), d.u.seconds, secs);
     } catch (const std::exception& e) {
       ++tr.failed;
       error(e.what());
@@ -813,6 +840,10 @@ int run(int argc, char** argv) {
       config.lm_prune.max_ngrams = parse_int(a, value());
     } else if (a == "--nbest") {
       config.nbest = parse_int(a, value());
+    } else if (a == "--no-remove-noise") {
+      config.remove_noise = false;
+    } else if (a == "--no-remove-silence") {
+      config.remove_silence = false;
     } else if (a == "--no-rescore") {
       config.rescore_with_full_lm = false;
     } else if (a == "--lm-histories") {
