@@ -773,6 +773,7 @@ int run(int argc, char** argv) {
   bool grammar_given = false;
   bool verbose = false, times = false;
   bool mfc_input = false;  // --mfc: files hold cepstra, not audio
+  std::string front_end_flag;  // the last --no-remove-* given
   std::vector<std::string> files;
   auto set_grammar = [&](GrammarKind kind, const std::string& path) {
     if (grammar_given) usage_error("give at most one of --lm, --jsgf, --fsg, --kws");
@@ -842,8 +843,10 @@ int run(int argc, char** argv) {
       config.nbest = parse_int(a, value());
     } else if (a == "--no-remove-noise") {
       config.remove_noise = false;
+      front_end_flag = a;
     } else if (a == "--no-remove-silence") {
       config.remove_silence = false;
+      front_end_flag = a;
     } else if (a == "--no-rescore") {
       config.rescore_with_full_lm = false;
     } else if (a == "--lm-histories") {
@@ -904,6 +907,9 @@ int run(int argc, char** argv) {
     }
   }
   if (files.empty()) usage_error("no input files");
+  // .mfc files hold cepstra made by another front end: nothing to switch.
+  if (mfc_input && !front_end_flag.empty())
+    usage_error(front_end_flag + " applies to audio input, not to --mfc cepstra");
   // A --beam narrower than the default word-end beam narrows that too (as
   // pocketsphinx, which allows any pair); given both, wbeam must fit.
   if (!wbeam_given && config.search.word_end_beam > config.search.beam)
