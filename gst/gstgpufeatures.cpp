@@ -22,10 +22,12 @@
  * every property set explicitly. It is read when the element goes from
  * READY to PAUSED; later property changes take effect at the next start.
  * When no property that shapes the features is set (only backend,
- * device-id and post-messages, if any) and downstream's caps name a
- * `feat-params` file (gpudecoder does: its model's), that file configures
- * the element, with live CMN, so `gpufeatures ! gpudecoder` needs no
- * settings.
+ * device-id, post-messages, remove-noise and remove-silence, if any) and
+ * downstream's caps name a `feat-params` file (gpudecoder does: its
+ * model's), that file configures the element, with live CMN and, unless
+ * remove-noise=false, Sphinx noise subtraction (pocketsphinx's default), so
+ * `gpufeatures ! gpudecoder` needs no settings. remove-silence=true is
+ * refused: a stream keeps every frame (docs/gpudecoder.md says why).
  *
  * Sink caps: S16LE or F32LE (F32 scaled by 32768 to 16-bit units), mono, at
  * the configured sample rate. The element answers caps queries with that
