@@ -5,6 +5,7 @@
 #include <cmath>
 #include <random>
 #include <stdexcept>
+#include <utility>
 
 #include "cepstral_transform.h"
 #include "mel_filterbank.h"
@@ -276,6 +277,7 @@ FeatureMatrix FeatureExtractor::compute(const float* samples, int64_t n) {
   m.dim = num_warps() * base_dim_;
   m.rows = num_frames(n);
   reset_noise_state();
+  kept_frames_.clear();
   if (m.rows == 0) return m;
   std::vector<float> dithered;
   if (opts_.frame.dither > 0.0f) {
@@ -304,7 +306,7 @@ FeatureMatrix FeatureExtractor::compute(const float* samples, int64_t n) {
 // Keeps the frames SphinxVad releases, in order, as sphinx_fe writes them.
 // `last_is_leftover`: the last frame is the zero-padded one that sphinx_fe
 // computes in fe_end_utt, which releases only that frame.
-void FeatureExtractor::drop_silence(FeatureMatrix& m, bool last_is_leftover) const {
+void FeatureExtractor::drop_silence(FeatureMatrix& m, bool last_is_leftover) {
   if (speech_flags_.size() != static_cast<size_t>(m.rows))
     throw std::logic_error("speech decisions do not match the frames");
   SphinxVad vad(opts_.noise);
@@ -322,6 +324,7 @@ void FeatureExtractor::drop_silence(FeatureMatrix& m, bool last_is_leftover) con
       std::copy(m.row(keep[k]), m.row(keep[k]) + m.dim, m.row(static_cast<int64_t>(k)));
   m.rows = static_cast<int64_t>(keep.size());
   m.data.resize(static_cast<size_t>(m.rows) * m.dim);
+  kept_frames_ = std::move(keep);
 }
 
 FeatureMatrix compute_features(const FeatureOptions& opts, Backend& backend,

@@ -105,6 +105,10 @@ class FeatureExtractor {
   // speech), before the hangover: feed them to a SphinxVad to decide which
   // frames to keep. Empty when has_noise_stage() is false.
   const std::vector<uint8_t>& speech_flags() const { return speech_flags_; }
+  // After compute() with remove_silence: the index of each frame returned
+  // among the utterance's num_frames(n) frames (increasing). Empty when
+  // compute() dropped nothing because remove_silence is off.
+  const std::vector<int64_t>& kept_frames() const { return kept_frames_; }
 
  private:
   struct Scratch;
@@ -115,7 +119,7 @@ class FeatureExtractor {
   // The host-side Sphinx noise stage on `rows` frames of band energies.
   void run_noise_stage(int64_t rows, DeviceBuffer& bands);
   // compute() with remove_silence: keeps the frames SphinxVad releases.
-  void drop_silence(FeatureMatrix& m, bool last_is_leftover) const;
+  void drop_silence(FeatureMatrix& m, bool last_is_leftover);
 
   FeatureOptions opts_;
   Backend& backend_;
@@ -132,6 +136,7 @@ class FeatureExtractor {
   Scratch* scratch_ = nullptr;
   std::unique_ptr<SphinxNoiseRemover> noise_;  // null unless opts.noise asks
   std::vector<uint8_t> speech_flags_;
+  std::vector<int64_t> kept_frames_;  // compute() with remove_silence
   std::vector<float> host_bands_;
 };
 

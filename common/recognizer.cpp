@@ -69,6 +69,8 @@ struct Recognizer::Impl {
   // set-up (filterbank and DCT uploads, FFT plans, buffers) costs more than
   // the features of a short utterance.
   std::unique_ptr<FeatureExtractor> extractor;
+  // The front end: the model's with config's noise and silence removal.
+  FeatureOptions features;
   std::unique_ptr<LmRescorer> rescorer;  // before `searcher`, which uses it
   std::unique_ptr<Searcher> searcher;
   std::vector<float> scores;  // block of frames x senones
@@ -131,6 +133,9 @@ void Recognizer::open_stream(std::string* log) {
   Impl& m = *impl_;
   const RecognitionResources& res = *m.res;
   if (config_.device_id < 0) place_on_device(log);
+  m.features = res.feature_options();
+  m.features.noise.remove_noise = config_.remove_noise;
+  m.features.noise.remove_silence = config_.remove_silence;
   m.rescorer = res.make_rescorer();
   if (m.rescorer)
     append_log(log, "word-end rescoring with the full LM " + config_.grammar + " (" +
@@ -227,7 +232,7 @@ const std::shared_ptr<const RecognitionResources>& Recognizer::resources() const
   return impl_->res;
 }
 bool Recognizer::resources_were_shared() const { return impl_->res_shared; }
-const FeatureOptions& Recognizer::feature_options() const { return impl_->res->feature_options(); }
+const FeatureOptions& Recognizer::feature_options() const { return impl_->features; }
 int Recognizer::feature_dim() const { return impl_->res->feature_dim(); }
 const SearchGraph& Recognizer::graph() const { return impl_->res->graph(); }
 Backend& Recognizer::scoring_backend() { return *impl_->backend; }
@@ -297,7 +302,7 @@ const AcousticModel& Recognizer::acoustic_model() const { return impl_->res->mod
 std::vector<float> Recognizer::compute_features(const float* samples, int64_t num_samples) {
   Impl& m = *impl_;
   const auto t0 = std::chrono::steady_clock::now();
-  const FeatureOptions& features = m.res->feature_options();
+  const FeatureOptions& features = m.features;
   if (!m.extractor) m.extractor = std::make_unique<FeatureExtractor>(features, *m.backend);
   FeatureMatrix feats = m.extractor->compute(samples, num_samples);
   postprocess_utterance(features, feats);
@@ -309,7 +314,33 @@ RecognitionResult Recognizer::recognize(const float* samples, int64_t num_sample
   const std::vector<float> feats = compute_features(samples, num_samples);
   reset();
   push_features(feats.data(), static_cast<int64_t>(feats.size()) / feature_dim());
-  return finish();
+  RecognitionResult r = finish();
+  map_to_audio_frames(r);
+  return r;
+}
+
+int64_t Recognizer::audio_frame(int64_t frame) const {
+  if (!impl_->extractor || frame < 0) return frame;
+  const std::vector<int64_t>& kept = impl_->extractor->kept_frames();
+  if (kept.empty()) return frame;
+  const int64_t n = static_cast<int64_t>(kept.size());
+  if (frame < n) return kept[static_cast<size_t>(frame)];
+  return kept.back() + (frame - n + 1);
+}
+
+// Word frames index the frames decoded; users read them as times in the
+// recording (--times, subtitles), so they go back to the audio's clock.
+// pocketsphinx reports them on the kept frames' clock instead, where a word
+// after a removed pause seems to start early.
+void Recognizer::map_to_audio_frames(RecognitionResult& result) const {
+  auto map = [this](Hypothesis& h) {
+    for (HypothesisWord& w : h.words) {
+      w.start_frame = static_cast<int32_t>(audio_frame(w.start_frame));
+      w.end_frame = static_cast<int32_t>(audio_frame(w.end_frame));
+    }
+  };
+  map(result.best);
+  for (Hypothesis& h : result.nbest) map(h);
 }
 
 // The aligner reads the shared dictionary (parsed by the first stream

@@ -88,6 +88,15 @@ struct RecognizerConfig {
   // discard_features_before() or reset().
   bool keep_features_for_alignment = false;
   ForcedAlignerOptions alignment;
+  // Sphinx spectral noise subtraction and silence removal in the front end
+  // that compute_features() and recognize() run (sphinx_noise.h), as
+  // pocketsphinx does by default (-remove_noise yes -remove_silence yes).
+  // They override the model's feat.params; its -vad_* values are kept.
+  // feature_options() reports them. A streaming client that cuts frames
+  // itself (gpudecoder behind gpufeatures) cannot drop frames and turns
+  // remove_silence off; see docs/gpudecoder.md.
+  bool remove_noise = true;
+  bool remove_silence = true;
 
   // The installed pocketsphinx-en-us model, dictionary and LM (the
   // transcribe tool's defaults); paths under `model_root`.
@@ -140,7 +149,8 @@ class Recognizer {
   // True when another stream held these resources already when this one
   // was made (they were not loaded for it).
   bool resources_were_shared() const;
-  // The front end the model expects, and its output width.
+  // The front end: the model's (feat.params over pocketsphinx's defaults)
+  // with config's remove_noise / remove_silence; and its output width.
   const FeatureOptions& feature_options() const;
   int feature_dim() const;
   const SearchGraph& graph() const;
@@ -160,7 +170,10 @@ class Recognizer {
 
   // One whole utterance from samples in 16-bit units at the model's sample
   // rate: features with feature_options() on the scoring backend, then
-  // reset(), push_features() and finish().
+  // reset(), push_features() and finish(). With remove_silence the words'
+  // frames are mapped back to the audio's frames (audio_frame()), so their
+  // times are those of the recording, not of the frames kept;
+  // RecognitionResult::frames counts the frames decoded.
   RecognitionResult recognize(const float* samples, int64_t num_samples);
 
   // One whole utterance from cepstra as the front end's spectral stage
@@ -181,6 +194,15 @@ class Recognizer {
   // model's rate) -> frames x feature_dim() floats, normalised and with
   // deltas, exactly as recognize() makes them.
   std::vector<float> compute_features(const float* samples, int64_t num_samples);
+  // For the last compute_features(): the audio frame (0-based, 10 ms at
+  // en-us' rate) that decoded frame `frame` came from. The identity unless
+  // remove_silence dropped frames; frames past the last kept one count on
+  // from it.
+  int64_t audio_frame(int64_t frame) const;
+  // Maps a result's word frames from decoded frames to audio frames
+  // (audio_frame()), as recognize() does; for clients that call
+  // compute_features() and push_features() themselves.
+  void map_to_audio_frames(RecognitionResult& result) const;
 
   // Aligns words of the current utterance (partial().best.words' stable
   // part, or finish()'s words; frames in utterance numbering) to senones

@@ -343,6 +343,12 @@ static gs::RecognizerConfig
 build_config (const Settings & s)
 {
   gs::RecognizerConfig c = gs::RecognizerConfig::en_us_defaults ();
+  /* The features come from gpufeatures, frame for frame in the stream's
+   * time: no frame is dropped, so word times and endpointing stay on the
+   * audio's clock (gpufeatures refuses remove-silence=true). Noise
+   * subtraction stays on: gpufeatures applies it when it adopts this
+   * model's front end. */
+  c.remove_silence = false;
   std::string grammars;
   int num_grammars = 0;
   auto grammar = [&](const std::string & path, const char *name,
@@ -976,6 +982,16 @@ is_cmn_detail (const std::string & key)
   return key == "cmn" || key == "cmn-init" || key == "cmn-window";
 }
 
+/* Noise subtraction is the front end's choice (gpufeatures remove-noise):
+ * the model decodes features with or without it, as pocketsphinx's
+ * -remove_noise does not depend on the model. */
+static gboolean
+is_noise_stage_detail (const std::string & key)
+{
+  return key == "remove-noise" || key == "remove-silence" ||
+      g_str_has_prefix (key.c_str (), "vad-");
+}
+
 /* The differences between what upstream's `config` says and what the model
  * needs, as "key: upstream X, model Y" items; empty if compatible. */
 static std::string
@@ -993,6 +1009,8 @@ signature_mismatch (const std::string & offered, const std::string & wanted)
     const auto ib = b.find (key);
     const std::string va = ia == a.end ()? "(absent)" : ia->second;
     const std::string vb = ib == b.end ()? "(absent)" : ib->second;
+    if (is_noise_stage_detail (key))
+      continue;
     if (is_cmn_detail (key)) {
       if (key != "cmn")
         continue;

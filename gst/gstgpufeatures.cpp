@@ -22,10 +22,12 @@
  * every property set explicitly. It is read when the element goes from
  * READY to PAUSED; later property changes take effect at the next start.
  * When no property that shapes the features is set (only backend,
- * device-id and post-messages, if any) and downstream's caps name a
- * `feat-params` file (gpudecoder does: its model's), that file configures
- * the element, with live CMN, so `gpufeatures ! gpudecoder` needs no
- * settings.
+ * device-id, post-messages, remove-noise and remove-silence, if any) and
+ * downstream's caps name a `feat-params` file (gpudecoder does: its
+ * model's), that file configures the element, with live CMN and, unless
+ * remove-noise=false, Sphinx noise subtraction (pocketsphinx's default), so
+ * `gpufeatures ! gpudecoder` needs no settings. remove-silence=true is
+ * refused: a stream keeps every frame (docs/gpudecoder.md says why).
  *
  * Sink caps: S16LE or F32LE (F32 scaled by 32768 to 16-bit units), mono, at
  * the configured sample rate. The element answers caps queries with that
@@ -255,6 +257,8 @@ enum
   PROP_BACKEND,
   PROP_DEVICE_ID,
   PROP_POST_MESSAGES,
+  PROP_REMOVE_NOISE,
+  PROP_REMOVE_SILENCE,
   N_PROPS
 };
 
@@ -284,6 +288,8 @@ struct Settings
   gpuspeech::BackendChoice backend;
   gint device_id;
   gboolean post_messages;
+  gboolean remove_noise;
+  gboolean remove_silence;
   guint64 explicit_mask = 0;
 
   Settings ()
@@ -308,6 +314,8 @@ struct Settings
     backend = gpuspeech::BackendChoice::kAuto;
     device_id = 0;
     post_messages = TRUE;
+    remove_noise = d.noise.remove_noise;
+    remove_silence = d.noise.remove_silence;
   }
   bool is_set (guint prop) const
   {
@@ -429,6 +437,20 @@ build_options (const Settings & s, std::vector < std::string > *warnings,
     o.norm.cvn = s.cvn;
   if (s.is_set (PROP_VTLN_WARP))
     o.mel.vtln.warp = s.vtln_warp;
+  if (s.is_set (PROP_REMOVE_NOISE))
+    o.noise.remove_noise = s.remove_noise;
+  if (s.is_set (PROP_REMOVE_SILENCE))
+    o.noise.remove_silence = s.remove_silence;
+  /* Dropping frames in a stream would leave gaps that neither the buffer
+   * timestamps nor gpudecoder's frame clock (word times, endpointing)
+   * account for; gpuspeech-transcribe drops them on whole files. */
+  if (o.noise.remove_silence)
+    throw ConfigError ("remove-silence=true is not supported by gpufeatures "
+        "(dropped frames would break the stream's timestamps and the "
+        "decoder's word times); it applies to whole files "
+        "(gpuspeech-transcribe, gpuspeech-features --remove-silence)"
+        + std::string (s.is_set (PROP_REMOVE_SILENCE) ? "" :
+            ": feat-params turns it on, set remove-silence=false"), false);
   try {
     if (s.is_set (PROP_CMN_INIT))
       o.norm.cmn_init = parse_float_list (s.cmn_init, "cmn-init");
@@ -683,6 +705,22 @@ gst_gpu_features_class_init (GstGpuFeaturesClass * klass)
       g_param_spec_boolean ("post-messages", "Post messages",
           "Post a gpufeatures-utterance element message at the end of each "
           "utterance", TRUE, rw));
+  g_object_class_install_property (gobject_class, PROP_REMOVE_NOISE,
+      g_param_spec_boolean ("remove-noise", "Remove noise",
+          "Sphinx spectral noise subtraction on the mel energies (sphinx_fe "
+          "and pocketsphinx -remove_noise; MFCC and fbank, one VTLN warp). "
+          "Default: on when the front end is taken from gpudecoder's "
+          "model (no front-end property set), as pocketsphinx does; "
+          "otherwise off, or feat.params' -remove_noise",
+          d.noise.remove_noise, rw));
+  g_object_class_install_property (gobject_class, PROP_REMOVE_SILENCE,
+      g_param_spec_boolean ("remove-silence", "Remove silence",
+          "Drop the frames Sphinx's voice activity detector calls silence "
+          "(-remove_silence). Not supported in a stream: true is refused "
+          "when the element starts, since dropped frames would break the "
+          "timestamps and gpudecoder's word times; gpuspeech-transcribe "
+          "does it on whole files",
+          d.noise.remove_silence, rw));
 
   element_class->change_state =
       GST_DEBUG_FUNCPTR (gst_gpu_features_change_state);
@@ -819,6 +857,12 @@ gst_gpu_features_set_property (GObject * object, guint prop_id,
     case PROP_POST_MESSAGES:
       s.post_messages = g_value_get_boolean (value);
       break;
+    case PROP_REMOVE_NOISE:
+      s.remove_noise = g_value_get_boolean (value);
+      break;
+    case PROP_REMOVE_SILENCE:
+      s.remove_silence = g_value_get_boolean (value);
+      break;
     default:
       GST_OBJECT_UNLOCK (self);
       G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
@@ -897,6 +941,12 @@ gst_gpu_features_get_property (GObject * object, guint prop_id,
       break;
     case PROP_DEVICE_ID:
       g_value_set_int (value, s.device_id);
+      break;
+    case PROP_REMOVE_NOISE:
+      g_value_set_boolean (value, s.remove_noise);
+      break;
+    case PROP_REMOVE_SILENCE:
+      g_value_set_boolean (value, s.remove_silence);
       break;
     case PROP_POST_MESSAGES:
       g_value_set_boolean (value, s.post_messages);
@@ -1470,8 +1520,11 @@ gst_gpu_features_src_query (GstPad * pad, GstObject * parent,
 static void
 adopt_downstream_front_end (GstGpuFeatures * self, Settings * settings)
 {
+  /* remove-noise and remove-silence choose a stage, not the model's front
+   * end: they combine with adopting it. */
   const guint64 non_shaping = (1ull << PROP_BACKEND) |
-      (1ull << PROP_DEVICE_ID) | (1ull << PROP_POST_MESSAGES);
+      (1ull << PROP_DEVICE_ID) | (1ull << PROP_POST_MESSAGES) |
+      (1ull << PROP_REMOVE_NOISE) | (1ull << PROP_REMOVE_SILENCE);
   if (!settings->feat_params.empty ()
       || (settings->explicit_mask & ~non_shaping) != 0)
     return;
@@ -1484,10 +1537,23 @@ adopt_downstream_front_end (GstGpuFeatures * self, Settings * settings)
         "feat-params");
   if (fp) {
     GST_INFO_OBJECT (self, "no front-end property set: using downstream's "
-        "feat-params %s with live CMN", fp);
+        "feat-params %s with live CMN, remove-noise=%s", fp,
+        settings->remove_noise ? "true" : "false");
     settings->feat_params = fp;
     settings->cmn = gs::NormOptions::Cmn::kLive;
     settings->explicit_mask |= 1ull << PROP_CMN;
+    /* pocketsphinx subtracts noise by default; so does a recognition
+     * front end here (gpuspeech-transcribe, gpudecoder's model). */
+    if (!settings->is_set (PROP_REMOVE_NOISE)) {
+      settings->remove_noise = TRUE;
+      settings->explicit_mask |= 1ull << PROP_REMOVE_NOISE;
+    }
+    /* A stream keeps every frame (see remove-silence), whatever the
+     * model's feat.params says. */
+    if (!settings->is_set (PROP_REMOVE_SILENCE)) {
+      settings->remove_silence = FALSE;
+      settings->explicit_mask |= 1ull << PROP_REMOVE_SILENCE;
+    }
   }
   gst_caps_unref (peer);
 }

@@ -257,20 +257,41 @@ TEST(GpuDecoder, FinalTextEqualsTranscribeOnCards) {
   }
 }
 
+// Every word's text, frames and confidence of every final result.
+std::string final_words(const PipelineRun& run) {
+  std::string s;
+  for (const Result& r : run.finals())
+    for (const Word& w : r.words)
+      s += w.text + " " + std::to_string(w.start) + "-" + std::to_string(w.end) + " " +
+           std::to_string(w.confidence) + "; ";
+  return s;
+}
+
 // A gpufeatures with no front-end property set takes the decoder's model
-// front end (its feat.params, live CMN) from the decoder's caps: the same
-// words as the explicitly configured pipeline.
+// front end (its feat.params, live CMN, noise subtraction as pocketsphinx)
+// from the decoder's caps: the same words, times and confidences as the
+// explicitly configured pipeline with remove-noise=true. The decoder also
+// accepts features without noise subtraction (the front end's choice).
 TEST(GpuDecoder, PlainGpufeaturesAdoptsTheModelFrontEnd) {
   const std::string gram = data("goforward.gram");
   const std::string src = raw_source(data("goforward.raw"));
   const PipelineRun plain = run_pipeline(src + " ! gpufeatures backend=cpu ! " + decoder(gram) +
                                          " ! fakesink");
   ASSERT_TRUE(plain.eos) << plain.error_text();
-  const PipelineRun configured = run_pipeline(src + " ! " + features("live") + " ! " +
-                                              decoder(gram) + " ! fakesink");
+  const PipelineRun configured = run_pipeline(src + " ! " + features("live", "remove-noise=true") +
+                                              " ! " + decoder(gram) + " ! fakesink");
   ASSERT_TRUE(configured.eos) << configured.error_text();
   EXPECT_EQ(joined(plain.finals()), joined(configured.finals()));
   EXPECT_EQ(joined(plain.finals()), "go forward ten meters");
+  EXPECT_EQ(final_words(plain), final_words(configured));
+  const PipelineRun no_noise = run_pipeline(src + " ! " + features("live", "remove-noise=false") +
+                                            " ! " + decoder(gram) + " ! fakesink");
+  ASSERT_TRUE(no_noise.eos) << no_noise.error_text();
+  EXPECT_EQ(joined(no_noise.finals()), "go forward ten meters");
+  // On this recording noise subtraction moves two word boundaries by a
+  // frame (deterministic on the CPU): the adopted front end has it.
+  EXPECT_NE(final_words(plain), final_words(no_noise))
+      << "the adopted front end does not subtract noise";
   // A front-end property set by the application is respected: 20 filters
   // do not match the model, and negotiation fails naming the difference.
   const PipelineRun changed = run_pipeline(src + " ! gpufeatures backend=cpu num-filters=20 ! " +

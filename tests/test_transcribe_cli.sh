@@ -105,6 +105,42 @@ else
   echo "skip word times (no pocketsphinx_continuous)"
 fi
 
+# The front end's noise subtraction and silence removal (on by default):
+# goforward after 2 s of low white noise. Silence removal drops most of the
+# noise, yet --times counts frames in the audio, so the words' times agree
+# (within 3 frames) with a run that keeps every frame, and lie about 200
+# frames after those of goforward alone. Without the flags' effect the
+# verbose frame counts would be equal.
+sox -R -n -r 16000 -b 16 -c 1 "$T/lead.wav" synth 2 whitenoise vol 0.003 2>/dev/null
+sox "$T/lead.wav" -t raw -r 16000 -e signed -b 16 -c 1 "$DATA/goforward.raw" "$T/padded.wav" 2>/dev/null
+run -v --jsgf "$DATA/goforward.gram" --times "$T/padded.wav" >"$T/def.out" 2>"$T/def.err"
+run -v --jsgf "$DATA/goforward.gram" --times --no-remove-silence "$T/padded.wav" >"$T/keep.out" 2>"$T/keep.err"
+run -v --jsgf "$DATA/goforward.gram" --times --no-remove-noise --no-remove-silence "$T/padded.wav" >"$T/off.out" 2>"$T/off.err"
+frames() { sed -n 's/.* \([0-9]*\) frames,.*/\1/p' "$1" | head -1; }
+if [ "$(head -1 "$T/def.out")" = "go forward ten meters (padded)" ] &&
+   [ "$(head -1 "$T/keep.out")" = "go forward ten meters (padded)" ] &&
+   [ -n "$(frames "$T/def.err")" ] && [ "$(frames "$T/def.err")" -lt $(($(frames "$T/keep.err") - 100)) ] &&
+   paste -d' ' <(awk '$1 == "#" { print $2, $3, $4 }' "$T/def.out") \
+               <(awk '$1 == "#" { print $2, $3, $4 }' "$T/keep.out") | awk '
+      { if ($1 != $4) bad = 1; d1 = $2 - $5; d2 = $3 - $6
+        if (d1 < -3 || d1 > 3 || d2 < -3 || d2 > 3 || $2 < 190) bad = 1; n++ }
+      END { exit (bad || n != 4) }'; then
+  pass "silence removal: $(frames "$T/def.err") of $(frames "$T/keep.err") frames decoded, word times on the audio clock: $(awk '$1 == "#" { printf "%s %s %s; ", $2, $3, $4 }' "$T/def.out")"
+else
+  fail "silence removal: default $(cat "$T/def.out" "$T/def.err") / --no-remove-silence $(cat "$T/keep.out" "$T/keep.err")"
+fi
+if [ "$(head -1 "$T/off.out")" = "go forward ten meters (padded)" ] &&
+   [ "$(frames "$T/off.err")" = "$(frames "$T/keep.err")" ]; then
+  pass "--no-remove-noise --no-remove-silence: every frame decoded"
+else
+  fail "--no-remove-noise: $(cat "$T/off.out" "$T/off.err")"
+fi
+if run --help | grep -q -- '--no-remove-noise' && run --help | grep -q -- '--no-remove-silence'; then
+  pass "--help documents --no-remove-noise and --no-remove-silence"
+else
+  fail "--help lacks the front-end flags"
+fi
+
 # Keyphrase spotting with Debian's goforward.kws (which has malformed lines
 # and an unknown word on purpose: warnings, not errors), against what
 # pocketsphinx_continuous -kws spots when it is there.
@@ -196,6 +232,10 @@ fi
 # --- bad input ----------------------------------------------------------------
 
 expect_error "no files" 2 "no input files" --jsgf "$DATA/goforward.gram"
+expect_error "--no-remove-noise with a value" 2 "unknown option --no-remove-noise=yes" \
+  --no-remove-noise=yes --jsgf "$DATA/goforward.gram" "$DATA/goforward.raw"
+expect_error "--no-remove-silence with --mfc" 2 "--no-remove-silence applies to audio input, not to --mfc" \
+  --mfc --no-remove-silence --jsgf "$DATA/goforward.gram" "$DATA/goforward.mfc"
 expect_error "--mfc on audio" 1 "goforward.raw: the header count" --mfc --jsgf "$DATA/goforward.gram" "$DATA/goforward.raw"
 expect_error "unknown option" 2 "--frobnicate" --frobnicate "$DATA/goforward.raw"
 expect_error "two grammars" 2 "at most one" --jsgf "$DATA/goforward.gram" --fsg "$DATA/goforward.fsg" "$DATA/goforward.raw"

@@ -124,6 +124,13 @@ Speaker adaptation (feature-space MLLR, docs/transcribe.md):
                         with 2 aligned frames a parameter: offset, diag from
                         156 frames, full from 3120; the gpufmllr element's rule)
 
+Front end (pocketsphinx's defaults: both on; not for --mfc input):
+  --no-remove-noise     no spectral noise subtraction (pocketsphinx
+                        -remove_noise no)
+  --no-remove-silence   decode every frame instead of dropping those the
+                        voice activity detector calls silence (pocketsphinx
+                        -remove_silence no)
+
 Devices:
   --backend B           scoring backend: auto (default) | cuda | opencl | cpu
   --search S            search: auto (cuda when scoring on cuda, else cpu) |
@@ -143,7 +150,8 @@ Other:
                         $XDG_CACHE_HOME/gpuspeech or ~/.cache/gpuspeech;
                         "-" compiles every time and caches nothing)
   --times               after each line, one "# word start end confidence"
-                        line per word (frames of 10 ms at the model's rate)
+                        line per word (frames of 10 ms at the model's rate,
+                        counted in the audio, silence removed or not)
   -v, --verbose         what was loaded, the graph, backends, per-file times
   -h, --help            this text
   --version             the version
@@ -280,6 +288,23 @@ void make_directory(const std::string& dir) {
 struct UtteranceFeatures {
   FeatureMatrix feats;
   double seconds = 0.0;
+  // Audio frame of each row when silence removal dropped frames (empty:
+  // row t is audio frame t), so that --times stay on the recording's clock.
+  std::vector<int64_t> audio_frames;
+
+  RecognitionResult on_audio_clock(RecognitionResult r) const {
+    if (audio_frames.empty()) return r;
+    const int64_t n = static_cast<int64_t>(audio_frames.size());
+    auto map = [&](int32_t t) {
+      return static_cast<int32_t>(t < n ? audio_frames[static_cast<size_t>(t)]
+                                        : audio_frames.back() + (t - n + 1));
+    };
+    for (HypothesisWord& w : r.best.words) {
+      w.start_frame = map(w.start_frame);
+      w.end_frame = map(w.end_frame);
+    }
+    return r;
+  }
 };
 
 // What both modes share: reading input, decoding, printing, totals.
@@ -336,6 +361,8 @@ struct Transcriber {
       u.feats.rows = static_cast<int64_t>(f.size()) / u.feats.dim;
       u.feats.data = f;
       u.seconds = static_cast<double>(a.samples.size()) / a.sample_rate;
+      if (rec.feature_options().noise.remove_silence)
+        for (int64_t t = 0; t < u.feats.rows; ++t) u.audio_frames.push_back(rec.audio_frame(t));
     }
     return u;
   }
@@ -470,7 +497,7 @@ void decode_transformed(Transcriber& tr, const std::vector<std::string>& files,
       const double secs = d.secs + share + std::chrono::duration<double>(clock::now() - t0).count();
       tr.audio_s += d.u.seconds;
       tr.wall_s += secs;
-      tr.print(path, r, d.u.seconds, secs);
+      tr.print(path, d.u.on_audio_clock(r), d.u.seconds, secs);
     } catch (const std::exception& e) {
       ++tr.failed;
       error(e.what());
@@ -747,6 +774,7 @@ int run(int argc, char** argv) {
   bool grammar_given = false;
   bool verbose = false, times = false;
   bool mfc_input = false;  // --mfc: files hold cepstra, not audio
+  std::string front_end_flag;  // the last --no-remove-* given
   std::vector<std::string> files;
   auto set_grammar = [&](GrammarKind kind, const std::string& path) {
     if (grammar_given) usage_error("give at most one of --lm, --jsgf, --fsg, --kws");
@@ -814,6 +842,12 @@ int run(int argc, char** argv) {
       config.lm_prune.max_ngrams = parse_int(a, value());
     } else if (a == "--nbest") {
       config.nbest = parse_int(a, value());
+    } else if (a == "--no-remove-noise") {
+      config.remove_noise = false;
+      front_end_flag = a;
+    } else if (a == "--no-remove-silence") {
+      config.remove_silence = false;
+      front_end_flag = a;
     } else if (a == "--no-rescore") {
       config.rescore_with_full_lm = false;
     } else if (a == "--lm-histories") {
@@ -874,6 +908,9 @@ int run(int argc, char** argv) {
     }
   }
   if (files.empty()) usage_error("no input files");
+  // .mfc files hold cepstra made by another front end: nothing to switch.
+  if (mfc_input && !front_end_flag.empty())
+    usage_error(front_end_flag + " applies to audio input, not to --mfc cepstra");
   // A --beam narrower than the default word-end beam narrows that too (as
   // pocketsphinx, which allows any pair); given both, wbeam must fit.
   if (!wbeam_given && config.search.word_end_beam > config.search.beam)
