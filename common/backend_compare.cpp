@@ -5,7 +5,7 @@
 #include <cstdlib>
 #include <sstream>
 
-#include "feature_pipeline.h"
+#include "common/features/feature_pipeline.h"
 
 namespace gpuspeech {
 

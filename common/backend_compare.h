@@ -19,7 +19,7 @@
 #include <vector>
 
 #include "backend.h"
-#include "options.h"
+#include "common/features/feature_options.h"
 
 namespace gpuspeech {
 

@@ -18,11 +18,11 @@
 #include "common/backend_registry.h"
 #include "common/engine/device_placement.h"
 #include "common/engine/resource_cache.h"
-#include "common/feature_pipeline.h"
+#include "common/features/feature_pipeline.h"
 #include "common/gaussian_scoring.h"
 #include "common/model/acoustic_model.h"
 #include "common/model/dictionary.h"
-#include "common/postprocess.h"
+#include "common/features/postprocess.h"
 #include "common/search/cpu_searcher.h"
 #include "common/search/lm_rescorer.h"
 

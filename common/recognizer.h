@@ -33,7 +33,7 @@
 
 #include "common/backend.h"
 #include "common/engine/recognition_resources.h"
-#include "common/options.h"
+#include "common/features/feature_options.h"
 #include "common/model/acoustic_model.h"
 #include "common/search/forced_aligner.h"
 #include "common/search/graph_compiler.h"

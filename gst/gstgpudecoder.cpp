@@ -177,7 +177,7 @@
 #include <string>
 #include <vector>
 
-#include "common/feature_signature.h"
+#include "common/features/feature_signature.h"
 #include "common/recognizer.h"
 #include "common/subtitle_format.h"
 #include "gpuspeech_alignment_event.h"

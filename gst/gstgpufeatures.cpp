@@ -99,10 +99,10 @@
 #include <vector>
 
 #include "common/backend_registry.h"
-#include "common/feat_params.h"
-#include "common/feature_signature.h"
-#include "common/options.h"
-#include "common/stream_extractor.h"
+#include "common/features/feat_params.h"
+#include "common/features/feature_signature.h"
+#include "common/features/feature_options.h"
+#include "common/features/stream_extractor.h"
 #include "gpuspeech_backend_choice.h"
 
 /* Design: a plain GstElement with chain, event and query functions rather
@@ -111,7 +111,7 @@
  * GAP and SEGMENT must push out pending frames, and the two pads carry
  * unrelated media types; BaseTransform's one-in/one-out size model would be
  * bypassed for all of it. The numbers come from
- * gpuspeech::StreamingFeatureExtractor (common/stream_extractor.h); this
+ * gpuspeech::StreamingFeatureExtractor (common/features/stream_extractor.h); this
  * file only adapts it to pads, caps, events and timestamps. */
 
 GST_DEBUG_CATEGORY_STATIC (gst_gpu_features_debug);

@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "common/feature_pipeline.h"
+#include "common/features/feature_pipeline.h"
 #include "tests/reference_features.h"
 
 namespace gpuspeech {

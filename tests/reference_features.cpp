@@ -7,8 +7,8 @@
 #include <cmath>
 #include <stdexcept>
 
-#include "common/mel_filterbank.h"
-#include "common/window.h"
+#include "common/features/mel_filterbank.h"
+#include "common/features/window.h"
 
 namespace gpuspeech {
 namespace reference {

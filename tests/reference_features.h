@@ -12,7 +12,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "common/options.h"
+#include "common/features/feature_options.h"
 
 namespace gpuspeech {
 namespace reference {

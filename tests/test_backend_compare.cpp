@@ -19,8 +19,8 @@
 
 #include "common/backend_compare.h"
 #include "common/backend_registry.h"
-#include "common/feature_pipeline.h"
-#include "common/options.h"
+#include "common/features/feature_pipeline.h"
+#include "common/features/feature_options.h"
 #include "tests/test_backends.h"
 
 namespace gpuspeech {

@@ -9,12 +9,12 @@
 #include <vector>
 
 #include "common/backend_registry.h"
-#include "common/feature_pipeline.h"
-#include "common/lpc.h"
-#include "common/mel_filterbank.h"
-#include "common/options.h"
-#include "common/plp.h"
-#include "common/postprocess.h"
+#include "common/features/feature_pipeline.h"
+#include "common/features/lpc.h"
+#include "common/features/mel_filterbank.h"
+#include "common/features/feature_options.h"
+#include "common/features/plp.h"
+#include "common/features/postprocess.h"
 
 namespace gpuspeech {
 namespace {

@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
-#include "common/feature_signature.h"
-#include "common/options.h"
+#include "common/features/feature_signature.h"
+#include "common/features/feature_options.h"
 
 namespace gpuspeech {
 namespace {

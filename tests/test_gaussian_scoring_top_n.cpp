@@ -27,7 +27,7 @@
 
 #include "common/backend_compare.h"
 #include "common/backend_registry.h"
-#include "common/feature_pipeline.h"
+#include "common/features/feature_pipeline.h"
 #include "common/gaussian_scoring.h"
 #include "common/model/acoustic_model.h"
 #include "common/model/gaussian_mixtures.h"

@@ -18,10 +18,10 @@
 #include <vector>
 
 #include "common/backend_registry.h"
-#include "common/feature_pipeline.h"
-#include "common/feature_signature.h"
-#include "common/feature_writer.h"
-#include "common/stream_extractor.h"
+#include "common/features/feature_pipeline.h"
+#include "common/features/feature_signature.h"
+#include "common/features/feature_writer.h"
+#include "common/features/stream_extractor.h"
 #include "common/wav_reader.h"
 #include "test_backends.h"
 

@@ -19,9 +19,9 @@
 #include <string>
 #include <vector>
 
-#include "common/feat_params.h"
-#include "common/feature_writer.h"
-#include "common/options.h"
+#include "common/features/feat_params.h"
+#include "common/features/feature_writer.h"
+#include "common/features/feature_options.h"
 #include "common/wav_reader.h"
 #include "test_backends.h"
 

@@ -14,11 +14,11 @@
 
 #include "common/backend_registry.h"
 #include "tests/test_backends.h"
-#include "common/cepstral_transform.h"
-#include "common/feature_pipeline.h"
-#include "common/mel_filterbank.h"
-#include "common/plp.h"
-#include "common/traps.h"
+#include "common/features/cepstral_transform.h"
+#include "common/features/feature_pipeline.h"
+#include "common/features/mel_filterbank.h"
+#include "common/features/plp.h"
+#include "common/features/traps.h"
 #include "tests/reference_check.h"
 #include "tests/reference_features.h"
 

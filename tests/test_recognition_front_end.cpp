@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "common/feature_writer.h"
+#include "common/features/feature_writer.h"
 #include "common/recognizer.h"
 #include "common/wav_reader.h"
 #include "tests/test_backends.h"

@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-#include "common/feature_pipeline.h"
+#include "common/features/feature_pipeline.h"
 #include "common/recognizer.h"
 #include "common/wav_reader.h"
 #include "tests/test_backends.h"

@@ -15,9 +15,9 @@
 #include <vector>
 
 #include "common/backend_registry.h"
-#include "common/feature_pipeline.h"
-#include "common/feature_writer.h"
-#include "common/sphinx_noise.h"
+#include "common/features/feature_pipeline.h"
+#include "common/features/feature_writer.h"
+#include "common/features/sphinx_noise.h"
 #include "common/wav_reader.h"
 #include "tests/test_backends.h"
 

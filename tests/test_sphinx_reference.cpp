@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "common/backend_registry.h"
-#include "common/feature_pipeline.h"
+#include "common/features/feature_pipeline.h"
 #include "common/wav_reader.h"
 #include "tests/test_backends.h"
 

@@ -13,9 +13,9 @@
 #include <vector>
 
 #include "common/backend_registry.h"
-#include "common/feature_pipeline.h"
-#include "common/postprocess.h"
-#include "common/stream_extractor.h"
+#include "common/features/feature_pipeline.h"
+#include "common/features/postprocess.h"
+#include "common/features/stream_extractor.h"
 #include "common/wav_reader.h"
 #include "test_backends.h"
 

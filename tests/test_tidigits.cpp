@@ -34,13 +34,13 @@
 #include <unistd.h>
 
 #include "common/backend_registry.h"
-#include "common/feature_pipeline.h"
-#include "common/feature_writer.h"
-#include "common/mel_filterbank.h"
+#include "common/features/feature_pipeline.h"
+#include "common/features/feature_writer.h"
+#include "common/features/mel_filterbank.h"
 #include "common/model/acoustic_model.h"
-#include "common/postprocess.h"
+#include "common/features/postprocess.h"
 #include "common/recognizer.h"
-#include "common/stream_extractor.h"
+#include "common/features/stream_extractor.h"
 #include "common/wav_reader.h"
 #include "tests/test_backends.h"
 

@@ -70,13 +70,13 @@
 #include <vector>
 
 #include "common/backend_registry.h"
-#include "common/feature_pipeline.h"
+#include "common/features/feature_pipeline.h"
 #include "common/fmllr/fmllr_estimate.h"
 #include "common/fmllr/fmllr_stats.h"
 #include "common/fmllr/fmllr_transform.h"
 #include "common/gaussian_scoring.h"
 #include "common/model/gaussian_mixtures.h"
-#include "common/options.h"
+#include "common/features/feature_options.h"
 
 namespace gpuspeech {
 namespace {

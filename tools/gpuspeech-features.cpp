@@ -17,11 +17,11 @@
 #include <vector>
 
 #include "common/backend_registry.h"
-#include "common/feat_params.h"
-#include "common/feature_pipeline.h"
-#include "common/feature_writer.h"
-#include "common/options.h"
-#include "common/postprocess.h"
+#include "common/features/feat_params.h"
+#include "common/features/feature_pipeline.h"
+#include "common/features/feature_writer.h"
+#include "common/features/feature_options.h"
+#include "common/features/postprocess.h"
 #include "common/wav_reader.h"
 
 #ifndef GPUSPEECH_VERSION

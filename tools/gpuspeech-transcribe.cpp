@@ -19,8 +19,8 @@
 #include <vector>
 
 #include "common/backend_registry.h"
-#include "common/feature_pipeline.h"
-#include "common/feature_writer.h"
+#include "common/features/feature_pipeline.h"
+#include "common/features/feature_writer.h"
 #include "common/fmllr/fmllr_estimate.h"
 #include "common/fmllr/fmllr_io.h"
 #include "common/fmllr/fmllr_stats.h"

@@ -18,8 +18,8 @@
 
 #include "common/backend.h"
 #include "common/backend_registry.h"
-#include "common/fft.h"
-#include "common/lpc.h"
+#include "common/features/fft.h"
+#include "common/features/lpc.h"
 
 namespace gpuspeech {
 namespace {

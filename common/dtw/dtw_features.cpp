@@ -4,8 +4,8 @@
 #include <stdexcept>
 #include <vector>
 
-#include "common/postprocess.h"
-#include "common/window.h"
+#include "common/features/postprocess.h"
+#include "common/features/window.h"
 
 namespace gpuspeech {
 namespace {

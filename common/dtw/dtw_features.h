@@ -11,7 +11,7 @@
 #include "common/backend.h"
 #include "common/dtw/dtw_options.h"
 #include "common/dtw/endpointer.h"
-#include "common/feature_pipeline.h"
+#include "common/features/feature_pipeline.h"
 #include "common/wav_reader.h"
 
 namespace gpuspeech {

@@ -3,7 +3,7 @@
 #include <cstdio>
 #include <stdexcept>
 
-#include "common/feature_signature.h"
+#include "common/features/feature_signature.h"
 
 namespace gpuspeech {
 namespace {

@@ -6,7 +6,7 @@
 
 #include <string>
 
-#include "common/options.h"
+#include "common/features/feature_options.h"
 
 namespace gpuspeech {
 

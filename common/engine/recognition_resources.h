@@ -22,7 +22,7 @@
 #include "common/model/acoustic_model.h"
 #include "common/model/dictionary.h"
 #include "common/model/ngram_model.h"
-#include "common/options.h"
+#include "common/features/feature_options.h"
 #include "common/search/graph_compiler.h"
 #include "common/search/lm_pruning.h"
 #include "common/search/search_graph.h"

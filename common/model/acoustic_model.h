@@ -6,7 +6,7 @@
 //   sendump              quantised ones (sendump.h; semi-continuous and PTM
 //                        models only, and preferred there, as pocketsphinx)
 //   transition_matrices  HMM transitions (s3_params.h)
-//   feat.params          front-end settings (common/feat_params.h), optional
+//   feat.params          front-end settings (common/features/feat_params.h), optional
 //   noisedict            filler dictionary (path only; the Dictionary reader
 //                        in dictionary.h parses it), optional
 //
@@ -45,7 +45,7 @@
 #include <utility>
 #include <vector>
 
-#include "common/feat_params.h"
+#include "common/features/feat_params.h"
 #include "common/model/gaussian_mixtures.h"
 #include "common/model/mdef.h"
 #include "common/model/model_error.h"

@@ -334,7 +334,7 @@ __global__ void splice_kernel(const float* __restrict__ src, int64_t num_utts,
   }
 }
 
-// One thread per row, in double, step by step as common/lpc.h describes:
+// One thread per row, in double, step by step as common/features/lpc.h describes:
 // Levinson-Durbin, then the all-pole model's cepstrum.
 __global__ void lpc_to_cepstrum_kernel(const float* __restrict__ autocorr,
                                        int64_t rows, int order, int num_ceps,

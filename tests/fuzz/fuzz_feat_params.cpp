@@ -7,7 +7,7 @@
 #include <stdexcept>
 #include <string>
 
-#include "common/feat_params.h"
+#include "common/features/feat_params.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace gpuspeech;

@@ -56,7 +56,7 @@
 #include <utility>
 #include <vector>
 
-#include "options.h"
+#include "common/features/feature_options.h"
 
 namespace gpuspeech {
 

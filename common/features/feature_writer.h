@@ -22,8 +22,8 @@
 #include <string>
 #include <vector>
 
-#include "feature_pipeline.h"
-#include "options.h"
+#include "common/features/feature_pipeline.h"
+#include "common/features/feature_options.h"
 
 namespace gpuspeech {
 

@@ -1,4 +1,4 @@
-#include "feature_writer.h"
+#include "common/features/feature_writer.h"
 
 #include <algorithm>
 #include <cerrno>
@@ -8,7 +8,7 @@
 #include <fstream>
 #include <limits>
 
-#include "wav_reader.h"  // read_file_bytes
+#include "common/wav_reader.h"  // read_file_bytes
 
 namespace gpuspeech {
 

@@ -1,7 +1,7 @@
 // Utterance-level post-processing on the host: CMN, CVN, min/max and deltas.
 // Sums run in double so that long utterances (hours of frames) do not lose
 // the mean to float rounding.
-#include "postprocess.h"
+#include "common/features/postprocess.h"
 
 #include <algorithm>
 #include <cmath>

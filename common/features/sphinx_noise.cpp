@@ -1,4 +1,4 @@
-#include "sphinx_noise.h"
+#include "common/features/sphinx_noise.h"
 
 #include <algorithm>
 #include <cmath>

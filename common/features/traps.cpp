@@ -15,7 +15,7 @@
 //    s_0 = 1/sqrt(2), s_c = 1 otherwise. Orthonormal so that the
 //    coefficients keep the scale of the log energies whatever the context
 //    length, and dropping high coefficients is a least-squares truncation.
-#include "traps.h"
+#include "common/features/traps.h"
 
 #include <cmath>
 #include <stdexcept>

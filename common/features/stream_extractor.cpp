@@ -1,4 +1,4 @@
-#include "stream_extractor.h"
+#include "common/features/stream_extractor.h"
 
 #include <algorithm>
 #include <cstring>

@@ -1,4 +1,4 @@
-#include "feat_params.h"
+#include "common/features/feat_params.h"
 
 #include <cctype>
 #include <cerrno>

@@ -1,4 +1,4 @@
-#include "window.h"
+#include "common/features/window.h"
 
 #include <cmath>
 

@@ -6,7 +6,7 @@
 
 #include <vector>
 
-#include "options.h"
+#include "common/features/feature_options.h"
 
 namespace gpuspeech {
 

@@ -62,10 +62,10 @@
 #include <random>
 #include <vector>
 
-#include "backend.h"
-#include "feature_pipeline.h"
-#include "options.h"
-#include "postprocess.h"
+#include "common/backend.h"
+#include "common/features/feature_pipeline.h"
+#include "common/features/feature_options.h"
+#include "common/features/postprocess.h"
 
 namespace gpuspeech {
 

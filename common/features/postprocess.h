@@ -5,8 +5,8 @@
 
 #include <vector>
 
-#include "feature_pipeline.h"
-#include "options.h"
+#include "common/features/feature_pipeline.h"
+#include "common/features/feature_options.h"
 
 namespace gpuspeech {
 

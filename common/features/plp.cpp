@@ -11,14 +11,14 @@
 // band centred on an edge would be half outside the analysed range), so they
 // copy their neighbours, the first and last band. HTK's PLP and Hermansky's
 // original code treat the edges the same way.
-#include "plp.h"
+#include "common/features/plp.h"
 
 #include <cmath>
 #include <stdexcept>
 #include <string>
 
-#include "cepstral_transform.h"
-#include "mel_filterbank.h"
+#include "common/features/cepstral_transform.h"
+#include "common/features/mel_filterbank.h"
 
 namespace gpuspeech {
 

@@ -4,7 +4,7 @@
 // quickly in float for orders above ~10 when the (compressed) spectrum has a
 // wide dynamic range, and the device kernels follow these exact steps so
 // that every backend produces the same numbers.
-#include "lpc.h"
+#include "common/features/lpc.h"
 
 #include <cmath>
 #include <vector>

@@ -3,7 +3,7 @@
 
 #include <vector>
 
-#include "options.h"
+#include "common/features/feature_options.h"
 
 namespace gpuspeech {
 

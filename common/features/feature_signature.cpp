@@ -1,9 +1,9 @@
-#include "feature_signature.h"
+#include "common/features/feature_signature.h"
 
 #include <cstdio>
 #include <sstream>
 
-#include "mel_filterbank.h"
+#include "common/features/mel_filterbank.h"
 
 namespace gpuspeech {
 

@@ -30,8 +30,8 @@
 #include <memory>
 #include <vector>
 
-#include "backend.h"
-#include "options.h"
+#include "common/backend.h"
+#include "common/features/feature_options.h"
 
 namespace gpuspeech {
 

@@ -1,4 +1,4 @@
-#include "feature_pipeline.h"
+#include "common/features/feature_pipeline.h"
 
 #include <algorithm>
 #include <cfloat>
@@ -7,13 +7,13 @@
 #include <stdexcept>
 #include <utility>
 
-#include "cepstral_transform.h"
-#include "mel_filterbank.h"
-#include "plp.h"
-#include "postprocess.h"
-#include "sphinx_noise.h"
-#include "traps.h"
-#include "window.h"
+#include "common/features/cepstral_transform.h"
+#include "common/features/mel_filterbank.h"
+#include "common/features/plp.h"
+#include "common/features/postprocess.h"
+#include "common/features/sphinx_noise.h"
+#include "common/features/traps.h"
+#include "common/features/window.h"
 
 namespace gpuspeech {
 

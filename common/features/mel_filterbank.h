@@ -4,7 +4,7 @@
 
 #include <vector>
 
-#include "options.h"
+#include "common/features/feature_options.h"
 
 namespace gpuspeech {
 

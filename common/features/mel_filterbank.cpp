@@ -1,4 +1,4 @@
-#include "mel_filterbank.h"
+#include "common/features/mel_filterbank.h"
 
 #include <algorithm>
 #include <cmath>

@@ -1,6 +1,6 @@
-#include "options.h"
+#include "common/features/feature_options.h"
 
-#include "mel_filterbank.h"
+#include "common/features/mel_filterbank.h"
 
 #include <cfloat>
 #include <cmath>

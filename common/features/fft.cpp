@@ -1,4 +1,4 @@
-#include "fft.h"
+#include "common/features/fft.h"
 
 #include <cmath>
 #include <stdexcept>

@@ -35,7 +35,7 @@
 #include <deque>
 #include <vector>
 
-#include "options.h"
+#include "common/features/feature_options.h"
 
 namespace gpuspeech {
 

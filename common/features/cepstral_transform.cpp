@@ -1,4 +1,4 @@
-#include "cepstral_transform.h"
+#include "common/features/cepstral_transform.h"
 
 #include <cmath>
 #include <stdexcept>

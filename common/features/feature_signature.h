@@ -11,7 +11,7 @@
 #include <cstdint>
 #include <string>
 
-#include "options.h"
+#include "common/features/feature_options.h"
 
 namespace gpuspeech {
 
