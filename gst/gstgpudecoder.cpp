@@ -346,8 +346,7 @@ build_config (const Settings & s)
   /* The features come from gpufeatures, frame for frame in the stream's
    * time: no frame is dropped, so word times and endpointing stay on the
    * audio's clock (gpufeatures refuses remove-silence=true). Noise
-   * subtraction stays on: gpufeatures applies it when it adopts this
-   * model's front end. */
+   * subtraction is gpufeatures' choice (remove-noise). */
   c.remove_silence = false;
   std::string grammars;
   int num_grammars = 0;

@@ -24,10 +24,12 @@
  * When no property that shapes the features is set (only backend,
  * device-id, post-messages, remove-noise and remove-silence, if any) and
  * downstream's caps name a `feat-params` file (gpudecoder does: its
- * model's), that file configures the element, with live CMN and, unless
- * remove-noise=false, Sphinx noise subtraction (pocketsphinx's default), so
- * `gpufeatures ! gpudecoder` needs no settings. remove-silence=true is
- * refused: a stream keeps every frame (docs/gpudecoder.md says why).
+ * model's), that file configures the element, with live CMN, so
+ * `gpufeatures ! gpudecoder` needs no settings. Noise subtraction stays off
+ * there unless remove-noise=true: in the live chain it helped clean speech
+ * without adaptation but hurt the telephone-band set and online fMLLR
+ * (docs/benchmarks.md, issue 15 section). remove-silence=true is refused:
+ * a stream keeps every frame (docs/gpudecoder.md says why).
  *
  * Sink caps: S16LE or F32LE (F32 scaled by 32768 to 16-bit units), mono, at
  * the configured sample rate. The element answers caps queries with that
@@ -709,8 +711,8 @@ gst_gpu_features_class_init (GstGpuFeaturesClass * klass)
       g_param_spec_boolean ("remove-noise", "Remove noise",
           "Sphinx spectral noise subtraction on the mel energies (sphinx_fe "
           "and pocketsphinx -remove_noise; MFCC and fbank, one VTLN warp). "
-          "Default: on when the front end is taken from gpudecoder's "
-          "model (no front-end property set), as pocketsphinx does; "
+          "Default: off when the front end is taken from gpudecoder's "
+          "model (no front-end property set; measured in docs/benchmarks.md), "
           "otherwise off, or feat.params' -remove_noise",
           d.noise.remove_noise, rw));
   g_object_class_install_property (gobject_class, PROP_REMOVE_SILENCE,
@@ -1542,10 +1544,13 @@ adopt_downstream_front_end (GstGpuFeatures * self, Settings * settings)
     settings->feat_params = fp;
     settings->cmn = gs::NormOptions::Cmn::kLive;
     settings->explicit_mask |= 1ull << PROP_CMN;
-    /* pocketsphinx subtracts noise by default; so does a recognition
-     * front end here (gpuspeech-transcribe, gpudecoder's model). */
+    /* pocketsphinx subtracts noise by default, and gpuspeech-transcribe
+     * does; in this live chain it is off unless asked for: measured, it
+     * helped clean speech without adaptation (31.0 -> 22.5 % on LibriVox)
+     * but hurt the telephone-band set (45.1 -> 50.7 %) and online fMLLR on
+     * both (docs/benchmarks.md). */
     if (!settings->is_set (PROP_REMOVE_NOISE)) {
-      settings->remove_noise = TRUE;
+      settings->remove_noise = FALSE;
       settings->explicit_mask |= 1ull << PROP_REMOVE_NOISE;
     }
     /* A stream keeps every frame (see remove-silence), whatever the

@@ -155,6 +155,7 @@ Utterance load_utterance(Recognizer& rec, const std::string& path) {
   u.feats = rec.compute_features(a.samples.data(), static_cast<int64_t>(a.samples.size()));
   u.frames = static_cast<int64_t>(u.feats.size()) / rec.feature_dim();
   u.seconds = static_cast<double>(a.samples.size()) / rate;
+  if (u.frames == 0) throw std::runtime_error(path + ": too short for a single frame");
   return u;
 }
 

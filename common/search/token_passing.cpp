@@ -278,10 +278,10 @@ void Searcher::set_state_kinds(std::shared_ptr<const std::vector<uint8_t>> kinds
 }
 
 std::shared_ptr<const std::vector<uint8_t>> Searcher::state_kinds(
-    const SearchGraph& graph_, const std::vector<uint8_t>& is_filler_senone) {
-  if (static_cast<int64_t>(is_filler_senone.size()) < graph_.num_senones)
+    const SearchGraph& graph, const std::vector<uint8_t>& is_filler_senone) {
+  if (static_cast<int64_t>(is_filler_senone.size()) < graph.num_senones)
     throw std::invalid_argument("set_filler_senones: " + std::to_string(is_filler_senone.size()) +
-                                " entries for a graph of " + std::to_string(graph_.num_senones) +
+                                " entries for a graph of " + std::to_string(graph.num_senones) +
                                 " senones");
   // What a token in a state is inside: the kind of the senone on the
   // emitting arcs into the state (after the compiler's self-loop step all of
@@ -291,15 +291,15 @@ std::shared_ptr<const std::vector<uint8_t>> Searcher::state_kinds(
   // never taken for silence). States behind a word label need no kind: a
   // token there passed the label at this very boundary.
   constexpr uint8_t kUnset = 0, kWord = 1, kFiller = 2, kMixed = 3;
-  const int32_t n = graph_.num_states();
+  const int32_t n = graph.num_states();
   std::vector<uint8_t> kind(n, kUnset);
   std::vector<uint8_t> emitting_in(n, 0);
   auto merge = [](uint8_t a, uint8_t b) { return a == kUnset || a == b ? b : kMixed; };
   for (int32_t s = 0; s < n; ++s)
-    for (int64_t a = graph_.arc_begin[s]; a < graph_.arc_begin[s + 1]; ++a) {
-      const int32_t il = graph_.arc_ilabel[a];
+    for (int64_t a = graph.arc_begin[s]; a < graph.arc_begin[s + 1]; ++a) {
+      const int32_t il = graph.arc_ilabel[a];
       if (il <= 0) continue;
-      const int32_t d = graph_.arc_dest[a];
+      const int32_t d = graph.arc_dest[a];
       emitting_in[d] = 1;
       kind[d] = merge(kind[d], is_filler_senone[il - 1] ? kFiller : kWord);
     }
@@ -309,9 +309,9 @@ std::shared_ptr<const std::vector<uint8_t>> Searcher::state_kinds(
     bool changed = false;
     for (int32_t s = 0; s < n; ++s) {
       if (kind[s] == kUnset) continue;
-      for (int64_t a = graph_.arc_begin[s]; a < graph_.arc_begin[s + 1]; ++a) {
-        const int32_t d = graph_.arc_dest[a];
-        if (graph_.arc_ilabel[a] != 0 || graph_.arc_olabel[a] != 0 || emitting_in[d]) continue;
+      for (int64_t a = graph.arc_begin[s]; a < graph.arc_begin[s + 1]; ++a) {
+        const int32_t d = graph.arc_dest[a];
+        if (graph.arc_ilabel[a] != 0 || graph.arc_olabel[a] != 0 || emitting_in[d]) continue;
         const uint8_t k = merge(kind[d], kind[s]);
         if (k != kind[d]) {
           kind[d] = k;
