@@ -42,21 +42,6 @@ RecognizerConfig RecognizerConfig::en_us_defaults(const std::string& model_root)
   return c;
 }
 
-ResourceOptions RecognizerConfig::resource_options() const {
-  ResourceOptions r;
-  r.model_dir = model_dir;
-  r.dictionary = dictionary;
-  r.filler_dictionary = filler_dictionary;
-  r.grammar_kind = grammar_kind;
-  r.grammar = grammar;
-  r.jsgf_rule = jsgf_rule;
-  r.graph = graph;
-  r.lm_prune = lm_prune;
-  r.cache_dir = cache_dir;
-  r.rescore_with_full_lm = rescore_with_full_lm;
-  return r;
-}
-
 struct Recognizer::Impl {
   // With device id -1, the device this stream was placed on; first, so that
   // it is released after everything on the device is gone.
@@ -113,17 +98,7 @@ Recognizer::Recognizer(std::shared_ptr<const RecognitionResources> resources,
   if (!resources) throw std::invalid_argument("recognizer: no resources");
   config_.search.validate();
   if (config_.nbest < 0) throw std::invalid_argument("recognizer: nbest must be >= 0");
-  const ResourceOptions& r = resources->options();
-  config_.model_dir = r.model_dir;
-  config_.dictionary = r.dictionary;
-  config_.filler_dictionary = r.filler_dictionary;
-  config_.grammar_kind = r.grammar_kind;
-  config_.grammar = r.grammar;
-  config_.jsgf_rule = r.jsgf_rule;
-  config_.graph = r.graph;
-  config_.lm_prune = r.lm_prune;
-  config_.cache_dir = r.cache_dir;
-  config_.rescore_with_full_lm = r.rescore_with_full_lm;
+  static_cast<ResourceOptions&>(config_) = resources->options();
   impl_->res = std::move(resources);
   impl_->res_shared = true;  // the caller holds them
   open_stream(log);

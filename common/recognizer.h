@@ -43,14 +43,11 @@
 
 namespace gpuspeech {
 
-struct RecognizerConfig {
-  std::string model_dir;          // acoustic model (pocketsphinx -hmm)
-  std::string dictionary;         // pocketsphinx -dict
-  std::string filler_dictionary;  // -fdict; "" = the model's noisedict
-  GrammarKind grammar_kind = GrammarKind::kNgram;
-  std::string grammar;            // the LM, JSGF, FSG or keyphrase file
-  std::string jsgf_rule;          // JSGF rule to use ("" = first public)
-
+// A stream's configuration: the files and options of the shared resources
+// (ResourceOptions: model, dictionary, grammar, graph and LM options, graph
+// cache, rescoring; two streams with equal ones share one copy), then the
+// stream's own settings below.
+struct RecognizerConfig : ResourceOptions {
   std::string scoring_backend = "auto";  // auto|cuda|opencl|cpu
   // "cpu", "cuda", or "auto": cuda when scoring runs on cuda, else cpu.
   std::string search_backend = "auto";
@@ -64,20 +61,7 @@ struct RecognizerConfig {
   int top_n = 4;
 
   SearchOptions search;
-  GraphCompileOptions graph = exact_word_end_graph_options();
-  // N-gram models are pruned this way before the graph is compiled (off by
-  // default: the whole model goes into the graph).
-  LmPruneOptions lm_prune;
-  // Compiled graphs are cached here by content hash (graph_cache.h); "" =
-  // the default, $GPUSPEECH_CACHE_DIR, else $XDG_CACHE_HOME/gpuspeech, else
-  // ~/.cache/gpuspeech. "-" disables the cache. Keyphrase graphs are
-  // compiled every time (they take about a second).
-  std::string cache_dir;
   int nbest = 0;  // alternatives in the final result (0 = none)
-  // When the graph's LM was pruned (automatically for large LMs, or by
-  // lm_prune), apply the full LM at word ends (common/search/lm_rescorer.h;
-  // search.lm_histories tokens per graph state). false: the pruned LM alone.
-  bool rescore_with_full_lm = true;
   // With a device backend or the CUDA search, decode one second of noise at
   // load time, so that the first utterance does not pay for the device's
   // one-time set-up (module loading, library handles, graph captures).
@@ -102,8 +86,8 @@ struct RecognizerConfig {
   // transcribe tool's defaults); paths under `model_root`.
   static RecognizerConfig en_us_defaults(
       const std::string& model_root = "/usr/share/pocketsphinx/model/en-us");
-  // The fields above that decide the shared resources.
-  ResourceOptions resource_options() const;
+  // The part that decides the shared resources.
+  const ResourceOptions& resource_options() const { return *this; }
 };
 
 struct RecognitionResult {

@@ -63,12 +63,16 @@ struct ResourceOptions {
   // N-gram models are pruned this way before the graph is compiled (off by
   // default: the whole model goes into the graph).
   LmPruneOptions lm_prune;
-  // Where compiled graphs are cached (graph_cache.h): "" = the default
-  // directory, "-" = no cache. Where the graph comes from, not what it is:
-  // not part of the sharing key.
+  // Compiled graphs are cached here by content hash (graph_cache.h); "" =
+  // the default, $GPUSPEECH_CACHE_DIR, else $XDG_CACHE_HOME/gpuspeech, else
+  // ~/.cache/gpuspeech. "-" disables the cache. Keyphrase graphs are
+  // compiled every time (they take about a second). Where the graph comes
+  // from, not what it is: not part of the sharing key.
   std::string cache_dir;
-  // When the graph's LM was pruned, also load the full LM for word-end
-  // rescoring (RecognizerConfig::rescore_with_full_lm).
+  // When the graph's LM was pruned (automatically for large LMs, or by
+  // lm_prune), apply the full LM at word ends (common/search/lm_rescorer.h;
+  // SearchOptions::lm_histories tokens per graph state). false: the pruned
+  // LM alone.
   bool rescore_with_full_lm = true;
 
   // Throws std::invalid_argument for a missing path or a bad option.
