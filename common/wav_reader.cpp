@@ -391,6 +391,12 @@ AudioData read_wav_file(const std::string& path, const WavReadOptions& opts) {
   return parse_wav(bytes.data(), bytes.size(), path, opts);
 }
 
+AudioData read_audio_file(const std::string& path, int raw_sample_rate) {
+  const std::vector<uint8_t> bytes = read_file_bytes(path);
+  if (looks_like_wav(bytes.data(), bytes.size())) return parse_wav(bytes.data(), bytes.size(), path);
+  return parse_raw_s16le(bytes.data(), bytes.size(), raw_sample_rate, path);
+}
+
 AudioData read_raw_s16le_file(const std::string& path, int sample_rate, int channels,
                               int channel) {
   const std::vector<uint8_t> bytes = read_file_bytes(path);

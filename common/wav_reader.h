@@ -87,6 +87,10 @@ AudioData parse_raw_s16le(const uint8_t* bytes, size_t size, int sample_rate,
 AudioData read_raw_s16le_file(const std::string& path, int sample_rate,
                               int channels = 1, int channel = 0);
 
+// A WAV file (by its RIFF header, whatever its name) or else headerless
+// mono S16LE at `raw_sample_rate`: what the command-line tools accept.
+AudioData read_audio_file(const std::string& path, int raw_sample_rate);
+
 // Reads a whole file into memory; AudioFileError if it cannot be opened or
 // read.
 std::vector<uint8_t> read_file_bytes(const std::string& path);

@@ -145,9 +145,7 @@ struct Utterance {
 
 Utterance load_utterance(Recognizer& rec, const std::string& path) {
   const int rate = static_cast<int>(rec.feature_options().frame.sample_rate);
-  AudioData a = path.size() > 4 && path.compare(path.size() - 4, 4, ".wav") == 0
-                    ? read_wav_file(path)
-                    : read_raw_s16le_file(path, rate);
+  AudioData a = read_audio_file(path, rate);
   if (a.sample_rate != rate)
     throw std::runtime_error(path + ": sample rate " + std::to_string(a.sample_rate) +
                              " Hz, the model's is " + std::to_string(rate));

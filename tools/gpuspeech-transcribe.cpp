@@ -204,12 +204,6 @@ std::string utterance_id(const std::string& path) {
   return base;
 }
 
-AudioData read_audio(const std::string& path, int sample_rate) {
-  const std::vector<uint8_t> bytes = read_file_bytes(path);
-  if (looks_like_wav(bytes.data(), bytes.size())) return parse_wav(bytes.data(), bytes.size(), path);
-  return parse_raw_s16le(bytes.data(), bytes.size(), sample_rate, path);
-}
-
 void list_backends_and_exit() {
   for (const BackendInfo& b : list_backends())
     std::printf("%-7s %s%s\n", b.name.c_str(),
@@ -318,7 +312,7 @@ struct Transcriber {
 
   AudioData audio(const std::string& path) const {
     const int sample_rate = static_cast<int>(rec.feature_options().frame.sample_rate);
-    AudioData a = read_audio(path, sample_rate);
+    AudioData a = read_audio_file(path, sample_rate);
     for (const std::string& w : a.warnings) std::fprintf(stderr, "%s: warning: %s\n", kProgram, w.c_str());
     if (a.sample_rate != sample_rate)
       throw std::runtime_error(path + ": sample rate " + std::to_string(a.sample_rate) +
