@@ -3,6 +3,7 @@
 // else the CPU).
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -35,6 +36,12 @@ BackendPtr open_backend(const std::string& name, int device_id = 0,
 // 0..count-1 open_backend takes; "cpu": 1; 0 for a backend not compiled in,
 // without a driver or devices, or an unknown name). Never throws.
 int backend_device_count(const std::string& name);
+// Bytes of device `device_id`'s memory in use by every process ("cuda":
+// total less free, as the driver reports them), or -1 where the backend
+// cannot say (cpu, opencl, not compiled in, no such device). For
+// benchmarks: memory a stream adds is the difference of two readings.
+// Never throws.
+int64_t backend_device_memory_used(const std::string& name, int device_id);
 
 // Per-backend factories (backends/*.cpp). The cuda and opencl ones exist
 // only when compiled in; they throw BackendError when no device is usable.
@@ -47,6 +54,7 @@ int opencl_device_count();  // every device of every platform; 0 on any failure
 #ifdef GPUSPEECH_HAVE_CUDA
 BackendPtr make_cuda_backend(int device_id);
 int cuda_device_count();  // 0 when the runtime finds no device or fails
+int64_t cuda_device_memory_used(int device_id);  // -1 on any failure
 #endif
 
 }  // namespace gpuspeech

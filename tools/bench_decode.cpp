@@ -39,6 +39,7 @@
 #include <thread>
 #include <vector>
 
+#include "common/backend_registry.h"
 #include "common/recognizer.h"
 #include "common/wav_reader.h"
 
@@ -161,15 +162,24 @@ Utterance load_utterance(Recognizer& rec, const std::string& path) {
 
 int bench_decode(int argc, char** argv) {
   const DecodeBenchOptions o = parse_decode_args(argc, argv);
+  // Device memory (CUDA only; -1 elsewhere): before the first stream, after
+  // it (it loads the shared resources), after the others, after decoding
+  // (buffers that grow with use). The first reading makes the context.
+  const bool on_cuda = o.config.scoring_backend == "cuda" || o.config.search_backend == "cuda";
+  const int mem_device = o.config.device_id < 0 ? 0 : o.config.device_id;
+  auto device_used = [&] { return on_cuda ? backend_device_memory_used("cuda", mem_device) : -1; };
+  const int64_t mem_before = device_used();
   const auto t_load = Clock::now();
   std::string log;
   std::vector<std::unique_ptr<Recognizer>> streams;
   streams.push_back(std::make_unique<Recognizer>(o.config, &log));
+  const int64_t mem_first = device_used();
   const double load_s = std::chrono::duration<double>(Clock::now() - t_load).count();
   const auto t_streams = Clock::now();
   for (int k = 1; k < o.streams; ++k)
     streams.push_back(std::make_unique<Recognizer>(streams[0]->resources(), o.config));
   const double streams_s = std::chrono::duration<double>(Clock::now() - t_streams).count();
+  const int64_t mem_streams = device_used();
   Recognizer& first = *streams[0];
   std::vector<Utterance> utts;
   for (const std::string& f : o.files) utts.push_back(load_utterance(first, f));
@@ -263,6 +273,23 @@ int bench_decode(int argc, char** argv) {
               "in all; CPU %.0f %% of one core; peak RSS %.0f MiB\n",
               audio, wall, rtf, rtf > 0 ? 1.0 / rtf : 0.0, busy, wall > 0 ? 100.0 * cpu / wall : 0.0,
               peak_rss_mib());
+  const int64_t mem_after = device_used();
+  constexpr double kMiB = 1024.0 * 1024.0;
+  double first_mib = -1, added_mib = -1, added_used_mib = -1;
+  if (mem_before >= 0 && mem_first >= 0 && mem_streams >= 0 && mem_after >= 0) {
+    first_mib = static_cast<double>(mem_first - mem_before) / kMiB;
+    std::printf("device memory: %.0f MiB for the first stream and the shared resources",
+                first_mib);
+    if (o.streams > 1) {
+      added_mib = static_cast<double>(mem_streams - mem_first) / kMiB / (o.streams - 1);
+      // A stream's buffers grow with what it decodes: one that got no
+      // file grew none, so give at least as many files as streams.
+      added_used_mib = static_cast<double>(mem_after - mem_first) / kMiB / (o.streams - 1);
+      std::printf("; %.1f MiB each added stream when made, %.1f MiB after decoding", added_mib,
+                  added_used_mib);
+    }
+    std::printf("; %.0f MiB in all after decoding\n", static_cast<double>(mem_after - mem_before) / kMiB);
+  }
   double p50 = 0, p99 = 0, worst = 0;
   bool kept_up = true;
   if (o.live) {
@@ -277,10 +304,12 @@ int bench_decode(int argc, char** argv) {
   }
   std::printf("RESULT bench=decode streams=%d scoring=%s search=%s live=%d audio_s=%.3f wall_s=%.4f "
               "rtf=%.6f xrt=%.2f cpu_pct=%.1f peak_rss_mib=%.1f lag_p50_ms=%.2f lag_p99_ms=%.2f "
-              "lag_max_ms=%.2f kept_up=%d errors=%zu\n",
+              "lag_max_ms=%.2f kept_up=%d errors=%zu first_stream_mib=%.1f added_stream_mib=%.1f "
+              "added_stream_used_mib=%.1f\n",
               o.streams, first.scoring_backend().name(), first.search_backend(), o.live ? 1 : 0,
               audio, wall, rtf, rtf > 0 ? 1.0 / rtf : 0.0, wall > 0 ? 100.0 * cpu / wall : 0.0,
-              peak_rss_mib(), p50 * 1e3, p99 * 1e3, worst * 1e3, kept_up ? 1 : 0, errors.size());
+              peak_rss_mib(), p50 * 1e3, p99 * 1e3, worst * 1e3, kept_up ? 1 : 0, errors.size(),
+              first_mib, added_mib, added_used_mib);
   return errors.empty() ? 0 : 1;
 }
 

@@ -573,6 +573,18 @@ int cuda_device_count() {
   return cudaGetDeviceCount(&count) == cudaSuccess ? count : 0;
 }
 
+int64_t cuda_device_memory_used(int device_id) {
+  int current = 0;
+  if (device_id < 0 || cudaGetDevice(&current) != cudaSuccess) return -1;
+  size_t free_bytes = 0, total_bytes = 0;
+  // cudaMemGetInfo reports on the calling thread's current device.
+  if (cudaSetDevice(device_id) != cudaSuccess) return -1;
+  const cudaError_t st = cudaMemGetInfo(&free_bytes, &total_bytes);
+  cudaSetDevice(current);
+  if (st != cudaSuccess) return -1;
+  return static_cast<int64_t>(total_bytes - free_bytes);
+}
+
 BackendPtr make_cuda_backend(int device_id) {
   return BackendPtr(new CudaBackend(device_id));
 }

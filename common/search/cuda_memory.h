@@ -29,6 +29,20 @@ class DeviceArray {
   ~DeviceArray() { release(); }
   DeviceArray(const DeviceArray&) = delete;
   DeviceArray& operator=(const DeviceArray&) = delete;
+  DeviceArray(DeviceArray&& other) noexcept : ptr_(other.ptr_), size_(other.size_) {
+    other.ptr_ = nullptr;
+    other.size_ = 0;
+  }
+  DeviceArray& operator=(DeviceArray&& other) noexcept {
+    if (this != &other) {
+      release();
+      ptr_ = other.ptr_;
+      size_ = other.size_;
+      other.ptr_ = nullptr;
+      other.size_ = 0;
+    }
+    return *this;
+  }
 
   void resize(size_t n) {
     release();

@@ -44,6 +44,12 @@ constexpr int64_t kScoreBlockFrames = 256;
 // Closure passes queued per frame to begin with; then as many as the
 // deepest closure so far needed (a frame that needs more runs again).
 constexpr int kInitialPassesPerBatch = 2;
+// Word records one frame may stage to begin with (each half of staging).
+constexpr size_t kInitialStagingRecords = size_t{1} << 14;
+// State-table entries a stream starts with: 2^16 entries hold frames that
+// touch up to 32 768 states, at about 90 bytes an entry (token_passing.cuh).
+constexpr uint32_t kInitialTableEntries = uint32_t{1} << 16;
+constexpr uint32_t kMaxTableEntries = uint32_t{1} << 30;
 
 // Rescoring rounds (run_frame_rescoring) run as CUDA graphs with a fixed
 // number of closure passes; a round whose closure has not settled after
@@ -128,8 +134,13 @@ struct CudaSearcher::Impl {
   std::shared_ptr<const CudaSearchGraph> device_graph;
   bool has_heavy = false;       // any state with more than kHeavyDegree arcs
 
+  // The state tables (token_passing.cuh): `table_entries` entries, a
+  // power of two, doubled when a frame overflows them.
+  uint32_t table_entries = 0;
+  size_t heavy_bound = 1;  // heavy tokens a pass can list (heavy virtual states)
+  DeviceArray<int32_t> key, prev_key, prev_index, prev_entry;
   DeviceArray<unsigned long long> best;
-  DeviceArray<int32_t> record, prev_record, touched;
+  DeviceArray<int32_t> record, touched;
   DeviceArray<uint32_t> stamp, histogram;
   DeviceArray<cuda::TpToken> changed[2], live[2], heavy;
   DeviceArray<cuda::TpRecord> staging;
@@ -149,7 +160,7 @@ struct CudaSearcher::Impl {
   PinnedArray<cuda::TpRecord> host_records;
   DeviceArray<float> scores;
   // Word-end rescoring only:
-  DeviceArray<int32_t> hist, prev_hist;
+  DeviceArray<int32_t> hist;
   DeviceArray<uint32_t> round_mark;
   MappedArray<cuda::TpEvent> events;
   MappedArray<cuda::TpOffer> offers;
@@ -163,6 +174,8 @@ struct CudaSearcher::Impl {
   cuda::TpState round_graphs_state{};
   int slots = 1;
   bool rescoring = false;
+  // The tables were replaced since the last attempt (nothing to clear).
+  bool tables_fresh = false;
   uint32_t num_arcs = 0;
 
   int live_in = 0;
@@ -195,32 +208,94 @@ struct CudaSearcher::Impl {
   int graph_passes = 0;
   const void* graph_staging = nullptr;
   size_t graph_staging_size = 0;
+  const void* graph_table = nullptr;
 
   cuda::TpGraph graph() const { return device_graph->view(slots, rescoring); }
   cuda::TpState state() {
     cuda::TpState s;
+    s.key = key.get();
     s.best = best.get();
     s.record = record.get();
-    s.prev_record = prev_record.get();
     s.stamp = stamp.get();
+    s.table_mask = table_entries - 1;
+    s.table_shift = 32u - static_cast<uint32_t>(log2_entries());
+    s.table_limit = table_entries / 2;
     s.touched = touched.get();
     s.changed[0] = changed[0].get();
     s.changed[1] = changed[1].get();
     s.heavy = heavy.get();
     s.live[0] = live[0].get();
     s.live[1] = live[1].get();
+    s.live_capacity = static_cast<uint32_t>(live[0].size());
+    s.prev_key = prev_key.get();
+    s.prev_index = prev_index.get();
+    s.prev_entry = prev_entry.get();
     s.staging = staging.get();
     s.staging_capacity = staging_half();
     s.histogram = histogram.get();
     s.counters = &counters.get()->counters;
     s.hist = rescoring ? hist.get() : nullptr;
-    s.prev_hist = rescoring ? prev_hist.get() : nullptr;
     s.round_mark = rescoring ? round_mark.get() : nullptr;
     s.events = rescoring ? events.device() : nullptr;
     s.event_capacity = static_cast<uint32_t>(events.size());
     s.offers = rescoring ? offers.device() : nullptr;
     s.chain = rescoring ? &counters.get()->chain : nullptr;
     return s;
+  }
+  int log2_entries() const {
+    int b = 0;
+    while ((uint32_t{1} << b) < table_entries) ++b;
+    return b;
+  }
+  // Fresh state tables of `entries` entries (a power of two, at least 4),
+  // empty; the previous frame's live list (live[live_in], live_count
+  // tokens) is carried over, so that a frame can run again on them. The
+  // captured graphs baked in the old buffers and are dropped.
+  void allocate_tables(uint32_t entries) {
+    sync();
+    drop_graph();
+    drop_round_graphs();
+    table_entries = entries;
+    const size_t n = entries;
+    key.resize(n);
+    prev_key.resize(n);
+    prev_index.resize(n);
+    best.resize(n);
+    record.resize(n);
+    stamp.resize(n);
+    touched.resize(n);
+    changed[0].resize(n);
+    changed[1].resize(n);
+    heavy.resize(std::max<size_t>(1, std::min(n, heavy_bound)));
+    // A frame that did not overflow touched at most half the table, and
+    // keeps at most what it touched.
+    DeviceArray<cuda::TpToken> old_live = std::move(live[live_in]);
+    live[0].resize(n / 2);
+    live[1].resize(n / 2);
+    prev_entry.resize(n / 2);
+    if (live_count > 0)
+      check(cudaMemcpyAsync(live[live_in].get(), old_live.get(),
+                            live_count * sizeof(cuda::TpToken), cudaMemcpyDeviceToDevice, stream),
+            "cudaMemcpyAsync (live tokens)");
+    if (rescoring) {
+      hist.resize(n);
+      round_mark.resize(n);
+      check(cudaMemsetAsync(round_mark.get(), 0, n * sizeof(uint32_t), stream), "cudaMemsetAsync");
+    }
+    check(cudaMemsetAsync(key.get(), 0xFF, n * sizeof(int32_t), stream), "cudaMemsetAsync");
+    check(cudaMemsetAsync(prev_key.get(), 0xFF, n * sizeof(int32_t), stream), "cudaMemsetAsync");
+    check(cudaMemsetAsync(best.get(), 0xFF, n * sizeof(unsigned long long), stream),
+          "cudaMemsetAsync");
+    check(cudaMemsetAsync(stamp.get(), 0, n * sizeof(uint32_t), stream), "cudaMemsetAsync");
+    sync();
+    tables_fresh = true;
+  }
+  // Twice the state tables, for a frame that overflowed them.
+  void grow_tables() {
+    if (table_entries >= kMaxTableEntries)
+      throw std::runtime_error("cuda search: a frame touched more than " +
+                               std::to_string(kMaxTableEntries / 2) + " states");
+    allocate_tables(table_entries * 2);
   }
   // Records one frame may stage: half the buffer (staging's comment).
   uint32_t staging_half() const { return static_cast<uint32_t>(staging.size() / 2); }
@@ -271,7 +346,7 @@ struct CudaSearcher::Impl {
     const cuda::TpState& c = round_graphs_state;
     return c.staging == s.staging && c.staging_capacity == s.staging_capacity &&
            c.events == s.events && c.event_capacity == s.event_capacity &&
-           c.offers == s.offers;
+           c.offers == s.offers && c.key == s.key;
   }
 
   ~Impl() {
@@ -321,40 +396,33 @@ CudaSearcher::CudaSearcher(const SearchGraph& graph, const SearchOptions& option
   const size_t n = static_cast<size_t>(graph_.num_states());
   const size_t heavy_states = m.device_graph->heavy_states();
   m.has_heavy = heavy_states > 0;
-  // Per virtual state from here on (n * slots; slots = 1 without rescoring).
-  const size_t nv = n * static_cast<size_t>(m.slots);
-  m.best.resize(nv);
-  m.record.resize(nv);
-  m.prev_record.resize(nv);
-  m.touched.resize(nv);
-  m.stamp.resize(nv);
+  m.heavy_bound = heavy_states * static_cast<size_t>(m.slots);
   m.histogram.resize(static_cast<size_t>(options_.histogram_bins));
-  for (int i = 0; i < 2; ++i) {
-    m.changed[i].resize(nv);
-    m.live[i].resize(nv);
-  }
   if (m.rescoring) {
-    m.hist.resize(nv);
-    m.prev_hist.resize(nv);
-    m.round_mark.resize(nv);
     m.events.resize(4096);
     m.offers.resize(4096);
     // Nearly every offer round ends its frame (the rescored word ends
     // rarely reach another word end in the same frame).
     m.offer_policy.prune = true;
-    check(cudaMemsetAsync(m.round_mark.get(), 0, nv * sizeof(uint32_t), m.stream),
-          "cudaMemsetAsync");
   }
-  m.heavy.resize(std::max<size_t>(heavy_states, 1));
-  // Two halves (TpState::staging).
-  m.staging.resize(2 * std::min<size_t>(std::max<size_t>(n, 1024), size_t{1} << 20));
-  // GPUSPEECH_CUDA_TINY_BUFFERS=1 (tests): staging and event buffers so
-  // small that frames overflow them and run again, which the buffers' usual
-  // sizes make rare.
+  // Two halves (TpState::staging); a frame makes hundreds of records, and
+  // one that makes more runs again with a larger buffer.
+  m.staging.resize(2 * std::min<size_t>(std::max<size_t>(n, 1024), kInitialStagingRecords));
+  // The state tables start small and double when a frame overflows them
+  // (each doubling costs that frame a second run), so a stream holds what
+  // its search reaches, not the graph: kInitialTableEntries, at most the
+  // number of virtual states rounded up to a power of two.
+  const size_t virtual_states = n * static_cast<size_t>(m.slots);
+  uint32_t entries = 4;
+  while (entries < kInitialTableEntries && entries < 2 * virtual_states) entries *= 2;
+  // GPUSPEECH_CUDA_TINY_BUFFERS=1 (tests): staging, event and table
+  // buffers so small that frames overflow them and run again, which the
+  // buffers' usual sizes make rare.
   if (const char* tiny = std::getenv("GPUSPEECH_CUDA_TINY_BUFFERS");
       tiny != nullptr && std::string(tiny) == "1") {
     m.staging.resize(2 * 4);
     if (m.rescoring) m.events.resize(2);
+    entries = 4;
   }
   m.counters.resize(1);
   m.host_counters.resize(1);
@@ -394,12 +462,9 @@ CudaSearcher::CudaSearcher(const SearchGraph& graph, const SearchOptions& option
     m.passes_per_batch = std::min(kFusedClosurePasses, options_.max_epsilon_passes);
   if (const char* chain_env = std::getenv("GPUSPEECH_CUDA_CHAIN"))
     m.chain_frames = std::string(chain_env) != "0";
-  check(cudaMemsetAsync(m.stamp.get(), 0, nv * sizeof(uint32_t), m.stream), "cudaMemsetAsync");
-  check(cudaMemsetAsync(m.best.get(), 0xFF, nv * sizeof(unsigned long long), m.stream),
-        "cudaMemsetAsync");
   check(cudaMemsetAsync(m.counters.get(), 0, sizeof(CountersAndChain), m.stream),
         "cudaMemsetAsync");
-  m.sync();
+  m.allocate_tables(entries);
 }
 
 CudaSearcher::~CudaSearcher() = default;
@@ -409,8 +474,12 @@ std::string CudaSearcher::device_name() const { return impl_->device_name; }
 void CudaSearcher::reset() {
   Impl& m = *impl_;
   check(cudaSetDevice(m.device), "cudaSetDevice");
-  // A frame cut short by an error may have left candidates behind.
+  // A frame cut short by an error may have left entries behind.
   check(cudaMemsetAsync(m.best.get(), 0xFF, m.best.size() * sizeof(unsigned long long), m.stream),
+        "cudaMemsetAsync");
+  check(cudaMemsetAsync(m.key.get(), 0xFF, m.key.size() * sizeof(int32_t), m.stream),
+        "cudaMemsetAsync");
+  check(cudaMemsetAsync(m.prev_key.get(), 0xFF, m.prev_key.size() * sizeof(int32_t), m.stream),
         "cudaMemsetAsync");
   records_ = WordRecordStore(options_.max_word_records);
   stats_ = SearchStats{};
@@ -504,12 +573,14 @@ void CudaSearcher::enqueue_frame(bool start) {
 
 void CudaSearcher::launch_frame(bool start) {
   Impl& m = *impl_;
+  m.tables_fresh = false;
   if (start) {  // once per utterance: no graph
     enqueue_frame(true);
     return;
   }
   if (m.frame_graph == nullptr || m.graph_passes != m.passes_per_batch ||
-      m.graph_staging != m.staging.get() || m.graph_staging_size != m.staging.size()) {
+      m.graph_staging != m.staging.get() || m.graph_staging_size != m.staging.size() ||
+      m.graph_table != m.key.get()) {
     m.drop_graph();
     cudaGraph_t graph = nullptr;
     check(cudaStreamBeginCapture(m.stream, cudaStreamCaptureModeThreadLocal),
@@ -528,6 +599,7 @@ void CudaSearcher::launch_frame(bool start) {
     m.graph_passes = m.passes_per_batch;
     m.graph_staging = m.staging.get();
     m.graph_staging_size = m.staging.size();
+    m.graph_table = m.key.get();
   }
   check(cudaGraphLaunch(m.frame_graph, m.stream), "cudaGraphLaunch");
 }
@@ -548,6 +620,11 @@ void CudaSearcher::run_frame(const float* device_row, int32_t boundary, const fl
     launch_frame(start);
     m.sync();
     hc = m.host_counters.get()->counters;
+    if (hc.overflow != 0) {  // the state table overflowed: rerun with twice the room
+      m.grow_tables();
+      ++stats_.frames_rerun;
+      continue;
+    }
     if (hc.records > m.staging_half()) {  // records overflowed: rerun with room
       m.grow_staging(hc.records);
       ++stats_.frames_rerun;
@@ -673,6 +750,7 @@ void CudaSearcher::enqueue_round(RoundHead head, int passes, bool prune, int cha
 
 void CudaSearcher::launch_round(RoundHead head, int passes, bool prune, int chain_passes) {
   Impl& m = *impl_;
+  m.tables_fresh = false;
   if (head == RoundHead::kStart) {  // once per utterance: no graph
     enqueue_round(head, passes, prune, chain_passes);
     return;
@@ -798,6 +876,12 @@ void CudaSearcher::run_frame_rescoring(const float* device_row, int32_t boundary
         }
       }
       passes_run = static_cast<int>(hc.passes_run);
+      if (hc.overflow != 0) {  // the state table overflowed
+        m.grow_tables();
+        ++stats_.frames_rerun;
+        again = true;
+        break;
+      }
       if (hc.records > m.staging_half()) {  // records overflowed
         m.grow_staging(hc.records);
         ++stats_.frames_rerun;
@@ -846,10 +930,12 @@ void CudaSearcher::run_frame_rescoring(const float* device_row, int32_t boundary
       policy = &m.offer_policy;
     }
     if (!again) break;
-    // Undo the abandoned attempt's candidates; the previous frame's live
-    // list is untouched, so the rerun is exact (a chained frame's too: the
-    // chain began only after its previous frame was complete).
-    check(cuda::tp_clear_touched(m.state(), m.blocks, m.stream), "tp_clear_touched");
+    // Undo the abandoned attempt's candidates (new tables have none); the
+    // previous frame's live list is untouched, so the rerun is exact (a
+    // chained frame's too: the chain began only after its previous frame
+    // was complete).
+    if (!m.tables_fresh)
+      check(cuda::tp_clear_touched(m.state(), m.blocks, m.stream), "tp_clear_touched");
   }
   if (!pruned) {  // the last round's graph had no pruning
     launch_round(RoundHead::kPrune, 0, true, 0);

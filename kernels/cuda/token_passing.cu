@@ -62,13 +62,63 @@ __device__ __forceinline__ int32_t source_of(const TpGraph& g, uint32_t arc) {
   return g.source != nullptr ? g.source[arc] : search::arc_source(g.arc_begin, g.num_states, arc);
 }
 
-// Offers candidate `key` to state d. Returns true if d's value dropped; the
-// thread that first fills an empty slot adds d to the touched list.
-__device__ __forceinline__ bool offer(const TpState& s, int32_t d, uint64_t key) {
-  const unsigned long long old =
-      atomicMin(s.best + d, static_cast<unsigned long long>(key));
-  if (old == kNoCandidate) s.touched[append_slot(&s.counters->touched)] = d;
-  return key < old;
+// Where virtual state v's probe sequence begins (Fibonacci hashing: the
+// top bits of v times 2^32 / phi spread neighbouring states apart).
+__device__ __forceinline__ uint32_t table_home(uint32_t shift, int32_t v) {
+  return (static_cast<uint32_t>(v) * 0x9E3779B1u) >> shift;
+}
+
+// v's entry in `keys` (mask + 1 entries, linear probing), claimed if v has
+// none; -1 if the table is full. Keys only go from free to taken between
+// barriers, so a stale read of a free key is corrected by the CAS.
+__device__ __forceinline__ int32_t find_or_insert(int32_t* keys, uint32_t mask, uint32_t shift,
+                                                  int32_t v) {
+  uint32_t h = table_home(shift, v);
+  for (uint32_t probe = 0; probe <= mask; ++probe, h = (h + 1) & mask) {
+    int32_t k = keys[h];
+    if (k == v) return static_cast<int32_t>(h);
+    if (k == kEmptyKey) {
+      k = atomicCAS(keys + h, kEmptyKey, v);
+      if (k == kEmptyKey || k == v) return static_cast<int32_t>(h);
+    }
+  }
+  return -1;
+}
+
+// v's entry in `keys`, or -1 if it has none (no insertion runs meanwhile).
+__device__ __forceinline__ int32_t find_entry(const int32_t* keys, uint32_t mask, uint32_t shift,
+                                              int32_t v) {
+  uint32_t h = table_home(shift, v);
+  for (uint32_t probe = 0; probe <= mask; ++probe, h = (h + 1) & mask) {
+    const int32_t k = keys[h];
+    if (k == v) return static_cast<int32_t>(h);
+    if (k == kEmptyKey) return -1;
+  }
+  return -1;
+}
+
+__device__ __forceinline__ void note_overflow(const TpState& s) {
+  atomicOr(&s.counters->overflow, 1u);
+}
+
+// Offers candidate `key` to virtual state v. Returns v's entry if its value
+// dropped, else -1; the thread that first fills an entry's candidate adds
+// the entry to the touched list. A full table loses the offer and counts
+// an overflow (the frame runs again with a larger table).
+__device__ __forceinline__ int32_t offer(const TpState& s, int32_t v, uint64_t key) {
+  const int32_t e = find_or_insert(s.key, s.table_mask, s.table_shift, v);
+  if (e < 0) {
+    note_overflow(s);
+    return -1;
+  }
+  const unsigned long long old = atomicMin(s.best + e, static_cast<unsigned long long>(key));
+  if (old == kNoCandidate) {
+    // At most one append per entry, so the list never outgrows the table.
+    const uint32_t t = append_slot(&s.counters->touched);
+    s.touched[t] = e;
+    if (t >= s.table_limit) note_overflow(s);
+  }
+  return key < old ? e : -1;
 }
 
 // Appends a word record; returns its global index. Past the staging
@@ -105,6 +155,7 @@ __device__ __forceinline__ void reset_counters(TpCounters* c, const TpFrame& f) 
   c->passes_run = 0;
   c->last_changed = 0;
   c->events = 0;
+  c->overflow = 0;
 }
 
 __global__ void frame_begin_kernel(TpState s, const TpFrame* __restrict__ fp) {
@@ -115,16 +166,18 @@ __global__ void frame_begin_kernel(TpState s, const TpFrame* __restrict__ fp) {
 }
 
 __global__ void start_kernel(TpState s, const TpFrame* __restrict__ fp) {
+  // The table is empty: the start state's entry is its home slot.
   const int32_t start = fp->start_state;
-  s.best[start] = pack_candidate(0.0f, kNoArc);
-  s.record[start] = -1;
+  const int32_t e = find_or_insert(s.key, s.table_mask, s.table_shift, start);
+  s.best[e] = pack_candidate(0.0f, kNoArc);
+  s.record[e] = -1;
   if (s.hist != nullptr) {
-    s.hist[start] = 0;
-    s.round_mark[start] = fp->round_id;
+    s.hist[e] = 0;
+    s.round_mark[e] = fp->round_id;
   }
-  s.touched[0] = start;
+  s.touched[0] = e;
   TpToken t;
-  t.state = start;
+  t.state = e;
   t.cost = 0.0f;
   t.record = -1;
   t.hist = 0;
@@ -163,9 +216,14 @@ __device__ __forceinline__ void emit_phase(const TpGraph& g, const TpState& s, c
     const TpToken tok = live[i];
     const int32_t state = graph_state(g, tok.state);
     const int64_t degree = g.arc_begin[state + 1] - g.arc_begin[state];
-    if (lane == 0) {
-      s.prev_record[tok.state] = tok.record;
-      if (s.prev_hist != nullptr) s.prev_hist[tok.state] = tok.hist;
+    if (lane == 0) {  // the live token by its state, for the winners' sources
+      const int32_t h = find_or_insert(s.prev_key, s.table_mask, s.table_shift, tok.state);
+      if (h >= 0) {
+        s.prev_index[h] = static_cast<int32_t>(i);
+        s.prev_entry[i] = h;
+      } else {  // cannot happen: live lists hold at most half a table
+        note_overflow(s);
+      }
     }
     if (degree > kHeavyDegree) {
       if (lane == 0) s.heavy[append_slot(&s.counters->heavy)] = tok;
@@ -188,26 +246,31 @@ __device__ __forceinline__ void emit_resolve_phase(const TpGraph& g, const TpSta
                                                    const TpFrame& f) {
   const uint32_t n = s.counters->touched;
   uint32_t best = 0xFFFFFFFFu;
+  const TpToken* live = s.live[f.live_in];
   for (uint32_t i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {
-    const int32_t d = s.touched[i];
-    const uint64_t key = s.best[d];
+    const int32_t e = s.touched[i];
+    const int32_t d = s.key[e];
+    const uint64_t key = s.best[e];
     const float c = candidate_cost(key);
     const uint32_t a = candidate_arc(key);
-    // The source keeps the slot (virtual state src * slots + d's slot).
+    // The source keeps the slot (virtual state src * slots + d's slot),
+    // and is one of the previous frame's live tokens.
     const int32_t src = source_of(g, a) * g.slots + (d - graph_state(g, d) * g.slots);
-    int32_t rec = s.prev_record[src];
+    const int32_t h = find_entry(s.prev_key, s.table_mask, s.table_shift, src);
+    const TpToken from = h >= 0 ? live[s.prev_index[h]] : TpToken{src, 0.0f, -1, 0};
+    int32_t rec = from.record;
     const int32_t ol = g.olabel[a];
     if (ol > 0) rec = stage_record(s, f, ol - 1, rec, c);
-    s.record[d] = rec;
+    s.record[e] = rec;
     TpToken t;
-    t.state = d;
+    t.state = e;
     t.cost = c;
     t.record = rec;
     t.hist = 0;
     if (s.hist != nullptr) {
-      t.hist = s.prev_hist[src];
-      s.hist[d] = t.hist;
-      s.round_mark[d] = f.round_id;
+      t.hist = from.hist;
+      s.hist[e] = t.hist;
+      s.round_mark[e] = f.round_id;
     }
     // Only tokens with epsilon arcs to relax start the closure (their
     // records are final already).
@@ -234,18 +297,18 @@ __global__ void emit_resolve_kernel(TpGraph g, TpState s, const TpFrame* __restr
 __device__ __forceinline__ void relax_arcs(const TpGraph& g, const TpState& s, const TpToken& tok,
                                            int out, uint32_t pass_id, int64_t first,
                                            int64_t step) {
-  const int32_t state = graph_state(g, tok.state);
-  const int32_t slot = tok.state - state * g.slots;
+  const int32_t v = s.key[tok.state];  // a changed token holds its entry
+  const int32_t state = graph_state(g, v);
+  const int32_t slot = v - state * g.slots;
   const int64_t end = g.arc_begin[state + 1];
   for (int64_t a = g.arc_begin[state] + first; a < end; a += step) {
     if (g.ilabel[a] != 0) continue;
     if (g.rescoring && g.olabel[a] != 0) continue;  // a word end: the word-end step's
     const float c = add_cost(tok.cost, g.cost[a]);
     if (!usable_cost(c)) continue;
-    const int32_t d = g.dest[a] * g.slots + slot;
-    if (offer(s, d, pack_candidate(c, static_cast<uint32_t>(a))) &&
-        atomicExch(s.stamp + d, pass_id) != pass_id)
-      s.changed[out][append_slot(&s.counters->changed[out])].state = d;
+    const int32_t e = offer(s, g.dest[a] * g.slots + slot, pack_candidate(c, static_cast<uint32_t>(a)));
+    if (e >= 0 && atomicExch(s.stamp + e, pass_id) != pass_id)
+      s.changed[out][append_slot(&s.counters->changed[out])].state = e;
   }
 }
 
@@ -269,7 +332,7 @@ __device__ __forceinline__ void relax_phase(const TpGraph& g, const TpState& s, 
       s.record[tok.state] = tok.record;
       if (s.hist != nullptr) s.hist[tok.state] = tok.hist;
     }
-    const int32_t state = graph_state(g, tok.state);
+    const int32_t state = graph_state(g, s.key[tok.state]);
     if (!g.has_epsilon[state]) continue;
     const bool fresh = tok.record >= f.first_record;
     if (!(tok.cost <= (fresh ? limit_word_end : limit_beam))) continue;
@@ -301,20 +364,23 @@ __device__ __forceinline__ void relax_resolve_phase(const TpGraph& g, const TpSt
   const uint32_t n = s.counters->changed[out];
   TpToken* list = s.changed[out];
   for (uint32_t i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {
-    const int32_t d = list[i].state;
-    const uint64_t key = s.best[d];
+    const int32_t e = list[i].state;
+    const int32_t d = s.key[e];
+    const uint64_t key = s.best[e];
     const float c = candidate_cost(key);
     const uint32_t a = candidate_arc(key);
+    // The source changed earlier in this frame, so it has an entry.
     const int32_t src = source_of(g, a) * g.slots + (d - graph_state(g, d) * g.slots);
-    int32_t rec = s.record[src];
+    const int32_t se = find_entry(s.key, s.table_mask, s.table_shift, src);
+    int32_t rec = se >= 0 ? s.record[se] : -1;
     const int32_t ol = g.olabel[a];
     if (ol > 0) rec = stage_record(s, f, ol - 1, rec, c);
     list[i].cost = c;
     list[i].record = rec;
     list[i].hist = 0;
     if (s.hist != nullptr) {
-      list[i].hist = s.hist[src];
-      s.round_mark[d] = f.round_id;
+      list[i].hist = se >= 0 ? s.hist[se] : 0;
+      s.round_mark[e] = f.round_id;
     }
   }
   if (blockIdx.x == 0 && threadIdx.x == 0) {
@@ -344,7 +410,8 @@ __global__ void relax_resolve_kernel(TpGraph g, TpState s, const TpFrame* __rest
 __device__ __forceinline__ bool prune_held_back(const TpState& s, bool gated) {
   if (!gated) return false;
   const TpCounters* c = s.counters;
-  return c->events != 0 || c->last_changed != 0 || c->records > s.staging_capacity;
+  return c->events != 0 || c->last_changed != 0 || c->records > s.staging_capacity ||
+         c->overflow != 0;
 }
 
 // The pruning step's four parts are bodies shared by the separate kernels
@@ -466,18 +533,30 @@ __device__ __forceinline__ void prune_compact_body(const TpState& s, const TpFra
   const int cut = s.counters->cut_bin;
   const int out = 1 - f.live_in;
   for (uint32_t i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {
-    const int32_t d = s.touched[i];
-    const float c = candidate_cost(s.best[d]);
-    if (within_beam(s, f, d, c, limit_beam, limit_word_end) &&
+    const int32_t e = s.touched[i];
+    const float c = candidate_cost(s.best[e]);
+    if (within_beam(s, f, e, c, limit_beam, limit_word_end) &&
         search::histogram_bin(c, best, f.bin_scale, f.bins) < cut) {
       TpToken t;
-      t.state = d;
+      t.state = s.key[e];
       t.cost = c;
-      t.record = s.record[d];
-      t.hist = s.hist != nullptr ? s.hist[d] : 0;
-      s.live[out][append_slot(&s.counters->live[out])] = t;
+      t.record = s.record[e];
+      t.hist = s.hist != nullptr ? s.hist[e] : 0;
+      const uint32_t j = append_slot(&s.counters->live[out]);
+      if (j < s.live_capacity)
+        s.live[out][j] = t;
+      else  // only in a frame that overflowed the table (and runs again)
+        note_overflow(s);
     }
-    s.best[d] = kNoCandidate;
+    s.best[e] = kNoCandidate;
+    s.key[e] = kEmptyKey;
+  }
+  // The previous frame's live tokens leave the second table (an emitting
+  // step put them there; the start frame has none).
+  if (f.loglik != nullptr) {
+    const uint32_t n_in = s.counters->live[f.live_in];
+    for (uint32_t i = blockIdx.x * blockDim.x + threadIdx.x; i < n_in; i += gridDim.x * blockDim.x)
+      s.prev_key[s.prev_entry[i]] = kEmptyKey;
   }
 }
 
@@ -499,12 +578,13 @@ __device__ __forceinline__ void collect_events_phase(const TpGraph& g, const TpS
   const float limit_beam = add_cost(best_emit, f.beam);
   const float limit_word_end = add_cost(best_emit, f.word_end_beam);
   for (uint32_t i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {
-    const int32_t v = s.touched[i];
-    if (s.round_mark[v] != f.round_id) continue;
+    const int32_t ent = s.touched[i];
+    if (s.round_mark[ent] != f.round_id) continue;
+    const int32_t v = s.key[ent];
     const int32_t state = graph_state(g, v);
     if (!g.has_word_arc[state]) continue;
-    const float cost = candidate_cost(s.best[v]);
-    const int32_t rec = s.record[v];
+    const float cost = candidate_cost(s.best[ent]);
+    const int32_t rec = s.record[ent];
     const bool fresh = rec >= f.first_record;
     if (!(cost <= (fresh ? limit_word_end : limit_beam))) continue;
     for (int64_t a = g.arc_begin[state]; a < g.arc_begin[state + 1]; ++a) {
@@ -518,7 +598,7 @@ __device__ __forceinline__ void collect_events_phase(const TpGraph& g, const TpS
         e.arc = static_cast<uint32_t>(a);
         e.cost = c;
         e.record = rec;
-        e.hist = s.hist[v];
+        e.hist = s.hist[ent];
         e.word = g.olabel[a] - 1;
         e.dest = g.dest[a];
         s.events[slot] = e;
@@ -549,15 +629,15 @@ __device__ __forceinline__ void resolve_events_phase(const TpGraph& g, const TpS
   const uint32_t n = f.num_offers;
   for (uint32_t i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {
     const TpOffer o = s.offers[i];
-    if (!usable_cost(o.cost) ||
-        s.best[o.dest] != pack_candidate(o.cost, g.num_arcs + i))
-      continue;
+    if (!usable_cost(o.cost)) continue;
+    const int32_t e = find_entry(s.key, s.table_mask, s.table_shift, o.dest);
+    if (e < 0 || s.best[e] != pack_candidate(o.cost, g.num_arcs + i)) continue;
     const int32_t rec = stage_record(s, f, o.word, o.record, o.cost);
-    s.record[o.dest] = rec;
-    s.hist[o.dest] = o.hist;
-    s.round_mark[o.dest] = f.round_id;
+    s.record[e] = rec;
+    s.hist[e] = o.hist;
+    s.round_mark[e] = f.round_id;
     TpToken t;
-    t.state = o.dest;
+    t.state = e;
     t.cost = o.cost;
     t.record = rec;
     t.hist = o.hist;
@@ -685,8 +765,11 @@ __global__ void round_kernel(TpGraph g, TpState s, TpFrame* fp, TpRoundParams p)
 
 __global__ void clear_touched_kernel(TpState s) {
   const uint32_t n = s.counters->touched;
-  for (uint32_t i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x)
-    s.best[s.touched[i]] = kNoCandidate;
+  for (uint32_t i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {
+    const int32_t e = s.touched[i];
+    s.best[e] = kNoCandidate;
+    s.key[e] = kEmptyKey;
+  }
 }
 
 }  // namespace

@@ -3,22 +3,37 @@
 // reference). Plain host-callable launch wrappers, as in feature_kernels.cuh:
 // each queues work on `stream` and returns cudaGetLastError().
 //
-// Device state per frame:
-//   best[state]         packed (cost key, arc) candidate, kNoCandidate when
+// Device state: a stream's token state is sized by what a frame reaches,
+// not by the graph (a graph of 22 M virtual states would otherwise cost
+// over 2 GB a stream). The states a frame touches get entries in a hash
+// table (open addressing, linear probing, keys claimed by atomicCAS):
+//   key[e]              the virtual state of entry e, kEmptyKey when free
+//   best[e]             packed (cost key, arc) candidate, kNoCandidate when
 //                       empty; atomicMin picks winners without races
-//   record[state]       the record of the state's token (this frame)
-//   prev_record[state]  records of the previous frame's live tokens
-//   stamp[state]        id of the last closure pass that changed the state
-//   touched             every state that got a candidate this frame
-//   changed[2]          the tokens that changed in the last pass / this pass
+//   record[e]           the record of the entry's token (this frame)
+//   stamp[e]            id of the last closure pass that changed the entry
+//   touched             every entry that got a candidate this frame; the
+//                       pruning step frees them all, so the table is empty
+//                       between frames
+//   changed[2]          the tokens that changed in the last pass / this
+//                       pass; their `state` field holds the entry
 //   heavy               tokens with more than kHeavyDegree arcs, which a
 //                       whole block expands each
 //   live[2]             pruned live tokens of the previous / this frame
+//                       (virtual states: they outlive the table's entries)
+//   prev_key[h]         a second table, over the previous frame's live
+//   prev_index[h]       list: virtual state -> index in live[live_in], for
+//   prev_entry[i]       the emitting step's winners (their sources' records
+//                       and histories); prev_entry[i] is live token i's
+//                       slot, so pruning can free them
 //   staging             word records made this frame (index first_record + i)
-// With word-end rescoring (token_passing.h) every per-state array is per
-// virtual state (state * slots + slot), tokens carry an LM history id, and
-//   hist[v], prev_hist[v]  the histories beside record[] and prev_record[]
-//   round_mark[v]       id of the closure round that last changed v
+// A frame that fills more than half the table (table_limit) counts an
+// overflow; the host gives the stream a table twice the size and runs the
+// frame again from the unchanged previous live list.
+// With word-end rescoring (token_passing.h) every state is a virtual state
+// (state * slots + slot), tokens carry an LM history id, and
+//   hist[e]             the history beside record[e]
+//   round_mark[e]       id of the closure round that last changed e
 //   events              word-end events of the round (written by the device
 //                       straight into mapped host memory)
 //   offers              the host's rescored events (read by the device
@@ -108,6 +123,7 @@ struct TpCounters {
                            // CPU searcher's count, which max_epsilon_passes bounds)
   uint32_t last_changed;   // tokens changed by the last pass queued
   uint32_t events;         // word-end events of the round; above capacity = overflow
+  uint32_t overflow;       // non-zero: the state table filled past table_limit
 };
 
 // A frame chained to the end of the previous one (tp_round with
@@ -119,15 +135,27 @@ struct TpChain {
   TpCounters prev;
 };
 
+// A free entry of the state tables.
+constexpr int32_t kEmptyKey = -1;
+
 struct TpState {
+  // The frame's state table (entries e < table_mask + 1, a power of two).
+  int32_t* key;
   unsigned long long* best;
   int32_t* record;
-  int32_t* prev_record;
   uint32_t* stamp;
+  uint32_t table_mask;
+  uint32_t table_shift;  // 32 - log2(entries): the hash keeps the top bits
+  uint32_t table_limit;  // touched entries allowed before an overflow
   int32_t* touched;
   TpToken* changed[2];
   TpToken* heavy;
   TpToken* live[2];
+  uint32_t live_capacity;  // tokens each live list holds
+  // The previous frame's live list by virtual state (same size as key[]).
+  int32_t* prev_key;
+  int32_t* prev_index;
+  int32_t* prev_entry;
   // Word records of two frames: a frame writes its half (TpFrame::
   // staging_base) while the previous frame's are still on their way to the
   // host. staging_capacity is one half's.
@@ -137,7 +165,6 @@ struct TpState {
   TpCounters* counters;
   // Word-end rescoring only (null otherwise):
   int32_t* hist;
-  int32_t* prev_hist;
   uint32_t* round_mark;
   TpEvent* events;
   uint32_t event_capacity;
@@ -221,11 +248,13 @@ cudaError_t tp_round(const TpGraph& g, const TpState& s, TpFrame* f, const TpRou
 // memory), at most max_per_sm each; 0 if the device cannot say.
 int tp_round_blocks(int sm_count, int max_per_sm, int bins);
 // Step 3: beam, max-active histogram and cutoff, compaction into
-// live[1 - live_in]; clears best[] of every touched state.
+// live[1 - live_in]; frees every touched entry, and (after an emitting
+// step) the previous frame's entries of prev_key.
 // `bins` = f->bins (sizes the per-block histogram in shared memory; at most
 // kMaxHistogramBins). `gated` (rescoring): does nothing unless the round
 // was the frame's last and complete: no word-end events, closure settled,
-// records within the staging buffer (the host checks the same counters).
+// records within the staging buffer, no table overflow (the host checks
+// the same counters).
 cudaError_t tp_prune(const TpState& s, const TpFrame* f, int bins, int blocks,
                      cudaStream_t stream, bool gated = false);
 
@@ -242,7 +271,7 @@ cudaError_t tp_collect_events(const TpGraph& g, const TpState& s, const TpFrame*
                               cudaStream_t stream);
 cudaError_t tp_offer_events(const TpGraph& g, const TpState& s, const TpFrame* f, int blocks,
                             cudaStream_t stream);
-// Clears best[] of every touched state (a frame abandoned before pruning).
+// Frees every touched entry (a frame abandoned before pruning).
 cudaError_t tp_clear_touched(const TpState& s, int blocks, cudaStream_t stream);
 
 }  // namespace cuda

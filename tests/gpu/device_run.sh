@@ -10,7 +10,7 @@
 #   .refaudio/         a copy of /usr/share/pocketsphinx/test/data
 # Writes logs and results under $OUT (default /tmp/gpuspeech-out).
 #
-# usage: tests/gpu/device_run.sh [all|build|test|refs|bench|profile|peer|decode|streams|dtw|fmllr]...
+# usage: tests/gpu/device_run.sh [all|build|test|refs|bench|profile|peer|decode|streams|memory|dtw|fmllr]...
 set -u -o pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$ROOT"
@@ -78,7 +78,7 @@ fi
 # The en-us graph (automatically pruned LM) takes minutes to compile: start
 # it as soon as the tool is built and let the tests run meanwhile.
 GRAPH_CACHE=/tmp/gpuspeech-graph-cache
-if (want decode || want fmllr || want streams) && [ -x $BUILD/tools/gpuspeech-mkgraph ]; then
+if (want decode || want fmllr || want streams || want memory) && [ -x $BUILD/tools/gpuspeech-mkgraph ]; then
   note "en-us graph compile (background)"
   TIMEV=(); [ -x /usr/bin/time ] && TIMEV=(/usr/bin/time -v)
   ( "${TIMEV[@]}" $BUILD/tools/gpuspeech-mkgraph --hmm .refmodel/en-us/en-us \
@@ -254,6 +254,25 @@ if want streams; then
   done
   cmp -s /tmp/streams.cpu.1.trn /tmp/streams.cuda.1.trn && echo "cpu and cuda outputs identical" ||
     { echo "cpu and cuda outputs DIFFER"; status=1; }
+fi
+if want memory; then
+  # Issue 14: device memory of the first stream (with the shared resources)
+  # and of each added one, from gpuspeech-bench decode's cudaMemGetInfo
+  # readings. MEMORY_RUNS: "backend:streams[@VAR=value]...", on the
+  # LibriVox files MEMORY_COPIES times over (at least as many as streams).
+  note "memory: device memory per stream (gpuspeech-bench decode)"
+  [ -n "${MKGRAPH_PID:-}" ] && wait $MKGRAPH_PID
+  rm -rf /tmp/memfiles && mkdir -p /tmp/memfiles
+  for ((c = 1; c <= ${MEMORY_COPIES:-8}; c++)); do
+    for f in $GPUSPEECH_AUDIO_DIR/librivox/*.wav; do ln -s "$f" "/tmp/memfiles/$(basename "$f" .wav)-$c.wav"; done
+  done
+  for spec in ${MEMORY_RUNS:-cuda:1 cuda:8 cuda:32}; do
+    run=${spec%%@*}; envs=(); [ "$run" != "$spec" ] && envs=("${spec#*@}")
+    env "${envs[@]}" $BUILD/tools/gpuspeech-bench decode --hmm .refmodel/en-us/en-us \
+      --dict .refmodel/en-us/cmudict-en-us.dict --lm .refmodel/en-us/en-us.lm.bin --cache $GRAPH_CACHE \
+      --backend ${run%%:*} --search ${run%%:*} --streams ${run##*:} /tmp/memfiles/*.wav 2>&1 |
+      grep -E '^decode: [0-9]|^device memory|error' | sed "s/^/$spec: /" || status=1
+  done
 fi
 if want fmllr; then
   note "fMLLR: statistics, estimation and application, every backend"
