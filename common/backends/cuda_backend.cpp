@@ -18,6 +18,7 @@
 #include <list>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <utility>
 #include <vector>
@@ -31,11 +32,15 @@
 namespace gpuspeech {
 namespace {
 
+// The failed call's error is taken off the thread's last-error slot, where
+// the next launch check would report it as its own (cuda_memory.h).
 void check_cuda(cudaError_t status, const char* call) {
-  if (status != cudaSuccess)
+  if (status != cudaSuccess) {
+    (void)cudaGetLastError();
     throw BackendError(std::string("cuda: ") + call + " failed: " +
                        cudaGetErrorName(status) + " (" +
                        cudaGetErrorString(status) + ")");
+  }
 }
 
 const char* cufft_result_name(cufftResult r) {
@@ -61,6 +66,22 @@ void check_cufft(cufftResult status, const char* call) {
     throw BackendError(std::string("cuda: ") + call + " failed: " +
                        cufft_result_name(status) + " (code " +
                        std::to_string(static_cast<int>(status)) + ")");
+}
+
+// Each cuBLAS handle gets a workspace pool when it is made: 64 MiB on the
+// H100, two thirds of what a decoding stream (one backend each) added to
+// the device. cublasSetWorkspace lends a handle another buffer but does not
+// shrink that pool; CUBLAS_WORKSPACE_CONFIG, read when handles are made,
+// does. Measured with 32 streams (docs/benchmarks.md): ":16:8" (8 buffers
+// of 16 KiB) took each stream from 93.7 to 29.7 MiB when made and the
+// scoring GEMM ran as fast. Set once, before the process's first handle,
+// and only where the user has not set it.
+void limit_cublas_workspace() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    if (std::getenv("CUBLAS_WORKSPACE_CONFIG") == nullptr)
+      setenv("CUBLAS_WORKSPACE_CONFIG", ":16:8", 0);
+  });
 }
 
 void check_cublas(cublasStatus_t status, const char* call) {
@@ -128,6 +149,7 @@ class CudaBackend : public Backend {
     try {
       check_cuda(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking),
                  "cudaStreamCreate");
+      limit_cublas_workspace();
       check_cublas(cublasCreate(&blas_), "cublasCreate");
       check_cublas(cublasSetStream(blas_, stream_), "cublasSetStream");
       // Plain FP32: TF32 tensor ops would move results by ~1e-3 relative.
@@ -135,6 +157,7 @@ class CudaBackend : public Backend {
       // library default says.
       check_cublas(cublasSetMathMode(blas_, CUBLAS_PEDANTIC_MATH),
                    "cublasSetMathMode");
+
     } catch (...) {
       release();
       throw;
@@ -549,6 +572,7 @@ class CudaBackend : public Backend {
     twiddles_.clear();
     if (blas_ != nullptr) cublasDestroy(blas_);
     blas_ = nullptr;
+
     if (stream_ != nullptr) cudaStreamDestroy(stream_);
     stream_ = nullptr;
   }
@@ -578,10 +602,16 @@ int64_t cuda_device_memory_used(int device_id) {
   if (device_id < 0 || cudaGetDevice(&current) != cudaSuccess) return -1;
   size_t free_bytes = 0, total_bytes = 0;
   // cudaMemGetInfo reports on the calling thread's current device.
-  if (cudaSetDevice(device_id) != cudaSuccess) return -1;
+  if (cudaSetDevice(device_id) != cudaSuccess) {
+    (void)cudaGetLastError();  // not left for the next launch check
+    return -1;
+  }
   const cudaError_t st = cudaMemGetInfo(&free_bytes, &total_bytes);
   cudaSetDevice(current);
-  if (st != cudaSuccess) return -1;
+  if (st != cudaSuccess) {
+    (void)cudaGetLastError();
+    return -1;
+  }
   return static_cast<int64_t>(total_bytes - free_bytes);
 }
 

@@ -14,10 +14,16 @@
 namespace gpuspeech {
 namespace cuda_memory {
 
+// A failed runtime call also stays behind as the thread's last error,
+// which the next kernel launch's check (cudaGetLastError) would report as
+// its own: one stream refused for lack of memory would fail the next
+// stream on that thread. So the error is taken off before throwing.
 inline void check(cudaError_t status, const char* call) {
-  if (status != cudaSuccess)
+  if (status != cudaSuccess) {
+    (void)cudaGetLastError();
     throw BackendError(std::string("cuda search: ") + call + " failed: " +
                        cudaGetErrorName(status) + " (" + cudaGetErrorString(status) + ")");
+  }
 }
 
 // Device memory of n T's, freed on destruction.

@@ -47,7 +47,7 @@ constexpr int kInitialPassesPerBatch = 2;
 // Word records one frame may stage to begin with (each half of staging).
 constexpr size_t kInitialStagingRecords = size_t{1} << 14;
 // State-table entries a stream starts with: 2^16 entries hold frames that
-// touch up to 32 768 states, at about 90 bytes an entry (token_passing.cuh).
+// touch up to 32 768 states, at about 80 bytes an entry (token_passing.cuh).
 constexpr uint32_t kInitialTableEntries = uint32_t{1} << 16;
 constexpr uint32_t kMaxTableEntries = uint32_t{1} << 30;
 
@@ -226,6 +226,8 @@ struct CudaSearcher::Impl {
     s.heavy = heavy.get();
     s.live[0] = live[0].get();
     s.live[1] = live[1].get();
+    s.changed_capacity = static_cast<uint32_t>(changed[0].size());
+    s.heavy_capacity = static_cast<uint32_t>(heavy.size());
     s.live_capacity = static_cast<uint32_t>(live[0].size());
     s.prev_key = prev_key.get();
     s.prev_index = prev_index.get();
@@ -264,11 +266,12 @@ struct CudaSearcher::Impl {
     record.resize(n);
     stamp.resize(n);
     touched.resize(n);
-    changed[0].resize(n);
-    changed[1].resize(n);
-    heavy.resize(std::max<size_t>(1, std::min(n, heavy_bound)));
-    // A frame that did not overflow touched at most half the table, and
+    // A frame that did not overflow touched at most half the table, so
+    // its lists (of distinct entries each) hold at most that many, and it
     // keeps at most what it touched.
+    changed[0].resize(n / 2);
+    changed[1].resize(n / 2);
+    heavy.resize(std::max<size_t>(1, std::min(n / 2, heavy_bound)));
     DeviceArray<cuda::TpToken> old_live = std::move(live[live_in]);
     live[0].resize(n / 2);
     live[1].resize(n / 2);

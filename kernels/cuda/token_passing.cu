@@ -101,6 +101,18 @@ __device__ __forceinline__ void note_overflow(const TpState& s) {
   atomicOr(&s.counters->overflow, 1u);
 }
 
+// A slot at the end of `list` (changed_capacity or heavy_capacity tokens,
+// `capacity`), or null past its end: the token is lost and an overflow
+// counted, as for the table (the lists hold what a frame within
+// table_limit can put there).
+__device__ __forceinline__ TpToken* list_slot(const TpState& s, TpToken* list, uint32_t* counter,
+                                              uint32_t capacity) {
+  const uint32_t i = append_slot(counter);
+  if (i < capacity) return list + i;
+  note_overflow(s);
+  return nullptr;
+}
+
 // Offers candidate `key` to virtual state v. Returns v's entry if its value
 // dropped, else -1; the thread that first fills an entry's candidate adds
 // the entry to the touched list. A full table loses the offer and counts
@@ -226,7 +238,10 @@ __device__ __forceinline__ void emit_phase(const TpGraph& g, const TpState& s, c
       }
     }
     if (degree > kHeavyDegree) {
-      if (lane == 0) s.heavy[append_slot(&s.counters->heavy)] = tok;
+      if (lane == 0) {
+        TpToken* slot = list_slot(s, s.heavy, &s.counters->heavy, s.heavy_capacity);
+        if (slot != nullptr) *slot = tok;
+      }
       continue;
     }
     emit_arcs(g, s, f, tok, lane, kGroup);
@@ -236,7 +251,7 @@ __device__ __forceinline__ void emit_phase(const TpGraph& g, const TpState& s, c
 // One block per heavy token, its threads striding over the arcs.
 __device__ __forceinline__ void emit_heavy_phase(const TpGraph& g, const TpState& s,
                                                  const TpFrame& f) {
-  const uint32_t n = s.counters->heavy;
+  const uint32_t n = min(s.counters->heavy, s.heavy_capacity);
   for (uint32_t h = blockIdx.x; h < n; h += gridDim.x)
     emit_arcs(g, s, f, s.heavy[h], threadIdx.x, blockDim.x);
 }
@@ -274,7 +289,10 @@ __device__ __forceinline__ void emit_resolve_phase(const TpGraph& g, const TpSta
     }
     // Only tokens with epsilon arcs to relax start the closure (their
     // records are final already).
-    if (g.has_epsilon[graph_state(g, d)]) s.changed[0][append_slot(&s.counters->changed[0])] = t;
+    if (g.has_epsilon[graph_state(g, d)]) {
+      TpToken* slot = list_slot(s, s.changed[0], &s.counters->changed[0], s.changed_capacity);
+      if (slot != nullptr) *slot = t;
+    }
     const uint32_t k = cost_key(c);
     best = k < best ? k : best;
   }
@@ -307,8 +325,10 @@ __device__ __forceinline__ void relax_arcs(const TpGraph& g, const TpState& s, c
     const float c = add_cost(tok.cost, g.cost[a]);
     if (!usable_cost(c)) continue;
     const int32_t e = offer(s, g.dest[a] * g.slots + slot, pack_candidate(c, static_cast<uint32_t>(a)));
-    if (e >= 0 && atomicExch(s.stamp + e, pass_id) != pass_id)
-      s.changed[out][append_slot(&s.counters->changed[out])].state = e;
+    if (e >= 0 && atomicExch(s.stamp + e, pass_id) != pass_id) {
+      TpToken* slot = list_slot(s, s.changed[out], &s.counters->changed[out], s.changed_capacity);
+      if (slot != nullptr) slot->state = e;
+    }
   }
 }
 
@@ -318,7 +338,7 @@ __device__ __forceinline__ void relax_phase(const TpGraph& g, const TpState& s, 
   const uint32_t pass_id = f.pass_base + static_cast<uint32_t>(pass);
   const int lane = threadIdx.x % kGroup;
   const int out = 1 - in;
-  const uint32_t n = s.counters->changed[in];
+  const uint32_t n = min(s.counters->changed[in], s.changed_capacity);
   const TpToken* list = s.changed[in];
   const float best_emit = key_cost(s.counters->best_emit_key);
   const float limit_beam = add_cost(best_emit, f.beam);
@@ -338,7 +358,10 @@ __device__ __forceinline__ void relax_phase(const TpGraph& g, const TpState& s, 
     if (!(tok.cost <= (fresh ? limit_word_end : limit_beam))) continue;
     const int64_t degree = g.arc_begin[state + 1] - g.arc_begin[state];
     if (degree > kHeavyDegree) {
-      if (lane == 0) s.heavy[append_slot(&s.counters->heavy)] = tok;
+      if (lane == 0) {
+        TpToken* slot = list_slot(s, s.heavy, &s.counters->heavy, s.heavy_capacity);
+        if (slot != nullptr) *slot = tok;
+      }
       continue;
     }
     relax_arcs(g, s, tok, out, pass_id, lane, kGroup);
@@ -349,7 +372,7 @@ __device__ __forceinline__ void relax_heavy_phase(const TpGraph& g, const TpStat
                                                   const TpFrame& f, int pass) {
   const int in = pass & 1;
   const uint32_t pass_id = f.pass_base + static_cast<uint32_t>(pass);
-  const uint32_t n = s.counters->heavy;
+  const uint32_t n = min(s.counters->heavy, s.heavy_capacity);
   for (uint32_t h = blockIdx.x; h < n; h += gridDim.x)
     relax_arcs(g, s, s.heavy[h], 1 - in, pass_id, threadIdx.x, blockDim.x);
 }
@@ -363,7 +386,9 @@ __device__ __forceinline__ void relax_resolve_phase(const TpGraph& g, const TpSt
   const int out = 1 - in;
   const uint32_t n = s.counters->changed[out];
   TpToken* list = s.changed[out];
-  for (uint32_t i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {
+  const uint32_t listed = min(n, s.changed_capacity);
+  for (uint32_t i = blockIdx.x * blockDim.x + threadIdx.x; i < listed;
+       i += gridDim.x * blockDim.x) {
     const int32_t e = list[i].state;
     const int32_t d = s.key[e];
     const uint64_t key = s.best[e];
@@ -641,7 +666,8 @@ __device__ __forceinline__ void resolve_events_phase(const TpGraph& g, const TpS
     t.cost = o.cost;
     t.record = rec;
     t.hist = o.hist;
-    s.changed[0][append_slot(&s.counters->changed[0])] = t;
+    TpToken* slot = list_slot(s, s.changed[0], &s.counters->changed[0], s.changed_capacity);
+    if (slot != nullptr) *slot = t;
   }
 }
 

@@ -151,7 +151,11 @@ struct TpState {
   TpToken* changed[2];
   TpToken* heavy;
   TpToken* live[2];
-  uint32_t live_capacity;  // tokens each live list holds
+  // Tokens each list holds; past them a token is lost and an overflow
+  // counted (a frame within table_limit never gets there).
+  uint32_t changed_capacity;
+  uint32_t heavy_capacity;
+  uint32_t live_capacity;
   // The previous frame's live list by virtual state (same size as key[]).
   int32_t* prev_key;
   int32_t* prev_index;
