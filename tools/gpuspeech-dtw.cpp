@@ -20,6 +20,7 @@
 #include "common/dtw/dtw_features.h"
 #include "common/dtw/template_library.h"
 #include "common/dtw/template_matcher.h"
+#include "common/dtw/word_recognizer.h"
 
 #ifndef GPUSPEECH_VERSION
 #define GPUSPEECH_VERSION "unknown"
@@ -53,6 +54,11 @@ Features:
   --remove-noise        Sphinx spectral noise subtraction (mfcc, fbank)
   --cvn                 also normalise each dimension's variance per utterance
   --deltas              append deltas and accelerations (mfcc, fbank)
+  --lifter L            sinusoidal cepstral lifter (mfcc; default 12, 0 = none)
+  --warps W[,W...]      VTLN warp factors tried on each test utterance (mfcc,
+                        fbank); every template keeps its best warp, at the
+                        cost of one DTW per warp. Default 0.85,0.92,1,1.08,1.15;
+                        "1" = no warping
 
 Matching:
   --pattern P           itakura (default; slopes 1/2..2) | symmetric
@@ -60,7 +66,12 @@ Matching:
   --band N              Sakoe-Chiba band: at most N frames off the diagonal
                         (default: none)
   --distance D          euclidean (default) | cepstral (leaves out c0; mfcc only)
-  --reject X            reject when the best distance is above X (default: never)
+  --k N                 a word's score is the mean of its N nearest templates
+                        (default 2; 1: nearest neighbour)
+  --reject R            when the best score means "none of the words":
+                        auto (scale x the templates' own leave-one-out median
+                        score, see docs/dtw.md) | off (default) | a distance X
+  --reject-scale S      the scale of --reject auto (default 1.2)
 
 Devices:
   --backend B           auto | cuda | opencl | cpu (default cpu): where
@@ -129,8 +140,9 @@ struct Args {
   bool remove_noise = false;
   bool cvn = false;
   bool deltas = false;
-  DtwOptions dtw;
-  float reject = 0.0f;
+  DtwOptions dtw = WordRecognizerOptions::defaults().dtw;
+  DtwDecisionOptions decision = WordRecognizerOptions::defaults().decision;
+  std::vector<float> warps;  // empty = the default of the feature kind
   std::string backend = "cpu";
   int device_id = 0;
   int threads = 0;
@@ -138,6 +150,7 @@ struct Args {
   std::vector<int> bench;
   int bench_repeats = 5;
   bool verbose = false;
+  int lifter = -1;  // -1 = the default of the feature kind
 };
 
 Args parse_args(int argc, char** argv) {
@@ -178,9 +191,26 @@ Args parse_args(int argc, char** argv) {
         a.dtw.band = parse_int(f, value(i, f), 0);
       } else if (f == "--distance") {
         a.dtw.distance = parse_local_distance(value(i, f));
+      } else if (f == "--lifter") {
+        a.lifter = parse_int(f, value(i, f), 0);
+      } else if (f == "--k") {
+        a.decision.k_nearest = parse_int(f, value(i, f), 1);
       } else if (f == "--reject") {
-        a.reject = static_cast<float>(parse_double(f, value(i, f)));
-        if (!(a.reject > 0.0f)) usage_error("--reject: must be > 0");
+        const std::string v = value(i, f);
+        if (v == "auto") {
+          a.decision.reject = DtwDecisionOptions::Reject::kFromTemplates;
+        } else if (v == "off") {
+          a.decision.reject = DtwDecisionOptions::Reject::kOff;
+        } else {
+          a.decision.reject = DtwDecisionOptions::Reject::kFixed;
+          a.decision.reject_distance = static_cast<float>(parse_double(f, v));
+          if (!(a.decision.reject_distance > 0.0f)) usage_error("--reject: must be auto, off or a distance > 0");
+        }
+      } else if (f == "--reject-scale") {
+        a.decision.reject_scale = static_cast<float>(parse_double(f, value(i, f)));
+        if (!(a.decision.reject_scale > 0.0f)) usage_error("--reject-scale: must be > 0");
+      } else if (f == "--warps") {
+        a.warps = parse_warp_list(value(i, f));
       } else if (f == "--backend") {
         a.backend = value(i, f);
       } else if (f == "--device-id") {
@@ -213,6 +243,9 @@ Args parse_args(int argc, char** argv) {
   }
   if ((a.remove_noise || a.deltas) && a.kind == DtwFeatureKind::kSpectrum)
     usage_error("--remove-noise and --deltas work on mfcc and fbank only");
+  if (a.kind == DtwFeatureKind::kSpectrum && !a.warps.empty() && !(a.warps.size() == 1 && a.warps[0] == 1.0f))
+    usage_error("--warps needs mfcc or fbank features (the spectrum has no filterbank to warp)");
+  if (a.lifter >= 0 && a.kind != DtwFeatureKind::kMfcc) usage_error("--lifter works on mfcc only");
   if (a.cvn && !a.cmn) usage_error("--cvn needs the mean removal that --no-cmn turns off");
   if (a.dtw.distance == LocalDistance::kCepstral && a.kind != DtwFeatureKind::kMfcc)
     usage_error("--distance cepstral needs --features mfcc (it leaves out c0)");
@@ -227,6 +260,9 @@ DtwFeatureConfig feature_config(const Args& a) {
   c.features.noise.remove_noise = a.remove_noise;
   c.features.norm.cvn = a.cvn && a.cmn;
   if (a.deltas) c.features.delta.layout = DeltaOptions::Layout::kRegression;
+  if (a.lifter >= 0) c.features.mfcc.lifter = a.lifter;
+  // Spectrum has no filterbank to warp: it stays at warp 1 whatever the default.
+  if (!a.warps.empty()) c.test_warps = a.warps;
   return c;
 }
 
@@ -300,43 +336,51 @@ int run(int argc, char** argv) {
 
   BackendPtr backend = open_backend(a.backend == "auto" ? "auto" : a.backend, a.device_id);
   const auto t_load = std::chrono::steady_clock::now();
-  TemplateLibraryOptions lo;
-  lo.features = feature_config(a);
-  lo.cache_dir = a.cache;
+  WordRecognizerOptions ro = WordRecognizerOptions::defaults();
+  ro.library.features = feature_config(a);
+  ro.library.cache_dir = a.cache;
+  ro.dtw = a.dtw;
+  ro.decision = a.decision;
+  ro.engine = a.backend;
+  ro.device_id = a.device_id;
+  ro.threads = a.threads;
   std::vector<std::string> log;
-  TemplateLibrary lib;
+  std::unique_ptr<WordRecognizer> rec;
   try {
-    lib = TemplateLibrary::load(a.templates, lo, *backend, a.verbose ? &log : nullptr);
-  } catch (const std::exception& e) {
+    rec = std::make_unique<WordRecognizer>(a.templates, ro, *backend, a.verbose ? &log : nullptr);
+  } catch (const TemplateError& e) {
+    error(std::string("templates: ") + e.what());
+    return 1;
+  } catch (const std::invalid_argument& e) {
     error(std::string("templates: ") + e.what());
     return 1;
   }
+  const TemplateLibrary& lib = rec->library();
   for (const std::string& l : log) std::fprintf(stderr, "%s: %s\n", kProgram, l.c_str());
-  std::unique_ptr<DtwEngine> engine = make_dtw_engine(a.backend, a.dtw, a.device_id, a.threads);
-  engine->set_templates(lib.pack());
-  const std::vector<std::string> labels = lib.labels();
   if (a.verbose)
-    std::fprintf(stderr, "%s: %zu templates (%lld from the cache) in %.3f s; features on %s, DTW on %s (%s)\n",
+    std::fprintf(stderr,
+                 "%s: %zu templates (%lld from the cache) in %.3f s; features on %s, DTW on %s (%s); "
+                 "%zu test warp(s), k %d, rejection threshold %.4f\n",
                  kProgram, lib.size(), static_cast<long long>(lib.cache_hits()), seconds_since(t_load),
-                 backend->name(), engine->name(), engine->device_name().c_str());
+                 backend->name(), rec->engine().name(), rec->engine().device_name().c_str(),
+                 ro.library.features.test_warps.size(), ro.decision.k_nearest, rec->reject_threshold());
 
-  DtwFeatureComputer computer(lo.features, *backend);
-  const float rate = lo.features.features.frame.sample_rate;
+  const float rate = ro.library.features.features.frame.sample_rate;
   int failed = 0, rejected = 0;
   double t_match = 0.0;
   for (const std::string& path : a.files) {
     try {
       const AudioData audio = read_dtw_audio(path, rate);
       for (const std::string& w : audio.warnings) std::fprintf(stderr, "%s: warning: %s\n", kProgram, w.c_str());
-      const DtwUtterance u = computer.compute(audio.samples.data(), static_cast<int64_t>(audio.samples.size()));
-      if (!u.speech_found)
+      const auto t0 = std::chrono::steady_clock::now();
+      const WordRecognizer::Result r =
+          rec->recognise(audio.samples.data(), static_cast<int64_t>(audio.samples.size()));
+      t_match += seconds_since(t0);
+      if (!r.speech_found)
         std::fprintf(stderr, "%s: warning: %s: no speech found; matching the whole file\n", kProgram,
                      path.c_str());
-      if (u.features.rows < 1) throw std::runtime_error(path + ": too short for one frame of features");
-      const auto t0 = std::chrono::steady_clock::now();
-      const std::vector<float> d = engine->match(u.features.data.data(), u.features.rows);
-      t_match += seconds_since(t0);
-      const MatchDecision m = decide_match(d, labels, a.reject);
+      if (r.frames < 1) throw std::runtime_error(path + ": too short for one frame of features");
+      const MatchDecision& m = r.decision;
       if (m.rejected) ++rejected;
       std::printf("%s (%s)\n", m.rejected ? "" : m.label.c_str(), utterance_id(path).c_str());
       std::fflush(stdout);
@@ -346,14 +390,14 @@ int run(int argc, char** argv) {
                      m.distance,
                      m.template_index >= 0 ? lib[static_cast<size_t>(m.template_index)].path.c_str() : "-",
                      m.runner_up.empty() ? "-" : m.runner_up.c_str(), m.runner_up_distance,
-                     m.rejected ? ", rejected" : "", static_cast<long long>(u.features.rows),
-                     static_cast<long long>(u.kept.begin), static_cast<long long>(u.kept.end));
+                     m.rejected ? ", rejected" : "", static_cast<long long>(r.frames),
+                     static_cast<long long>(r.kept.begin), static_cast<long long>(r.kept.end));
     } catch (const std::exception& e) {
       error(e.what());
       ++failed;
     }
   }
-  std::fprintf(stderr, "%s: %zu file(s), %d rejected, %d failed; DTW %.3f s against %zu templates\n", kProgram,
+  std::fprintf(stderr, "%s: %zu file(s), %d rejected, %d failed; features and DTW %.3f s against %zu templates\n", kProgram,
                a.files.size(), rejected, failed, t_match, lib.size());
   return failed ? 1 : 0;
 }

@@ -1,6 +1,8 @@
 #include "common/dtw/dtw_options.h"
 
+#include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <stdexcept>
 
 #include "common/features/feature_signature.h"
@@ -25,6 +27,22 @@ void DtwOptions::validate() const {
 std::string DtwOptions::fingerprint() const {
   return std::string("pattern=") + to_string(pattern) + ";band=" + std::to_string(band) +
          ";distance=" + to_string(distance) + ";normalize=" + (normalize ? "1" : "0");
+}
+
+void DtwDecisionOptions::validate() const {
+  if (k_nearest < 1)
+    throw std::invalid_argument("dtw decision: k_nearest must be >= 1, got " + std::to_string(k_nearest));
+  if (reject == Reject::kFixed && !(reject_distance > 0.0f))
+    throw std::invalid_argument("dtw decision: a fixed rejection threshold must be > 0, got " +
+                                num(reject_distance));
+  if (reject == Reject::kFromTemplates && !(reject_scale > 0.0f))
+    throw std::invalid_argument("dtw decision: the rejection scale must be > 0, got " + num(reject_scale));
+}
+
+std::string DtwDecisionOptions::fingerprint() const {
+  const char* mode = reject == Reject::kOff ? "off" : reject == Reject::kFixed ? "fixed" : "templates";
+  return "k=" + std::to_string(k_nearest) + ";reject=" + mode + ";reject-distance=" + num(reject_distance) +
+         ";reject-scale=" + num(reject_scale);
 }
 
 void EndpointOptions::validate() const {
@@ -56,6 +74,12 @@ DtwFeatureConfig DtwFeatureConfig::for_kind(DtwFeatureKind kind) {
   c.features.delta.layout = DeltaOptions::Layout::kNone;
   c.features.frame.dither = 1.0f;
   c.features.frame.dither_seed = 1;
+  // Measured on the cross-speaker benchmark (docs/dtw.md): a shorter
+  // sinusoidal lifter (12 rather than 22) weights the middle cepstra, which
+  // carry the vowel shape, over the high ones, which carry more of the
+  // speaker; and five test warps close much of the gap between voices.
+  c.features.mfcc.lifter = 12;
+  if (kind != DtwFeatureKind::kSpectrum) c.test_warps = {0.85f, 0.92f, 1.0f, 1.08f, 1.15f};
   return c;
 }
 
@@ -76,6 +100,12 @@ void DtwFeatureConfig::validate() const {
       throw std::invalid_argument("dtw features: spectrum has no Sphinx noise stage");
   }
   endpoint.validate();
+  if (test_warps.empty()) throw std::invalid_argument("dtw features: test_warps needs at least one warp (1 = none)");
+  for (float w : test_warps)
+    if (!(w > 0.5f && w < 2.0f))
+      throw std::invalid_argument("dtw features: a VTLN warp must lie in (0.5, 2), got " + num(w));
+  if (kind == DtwFeatureKind::kSpectrum && !(test_warps.size() == 1 && test_warps[0] == 1.0f))
+    throw std::invalid_argument("dtw features: VTLN warps need mfcc or fbank (the spectrum has no filterbank)");
 }
 
 int DtwFeatureConfig::dim() const {
@@ -129,6 +159,23 @@ DtwFeatureKind parse_dtw_feature_kind(const std::string& s) {
   if (s == "fbank") return DtwFeatureKind::kFbank;
   if (s == "spectrum") return DtwFeatureKind::kSpectrum;
   throw std::invalid_argument("unknown feature kind '" + s + "' (mfcc|fbank|spectrum)");
+}
+
+std::vector<float> parse_warp_list(const std::string& s) {
+  std::vector<float> out;
+  size_t pos = 0;
+  while (pos <= s.size()) {
+    const size_t comma = std::min(s.find(',', pos), s.size());
+    const std::string item = s.substr(pos, comma - pos);
+    char* end = nullptr;
+    const double w = std::strtod(item.c_str(), &end);
+    if (item.empty() || *end != '\0' || !(w > 0.5 && w < 2.0))
+      throw std::invalid_argument("bad warp list '" + s + "': each warp must be a number in (0.5, 2), got '" +
+                                  item + "'");
+    out.push_back(static_cast<float>(w));
+    pos = comma + 1;
+  }
+  return out;
 }
 
 }  // namespace gpuspeech

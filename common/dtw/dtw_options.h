@@ -5,6 +5,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "common/features/feature_options.h"
 
@@ -97,6 +98,14 @@ struct DtwFeatureConfig {
   // unequal length at the ends would have to be warped onto speech.
   bool trim_silence = true;
   EndpointOptions endpoint;
+  // Speaker normalisation by frequency warping (VTLN), on the test side
+  // only: a test utterance's mfcc or fbank is computed at each of these
+  // warp factors from one FFT (FeatureExtractor's several warps), matched
+  // against every template at each, and each template keeps its smallest
+  // distance: the best relative warp per (test, template) pair, at the cost
+  // of one DTW per warp. Templates are computed at warp 1 (features.mel.vtln
+  // holds the knees). {1} = no warping; not for kind spectrum.
+  std::vector<float> test_warps = {1.0f};
 
   // The defaults for a kind: Sphinx-flavoured framing (25.6 ms / 10 ms,
   // Hamming, pre-emphasis 0.97), 13 MFCCs or 25 log mel bands, batch CMN
@@ -111,6 +120,35 @@ struct DtwFeatureConfig {
   std::string fingerprint() const;
 };
 
+// How the distances to the templates become a label, and when the answer is
+// "none of these words".
+struct DtwDecisionOptions {
+  // A label's score is the mean of its `k_nearest` smallest template
+  // distances (all of them when it has fewer); the smallest score wins.
+  // 1 = plain nearest neighbour. More than one asks several voices of a word
+  // to agree, so one template that happens to lie close loses its pull
+  // (measured: 2 beats 1 and 3 across speakers, docs/dtw.md).
+  int k_nearest = 2;
+  // Rejection (an out-of-vocabulary word, a cough): the winning score is
+  // compared with a threshold.
+  //  kOff:      never (only an utterance no template reaches is rejected)
+  //  kFixed:    threshold = reject_distance
+  //  kFromTemplates: threshold = reject_scale x the templates' own scale:
+  //             each template is matched against the other templates of its
+  //             label (leave-one-out, the same scoring as a test) and the
+  //             scale is the median of those scores (template_calibration.h).
+  //             Templates of a word from several voices thereby say how far
+  //             apart the word lies across speakers; a user never has to
+  //             guess a distance.
+  enum class Reject { kOff, kFixed, kFromTemplates };
+  Reject reject = Reject::kOff;
+  float reject_distance = 0.0f;
+  float reject_scale = 1.2f;
+
+  void validate() const;
+  std::string fingerprint() const;
+};
+
 const char* to_string(StepPattern);
 const char* to_string(LocalDistance);
 const char* to_string(DtwFeatureKind);
@@ -119,5 +157,7 @@ const char* to_string(DtwFeatureKind);
 StepPattern parse_step_pattern(const std::string&);     // itakura|symmetric
 LocalDistance parse_local_distance(const std::string&); // euclidean|cepstral
 DtwFeatureKind parse_dtw_feature_kind(const std::string&); // mfcc|fbank|spectrum
+// "0.9,1,1.1": comma-separated warp factors, each a number in (0.5, 2).
+std::vector<float> parse_warp_list(const std::string&);
 
 }  // namespace gpuspeech

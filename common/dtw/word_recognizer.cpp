@@ -1,0 +1,60 @@
+#include "common/dtw/word_recognizer.h"
+
+#include <stdexcept>
+
+#include "common/dtw/template_calibration.h"
+
+namespace gpuspeech {
+
+WordRecognizerOptions WordRecognizerOptions::defaults() {
+  WordRecognizerOptions o;
+  o.library.features = DtwFeatureConfig::for_kind(DtwFeatureKind::kMfcc);
+  return o;
+}
+
+void WordRecognizerOptions::validate() const {
+  library.features.validate();
+  dtw.validate();
+  decision.validate();
+  if (dtw.distance == LocalDistance::kCepstral && library.features.kind != DtwFeatureKind::kMfcc)
+    throw std::invalid_argument("distance cepstral needs mfcc features (it leaves out c0)");
+}
+
+WordRecognizer::WordRecognizer(const std::string& source, const WordRecognizerOptions& opts, Backend& backend,
+                               std::vector<std::string>* log)
+    : opts_(opts) {
+  opts_.validate();
+  library_ = TemplateLibrary::load(source, opts_.library, backend, log);
+  labels_ = library_.labels();
+  features_ = std::make_unique<DtwFeatureComputer>(opts_.library.features, backend);
+  engine_ = make_dtw_engine(opts_.engine, opts_.dtw, opts_.device_id, opts_.threads);
+  engine_->set_templates(library_.pack());
+  threshold_ = rejection_threshold(library_, opts_.dtw, opts_.decision);
+}
+
+MatchDecision WordRecognizer::decide(const std::vector<FeatureMatrix>& warped) {
+  std::vector<std::vector<float>> per_warp;
+  for (const FeatureMatrix& f : warped) per_warp.push_back(engine_->match(f.data.data(), f.rows));
+  return decide_match(best_over_warps(per_warp), labels_, threshold_, opts_.decision.k_nearest);
+}
+
+WordRecognizer::Result WordRecognizer::recognise(const float* samples, int64_t n, bool endpointed) {
+  Result r;
+  std::vector<FeatureMatrix> warped;
+  if (endpointed) {
+    r.kept = {0, n};
+    warped = features_->compute_warped_untrimmed(samples, n);
+  } else {
+    warped = features_->compute_warped(samples, n, &r.kept, &r.speech_found);
+  }
+  r.frames = warped.empty() ? 0 : warped[0].rows;
+  if (r.frames < 1) {
+    r.decision.label.clear();
+    r.decision.rejected = true;
+    return r;
+  }
+  r.decision = decide(warped);
+  return r;
+}
+
+}  // namespace gpuspeech
