@@ -28,9 +28,9 @@ namespace {
 constexpr float kInf = INFINITY;
 
 TEST(KNearest, MeanOfEachLabelsNearestTemplates) {
-  // "a" has the single nearest template, but "b"'s two are both close.
-  const std::vector<std::string> labels = {"a", "b", "a", "b", "c"};
-  const std::vector<float> d = {1.0f, 3.0f, 10.0f, 4.0f, 6.0f};
+  // "a" has the single nearest template, but two of "b"'s are both close.
+  const std::vector<std::string> labels = {"a", "b", "a", "b", "c", "a", "b"};
+  const std::vector<float> d = {1.0f, 3.0f, 10.0f, 4.0f, 6.0f, 12.0f, 20.0f};
   MatchDecision k1 = decide_match(d, labels, 0.0f, 1);
   EXPECT_EQ(k1.label, "a");
   EXPECT_EQ(k1.distance, 1.0f);
@@ -42,15 +42,23 @@ TEST(KNearest, MeanOfEachLabelsNearestTemplates) {
   EXPECT_EQ(k2.template_index, 1);  // b's nearest template
   EXPECT_EQ(k2.runner_up, "a");
   EXPECT_FLOAT_EQ(k2.runner_up_distance, 5.5f);
-  // A label with fewer templates than k scores the ones it has ("c": 6).
+  // Never all of a word's templates: with k = 5, "a" and "b" (three each)
+  // score their two nearest, "c" (one) its only one.
   MatchDecision k5 = decide_match(d, labels, 0.0f, 5);
   EXPECT_EQ(k5.label, "b");
+  EXPECT_FLOAT_EQ(k5.distance, 3.5f);
   EXPECT_FLOAT_EQ(k5.runner_up_distance, 5.5f);
+  // A word with two templates scores its nearest one whatever k.
+  MatchDecision two = decide_match({1.0f, 3.0f, 2.0f, 2.5f}, {"a", "b", "a", "b"}, 0.0f, 2);
+  EXPECT_EQ(two.label, "a");
+  EXPECT_FLOAT_EQ(two.distance, 1.0f);
+  EXPECT_FLOAT_EQ(two.runner_up_distance, 2.5f);
   // Unreachable templates do not count; a label with none cannot win.
-  MatchDecision k2inf = decide_match({kInf, 3.0f, 2.0f, kInf}, {"a", "b", "a", "b"}, 0.0f, 2);
+  MatchDecision k2inf = decide_match({kInf, 3.0f, 2.0f, kInf, 4.0f, 5.0f}, {"a", "b", "a", "b", "a", "c"}, 0.0f, 2);
   EXPECT_EQ(k2inf.label, "a");
-  EXPECT_FLOAT_EQ(k2inf.distance, 2.0f);
+  EXPECT_FLOAT_EQ(k2inf.distance, 2.0f);  // two reachable: its nearest
   EXPECT_FLOAT_EQ(k2inf.runner_up_distance, 3.0f);
+  EXPECT_EQ(decide_match({kInf, kInf}, {"a", "b"}, 0.0f, 2).label, "");
   // The threshold applies to the score.
   EXPECT_TRUE(decide_match(d, labels, 3.4f, 2).rejected);
   EXPECT_FALSE(decide_match(d, labels, 3.5f, 2).rejected);

@@ -124,7 +124,8 @@ struct DtwFeatureConfig {
 // "none of these words".
 struct DtwDecisionOptions {
   // A label's score is the mean of its `k_nearest` smallest template
-  // distances (all of them when it has fewer); the smallest score wins.
+  // distances, at most all but one of its templates (decide_match); the
+  // smallest score wins.
   // 1 = plain nearest neighbour. More than one asks several voices of a word
   // to agree, so one template that happens to lie close loses its pull
   // (measured: 2 beats 1 and 3 across speakers, docs/dtw.md).

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "common/dtw/dtw.h"
+#include "common/dtw/template_matcher.h"
 
 namespace gpuspeech {
 
@@ -22,11 +23,8 @@ TemplateScale template_scale(const TemplateLibrary& library, const DtwOptions& d
       if (std::isfinite(x)) d.push_back(x);
     }
     if (d.empty()) continue;
-    const size_t k = std::min(d.size(), static_cast<size_t>(k_nearest));
-    std::partial_sort(d.begin(), d.begin() + static_cast<std::ptrdiff_t>(k), d.end());
-    double sum = 0.0;
-    for (size_t i = 0; i < k; ++i) sum += d[i];
-    scores.push_back(static_cast<float>(sum / static_cast<double>(k)));
+    // Scored as a test of this word would be, against the word's other templates.
+    scores.push_back(label_score(d, k_nearest));
   }
   TemplateScale s;
   s.scored = static_cast<int>(scores.size());

@@ -22,13 +22,19 @@ struct MatchDecision {
 };
 
 // `distances[t]` belongs to `labels[t]`. A label's score is the mean of its
-// `k_nearest` smallest finite distances (fewer when it has fewer; +inf when
-// it has none); the smallest score wins, ties going to the label whose
+// min(k_nearest, max(1, n - 1)) smallest finite distances, n being how many
+// it has (+inf when it has none): never all of a word's templates when it
+// has several, so a word with two templates scores its nearest one. The
+// smallest score wins, ties going to the label whose
 // nearest template comes first. `reject_above` <= 0 disables the threshold
 // (only "nothing matched" rejects then). Throws std::invalid_argument when
 // the sizes differ or k_nearest < 1.
 MatchDecision decide_match(const std::vector<float>& distances, const std::vector<std::string>& labels,
                            float reject_above, int k_nearest = 1);
+
+// One word's score from its template distances (finite ones; +inf when
+// none), by decide_match's rule. `d` is reordered.
+float label_score(std::vector<float>& d, int k_nearest);
 
 // The per-template minimum over several distance lists of equal size (one
 // per VTLN warp of the test utterance): each template keeps its best warp.
