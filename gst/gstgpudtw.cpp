@@ -44,6 +44,7 @@
  *   warps      VTLN test warps ("" = the kind's default, "1" = none)
  *   k-nearest  a word's score: mean of its k nearest templates (2)
  *   lifter     cepstral lifter (mfcc; -1 = the default, 12)
+ *   averaging  none (default) | add | only: DTW-averaged template per word
  *   backend    cpu (default) | opencl | cuda | auto; device-id
  *   cache-dir  template feature cache ("" default, "-" none)
  *   endpoint-threshold  dB above the noise floor that is speech (12)
@@ -92,6 +93,7 @@ enum {
   PROP_WARPS,
   PROP_K_NEAREST,
   PROP_LIFTER,
+  PROP_AVERAGING,
 };
 
 /* Everything built at READY and the per-stream state. */
@@ -131,6 +133,7 @@ struct _GstGpuDtw {
   gchar *warps;
   gint k_nearest;
   gint lifter;
+  gchar *averaging;
   DtwState *state;
 };
 
@@ -242,6 +245,12 @@ gst_gpu_dtw_class_init (GstGpuDtwClass * klass)
       g_param_spec_int ("lifter", "Cepstral lifter",
           "Sinusoidal cepstral lifter of mfcc (0 = none, -1 = the default, "
           "12)", -1, 1000, -1, rw));
+  g_object_class_install_property (gobject_class, PROP_AVERAGING,
+      g_param_spec_string ("averaging", "Template averaging",
+          "none | add (each word's DTW average of its recordings joins them) "
+          "| only (replaces them)",
+          gs::to_string (gs::WordRecognizerOptions::defaults ().averaging),
+          rw));
 
   gst_element_class_set_static_metadata (element_class,
       "DTW template matching", "Filter/Analyzer/Audio",
@@ -283,6 +292,8 @@ gst_gpu_dtw_init (GstGpuDtw * self)
   self->warps = g_strdup ("");
   self->k_nearest = gs::DtwDecisionOptions ().k_nearest;
   self->lifter = -1;
+  self->averaging = g_strdup (gs::to_string (gs::WordRecognizerOptions::
+          defaults ().averaging));
   self->state = NULL;
 }
 
@@ -298,6 +309,7 @@ gst_gpu_dtw_finalize (GObject * object)
   g_free (self->backend);
   g_free (self->cache_dir);
   g_free (self->warps);
+  g_free (self->averaging);
   G_OBJECT_CLASS (gst_gpu_dtw_parent_class)->finalize (object);
 }
 
@@ -332,6 +344,7 @@ gst_gpu_dtw_set_property (GObject * object, guint prop_id,
     case PROP_WARPS: replace_string (&self->warps, value); break;
     case PROP_K_NEAREST: self->k_nearest = g_value_get_int (value); break;
     case PROP_LIFTER: self->lifter = g_value_get_int (value); break;
+    case PROP_AVERAGING: replace_string (&self->averaging, value); break;
     default:
       G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
       break;
@@ -363,6 +376,7 @@ gst_gpu_dtw_get_property (GObject * object, guint prop_id, GValue * value,
     case PROP_WARPS: g_value_set_string (value, self->warps); break;
     case PROP_K_NEAREST: g_value_set_int (value, self->k_nearest); break;
     case PROP_LIFTER: g_value_set_int (value, self->lifter); break;
+    case PROP_AVERAGING: g_value_set_string (value, self->averaging); break;
     default:
       G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
       break;
@@ -390,6 +404,7 @@ gst_gpu_dtw_setup (GstGpuDtw * self)
   const gfloat reject = self->reject, reject_scale = self->reject_scale;
   const std::string warps = self->warps ? self->warps : "";
   const gint k_nearest = self->k_nearest, lifter = self->lifter;
+  const std::string averaging = self->averaging ? self->averaging : "";
   GST_OBJECT_UNLOCK (self);
 
   if (templates.empty ()) {
@@ -416,6 +431,7 @@ gst_gpu_dtw_setup (GstGpuDtw * self)
     ro.dtw.distance = gs::parse_local_distance (distance);
     ro.dtw.band = band;
     ro.decision.k_nearest = k_nearest;
+    ro.averaging = gs::parse_template_averaging (averaging);
     if (reject > 0.0f && reject_scale > 0.0f)
       throw std::invalid_argument ("set reject (a distance) or reject-scale "
           "(from the templates), not both");

@@ -2,7 +2,8 @@
 // (template_matcher.h), the best VTLN warp per template, the warp list
 // parser and option checks, features at several test warps
 // (dtw_features.h), the rejection threshold the templates give themselves
-// (template_calibration.h), and WordRecognizer (word_recognizer.h) giving
+// (template_calibration.h), template averaging (template_averaging.h), and
+// WordRecognizer (word_recognizer.h) giving
 // the same decision on every usable engine.
 #include <gtest/gtest.h>
 #include <sys/stat.h>
@@ -17,6 +18,7 @@
 #include "common/backend_registry.h"
 #include "common/dtw/dtw.h"
 #include "common/dtw/dtw_engine.h"
+#include "common/dtw/template_averaging.h"
 #include "common/dtw/template_calibration.h"
 #include "common/dtw/template_matcher.h"
 #include "common/dtw/word_recognizer.h"
@@ -235,6 +237,43 @@ TEST_F(DecisionLibraryTest, OneTemplatePerWordCannotCalibrate) {
   WordRecognizerOptions o = opts_;
   o.decision = d;
   EXPECT_THROW(WordRecognizer(dir_ + "/one", o, *cpu_), std::invalid_argument);
+}
+
+TEST_F(DecisionLibraryTest, AveragingAlignsToTheMedoid) {
+  const TemplateLibrary lib = TemplateLibrary::load(dir_ + "/two", opts_.library, *cpu_);
+  const std::vector<DtwTemplate> avg = average_templates(lib, opts_.dtw);
+  ASSERT_EQ(avg.size(), 2u);
+  for (const DtwTemplate& a : avg) {
+    // Two members: the medoid is the one with the smaller distance to the
+    // other (ties to the first); the average is the medoid's frames and
+    // the other's frames on its path, half and half.
+    std::vector<size_t> m;
+    for (size_t t = 0; t < lib.size(); ++t)
+      if (lib[t].label == a.label) m.push_back(t);
+    ASSERT_EQ(m.size(), 2u);
+    const FeatureMatrix& x = lib[m[0]].features;
+    const FeatureMatrix& y = lib[m[1]].features;
+    const float dxy = dtw_distance(x.data.data(), x.rows, y.data.data(), y.rows, lib.dim(), opts_.dtw);
+    const float dyx = dtw_distance(y.data.data(), y.rows, x.data.data(), x.rows, lib.dim(), opts_.dtw);
+    const FeatureMatrix& med = dxy <= dyx ? x : y;
+    const FeatureMatrix& other = dxy <= dyx ? y : x;
+    std::vector<std::pair<int64_t, int64_t>> path;
+    dtw_distance(med.data.data(), med.rows, other.data.data(), other.rows, lib.dim(), opts_.dtw, &path);
+    ASSERT_EQ(static_cast<int64_t>(path.size()), med.rows);  // Itakura: one cell per column
+    ASSERT_EQ(a.features.rows, med.rows);
+    for (const auto& [i, j] : path)
+      for (int k = 0; k < lib.dim(); ++k)
+        EXPECT_NEAR(a.features.row(i)[k], 0.5 * (med.row(i)[k] + other.row(j)[k]), 1e-4) << a.label << " " << i;
+  }
+  // In the recogniser: added to the recordings, or in their place.
+  WordRecognizerOptions o = opts_;
+  o.averaging = TemplateAveraging::kAdd;
+  EXPECT_EQ(WordRecognizer(dir_ + "/two", o, *cpu_).library().size(), 6u);
+  o.averaging = TemplateAveraging::kOnly;
+  EXPECT_EQ(WordRecognizer(dir_ + "/two", o, *cpu_).library().size(), 2u);
+  // One recording per word: nothing to average.
+  EXPECT_TRUE(average_templates(TemplateLibrary::load(dir_ + "/one", opts_.library, *cpu_), opts_.dtw).empty());
+  EXPECT_THROW(parse_template_averaging("mean"), std::invalid_argument);
 }
 
 TEST_F(DecisionLibraryTest, RecognisesAThirdVoiceOnEveryEngine) {

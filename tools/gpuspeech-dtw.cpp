@@ -66,6 +66,9 @@ Matching:
   --band N              Sakoe-Chiba band: at most N frames off the diagonal
                         (default: none)
   --distance D          euclidean (default) | cepstral (leaves out c0; mfcc only)
+  --average A           template averaging: none (default) | add (each word's
+                        DTW average of its recordings joins them) | only
+                        (replaces them)
   --k N                 a word's score is the mean of its N nearest templates
                         (default 2; 1: nearest neighbour)
   --reject R            when the best score means "none of the words":
@@ -151,6 +154,7 @@ struct Args {
   int bench_repeats = 5;
   bool verbose = false;
   int lifter = -1;  // -1 = the default of the feature kind
+  TemplateAveraging averaging = WordRecognizerOptions::defaults().averaging;
 };
 
 Args parse_args(int argc, char** argv) {
@@ -193,6 +197,8 @@ Args parse_args(int argc, char** argv) {
         a.dtw.distance = parse_local_distance(value(i, f));
       } else if (f == "--lifter") {
         a.lifter = parse_int(f, value(i, f), 0);
+      } else if (f == "--average") {
+        a.averaging = parse_template_averaging(value(i, f));
       } else if (f == "--k") {
         a.decision.k_nearest = parse_int(f, value(i, f), 1);
       } else if (f == "--reject") {
@@ -341,6 +347,7 @@ int run(int argc, char** argv) {
   ro.library.cache_dir = a.cache;
   ro.dtw = a.dtw;
   ro.decision = a.decision;
+  ro.averaging = a.averaging;
   ro.engine = a.backend;
   ro.device_id = a.device_id;
   ro.threads = a.threads;

@@ -2,9 +2,26 @@
 
 #include <stdexcept>
 
+#include "common/dtw/template_averaging.h"
 #include "common/dtw/template_calibration.h"
 
 namespace gpuspeech {
+
+const char* to_string(TemplateAveraging a) {
+  switch (a) {
+    case TemplateAveraging::kNone: return "none";
+    case TemplateAveraging::kAdd: return "add";
+    case TemplateAveraging::kOnly: return "only";
+  }
+  return "?";
+}
+
+TemplateAveraging parse_template_averaging(const std::string& s) {
+  if (s == "none") return TemplateAveraging::kNone;
+  if (s == "add") return TemplateAveraging::kAdd;
+  if (s == "only") return TemplateAveraging::kOnly;
+  throw std::invalid_argument("unknown template averaging '" + s + "' (none|add|only)");
+}
 
 WordRecognizerOptions WordRecognizerOptions::defaults() {
   WordRecognizerOptions o;
@@ -25,11 +42,25 @@ WordRecognizer::WordRecognizer(const std::string& source, const WordRecognizerOp
     : opts_(opts) {
   opts_.validate();
   library_ = TemplateLibrary::load(source, opts_.library, backend, log);
+  // From the recordings themselves: an average is not an independent voice.
+  threshold_ = rejection_threshold(library_, opts_.dtw, opts_.decision);
+  if (opts_.averaging != TemplateAveraging::kNone) {
+    std::vector<DtwTemplate> averages = average_templates(library_, opts_.dtw);
+    if (opts_.averaging == TemplateAveraging::kOnly) {
+      TemplateLibrary kept = library_.empty_copy();
+      for (const DtwTemplate& t : library_.templates()) {
+        bool averaged = false;
+        for (const DtwTemplate& a : averages) averaged = averaged || a.label == t.label;
+        if (!averaged) kept.add(t);
+      }
+      library_ = std::move(kept);
+    }
+    for (DtwTemplate& a : averages) library_.add(std::move(a));
+  }
   labels_ = library_.labels();
   features_ = std::make_unique<DtwFeatureComputer>(opts_.library.features, backend);
   engine_ = make_dtw_engine(opts_.engine, opts_.dtw, opts_.device_id, opts_.threads);
   engine_->set_templates(library_.pack());
-  threshold_ = rejection_threshold(library_, opts_.dtw, opts_.decision);
 }
 
 MatchDecision WordRecognizer::decide(const std::vector<FeatureMatrix>& warped) {

@@ -19,8 +19,20 @@
 
 namespace gpuspeech {
 
+// What template averaging (template_averaging.h) does with the library.
+//  kNone:  the recordings only
+//  kAdd:   each word's averaged template joins its recordings
+//  kOnly:  each word with two or more recordings is replaced by its average
+// Measured (docs/dtw.md): helps with two template voices, hurts with six
+// from two synthesisers (an average of unlike voices resembles none), so
+// the default is kNone.
+enum class TemplateAveraging { kNone, kAdd, kOnly };
+const char* to_string(TemplateAveraging);
+TemplateAveraging parse_template_averaging(const std::string&);  // none|add|only
+
 struct WordRecognizerOptions {
   TemplateLibraryOptions library;   // features (incl. test warps) and cache
+  TemplateAveraging averaging = TemplateAveraging::kNone;
   DtwOptions dtw;
   DtwDecisionOptions decision;
   std::string engine = "cpu";       // make_dtw_engine's name
@@ -36,8 +48,8 @@ struct WordRecognizerOptions {
 class WordRecognizer {
  public:
   // Loads the templates of `source` (TemplateLibrary::load; TemplateError
-  // on a bad library), opens the engine and works out the rejection
-  // threshold. `backend` computes features and must outlive this object.
+  // on a bad library), works out the rejection threshold from the
+  // recordings, averages the templates as asked and opens the engine. `backend` computes features and must outlive this object.
   WordRecognizer(const std::string& source, const WordRecognizerOptions& opts, Backend& backend,
                  std::vector<std::string>* log = nullptr);
 
