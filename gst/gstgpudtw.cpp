@@ -34,8 +34,8 @@
  *
  * Properties (read when going to READY, where the templates are loaded):
  *   templates  directory of *.wav or template list (required)
- *   features   mfcc (default) | fbank | spectrum
- *   pattern    itakura (default) | symmetric
+ *   features   plp (default) | mfcc | fbank | spectrum
+ *   pattern    symmetric (default) | itakura
  *   band       Sakoe-Chiba band in frames, -1 = none
  *   distance   euclidean (default) | cepstral
  *   reject     reject above this distance, 0 = never
@@ -43,7 +43,7 @@
  *              leave-one-out median score (0 = off; see docs/dtw.md)
  *   warps      VTLN test warps ("" = the kind's default, "1" = none)
  *   k-nearest  a word's score: mean of its k nearest templates (2)
- *   lifter     cepstral lifter (mfcc; -1 = the default, 12)
+ *   lifter     cepstral lifter (mfcc, plp; -1 = the kind's default)
  *   averaging  none (default) | add | only: DTW-averaged template per word
  *   backend    cpu (default) | opencl | cuda | auto; device-id
  *   cache-dir  template feature cache ("" default, "-" none)
@@ -176,9 +176,11 @@ gst_gpu_dtw_class_init (GstGpuDtwClass * klass)
   GstElementClass *element_class = GST_ELEMENT_CLASS (klass);
   const GParamFlags rw = (GParamFlags) (G_PARAM_READWRITE |
       G_PARAM_STATIC_STRINGS | GST_PARAM_MUTABLE_READY);
-  const gs::DtwOptions d;
+  const gs::WordRecognizerOptions defaults =
+      gs::WordRecognizerOptions::defaults ();
+  const gs::DtwOptions & d = defaults.dtw;
   const gs::EndpointOptions e;
-  const gs::DtwDecisionOptions dd;
+  const gs::DtwDecisionOptions & dd = defaults.decision;
 
   gobject_class->set_property = gst_gpu_dtw_set_property;
   gobject_class->get_property = gst_gpu_dtw_get_property;
@@ -191,7 +193,8 @@ gst_gpu_dtw_class_init (GstGpuDtwClass * klass)
           NULL, rw));
   g_object_class_install_property (gobject_class, PROP_FEATURES,
       g_param_spec_string ("features", "Features",
-          "mfcc | fbank | spectrum (log power spectrum)", "mfcc", rw));
+          "plp | mfcc | fbank | spectrum (log power spectrum)",
+          gs::to_string (defaults.library.features.kind), rw));
   g_object_class_install_property (gobject_class, PROP_PATTERN,
       g_param_spec_string ("pattern", "Step pattern",
           "itakura (slopes 1/2..2) | symmetric (Sakoe-Chiba, weights 1-2-1)",
@@ -202,7 +205,7 @@ gst_gpu_dtw_class_init (GstGpuDtwClass * klass)
           -1, G_MAXINT, d.band, rw));
   g_object_class_install_property (gobject_class, PROP_DISTANCE,
       g_param_spec_string ("distance", "Local distance",
-          "euclidean | cepstral (leaves out c0; mfcc only)",
+          "euclidean | cepstral (leaves out c0; mfcc, plp)",
           gs::to_string (d.distance), rw));
   g_object_class_install_property (gobject_class, PROP_REJECT,
       g_param_spec_float ("reject", "Rejection threshold",
@@ -243,8 +246,8 @@ gst_gpu_dtw_class_init (GstGpuDtwClass * klass)
           "(1 = nearest neighbour)", 1, 1000, dd.k_nearest, rw));
   g_object_class_install_property (gobject_class, PROP_LIFTER,
       g_param_spec_int ("lifter", "Cepstral lifter",
-          "Sinusoidal cepstral lifter of mfcc (0 = none, -1 = the default, "
-          "12)", -1, 1000, -1, rw));
+          "Sinusoidal cepstral lifter of mfcc and plp (0 = none, -1 = the "
+          "kind's default: 12 for mfcc, 22 for plp)", -1, 1000, -1, rw));
   g_object_class_install_property (gobject_class, PROP_AVERAGING,
       g_param_spec_string ("averaging", "Template averaging",
           "none | add (each word's DTW average of its recordings joins them) "
@@ -277,9 +280,11 @@ gst_gpu_dtw_init (GstGpuDtw * self)
   gst_pad_use_fixed_caps (self->srcpad);
   gst_element_add_pad (GST_ELEMENT (self), self->srcpad);
 
-  const gs::DtwOptions d;
+  const gs::WordRecognizerOptions defaults =
+      gs::WordRecognizerOptions::defaults ();
+  const gs::DtwOptions & d = defaults.dtw;
   self->templates = NULL;
-  self->features = g_strdup ("mfcc");
+  self->features = g_strdup (gs::to_string (defaults.library.features.kind));
   self->pattern = g_strdup (gs::to_string (d.pattern));
   self->band = d.band;
   self->distance = g_strdup (gs::to_string (d.distance));
@@ -422,9 +427,10 @@ gst_gpu_dtw_setup (GstGpuDtw * self)
     if (!warps.empty ())
       ro.library.features.test_warps = gs::parse_warp_list (warps);
     if (lifter >= 0) {
-      if (kind != gs::DtwFeatureKind::kMfcc)
-        throw std::invalid_argument ("lifter needs features=mfcc");
+      if (kind != gs::DtwFeatureKind::kMfcc && kind != gs::DtwFeatureKind::kPlp)
+        throw std::invalid_argument ("lifter needs features=mfcc or plp");
       ro.library.features.features.mfcc.lifter = lifter;
+      ro.library.features.features.plp.lifter = lifter;
     }
     ro.library.cache_dir = cache;
     ro.dtw.pattern = gs::parse_step_pattern (pattern);

@@ -129,7 +129,7 @@ printf 'a b c\n' > "$T/badlist.txt"
 expect_error "malformed list line" 1 "badlist.txt:1: expected" --templates "$T/badlist.txt" "$T/test/t1.wav"
 expect_error "no --templates" 2 "--templates is required" "$T/test/t1.wav"
 expect_error "unknown features" 2 "unknown feature kind 'mel'" --templates "$T/tpl" --features mel "$T/test/t1.wav"
-expect_error "cepstral distance on fbank" 2 "--distance cepstral needs --features mfcc" \
+expect_error "cepstral distance on fbank" 2 "--distance cepstral needs cepstra" \
   --templates "$T/tpl" --features fbank --distance cepstral "$T/test/t1.wav"
 expect_error "bad warp list" 2 "bad warp list" --templates "$T/tpl" --warps 0.9,,1 "$T/test/t1.wav"
 expect_error "warps on the spectrum" 2 "--warps needs mfcc or fbank" --templates "$T/tpl" --features spectrum \

@@ -85,8 +85,13 @@ TEST(Warps, ParseAndValidate) {
   EXPECT_EQ(parse_warp_list("1"), (std::vector<float>{1.0f}));
   for (const char* bad : {"", "1,", ",1", "0.9,,1", "0.5", "2", "x", "1.1x"})
     EXPECT_THROW(parse_warp_list(bad), std::invalid_argument) << bad;
+  for (DtwFeatureKind k : {DtwFeatureKind::kMfcc, DtwFeatureKind::kFbank, DtwFeatureKind::kPlp}) {
+    const DtwFeatureConfig c = DtwFeatureConfig::for_kind(k);
+    EXPECT_GT(c.test_warps.size(), 1u) << to_string(k);
+    EXPECT_NE(std::find(c.test_warps.begin(), c.test_warps.end(), 1.0f), c.test_warps.end());
+    EXPECT_NO_THROW(c.validate());
+  }
   DtwFeatureConfig c = DtwFeatureConfig::for_kind(DtwFeatureKind::kMfcc);
-  EXPECT_NE(std::find(c.test_warps.begin(), c.test_warps.end(), 1.0f), c.test_warps.end());
   c.test_warps.clear();
   EXPECT_THROW(c.validate(), std::invalid_argument);
   DtwFeatureConfig s = DtwFeatureConfig::for_kind(DtwFeatureKind::kSpectrum);
@@ -119,10 +124,12 @@ std::vector<float> vowel(double f0, double f1, double f2, double seconds, int ra
   return s;
 }
 
-TEST(Warps, FeaturesAtSeveralWarpsFromOneFft) {
+class WarpedFeatures : public ::testing::TestWithParam<DtwFeatureKind> {};
+
+TEST_P(WarpedFeatures, SeveralWarpsFromOneFft) {
   BackendPtr cpu = make_cpu_backend();
   const std::vector<float> x = vowel(120, 700, 1200, 0.4);
-  DtwFeatureConfig one = DtwFeatureConfig::for_kind(DtwFeatureKind::kMfcc);
+  DtwFeatureConfig one = DtwFeatureConfig::for_kind(GetParam());
   one.test_warps = {1.0f};
   DtwFeatureConfig three = one;
   three.test_warps = {0.9f, 1.0f, 1.1f};
@@ -154,6 +161,9 @@ TEST(Warps, FeaturesAtSeveralWarpsFromOneFft) {
   EXPECT_EQ(kept.end, u.kept.end);
   EXPECT_EQ(t[1].rows, u.features.rows);
 }
+
+INSTANTIATE_TEST_SUITE_P(Kinds, WarpedFeatures,
+                         ::testing::Values(DtwFeatureKind::kMfcc, DtwFeatureKind::kFbank, DtwFeatureKind::kPlp));
 
 void write_wav(const std::string& path, const std::vector<float>& samples, int rate = 16000) {
   std::ofstream f(path, std::ios::binary);
@@ -201,26 +211,25 @@ class DecisionLibraryTest : public ::testing::Test {
   BackendPtr cpu_;
 };
 
-TEST_F(DecisionLibraryTest, ScaleIsTheMedianLeaveOneOutScore) {
+TEST_F(DecisionLibraryTest, ScaleIsTheUpperQuartileOfSameWordPairs) {
   const TemplateLibrary lib = TemplateLibrary::load(dir_ + "/two", opts_.library, *cpu_);
   ASSERT_EQ(lib.size(), 4u);
-  // By hand: each template against the other of its word (k = 1 and 2 are
-  // the same with one peer).
-  std::vector<float> loo;
+  // By hand: each template against the other of its word, both directions.
+  std::vector<float> pairs;
   for (size_t t = 0; t < 4; ++t) {
     const size_t p = t ^ 1u;  // ah_v1/ah_v2, ee_v1/ee_v2
     ASSERT_EQ(lib[t].label, lib[p].label);
-    loo.push_back(dtw_distance(lib[t].features.data.data(), lib[t].features.rows, lib[p].features.data.data(),
-                               lib[p].features.rows, lib.dim(), opts_.dtw));
+    pairs.push_back(dtw_distance(lib[t].features.data.data(), lib[t].features.rows, lib[p].features.data.data(),
+                                 lib[p].features.rows, lib.dim(), opts_.dtw));
   }
-  std::sort(loo.begin(), loo.end());
-  const TemplateScale s = template_scale(lib, opts_.dtw, 2);
-  EXPECT_EQ(s.scored, 4);
-  EXPECT_FLOAT_EQ(s.median, 0.5f * (loo[1] + loo[2]));
+  std::sort(pairs.begin(), pairs.end());
+  const TemplateScale s = template_scale(lib, opts_.dtw);
+  EXPECT_EQ(s.pairs, 4);
+  EXPECT_EQ(s.upper_quartile, pairs[2]);  // floor(0.75 * 3)
   DtwDecisionOptions d;
   d.reject = DtwDecisionOptions::Reject::kFromTemplates;
   d.reject_scale = 1.5f;
-  EXPECT_FLOAT_EQ(rejection_threshold(lib, opts_.dtw, d), 1.5f * s.median);
+  EXPECT_FLOAT_EQ(rejection_threshold(lib, opts_.dtw, d), 1.5f * s.upper_quartile);
   d.reject = DtwDecisionOptions::Reject::kOff;
   EXPECT_EQ(rejection_threshold(lib, opts_.dtw, d), 0.0f);
   d.reject = DtwDecisionOptions::Reject::kFixed;
@@ -230,7 +239,7 @@ TEST_F(DecisionLibraryTest, ScaleIsTheMedianLeaveOneOutScore) {
 
 TEST_F(DecisionLibraryTest, OneTemplatePerWordCannotCalibrate) {
   const TemplateLibrary lib = TemplateLibrary::load(dir_ + "/one", opts_.library, *cpu_);
-  EXPECT_EQ(template_scale(lib, opts_.dtw, 1).scored, 0);
+  EXPECT_EQ(template_scale(lib, opts_.dtw).pairs, 0);
   DtwDecisionOptions d;
   d.reject = DtwDecisionOptions::Reject::kFromTemplates;
   EXPECT_THROW(rejection_threshold(lib, opts_.dtw, d), std::invalid_argument);
@@ -241,29 +250,46 @@ TEST_F(DecisionLibraryTest, OneTemplatePerWordCannotCalibrate) {
 
 TEST_F(DecisionLibraryTest, AveragingAlignsToTheMedoid) {
   const TemplateLibrary lib = TemplateLibrary::load(dir_ + "/two", opts_.library, *cpu_);
-  const std::vector<DtwTemplate> avg = average_templates(lib, opts_.dtw);
-  ASSERT_EQ(avg.size(), 2u);
-  for (const DtwTemplate& a : avg) {
-    // Two members: the medoid is the one with the smaller distance to the
-    // other (ties to the first); the average is the medoid's frames and
-    // the other's frames on its path, half and half.
-    std::vector<size_t> m;
-    for (size_t t = 0; t < lib.size(); ++t)
-      if (lib[t].label == a.label) m.push_back(t);
-    ASSERT_EQ(m.size(), 2u);
-    const FeatureMatrix& x = lib[m[0]].features;
-    const FeatureMatrix& y = lib[m[1]].features;
-    const float dxy = dtw_distance(x.data.data(), x.rows, y.data.data(), y.rows, lib.dim(), opts_.dtw);
-    const float dyx = dtw_distance(y.data.data(), y.rows, x.data.data(), x.rows, lib.dim(), opts_.dtw);
-    const FeatureMatrix& med = dxy <= dyx ? x : y;
-    const FeatureMatrix& other = dxy <= dyx ? y : x;
-    std::vector<std::pair<int64_t, int64_t>> path;
-    dtw_distance(med.data.data(), med.rows, other.data.data(), other.rows, lib.dim(), opts_.dtw, &path);
-    ASSERT_EQ(static_cast<int64_t>(path.size()), med.rows);  // Itakura: one cell per column
-    ASSERT_EQ(a.features.rows, med.rows);
-    for (const auto& [i, j] : path)
-      for (int k = 0; k < lib.dim(); ++k)
-        EXPECT_NEAR(a.features.row(i)[k], 0.5 * (med.row(i)[k] + other.row(j)[k]), 1e-4) << a.label << " " << i;
+  for (StepPattern pattern : {StepPattern::kItakura, StepPattern::kSymmetric}) {
+    DtwOptions dtw = opts_.dtw;
+    dtw.pattern = pattern;
+    const std::vector<DtwTemplate> avg = average_templates(lib, dtw);
+    ASSERT_EQ(avg.size(), 2u);
+    for (const DtwTemplate& a : avg) {
+      // Two members: the medoid is the one with the smaller distance to the
+      // other (ties to the first); the average is the medoid's frames and
+      // the other's frames on its path, half and half.
+      std::vector<size_t> m;
+      for (size_t t = 0; t < lib.size(); ++t)
+        if (lib[t].label == a.label) m.push_back(t);
+      ASSERT_EQ(m.size(), 2u);
+      const FeatureMatrix& x = lib[m[0]].features;
+      const FeatureMatrix& y = lib[m[1]].features;
+      const float dxy = dtw_distance(x.data.data(), x.rows, y.data.data(), y.rows, lib.dim(), dtw);
+      const float dyx = dtw_distance(y.data.data(), y.rows, x.data.data(), x.rows, lib.dim(), dtw);
+      const FeatureMatrix& med = dxy <= dyx ? x : y;
+      const FeatureMatrix& other = dxy <= dyx ? y : x;
+      std::vector<std::pair<int64_t, int64_t>> path;
+      dtw_distance(med.data.data(), med.rows, other.data.data(), other.rows, lib.dim(), dtw, &path);
+      ASSERT_EQ(a.features.rows, med.rows);
+      // The other's frames on each medoid frame's column, averaged (Itakura:
+      // exactly one; symmetric: one or more).
+      std::vector<double> col(static_cast<size_t>(med.rows) * lib.dim(), 0.0);
+      std::vector<int> hits(static_cast<size_t>(med.rows), 0);
+      for (const auto& [i, j] : path) {
+        for (int k = 0; k < lib.dim(); ++k) col[static_cast<size_t>(i) * lib.dim() + k] += other.row(j)[k];
+        ++hits[static_cast<size_t>(i)];
+      }
+      for (int64_t i = 0; i < med.rows; ++i) {
+        ASSERT_GT(hits[static_cast<size_t>(i)], 0);
+        if (pattern == StepPattern::kItakura) EXPECT_EQ(hits[static_cast<size_t>(i)], 1);
+        for (int k = 0; k < lib.dim(); ++k)
+          EXPECT_NEAR(a.features.row(i)[k],
+                      0.5 * (med.row(i)[k] + col[static_cast<size_t>(i) * lib.dim() + k] / hits[static_cast<size_t>(i)]),
+                      1e-4)
+              << a.label << " " << i;
+      }
+    }
   }
   // In the recogniser: added to the recordings, or in their place.
   WordRecognizerOptions o = opts_;

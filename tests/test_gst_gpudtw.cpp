@@ -224,7 +224,7 @@ TEST_F(GpuDtwTest, BadMatchingSettingsFailTheStateChange) {
   const std::string e = "fakesrc ! gpudtw templates=" + dir_ + "/tpl cache-dir=- ";
   expect_start_error(e + "warps=0.9,,1.1 ! fakesink", "bad warp list");
   expect_start_error(e + "features=spectrum warps=0.9,1 ! fakesink", "VTLN warps need mfcc or fbank");
-  expect_start_error(e + "features=fbank lifter=10 ! fakesink", "lifter needs features=mfcc");
+  expect_start_error(e + "features=fbank lifter=10 ! fakesink", "lifter needs features=mfcc or plp");
   expect_start_error(e + "reject=10 reject-scale=1.2 ! fakesink", "not both");
   expect_start_error(e + "averaging=mean ! fakesink", "unknown template averaging 'mean'");
   // One template per word: nothing to learn a rejection scale from.

@@ -47,34 +47,38 @@ format; channels averaged) or headerless 16-bit little-endian PCM, at
 16000 Hz.
 
 Features:
-  --features K          mfcc (default) | fbank | spectrum (log power spectrum)
+  --features K          plp (default; perceptual linear prediction cepstra) |
+                        mfcc | fbank | spectrum (log power spectrum)
   --no-cmn              no per-utterance mean removal
   --no-trim             do not cut leading and trailing silence (endpointer)
   --endpoint-threshold X  speech is X dB above the noise floor (default 12)
-  --remove-noise        Sphinx spectral noise subtraction (mfcc, fbank)
+  --remove-noise        Sphinx spectral noise subtraction (mfcc, fbank, plp)
   --cvn                 also normalise each dimension's variance per utterance
-  --deltas              append deltas and accelerations (mfcc, fbank)
-  --lifter L            sinusoidal cepstral lifter (mfcc; default 12, 0 = none)
+  --deltas              append deltas and accelerations (mfcc, fbank, plp)
+  --lifter L            sinusoidal cepstral lifter (mfcc default 12, plp 22;
+                        0 = none)
+  --plp-order N         order of plp's all-pole model (default 12)
   --warps W[,W...]      VTLN warp factors tried on each test utterance (mfcc,
-                        fbank); every template keeps its best warp, at the
+                        fbank, plp); every template keeps its best warp, at the
                         cost of one DTW per warp. Default 0.85,0.92,1,1.08,1.15;
                         "1" = no warping
 
 Matching:
-  --pattern P           itakura (default; slopes 1/2..2) | symmetric
-                        (Sakoe-Chiba, weights 1-2-1)
+  --pattern P           symmetric (default; Sakoe-Chiba, weights 1-2-1) |
+                        itakura (slopes 1/2..2)
   --band N              Sakoe-Chiba band: at most N frames off the diagonal
                         (default: none)
-  --distance D          euclidean (default) | cepstral (leaves out c0; mfcc only)
+  --distance D          euclidean (default) | cepstral (leaves out c0; mfcc, plp)
   --average A           template averaging: none (default) | add (each word's
                         DTW average of its recordings joins them) | only
                         (replaces them)
   --k N                 a word's score is the mean of its N nearest templates
                         (default 2; 1: nearest neighbour)
   --reject R            when the best score means "none of the words":
-                        auto (scale x the templates' own leave-one-out median
-                        score, see docs/dtw.md) | off (default) | a distance X
-  --reject-scale S      the scale of --reject auto (default 1.2)
+                        auto (scale x the upper quartile of the distances
+                        between templates of the same word, see docs/dtw.md)
+                        | off (default) | a distance X
+  --reject-scale S      the scale of --reject auto (default 0.8)
 
 Devices:
   --backend B           auto | cuda | opencl | cpu (default cpu): where
@@ -137,7 +141,7 @@ std::string utterance_id(const std::string& path) {
 struct Args {
   std::string templates;
   std::vector<std::string> files;
-  DtwFeatureKind kind = DtwFeatureKind::kMfcc;
+  DtwFeatureKind kind = WordRecognizerOptions::defaults().library.features.kind;
   bool cmn = true;
   bool trim = true;
   float endpoint_threshold = EndpointOptions().threshold_db;
@@ -155,6 +159,7 @@ struct Args {
   int bench_repeats = 5;
   bool verbose = false;
   int lifter = -1;  // -1 = the default of the feature kind
+  int plp_order = 0;  // 0 = the default
   TemplateAveraging averaging = WordRecognizerOptions::defaults().averaging;
 };
 
@@ -196,6 +201,8 @@ Args parse_args(int argc, char** argv) {
         a.dtw.band = parse_int(f, value(i, f), 0);
       } else if (f == "--distance") {
         a.dtw.distance = parse_local_distance(value(i, f));
+      } else if (f == "--plp-order") {
+        a.plp_order = parse_int(f, value(i, f), 1);
       } else if (f == "--lifter") {
         a.lifter = parse_int(f, value(i, f), 0);
       } else if (f == "--average") {
@@ -252,10 +259,13 @@ Args parse_args(int argc, char** argv) {
     usage_error("--remove-noise and --deltas work on mfcc and fbank only");
   if (a.kind == DtwFeatureKind::kSpectrum && !a.warps.empty() && !(a.warps.size() == 1 && a.warps[0] == 1.0f))
     usage_error("--warps needs mfcc or fbank features (the spectrum has no filterbank to warp)");
-  if (a.lifter >= 0 && a.kind != DtwFeatureKind::kMfcc) usage_error("--lifter works on mfcc only");
+  if (a.lifter >= 0 && a.kind != DtwFeatureKind::kMfcc && a.kind != DtwFeatureKind::kPlp)
+    usage_error("--lifter works on mfcc and plp only");
+  if (a.plp_order > 0 && a.kind != DtwFeatureKind::kPlp) usage_error("--plp-order works on plp only");
   if (a.cvn && !a.cmn) usage_error("--cvn needs the mean removal that --no-cmn turns off");
-  if (a.dtw.distance == LocalDistance::kCepstral && a.kind != DtwFeatureKind::kMfcc)
-    usage_error("--distance cepstral needs --features mfcc (it leaves out c0)");
+  if (a.dtw.distance == LocalDistance::kCepstral && a.kind != DtwFeatureKind::kMfcc &&
+      a.kind != DtwFeatureKind::kPlp)
+    usage_error("--distance cepstral needs cepstra, --features mfcc or plp (it leaves out c0)");
   return a;
 }
 
@@ -268,6 +278,8 @@ DtwFeatureConfig feature_config(const Args& a) {
   c.features.norm.cvn = a.cvn && a.cmn;
   if (a.deltas) c.features.delta.layout = DeltaOptions::Layout::kRegression;
   if (a.lifter >= 0) c.features.mfcc.lifter = a.lifter;
+  if (a.lifter >= 0) c.features.plp.lifter = a.lifter;
+  if (a.plp_order > 0) c.features.plp.order = a.plp_order;
   // Spectrum has no filterbank to warp: it stays at warp 1 whatever the default.
   if (!a.warps.empty()) c.test_warps = a.warps;
   return c;

@@ -68,8 +68,9 @@ DtwFeatureConfig DtwFeatureConfig::for_kind(DtwFeatureKind kind) {
   DtwFeatureConfig c;
   c.kind = kind;
   // Spectrum uses the MFCC options' framing; its kind field is not read.
-  c.features = FeatureOptions::for_flavour(
-      Flavour::kSphinx, kind == DtwFeatureKind::kFbank ? FeatureKind::kFbank : FeatureKind::kMfcc);
+  c.features = FeatureOptions::for_flavour(Flavour::kSphinx, kind == DtwFeatureKind::kFbank ? FeatureKind::kFbank
+                                                             : kind == DtwFeatureKind::kPlp ? FeatureKind::kPlp
+                                                                                             : FeatureKind::kMfcc);
   c.features.norm.cmn = NormOptions::Cmn::kBatch;
   c.features.delta.layout = DeltaOptions::Layout::kNone;
   c.features.frame.dither = 1.0f;
@@ -86,6 +87,9 @@ DtwFeatureConfig DtwFeatureConfig::for_kind(DtwFeatureKind kind) {
 void DtwFeatureConfig::validate() const {
   if (kind == DtwFeatureKind::kMfcc && features.kind != FeatureKind::kMfcc)
     throw std::invalid_argument(std::string("dtw features: kind mfcc needs FeatureOptions kind mfcc, got ") +
+                                to_string(features.kind));
+  if (kind == DtwFeatureKind::kPlp && features.kind != FeatureKind::kPlp)
+    throw std::invalid_argument(std::string("dtw features: kind plp needs FeatureOptions kind plp, got ") +
                                 to_string(features.kind));
   if (kind == DtwFeatureKind::kFbank && features.kind != FeatureKind::kFbank)
     throw std::invalid_argument(std::string("dtw features: kind fbank needs FeatureOptions kind fbank, got ") +
@@ -140,6 +144,7 @@ const char* to_string(DtwFeatureKind k) {
     case DtwFeatureKind::kMfcc: return "mfcc";
     case DtwFeatureKind::kFbank: return "fbank";
     case DtwFeatureKind::kSpectrum: return "spectrum";
+    case DtwFeatureKind::kPlp: return "plp";
   }
   return "?";
 }
@@ -158,7 +163,8 @@ DtwFeatureKind parse_dtw_feature_kind(const std::string& s) {
   if (s == "mfcc") return DtwFeatureKind::kMfcc;
   if (s == "fbank") return DtwFeatureKind::kFbank;
   if (s == "spectrum") return DtwFeatureKind::kSpectrum;
-  throw std::invalid_argument("unknown feature kind '" + s + "' (mfcc|fbank|spectrum)");
+  if (s == "plp") return DtwFeatureKind::kPlp;
+  throw std::invalid_argument("unknown feature kind '" + s + "' (mfcc|fbank|spectrum|plp)");
 }
 
 std::vector<float> parse_warp_list(const std::string& s) {

@@ -38,7 +38,7 @@ enum class StepPattern { kItakura, kSymmetric };
 //  kCepstral:  the same over coefficients 1..D-1, leaving out c0 (the
 //              frame's overall level), so a louder or quieter rendering of
 //              the same spectral shape costs nothing: the truncated cepstral
-//              distance. Meaningful for cepstra (MFCC) only.
+//              distance. Meaningful for cepstra (MFCC, PLP) only.
 enum class LocalDistance { kEuclidean, kCepstral };
 
 struct DtwOptions {
@@ -65,7 +65,10 @@ struct DtwOptions {
 //  kSpectrum: the plain log power spectrum, fft_size/2 + 1 bins, made from
 //             the same framing, pre-emphasis and window by the backend's
 //             frame_signal and power_spectrum (dtw_features.h)
-enum class DtwFeatureKind { kMfcc, kFbank, kSpectrum };
+//  kPlp:      perceptual linear prediction cepstra (kind plp): Bark bands,
+//             equal loudness, cube root, an all-pole model of order
+//             features.plp.order
+enum class DtwFeatureKind { kMfcc, kFbank, kSpectrum, kPlp };
 
 // Energy-based endpointing (endpointer.h). Levels are in dB of the mean
 // square of a frame in 16-bit sample units (a full-scale sine is ~87 dB).
@@ -135,16 +138,15 @@ struct DtwDecisionOptions {
   //  kOff:      never (only an utterance no template reaches is rejected)
   //  kFixed:    threshold = reject_distance
   //  kFromTemplates: threshold = reject_scale x the templates' own scale:
-  //             each template is matched against the other templates of its
-  //             label (leave-one-out, the same scoring as a test) and the
-  //             scale is the median of those scores (template_calibration.h).
+  //             the upper quartile of the DTW distances between templates
+  //             of the same word (template_calibration.h).
   //             Templates of a word from several voices thereby say how far
   //             apart the word lies across speakers; a user never has to
   //             guess a distance.
   enum class Reject { kOff, kFixed, kFromTemplates };
   Reject reject = Reject::kOff;
   float reject_distance = 0.0f;
-  float reject_scale = 1.2f;
+  float reject_scale = 0.8f;
 
   void validate() const;
   std::string fingerprint() const;

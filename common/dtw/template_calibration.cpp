@@ -6,32 +6,28 @@
 #include <vector>
 
 #include "common/dtw/dtw.h"
-#include "common/dtw/template_matcher.h"
 
 namespace gpuspeech {
 
-TemplateScale template_scale(const TemplateLibrary& library, const DtwOptions& dtw, int k_nearest) {
-  if (k_nearest < 1) throw std::invalid_argument("template_scale: k_nearest must be >= 1");
+TemplateScale template_scale(const TemplateLibrary& library, const DtwOptions& dtw) {
   const std::vector<DtwTemplate>& ts = library.templates();
-  std::vector<float> scores;
+  std::vector<float> pairs;
   for (size_t t = 0; t < ts.size(); ++t) {
-    std::vector<float> d;
-    for (size_t p = 0; p < ts.size() && d.size() < static_cast<size_t>(kMaxCalibrationPeers); ++p) {
+    int peers = 0;
+    for (size_t p = 0; p < ts.size() && peers < kMaxCalibrationPeers; ++p) {
       if (p == t || ts[p].label != ts[t].label) continue;
+      ++peers;
       const float x = dtw_distance(ts[t].features.data.data(), ts[t].features.rows, ts[p].features.data.data(),
                                    ts[p].features.rows, ts[t].features.dim, dtw);
-      if (std::isfinite(x)) d.push_back(x);
+      if (std::isfinite(x)) pairs.push_back(x);
     }
-    if (d.empty()) continue;
-    // Scored as a test of this word would be, against the word's other templates.
-    scores.push_back(label_score(d, k_nearest));
   }
   TemplateScale s;
-  s.scored = static_cast<int>(scores.size());
-  if (scores.empty()) return s;
-  std::sort(scores.begin(), scores.end());
-  const size_t n = scores.size();
-  s.median = n % 2 ? scores[n / 2] : 0.5f * (scores[n / 2 - 1] + scores[n / 2]);
+  s.pairs = static_cast<int>(pairs.size());
+  if (pairs.empty()) return s;
+  const size_t q = (pairs.size() - 1) * 3 / 4;
+  std::nth_element(pairs.begin(), pairs.begin() + static_cast<std::ptrdiff_t>(q), pairs.end());
+  s.upper_quartile = pairs[q];
   return s;
 }
 
@@ -43,12 +39,12 @@ float rejection_threshold(const TemplateLibrary& library, const DtwOptions& dtw,
     case DtwDecisionOptions::Reject::kFixed: return decision.reject_distance;
     case DtwDecisionOptions::Reject::kFromTemplates: break;
   }
-  const TemplateScale s = template_scale(library, dtw, decision.k_nearest);
-  if (s.scored == 0)
+  const TemplateScale s = template_scale(library, dtw);
+  if (s.pairs == 0)
     throw std::invalid_argument(
         "rejection from the templates needs at least two templates of one word that DTW can match "
         "(e.g. the word by two voices); give a fixed threshold or turn rejection off");
-  return decision.reject_scale * s.median;
+  return decision.reject_scale * s.upper_quartile;
 }
 
 }  // namespace gpuspeech

@@ -24,8 +24,13 @@ TemplateAveraging parse_template_averaging(const std::string& s) {
 }
 
 WordRecognizerOptions WordRecognizerOptions::defaults() {
+  // Measured on the cross-speaker benchmark (docs/dtw.md): PLP cepstra
+  // (whose all-pole model smooths away more of the voice than the mel
+  // cepstrum does) matched with the symmetric pattern, five VTLN test warps
+  // and k 2: 92.6 % where mfcc / Itakura / nearest neighbour gave 73.1 %.
   WordRecognizerOptions o;
-  o.library.features = DtwFeatureConfig::for_kind(DtwFeatureKind::kMfcc);
+  o.library.features = DtwFeatureConfig::for_kind(DtwFeatureKind::kPlp);
+  o.dtw.pattern = StepPattern::kSymmetric;
   return o;
 }
 
@@ -33,8 +38,9 @@ void WordRecognizerOptions::validate() const {
   library.features.validate();
   dtw.validate();
   decision.validate();
-  if (dtw.distance == LocalDistance::kCepstral && library.features.kind != DtwFeatureKind::kMfcc)
-    throw std::invalid_argument("distance cepstral needs mfcc features (it leaves out c0)");
+  if (dtw.distance == LocalDistance::kCepstral && library.features.kind != DtwFeatureKind::kMfcc &&
+      library.features.kind != DtwFeatureKind::kPlp)
+    throw std::invalid_argument("distance cepstral needs cepstra, mfcc or plp features (it leaves out c0)");
 }
 
 WordRecognizer::WordRecognizer(const std::string& source, const WordRecognizerOptions& opts, Backend& backend,
