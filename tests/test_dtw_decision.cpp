@@ -282,7 +282,9 @@ TEST_F(DecisionLibraryTest, AveragingAlignsToTheMedoid) {
       }
       for (int64_t i = 0; i < med.rows; ++i) {
         ASSERT_GT(hits[static_cast<size_t>(i)], 0);
-        if (pattern == StepPattern::kItakura) EXPECT_EQ(hits[static_cast<size_t>(i)], 1);
+        if (pattern == StepPattern::kItakura) {
+          EXPECT_EQ(hits[static_cast<size_t>(i)], 1);
+        }
         for (int k = 0; k < lib.dim(); ++k)
           EXPECT_NEAR(a.features.row(i)[k],
                       0.5 * (med.row(i)[k] + col[static_cast<size_t>(i) * lib.dim() + k] / hits[static_cast<size_t>(i)]),
