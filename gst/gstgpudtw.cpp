@@ -39,8 +39,9 @@
  *   band       Sakoe-Chiba band in frames, -1 = none
  *   distance   euclidean (default) | cepstral
  *   reject     reject above this distance, 0 = never
- *   reject-scale  reject above this many times the templates' own
- *              leave-one-out median score (0 = off; see docs/dtw.md)
+ *   reject-scale  reject above this many times the templates' own scale,
+ *              the upper quartile of same-word template distances (0 = off;
+ *              see docs/dtw.md)
  *   warps      VTLN test warps ("" = the kind's default, "1" = none)
  *   k-nearest  a word's score: mean of its k nearest templates (2)
  *   lifter     cepstral lifter (mfcc, plp; -1 = the kind's default)
@@ -230,9 +231,10 @@ gst_gpu_dtw_class_init (GstGpuDtwClass * klass)
   g_object_class_install_property (gobject_class, PROP_REJECT_SCALE,
       g_param_spec_float ("reject-scale", "Rejection scale",
           "Reject an utterance whose score is above this many times the "
-          "templates' own scale (each template scored against the other "
-          "templates of its word, the median; needs two templates of a "
-          "word). 0 = off; not together with reject",
+          "templates' own scale (the upper quartile of the DTW distances "
+          "between templates of the same word; needs two templates of a "
+          "word; 0.8 measured, docs/dtw.md). 0 = off; not together with "
+          "reject",
           0.0f, G_MAXFLOAT, 0.0f, rw));
   g_object_class_install_property (gobject_class, PROP_WARPS,
       g_param_spec_string ("warps", "VTLN test warps",
