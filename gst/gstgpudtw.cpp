@@ -6,8 +6,9 @@
  * the caps query asks for it, so audioresample converts). The element runs
  * the energy endpointer (common/dtw/endpointer.h) over the stream; each
  * utterance it closes is turned into features exactly as the templates
- * were (same DtwFeatureConfig) and matched against every template in one
- * engine call.
+ * were (same DtwFeatureConfig) and matched against every template, one
+ * engine call per VTLN test warp, by the WordRecognizer that gpuspeech-dtw
+ * uses too (same defaults, same decision).
  *
  * Why audio and not gpufeatures' feature stream: the templates' features
  * must be computed with the very same options (CMN over the endpointed
@@ -18,10 +19,11 @@
  *
  * Per utterance an element message named "gpudtw" is posted:
  *   label (string)            best template's label ("" when none reachable)
- *   distance (double)         its DTW distance (+inf when none reachable)
+ *   distance (double)         its score: mean DTW distance of its k nearest
+ *                             templates (+inf when none reachable)
  *   runner-up (string)        nearest other label ("" if none)
  *   runner-up-distance (double)
- *   rejected (boolean)        distance above `reject`, or none reachable
+ *   rejected (boolean)        score above the threshold, or none reachable
  *   template (string)         path of the best template
  *   utterance (uint)          index in the stream, from 0
  *   timestamp, duration (uint64)  where the utterance lies (stream time, ns)
@@ -32,11 +34,18 @@
  *
  * Properties (read when going to READY, where the templates are loaded):
  *   templates  directory of *.wav or template list (required)
- *   features   mfcc (default) | fbank | spectrum
- *   pattern    itakura (default) | symmetric
+ *   features   plp (default) | mfcc | fbank | spectrum
+ *   pattern    symmetric (default) | itakura
  *   band       Sakoe-Chiba band in frames, -1 = none
  *   distance   euclidean (default) | cepstral
  *   reject     reject above this distance, 0 = never
+ *   reject-scale  reject above this many times the templates' own scale,
+ *              the upper quartile of same-word template distances (0 = off;
+ *              see docs/dtw.md)
+ *   warps      VTLN test warps ("" = the kind's default, "1" = none)
+ *   k-nearest  a word's score: mean of its k nearest templates (2)
+ *   lifter     cepstral lifter (mfcc, plp; -1 = the kind's default)
+ *   averaging  none (default) | add | only: DTW-averaged template per word
  *   backend    cpu (default) | opencl | cuda | auto; device-id
  *   cache-dir  template feature cache ("" default, "-" none)
  *   endpoint-threshold  dB above the noise floor that is speech (12)
@@ -58,6 +67,7 @@
 
 #include "common/backend_registry.h"
 #include "common/dtw/dtw_engine.h"
+#include "common/dtw/word_recognizer.h"
 #include "common/dtw/dtw_features.h"
 #include "common/dtw/endpointer.h"
 #include "common/dtw/template_library.h"
@@ -80,15 +90,18 @@ enum {
   PROP_DEVICE_ID,
   PROP_CACHE_DIR,
   PROP_ENDPOINT_THRESHOLD,
+  PROP_REJECT_SCALE,
+  PROP_WARPS,
+  PROP_K_NEAREST,
+  PROP_LIFTER,
+  PROP_AVERAGING,
 };
 
 /* Everything built at READY and the per-stream state. */
 struct DtwState {
   gs::BackendPtr backend;
-  std::unique_ptr<gs::DtwFeatureComputer> features;
-  std::unique_ptr<gs::DtwEngine> engine;
-  std::vector<std::string> labels;
-  std::vector<std::string> paths;
+  std::unique_ptr<gs::WordRecognizer> recognizer;
+  gs::EndpointOptions endpoint;
   std::unique_ptr<gs::Endpointer> endpointer;
   int rate = 16000;
   /* Stream */
@@ -117,6 +130,11 @@ struct _GstGpuDtw {
   gint device_id;
   gchar *cache_dir;
   gfloat endpoint_threshold;
+  gfloat reject_scale;
+  gchar *warps;
+  gint k_nearest;
+  gint lifter;
+  gchar *averaging;
   DtwState *state;
 };
 
@@ -159,8 +177,11 @@ gst_gpu_dtw_class_init (GstGpuDtwClass * klass)
   GstElementClass *element_class = GST_ELEMENT_CLASS (klass);
   const GParamFlags rw = (GParamFlags) (G_PARAM_READWRITE |
       G_PARAM_STATIC_STRINGS | GST_PARAM_MUTABLE_READY);
-  const gs::DtwOptions d;
+  const gs::WordRecognizerOptions defaults =
+      gs::WordRecognizerOptions::defaults ();
+  const gs::DtwOptions & d = defaults.dtw;
   const gs::EndpointOptions e;
+  const gs::DtwDecisionOptions & dd = defaults.decision;
 
   gobject_class->set_property = gst_gpu_dtw_set_property;
   gobject_class->get_property = gst_gpu_dtw_get_property;
@@ -173,7 +194,8 @@ gst_gpu_dtw_class_init (GstGpuDtwClass * klass)
           NULL, rw));
   g_object_class_install_property (gobject_class, PROP_FEATURES,
       g_param_spec_string ("features", "Features",
-          "mfcc | fbank | spectrum (log power spectrum)", "mfcc", rw));
+          "plp | mfcc | fbank | spectrum (log power spectrum)",
+          gs::to_string (defaults.library.features.kind), rw));
   g_object_class_install_property (gobject_class, PROP_PATTERN,
       g_param_spec_string ("pattern", "Step pattern",
           "itakura (slopes 1/2..2) | symmetric (Sakoe-Chiba, weights 1-2-1)",
@@ -184,11 +206,12 @@ gst_gpu_dtw_class_init (GstGpuDtwClass * klass)
           -1, G_MAXINT, d.band, rw));
   g_object_class_install_property (gobject_class, PROP_DISTANCE,
       g_param_spec_string ("distance", "Local distance",
-          "euclidean | cepstral (leaves out c0; mfcc only)",
+          "euclidean | cepstral (leaves out c0; mfcc, plp)",
           gs::to_string (d.distance), rw));
   g_object_class_install_property (gobject_class, PROP_REJECT,
       g_param_spec_float ("reject", "Rejection threshold",
-          "Reject an utterance whose best distance is above this (0 = never)",
+          "Reject an utterance whose score (mean distance of the winning word's "
+          "k nearest templates) is above this (0 = never)",
           0.0f, G_MAXFLOAT, 0.0f, rw));
   g_object_class_install_property (gobject_class, PROP_BACKEND,
       g_param_spec_string ("backend", "Backend",
@@ -205,6 +228,34 @@ gst_gpu_dtw_class_init (GstGpuDtwClass * klass)
       g_param_spec_float ("endpoint-threshold", "Endpoint threshold",
           "dB above the noise floor that counts as speech", 0.1f, 100.0f,
           e.threshold_db, rw));
+  g_object_class_install_property (gobject_class, PROP_REJECT_SCALE,
+      g_param_spec_float ("reject-scale", "Rejection scale",
+          "Reject an utterance whose score is above this many times the "
+          "templates' own scale (the upper quartile of the DTW distances "
+          "between templates of the same word; needs two templates of a "
+          "word; 0.8 measured, docs/dtw.md). 0 = off; not together with "
+          "reject",
+          0.0f, G_MAXFLOAT, 0.0f, rw));
+  g_object_class_install_property (gobject_class, PROP_WARPS,
+      g_param_spec_string ("warps", "VTLN test warps",
+          "Comma-separated VTLN warp factors in (0.5, 2) tried on each "
+          "utterance (mfcc, fbank); every template keeps its best warp, one "
+          "DTW per warp. \"\" = the features' default "
+          "(0.85,0.92,1,1.08,1.15), \"1\" = no warping", "", rw));
+  g_object_class_install_property (gobject_class, PROP_K_NEAREST,
+      g_param_spec_int ("k-nearest", "k nearest",
+          "A word's score is the mean distance of its k nearest templates "
+          "(1 = nearest neighbour)", 1, 1000, dd.k_nearest, rw));
+  g_object_class_install_property (gobject_class, PROP_LIFTER,
+      g_param_spec_int ("lifter", "Cepstral lifter",
+          "Sinusoidal cepstral lifter of mfcc and plp (0 = none, -1 = the "
+          "kind's default: 12 for mfcc, 22 for plp)", -1, 1000, -1, rw));
+  g_object_class_install_property (gobject_class, PROP_AVERAGING,
+      g_param_spec_string ("averaging", "Template averaging",
+          "none | add (each word's DTW average of its recordings joins them) "
+          "| only (replaces them)",
+          gs::to_string (gs::WordRecognizerOptions::defaults ().averaging),
+          rw));
 
   gst_element_class_set_static_metadata (element_class,
       "DTW template matching", "Filter/Analyzer/Audio",
@@ -231,9 +282,11 @@ gst_gpu_dtw_init (GstGpuDtw * self)
   gst_pad_use_fixed_caps (self->srcpad);
   gst_element_add_pad (GST_ELEMENT (self), self->srcpad);
 
-  const gs::DtwOptions d;
+  const gs::WordRecognizerOptions defaults =
+      gs::WordRecognizerOptions::defaults ();
+  const gs::DtwOptions & d = defaults.dtw;
   self->templates = NULL;
-  self->features = g_strdup ("mfcc");
+  self->features = g_strdup (gs::to_string (defaults.library.features.kind));
   self->pattern = g_strdup (gs::to_string (d.pattern));
   self->band = d.band;
   self->distance = g_strdup (gs::to_string (d.distance));
@@ -242,6 +295,12 @@ gst_gpu_dtw_init (GstGpuDtw * self)
   self->device_id = 0;
   self->cache_dir = g_strdup ("");
   self->endpoint_threshold = gs::EndpointOptions ().threshold_db;
+  self->reject_scale = 0.0f;
+  self->warps = g_strdup ("");
+  self->k_nearest = gs::DtwDecisionOptions ().k_nearest;
+  self->lifter = -1;
+  self->averaging = g_strdup (gs::to_string (gs::WordRecognizerOptions::
+          defaults ().averaging));
   self->state = NULL;
 }
 
@@ -256,6 +315,8 @@ gst_gpu_dtw_finalize (GObject * object)
   g_free (self->distance);
   g_free (self->backend);
   g_free (self->cache_dir);
+  g_free (self->warps);
+  g_free (self->averaging);
   G_OBJECT_CLASS (gst_gpu_dtw_parent_class)->finalize (object);
 }
 
@@ -285,6 +346,12 @@ gst_gpu_dtw_set_property (GObject * object, guint prop_id,
     case PROP_ENDPOINT_THRESHOLD:
       self->endpoint_threshold = g_value_get_float (value);
       break;
+    case PROP_REJECT_SCALE: self->reject_scale = g_value_get_float (value);
+      break;
+    case PROP_WARPS: replace_string (&self->warps, value); break;
+    case PROP_K_NEAREST: self->k_nearest = g_value_get_int (value); break;
+    case PROP_LIFTER: self->lifter = g_value_get_int (value); break;
+    case PROP_AVERAGING: replace_string (&self->averaging, value); break;
     default:
       G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
       break;
@@ -311,6 +378,12 @@ gst_gpu_dtw_get_property (GObject * object, guint prop_id, GValue * value,
     case PROP_ENDPOINT_THRESHOLD:
       g_value_set_float (value, self->endpoint_threshold);
       break;
+    case PROP_REJECT_SCALE: g_value_set_float (value, self->reject_scale);
+      break;
+    case PROP_WARPS: g_value_set_string (value, self->warps); break;
+    case PROP_K_NEAREST: g_value_set_int (value, self->k_nearest); break;
+    case PROP_LIFTER: g_value_set_int (value, self->lifter); break;
+    case PROP_AVERAGING: g_value_set_string (value, self->averaging); break;
     default:
       G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
       break;
@@ -335,6 +408,10 @@ gst_gpu_dtw_setup (GstGpuDtw * self)
   const std::string cache = self->cache_dir ? self->cache_dir : "";
   const gint band = self->band, device = self->device_id;
   const gfloat threshold = self->endpoint_threshold;
+  const gfloat reject = self->reject, reject_scale = self->reject_scale;
+  const std::string warps = self->warps ? self->warps : "";
+  const gint k_nearest = self->k_nearest, lifter = self->lifter;
+  const std::string averaging = self->averaging ? self->averaging : "";
   GST_OBJECT_UNLOCK (self);
 
   if (templates.empty ()) {
@@ -344,20 +421,40 @@ gst_gpu_dtw_setup (GstGpuDtw * self)
     return FALSE;
   }
   auto st = std::make_unique < DtwState > ();
-  gs::TemplateLibraryOptions lo;
-  gs::DtwOptions dtw;
+  gs::WordRecognizerOptions ro = gs::WordRecognizerOptions::defaults ();
   try {
-    lo.features = gs::DtwFeatureConfig::for_kind (gs::parse_dtw_feature_kind
-        (features));
-    lo.features.endpoint.threshold_db = threshold;
-    lo.cache_dir = cache;
-    dtw.pattern = gs::parse_step_pattern (pattern);
-    dtw.distance = gs::parse_local_distance (distance);
-    dtw.band = band;
-    dtw.validate ();
-    if (dtw.distance == gs::LocalDistance::kCepstral
-        && lo.features.kind != gs::DtwFeatureKind::kMfcc)
-      throw std::invalid_argument ("distance=cepstral needs features=mfcc");
+    const gs::DtwFeatureKind kind = gs::parse_dtw_feature_kind (features);
+    ro.library.features = gs::DtwFeatureConfig::for_kind (kind);
+    ro.library.features.endpoint.threshold_db = threshold;
+    if (!warps.empty ())
+      ro.library.features.test_warps = gs::parse_warp_list (warps);
+    if (lifter >= 0) {
+      if (kind != gs::DtwFeatureKind::kMfcc && kind != gs::DtwFeatureKind::kPlp)
+        throw std::invalid_argument ("lifter needs features=mfcc or plp");
+      ro.library.features.features.mfcc.lifter = lifter;
+      ro.library.features.features.plp.lifter = lifter;
+    }
+    ro.library.cache_dir = cache;
+    ro.dtw.pattern = gs::parse_step_pattern (pattern);
+    ro.dtw.distance = gs::parse_local_distance (distance);
+    ro.dtw.band = band;
+    ro.decision.k_nearest = k_nearest;
+    ro.averaging = gs::parse_template_averaging (averaging);
+    if (reject > 0.0f && reject_scale > 0.0f)
+      throw std::invalid_argument ("set reject (a distance) or reject-scale "
+          "(from the templates), not both");
+    if (reject > 0.0f) {
+      ro.decision.reject = gs::DtwDecisionOptions::Reject::kFixed;
+      ro.decision.reject_distance = reject;
+    } else if (reject_scale > 0.0f) {
+      ro.decision.reject = gs::DtwDecisionOptions::Reject::kFromTemplates;
+      ro.decision.reject_scale = reject_scale;
+    } else {
+      ro.decision.reject = gs::DtwDecisionOptions::Reject::kOff;
+    }
+    ro.engine = backend;
+    ro.device_id = device;
+    ro.validate ();
   } catch (const std::exception & e) {
     GST_ELEMENT_ERROR (self, RESOURCE, SETTINGS, ("gpudtw: %s", e.what ()),
         (NULL));
@@ -365,24 +462,20 @@ gst_gpu_dtw_setup (GstGpuDtw * self)
   }
   try {
     st->backend = gs::open_backend (backend, device);
-    const gs::TemplateLibrary lib =
-        gs::TemplateLibrary::load (templates, lo, *st->backend);
-    st->engine = gs::make_dtw_engine (backend, dtw, device);
-    st->engine->set_templates (lib.pack ());
-    st->labels = lib.labels ();
-    for (const gs::DtwTemplate & t:lib.templates ())
-      st->paths.push_back (t.path);
-    /* Utterances come endpointed: no second trim. */
-    gs::DtwFeatureConfig fc = lo.features;
-    fc.trim_silence = false;
-    st->features = std::make_unique < gs::DtwFeatureComputer > (fc,
+    st->recognizer = std::make_unique < gs::WordRecognizer > (templates, ro,
         *st->backend);
+    const gs::DtwFeatureConfig & fc = ro.library.features;
     st->rate = static_cast < int >(std::lround (fc.features.frame.sample_rate));
+    st->endpoint = fc.endpoint;
     st->endpointer = std::make_unique < gs::Endpointer > (fc.endpoint,
         fc.features.frame.sample_rate);
-    GST_INFO_OBJECT (self, "%zu templates from %s; DTW on %s (%s)",
-        lib.size (), templates.c_str (), st->engine->name (),
-        st->engine->device_name ().c_str ());
+    GST_INFO_OBJECT (self, "%zu templates from %s; DTW on %s (%s); %zu test "
+        "warp(s), k %d, rejection threshold %g",
+        st->recognizer->library ().size (), templates.c_str (),
+        st->recognizer->engine ().name (),
+        st->recognizer->engine ().device_name ().c_str (),
+        fc.test_warps.size (), ro.decision.k_nearest,
+        st->recognizer->reject_threshold ());
   } catch (const gs::TemplateError & e) {
     GST_ELEMENT_ERROR (self, RESOURCE, NOT_FOUND, ("gpudtw: %s", e.what ()),
         (NULL));
@@ -453,16 +546,13 @@ handle_segment (GstGpuDtw * self, const gs::SpeechSegment & seg)
     return GST_FLOW_OK;
   gs::MatchDecision m;
   try {
-    const gs::FeatureMatrix f =
-        st->features->compute_untrimmed (st->pending.data () + (from -
-            st->pending_start), to - from);
-    if (f.rows < 1)
+    /* Utterances come endpointed: no second trim. */
+    const gs::WordRecognizer::Result r =
+        st->recognizer->recognise (st->pending.data () + (from -
+            st->pending_start), to - from, true);
+    if (r.frames < 1)
       return GST_FLOW_OK;
-    GST_OBJECT_LOCK (self);
-    const gfloat reject = self->reject;
-    GST_OBJECT_UNLOCK (self);
-    m = gs::decide_match (st->engine->match (f.data.data (), f.rows),
-        st->labels, reject);
+    m = r.decision;
   } catch (const std::exception & e) {
     GST_ELEMENT_ERROR (self, STREAM, FAILED, ("gpudtw: matching failed: %s",
             e.what ()), (NULL));
@@ -478,7 +568,8 @@ handle_segment (GstGpuDtw * self, const gs::SpeechSegment & seg)
       "runner-up-distance", G_TYPE_DOUBLE, (gdouble) m.runner_up_distance,
       "rejected", G_TYPE_BOOLEAN, (gboolean) m.rejected,
       "template", G_TYPE_STRING, m.template_index >= 0 ?
-      st->paths[(size_t) m.template_index].c_str () : "",
+      st->recognizer->library ()[(size_t) m.
+      template_index].path.c_str () : "",
       "utterance", G_TYPE_UINT, index,
       "timestamp", G_TYPE_UINT64, (guint64) ts,
       "duration", G_TYPE_UINT64, (guint64) dur, NULL);
@@ -502,7 +593,7 @@ handle_segment (GstGpuDtw * self, const gs::SpeechSegment & seg)
 static void
 trim_pending (DtwState * st)
 {
-  const gs::EndpointOptions & o = st->features->config ().endpoint;
+  const gs::EndpointOptions & o = st->endpoint;
   gint64 keep_from = st->endpointer->in_speech ()? st->endpointer->open_begin ()
       : st->consumed - (gint64) (o.pad_frames + o.start_frames + 2) *
       st->endpointer->frame_samples ();

@@ -76,7 +76,8 @@ else
   fail "verbose/cache: $(cat "$T/err")"
 fi
 for opt in "--features fbank" "--features spectrum" "--pattern symmetric" "--band 20" \
-           "--distance cepstral" "--backend opencl" "--backend auto"; do
+           "--distance cepstral" "--backend opencl" "--backend auto" "--warps 1" "--warps 0.9,1.1 --k 1" \
+           "--lifter 0" "--average add" "--average only" "--reject auto --reject-scale 100"; do
   # shellcheck disable=SC2086
   if run --templates "$T/tpl" $opt "$T/test/t1.wav" "$T/test/t2.wav" >"$T/out" 2>"$T/err" &&
      [ "$(cat "$T/out")" = "$(printf 'up (t1)\ndown (t2)')" ]; then
@@ -87,6 +88,13 @@ for opt in "--features fbank" "--features spectrum" "--pattern symmetric" "--ban
     fail "$opt: got '$(cat "$T/out")': $(cat "$T/err")"
   fi
 done
+# A scale far below the templates' own: everything is rejected.
+if run --templates "$T/tpl" --reject auto --reject-scale 0.001 "$T/test/t1.wav" >"$T/out" 2>"$T/err" &&
+   [ "$(cat "$T/out")" = " (t1)" ] && grep -q '1 rejected' "$T/err"; then
+  pass "--reject auto: threshold from the templates"
+else
+  fail "--reject auto: got '$(cat "$T/out")': $(cat "$T/err")"
+fi
 printf '# a list with labels\nrise tpl/up_a.wav\n\nfall %s/tpl/down_a.wav\ntpl/wobble_a.wav\n' "$T" > "$T/list.txt"
 if run --templates "$T/list.txt" "$T/test/t1.wav" "$T/test/t2.wav" "$T/test/t3.wav" >"$T/out" 2>"$T/err" &&
    [ "$(cat "$T/out")" = "$(printf 'rise (t1)\nfall (t2)\nwobble (t3)')" ]; then
@@ -121,8 +129,17 @@ printf 'a b c\n' > "$T/badlist.txt"
 expect_error "malformed list line" 1 "badlist.txt:1: expected" --templates "$T/badlist.txt" "$T/test/t1.wav"
 expect_error "no --templates" 2 "--templates is required" "$T/test/t1.wav"
 expect_error "unknown features" 2 "unknown feature kind 'mel'" --templates "$T/tpl" --features mel "$T/test/t1.wav"
-expect_error "cepstral distance on fbank" 2 "--distance cepstral needs --features mfcc" \
+expect_error "cepstral distance on fbank" 2 "--distance cepstral needs cepstra" \
   --templates "$T/tpl" --features fbank --distance cepstral "$T/test/t1.wav"
+expect_error "bad warp list" 2 "bad warp list" --templates "$T/tpl" --warps 0.9,,1 "$T/test/t1.wav"
+expect_error "warps on the spectrum" 2 "--warps needs mfcc or fbank" --templates "$T/tpl" --features spectrum \
+  --warps 0.9,1 "$T/test/t1.wav"
+expect_error "k of 0" 2 "--k: expected an integer >= 1" --templates "$T/tpl" --k 0 "$T/test/t1.wav"
+expect_error "bad --reject" 2 "--reject: must be auto, off or a distance" --templates "$T/tpl" --reject -1 "$T/test/t1.wav"
+expect_error "unknown averaging" 2 "unknown template averaging 'mean'" --templates "$T/tpl" --average mean "$T/test/t1.wav"
+mkdir -p "$T/single" && cp "$T/tpl/up_a.wav" "$T/tpl/down_a.wav" "$T/single/"
+expect_error "--reject auto, one template a word" 1 "at least two templates of one word" --templates "$T/single" \
+  --reject auto "$T/test/t1.wav"
 expect_error "unknown backend" 1 "unknown" --templates "$T/tpl" --backend tpu "$T/test/t1.wav"
 # A bad test file fails alone: the good one is still recognised.
 sox -n -r 8000 -b 16 -c 1 "$T/test/t8k.wav" synth 0.5 sine 300-1500

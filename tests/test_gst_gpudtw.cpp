@@ -220,6 +220,50 @@ TEST_F(GpuDtwTest, BadTemplatesFailTheStateChangeByName) {
                      "unknown feature kind 'mel'");
 }
 
+TEST_F(GpuDtwTest, BadMatchingSettingsFailTheStateChange) {
+  const std::string e = "fakesrc ! gpudtw templates=" + dir_ + "/tpl cache-dir=- ";
+  expect_start_error(e + "warps=0.9,,1.1 ! fakesink", "bad warp list");
+  expect_start_error(e + "features=spectrum warps=0.9,1 ! fakesink", "VTLN warps need mfcc or fbank");
+  expect_start_error(e + "features=fbank lifter=10 ! fakesink", "lifter needs features=mfcc or plp");
+  expect_start_error(e + "reject=10 reject-scale=1.2 ! fakesink", "not both");
+  expect_start_error(e + "averaging=mean ! fakesink", "unknown template averaging 'mean'");
+  // One template per word: nothing to learn a rejection scale from.
+  expect_start_error(e + "reject-scale=1.2 ! fakesink", "at least two templates of one word");
+}
+
+TEST_F(GpuDtwTest, SettingsOfTheMatchingAreUsed) {
+  // Without warping, k 1 and the lifter of before, and with a second
+  // template of "up" and a scale learnt from the two "up" templates.
+  std::mt19937 gen(2);
+  std::vector<int16_t> s;
+  add_silence(s, 0.3, gen);
+  add_chirp(s, 280, 1600, 0.55);
+  add_silence(s, 0.3, gen);
+  write_wav(dir_ + "/tpl/up_2.wav", s);
+  for (const std::string& extra : {std::string("warps=1 k-nearest=1 lifter=22"), std::string("averaging=add"),
+                                   std::string("reject-scale=100")}) {
+    GstHarness* h = make(extra);
+    std::vector<Result> r;
+    std::vector<std::string> texts;
+    std::vector<GstClockTime> pts;
+    run(h, 4000, &r, &texts, &pts);
+    gst_harness_teardown(h);
+    ASSERT_EQ(r.size(), 2u) << extra;
+    EXPECT_EQ(texts, (std::vector<std::string>{"up", "down"})) << extra;
+  }
+  // A tiny scale rejects everything, still naming the nearest word.
+  GstHarness* h = make("reject-scale=0.0001");
+  std::vector<Result> r;
+  std::vector<std::string> texts;
+  std::vector<GstClockTime> pts;
+  run(h, 4000, &r, &texts, &pts);
+  gst_harness_teardown(h);
+  ASSERT_EQ(r.size(), 2u);
+  EXPECT_TRUE(r[0].rejected && r[1].rejected);
+  EXPECT_EQ(r[0].label, "up");
+  EXPECT_TRUE(texts.empty());
+}
+
 TEST_F(GpuDtwTest, OtherRateIsRefused) {
   // The caps query offers only the templates' rate, so 8 kHz caps are not
   // accepted and the data flow stops as not-negotiated (audioresample in

@@ -20,6 +20,7 @@
 #include "common/dtw/dtw_features.h"
 #include "common/dtw/template_library.h"
 #include "common/dtw/template_matcher.h"
+#include "common/dtw/word_recognizer.h"
 
 #ifndef GPUSPEECH_VERSION
 #define GPUSPEECH_VERSION "unknown"
@@ -46,21 +47,38 @@ format; channels averaged) or headerless 16-bit little-endian PCM, at
 16000 Hz.
 
 Features:
-  --features K          mfcc (default) | fbank | spectrum (log power spectrum)
+  --features K          plp (default; perceptual linear prediction cepstra) |
+                        mfcc | fbank | spectrum (log power spectrum)
   --no-cmn              no per-utterance mean removal
   --no-trim             do not cut leading and trailing silence (endpointer)
   --endpoint-threshold X  speech is X dB above the noise floor (default 12)
-  --remove-noise        Sphinx spectral noise subtraction (mfcc, fbank)
+  --remove-noise        Sphinx spectral noise subtraction (mfcc, fbank, plp)
   --cvn                 also normalise each dimension's variance per utterance
-  --deltas              append deltas and accelerations (mfcc, fbank)
+  --deltas              append deltas and accelerations (mfcc, fbank, plp)
+  --lifter L            sinusoidal cepstral lifter (mfcc default 12, plp 22;
+                        0 = none)
+  --plp-order N         order of plp's all-pole model (default 12)
+  --warps W[,W...]      VTLN warp factors tried on each test utterance (mfcc,
+                        fbank, plp); every template keeps its best warp, at the
+                        cost of one DTW per warp. Default 0.85,0.92,1,1.08,1.15;
+                        "1" = no warping
 
 Matching:
-  --pattern P           itakura (default; slopes 1/2..2) | symmetric
-                        (Sakoe-Chiba, weights 1-2-1)
+  --pattern P           symmetric (default; Sakoe-Chiba, weights 1-2-1) |
+                        itakura (slopes 1/2..2)
   --band N              Sakoe-Chiba band: at most N frames off the diagonal
                         (default: none)
-  --distance D          euclidean (default) | cepstral (leaves out c0; mfcc only)
-  --reject X            reject when the best distance is above X (default: never)
+  --distance D          euclidean (default) | cepstral (leaves out c0; mfcc, plp)
+  --average A           template averaging: none (default) | add (each word's
+                        DTW average of its recordings joins them) | only
+                        (replaces them)
+  --k N                 a word's score is the mean of its N nearest templates
+                        (default 2; 1: nearest neighbour)
+  --reject R            when the best score means "none of the words":
+                        auto (scale x the upper quartile of the distances
+                        between templates of the same word, see docs/dtw.md)
+                        | off (default) | a distance X
+  --reject-scale S      the scale of --reject auto (default 0.8)
 
 Devices:
   --backend B           auto | cuda | opencl | cpu (default cpu): where
@@ -72,10 +90,11 @@ Other:
   --cache DIR           template feature cache (default $GPUSPEECH_CACHE_DIR,
                         $XDG_CACHE_HOME/gpuspeech or ~/.cache/gpuspeech, under
                         dtw/; "-" = no cache)
-  --bench N[,N...]      instead of recognising: time one utterance against N
-                        random templates (40..120 frames of the feature's
-                        size) on --backend and on the cpu engine, and check
-                        that the distances agree; a table on stdout
+  --bench N[,N...]      instead of recognising: time one utterance (at each of
+                        the --warps, one engine call each) against N random
+                        templates (40..120 frames of the feature's size) on
+                        --backend and on the cpu engine, and check that the
+                        distances agree; a table on stdout
   --bench-repeats R     timed runs per N (default 5; the median is shown)
   -v, --verbose         per file: distance, runner-up and its distance, the
                         frames kept; the templates loaded
@@ -122,15 +141,16 @@ std::string utterance_id(const std::string& path) {
 struct Args {
   std::string templates;
   std::vector<std::string> files;
-  DtwFeatureKind kind = DtwFeatureKind::kMfcc;
+  DtwFeatureKind kind = WordRecognizerOptions::defaults().library.features.kind;
   bool cmn = true;
   bool trim = true;
   float endpoint_threshold = EndpointOptions().threshold_db;
   bool remove_noise = false;
   bool cvn = false;
   bool deltas = false;
-  DtwOptions dtw;
-  float reject = 0.0f;
+  DtwOptions dtw = WordRecognizerOptions::defaults().dtw;
+  DtwDecisionOptions decision = WordRecognizerOptions::defaults().decision;
+  std::vector<float> warps;  // empty = the default of the feature kind
   std::string backend = "cpu";
   int device_id = 0;
   int threads = 0;
@@ -138,6 +158,9 @@ struct Args {
   std::vector<int> bench;
   int bench_repeats = 5;
   bool verbose = false;
+  int lifter = -1;  // -1 = the default of the feature kind
+  int plp_order = 0;  // 0 = the default
+  TemplateAveraging averaging = WordRecognizerOptions::defaults().averaging;
 };
 
 Args parse_args(int argc, char** argv) {
@@ -178,9 +201,30 @@ Args parse_args(int argc, char** argv) {
         a.dtw.band = parse_int(f, value(i, f), 0);
       } else if (f == "--distance") {
         a.dtw.distance = parse_local_distance(value(i, f));
+      } else if (f == "--plp-order") {
+        a.plp_order = parse_int(f, value(i, f), 1);
+      } else if (f == "--lifter") {
+        a.lifter = parse_int(f, value(i, f), 0);
+      } else if (f == "--average") {
+        a.averaging = parse_template_averaging(value(i, f));
+      } else if (f == "--k") {
+        a.decision.k_nearest = parse_int(f, value(i, f), 1);
       } else if (f == "--reject") {
-        a.reject = static_cast<float>(parse_double(f, value(i, f)));
-        if (!(a.reject > 0.0f)) usage_error("--reject: must be > 0");
+        const std::string v = value(i, f);
+        if (v == "auto") {
+          a.decision.reject = DtwDecisionOptions::Reject::kFromTemplates;
+        } else if (v == "off") {
+          a.decision.reject = DtwDecisionOptions::Reject::kOff;
+        } else {
+          a.decision.reject = DtwDecisionOptions::Reject::kFixed;
+          a.decision.reject_distance = static_cast<float>(parse_double(f, v));
+          if (!(a.decision.reject_distance > 0.0f)) usage_error("--reject: must be auto, off or a distance > 0");
+        }
+      } else if (f == "--reject-scale") {
+        a.decision.reject_scale = static_cast<float>(parse_double(f, value(i, f)));
+        if (!(a.decision.reject_scale > 0.0f)) usage_error("--reject-scale: must be > 0");
+      } else if (f == "--warps") {
+        a.warps = parse_warp_list(value(i, f));
       } else if (f == "--backend") {
         a.backend = value(i, f);
       } else if (f == "--device-id") {
@@ -213,9 +257,15 @@ Args parse_args(int argc, char** argv) {
   }
   if ((a.remove_noise || a.deltas) && a.kind == DtwFeatureKind::kSpectrum)
     usage_error("--remove-noise and --deltas work on mfcc and fbank only");
+  if (a.kind == DtwFeatureKind::kSpectrum && !a.warps.empty() && !(a.warps.size() == 1 && a.warps[0] == 1.0f))
+    usage_error("--warps needs mfcc or fbank features (the spectrum has no filterbank to warp)");
+  if (a.lifter >= 0 && a.kind != DtwFeatureKind::kMfcc && a.kind != DtwFeatureKind::kPlp)
+    usage_error("--lifter works on mfcc and plp only");
+  if (a.plp_order > 0 && a.kind != DtwFeatureKind::kPlp) usage_error("--plp-order works on plp only");
   if (a.cvn && !a.cmn) usage_error("--cvn needs the mean removal that --no-cmn turns off");
-  if (a.dtw.distance == LocalDistance::kCepstral && a.kind != DtwFeatureKind::kMfcc)
-    usage_error("--distance cepstral needs --features mfcc (it leaves out c0)");
+  if (a.dtw.distance == LocalDistance::kCepstral && a.kind != DtwFeatureKind::kMfcc &&
+      a.kind != DtwFeatureKind::kPlp)
+    usage_error("--distance cepstral needs cepstra, --features mfcc or plp (it leaves out c0)");
   return a;
 }
 
@@ -227,6 +277,11 @@ DtwFeatureConfig feature_config(const Args& a) {
   c.features.noise.remove_noise = a.remove_noise;
   c.features.norm.cvn = a.cvn && a.cmn;
   if (a.deltas) c.features.delta.layout = DeltaOptions::Layout::kRegression;
+  if (a.lifter >= 0) c.features.mfcc.lifter = a.lifter;
+  if (a.lifter >= 0) c.features.plp.lifter = a.lifter;
+  if (a.plp_order > 0) c.features.plp.order = a.plp_order;
+  // Spectrum has no filterbank to warp: it stays at warp 1 whatever the default.
+  if (!a.warps.empty()) c.test_warps = a.warps;
   return c;
 }
 
@@ -234,13 +289,19 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
-// Median seconds of `repeats` runs of match().
-double time_match(DtwEngine& e, const FeatureMatrix& utt, int repeats, std::vector<float>* out) {
-  *out = e.match(utt.data.data(), utt.rows);  // warm-up (program build, first touch)
+// Median seconds of `repeats` runs of what WordRecognizer does per
+// utterance: one match() per test warp (`warped`), the best warp per template.
+double time_match(DtwEngine& e, const std::vector<FeatureMatrix>& warped, int repeats, std::vector<float>* out) {
+  auto once = [&] {
+    std::vector<std::vector<float>> per_warp;
+    for (const FeatureMatrix& u : warped) per_warp.push_back(e.match(u.data.data(), u.rows));
+    return best_over_warps(per_warp);
+  };
+  *out = once();  // warm-up (program build, first touch)
   std::vector<double> t;
   for (int r = 0; r < repeats; ++r) {
     const auto t0 = std::chrono::steady_clock::now();
-    *out = e.match(utt.data.data(), utt.rows);
+    *out = once();
     t.push_back(seconds_since(t0));
   }
   std::sort(t.begin(), t.end());
@@ -261,12 +322,14 @@ int run_bench(const Args& a) {
     for (float& v : m.data) v = nd(gen);
     return m;
   };
-  const FeatureMatrix utt = random_matrix(80);
+  // One random matrix per test warp, as the recogniser matches them.
+  std::vector<FeatureMatrix> utt;
+  for (size_t w = 0; w < fc.test_warps.size(); ++w) utt.push_back(random_matrix(80));
   std::unique_ptr<DtwEngine> engine = make_dtw_engine(a.backend, a.dtw, a.device_id, a.threads);
   std::unique_ptr<DtwEngine> cpu = make_cpu_dtw_engine(a.dtw, a.threads);
-  std::printf("# dtw bench: utterance of %lld frames x %d (%s), templates of 40..120 frames, "
-              "%s pattern, band %d\n# engine %s: %s; reference cpu: %s\n",
-              static_cast<long long>(utt.rows), dim, to_string(a.kind), to_string(a.dtw.pattern),
+  std::printf("# dtw bench: utterance of %lld frames x %d (%s) at %zu test warp(s), templates of 40..120 "
+              "frames, %s pattern, band %d\n# engine %s: %s; reference cpu: %s\n",
+              static_cast<long long>(utt[0].rows), dim, to_string(a.kind), utt.size(), to_string(a.dtw.pattern),
               a.dtw.band, engine->name(), engine->device_name().c_str(), cpu->device_name().c_str());
   std::printf("%10s %14s %14s %14s %10s %12s\n", "templates", "engine_ms", "cpu_ms",
               "engine_tpl/s", "speedup", "max_rel_diff");
@@ -300,43 +363,52 @@ int run(int argc, char** argv) {
 
   BackendPtr backend = open_backend(a.backend == "auto" ? "auto" : a.backend, a.device_id);
   const auto t_load = std::chrono::steady_clock::now();
-  TemplateLibraryOptions lo;
-  lo.features = feature_config(a);
-  lo.cache_dir = a.cache;
+  WordRecognizerOptions ro = WordRecognizerOptions::defaults();
+  ro.library.features = feature_config(a);
+  ro.library.cache_dir = a.cache;
+  ro.dtw = a.dtw;
+  ro.decision = a.decision;
+  ro.averaging = a.averaging;
+  ro.engine = a.backend;
+  ro.device_id = a.device_id;
+  ro.threads = a.threads;
   std::vector<std::string> log;
-  TemplateLibrary lib;
+  std::unique_ptr<WordRecognizer> rec;
   try {
-    lib = TemplateLibrary::load(a.templates, lo, *backend, a.verbose ? &log : nullptr);
-  } catch (const std::exception& e) {
+    rec = std::make_unique<WordRecognizer>(a.templates, ro, *backend, a.verbose ? &log : nullptr);
+  } catch (const TemplateError& e) {
+    error(std::string("templates: ") + e.what());
+    return 1;
+  } catch (const std::invalid_argument& e) {
     error(std::string("templates: ") + e.what());
     return 1;
   }
+  const TemplateLibrary& lib = rec->library();
   for (const std::string& l : log) std::fprintf(stderr, "%s: %s\n", kProgram, l.c_str());
-  std::unique_ptr<DtwEngine> engine = make_dtw_engine(a.backend, a.dtw, a.device_id, a.threads);
-  engine->set_templates(lib.pack());
-  const std::vector<std::string> labels = lib.labels();
   if (a.verbose)
-    std::fprintf(stderr, "%s: %zu templates (%lld from the cache) in %.3f s; features on %s, DTW on %s (%s)\n",
+    std::fprintf(stderr,
+                 "%s: %zu templates (%lld from the cache) in %.3f s; features on %s, DTW on %s (%s); "
+                 "%zu test warp(s), k %d, rejection threshold %.4f\n",
                  kProgram, lib.size(), static_cast<long long>(lib.cache_hits()), seconds_since(t_load),
-                 backend->name(), engine->name(), engine->device_name().c_str());
+                 backend->name(), rec->engine().name(), rec->engine().device_name().c_str(),
+                 ro.library.features.test_warps.size(), ro.decision.k_nearest, rec->reject_threshold());
 
-  DtwFeatureComputer computer(lo.features, *backend);
-  const float rate = lo.features.features.frame.sample_rate;
+  const float rate = ro.library.features.features.frame.sample_rate;
   int failed = 0, rejected = 0;
   double t_match = 0.0;
   for (const std::string& path : a.files) {
     try {
       const AudioData audio = read_dtw_audio(path, rate);
       for (const std::string& w : audio.warnings) std::fprintf(stderr, "%s: warning: %s\n", kProgram, w.c_str());
-      const DtwUtterance u = computer.compute(audio.samples.data(), static_cast<int64_t>(audio.samples.size()));
-      if (!u.speech_found)
+      const auto t0 = std::chrono::steady_clock::now();
+      const WordRecognizer::Result r =
+          rec->recognise(audio.samples.data(), static_cast<int64_t>(audio.samples.size()));
+      t_match += seconds_since(t0);
+      if (!r.speech_found)
         std::fprintf(stderr, "%s: warning: %s: no speech found; matching the whole file\n", kProgram,
                      path.c_str());
-      if (u.features.rows < 1) throw std::runtime_error(path + ": too short for one frame of features");
-      const auto t0 = std::chrono::steady_clock::now();
-      const std::vector<float> d = engine->match(u.features.data.data(), u.features.rows);
-      t_match += seconds_since(t0);
-      const MatchDecision m = decide_match(d, labels, a.reject);
+      if (r.frames < 1) throw std::runtime_error(path + ": too short for one frame of features");
+      const MatchDecision& m = r.decision;
       if (m.rejected) ++rejected;
       std::printf("%s (%s)\n", m.rejected ? "" : m.label.c_str(), utterance_id(path).c_str());
       std::fflush(stdout);
@@ -346,14 +418,14 @@ int run(int argc, char** argv) {
                      m.distance,
                      m.template_index >= 0 ? lib[static_cast<size_t>(m.template_index)].path.c_str() : "-",
                      m.runner_up.empty() ? "-" : m.runner_up.c_str(), m.runner_up_distance,
-                     m.rejected ? ", rejected" : "", static_cast<long long>(u.features.rows),
-                     static_cast<long long>(u.kept.begin), static_cast<long long>(u.kept.end));
+                     m.rejected ? ", rejected" : "", static_cast<long long>(r.frames),
+                     static_cast<long long>(r.kept.begin), static_cast<long long>(r.kept.end));
     } catch (const std::exception& e) {
       error(e.what());
       ++failed;
     }
   }
-  std::fprintf(stderr, "%s: %zu file(s), %d rejected, %d failed; DTW %.3f s against %zu templates\n", kProgram,
+  std::fprintf(stderr, "%s: %zu file(s), %d rejected, %d failed; features and DTW %.3f s against %zu templates\n", kProgram,
                a.files.size(), rejected, failed, t_match, lib.size());
   return failed ? 1 : 0;
 }

@@ -1,5 +1,6 @@
 #include "common/dtw/dtw_features.h"
 
+#include <algorithm>
 #include <cmath>
 #include <stdexcept>
 #include <vector>
@@ -26,6 +27,8 @@ DtwFeatureComputer::DtwFeatureComputer(const DtwFeatureConfig& config, Backend& 
     opts.frame = config_.features.frame;
   }
   extractor_ = std::make_unique<FeatureExtractor>(opts, backend_);
+  const bool warping = !(config_.test_warps.size() == 1 && config_.test_warps[0] == 1.0f);
+  if (warping) warped_ = std::make_unique<FeatureExtractor>(opts, backend_, config_.test_warps);
   if (config_.kind == DtwFeatureKind::kSpectrum) {
     const std::vector<double> w = make_window(opts.frame.window, extractor_->frame_length());
     const std::vector<float> wf(w.begin(), w.end());
@@ -64,6 +67,38 @@ FeatureMatrix DtwFeatureComputer::compute_untrimmed(const float* samples, int64_
   FeatureMatrix m = extractor_->compute(samples, n);
   postprocess_utterance(config_.features, m);
   return m;
+}
+
+std::vector<FeatureMatrix> DtwFeatureComputer::compute_warped_untrimmed(const float* samples, int64_t n) {
+  if (!warped_) return {compute_untrimmed(samples, n)};
+  const FeatureMatrix all = warped_->compute(samples, n);
+  const int base = warped_->base_dim();
+  const int warps = warped_->num_warps();
+  std::vector<FeatureMatrix> out(static_cast<size_t>(warps));
+  for (int k = 0; k < warps; ++k) {
+    FeatureMatrix& m = out[static_cast<size_t>(k)];
+    m.rows = all.rows;
+    m.dim = base;
+    m.data.resize(static_cast<size_t>(all.rows) * base);
+    for (int64_t r = 0; r < all.rows; ++r)
+      std::copy(all.row(r) + k * base, all.row(r) + (k + 1) * base, m.row(r));
+    postprocess_utterance(config_.features, m);
+  }
+  return out;
+}
+
+std::vector<FeatureMatrix> DtwFeatureComputer::compute_warped(const float* samples, int64_t n,
+                                                              SpeechSegment* kept, bool* speech_found) {
+  SpeechSegment k{0, n};
+  bool found = true;
+  if (config_.trim_silence) {
+    const SpeechSegment s = speech_extent(samples, n, config_.features.frame.sample_rate, config_.endpoint);
+    if (s.end > s.begin) k = s;
+    else found = false;
+  }
+  if (kept) *kept = k;
+  if (speech_found) *speech_found = found;
+  return compute_warped_untrimmed(samples + k.begin, k.end - k.begin);
 }
 
 DtwUtterance DtwFeatureComputer::compute(const float* samples, int64_t n) {

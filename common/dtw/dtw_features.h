@@ -7,6 +7,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "common/backend.h"
 #include "common/dtw/dtw_options.h"
@@ -41,12 +42,22 @@ class DtwFeatureComputer {
   // The same without trimming.
   FeatureMatrix compute_untrimmed(const float* samples, int64_t n);
 
+  // A test utterance at every warp of config.test_warps (one FFT), in that
+  // order, without trimming; each as compute_untrimmed() would give it with
+  // that warp (per-warp CMN and deltas). With the single warp 1 it is
+  // {compute_untrimmed()}.
+  std::vector<FeatureMatrix> compute_warped_untrimmed(const float* samples, int64_t n);
+  // Trimmed as compute() does; `kept` and `speech_found` as there.
+  std::vector<FeatureMatrix> compute_warped(const float* samples, int64_t n, SpeechSegment* kept = nullptr,
+                                            bool* speech_found = nullptr);
+
  private:
   FeatureMatrix log_spectrum(const float* samples, int64_t n);
 
   DtwFeatureConfig config_;
   Backend& backend_;
   std::unique_ptr<FeatureExtractor> extractor_;  // framing for every kind
+  std::unique_ptr<FeatureExtractor> warped_;     // every test warp; null with just {1}
   BufferPtr window_;                             // kSpectrum only
 };
 

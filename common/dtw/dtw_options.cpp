@@ -1,6 +1,8 @@
 #include "common/dtw/dtw_options.h"
 
+#include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <stdexcept>
 
 #include "common/features/feature_signature.h"
@@ -27,6 +29,22 @@ std::string DtwOptions::fingerprint() const {
          ";distance=" + to_string(distance) + ";normalize=" + (normalize ? "1" : "0");
 }
 
+void DtwDecisionOptions::validate() const {
+  if (k_nearest < 1)
+    throw std::invalid_argument("dtw decision: k_nearest must be >= 1, got " + std::to_string(k_nearest));
+  if (reject == Reject::kFixed && !(reject_distance > 0.0f))
+    throw std::invalid_argument("dtw decision: a fixed rejection threshold must be > 0, got " +
+                                num(reject_distance));
+  if (reject == Reject::kFromTemplates && !(reject_scale > 0.0f))
+    throw std::invalid_argument("dtw decision: the rejection scale must be > 0, got " + num(reject_scale));
+}
+
+std::string DtwDecisionOptions::fingerprint() const {
+  const char* mode = reject == Reject::kOff ? "off" : reject == Reject::kFixed ? "fixed" : "templates";
+  return "k=" + std::to_string(k_nearest) + ";reject=" + mode + ";reject-distance=" + num(reject_distance) +
+         ";reject-scale=" + num(reject_scale);
+}
+
 void EndpointOptions::validate() const {
   auto bad = [](const std::string& what) { throw std::invalid_argument("endpointer: " + what); };
   if (!(frame_ms >= 1.0f && frame_ms <= 100.0f)) bad("frame_ms must be in [1, 100], got " + num(frame_ms));
@@ -50,18 +68,28 @@ DtwFeatureConfig DtwFeatureConfig::for_kind(DtwFeatureKind kind) {
   DtwFeatureConfig c;
   c.kind = kind;
   // Spectrum uses the MFCC options' framing; its kind field is not read.
-  c.features = FeatureOptions::for_flavour(
-      Flavour::kSphinx, kind == DtwFeatureKind::kFbank ? FeatureKind::kFbank : FeatureKind::kMfcc);
+  c.features = FeatureOptions::for_flavour(Flavour::kSphinx, kind == DtwFeatureKind::kFbank ? FeatureKind::kFbank
+                                                             : kind == DtwFeatureKind::kPlp ? FeatureKind::kPlp
+                                                                                             : FeatureKind::kMfcc);
   c.features.norm.cmn = NormOptions::Cmn::kBatch;
   c.features.delta.layout = DeltaOptions::Layout::kNone;
   c.features.frame.dither = 1.0f;
   c.features.frame.dither_seed = 1;
+  // Measured on the cross-speaker benchmark (docs/dtw.md): a shorter
+  // sinusoidal lifter (12 rather than 22) weights the middle cepstra, which
+  // carry the vowel shape, over the high ones, which carry more of the
+  // speaker; and five test warps close much of the gap between voices.
+  c.features.mfcc.lifter = 12;
+  if (kind != DtwFeatureKind::kSpectrum) c.test_warps = {0.85f, 0.92f, 1.0f, 1.08f, 1.15f};
   return c;
 }
 
 void DtwFeatureConfig::validate() const {
   if (kind == DtwFeatureKind::kMfcc && features.kind != FeatureKind::kMfcc)
     throw std::invalid_argument(std::string("dtw features: kind mfcc needs FeatureOptions kind mfcc, got ") +
+                                to_string(features.kind));
+  if (kind == DtwFeatureKind::kPlp && features.kind != FeatureKind::kPlp)
+    throw std::invalid_argument(std::string("dtw features: kind plp needs FeatureOptions kind plp, got ") +
                                 to_string(features.kind));
   if (kind == DtwFeatureKind::kFbank && features.kind != FeatureKind::kFbank)
     throw std::invalid_argument(std::string("dtw features: kind fbank needs FeatureOptions kind fbank, got ") +
@@ -76,6 +104,12 @@ void DtwFeatureConfig::validate() const {
       throw std::invalid_argument("dtw features: spectrum has no Sphinx noise stage");
   }
   endpoint.validate();
+  if (test_warps.empty()) throw std::invalid_argument("dtw features: test_warps needs at least one warp (1 = none)");
+  for (float w : test_warps)
+    if (!(w > 0.5f && w < 2.0f))
+      throw std::invalid_argument("dtw features: a VTLN warp must lie in (0.5, 2), got " + num(w));
+  if (kind == DtwFeatureKind::kSpectrum && !(test_warps.size() == 1 && test_warps[0] == 1.0f))
+    throw std::invalid_argument("dtw features: VTLN warps need mfcc or fbank (the spectrum has no filterbank)");
 }
 
 int DtwFeatureConfig::dim() const {
@@ -110,6 +144,7 @@ const char* to_string(DtwFeatureKind k) {
     case DtwFeatureKind::kMfcc: return "mfcc";
     case DtwFeatureKind::kFbank: return "fbank";
     case DtwFeatureKind::kSpectrum: return "spectrum";
+    case DtwFeatureKind::kPlp: return "plp";
   }
   return "?";
 }
@@ -128,7 +163,25 @@ DtwFeatureKind parse_dtw_feature_kind(const std::string& s) {
   if (s == "mfcc") return DtwFeatureKind::kMfcc;
   if (s == "fbank") return DtwFeatureKind::kFbank;
   if (s == "spectrum") return DtwFeatureKind::kSpectrum;
-  throw std::invalid_argument("unknown feature kind '" + s + "' (mfcc|fbank|spectrum)");
+  if (s == "plp") return DtwFeatureKind::kPlp;
+  throw std::invalid_argument("unknown feature kind '" + s + "' (mfcc|fbank|spectrum|plp)");
+}
+
+std::vector<float> parse_warp_list(const std::string& s) {
+  std::vector<float> out;
+  size_t pos = 0;
+  while (pos <= s.size()) {
+    const size_t comma = std::min(s.find(',', pos), s.size());
+    const std::string item = s.substr(pos, comma - pos);
+    char* end = nullptr;
+    const double w = std::strtod(item.c_str(), &end);
+    if (item.empty() || *end != '\0' || !(w > 0.5 && w < 2.0))
+      throw std::invalid_argument("bad warp list '" + s + "': each warp must be a number in (0.5, 2), got '" +
+                                  item + "'");
+    out.push_back(static_cast<float>(w));
+    pos = comma + 1;
+  }
+  return out;
 }
 
 }  // namespace gpuspeech

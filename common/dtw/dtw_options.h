@@ -5,6 +5,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "common/features/feature_options.h"
 
@@ -37,7 +38,7 @@ enum class StepPattern { kItakura, kSymmetric };
 //  kCepstral:  the same over coefficients 1..D-1, leaving out c0 (the
 //              frame's overall level), so a louder or quieter rendering of
 //              the same spectral shape costs nothing: the truncated cepstral
-//              distance. Meaningful for cepstra (MFCC) only.
+//              distance. Meaningful for cepstra (MFCC, PLP) only.
 enum class LocalDistance { kEuclidean, kCepstral };
 
 struct DtwOptions {
@@ -64,7 +65,10 @@ struct DtwOptions {
 //  kSpectrum: the plain log power spectrum, fft_size/2 + 1 bins, made from
 //             the same framing, pre-emphasis and window by the backend's
 //             frame_signal and power_spectrum (dtw_features.h)
-enum class DtwFeatureKind { kMfcc, kFbank, kSpectrum };
+//  kPlp:      perceptual linear prediction cepstra (kind plp): Bark bands,
+//             equal loudness, cube root, an all-pole model of order
+//             features.plp.order
+enum class DtwFeatureKind { kMfcc, kFbank, kSpectrum, kPlp };
 
 // Energy-based endpointing (endpointer.h). Levels are in dB of the mean
 // square of a frame in 16-bit sample units (a full-scale sine is ~87 dB).
@@ -97,6 +101,14 @@ struct DtwFeatureConfig {
   // unequal length at the ends would have to be warped onto speech.
   bool trim_silence = true;
   EndpointOptions endpoint;
+  // Speaker normalisation by frequency warping (VTLN), on the test side
+  // only: a test utterance's mfcc or fbank is computed at each of these
+  // warp factors from one FFT (FeatureExtractor's several warps), matched
+  // against every template at each, and each template keeps its smallest
+  // distance: the best relative warp per (test, template) pair, at the cost
+  // of one DTW per warp. Templates are computed at warp 1 (features.mel.vtln
+  // holds the knees). {1} = no warping; not for kind spectrum.
+  std::vector<float> test_warps = {1.0f};
 
   // The defaults for a kind: Sphinx-flavoured framing (25.6 ms / 10 ms,
   // Hamming, pre-emphasis 0.97), 13 MFCCs or 25 log mel bands, batch CMN
@@ -111,6 +123,35 @@ struct DtwFeatureConfig {
   std::string fingerprint() const;
 };
 
+// How the distances to the templates become a label, and when the answer is
+// "none of these words".
+struct DtwDecisionOptions {
+  // A label's score is the mean of its `k_nearest` smallest template
+  // distances, at most all but one of its templates (decide_match); the
+  // smallest score wins.
+  // 1 = plain nearest neighbour. More than one asks several voices of a word
+  // to agree, so one template that happens to lie close loses its pull
+  // (measured: 2 beats 1 and 3 across speakers, docs/dtw.md).
+  int k_nearest = 2;
+  // Rejection (an out-of-vocabulary word, a cough): the winning score is
+  // compared with a threshold.
+  //  kOff:      never (only an utterance no template reaches is rejected)
+  //  kFixed:    threshold = reject_distance
+  //  kFromTemplates: threshold = reject_scale x the templates' own scale:
+  //             the upper quartile of the DTW distances between templates
+  //             of the same word (template_calibration.h).
+  //             Templates of a word from several voices thereby say how far
+  //             apart the word lies across speakers; a user never has to
+  //             guess a distance.
+  enum class Reject { kOff, kFixed, kFromTemplates };
+  Reject reject = Reject::kOff;
+  float reject_distance = 0.0f;
+  float reject_scale = 0.8f;
+
+  void validate() const;
+  std::string fingerprint() const;
+};
+
 const char* to_string(StepPattern);
 const char* to_string(LocalDistance);
 const char* to_string(DtwFeatureKind);
@@ -119,5 +160,7 @@ const char* to_string(DtwFeatureKind);
 StepPattern parse_step_pattern(const std::string&);     // itakura|symmetric
 LocalDistance parse_local_distance(const std::string&); // euclidean|cepstral
 DtwFeatureKind parse_dtw_feature_kind(const std::string&); // mfcc|fbank|spectrum
+// "0.9,1,1.1": comma-separated warp factors, each a number in (0.5, 2).
+std::vector<float> parse_warp_list(const std::string&);
 
 }  // namespace gpuspeech

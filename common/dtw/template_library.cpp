@@ -245,6 +245,20 @@ PackedTemplates TemplateLibrary::pack() const {
   return p;
 }
 
+void TemplateLibrary::add(DtwTemplate t) {
+  if (t.features.rows < 1 || t.features.dim != dim_)
+    throw std::invalid_argument("TemplateLibrary::add: " + t.path + ": " + std::to_string(t.features.rows) +
+                                " frames of " + std::to_string(t.features.dim) + " values, the library has " +
+                                std::to_string(dim_));
+  templates_.push_back(std::move(t));
+}
+
+TemplateLibrary TemplateLibrary::empty_copy() const {
+  TemplateLibrary l;
+  l.dim_ = dim_;
+  return l;
+}
+
 std::vector<std::string> TemplateLibrary::labels() const {
   std::vector<std::string> out;
   for (const DtwTemplate& t : templates_) out.push_back(t.label);

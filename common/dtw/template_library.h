@@ -79,6 +79,11 @@ class TemplateLibrary {
   int64_t cache_hits() const { return cache_hits_; }
   PackedTemplates pack() const;
   std::vector<std::string> labels() const;
+  // Appends a template made in memory (template_averaging.h); its features
+  // must have dim() columns (std::invalid_argument otherwise).
+  void add(DtwTemplate t);
+  // A library with this one's dimension and no templates.
+  TemplateLibrary empty_copy() const;
 
  private:
   std::vector<DtwTemplate> templates_;

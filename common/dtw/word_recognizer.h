@@ -1,0 +1,84 @@
+// Isolated-word recognition by template matching, the whole chain in one
+// place so that gpuspeech-dtw and the gpudtw element behave identically:
+// the template library, the test utterance's features (at every VTLN test
+// warp), one engine call per warp, the best warp per template, the k-nearest
+// decision and the rejection threshold (fixed or learnt from the templates,
+// template_calibration.h).
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "common/backend.h"
+#include "common/dtw/dtw_engine.h"
+#include "common/dtw/dtw_features.h"
+#include "common/dtw/dtw_options.h"
+#include "common/dtw/template_library.h"
+#include "common/dtw/template_matcher.h"
+
+namespace gpuspeech {
+
+// What template averaging (template_averaging.h) does with the library.
+//  kNone:  the recordings only
+//  kAdd:   each word's averaged template joins its recordings
+//  kOnly:  each word with two or more recordings is replaced by its average
+// Measured (docs/dtw.md): helps with two template voices, hurts with six
+// from two synthesisers (an average of unlike voices resembles none), so
+// the default is kNone.
+enum class TemplateAveraging { kNone, kAdd, kOnly };
+const char* to_string(TemplateAveraging);
+TemplateAveraging parse_template_averaging(const std::string&);  // none|add|only
+
+struct WordRecognizerOptions {
+  TemplateLibraryOptions library;   // features (incl. test warps) and cache
+  TemplateAveraging averaging = TemplateAveraging::kNone;
+  DtwOptions dtw;
+  DtwDecisionOptions decision;
+  std::string engine = "cpu";       // make_dtw_engine's name
+  int device_id = 0;
+  int threads = 0;                  // cpu engine threads, 0 = all cores
+
+  // The defaults chosen on the cross-speaker benchmark (docs/dtw.md).
+  static WordRecognizerOptions defaults();
+  // Throws std::invalid_argument naming the bad option.
+  void validate() const;
+};
+
+class WordRecognizer {
+ public:
+  // Loads the templates of `source` (TemplateLibrary::load; TemplateError
+  // on a bad library), works out the rejection threshold from the
+  // recordings, averages the templates as asked and opens the engine. `backend` computes features and must outlive this object.
+  WordRecognizer(const std::string& source, const WordRecognizerOptions& opts, Backend& backend,
+                 std::vector<std::string>* log = nullptr);
+
+  // One utterance: whole recording (trimmed as the features ask) or, with
+  // `endpointed`, samples already cut to the word (no second trim).
+  struct Result {
+    MatchDecision decision;
+    SpeechSegment kept;        // the samples the features came from
+    bool speech_found = true;  // false: trimming found no speech, all kept
+    int64_t frames = 0;        // feature frames of the utterance
+  };
+  Result recognise(const float* samples, int64_t n, bool endpointed = false);
+  // The decision for features already computed (one matrix per test warp).
+  MatchDecision decide(const std::vector<FeatureMatrix>& warped);
+
+  const TemplateLibrary& library() const { return library_; }
+  const std::vector<std::string>& labels() const { return labels_; }
+  DtwEngine& engine() { return *engine_; }
+  const WordRecognizerOptions& options() const { return opts_; }
+  // The threshold in force: 0 = none.
+  float reject_threshold() const { return threshold_; }
+
+ private:
+  WordRecognizerOptions opts_;
+  TemplateLibrary library_;
+  std::vector<std::string> labels_;
+  std::unique_ptr<DtwFeatureComputer> features_;
+  std::unique_ptr<DtwEngine> engine_;
+  float threshold_ = 0.0f;
+};
+
+}  // namespace gpuspeech
