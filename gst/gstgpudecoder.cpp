@@ -177,8 +177,10 @@
 #include <string>
 #include <vector>
 
+#include "common/engine/endpointing.h"
 #include "common/features/feature_signature.h"
 #include "common/recognizer.h"
+#include "common/result_json.h"
 #include "common/subtitle_format.h"
 #include "gpuspeech_alignment_event.h"
 #include "gpuspeech_backend_choice.h"
@@ -412,14 +414,6 @@ build_config (const Settings & s)
 
 /* ------------------------------------------------------------------------ */
 /* Element state                                                            */
-
-/* What a partial analysis decides about the utterance in progress. */
-enum class Endpoint
-{
-  kNone,                        /* goes on */
-  kFinal,                       /* ends by silence after words: final result */
-  kDrop,                        /* only silence or noise so far: dropped */
-};
 
 /* Everything the streaming thread uses; built when going to PAUSED. */
 struct StreamState
@@ -1371,110 +1365,21 @@ push_gap_until (GstGpuDecoder * self, StreamState * st, GstClockTime until)
   gst_pad_push_event (self->srcpad, gst_event_new_gap (from, until - from));
 }
 
-static void
-json_string (std::string & out, const std::string & s)
-{
-  out += '"';
-  for (unsigned char c:s) {
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += (char) c;
-    } else if (c < 0x20) {
-      char buf[8];
-      g_snprintf (buf, sizeof buf, "\\u%04x", c);
-      out += buf;
-    } else {
-      out += (char) c;
-    }
-  }
-  out += '"';
-}
-
-static void
-json_number (std::string & out, double v)
-{
-  char buf[G_ASCII_DTOSTR_BUF_SIZE];
-  out += std::isfinite (v) ? g_ascii_formatd (buf, sizeof buf, "%.6g", v) :
-      "null";
-}
-
-/* A final result as one line of JSON (times in seconds of stream time). */
+/* A final result as one line of JSON (common/result_json.h), times in
+ * seconds of stream time. */
 static std::string
 result_json (GstGpuDecoder * self, StreamState * st,
     const gs::RecognitionResult & r, const char *reason)
 {
-  auto seconds =[&](gint64 frame) {
-    return (double) to_stream_time (st, frame_time (self, st,
-            frame)) / GST_SECOND;
-  };
-  std::string j = "{\"utterance\":" + std::to_string (st->utt_index);
-  j += ",\"start\":";
-  json_number (j, seconds (0));
-  j += ",\"end\":";
-  json_number (j, seconds (st->utt_frames));
-  j += ",\"reason\":";
-  json_string (j, reason);
-  j += ",\"hypothesis\":";
-  json_string (j, r.best.text ());
-  j += ",\"confidence\":";
-  json_number (j, r.best.confidence);
-  j += ",\"words\":[";
-  for (size_t i = 0; i < r.best.words.size (); ++i) {
-    const gs::HypothesisWord & w = r.best.words[i];
-    j += i ? ",{\"word\":" : "{\"word\":";
-    json_string (j, w.text);
-    j += ",\"start\":";
-    json_number (j, seconds (w.start_frame));
-    j += ",\"end\":";
-    json_number (j, seconds ((gint64) w.end_frame + 1));
-    j += ",\"confidence\":";
-    json_number (j, w.confidence);
-    j += "}";
-  }
-  j += "]";
-  if (st->nbest > 0) {
-    j += ",\"nbest\":[";
-    for (size_t i = 0; i < r.nbest.size (); ++i) {
-      j += i ? ",{\"hypothesis\":" : "{\"hypothesis\":";
-      json_string (j, r.nbest[i].text ());
-      j += ",\"confidence\":";
-      json_number (j, r.nbest[i].confidence);
-      j += ",\"cost\":";
-      json_number (j, r.nbest[i].cost);
-      j += "}";
-    }
-    j += "]";
-  }
-  return j + "}\n";
-}
-
-/* Silence endpointing (endpoint-silence = E frames; 0 turns it off), from
- * the engine's trailing_silence_frames: how long the best path has been in
- * silence or filler words since its last word (0 while it is in a word, so
- * a long word is never cut):
- * - at least one word and trailing silence >= E: the utterance ends with a
- *   final result (reason "silence");
- * - no word yet and trailing silence >= kNoWordSilenceFactor * E (all of
- *   the utterance is silence or noise), or no word after kNoWordLimitFactor
- *   * E frames whatever the path is in: the audio so far is dropped without
- *   a result, so that silence never makes an utterance grow without end
- *   (costs and the timestamp of a later word stay small). The next
- *   utterance starts at the frame after. */
-static const gint64 kNoWordSilenceFactor = 5;
-static const gint64 kNoWordLimitFactor = 20;
-
-static Endpoint
-endpoint_decision (const StreamState * st, const gs::Hypothesis & h)
-{
-  const gint64 e = st->endpoint_frames;
-  if (e <= 0)
-    return Endpoint::kNone;
-  const gint64 silence = h.trailing_silence_frames;
-  if (!h.words.empty ())
-    return silence >= e ? Endpoint::kFinal : Endpoint::kNone;
-  if (silence >= kNoWordSilenceFactor * e || st->utt_frames >= kNoWordLimitFactor * e)
-    return Endpoint::kDrop;
-  return Endpoint::kNone;
+  gs::ResultJsonOptions o;
+  o.utterance = st->utt_index;
+  o.frames = st->utt_frames;
+  o.reason = reason;
+  o.with_nbest = st->nbest > 0;
+  return gs::result_json (r, o,[&](int64_t frame) {
+        return (double) to_stream_time (st, frame_time (self, st,
+                frame)) / GST_SECOND;
+      });
 }
 
 /* Sends the frames of words [st->aligned_words, upto) of the utterance in
@@ -1555,9 +1460,9 @@ send_alignment (GstGpuDecoder * self, StreamState * st,
 
 /* A partial analysis at a tick: message, stable words as text, endpoint. */
 static GstFlowReturn
-analyse (GstGpuDecoder * self, StreamState * st, Endpoint * endpoint)
+analyse (GstGpuDecoder * self, StreamState * st, gs::EndpointDecision * endpoint)
 {
-  *endpoint = Endpoint::kNone;
+  *endpoint = gs::EndpointDecision::kNone;
   const gs::RecognitionResult r = self->recognizer->partial ();
   const gs::Hypothesis & h = r.best;
   if (st->post_partials)
@@ -1586,7 +1491,7 @@ analyse (GstGpuDecoder * self, StreamState * st, Endpoint * endpoint)
   send_alignment (self, st, h.words,
       (size_t) CLAMP (h.stable_words, 0, (gint) h.words.size ()));
 
-  *endpoint = endpoint_decision (st, h);
+  *endpoint = gs::decide_endpoint (st->endpoint_frames, st->utt_frames, h);
   return GST_FLOW_OK;
 }
 
@@ -1657,7 +1562,7 @@ remember_frames (StreamState * st, const float *frames, gint64 n, gint dim)
 }
 
 /* Drops the utterance in progress without a result (it held no word, see
- * endpoint_decision); the next one starts with its last
+ * gs::decide_endpoint); the next one starts with its last
  * kDropOverlapFrames frames, decoded again. The index stays, as no result
  * was posted. */
 static void
@@ -1700,11 +1605,11 @@ decode_frames (GstGpuDecoder * self, StreamState * st, const float *frames,
     done += k;
     if (st->utt_frames == st->next_tick) {
       st->next_tick += st->tick_frames;
-      Endpoint endpoint = Endpoint::kNone;
+      gs::EndpointDecision endpoint = gs::EndpointDecision::kNone;
       GstFlowReturn ret = analyse (self, st, &endpoint);
-      if (ret == GST_FLOW_OK && endpoint == Endpoint::kFinal)
+      if (ret == GST_FLOW_OK && endpoint == gs::EndpointDecision::kFinal)
         ret = end_utterance (self, st, "silence", TRUE);
-      else if (ret == GST_FLOW_OK && endpoint == Endpoint::kDrop)
+      else if (ret == GST_FLOW_OK && endpoint == gs::EndpointDecision::kDrop)
         drop_utterance (self, st);
       if (ret != GST_FLOW_OK)
         return ret;
