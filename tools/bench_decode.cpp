@@ -5,11 +5,13 @@
 //   gpuspeech-bench decode [--streams N] [--backend B] [--search S]
 //       [--device-id N] [--hmm DIR] [--dict FILE] [--lm FILE | --jsgf FILE]
 //       [--cache DIR] [--live] [--seconds S] [--block-ms 100]
-//       [--partial-ms 200] FILE...
+//       [--partial-ms 200] [--repeat N] FILE...
 //
 // Every stream is a Recognizer on the shared resources (the first loads
-// them), on its own thread. Batch (default): the FILEs are handed out in
-// order to whichever stream is free; reported: the decoding wall time, the
+// them), on its own thread. Batch (default): the FILEs, --repeat times
+// over (a soak: thousands of utterances through long-lived streams, with
+// tests/bench/soak.sh watching the memory), are handed out in order to
+// whichever stream is free; reported: the decoding wall time, the
 // audio, the aggregate real-time factor and times real time, the streams'
 // summed busy time, the process's CPU use over the run and its peak
 // resident memory. Live (--live): stream k decodes FILE k mod n, looped to
@@ -56,6 +58,7 @@ struct DecodeBenchOptions {
   double seconds = 30.0;
   int block_ms = 100;
   int partial_ms = 200;
+  int repeat = 1;  // batch mode: the file list this many times over
   std::vector<std::string> files;
 };
 
@@ -65,7 +68,7 @@ struct DecodeBenchOptions {
                "usage: gpuspeech-bench decode [--streams N] [--backend B] [--search S] "
                "[--device-id N]\n"
                "       [--hmm DIR] [--dict FILE] [--lm FILE | --jsgf FILE] [--cache DIR]\n"
-               "       [--live] [--seconds S] [--block-ms MS] [--partial-ms MS] FILE...\n",
+               "       [--live] [--seconds S] [--block-ms MS] [--partial-ms MS] [--repeat N] FILE...\n",
                error.c_str());
   std::exit(2);
 }
@@ -109,6 +112,7 @@ DecodeBenchOptions parse_decode_args(int argc, char** argv) {
         decode_usage("--seconds needs a positive number, got '" + std::string(v) + "'");
     } else if (a == "--block-ms") o.block_ms = int_arg(a, value(), 10, 10000);
     else if (a == "--partial-ms") o.partial_ms = int_arg(a, value(), 10, 100000);
+    else if (a == "--repeat") o.repeat = int_arg(a, value(), 1, 1000000);
     else if (!a.empty() && a[0] == '-') decode_usage("unknown option " + a);
     else o.files.push_back(a);
   }
@@ -201,7 +205,9 @@ int bench_decode(int argc, char** argv) {
   auto batch_stream = [&](int k) {
     Recognizer& rec = *streams[k];
     double my_busy = 0.0, my_audio = 0.0;
-    for (size_t i = next++; i < utts.size(); i = next++) {
+    const size_t total = utts.size() * static_cast<size_t>(o.repeat);
+    for (size_t n = next++; n < total; n = next++) {
+      const size_t i = n % utts.size();
       const auto s0 = Clock::now();
       rec.reset();
       rec.push_features(utts[i].feats.data(), utts[i].frames);
