@@ -130,7 +130,8 @@ void Recognizer::open_stream(std::string* log) {
   std::string search = config_.search_backend;
   if (search == "auto") search = std::string(m.backend->name()) == "cuda" ? "cuda" : "cpu";
   if (search == "cpu") {
-    m.searcher = std::make_unique<CpuSearcher>(res.graph(), config_.search, m.rescorer.get());
+    m.searcher = std::make_unique<CpuSearcher>(res.graph(), config_.search, m.rescorer.get(),
+                                               GraphCheck::kCheckedByOwner);
   } else if (search == "cuda") {
 #ifdef GPUSPEECH_HAVE_CUDA
     // The graph's device copy is shared by every stream on this device.
@@ -139,7 +140,8 @@ void Recognizer::open_stream(std::string* log) {
         "cuda-search-graph:" + std::to_string(device),
         [&] { return CudaSearchGraph::upload(res.graph(), device); });
     m.searcher = std::make_unique<CudaSearcher>(res.graph(), config_.search, device,
-                                                m.rescorer.get(), std::move(device_graph));
+                                                m.rescorer.get(), std::move(device_graph),
+                                                GraphCheck::kCheckedByOwner);
 #else
     throw BackendError("search backend cuda: this build has no CUDA");
 #endif

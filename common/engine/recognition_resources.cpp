@@ -234,6 +234,9 @@ std::shared_ptr<const RecognitionResources> RecognitionResources::load(
     if (mdef.is_filler(p))
       for (int s : mdef.senones_of(p))
         if (s >= 0 && static_cast<size_t>(s) < r.filler_senones_.size()) r.filler_senones_[s] = 1;
+  // What every stream's searcher would check of the graph, once here
+  // (the streams are made with GraphCheck::kCheckedByOwner).
+  Searcher::check_graph(r.graph_, r.rescores());
   r.state_kinds_ = Searcher::state_kinds(r.graph_, r.filler_senones_);
 
   if (log != nullptr) *log += own_log;

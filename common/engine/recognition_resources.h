@@ -98,6 +98,9 @@ class RecognitionResources {
   // The front end the model expects, and its output width.
   const FeatureOptions& feature_options() const { return features_; }
   int feature_dim() const { return feature_dim_; }
+  // Checked for searching when loaded (Searcher::check_graph, with
+  // rescores() as `rescoring`): streams make their searchers with
+  // GraphCheck::kCheckedByOwner.
   const SearchGraph& graph() const { return graph_; }
   // Word-end rescoring: both LMs when the graph's LM was pruned and
   // rescoring was asked for, else both null.

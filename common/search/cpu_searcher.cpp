@@ -19,8 +19,8 @@ using search::pack_candidate;
 using search::usable_cost;
 
 CpuSearcher::CpuSearcher(const SearchGraph& graph, const SearchOptions& options,
-                         LmRescorer* rescorer)
-    : Searcher(graph, options, rescorer) {
+                         LmRescorer* rescorer, GraphCheck check)
+    : Searcher(graph, options, rescorer, check) {
   histogram_.assign(static_cast<size_t>(options_.histogram_bins), 0);
 }
 

@@ -20,9 +20,10 @@ class CpuSearcher : public Searcher {
  public:
   // Validates the options and the graph (std::invalid_argument).
   CpuSearcher(const SearchGraph& graph, const SearchOptions& options = {},
-              LmRescorer* rescorer = nullptr);
+              LmRescorer* rescorer = nullptr, GraphCheck check = GraphCheck::kCheck);
   // The searcher keeps a reference: a temporary graph would dangle.
-  CpuSearcher(SearchGraph&&, const SearchOptions& = {}, LmRescorer* = nullptr) = delete;
+  CpuSearcher(SearchGraph&&, const SearchOptions& = {}, LmRescorer* = nullptr,
+              GraphCheck = GraphCheck::kCheck) = delete;
 
   const char* name() const override { return "cpu"; }
   void reset() override;

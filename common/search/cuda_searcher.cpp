@@ -361,8 +361,8 @@ struct CudaSearcher::Impl {
 
 CudaSearcher::CudaSearcher(const SearchGraph& graph, const SearchOptions& options, int device_id,
                            LmRescorer* rescorer,
-                           std::shared_ptr<const CudaSearchGraph> device_graph)
-    : Searcher(graph, options, rescorer), impl_(std::make_unique<Impl>()) {
+                           std::shared_ptr<const CudaSearchGraph> device_graph, GraphCheck graph_check)
+    : Searcher(graph, options, rescorer, graph_check), impl_(std::make_unique<Impl>()) {
   static_assert(sizeof(cuda::TpEvent) == sizeof(WordEndEvent) &&
                     offsetof(cuda::TpEvent, arc) == offsetof(WordEndEvent, arc) &&
                     offsetof(cuda::TpEvent, cost) == offsetof(WordEndEvent, cost) &&

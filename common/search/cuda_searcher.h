@@ -52,10 +52,12 @@ class CudaSearcher : public Searcher {
   // bad graph or options, or a device graph of another graph or device.
   CudaSearcher(const SearchGraph& graph, const SearchOptions& options = {}, int device_id = 0,
                LmRescorer* rescorer = nullptr,
-               std::shared_ptr<const CudaSearchGraph> device_graph = nullptr);
+               std::shared_ptr<const CudaSearchGraph> device_graph = nullptr,
+               GraphCheck check = GraphCheck::kCheck);
   // The host side keeps a reference: a temporary graph would dangle.
   CudaSearcher(SearchGraph&&, const SearchOptions& = {}, int = 0, LmRescorer* = nullptr,
-               std::shared_ptr<const CudaSearchGraph> = nullptr) = delete;
+               std::shared_ptr<const CudaSearchGraph> = nullptr,
+               GraphCheck = GraphCheck::kCheck) = delete;
   ~CudaSearcher() override;
 
   const char* name() const override { return "cuda"; }

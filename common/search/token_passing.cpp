@@ -119,25 +119,31 @@ std::string Hypothesis::text() const {
 
 // --- Searcher ---------------------------------------------------------------
 
-Searcher::Searcher(const SearchGraph& graph, const SearchOptions& options, LmRescorer* rescorer)
+void Searcher::check_graph(const SearchGraph& graph, bool rescoring) {
+  graph.validate();
+  if (graph.num_arcs() >= search::kMaxArcs)
+    throw std::invalid_argument("search graph has " + std::to_string(graph.num_arcs()) +
+                                " arcs; the search handles at most 2^32 - 1");
+  if (graph.num_states() < 1) throw std::invalid_argument("search graph has no states");
+  if (rescoring)
+    for (int64_t a = 0; a < graph.num_arcs(); ++a)
+      if (graph.arc_ilabel[a] != 0 && graph.arc_olabel[a] != 0)
+        throw std::invalid_argument(
+            "search graph has word labels on emitting arcs; word-end rescoring needs them on "
+            "epsilon arcs (compile with word_labels_on_epsilon)");
+}
+
+Searcher::Searcher(const SearchGraph& graph, const SearchOptions& options, LmRescorer* rescorer,
+                   GraphCheck check)
     : graph_(graph), options_(options), rescorer_(rescorer), records_(options.max_word_records) {
   options_.validate();
-  graph_.validate();
-  if (graph_.num_arcs() >= search::kMaxArcs)
-    throw std::invalid_argument("search graph has " + std::to_string(graph_.num_arcs()) +
-                                " arcs; the search handles at most 2^32 - 1");
-  if (graph_.num_states() < 1) throw std::invalid_argument("search graph has no states");
+  if (check == GraphCheck::kCheck) check_graph(graph_, rescorer_ != nullptr);
   if (rescorer_ != nullptr) {
     slots_ = options_.lm_histories;
     if (static_cast<int64_t>(graph_.num_states()) * slots_ > INT32_MAX)
       throw std::invalid_argument("search graph has " + std::to_string(graph_.num_states()) +
                                   " states; with " + std::to_string(slots_) +
                                   " LM histories per state that is more than 2^31 tokens");
-    for (int64_t a = 0; a < graph_.num_arcs(); ++a)
-      if (graph_.arc_ilabel[a] != 0 && graph_.arc_olabel[a] != 0)
-        throw std::invalid_argument(
-            "search graph has word labels on emitting arcs; word-end rescoring needs them on "
-            "epsilon arcs (compile with word_labels_on_epsilon)");
   }
   stats_.record_capacity = records_.capacity();
 }

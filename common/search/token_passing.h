@@ -245,6 +245,13 @@ struct SearchStats {
   int64_t frames_rerun = 0;
 };
 
+// Whether a searcher checks its graph when made (Searcher::check_graph):
+// kCheck, or kCheckedByOwner where whoever holds the graph ran check_graph
+// on it already with the same answer to `rescoring` (shared recognition
+// resources check once, not for every stream: on the en-us graph the
+// check is a scan of 64 M arcs).
+enum class GraphCheck { kCheck, kCheckedByOwner };
+
 // The part of a searcher that lives on the host: options, the record
 // store, and every result (traceback, partial, n-best), computed from the
 // live tokens the implementation hands over.
@@ -254,7 +261,12 @@ class Searcher {
   // rescorer, word ends are rescored as described above (the searcher
   // resets the rescorer's history table with each utterance).
   Searcher(const SearchGraph& graph, const SearchOptions& options,
-           LmRescorer* rescorer = nullptr);
+           LmRescorer* rescorer = nullptr, GraphCheck check = GraphCheck::kCheck);
+  // What a searcher needs of its graph: SearchGraph::validate(), at least
+  // one state, fewer arcs than the packed candidates can name, and with
+  // word-end rescoring (`rescoring`) word labels only on epsilon arcs.
+  // Throws std::invalid_argument saying which.
+  static void check_graph(const SearchGraph& graph, bool rescoring);
   virtual ~Searcher();
   Searcher(const Searcher&) = delete;
   Searcher& operator=(const Searcher&) = delete;
