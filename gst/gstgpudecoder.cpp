@@ -948,78 +948,6 @@ gst_gpu_decoder_get_property (GObject * object, guint prop_id,
 /* ------------------------------------------------------------------------ */
 /* Caps                                                                     */
 
-/* "key=value;..." as a map, and the keys in order. */
-static std::map < std::string, std::string >
-parse_signature (const std::string & sig, std::vector < std::string >*order)
-{
-  std::map < std::string, std::string > out;
-  std::istringstream in (sig);
-  std::string item;
-  while (std::getline (in, item, ';')) {
-    if (item.empty ())
-      continue;
-    const size_t eq = item.find ('=');
-    const std::string key = item.substr (0, eq);
-    out[key] = eq == std::string::npos ? "" : item.substr (eq + 1);
-    if (order)
-      order->push_back (key);
-  }
-  return out;
-}
-
-/* Keys that only describe how cepstral means are normalised: live and
- * batch CMN are interchangeable for decoding (see the doc comment). */
-static bool
-is_cmn_detail (const std::string & key)
-{
-  return key == "cmn" || key == "cmn-init" || key == "cmn-window";
-}
-
-/* Noise subtraction is the front end's choice (gpufeatures remove-noise):
- * the model decodes features with or without it, as pocketsphinx's
- * -remove_noise does not depend on the model. */
-static gboolean
-is_noise_stage_detail (const std::string & key)
-{
-  return key == "remove-noise" || key == "remove-silence" ||
-      g_str_has_prefix (key.c_str (), "vad-");
-}
-
-/* The differences between what upstream's `config` says and what the model
- * needs, as "key: upstream X, model Y" items; empty if compatible. */
-static std::string
-signature_mismatch (const std::string & offered, const std::string & wanted)
-{
-  std::vector < std::string > order;
-  auto a = parse_signature (offered, NULL);
-  auto b = parse_signature (wanted, &order);
-  for (const auto & kv:a)
-    if (!b.count (kv.first))
-      order.push_back (kv.first);
-  std::string diff;
-  for (const std::string & key:order) {
-    const auto ia = a.find (key);
-    const auto ib = b.find (key);
-    const std::string va = ia == a.end ()? "(absent)" : ia->second;
-    const std::string vb = ib == b.end ()? "(absent)" : ib->second;
-    if (is_noise_stage_detail (key))
-      continue;
-    if (is_cmn_detail (key)) {
-      if (key != "cmn")
-        continue;
-      const bool a_none = va == "none" || va == "(absent)";
-      const bool b_none = vb == "none" || vb == "(absent)";
-      if (a_none == b_none)
-        continue;
-    } else if (va == vb) {
-      continue;
-    }
-    diff += (diff.empty ()? "" : "; ") + key + ": upstream " + va +
-        ", model " + vb;
-  }
-  return diff;
-}
-
 /* The model's feature caps, or NULL before the model is loaded. */
 static GstCaps *
 model_sink_caps (GstGpuDecoder * self)
@@ -1156,7 +1084,7 @@ gst_gpu_decoder_set_sink_caps (GstGpuDecoder * self, GstCaps * caps)
       problem = "dim: upstream " + std::to_string (dim) + ", model " +
           std::to_string (o.output_dim ());
     if (problem.empty () && config) {
-      problem = signature_mismatch (config, wanted);
+      problem = gs::feature_signature_mismatch (config, wanted);
     } else if (problem.empty ()) {
       /* A producer without `config` (not gpufeatures): check the shape. */
       const gchar *kind = gst_structure_get_string (s, "kind");

@@ -111,3 +111,34 @@ TEST(FeatureSignature, HashIsFnv1a) {
 
 }  // namespace
 }  // namespace gpuspeech
+
+namespace gpuspeech {
+namespace {
+
+// What gpudecoder refuses of upstream features: real differences by name,
+// in the model's key order; not how CMN runs or whether noise was removed.
+TEST(FeatureSignatureMismatch, NamesRealDifferencesOnly) {
+  FeatureOptions model;
+  const std::string wanted = feature_signature(model);
+  EXPECT_EQ(feature_signature_mismatch(wanted, wanted), "");
+
+  FeatureOptions other = model;
+  other.frame.sample_rate = 8000;
+  const std::string diff = feature_signature_mismatch(feature_signature(other), wanted);
+  EXPECT_NE(diff.find("rate: upstream 8000, model 16000"), std::string::npos) << diff;
+
+  // Hand-made signatures: CMN details and noise stages are not compared,
+  // but CMN against none is; a key only upstream has is named too.
+  const std::string base = "kind=mfcc;rate=16000;cmn=batch;cmn-init=40,3";
+  EXPECT_EQ(feature_signature_mismatch(
+                "kind=mfcc;rate=16000;cmn=live;cmn-window=500;remove-noise=yes;vad-threshold=2",
+                base),
+            "");
+  EXPECT_EQ(feature_signature_mismatch("kind=mfcc;rate=16000;cmn=none", base),
+            "cmn: upstream none, model batch");
+  EXPECT_EQ(feature_signature_mismatch("kind=plp;rate=16000;cmn=batch;extra=1", base),
+            "kind: upstream plp, model mfcc; extra: upstream 1, model (absent)");
+}
+
+}  // namespace
+}  // namespace gpuspeech

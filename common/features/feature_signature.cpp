@@ -1,7 +1,9 @@
 #include "common/features/feature_signature.h"
 
 #include <cstdio>
+#include <map>
 #include <sstream>
+#include <vector>
 
 #include "common/features/mel_filterbank.h"
 
@@ -179,6 +181,60 @@ uint64_t feature_signature_hash(const std::string& signature) {
     h *= 1099511628211ull;
   }
   return h;
+}
+
+namespace {
+
+// "key=value;..." as a map, and (if `order`) the keys in order.
+std::map<std::string, std::string> parse_signature(const std::string& sig,
+                                                   std::vector<std::string>* order) {
+  std::map<std::string, std::string> out;
+  std::istringstream in(sig);
+  std::string item;
+  while (std::getline(in, item, ';')) {
+    if (item.empty()) continue;
+    const size_t eq = item.find('=');
+    const std::string key = item.substr(0, eq);
+    out[key] = eq == std::string::npos ? "" : item.substr(eq + 1);
+    if (order != nullptr) order->push_back(key);
+  }
+  return out;
+}
+
+bool is_cmn_detail(const std::string& key) {
+  return key == "cmn" || key == "cmn-init" || key == "cmn-window";
+}
+
+bool is_noise_stage_detail(const std::string& key) {
+  return key == "remove-noise" || key == "remove-silence" || key.rfind("vad-", 0) == 0;
+}
+
+}  // namespace
+
+std::string feature_signature_mismatch(const std::string& offered, const std::string& wanted) {
+  std::vector<std::string> order;
+  const auto a = parse_signature(offered, nullptr);
+  const auto b = parse_signature(wanted, &order);
+  for (const auto& kv : a)
+    if (b.count(kv.first) == 0) order.push_back(kv.first);
+  std::string diff;
+  for (const std::string& key : order) {
+    const auto ia = a.find(key);
+    const auto ib = b.find(key);
+    const std::string va = ia == a.end() ? "(absent)" : ia->second;
+    const std::string vb = ib == b.end() ? "(absent)" : ib->second;
+    if (is_noise_stage_detail(key)) continue;
+    if (is_cmn_detail(key)) {
+      if (key != "cmn") continue;
+      const bool a_none = va == "none" || va == "(absent)";
+      const bool b_none = vb == "none" || vb == "(absent)";
+      if (a_none == b_none) continue;
+    } else if (va == vb) {
+      continue;
+    }
+    diff += (diff.empty() ? "" : "; ") + key + ": upstream " + va + ", model " + vb;
+  }
+  return diff;
 }
 
 }  // namespace gpuspeech

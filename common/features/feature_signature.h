@@ -24,6 +24,19 @@ std::string feature_signature(const FeatureOptions& opts);
 // "c_d" / "c_d_dd" (regression deltas of order 1 / 2).
 std::string feature_layout_name(const DeltaOptions& delta);
 
+// What a decoder would refuse of `offered` features when its model wants
+// `wanted` (both feature_signature() strings), as "key: upstream X, model
+// Y" items joined by "; " in the wanted signature's key order; empty when
+// they decode alike. Two kinds of keys are not compared, as they do not
+// change what the model expects:
+// - how cepstral means are normalised (cmn-init, cmn-window; and cmn only
+//   as "some" against "none"): live and batch CMN are interchangeable for
+//   decoding;
+// - noise subtraction and silence removal (remove-noise, remove-silence,
+//   vad-*): the front end's choice, as pocketsphinx's -remove_noise does
+//   not depend on the model.
+std::string feature_signature_mismatch(const std::string& offered, const std::string& wanted);
+
 // 64-bit FNV-1a of the signature, for a short identifier in logs.
 uint64_t feature_signature_hash(const std::string& signature);
 
