@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "common/engine/resource_cache.h"
+#include "common/engine/stream_maker.h"
 #ifdef GPUSPEECH_HAVE_CUDA
 #include "common/search/cuda_search_graph.h"
 #endif
@@ -191,6 +192,28 @@ TEST_F(ResourceSharing, ParallelStreamsDecodeWhatOneStreamDecodes) {
         EXPECT_EQ(h.words[w].confidence, want.words[w].confidence);
       }
     }
+}
+
+// make_streams: streams made on several threads, in order, on the given
+// resources, each decoding what a stream made alone decodes; a bad config
+// fails the call with the streams' error.
+TEST_F(ResourceSharing, StreamsMadeConcurrentlyShareAndAgree) {
+  const RecognizerConfig config = jsgf_config(gram_);
+  Recognizer first(config);
+  const AudioData audio = read_raw_s16le_file(raw_, 16000);
+  const int64_t n = static_cast<int64_t>(audio.samples.size());
+  const Hypothesis want = first.recognize(audio.samples.data(), n).best;
+  std::vector<std::unique_ptr<Recognizer>> made =
+      make_streams(first.resources(), config, 5, /*threads=*/3);
+  ASSERT_EQ(made.size(), 5u);
+  for (const auto& r : made) {
+    ASSERT_NE(r, nullptr);
+    EXPECT_EQ(r->resources().get(), first.resources().get());
+    EXPECT_EQ(r->recognize(audio.samples.data(), n).best.text(), want.text());
+  }
+  RecognizerConfig bad = config;
+  bad.nbest = -1;
+  EXPECT_THROW(make_streams(first.resources(), bad, 3, 2), std::invalid_argument);
 }
 
 // Concurrent first loads of one key load it once: every stream gets the

@@ -42,6 +42,7 @@
 #include <vector>
 
 #include "common/backend_registry.h"
+#include "common/engine/stream_maker.h"
 #include "common/recognizer.h"
 #include "common/wav_reader.h"
 
@@ -180,8 +181,9 @@ int bench_decode(int argc, char** argv) {
   const int64_t mem_first = device_used();
   const double load_s = std::chrono::duration<double>(Clock::now() - t_load).count();
   const auto t_streams = Clock::now();
-  for (int k = 1; k < o.streams; ++k)
-    streams.push_back(std::make_unique<Recognizer>(streams[0]->resources(), o.config));
+  for (auto& s : make_streams(streams[0]->resources(), o.config,
+                              static_cast<size_t>(o.streams - 1)))
+    streams.push_back(std::move(s));
   const double streams_s = std::chrono::duration<double>(Clock::now() - t_streams).count();
   const int64_t mem_streams = device_used();
   Recognizer& first = *streams[0];

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "common/backend_registry.h"
+#include "common/engine/stream_maker.h"
 #include "common/features/feature_pipeline.h"
 #include "common/features/feature_writer.h"
 #include "common/fmllr/fmllr_estimate.h"
@@ -954,9 +955,9 @@ int run(int argc, char** argv) {
                       : (all_cpu ? std::max(1u, std::thread::hardware_concurrency()) : 1u);
     num_streams = std::max<size_t>(1, std::min(num_streams, files.size()));
   }
-  std::vector<std::unique_ptr<Recognizer>> extra;
-  for (size_t k = 1; k < num_streams; ++k)
-    extra.push_back(std::make_unique<Recognizer>(rec.resources(), config));
+  // Made concurrently (stream_maker.h): a device stream mostly waits.
+  std::vector<std::unique_ptr<Recognizer>> extra =
+      make_streams(rec.resources(), config, num_streams - 1);
   std::vector<Transcriber> trs;
   trs.push_back(Transcriber{rec, mfc_input, times, verbose});
   for (auto& r : extra) trs.push_back(Transcriber{*r, mfc_input, times, verbose});
