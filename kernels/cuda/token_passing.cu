@@ -326,8 +326,8 @@ __device__ __forceinline__ void relax_arcs(const TpGraph& g, const TpState& s, c
     if (!usable_cost(c)) continue;
     const int32_t e = offer(s, g.dest[a] * g.slots + slot, pack_candidate(c, static_cast<uint32_t>(a)));
     if (e >= 0 && atomicExch(s.stamp + e, pass_id) != pass_id) {
-      TpToken* slot = list_slot(s, s.changed[out], &s.counters->changed[out], s.changed_capacity);
-      if (slot != nullptr) slot->state = e;
+      TpToken* at = list_slot(s, s.changed[out], &s.counters->changed[out], s.changed_capacity);
+      if (at != nullptr) at->state = e;
     }
   }
 }
