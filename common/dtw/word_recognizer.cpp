@@ -72,6 +72,7 @@ WordRecognizer::WordRecognizer(const std::string& source, const WordRecognizerOp
 MatchDecision WordRecognizer::decide(const std::vector<FeatureMatrix>& warped) {
   std::vector<std::vector<float>> per_warp;
   for (const FeatureMatrix& f : warped) per_warp.push_back(engine_->match(f.data.data(), f.rows));
+  last_per_warp_ = per_warp;
   return decide_match(best_over_warps(per_warp), labels_, threshold_, opts_.decision.k_nearest);
 }
 
