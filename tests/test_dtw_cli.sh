@@ -146,8 +146,12 @@ expect_error "unknown features" 2 "unknown feature kind 'mel'" --templates "$T/t
 expect_error "cepstral distance on fbank" 2 "--distance cepstral needs cepstra" \
   --templates "$T/tpl" --features fbank --distance cepstral "$T/test/t1.wav"
 expect_error "bad warp list" 2 "bad warp list" --templates "$T/tpl" --warps 0.9,,1 "$T/test/t1.wav"
-expect_error "warps on the spectrum" 2 "--warps needs mfcc or fbank" --templates "$T/tpl" --features spectrum \
+expect_error "warps on the spectrum" 2 "--warps needs plp, mfcc or fbank" --templates "$T/tpl" --features spectrum \
   --warps 0.9,1 "$T/test/t1.wav"
+expect_error "noise removal on plp" 2 "--remove-noise works on mfcc and fbank only" --templates "$T/tpl" \
+  --remove-noise "$T/test/t1.wav"
+expect_error "deltas on the spectrum" 2 "--deltas works on plp, mfcc and fbank only" --templates "$T/tpl" \
+  --features spectrum --deltas "$T/test/t1.wav"
 expect_error "k of 0" 2 "--k: expected an integer >= 1" --templates "$T/tpl" --k 0 "$T/test/t1.wav"
 expect_error "bad --reject" 2 "--reject: must be auto, off or a distance" --templates "$T/tpl" --reject -1 "$T/test/t1.wav"
 expect_error "unknown averaging" 2 "unknown template averaging 'mean'" --templates "$T/tpl" --average mean "$T/test/t1.wav"

@@ -52,7 +52,7 @@ Features:
   --no-cmn              no per-utterance mean removal
   --no-trim             do not cut leading and trailing silence (endpointer)
   --endpoint-threshold X  speech is X dB above the noise floor (default 12)
-  --remove-noise        Sphinx spectral noise subtraction (mfcc, fbank, plp)
+  --remove-noise        Sphinx spectral noise subtraction (mfcc, fbank)
   --cvn                 also normalise each dimension's variance per utterance
   --deltas              append deltas and accelerations (mfcc, fbank, plp)
   --lifter L            sinusoidal cepstral lifter (mfcc default 12, plp 22;
@@ -262,10 +262,11 @@ Args parse_args(int argc, char** argv) {
     if (a.templates.empty()) usage_error("--templates is required");
     if (a.files.empty()) usage_error("no input files");
   }
-  if ((a.remove_noise || a.deltas) && a.kind == DtwFeatureKind::kSpectrum)
-    usage_error("--remove-noise and --deltas work on mfcc and fbank only");
+  if (a.remove_noise && a.kind != DtwFeatureKind::kMfcc && a.kind != DtwFeatureKind::kFbank)
+    usage_error("--remove-noise works on mfcc and fbank only");
+  if (a.deltas && a.kind == DtwFeatureKind::kSpectrum) usage_error("--deltas works on plp, mfcc and fbank only");
   if (a.kind == DtwFeatureKind::kSpectrum && !a.warps.empty() && !(a.warps.size() == 1 && a.warps[0] == 1.0f))
-    usage_error("--warps needs mfcc or fbank features (the spectrum has no filterbank to warp)");
+    usage_error("--warps needs plp, mfcc or fbank features (the spectrum has no filterbank to warp)");
   if (a.lifter >= 0 && a.kind != DtwFeatureKind::kMfcc && a.kind != DtwFeatureKind::kPlp)
     usage_error("--lifter works on mfcc and plp only");
   if (a.plp_order > 0 && a.kind != DtwFeatureKind::kPlp) usage_error("--plp-order works on plp only");
