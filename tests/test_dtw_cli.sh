@@ -95,6 +95,20 @@ if run --templates "$T/tpl" --reject auto --reject-scale 0.001 "$T/test/t1.wav" 
 else
   fail "--reject auto: got '$(cat "$T/out")': $(cat "$T/err")"
 fi
+# --dump-distances: a header of the 4 templates (ID:FRAMES), then one line
+# per file and warp (2 files x 5 default warps) of 3 + 4 fields; with k 1
+# the smallest distance over a file's lines is the score --verbose prints.
+if run -v --k 1 --templates "$T/tpl" --dump-distances "$T/dump" "$T/test/t1.wav" "$T/test/t2.wav" \
+     >"$T/out" 2>"$T/err" &&
+   [ "$(head -1 "$T/dump" | awk '{ print $1, NF }')" = "templates 5" ] &&
+   head -1 "$T/dump" | grep -q ' up_a:[0-9][0-9]* ' &&
+   [ "$(tail -n +2 "$T/dump" | awk 'NF == 7' | wc -l)" -eq 10 ] &&
+   [ "$(tail -n +2 "$T/dump" | awk '$1 == "t1" { for (i = 4; i <= NF; i++) if (m == "" || $i < m) m = $i }
+        END { printf "%.4f", m }')" = "$(sed -n 's/.*t1: best up \([0-9.]*\) .*/\1/p' "$T/err")" ]; then
+  pass "--dump-distances: every template's distance per file and warp"
+else
+  fail "--dump-distances: $(head -3 "$T/dump" 2>&1) / $(cat "$T/err")"
+fi
 printf '# a list with labels\nrise tpl/up_a.wav\n\nfall %s/tpl/down_a.wav\ntpl/wobble_a.wav\n' "$T" > "$T/list.txt"
 if run --templates "$T/list.txt" "$T/test/t1.wav" "$T/test/t2.wav" "$T/test/t3.wav" >"$T/out" 2>"$T/err" &&
    [ "$(cat "$T/out")" = "$(printf 'rise (t1)\nfall (t2)\nwobble (t3)')" ]; then
@@ -132,8 +146,12 @@ expect_error "unknown features" 2 "unknown feature kind 'mel'" --templates "$T/t
 expect_error "cepstral distance on fbank" 2 "--distance cepstral needs cepstra" \
   --templates "$T/tpl" --features fbank --distance cepstral "$T/test/t1.wav"
 expect_error "bad warp list" 2 "bad warp list" --templates "$T/tpl" --warps 0.9,,1 "$T/test/t1.wav"
-expect_error "warps on the spectrum" 2 "--warps needs mfcc or fbank" --templates "$T/tpl" --features spectrum \
+expect_error "warps on the spectrum" 2 "--warps needs plp, mfcc or fbank" --templates "$T/tpl" --features spectrum \
   --warps 0.9,1 "$T/test/t1.wav"
+expect_error "noise removal on plp" 2 "--remove-noise works on mfcc and fbank only" --templates "$T/tpl" \
+  --remove-noise "$T/test/t1.wav"
+expect_error "deltas on the spectrum" 2 "--deltas works on plp, mfcc and fbank only" --templates "$T/tpl" \
+  --features spectrum --deltas "$T/test/t1.wav"
 expect_error "k of 0" 2 "--k: expected an integer >= 1" --templates "$T/tpl" --k 0 "$T/test/t1.wav"
 expect_error "bad --reject" 2 "--reject: must be auto, off or a distance" --templates "$T/tpl" --reject -1 "$T/test/t1.wav"
 expect_error "unknown averaging" 2 "unknown template averaging 'mean'" --templates "$T/tpl" --average mean "$T/test/t1.wav"

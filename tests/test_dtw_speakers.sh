@@ -70,8 +70,9 @@ recognise "$T/auto" --reject auto || exit 1
 # Measured (Debian 12, flite 2.2, espeak-ng 1.51, sox 14.4.2; docs/dtw.md):
 # defaults 92.6 %, --warps 1 --k 1 81.9 %; --reject auto: 0.9 % of the
 # in-vocabulary tests and 60.0 % of the out-of-vocabulary words rejected.
-check "defaults" "$default" -ge 89
+# The bounds leave three files of slack: 91 % is 197 of 216, 55 % 33 of 60.
+check "defaults" "$default" -ge 91
 check "nearest neighbour without warping (must stay below the defaults)" "$plain" -lt "$default"
 check "--reject auto: in-vocabulary rejected" "$(rejected "$T/auto")" -le 5
-check "--reject auto: out-of-vocabulary rejected" "$(rejected "$T/auto.oov")" -ge 50
+check "--reject auto: out-of-vocabulary rejected" "$(rejected "$T/auto.oov")" -ge 55
 exit $((failures > 0))

@@ -52,7 +52,7 @@ Features:
   --no-cmn              no per-utterance mean removal
   --no-trim             do not cut leading and trailing silence (endpointer)
   --endpoint-threshold X  speech is X dB above the noise floor (default 12)
-  --remove-noise        Sphinx spectral noise subtraction (mfcc, fbank, plp)
+  --remove-noise        Sphinx spectral noise subtraction (mfcc, fbank)
   --cvn                 also normalise each dimension's variance per utterance
   --deltas              append deltas and accelerations (mfcc, fbank, plp)
   --lifter L            sinusoidal cepstral lifter (mfcc default 12, plp 22;
@@ -96,6 +96,10 @@ Other:
                         --backend and on the cpu engine, and check that the
                         distances agree; a table on stdout
   --bench-repeats R     timed runs per N (default 5; the median is shown)
+  --dump-distances F    write every template's distance per file and test
+                        warp to F (a header line of template ids with
+                        their frames, ID:FRAMES, then "ID WARP FRAMES D..."
+                        per file and warp), for analysis
   -v, --verbose         per file: distance, runner-up and its distance, the
                         frames kept; the templates loaded
   -h, --help            this text
@@ -158,6 +162,7 @@ struct Args {
   std::vector<int> bench;
   int bench_repeats = 5;
   bool verbose = false;
+  std::string dump;
   int lifter = -1;  // -1 = the default of the feature kind
   int plp_order = 0;  // 0 = the default
   TemplateAveraging averaging = WordRecognizerOptions::defaults().averaging;
@@ -240,6 +245,8 @@ Args parse_args(int argc, char** argv) {
         if (a.bench.empty()) usage_error("--bench needs at least one count");
       } else if (f == "--bench-repeats") {
         a.bench_repeats = parse_int(f, value(i, f), 1);
+      } else if (f == "--dump-distances") {
+        a.dump = value(i, f);
       } else if (f == "-v" || f == "--verbose") {
         a.verbose = true;
       } else if (!f.empty() && f[0] == '-' && f != "-") {
@@ -255,10 +262,11 @@ Args parse_args(int argc, char** argv) {
     if (a.templates.empty()) usage_error("--templates is required");
     if (a.files.empty()) usage_error("no input files");
   }
-  if ((a.remove_noise || a.deltas) && a.kind == DtwFeatureKind::kSpectrum)
-    usage_error("--remove-noise and --deltas work on mfcc and fbank only");
+  if (a.remove_noise && a.kind != DtwFeatureKind::kMfcc && a.kind != DtwFeatureKind::kFbank)
+    usage_error("--remove-noise works on mfcc and fbank only");
+  if (a.deltas && a.kind == DtwFeatureKind::kSpectrum) usage_error("--deltas works on plp, mfcc and fbank only");
   if (a.kind == DtwFeatureKind::kSpectrum && !a.warps.empty() && !(a.warps.size() == 1 && a.warps[0] == 1.0f))
-    usage_error("--warps needs mfcc or fbank features (the spectrum has no filterbank to warp)");
+    usage_error("--warps needs plp, mfcc or fbank features (the spectrum has no filterbank to warp)");
   if (a.lifter >= 0 && a.kind != DtwFeatureKind::kMfcc && a.kind != DtwFeatureKind::kPlp)
     usage_error("--lifter works on mfcc and plp only");
   if (a.plp_order > 0 && a.kind != DtwFeatureKind::kPlp) usage_error("--plp-order works on plp only");
@@ -394,6 +402,18 @@ int run(int argc, char** argv) {
                  ro.library.features.test_warps.size(), ro.decision.k_nearest, rec->reject_threshold());
 
   const float rate = ro.library.features.features.frame.sample_rate;
+  FILE* dump = nullptr;
+  if (!a.dump.empty()) {
+    dump = std::fopen(a.dump.c_str(), "w");
+    if (!dump) {
+      error("--dump-distances: cannot write " + a.dump);
+      return 1;
+    }
+    std::fprintf(dump, "templates");
+    for (size_t t = 0; t < rec->library().size(); ++t) std::fprintf(dump, " %s:%lld", utterance_id(rec->library()[t].path).c_str(),
+                   static_cast<long long>(rec->library()[t].features.rows));
+    std::fprintf(dump, "\n");
+  }
   int failed = 0, rejected = 0;
   double t_match = 0.0;
   for (const std::string& path : a.files) {
@@ -409,6 +429,15 @@ int run(int argc, char** argv) {
                      path.c_str());
       if (r.frames < 1) throw std::runtime_error(path + ": too short for one frame of features");
       const MatchDecision& m = r.decision;
+      if (dump) {
+        const std::vector<float>& warps = ro.library.features.test_warps;
+        for (size_t w = 0; w < rec->last_distances().size(); ++w) {
+          std::fprintf(dump, "%s %g %lld", utterance_id(path).c_str(), w < warps.size() ? warps[w] : 1.0f,
+                       static_cast<long long>(r.frames));
+          for (float d : rec->last_distances()[w]) std::fprintf(dump, " %.6g", d);
+          std::fprintf(dump, "\n");
+        }
+      }
       if (m.rejected) ++rejected;
       std::printf("%s (%s)\n", m.rejected ? "" : m.label.c_str(), utterance_id(path).c_str());
       std::fflush(stdout);
@@ -425,6 +454,7 @@ int run(int argc, char** argv) {
       ++failed;
     }
   }
+  if (dump) std::fclose(dump);
   std::fprintf(stderr, "%s: %zu file(s), %d rejected, %d failed; features and DTW %.3f s against %zu templates\n", kProgram,
                a.files.size(), rejected, failed, t_match, lib.size());
   return failed ? 1 : 0;

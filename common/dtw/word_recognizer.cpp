@@ -1,6 +1,7 @@
 #include "common/dtw/word_recognizer.h"
 
 #include <stdexcept>
+#include <utility>
 
 #include "common/dtw/template_averaging.h"
 #include "common/dtw/template_calibration.h"
@@ -72,7 +73,9 @@ WordRecognizer::WordRecognizer(const std::string& source, const WordRecognizerOp
 MatchDecision WordRecognizer::decide(const std::vector<FeatureMatrix>& warped) {
   std::vector<std::vector<float>> per_warp;
   for (const FeatureMatrix& f : warped) per_warp.push_back(engine_->match(f.data.data(), f.rows));
-  return decide_match(best_over_warps(per_warp), labels_, threshold_, opts_.decision.k_nearest);
+  MatchDecision m = decide_match(best_over_warps(per_warp), labels_, threshold_, opts_.decision.k_nearest);
+  last_per_warp_ = std::move(per_warp);
+  return m;
 }
 
 WordRecognizer::Result WordRecognizer::recognise(const float* samples, int64_t n, bool endpointed) {

@@ -71,6 +71,9 @@ class WordRecognizer {
   const WordRecognizerOptions& options() const { return opts_; }
   // The threshold in force: 0 = none.
   float reject_threshold() const { return threshold_; }
+  // Every template's distance per test warp of the last decide() (one list
+  // per warp, in config order): for offline analysis (--dump-distances).
+  const std::vector<std::vector<float>>& last_distances() const { return last_per_warp_; }
 
  private:
   WordRecognizerOptions opts_;
@@ -79,6 +82,7 @@ class WordRecognizer {
   std::unique_ptr<DtwFeatureComputer> features_;
   std::unique_ptr<DtwEngine> engine_;
   float threshold_ = 0.0f;
+  std::vector<std::vector<float>> last_per_warp_;
 };
 
 }  // namespace gpuspeech
