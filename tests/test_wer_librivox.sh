@@ -26,32 +26,16 @@ for f in "$D/fileids" "$D/transcription" "$M/en-us/mdef" "$M/cmudict-en-us.dict"
 done
 command -v pocketsphinx_batch >/dev/null || { echo "FAIL missing pocketsphinx_batch"; exit 1; }
 command -v sctk >/dev/null || { echo "FAIL missing sctk (sclite)"; exit 1; }
+# wer_normalise (lower case, punctuation and <s> </s> <sil> [noise]
+# dropped, "(id)" kept) and wer_or_fail (sclite).
+. "$(dirname "$0")/wer_util.sh"
 
-# One trn line per utterance: lower case, punctuation and <s> </s> <sil>
-# dropped, "(id)" kept (pocketsphinx's "(id score)" loses its score).
-normalise() {
-  sed -E 's/\(([^ )]+)( [^)]*)?\)[[:space:]]*$/\n(\1)/' "$1" |
-    awk 'NR % 2 == 1 { text = $0; next }
-         { t = tolower(text)
-           gsub(/<\/?s>|<sil>|\[[^]]*\]/, " ", t)
-           gsub(/[^a-z0-9'"'"' ]/, " ", t)
-           gsub(/ +/, " ", t); sub(/^ /, "", t); sub(/ $/, "", t)
-           print t " " $0 }'
-}
-
-# WER (percent) of hypothesis trn $1 against the normalised reference.
-wer() {
-  sctk sclite -r "$T/ref.trn" trn -h "$1" trn -i rm -o sum stdout >"$1.sclite" 2>&1 ||
-    { echo "FAIL sclite on $1:"; cat "$1.sclite"; exit 1; }
-  awk '/Sum\/Avg/ { gsub(/\|/, " "); print $(NF - 1); exit }' "$1.sclite"
-}
-
-normalise "$D/transcription" >"$T/ref.trn"
+wer_normalise "$D/transcription" >"$T/ref.trn"
 
 pocketsphinx_batch -adcin yes -cepdir "$D" -cepext .wav -ctl "$D/fileids" -hmm "$M/en-us" \
   -dict "$M/cmudict-en-us.dict" -lm "$M/en-us.lm.bin" -hyp "$T/ps.hyp" >"$T/ps.log" 2>&1 ||
   { echo "FAIL pocketsphinx_batch:"; tail -20 "$T/ps.log"; exit 1; }
-normalise "$T/ps.hyp" >"$T/ps.trn"
+wer_normalise "$T/ps.hyp" >"$T/ps.trn"
 
 files=()
 while read -r id; do [ -n "$id" ] && files+=("$D/$id.wav"); done <"$D/fileids"
@@ -59,15 +43,15 @@ while read -r id; do [ -n "$id" ] && files+=("$D/$id.wav"); done <"$D/fileids"
   --lm "$M/en-us.lm.bin" --cache "$CACHE" -v "${files[@]}" >"$T/ours.hyp" 2>"$T/ours.log" ||
   { echo "FAIL gpuspeech-transcribe:"; tail -20 "$T/ours.log"; exit 1; }
 grep -q "word-end rescoring" "$T/ours.log" || { echo "FAIL no word-end rescoring:"; cat "$T/ours.log"; exit 1; }
-normalise "$T/ours.hyp" >"$T/ours.trn"
+wer_normalise "$T/ours.hyp" >"$T/ours.trn"
 
 for f in ps ours; do
   n=$(grep -c . "$T/$f.trn")
   [ "$n" -eq 5 ] || { echo "FAIL $f: $n utterances, expected 5"; cat "$T/$f.trn"; exit 1; }
 done
 
-ps_wer=$(wer "$T/ps.trn")
-ours_wer=$(wer "$T/ours.trn")
+ps_wer=$(wer_or_fail "$T/ref.trn" "$T/ps.trn")
+ours_wer=$(wer_or_fail "$T/ref.trn" "$T/ours.trn")
 echo "pocketsphinx_batch:"; sed 's/^/  /' "$T/ps.trn"
 echo "gpuspeech-transcribe:"; sed 's/^/  /' "$T/ours.trn"
 grep -E "RTF|rescor" "$T/ours.log" | tail -3
