@@ -446,22 +446,22 @@ TEST(GaussianScorerTopN, DensityFloorMatchesDoubleDefinition) {
                 static_cast<long long>(c.skipped));
     EXPECT_GT(c.compared, c.skipped * 2);
     EXPECT_LE(c.max_error, 1e-3);
-    // The floor changed something: without it the scores differ.
+    // Against the exact densities: the floor only raises densities and
+    // keeps their order (the same Gaussians selected), so no score falls,
+    // and on the far frames some rise.
     ScorerOptions exact = opts;
     exact.density_floor = 0.0f;
     GaussianScorer plain(gm, *cpu, exact);
     std::vector<float> unfloored(got.size());
     plain.score(x.data(), frames, unfloored.data());
-    double spread_floored = 0.0, spread_exact = 0.0;
-    for (int64_t f = 0; f < frames; f += 3) {
-      const auto row = [&](const std::vector<float>& v) {
-        const auto b = v.begin() + f * gm.num_senones;
-        return *std::max_element(b, b + gm.num_senones) - *std::min_element(b, b + gm.num_senones);
-      };
-      spread_floored = std::max<double>(spread_floored, row(got));
-      spread_exact = std::max<double>(spread_exact, row(unfloored));
+    int64_t raised = 0;
+    double worst_drop = 0.0;
+    for (size_t i = 0; i < got.size(); ++i) {
+      if (got[i] > unfloored[i] + 1.0f) ++raised;
+      worst_drop = std::max(worst_drop, double(unfloored[i]) - got[i]);
     }
-    EXPECT_LT(spread_floored, spread_exact);
+    EXPECT_GT(raised, 0);
+    EXPECT_LE(worst_drop, 1e-3);
   }
   ScorerOptions bad;
   for (float f : {-1.0f, std::numeric_limits<float>::infinity(), NAN}) {

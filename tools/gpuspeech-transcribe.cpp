@@ -67,7 +67,7 @@ language model under /usr/share/pocketsphinx/model/en-us):
   --mfc                 the FILEs are Sphinx .mfc cepstra, not audio
 
 Search (pocketsphinx's defaults, except a narrower --beam):
-  --beam X              beam, as a probability ratio (default 1e-40)
+  --beam X              beam, as a probability ratio (default 1e-42)
   --wbeam X             word-end beam (default 7e-29)
   --maxactive N         most graph states kept per frame (default 30000)
   --lw X                language weight (default 6.5)
