@@ -120,6 +120,7 @@ void Recognizer::open_stream(std::string* log) {
   if (!why.empty()) append_log(log, why);
   ScorerOptions scoring;
   scoring.top_n = config_.top_n;
+  scoring.density_floor = config_.density_floor;
   m.scorer = std::make_unique<GaussianScorer>(res.model().mixtures(), *m.backend, scoring);
   if (m.scorer->feature_dim() != res.feature_dim())
     throw std::runtime_error(config_.model_dir + ": the model's Gaussians have " +

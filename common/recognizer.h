@@ -59,6 +59,10 @@ struct RecognizerConfig : ResourceOptions {
   // -topn, whose default this is): each codebook's top_n best Gaussians per
   // frame; 0 = every Gaussian (exact mixtures).
   int top_n = 4;
+  // Densities floored this many nats below the best of their stream at each
+  // frame (ScorerOptions::density_floor; pocketsphinx's bound, whose value
+  // this is); 0 = exact densities.
+  float density_floor = 9.83f;
 
   SearchOptions search;
   int nbest = 0;  // alternatives in the final result (0 = none)

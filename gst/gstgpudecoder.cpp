@@ -279,7 +279,7 @@ enum
   N_PROPS
 };
 
-#define DEFAULT_BEAM 1e-40
+#define DEFAULT_BEAM 1e-42
 #define DEFAULT_WBEAM 7e-29
 #define DEFAULT_MAX_ACTIVE 30000
 #define DEFAULT_LW 6.5

@@ -290,11 +290,30 @@ struct ScorerCheck {
   int64_t compared = 0, skipped = 0;
 };
 
+// ScorerOptions::density_floor's definition in double: per stream and
+// frame, densities below (best - floor) move to within a thousandth of
+// their excess below it.
+void reference_floor(std::vector<double>& dens, int per_stream, int streams, int64_t frames,
+                     double floor) {
+  for (int t = 0; t < streams; ++t)
+    for (int64_t f = 0; f < frames; ++f) {
+      const auto at = [&](int g) -> double& {
+        return dens[(static_cast<size_t>(t) * per_stream + g) * frames + f];
+      };
+      double best = -INFINITY;
+      for (int g = 0; g < per_stream; ++g) best = std::max(best, at(g));
+      const double lo = best - floor;
+      for (int g = 0; g < per_stream; ++g)
+        if (at(g) < lo) at(g) = lo + 1e-3 * (at(g) - lo);
+    }
+}
+
 ScorerCheck check_scorer_top_n(const GaussianMixtures& gm, const std::vector<float>& x,
                                int64_t frames, int top_n, const std::vector<float>& got,
-                               double margin) {
-  const std::vector<double> dens = reference_densities(gm, x.data(), frames);
+                               double margin, double floor = 0.0) {
+  std::vector<double> dens = reference_densities(gm, x.data(), frames);
   const int D = gm.gaussians_per_codebook, C = gm.num_codebooks, T = gm.num_streams();
+  if (floor > 0.0) reference_floor(dens, C * D, T, frames, floor);
   const int n = std::min(top_n, D);
   ScorerCheck r;
   std::vector<int> order(static_cast<size_t>(D));
@@ -366,6 +385,88 @@ TEST(GaussianScorerTopN, RandomModelsMatchDoubleDefinition) {
     EXPECT_GT(c.compared, c.skipped * 10);
     // The GEMM's float error, as for full mixtures (test_gaussian_scoring.cpp).
     EXPECT_LE(c.max_error, 1e-3);
+  }
+}
+
+TEST(DensityFloor, HandChecked) {
+  // Two streams of 3 rows, 2 frames (rows outer, frames inner).
+  const float inf = std::numeric_limits<float>::infinity();
+  std::vector<float> d = {
+      // stream 0: frame 0 best -1, frame 1 best -inf (all -inf)
+      -1.0f, -inf,   //
+      -5.0f, -inf,   //
+      -1011.0f, -inf,
+      // stream 1: a NaN never wins the maximum and stays NaN
+      NAN, 2.0f,     //
+      -100.0f, -7.999f,
+      -20.0f, -1e30f};
+  floor_densities(d.data(), 2, 3, 2, 10.0f);
+  EXPECT_EQ(d[0], -1.0f);
+  EXPECT_EQ(d[2], -5.0f);                    // within the floor: unchanged
+  EXPECT_FLOAT_EQ(d[4], -11.0f - 1.0f);      // -11 + 1e-3 * (-1000)
+  EXPECT_EQ(d[1], -inf);                     // no finite best: unchanged
+  EXPECT_EQ(d[5], -inf);
+  EXPECT_TRUE(std::isnan(d[6]));
+  EXPECT_FLOAT_EQ(d[8], -30.07f);            // best -20 at frame 0: -30 + 1e-3 * (-70)
+  EXPECT_EQ(d[10], -20.0f);
+  EXPECT_EQ(d[7], 2.0f);
+  EXPECT_EQ(d[9], -7.999f);                  // 9.999 below 2: unchanged
+  EXPECT_FLOAT_EQ(d[11], -8.0f + 1e-3f * (-1e30f + 8.0f));
+}
+
+TEST(GaussianScorerTopN, DensityFloorMatchesDoubleDefinition) {
+  // Features far from every Gaussian on some frames (as digital silence is
+  // for a speech model), so that the floor engages; the scorer with
+  // density_floor against the definition on double densities.
+  const uint32_t seed = fresh_seed();
+  std::mt19937 rng(seed);
+  SCOPED_TRACE("seed " + std::to_string(seed));
+  testing::RandomModelSpec s;
+  s.num_senones = 120, s.num_codebooks = 6, s.gaussians_per_codebook = 32;
+  s.stream_dims = {5, 4};
+  const GaussianMixtures gm = testing::random_mixtures(s, rng);
+  const int64_t frames = 23;
+  std::vector<float> x = testing::random_features(gm, s, frames, rng);
+  for (int64_t f = 0; f < frames; f += 3) x[f * gm.feature_dim()] -= 40.0f;
+  BackendPtr cpu = make_cpu_backend();
+  for (int top_n : {1, 4}) {
+    SCOPED_TRACE("top " + std::to_string(top_n));
+    ScorerOptions opts;
+    opts.top_n = top_n;
+    opts.block_frames = 8;
+    opts.density_floor = 9.83f;
+    GaussianScorer scorer(gm, *cpu, opts);
+    std::vector<float> got(static_cast<size_t>(frames) * gm.num_senones);
+    scorer.score(x.data(), frames, got.data());
+    // The floored densities' gaps are a thousandth of the exact ones, so a
+    // tie within 1e-3 there (1 nat before the floor) is skipped.
+    const ScorerCheck c = check_scorer_top_n(gm, x, frames, top_n, got, 1e-3, 9.83);
+    std::printf("[ floor ] top %d vs double: max |error| %.2e nats (%lld compared, %lld skipped)\n",
+                top_n, c.max_error, static_cast<long long>(c.compared),
+                static_cast<long long>(c.skipped));
+    EXPECT_GT(c.compared, c.skipped * 2);
+    EXPECT_LE(c.max_error, 1e-3);
+    // Against the exact densities: the floor only raises densities and
+    // keeps their order (the same Gaussians selected), so no score falls,
+    // and on the far frames some rise.
+    ScorerOptions exact = opts;
+    exact.density_floor = 0.0f;
+    GaussianScorer plain(gm, *cpu, exact);
+    std::vector<float> unfloored(got.size());
+    plain.score(x.data(), frames, unfloored.data());
+    int64_t raised = 0;
+    double worst_drop = 0.0;
+    for (size_t i = 0; i < got.size(); ++i) {
+      if (got[i] > unfloored[i] + 1.0f) ++raised;
+      worst_drop = std::max(worst_drop, double(unfloored[i]) - got[i]);
+    }
+    EXPECT_GT(raised, 0);
+    EXPECT_LE(worst_drop, 1e-3);
+  }
+  ScorerOptions bad;
+  for (float f : {-1.0f, std::numeric_limits<float>::infinity(), NAN}) {
+    bad.density_floor = f;
+    EXPECT_THROW(GaussianScorer(gm, *cpu, bad), std::invalid_argument) << f;
   }
 }
 

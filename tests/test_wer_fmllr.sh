@@ -34,26 +34,11 @@ for f in "$D/fileids" "$D/transcription" "$M/en-us/mdef" "$M/cmudict-en-us.dict"
 done
 command -v sctk >/dev/null || { echo "FAIL missing sctk (sclite)"; exit 1; }
 command -v sox >/dev/null || { echo "FAIL missing sox"; exit 1; }
+# wer_normalise and wer_or_fail: test_wer_librivox.sh's normalisation and
+# scoring.
+. "$(dirname "$0")/wer_util.sh"
 
-# As in test_wer_librivox.sh: one trn line per utterance, lower case,
-# punctuation and <s> </s> <sil> dropped, "(id)" kept.
-normalise() {
-  sed -E 's/\(([^ )]+)( [^)]*)?\)[[:space:]]*$/\n(\1)/' "$1" |
-    awk 'NR % 2 == 1 { text = $0; next }
-         { t = tolower(text)
-           gsub(/<\/?s>|<sil>|\[[^]]*\]/, " ", t)
-           gsub(/[^a-z0-9'"'"' ]/, " ", t)
-           gsub(/ +/, " ", t); sub(/^ /, "", t); sub(/ $/, "", t)
-           print t " " $0 }'
-}
-
-wer() {
-  sctk sclite -r "$T/ref.trn" trn -h "$1" trn -i rm -o sum stdout >"$1.sclite" 2>&1 ||
-    { echo "FAIL sclite on $1:"; cat "$1.sclite"; exit 1; }
-  awk '/Sum\/Avg/ { gsub(/\|/, " "); print $(NF - 1); exit }' "$1.sclite"
-}
-
-normalise "$D/transcription" >"$T/ref.trn"
+wer_normalise "$D/transcription" >"$T/ref.trn"
 "$MAKE_MISMATCHED" "$D" "$T/phone" || { echo "FAIL $MAKE_MISMATCHED"; exit 1; }
 
 ids=()
@@ -69,7 +54,7 @@ decode() {
   "$TOOL" --backend cpu --search cpu --hmm "$M/en-us" --dict "$M/cmudict-en-us.dict" \
     --lm "$M/en-us.lm.bin" --cache "$CACHE" "$@" "${files[@]}" >"$T/$name.hyp" 2>"$T/$name.log" ||
     { echo "FAIL gpuspeech-transcribe ($name):"; tail -20 "$T/$name.log"; exit 1; }
-  normalise "$T/$name.hyp" >"$T/$name.trn"
+  wer_normalise "$T/$name.hyp" >"$T/$name.trn"
   local n
   n=$(grep -c . "$T/$name.trn")
   [ "$n" -eq 5 ] || { echo "FAIL $name: $n utterances, expected 5"; cat "$T/$name.trn"; exit 1; }
@@ -82,7 +67,7 @@ for set in clean phone; do
   decode "$set-none" "$dir" --fmllr none
   decode "$set-file" "$dir" --fmllr two-pass
   decode "$set-reader" "$dir" --fmllr two-pass --spk2utt "$T/one-reader.spk2utt"
-  for cond in none file reader; do W[$set-$cond]=$(wer "$T/$set-$cond.trn"); done
+  for cond in none file reader; do W[$set-$cond]=$(wer_or_fail "$T/ref.trn" "$T/$set-$cond.trn"); done
   echo "$set, each file its own speaker:"
   grep 'fmllr speaker' "$T/$set-file.log" | sed 's/^gpuspeech-transcribe: /  /'
   echo "$set, one speaker:"

@@ -41,22 +41,9 @@ for f in "$D/fileids" "$D/transcription" "$M/en-us/mdef" "$M/cmudict-en-us.dict"
 done
 command -v sctk >/dev/null || { echo "FAIL missing sctk (sclite)"; exit 1; }
 command -v sox >/dev/null || { echo "FAIL missing sox"; exit 1; }
-
-# test_wer_librivox.sh's normalisation of one trn line: lower case,
-# punctuation and <s> </s> <sil> [noises] dropped.
-normalise_text() {
-  awk '{ t = tolower($0)
-         gsub(/<\/?s>|<sil>|\[[^]]*\]/, " ", t)
-         gsub(/[^a-z0-9'"'"' ]/, " ", t)
-         gsub(/ +/, " ", t); sub(/^ /, "", t); sub(/ $/, "", t)
-         print t }'
-}
-
-wer() {
-  sctk sclite -r "$T/ref.trn" trn -h "$1" trn -i rm -o sum stdout >"$1.sclite" 2>&1 ||
-    { echo "FAIL sclite on $1:"; cat "$1.sclite"; exit 1; }
-  awk '/Sum\/Avg/ { gsub(/\|/, " "); print $(NF - 1); exit }' "$1.sclite"
-}
+# wer_normalise_text and wer_or_fail: test_wer_librivox.sh's normalisation
+# and scoring.
+. "$(dirname "$0")/wer_util.sh"
 
 ids=()
 while read -r id; do [ -n "$id" ] && ids+=("$id"); done <"$D/fileids"
@@ -64,7 +51,7 @@ while read -r id; do [ -n "$id" ] && ids+=("$id"); done <"$D/fileids"
 
 # The reference: the utterances' texts joined, one utterance "(reader)".
 sed -E 's/\(([^ )]+)( [^)]*)?\)[[:space:]]*$//' "$D/transcription" | tr '\n' ' ' |
-  normalise_text >"$T/ref.text"
+  wer_normalise_text >"$T/ref.text"
 echo "$(cat "$T/ref.text") (reader)" >"$T/ref.trn"
 
 "$MAKE_MISMATCHED" "$D" "$T/phone" || { echo "FAIL $MAKE_MISMATCHED"; exit 1; }
@@ -97,7 +84,7 @@ decode() {
   # hypothesis=(string)"a\ b\ c" (or unquoted for one plain word).
   grep 'gpudecoder, hypothesis=' "$T/$name.log" | grep 'final=(boolean)true' |
     sed -E 's/.*hypothesis=\(string\)("(([^"\\]|\\.)*)"|([^,;]*)).*/\2\4/; s/\\(.)/\1/g' |
-    tr '\n' ' ' | normalise_text >"$T/$name.text"
+    tr '\n' ' ' | wer_normalise_text >"$T/$name.text"
   echo "$(cat "$T/$name.text") (reader)" >"$T/$name.trn"
 }
 
@@ -105,7 +92,7 @@ declare -A W
 for set in clean phone; do
   decode "$set-none" "$T/$set.wav" none
   decode "$set-online" "$T/$set.wav"
-  for cond in none online; do W[$set-$cond]=$(wer "$T/$set-$cond.trn"); done
+  for cond in none online; do W[$set-$cond]=$(wer_or_fail "$T/ref.trn" "$T/$set-$cond.trn"); done
 done
 
 echo "reference:"

@@ -68,7 +68,7 @@ language model under /usr/share/pocketsphinx/model/en-us):
   --mfc                 the FILEs are Sphinx .mfc cepstra, not audio
 
 Search (pocketsphinx's defaults, except a narrower --beam):
-  --beam X              beam, as a probability ratio (default 1e-40)
+  --beam X              beam, as a probability ratio (default 1e-42)
   --wbeam X             word-end beam (default 7e-29)
   --maxactive N         most graph states kept per frame (default 30000)
   --lw X                language weight (default 6.5)
@@ -81,6 +81,9 @@ Search (pocketsphinx's defaults, except a narrower --beam):
                         matter most (relative entropy); default: all
   --topn N              Gaussians per codebook and frame in scoring (default 4,
                         as pocketsphinx; 0 = all, exact mixtures)
+  --density-floor X     Gaussian densities more than X nats below the best
+                        of their stream at a frame are floored there
+                        (default 9.83, pocketsphinx's bound; 0 = exact)
   --no-rescore          when the graph was built from a pruned LM (large LMs
                         are pruned automatically), do not apply the full LM
                         at word ends (faster, less accurate)
@@ -849,6 +852,10 @@ int run(int argc, char** argv) {
       config.search.lm_histories = parse_int(a, value());
     } else if (a == "--topn") {
       config.top_n = parse_int(a, value());
+    } else if (a == "--density-floor") {
+      const double x = parse_double(a, value());
+      if (!(x >= 0.0) || !std::isfinite(x)) usage_error("--density-floor must be a number >= 0");
+      config.density_floor = static_cast<float>(x);
     } else if (a == "--backend") {
       config.scoring_backend = value();
     } else if (a == "--search") {

@@ -41,24 +41,17 @@ while read -r id; do
 done < "$D/fileids"
 audio_s=$(for w in "${wavs[@]}"; do soxi -D "$w" 2>/dev/null || echo 0; done | awk '{s += $1} END {printf "%.2f", s}')
 
-# trn lines: lower case, no <s> </s> or punctuation, "(id)" kept as the last
-# field (pocketsphinx adds its path score after the id: dropped).
-normalise() {
-  sed -E 's/\(([^ )]+)( [^)]*)?\)[[:space:]]*$/(\1)/' "$1" |
-    awk '{ id = $NF; $NF = ""; line = tolower($0);
-           gsub(/<\/?s>/, "", line); gsub(/[^a-z0-9'"'"' ]/, " ", line);
-           gsub(/ +/, " ", line); sub(/^ /, "", line); sub(/ $/, "", line);
-           print line " " id }'
-}
+# wer_normalise: the WER tests' normalisation (tests/wer_util.sh).
+. "$(cd "$(dirname "$0")/.." && pwd)/wer_util.sh"
 
 wer() {  # hyp.trn -> "WER% (errors/words: sub del ins)", from sclite's raw counts
-  normalise "$1" > "$1.norm"
+  wer_normalise "$1" > "$1.norm"
   sctk sclite -r "$work/ref.norm" trn -h "$1.norm" trn -i rm -o rsum stdout 2>/dev/null |
     awk -F'|' '/^\|[=-]+\|$/ { next } NF > 3 && $3 ~ /[0-9]/ && !seen { seen = 1;
       split($3, c, " "); split($4, e, " ");
       printf "%.1f%% (%d/%d: sub %d del %d ins %d)", 100 * e[5] / c[2], e[5], c[2], e[2], e[3], e[4] }'
 }
-normalise "$D/transcription" > "$work/ref.norm"
+wer_normalise "$D/transcription" > "$work/ref.norm"
 
 now() { date +%s.%N; }
 

@@ -27,7 +27,7 @@
 #   COMMAND --backend cpu --search cpu --cache CACHE FILES...
 #   A pocketsphinx_batch column (its defaults, -adcin yes) is always added.
 # Both are scored by `sctk sclite` after the normalisation of
-# tests/test_wer_librivox.sh. Prints a Markdown table: WER % per condition.
+# tests/wer_util.sh (as in test_wer_librivox.sh). Prints a Markdown table: WER % per condition.
 # Not part of the test suite (minutes of CPU decoding).
 set -u
 [ $# -ge 4 ] || { echo "usage: noisy_wer.sh WORKDIR N \"VOICE...\" NAME=COMMAND..." >&2; exit 2; }
@@ -100,20 +100,8 @@ for cond in $CONDITIONS; do
   done <"$W/fileids"
 done
 
-normalise() {
-  sed -E 's/\(([^ )]+)( [^)]*)?\)[[:space:]]*$/\n(\1)/' "$1" |
-    awk 'NR % 2 == 1 { text = $0; next }
-         { t = tolower(text)
-           gsub(/<\/?s>|<sil>|\[[^]]*\]/, " ", t)
-           gsub(/[^a-z0-9'"'"' ]/, " ", t)
-           gsub(/ +/, " ", t); sub(/^ /, "", t); sub(/ $/, "", t)
-           print t " " $0 }'
-}
-wer() {
-  sctk sclite -r "$W/ref.norm" trn -h "$1" trn -i rm -o sum stdout >"$1.sclite" 2>&1 || { echo "?"; return; }
-  awk '/Sum\/Avg/ { gsub(/\|/, " "); print $(NF - 1); exit }' "$1.sclite"
-}
-normalise "$W/ref.trn" >"$W/ref.norm"
+. "$HERE/wer_util.sh"
+wer_normalise "$W/ref.trn" >"$W/ref.norm"
 
 header="| condition |"; rule="| --- |"
 for sys in "${SYSTEMS[@]}"; do header="$header ${sys%%=*} |"; rule="$rule ---: |"; done
@@ -129,15 +117,15 @@ for cond in $CONDITIONS; do
     "${cmd[@]}" --backend cpu --search cpu --cache "$CACHE" --hmm "$M/en-us" \
       --dict "$M/cmudict-en-us.dict" --lm "$M/en-us.lm.bin" "${files[@]}" >"$hyp" 2>"$hyp.log" ||
       { echo "noisy_wer.sh: $name failed on $cond:" >&2; tail -3 "$hyp.log" >&2; }
-    normalise "$hyp" >"$hyp.trn"
-    row="$row $(wer "$hyp.trn") |"
+    wer_normalise "$hyp" >"$hyp.trn"
+    row="$row $(wer_percent "$W/ref.norm" "$hyp.trn" || echo "?") |"
   done
   hyp="$W/$cond.pocketsphinx.hyp"
   pocketsphinx_batch -adcin yes -cepdir "$W/$cond" -cepext .wav -ctl "$W/fileids" -hmm "$M/en-us" \
     -dict "$M/cmudict-en-us.dict" -lm "$M/en-us.lm.bin" -hyp "$hyp" >"$hyp.log" 2>&1 ||
     { echo "noisy_wer.sh: pocketsphinx_batch failed on $cond:" >&2; tail -3 "$hyp.log" >&2; }
-  normalise "$hyp" >"$hyp.trn"
-  row="$row $(wer "$hyp.trn") |"
+  wer_normalise "$hyp" >"$hyp.trn"
+  row="$row $(wer_percent "$W/ref.norm" "$hyp.trn" || echo "?") |"
   rows+=("$row")
   echo "$row" >&2
 done

@@ -1,0 +1,41 @@
+# Word error rate helpers shared by the WER tests and benchmarks
+# (test_wer_librivox.sh, test_wer_fmllr.sh, test_wer_fmllr_online.sh,
+# bench/noisy_wer.sh, bench/cpu_vs_pocketsphinx.sh). Source it:
+#   . "$(dirname "$0")/wer_util.sh"
+# Needs sed, awk and, for the scoring, `sctk sclite`.
+
+# The text normalisation, as awk statements on the variable t: lower case,
+# <s> </s> <sil> and [noise] words dropped, every character other than
+# a-z, 0-9 and ' made a space, spaces squeezed and trimmed.
+_wer_normalise_awk='t = tolower(t)
+  gsub(/<\/?s>|<sil>|\[[^]]*\]/, " ", t)
+  gsub(/[^a-z0-9'"'"' ]/, " ", t)
+  gsub(/ +/, " ", t); sub(/^ /, "", t); sub(/ $/, "", t)'
+
+# wer_normalise_text: stdin -> stdout, each line normalised as text.
+wer_normalise_text() {
+  awk "{ t = \$0; $_wer_normalise_awk; print t }"
+}
+
+# wer_normalise FILE: a trn file (reference or hypothesis: "words (id)", or
+# pocketsphinx's "words (id score)") -> stdout, "text (id)" a line: the text
+# normalised, the id kept, a score after it dropped.
+wer_normalise() {
+  sed -E 's/\(([^ )]+)( [^)]*)?\)[[:space:]]*$/\n(\1)/' "$1" |
+    awk "NR % 2 == 1 { text = \$0; next } { t = text; $_wer_normalise_awk; print t \" \" \$0 }"
+}
+
+# wer_percent REF HYP: scores the normalised trn HYP against REF with sclite
+# (sclite's report kept in HYP.sclite) and prints the WER in percent
+# (sclite's Sum/Avg line). Returns 1, printing nothing, when sclite fails.
+wer_percent() {
+  sctk sclite -r "$1" trn -h "$2" trn -i rm -o sum stdout >"$2.sclite" 2>&1 || return 1
+  awk '/Sum\/Avg/ { gsub(/\|/, " "); print $(NF - 1); exit }' "$2.sclite"
+}
+
+# wer_or_fail REF HYP: wer_percent, or on failure "FAIL sclite on HYP:" and
+# sclite's output on stdout and exit 1 (the tests' convention; in $(...) it
+# leaves the subshell, and the caller's empty-WER check fails the test).
+wer_or_fail() {
+  wer_percent "$1" "$2" || { echo "FAIL sclite on $2:"; cat "$2.sclite"; exit 1; }
+}
