@@ -68,6 +68,12 @@ TEST(CudaMemoryRefusal, StreamRefusedForLackOfMemoryLeavesOthersDecoding) {
   } catch (const std::exception& e) {
     refusal = e.what();
   }
+  // The refusal leaves no error behind for the thread's next launch check
+  // to take as its own.
+  const cudaError_t left = cudaPeekAtLastError();
+  EXPECT_EQ(left, cudaSuccess) << cudaGetErrorName(left)
+                               << " left behind by the refused stream (refusal: " << refusal << ")";
+  (void)cudaGetLastError();
   // What the running stream needs is already in its hands.
   const Hypothesis again = running.recognize(audio.samples.data(), n).best;
   for (void* p : taken) cudaFree(p);

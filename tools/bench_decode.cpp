@@ -23,7 +23,9 @@
 // it); reported: p50, p99 and the worst over all streams' blocks, and
 // whether every stream kept up (its last block's lag under a second).
 // Features are computed before the clock starts (the front end is not what
-// this measures). The RESULT line is for scripts.
+// this measures). With --device-id -1 the streams are placed over every
+// CUDA device (device_placement.h), and each device's streams, audio and
+// busy time are reported. The RESULT line is for scripts.
 #include "tools/bench_decode.h"
 
 #include <sys/resource.h>
@@ -170,9 +172,23 @@ int bench_decode(int argc, char** argv) {
   // Device memory (CUDA only; -1 elsewhere): before the first stream, after
   // it (it loads the shared resources), after the others, after decoding
   // (buffers that grow with use). The first reading makes the context.
+  // With --device-id -1 the streams are spread over every CUDA device, and
+  // the readings are summed over them.
   const bool on_cuda = o.config.scoring_backend == "cuda" || o.config.search_backend == "cuda";
-  const int mem_device = o.config.device_id < 0 ? 0 : o.config.device_id;
-  auto device_used = [&] { return on_cuda ? backend_device_memory_used("cuda", mem_device) : -1; };
+  std::vector<int> mem_devices;
+  if (on_cuda && o.config.device_id >= 0) mem_devices.push_back(o.config.device_id);
+  if (on_cuda && o.config.device_id < 0)
+    for (int d = 0; d < backend_device_count("cuda"); ++d) mem_devices.push_back(d);
+  auto device_used = [&]() -> int64_t {
+    if (mem_devices.empty()) return -1;
+    int64_t sum = 0;
+    for (int d : mem_devices) {
+      const int64_t used = backend_device_memory_used("cuda", d);
+      if (used < 0) return -1;
+      sum += used;
+    }
+    return sum;
+  };
   const int64_t mem_before = device_used();
   const auto t_load = Clock::now();
   std::string log;
@@ -200,6 +216,10 @@ int bench_decode(int argc, char** argv) {
   std::vector<double> lags;
   std::vector<double> last_lags(static_cast<size_t>(o.streams), 0.0);
   double busy = 0.0, audio = 0.0;
+  // Per stream (each written by its own thread only): audio decoded and
+  // busy time, summed per device after the run.
+  std::vector<double> stream_audio(static_cast<size_t>(o.streams), 0.0);
+  std::vector<double> stream_busy(static_cast<size_t>(o.streams), 0.0);
   std::atomic<size_t> next{0};
   const double cpu0 = cpu_seconds();
   const auto t0 = Clock::now();
@@ -217,6 +237,8 @@ int bench_decode(int argc, char** argv) {
       my_busy += std::chrono::duration<double>(Clock::now() - s0).count();
       my_audio += utts[i].seconds;
     }
+    stream_audio[static_cast<size_t>(k)] = my_audio;
+    stream_busy[static_cast<size_t>(k)] = my_busy;
     std::lock_guard<std::mutex> lock(mutex);
     busy += my_busy;
     audio += my_audio;
@@ -255,6 +277,8 @@ int bench_decode(int argc, char** argv) {
       in_utt += n;
     }
     rec.finish();
+    stream_audio[static_cast<size_t>(k)] = static_cast<double>(pushed) * frame_s;
+    stream_busy[static_cast<size_t>(k)] = my_busy;
     std::lock_guard<std::mutex> lock(mutex);
     lags.insert(lags.end(), my_lags.begin(), my_lags.end());
     last_lags[static_cast<size_t>(k)] = my_lags.empty() ? 0.0 : my_lags.back();
@@ -281,6 +305,30 @@ int bench_decode(int argc, char** argv) {
               "in all; CPU %.0f %% of one core; peak RSS %.0f MiB\n",
               audio, wall, rtf, rtf > 0 ? 1.0 / rtf : 0.0, busy, wall > 0 ? 100.0 * cpu / wall : 0.0,
               peak_rss_mib());
+  // Per device (the device each stream was placed on, or the one named):
+  // streams, audio and busy time, for the balance of --device-id -1.
+  int num_devices = 0;
+  for (const auto& rec : streams) num_devices = std::max(num_devices, rec->config().device_id + 1);
+  std::vector<int> dev_streams(static_cast<size_t>(num_devices), 0);
+  std::vector<double> dev_audio(static_cast<size_t>(num_devices), 0.0);
+  std::vector<double> dev_busy(static_cast<size_t>(num_devices), 0.0);
+  for (size_t k = 0; k < streams.size(); ++k) {
+    const auto d = static_cast<size_t>(std::max(0, streams[k]->config().device_id));
+    ++dev_streams[d];
+    dev_audio[d] += stream_audio[k];
+    dev_busy[d] += stream_busy[k];
+  }
+  std::string per_device_streams, per_device_audio;
+  for (size_t d = 0; d < dev_streams.size(); ++d) {
+    if (dev_streams[d] == 0) continue;
+    std::printf("device %zu: %d stream%s, %.2f s of audio, busy %.3f s\n", d, dev_streams[d],
+                dev_streams[d] == 1 ? "" : "s", dev_audio[d], dev_busy[d]);
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "%s%zu:%d", per_device_streams.empty() ? "" : ",", d, dev_streams[d]);
+    per_device_streams += buf;
+    std::snprintf(buf, sizeof buf, "%s%zu:%.2f", per_device_audio.empty() ? "" : ",", d, dev_audio[d]);
+    per_device_audio += buf;
+  }
   const int64_t mem_after = device_used();
   constexpr double kMiB = 1024.0 * 1024.0;
   double first_mib = -1, added_mib = -1, added_used_mib = -1;
@@ -313,11 +361,12 @@ int bench_decode(int argc, char** argv) {
   std::printf("RESULT bench=decode streams=%d scoring=%s search=%s live=%d audio_s=%.3f wall_s=%.4f "
               "rtf=%.6f xrt=%.2f cpu_pct=%.1f peak_rss_mib=%.1f lag_p50_ms=%.2f lag_p99_ms=%.2f "
               "lag_max_ms=%.2f kept_up=%d errors=%zu first_stream_mib=%.1f added_stream_mib=%.1f "
-              "added_stream_used_mib=%.1f\n",
+              "added_stream_used_mib=%.1f device_streams=%s device_audio_s=%s\n",
               o.streams, first.scoring_backend().name(), first.search_backend(), o.live ? 1 : 0,
               audio, wall, rtf, rtf > 0 ? 1.0 / rtf : 0.0, wall > 0 ? 100.0 * cpu / wall : 0.0,
               peak_rss_mib(), p50 * 1e3, p99 * 1e3, worst * 1e3, kept_up ? 1 : 0, errors.size(),
-              first_mib, added_mib, added_used_mib);
+              first_mib, added_mib, added_used_mib, per_device_streams.c_str(),
+              per_device_audio.c_str());
   return errors.empty() ? 0 : 1;
 }
 

@@ -968,8 +968,17 @@ int run(int argc, char** argv) {
   std::vector<Transcriber> trs;
   trs.push_back(Transcriber{rec, mfc_input, times, verbose});
   for (auto& r : extra) trs.push_back(Transcriber{*r, mfc_input, times, verbose});
-  if (verbose && num_streams > 1)
+  if (verbose && num_streams > 1) {
     std::fprintf(stderr, "%s: %zu streams sharing the model, graph and LM\n", kProgram, num_streams);
+    // With --device-id -1, where the streams were placed.
+    if (config.device_id < 0) {
+      std::map<int, int> per_device;
+      for (const Transcriber& t : trs) ++per_device[t.rec.config().device_id];
+      std::fprintf(stderr, "%s: streams per device:", kProgram);
+      for (const auto& [device, count] : per_device) std::fprintf(stderr, " %d: %d", device, count);
+      std::fprintf(stderr, "\n");
+    }
+  }
 
   const auto t_decode = clock::now();
   size_t last_stream = 0;  // the stream of the last file printed

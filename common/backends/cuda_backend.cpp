@@ -61,11 +61,16 @@ const char* cufft_result_name(cufftResult r) {
   }
 }
 
+// cuFFT and cuBLAS run runtime calls of their own; a failure of theirs
+// (no memory for a plan or a handle) can leave the runtime's last error
+// behind too, so it is taken off as in check_cuda.
 void check_cufft(cufftResult status, const char* call) {
-  if (status != CUFFT_SUCCESS)
+  if (status != CUFFT_SUCCESS) {
+    (void)cudaGetLastError();
     throw BackendError(std::string("cuda: ") + call + " failed: " +
                        cufft_result_name(status) + " (code " +
                        std::to_string(static_cast<int>(status)) + ")");
+  }
 }
 
 // Each cuBLAS handle gets a workspace pool when it is made: 64 MiB on the
@@ -85,10 +90,12 @@ void limit_cublas_workspace() {
 }
 
 void check_cublas(cublasStatus_t status, const char* call) {
-  if (status != CUBLAS_STATUS_SUCCESS)
+  if (status != CUBLAS_STATUS_SUCCESS) {
+    (void)cudaGetLastError();
     throw BackendError(std::string("cuda: ") + call + " failed: " +
                        cublasGetStatusName(status) + " (" +
                        cublasGetStatusString(status) + ")");
+  }
 }
 
 bool fused_fft_from_env() {
@@ -102,7 +109,8 @@ class CudaBuffer : public DeviceBuffer {
     if (n > 0) check_cuda(cudaMalloc(&ptr_, n * sizeof(float)), "cudaMalloc");
   }
   ~CudaBuffer() override {
-    if (ptr_ != nullptr) cudaFree(ptr_);  // no throwing from a destructor
+    // No throwing from a destructor, and no error left behind (check_cuda).
+    if (ptr_ != nullptr && cudaFree(ptr_) != cudaSuccess) (void)cudaGetLastError();
   }
   float* ptr() const { return ptr_; }
 
@@ -575,6 +583,8 @@ class CudaBackend : public Backend {
 
     if (stream_ != nullptr) cudaStreamDestroy(stream_);
     stream_ = nullptr;
+    // Whatever failed here stays no thread's last error (check_cuda).
+    (void)cudaGetLastError();
   }
 
   int device_id_;

@@ -25,7 +25,7 @@ class DeviceBytes {
  public:
   DeviceBytes() = default;
   ~DeviceBytes() {
-    if (ptr_) cudaFree(ptr_);
+    if (ptr_ && cudaFree(ptr_) != cudaSuccess) (void)cudaGetLastError();
   }
   DeviceBytes(const DeviceBytes&) = delete;
   DeviceBytes& operator=(const DeviceBytes&) = delete;
@@ -72,6 +72,7 @@ class CudaDtwEngine : public DtwEngine {
       cudaStreamSynchronize(stream_);
       cudaStreamDestroy(stream_);
     }
+    (void)cudaGetLastError();  // cleanup's errors are not the next launch's
   }
 
   const char* name() const override { return "cuda"; }

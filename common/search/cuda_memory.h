@@ -17,7 +17,12 @@ namespace cuda_memory {
 // A failed runtime call also stays behind as the thread's last error,
 // which the next kernel launch's check (cudaGetLastError) would report as
 // its own: one stream refused for lack of memory would fail the next
-// stream on that thread. So the error is taken off before throwing.
+// stream on that thread. So the error is taken off before throwing, and
+// cleanup code whose errors are ignored (destructors: freeing, destroying
+// streams and graphs of a stream that was refused half made) takes its
+// own off with forget_error().
+inline void forget_error() { (void)cudaGetLastError(); }
+
 inline void check(cudaError_t status, const char* call) {
   if (status != cudaSuccess) {
     (void)cudaGetLastError();
@@ -60,7 +65,7 @@ class DeviceArray {
 
  private:
   void release() {
-    if (ptr_ != nullptr) cudaFree(ptr_);
+    if (ptr_ != nullptr && cudaFree(ptr_) != cudaSuccess) forget_error();
     ptr_ = nullptr;
     size_ = 0;
   }
@@ -87,7 +92,7 @@ class PinnedArray {
 
  private:
   void release() {
-    if (ptr_ != nullptr) cudaFreeHost(ptr_);
+    if (ptr_ != nullptr && cudaFreeHost(ptr_) != cudaSuccess) forget_error();
     ptr_ = nullptr;
     size_ = 0;
   }
@@ -122,7 +127,7 @@ class MappedArray {
 
  private:
   void release() {
-    if (host_ != nullptr) cudaFreeHost(host_);
+    if (host_ != nullptr && cudaFreeHost(host_) != cudaSuccess) forget_error();
     host_ = device_ = nullptr;
     size_ = 0;
   }

@@ -32,7 +32,9 @@ std::shared_ptr<const CudaSearchGraph> CudaSearchGraph::upload(const SearchGraph
   // The stream goes however the uploads end.
   struct StreamGuard {
     cudaStream_t s;
-    ~StreamGuard() { cudaStreamDestroy(s); }
+    ~StreamGuard() {
+      if (cudaStreamDestroy(s) != cudaSuccess) cuda_memory::forget_error();
+    }
   } guard{stream};
   auto sync = [&] { check(cudaStreamSynchronize(stream), "cudaStreamSynchronize"); };
 

@@ -356,6 +356,7 @@ struct CudaSearcher::Impl {
     drop_graph();
     drop_round_graphs();
     if (stream != nullptr) cudaStreamDestroy(stream);
+    cuda_memory::forget_error();  // errors of cleanup are not the next launch's
   }
 };
 
@@ -593,6 +594,7 @@ void CudaSearcher::launch_frame(bool start) {
     } catch (...) {
       cudaStreamEndCapture(m.stream, &graph);
       if (graph != nullptr) cudaGraphDestroy(graph);
+      cuda_memory::forget_error();  // the capture's own errors; the first is thrown
       throw;
     }
     check(cudaStreamEndCapture(m.stream, &graph), "cudaStreamEndCapture");
@@ -774,6 +776,7 @@ void CudaSearcher::launch_round(RoundHead head, int passes, bool prune, int chai
     } catch (...) {
       cudaStreamEndCapture(m.stream, &graph);
       if (graph != nullptr) cudaGraphDestroy(graph);
+      cuda_memory::forget_error();  // the capture's own errors; the first is thrown
       throw;
     }
     check(cudaStreamEndCapture(m.stream, &graph), "cudaStreamEndCapture");

@@ -10,7 +10,7 @@
 #   .refaudio/         a copy of /usr/share/pocketsphinx/test/data
 # Writes logs and results under $OUT (default /tmp/gpuspeech-out).
 #
-# usage: tests/gpu/device_run.sh [all|build|test|refs|bench|profile|peer|decode|streams|memory|dtw|fmllr]...
+# usage: tests/gpu/device_run.sh [all|build|test|refs|bench|profile|peer|decode|streams|memory|gpus|dtw|fmllr]...
 set -u -o pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$ROOT"
@@ -78,7 +78,7 @@ fi
 # The en-us graph (automatically pruned LM) takes minutes to compile: start
 # it as soon as the tool is built and let the tests run meanwhile.
 GRAPH_CACHE=/tmp/gpuspeech-graph-cache
-if (want decode || want fmllr || want streams || want memory) && [ -x $BUILD/tools/gpuspeech-mkgraph ]; then
+if (want decode || want fmllr || want streams || want memory || want gpus) && [ -x $BUILD/tools/gpuspeech-mkgraph ]; then
   note "en-us graph compile (background)"
   TIMEV=(); [ -x /usr/bin/time ] && TIMEV=(/usr/bin/time -v)
   ( "${TIMEV[@]}" $BUILD/tools/gpuspeech-mkgraph --hmm .refmodel/en-us/en-us \
@@ -273,6 +273,43 @@ if want memory; then
       --backend ${run%%:*} --search ${run%%:*} --streams ${run##*:} /tmp/memfiles/*.wav 2>&1 |
       grep -E '^decode: [0-9]|^device memory|error' | sed "s/^/$spec: /" || status=1
   done
+fi
+if want gpus; then
+  # Issue 18: streams placed over every GPU of the machine (--device-id -1)
+  # against the same per-card load on one GPU (CUDA_VISIBLE_DEVICES=0):
+  # gpuspeech-bench decode with S streams on one card, then 2S (one per
+  # card per S) on all, alternating, for each S of GPUS_STREAMS; the
+  # LibriVox files GPUS_COPIES times over. Then the words: gpuspeech-transcribe
+  # with GPUS_IDENTITY_STREAMS streams over every card against one stream.
+  note "gpus: streams over every GPU against one GPU"
+  [ -n "${MKGRAPH_PID:-}" ] && wait $MKGRAPH_PID
+  NGPU=$(nvidia-smi --query-gpu=name --format=csv,noheader | wc -l)
+  echo "$NGPU GPUs"
+  M=(--hmm .refmodel/en-us/en-us --dict .refmodel/en-us/cmudict-en-us.dict --cache $GRAPH_CACHE
+     --lm .refmodel/en-us/en-us.lm.bin --backend cuda --search cuda --device-id -1)
+  rm -rf /tmp/gpufiles && mkdir -p /tmp/gpufiles
+  for ((c = 1; c <= ${GPUS_COPIES:-64}; c++)); do
+    for f in $GPUSPEECH_AUDIO_DIR/librivox/*.wav; do ln -s "$f" "/tmp/gpufiles/$(basename "$f" .wav)-$c.wav"; done
+  done
+  for r in $(seq ${GPUS_ROUNDS:-1}); do
+    for s in ${GPUS_STREAMS:-8 32 128}; do
+      CUDA_VISIBLE_DEVICES=0 $BUILD/tools/gpuspeech-bench decode "${M[@]}" --streams $s /tmp/gpufiles/*.wav \
+        2>&1 | grep -E '^decode: [0-9]|^device [0-9]|^RESULT|error' | sed "s/^/1 gpu, $s streams: /" || status=1
+      $BUILD/tools/gpuspeech-bench decode "${M[@]}" --streams $((s * NGPU)) /tmp/gpufiles/*.wav \
+        2>&1 | grep -E '^decode: [0-9]|^device [0-9]|^RESULT|error' |
+        sed "s/^/$NGPU gpus, $((s * NGPU)) streams: /" || status=1
+    done
+  done
+  T=$BUILD/tools/gpuspeech-transcribe
+  n=${GPUS_IDENTITY_STREAMS:-64}
+  CUDA_VISIBLE_DEVICES=0 $T "${M[@]}" --times --streams 1 /tmp/gpufiles/*.wav >/tmp/gpus.1.trn 2>/tmp/gpus.1.err || status=1
+  echo "1 gpu, 1 stream: $(tail -1 /tmp/gpus.1.err)"
+  $T "${M[@]}" --times -v --streams $n /tmp/gpufiles/*.wav >/tmp/gpus.$n.trn 2>/tmp/gpus.$n.err || status=1
+  echo "$NGPU gpus, $n streams: $(tail -1 /tmp/gpus.$n.err)"
+  grep "streams per device" /tmp/gpus.$n.err
+  if [ -s /tmp/gpus.1.trn ] && cmp -s /tmp/gpus.1.trn /tmp/gpus.$n.trn; then
+    echo "words and times of $n streams over $NGPU gpus identical to one stream's ($(wc -l </tmp/gpus.1.trn) lines)"
+  else echo "words or times DIFFER between $n streams over $NGPU gpus and one stream"; status=1; fi
 fi
 if want fmllr; then
   note "fMLLR: statistics, estimation and application, every backend"
