@@ -2,8 +2,9 @@
 // on a device spends most of its making waiting: its backend's handles,
 // the scorer's upload, its search tables, and the warm-up utterance
 // (RecognizerConfig::warm_up). Made one after another, 512 CUDA streams
-// took 115 s on the H100 machine (docs/benchmarks.md); on several threads
-// those waits can overlap (how much is not measured yet).
+// took 115 s on the H100 machine; made here on every core, 127 more CUDA
+// streams took 1.1 s on one H100 and 255 took 1.6 s over two
+// (docs/benchmarks.md, issue 18's run).
 #pragma once
 
 #include <cstddef>

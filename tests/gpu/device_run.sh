@@ -25,6 +25,14 @@ export GPUSPEECH_MODEL_DIR=$ROOT/.refmodel
 status=0
 
 want() { [[ " $STEPS " == *" all "* || " $STEPS " == *" $1 "* ]]; }
+# librivox_copies DIR N: DIR holds the LibriVox files N times over (links
+# named FILE-c.wav), the input of the many-stream steps.
+librivox_copies() {
+  rm -rf "$1" && mkdir -p "$1"
+  for ((c = 1; c <= $2; c++)); do
+    for f in $GPUSPEECH_AUDIO_DIR/librivox/*.wav; do ln -s "$f" "$1/$(basename "$f" .wav)-$c.wav"; done
+  done
+}
 note() { echo "=== $* ($(date +%T))"; }
 
 find_meson() {
@@ -209,10 +217,7 @@ if want streams; then
   T=$BUILD/tools/gpuspeech-transcribe
   M=(--hmm .refmodel/en-us/en-us --dict .refmodel/en-us/cmudict-en-us.dict --cache $GRAPH_CACHE
      --lm .refmodel/en-us/en-us.lm.bin)
-  rm -rf /tmp/streams && mkdir -p /tmp/streams
-  for ((c = 1; c <= ${STREAM_COPIES:-8}; c++)); do
-    for f in $GPUSPEECH_AUDIO_DIR/librivox/*.wav; do ln -s "$f" "/tmp/streams/$(basename "$f" .wav)-$c.wav"; done
-  done
+  librivox_copies /tmp/streams ${STREAM_COPIES:-8}
   stream_run() {  # backend streams [VAR=value...]
     local idle peak b=$1 n=$2
     shift 2
@@ -262,10 +267,7 @@ if want memory; then
   # LibriVox files MEMORY_COPIES times over (at least as many as streams).
   note "memory: device memory per stream (gpuspeech-bench decode)"
   [ -n "${MKGRAPH_PID:-}" ] && wait $MKGRAPH_PID
-  rm -rf /tmp/memfiles && mkdir -p /tmp/memfiles
-  for ((c = 1; c <= ${MEMORY_COPIES:-8}; c++)); do
-    for f in $GPUSPEECH_AUDIO_DIR/librivox/*.wav; do ln -s "$f" "/tmp/memfiles/$(basename "$f" .wav)-$c.wav"; done
-  done
+  librivox_copies /tmp/memfiles ${MEMORY_COPIES:-8}
   for spec in ${MEMORY_RUNS:-cuda:1 cuda:8 cuda:32}; do
     run=${spec%%@*}; envs=(); [ "$run" != "$spec" ] && envs=("${spec#*@}")
     env "${envs[@]}" $BUILD/tools/gpuspeech-bench decode --hmm .refmodel/en-us/en-us \
@@ -287,10 +289,7 @@ if want gpus; then
   echo "$NGPU GPUs"
   M=(--hmm .refmodel/en-us/en-us --dict .refmodel/en-us/cmudict-en-us.dict --cache $GRAPH_CACHE
      --lm .refmodel/en-us/en-us.lm.bin --backend cuda --search cuda --device-id -1)
-  rm -rf /tmp/gpufiles && mkdir -p /tmp/gpufiles
-  for ((c = 1; c <= ${GPUS_COPIES:-64}; c++)); do
-    for f in $GPUSPEECH_AUDIO_DIR/librivox/*.wav; do ln -s "$f" "/tmp/gpufiles/$(basename "$f" .wav)-$c.wav"; done
-  done
+  librivox_copies /tmp/gpufiles ${GPUS_COPIES:-64}
   for r in $(seq ${GPUS_ROUNDS:-1}); do
     for s in ${GPUS_STREAMS:-8 32 128}; do
       CUDA_VISIBLE_DEVICES=0 $BUILD/tools/gpuspeech-bench decode "${M[@]}" --streams $s /tmp/gpufiles/*.wav \
