@@ -37,67 +37,58 @@ command -v sox >/dev/null || { echo "FAIL missing sox"; exit 1; }
 
 wer_normalise "$D/transcription" >"$T/ref.trn"
 
-pocketsphinx_batch -adcin yes -cepdir "$D" -cepext .wav -ctl "$D/fileids" -hmm "$M/en-us" \
-  -dict "$M/cmudict-en-us.dict" -lm "$M/en-us.lm.bin" -hyp "$T/ps.hyp" >"$T/ps.log" 2>&1 ||
-  { echo "FAIL pocketsphinx_batch:"; tail -20 "$T/ps.log"; exit 1; }
-wer_normalise "$T/ps.hyp" >"$T/ps.trn"
+# decode_both NAME DIR: pocketsphinx_batch and gpuspeech-transcribe (CPU,
+# -v) on DIR's copies of the five utterances; writes $T/ps-NAME.trn and
+# $T/ours-NAME.trn (normalised, five lines each) and the logs beside them.
+decode_both() {
+  local name=$1 dir=$2 files=() id f n
+  pocketsphinx_batch -adcin yes -cepdir "$dir" -cepext .wav -ctl "$D/fileids" -hmm "$M/en-us" \
+    -dict "$M/cmudict-en-us.dict" -lm "$M/en-us.lm.bin" -hyp "$T/ps-$name.hyp" >"$T/ps-$name.log" 2>&1 ||
+    { echo "FAIL pocketsphinx_batch ($name):"; tail -20 "$T/ps-$name.log"; exit 1; }
+  while read -r id; do [ -n "$id" ] && files+=("$dir/$id.wav"); done <"$D/fileids"
+  "$TOOL" --backend cpu --search cpu --hmm "$M/en-us" --dict "$M/cmudict-en-us.dict" \
+    --lm "$M/en-us.lm.bin" --cache "$CACHE" -v "${files[@]}" >"$T/ours-$name.hyp" 2>"$T/ours-$name.log" ||
+    { echo "FAIL gpuspeech-transcribe ($name):"; tail -20 "$T/ours-$name.log"; exit 1; }
+  grep -q "word-end rescoring" "$T/ours-$name.log" ||
+    { echo "FAIL no word-end rescoring ($name):"; cat "$T/ours-$name.log"; exit 1; }
+  for f in ps-$name ours-$name; do
+    wer_normalise "$T/$f.hyp" >"$T/$f.trn"
+    n=$(grep -c . "$T/$f.trn")
+    [ "$n" -eq 5 ] || { echo "FAIL $f: $n utterances, expected 5"; cat "$T/$f.trn"; exit 1; }
+  done
+}
 
-files=()
-while read -r id; do [ -n "$id" ] && files+=("$D/$id.wav"); done <"$D/fileids"
-"$TOOL" --backend cpu --search cpu --hmm "$M/en-us" --dict "$M/cmudict-en-us.dict" \
-  --lm "$M/en-us.lm.bin" --cache "$CACHE" -v "${files[@]}" >"$T/ours.hyp" 2>"$T/ours.log" ||
-  { echo "FAIL gpuspeech-transcribe:"; tail -20 "$T/ours.log"; exit 1; }
-grep -q "word-end rescoring" "$T/ours.log" || { echo "FAIL no word-end rescoring:"; cat "$T/ours.log"; exit 1; }
-wer_normalise "$T/ours.hyp" >"$T/ours.trn"
-
-for f in ps ours; do
-  n=$(grep -c . "$T/$f.trn")
-  [ "$n" -eq 5 ] || { echo "FAIL $f: $n utterances, expected 5"; cat "$T/$f.trn"; exit 1; }
-done
-
-ps_wer=$(wer_or_fail "$T/ref.trn" "$T/ps.trn")
-ours_wer=$(wer_or_fail "$T/ref.trn" "$T/ours.trn")
-echo "pocketsphinx_batch:"; sed 's/^/  /' "$T/ps.trn"
-echo "gpuspeech-transcribe:"; sed 's/^/  /' "$T/ours.trn"
-grep -E "RTF|rescor" "$T/ours.log" | tail -3
-echo "WER pocketsphinx_batch: $ps_wer%  gpuspeech (cpu, rescored): $ours_wer%"
-[ -n "$ps_wer" ] && [ -n "$ours_wer" ] || { echo "FAIL could not read the WERs"; exit 1; }
+# check_not_worse WHAT OURS PS: fails the test (failed=1) unless OURS <= PS.
 failed=0
-if awk -v a="$ours_wer" -v b="$ps_wer" 'BEGIN { exit !(a <= b) }'; then
-  echo "ok   WER $ours_wer% <= pocketsphinx's $ps_wer%"
-else
-  echo "FAIL WER $ours_wer% > pocketsphinx's $ps_wer%"
-  failed=1
-fi
+check_not_worse() {
+  [ -n "$2" ] && [ -n "$3" ] || { echo "FAIL could not read the WERs ($1)"; exit 1; }
+  if awk -v a="$2" -v b="$3" 'BEGIN { exit !(a <= b) }'; then
+    echo "ok   $1: WER $2% <= pocketsphinx's $3%"
+  else
+    echo "FAIL $1: WER $2% > pocketsphinx's $3%"
+    failed=1
+  fi
+}
+
+decode_both clean "$D"
+ps_wer=$(wer_or_fail "$T/ref.trn" "$T/ps-clean.trn")
+ours_wer=$(wer_or_fail "$T/ref.trn" "$T/ours-clean.trn")
+echo "pocketsphinx_batch:"; sed 's/^/  /' "$T/ps-clean.trn"
+echo "gpuspeech-transcribe:"; sed 's/^/  /' "$T/ours-clean.trn"
+grep -E "RTF|rescor" "$T/ours-clean.log" | tail -3
+echo "WER pocketsphinx_batch: $ps_wer%  gpuspeech (cpu, rescored): $ours_wer%"
+check_not_worse "clean" "$ours_wer" "$ps_wer"
 
 # The same recordings after 0.4 s of digital silence.
 mkdir -p "$T/padded"
-padded=()
 while read -r id; do
   [ -n "$id" ] || continue
   sox "$D/$id.wav" "$T/padded/$id.wav" pad 0.4 0 || { echo "FAIL sox pad $id"; exit 1; }
-  padded+=("$T/padded/$id.wav")
 done <"$D/fileids"
-pocketsphinx_batch -adcin yes -cepdir "$T/padded" -cepext .wav -ctl "$D/fileids" -hmm "$M/en-us" \
-  -dict "$M/cmudict-en-us.dict" -lm "$M/en-us.lm.bin" -hyp "$T/ps-padded.hyp" >"$T/ps-padded.log" 2>&1 ||
-  { echo "FAIL pocketsphinx_batch (padded):"; tail -20 "$T/ps-padded.log"; exit 1; }
-"$TOOL" --backend cpu --search cpu --hmm "$M/en-us" --dict "$M/cmudict-en-us.dict" \
-  --lm "$M/en-us.lm.bin" --cache "$CACHE" "${padded[@]}" >"$T/ours-padded.hyp" 2>"$T/ours-padded.log" ||
-  { echo "FAIL gpuspeech-transcribe (padded):"; tail -20 "$T/ours-padded.log"; exit 1; }
-for f in ps-padded ours-padded; do
-  wer_normalise "$T/$f.hyp" >"$T/$f.trn"
-  n=$(grep -c . "$T/$f.trn")
-  [ "$n" -eq 5 ] || { echo "FAIL $f: $n utterances, expected 5"; cat "$T/$f.trn"; exit 1; }
-done
+decode_both padded "$T/padded"
 ps_pad=$(wer_or_fail "$T/ref.trn" "$T/ps-padded.trn")
 ours_pad=$(wer_or_fail "$T/ref.trn" "$T/ours-padded.trn")
 echo "gpuspeech-transcribe, 0.4 s of zeros first:"; sed 's/^/  /' "$T/ours-padded.trn"
 echo "WER with 0.4 s of zeros first: pocketsphinx_batch $ps_pad%  gpuspeech $ours_pad%"
-[ -n "$ps_pad" ] && [ -n "$ours_pad" ] || { echo "FAIL could not read the padded WERs"; exit 1; }
-if awk -v a="$ours_pad" -v b="$ps_pad" 'BEGIN { exit !(a <= b) }'; then
-  echo "ok   zeros first: WER $ours_pad% <= pocketsphinx's $ps_pad%"
-else
-  echo "FAIL zeros first: WER $ours_pad% > pocketsphinx's $ps_pad%"
-  failed=1
-fi
+check_not_worse "zeros first" "$ours_pad" "$ps_pad"
 exit $failed

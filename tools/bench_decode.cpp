@@ -319,7 +319,9 @@ int bench_decode(int argc, char** argv) {
     dev_busy[d] += stream_busy[k];
   }
   std::string per_device_streams, per_device_audio;
-  for (size_t d = 0; d < dev_streams.size(); ++d) {
+  const bool all_cpu = std::string(first.scoring_backend().name()) == "cpu" &&
+                       std::string(first.search_backend()) == "cpu";
+  for (size_t d = 0; d < dev_streams.size() && !all_cpu; ++d) {
     if (dev_streams[d] == 0) continue;
     std::printf("device %zu: %d stream%s, %.2f s of audio, busy %.3f s\n", d, dev_streams[d],
                 dev_streams[d] == 1 ? "" : "s", dev_audio[d], dev_busy[d]);

@@ -970,8 +970,8 @@ int run(int argc, char** argv) {
   for (auto& r : extra) trs.push_back(Transcriber{*r, mfc_input, times, verbose});
   if (verbose && num_streams > 1) {
     std::fprintf(stderr, "%s: %zu streams sharing the model, graph and LM\n", kProgram, num_streams);
-    // With --device-id -1, where the streams were placed.
-    if (config.device_id < 0) {
+    // With --device-id -1 on a device, where the streams were placed.
+    if (config.device_id < 0 && !all_cpu) {
       std::map<int, int> per_device;
       for (const Transcriber& t : trs) ++per_device[t.rec.config().device_id];
       std::fprintf(stderr, "%s: streams per device:", kProgram);
