@@ -45,7 +45,7 @@
  *   warps      VTLN test warps ("" = the kind's default, "1" = none)
  *   k-nearest  a word's score: mean of its k nearest templates (2)
  *   rescore    re-rank this many best words by the power mean of the local
- *              distances along their paths (3; 0 = off; docs/dtw.md)
+ *              distances along their paths (2; 0 = off; docs/dtw.md)
  *   lifter     cepstral lifter (mfcc, plp; -1 = the kind's default)
  *   averaging  none (default) | add | only: DTW-averaged template per word
  *   backend    cpu (default) | opencl | cuda | auto; device-id

@@ -74,7 +74,7 @@ Matching:
                         (replaces them)
   --k N                 a word's score is the mean of its N nearest templates
                         (default 2; 1: nearest neighbour)
-  --rescore N           re-rank the N best words (default 3; 0: off) by their
+  --rescore N           re-rank the N best words (default 2; 0: off) by their
                         score + W x the power-P mean of the local distances
                         along their templates' paths, which weights a badly
                         matched part of the word more (docs/dtw.md)
