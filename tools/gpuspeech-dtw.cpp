@@ -74,10 +74,10 @@ Matching:
                         (replaces them)
   --k N                 a word's score is the mean of its N nearest templates
                         (default 2; 1: nearest neighbour)
-  --rescore N           re-rank the N best words (default 2; 0: off) by their
-                        score + W x the power-P mean of the local distances
-                        along their templates' paths, which weights a badly
-                        matched part of the word more (docs/dtw.md)
+  --rescore N           re-rank the N best words (default 2; 0 or 1: off) by
+                        their score + W x the power-P mean of the local
+                        distances along their templates' paths, which weights
+                        a badly matched part of the word more (docs/dtw.md)
   --rescore-power P     the exponent P (default 3, at least 1)
   --rescore-weight W    the weight W (default 0.5)
   --reject R            when the best score means "none of the words":
