@@ -44,6 +44,8 @@
  *              see docs/dtw.md)
  *   warps      VTLN test warps ("" = the kind's default, "1" = none)
  *   k-nearest  a word's score: mean of its k nearest templates (2)
+ *   rescore    re-rank this many best words by the power mean of the local
+ *              distances along their paths (2; 0 = off; docs/dtw.md)
  *   lifter     cepstral lifter (mfcc, plp; -1 = the kind's default)
  *   averaging  none (default) | add | only: DTW-averaged template per word
  *   backend    cpu (default) | opencl | cuda | auto; device-id
@@ -93,6 +95,7 @@ enum {
   PROP_REJECT_SCALE,
   PROP_WARPS,
   PROP_K_NEAREST,
+  PROP_RESCORE,
   PROP_LIFTER,
   PROP_AVERAGING,
 };
@@ -133,6 +136,7 @@ struct _GstGpuDtw {
   gfloat reject_scale;
   gchar *warps;
   gint k_nearest;
+  gint rescore;
   gint lifter;
   gchar *averaging;
   DtwState *state;
@@ -246,6 +250,11 @@ gst_gpu_dtw_class_init (GstGpuDtwClass * klass)
       g_param_spec_int ("k-nearest", "k nearest",
           "A word's score is the mean distance of its k nearest templates "
           "(1 = nearest neighbour)", 1, 1000, dd.k_nearest, rw));
+  g_object_class_install_property (gobject_class, PROP_RESCORE,
+      g_param_spec_int ("rescore", "Words re-ranked",
+          "Re-rank this many best words by their score plus the power mean "
+          "of the local distances along their paths (0 = off)", 0, 1000,
+          dd.rescore_words, rw));
   g_object_class_install_property (gobject_class, PROP_LIFTER,
       g_param_spec_int ("lifter", "Cepstral lifter",
           "Sinusoidal cepstral lifter of mfcc and plp (0 = none, -1 = the "
@@ -298,6 +307,7 @@ gst_gpu_dtw_init (GstGpuDtw * self)
   self->reject_scale = 0.0f;
   self->warps = g_strdup ("");
   self->k_nearest = gs::DtwDecisionOptions ().k_nearest;
+  self->rescore = gs::DtwDecisionOptions ().rescore_words;
   self->lifter = -1;
   self->averaging = g_strdup (gs::to_string (gs::WordRecognizerOptions::
           defaults ().averaging));
@@ -350,6 +360,7 @@ gst_gpu_dtw_set_property (GObject * object, guint prop_id,
       break;
     case PROP_WARPS: replace_string (&self->warps, value); break;
     case PROP_K_NEAREST: self->k_nearest = g_value_get_int (value); break;
+    case PROP_RESCORE: self->rescore = g_value_get_int (value); break;
     case PROP_LIFTER: self->lifter = g_value_get_int (value); break;
     case PROP_AVERAGING: replace_string (&self->averaging, value); break;
     default:
@@ -382,6 +393,7 @@ gst_gpu_dtw_get_property (GObject * object, guint prop_id, GValue * value,
       break;
     case PROP_WARPS: g_value_set_string (value, self->warps); break;
     case PROP_K_NEAREST: g_value_set_int (value, self->k_nearest); break;
+    case PROP_RESCORE: g_value_set_int (value, self->rescore); break;
     case PROP_LIFTER: g_value_set_int (value, self->lifter); break;
     case PROP_AVERAGING: g_value_set_string (value, self->averaging); break;
     default:
@@ -411,6 +423,7 @@ gst_gpu_dtw_setup (GstGpuDtw * self)
   const gfloat reject = self->reject, reject_scale = self->reject_scale;
   const std::string warps = self->warps ? self->warps : "";
   const gint k_nearest = self->k_nearest, lifter = self->lifter;
+  const gint rescore = self->rescore;
   const std::string averaging = self->averaging ? self->averaging : "";
   GST_OBJECT_UNLOCK (self);
 
@@ -439,6 +452,7 @@ gst_gpu_dtw_setup (GstGpuDtw * self)
     ro.dtw.distance = gs::parse_local_distance (distance);
     ro.dtw.band = band;
     ro.decision.k_nearest = k_nearest;
+    ro.decision.rescore_words = rescore;
     ro.averaging = gs::parse_template_averaging (averaging);
     if (reject > 0.0f && reject_scale > 0.0f)
       throw std::invalid_argument ("set reject (a distance) or reject-scale "

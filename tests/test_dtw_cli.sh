@@ -153,6 +153,11 @@ expect_error "noise removal on plp" 2 "--remove-noise works on mfcc and fbank on
 expect_error "deltas on the spectrum" 2 "--deltas works on plp, mfcc and fbank only" --templates "$T/tpl" \
   --features spectrum --deltas "$T/test/t1.wav"
 expect_error "k of 0" 2 "--k: expected an integer >= 1" --templates "$T/tpl" --k 0 "$T/test/t1.wav"
+expect_error "negative --rescore" 2 "--rescore: expected an integer >= 0" --templates "$T/tpl" --rescore -1 "$T/test/t1.wav"
+expect_error "--rescore-power below 1" 2 "--rescore-power: must be in [1, 16]" --templates "$T/tpl" \
+  --rescore-power 0.5 "$T/test/t1.wav"
+expect_error "negative --rescore-weight" 2 "--rescore-weight: must be >= 0" --templates "$T/tpl" \
+  --rescore-weight -1 "$T/test/t1.wav"
 expect_error "bad --reject" 2 "--reject: must be auto, off or a distance" --templates "$T/tpl" --reject -1 "$T/test/t1.wav"
 expect_error "unknown averaging" 2 "unknown template averaging 'mean'" --templates "$T/tpl" --average mean "$T/test/t1.wav"
 mkdir -p "$T/single" && cp "$T/tpl/up_a.wav" "$T/tpl/down_a.wav" "$T/single/"

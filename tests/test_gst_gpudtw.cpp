@@ -241,6 +241,7 @@ TEST_F(GpuDtwTest, SettingsOfTheMatchingAreUsed) {
   add_silence(s, 0.3, gen);
   write_wav(dir_ + "/tpl/up_2.wav", s);
   for (const std::string& extra : {std::string("warps=1 k-nearest=1 lifter=22"), std::string("averaging=add"),
+                                   std::string("rescore=0"), std::string("rescore=5"),
                                    std::string("reject-scale=100")}) {
     GstHarness* h = make(extra);
     std::vector<Result> r;

@@ -74,6 +74,12 @@ Matching:
                         (replaces them)
   --k N                 a word's score is the mean of its N nearest templates
                         (default 2; 1: nearest neighbour)
+  --rescore N           re-rank the N best words (default 2; 0 or 1: off) by
+                        their score + W x the power-P mean of the local
+                        distances along their templates' paths, which weights
+                        a badly matched part of the word more (docs/dtw.md)
+  --rescore-power P     the exponent P (default 3, at least 1)
+  --rescore-weight W    the weight W (default 0.5)
   --reject R            when the best score means "none of the words":
                         auto (scale x the upper quartile of the distances
                         between templates of the same word, see docs/dtw.md)
@@ -214,6 +220,15 @@ Args parse_args(int argc, char** argv) {
         a.averaging = parse_template_averaging(value(i, f));
       } else if (f == "--k") {
         a.decision.k_nearest = parse_int(f, value(i, f), 1);
+      } else if (f == "--rescore") {
+        a.decision.rescore_words = parse_int(f, value(i, f), 0);
+      } else if (f == "--rescore-power") {
+        a.decision.rescore_power = static_cast<float>(parse_double(f, value(i, f)));
+        if (!(a.decision.rescore_power >= 1.0f && a.decision.rescore_power <= 16.0f))
+          usage_error("--rescore-power: must be in [1, 16]");
+      } else if (f == "--rescore-weight") {
+        a.decision.rescore_weight = static_cast<float>(parse_double(f, value(i, f)));
+        if (!(a.decision.rescore_weight >= 0.0f)) usage_error("--rescore-weight: must be >= 0");
       } else if (f == "--reject") {
         const std::string v = value(i, f);
         if (v == "auto") {

@@ -1,6 +1,7 @@
 #include "common/dtw/dtw_options.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <stdexcept>
@@ -32,6 +33,13 @@ std::string DtwOptions::fingerprint() const {
 void DtwDecisionOptions::validate() const {
   if (k_nearest < 1)
     throw std::invalid_argument("dtw decision: k_nearest must be >= 1, got " + std::to_string(k_nearest));
+  if (rescore_words < 0)
+    throw std::invalid_argument("dtw decision: rescore_words must be >= 0 (0 = off), got " +
+                                std::to_string(rescore_words));
+  if (!(rescore_power >= 1.0f && rescore_power <= 16.0f))
+    throw std::invalid_argument("dtw decision: rescore_power must be in [1, 16], got " + num(rescore_power));
+  if (!(rescore_weight >= 0.0f && std::isfinite(rescore_weight)))
+    throw std::invalid_argument("dtw decision: rescore_weight must be >= 0, got " + num(rescore_weight));
   if (reject == Reject::kFixed && !(reject_distance > 0.0f))
     throw std::invalid_argument("dtw decision: a fixed rejection threshold must be > 0, got " +
                                 num(reject_distance));
@@ -42,7 +50,8 @@ void DtwDecisionOptions::validate() const {
 std::string DtwDecisionOptions::fingerprint() const {
   const char* mode = reject == Reject::kOff ? "off" : reject == Reject::kFixed ? "fixed" : "templates";
   return "k=" + std::to_string(k_nearest) + ";reject=" + mode + ";reject-distance=" + num(reject_distance) +
-         ";reject-scale=" + num(reject_scale);
+         ";reject-scale=" + num(reject_scale) + ";rescore=" + std::to_string(rescore_words) + "," +
+         num(rescore_power) + "," + num(rescore_weight);
 }
 
 void EndpointOptions::validate() const {

@@ -3,6 +3,7 @@
 #include <stdexcept>
 #include <utility>
 
+#include "common/dtw/path_rescoring.h"
 #include "common/dtw/template_averaging.h"
 #include "common/dtw/template_calibration.h"
 
@@ -73,7 +74,8 @@ WordRecognizer::WordRecognizer(const std::string& source, const WordRecognizerOp
 MatchDecision WordRecognizer::decide(const std::vector<FeatureMatrix>& warped) {
   std::vector<std::vector<float>> per_warp;
   for (const FeatureMatrix& f : warped) per_warp.push_back(engine_->match(f.data.data(), f.rows));
-  MatchDecision m = decide_match(best_over_warps(per_warp), labels_, threshold_, opts_.decision.k_nearest);
+  MatchDecision m =
+      decide_rescored(warped, per_warp, library_.templates(), labels_, opts_.dtw, opts_.decision, threshold_);
   last_per_warp_ = std::move(per_warp);
   return m;
 }

@@ -2,7 +2,7 @@
 // place so that gpuspeech-dtw and the gpudtw element behave identically:
 // the template library, the test utterance's features (at every VTLN test
 // warp), one engine call per warp, the best warp per template, the k-nearest
-// decision and the rejection threshold (fixed or learnt from the templates,
+// decision, its second pass (path_rescoring.h) and the rejection threshold (fixed or learnt from the templates,
 // template_calibration.h).
 #pragma once
 
