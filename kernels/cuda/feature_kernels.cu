@@ -164,7 +164,7 @@ __global__ void __launch_bounds__(RealFftShape<N, R1, R2>::kThreads)
     float2 v[R1];
 #pragma unroll
     for (int n1 = 0; n1 < R1; ++n1) v[n1] = live ? z[R2 * n1 + t] : make_float2(0.0f, 0.0f);
-    dft_in_registers<R1>(v, tw, N / R1);
+    dft_in_registers<R1>(v);
 #pragma unroll
     for (int k1 = 0; k1 < R1; ++k1) {
       const float2 w = __ldg(&tw[(2 * t * k1) & (N - 1)]);  // W_m^(n2 k1)
@@ -176,7 +176,7 @@ __global__ void __launch_bounds__(RealFftShape<N, R1, R2>::kThreads)
   if (t < R1) {  // step 3: thread k1 = t
 #pragma unroll
     for (int n2 = 0; n2 < R2; ++n2) u[n2] = b[n2 * S::kLd + t];
-    dft_in_registers<R2>(u, tw, N / R2);
+    dft_in_registers<R2>(u);
   }
   __syncthreads();
   if (t < R1) {

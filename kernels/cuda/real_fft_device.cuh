@@ -29,38 +29,74 @@ __host__ __device__ constexpr int bit_reverse(int i, int bits) {
 
 __host__ __device__ constexpr int log2_of(int v) { return v <= 1 ? 0 : 1 + log2_of(v / 2); }
 
-// One radix-2 stage (butterflies of span LEN) of an R-point DFT in
-// registers; recursion over LEN keeps every trip count a template constant,
-// so the loops unroll fully and v never leaves registers.
-template <int R, int LEN>
-struct DftStages {
-  static __device__ __forceinline__ void run(float2 (&v)[R], const float2* __restrict__ tw,
-                                             int stride) {
-#pragma unroll
-    for (int i = 0; i < R; i += LEN) {
-#pragma unroll
-      for (int q = 0; q < LEN / 2; ++q) {
-        const float2 a = v[i + q];
-        const float2 b = q == 0 ? v[i + q + LEN / 2]
-                                : cmul(__ldg(&tw[q * (R / LEN) * stride]), v[i + q + LEN / 2]);
-        v[i + q] = make_float2(a.x + b.x, a.y + b.y);
-        v[i + q + LEN / 2] = make_float2(a.x - b.x, a.y - b.y);
-      }
-    }
-    DftStages<R, 2 * LEN>::run(v, tw, stride);
+// exp(-2 pi i q / len) at compile time: Taylor series in double (the angle
+// lies in (-pi, 0], where 30 terms reach double precision), rounded to
+// float like the host's table of twiddles.
+__host__ __device__ constexpr double taylor_sin(double x) {
+  double term = x, sum = x;
+  for (int n = 1; n < 30; ++n) {
+    term *= -x * x / ((2.0 * n) * (2.0 * n + 1.0));
+    sum += term;
   }
-};
-template <int R>
-struct DftStages<R, 2 * R> {
-  static __device__ __forceinline__ void run(float2 (&)[R], const float2*, int) {}
+  return sum;
+}
+__host__ __device__ constexpr double taylor_cos(double x) {
+  double term = 1.0, sum = 1.0;
+  for (int n = 1; n < 30; ++n) {
+    term *= -x * x / ((2.0 * n - 1.0) * (2.0 * n));
+    sum += term;
+  }
+  return sum;
+}
+template <int LEN, int Q>
+struct Twiddle {
+  static constexpr double kAngle = -6.283185307179586476925286766559 * Q / LEN;
+  static constexpr float kRe = static_cast<float>(taylor_cos(kAngle));
+  static constexpr float kIm = static_cast<float>(taylor_sin(kAngle));
 };
 
+// b * W_LEN^Q with the twiddle a compile-time constant: the in-register
+// DFTs load no twiddles, and the trivial ones cost nothing (1, and -i
+// exactly, where a table holds cos(pi/2) ~ 6e-17 instead of 0).
+template <int LEN, int Q>
+__device__ __forceinline__ float2 times_twiddle(float2 b) {
+  if constexpr (Q == 0) {
+    return b;
+  } else if constexpr (4 * Q == LEN) {
+    return make_float2(b.y, -b.x);
+  } else {
+    constexpr float c = Twiddle<LEN, Q>::kRe, s = Twiddle<LEN, Q>::kIm;
+    return make_float2(c * b.x - s * b.y, c * b.y + s * b.x);
+  }
+}
+
+// The butterflies with twiddle W_LEN^Q of one radix-2 stage (span LEN) of
+// an R-point DFT in registers, then those of Q + 1. Recursion over Q and
+// LEN keeps every index a template constant: the loops unroll fully and v
+// never leaves registers.
+template <int R, int LEN, int Q>
+struct Butterflies {
+  static __device__ __forceinline__ void run(float2 (&v)[R]) {
+#pragma unroll
+    for (int i = 0; i < R; i += LEN) {
+      const float2 a = v[i + Q];
+      const float2 b = times_twiddle<LEN, Q>(v[i + Q + LEN / 2]);
+      v[i + Q] = make_float2(a.x + b.x, a.y + b.y);
+      v[i + Q + LEN / 2] = make_float2(a.x - b.x, a.y - b.y);
+    }
+    if constexpr (Q + 1 < LEN / 2) Butterflies<R, LEN, Q + 1>::run(v);
+  }
+};
+
+template <int R, int LEN>
+__device__ __forceinline__ void dft_stages(float2 (&v)[R]) {
+  Butterflies<R, LEN, 0>::run(v);
+  if constexpr (2 * LEN <= R) dft_stages<R, 2 * LEN>(v);
+}
+
 // In-place R-point DFT of v (radix-2, decimation in time).
-// W_R^j = tw[j * stride].
 template <int R>
-__device__ __forceinline__ void dft_in_registers(float2 (&v)[R],
-                                                 const float2* __restrict__ tw,
-                                                 int stride) {
+__device__ __forceinline__ void dft_in_registers(float2 (&v)[R]) {
   constexpr int kBits = log2_of(R);
 #pragma unroll
   for (int i = 0; i < R; ++i) {
@@ -71,7 +107,7 @@ __device__ __forceinline__ void dft_in_registers(float2 (&v)[R],
       v[j] = tmp;
     }
   }
-  DftStages<R, 2>::run(v, tw, stride);
+  dft_stages<R, 2>(v);
 }
 
 template <int N, int R1, int R2>

@@ -28,8 +28,15 @@ __device__ __forceinline__ double group_sum(double v) {
   return v;
 }
 
-template <int N, int R1, int R2>
-__global__ void __launch_bounds__(RealFftShape<N, R1, R2>::kThreads)
+// Blocks per SM the register budget must allow: at 512 points the shared
+// memory (35 KB a block) allows 6, and 56 registers a thread only 4.
+template <int N>
+constexpr int min_blocks_per_sm() {
+  return N == 512 ? 5 : 1;
+}
+
+template <int N, int R1, int R2, bool kPerFrame>
+__global__ void __launch_bounds__(RealFftShape<N, R1, R2>::kThreads, min_blocks_per_sm<N>())
     spectral_bands_kernel(const float* __restrict__ signal, SpectralBandsParams sp, int64_t rows,
                           const float* __restrict__ window, const float2* __restrict__ tw,
                           const float* __restrict__ fb, const float* __restrict__ ranges,
@@ -41,28 +48,57 @@ __global__ void __launch_bounds__(RealFftShape<N, R1, R2>::kThreads)
   // One buffer per frame, used three times: the staged samples, the FFT's
   // transposition, the power spectrum. It holds 2 * kBuf >= N + 2 floats.
   __shared__ float2 buf[S::kFrames][S::kBuf];
+  constexpr int kBlockFloats = 2 * S::kBuf * S::kFrames;
 
   const FrameParams& p = sp.frame;
   const int f = threadIdx.x / T;
   const int t = threadIdx.x - f * T;
-  const int64_t row = static_cast<int64_t>(blockIdx.x) * S::kFrames + f;
+  const int64_t row0 = static_cast<int64_t>(blockIdx.x) * S::kFrames;
+  const int64_t row = row0 + f;
   const bool live = row < rows;
   float2* b = buf[f];
   float* s = reinterpret_cast<float*>(b);
+  float* block_floats = reinterpret_cast<float*>(&buf[0][0]);
   const int len = p.frame_length;
 
-  // Staging: s[1] = x(start - 1), s[2 + i] = x(start + i) for i < len (the
-  // zero rule of FramingSpec outside [0, valid_length)). s[0] is unused so
-  // that the pair (x(start + 2j), x(start + 2j + 1)) is one aligned float2.
   int64_t start = 0;
   if (live) {
     const int64_t u = row / p.frames_per_utt;
     start = p.first_frame_offset + (row - u * p.frames_per_utt) * p.frame_shift;
-    const float* seg = signal + u * p.utt_stride;
-    for (int i = t; i <= len; i += T) {
-      const int64_t pos = start - 1 + i;
-      s[1 + i] = (pos >= 0 && pos < p.valid_length) ? __ldg(seg + pos) : 0.0f;
+  }
+  // Staging. xs[i] = x(start + i) for i < len and xs[-1] = x(start - 1),
+  // with the zero rule of FramingSpec outside [0, valid_length).
+  // Usually the block's frames are consecutive frames of one utterance:
+  // their samples are one span (16 frames of 410 with a hop of 160: 2.8 k
+  // samples instead of 6.6 k), staged once by all the block's threads with
+  // every load in flight at once; the frames then overlap in shared memory.
+  // Otherwise (a block across an utterance boundary, or a span too long for
+  // the buffers) each frame stages its own samples into its own buffer.
+  const int64_t last = (rows < row0 + S::kFrames ? rows : row0 + S::kFrames) - 1;
+  const int64_t u0 = row0 / p.frames_per_utt;
+  const int64_t span_floats = (last - row0) * p.frame_shift + len + 1;
+  const bool one_span = last / p.frames_per_utt == u0 && span_floats <= kBlockFloats;
+  const float* xs;
+  if (one_span) {  // block-uniform
+    const int64_t span_start =
+        p.first_frame_offset + (row0 - u0 * p.frames_per_utt) * p.frame_shift - 1;
+    const float* seg = signal + u0 * p.utt_stride + span_start;
+    const int64_t lo = -span_start, hi = p.valid_length - span_start;
+    const int n = static_cast<int>(span_floats);
+#pragma unroll 4
+    for (int i = threadIdx.x; i < n; i += S::kThreads)
+      block_floats[i] = (i >= lo && i < hi) ? __ldg(seg + i) : 0.0f;
+    // A dead frame reads (and never writes) the span's first samples.
+    xs = block_floats + 1 + (live ? f * p.frame_shift : 0);
+  } else {
+    if (live) {
+      const float* seg = signal + (row / p.frames_per_utt) * p.utt_stride;
+      for (int i = t; i <= len; i += T) {
+        const int64_t pos = start - 1 + i;
+        s[1 + i] = (pos >= 0 && pos < p.valid_length) ? __ldg(seg + pos) : 0.0f;
+      }
     }
+    xs = s + 2;
   }
   __syncthreads();
 
@@ -72,27 +108,27 @@ __global__ void __launch_bounds__(RealFftShape<N, R1, R2>::kThreads)
   float mean = 0.0f;
   if (p.remove_dc) {
     double acc = 0.0;
-    for (int i = t; i < len; i += T) acc += s[2 + i];
+    for (int i = t; i < len; i += T) acc += xs[i];
     mean = static_cast<float>(group_sum<T>(acc) / len);
   }
   if (energy != nullptr) {
     double acc = 0.0;
     for (int i = t; i < len; i += T) {
-      const float v = s[2 + i] - mean;
+      const float v = xs[i] - mean;
       acc += static_cast<double>(v) * v;
     }
     acc = group_sum<T>(acc);
     if (live && t == 0) energy[row] = static_cast<float>(acc);
   }
   const float a = p.preemphasis;
-  const bool per_frame = p.preemphasis_per_frame;
   // Continuous pre-emphasis: y[i] = x(p) - a x(p - 1) while p = start + i
-  // is inside the signal, 0 after it (Sphinx pads after pre-emphasis).
-  auto continuous = [&](int i) -> float {
-    return start + i < p.valid_length ? s[2 + i] - a * s[1 + i] : 0.0f;
-  };
+  // is inside the signal (i < lim), 0 after it (Sphinx pads after
+  // pre-emphasis).
+  const int64_t room = p.valid_length - start;
+  const int lim = room < 0 ? 0 : (room > len ? len : static_cast<int>(room));
+  auto continuous = [&](int i) -> float { return i < lim ? xs[i] - a * xs[i - 1] : 0.0f; };
   float ymean = 0.0f;
-  if (!per_frame && p.remove_dc) {
+  if (!kPerFrame && p.remove_dc) {
     double acc = 0.0;
     for (int i = t; i < len; i += T) acc += continuous(i);
     ymean = static_cast<float>(group_sum<T>(acc) / len);
@@ -101,9 +137,9 @@ __global__ void __launch_bounds__(RealFftShape<N, R1, R2>::kThreads)
   auto value = [&](int i) -> float {
     if (i >= len) return 0.0f;
     float v;
-    if (per_frame) {
-      const float cur = s[2 + i] - mean;
-      const float prev = (i > 0 ? s[1 + i] : s[2]) - mean;
+    if constexpr (kPerFrame) {
+      const float cur = xs[i] - mean;
+      const float prev = (i > 0 ? xs[i - 1] : xs[0]) - mean;
       v = cur - a * prev;
     } else {
       v = continuous(i) - ymean;
@@ -124,7 +160,7 @@ __global__ void __launch_bounds__(RealFftShape<N, R1, R2>::kThreads)
   __syncthreads();  // the staged samples are read; the buffer is reused below
 
   if (t < R2) {  // steps 1 and 2
-    dft_in_registers<R1>(v, tw, N / R1);
+    dft_in_registers<R1>(v);
 #pragma unroll
     for (int k1 = 0; k1 < R1; ++k1) {
       const float2 w = __ldg(&tw[(2 * t * k1) & (N - 1)]);  // W_m^(n2 k1)
@@ -136,7 +172,7 @@ __global__ void __launch_bounds__(RealFftShape<N, R1, R2>::kThreads)
   if (t < R1) {  // step 3: thread k1 = t
 #pragma unroll
     for (int n2 = 0; n2 < R2; ++n2) u[n2] = b[n2 * S::kLd + t];
-    dft_in_registers<R2>(u, tw, N / R2);
+    dft_in_registers<R2>(u);
   }
   __syncthreads();
   if (t < R1) {
@@ -190,14 +226,20 @@ __global__ void __launch_bounds__(RealFftShape<N, R1, R2>::kThreads)
   }
 }
 
+// The pre-emphasis mode is a template argument: it decides the inner loop
+// of the windowing, which then has no branch on it.
 template <int N, int R1, int R2>
 cudaError_t launch_sized(const float* signal, const SpectralBandsParams& p, int64_t rows,
                          const float* window, const float2* tw, const float* fb,
                          const float* ranges, float* bands, float* energy, cudaStream_t stream) {
   using S = RealFftShape<N, R1, R2>;
-  const int64_t blocks = (rows + S::kFrames - 1) / S::kFrames;
-  spectral_bands_kernel<N, R1, R2><<<static_cast<unsigned int>(blocks), S::kThreads, 0, stream>>>(
-      signal, p, rows, window, tw, fb, ranges, bands, energy);
+  const unsigned int blocks = static_cast<unsigned int>((rows + S::kFrames - 1) / S::kFrames);
+  if (p.frame.preemphasis_per_frame)
+    spectral_bands_kernel<N, R1, R2, true><<<blocks, S::kThreads, 0, stream>>>(
+        signal, p, rows, window, tw, fb, ranges, bands, energy);
+  else
+    spectral_bands_kernel<N, R1, R2, false><<<blocks, S::kThreads, 0, stream>>>(
+        signal, p, rows, window, tw, fb, ranges, bands, energy);
   return cudaGetLastError();
 }
 
