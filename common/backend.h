@@ -89,6 +89,29 @@ enum class UnaryOp {
   kSqrt,      // sqrt(max(x, 0))
 };
 
+// What Backend::spectral_bands computes after the power spectrum.
+//
+// The filterbank is a dense num_bands x (fft_size / 2 + 1) matrix (as
+// gemm_nt takes it), plus its support: `ranges` holds 2 * num_bands
+// float-stored integers, first[j] = ranges[2j] and count[j] = ranges[2j + 1],
+// and row j of the filterbank is zero outside bins [first[j], first[j] +
+// count[j]). Mel, PLP and VTLN filters are triangles or short curves, ~2
+// non-zero weights per bin over all bands, so a backend that keeps the
+// spectrum on the chip can apply them as a sparse product. The support is
+// the caller's contract (FeatureExtractor derives it from the matrix):
+// backends clamp it into 0..bins, so a wrong one gives wrong numbers, never
+// an out-of-bounds access.
+struct BandsSpec {
+  bool magnitude = false;  // |X| instead of |X|^2, as power_spectrum
+  int num_bands = 0;
+  // Applied to every band energy when set (a log for MFCC, fbank and TRAPS,
+  // the cube root for PLP); off when something must see the raw energies
+  // first (Sphinx noise removal).
+  bool apply_op = false;
+  UnaryOp op = UnaryOp::kLogClamp;
+  float op_param = 0.0f;
+};
+
 class Backend {
  public:
   virtual ~Backend() = default;
@@ -120,6 +143,22 @@ class Backend {
   virtual void power_spectrum(const DeviceBuffer& frames, int64_t rows,
                               int fft_size, bool magnitude,
                               DeviceBuffer& spectrum) = 0;
+
+  // The spectral front end in one operation: the numbers (within float
+  // rounding) of
+  //   frame_signal(signal, spec, window, frames, energy);
+  //   power_spectrum(frames, rows, spec.fft_size, b.magnitude, spectrum);
+  //   gemm_nt(spectrum, rows, bins, filterbank, b.num_bands, bands);
+  //   if (b.apply_op) apply(b.op, b.op_param, bands, rows * b.num_bands);
+  // with bins = fft_size / 2 + 1, `bands` rows x num_bands. A backend that
+  // can keeps the frames and spectra on the chip (they are 3 KB a frame
+  // against 0.1 KB of bands for Sphinx's 25 filters); the others run that
+  // composition (spectral_bands_composition.h). The CPU backend computes it
+  // row by row, bit for bit the composition's numbers.
+  virtual void spectral_bands(const DeviceBuffer& signal, const FramingSpec& spec,
+                              const DeviceBuffer& window, const BandsSpec& b,
+                              const DeviceBuffer& filterbank, const DeviceBuffer& ranges,
+                              DeviceBuffer& bands, DeviceBuffer* energy) = 0;
 
   // C[rows x m] = A[rows x k] * B[m x k]^T. A and C may be row blocks of a
   // larger buffer: rows start at a_offset / c_offset floats.

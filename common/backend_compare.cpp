@@ -225,6 +225,57 @@ Comparison BackendComparison::power_spectrum(int64_t rows, int fft_size, bool ma
   });
 }
 
+Comparison BackendComparison::spectral_bands(const FramingSpec& spec, const BandsSpec& b,
+                                             bool compare_energy, const Tolerance& tol) {
+  const int64_t rows = spec.rows();
+  const int64_t signal_len =
+      spec.num_utts > 0 ? (spec.num_utts - 1) * spec.utt_stride + spec.valid_length : 0;
+  const std::vector<float> signal = random_audio(std::max<int64_t>(signal_len, 1));
+  const std::vector<float> window = uniform(static_cast<size_t>(spec.frame_length), 0.f, 1.f);
+  const int bins = spec.fft_size / 2 + 1;
+  std::vector<float> fb(static_cast<size_t>(b.num_bands) * bins, 0.0f);
+  std::vector<float> ranges(2 * static_cast<size_t>(b.num_bands));
+  std::uniform_int_distribution<int> first_bin(0, bins - 1);
+  // At least 3 bins: a lone bin in the noise floor carries more FFT
+  // rounding, relative to itself, than the log-domain tolerance allows.
+  std::uniform_int_distribution<int> width(3, 48);
+  for (int j = 0; j < b.num_bands; ++j) {
+    int first = 0, count = bins;  // row 0: every bin
+    if (j > 0) {
+      first = first_bin(rng_);
+      count = std::min(width(rng_), bins - first);
+    }
+    const std::vector<float> w = uniform(static_cast<size_t>(count), 0.05f, 1.0f);
+    std::copy(w.begin(), w.end(), fb.begin() + static_cast<size_t>(j) * bins + first);
+    ranges[2 * j] = static_cast<float>(first);
+    ranges[2 * j + 1] = static_cast<float>(count);
+  }
+  const std::vector<float> bands_init =
+      uniform(static_cast<size_t>(rows) * b.num_bands, -1.f, 1.f);
+  const std::vector<float> energy_init = uniform(static_cast<size_t>(rows), -1.f, 1.f);
+  std::ostringstream what;
+  what << (compare_energy ? "spectral_bands energy" : "spectral_bands") << "(utts "
+       << spec.num_utts << ", stride " << spec.utt_stride << ", valid " << spec.valid_length
+       << ", frames/utt " << spec.frames_per_utt << ", first " << spec.first_frame_offset
+       << ", shift " << spec.frame_shift << ", length " << spec.frame_length << ", fft "
+       << spec.fft_size << ", preemph " << spec.preemphasis
+       << (spec.preemphasis_per_frame ? " per frame" : " continuous")
+       << (spec.remove_dc ? ", remove_dc" : "") << ", bands " << b.num_bands
+       << (b.magnitude ? ", magnitude" : ", power");
+  if (b.apply_op) what << ", op " << static_cast<int>(b.op) << " (" << b.op_param << ")";
+  what << ")";
+  return run(what.str(), tol, [&](Backend& be) {
+    BufferPtr sig = upload_new(be, signal);
+    BufferPtr win = upload_new(be, window);
+    BufferPtr filters = upload_new(be, fb);
+    BufferPtr support = upload_new(be, ranges);
+    BufferPtr bands = upload_new(be, bands_init);
+    BufferPtr energy = compare_energy ? upload_new(be, energy_init) : nullptr;
+    be.spectral_bands(*sig, spec, *win, b, *filters, *support, *bands, energy.get());
+    return compare_energy ? download_all(be, *energy) : download_all(be, *bands);
+  });
+}
+
 Comparison BackendComparison::gemm_nt(int64_t rows, int k, int m, size_t a_offset,
                                       size_t c_offset, const Tolerance& tol) {
   // Padding after the used ranges too, so writes past the end show up.

@@ -98,6 +98,15 @@ class BackendComparison {
   Comparison frame_energy(const FramingSpec& spec, const Tolerance& tol);
   Comparison power_spectrum(int64_t rows, int fft_size, bool magnitude,
                             const Tolerance& tol);
+  // spectral_bands on fresh speech-like audio (random_audio over the whole
+  // signal buffer, so the gaps between utterances hold samples that must
+  // not leak into a frame), a random window and a random sparse filterbank
+  // of spec-sized rows: b.num_bands rows, each non-zero (positive weights)
+  // on a random run of bins, one row over every bin; the support is handed
+  // over as the ranges. Compares the bands, or with compare_energy the
+  // energy output (then requested).
+  Comparison spectral_bands(const FramingSpec& spec, const BandsSpec& b, bool compare_energy,
+                            const Tolerance& tol);
   Comparison gemm_nt(int64_t rows, int k, int m, size_t a_offset,
                      size_t c_offset, const Tolerance& tol);
   // Inputs uniform in [lo, hi).

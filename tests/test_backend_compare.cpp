@@ -138,6 +138,105 @@ TEST_P(DeviceVsCpu, PowerSpectrum) {
   EXPECT_AGREES(cmp().power_spectrum(32768 + 37, 256, false, kRel));
 }
 
+// The fused spectral front end (framing, power spectrum, sparse filterbank,
+// log or pow) against the CPU's row-by-row composition, on speech-like
+// random audio, every framing mode and FFT size.
+TEST_P(DeviceVsCpu, SpectralBands) {
+  BandsSpec b;
+  b.num_bands = 25;
+  b.apply_op = true;
+  b.op = UnaryOp::kLogOffset;
+  b.op_param = 1e-4f;
+  // Sphinx: continuous pre-emphasis, frames past the end of the signal, a
+  // non-zero first offset, 102 rows (not a whole number of kernel blocks).
+  FramingSpec s;
+  s.num_utts = 1;
+  s.valid_length = 16001;
+  s.utt_stride = s.valid_length;
+  s.frame_length = 410;
+  s.frame_shift = 160;
+  s.fft_size = 512;
+  s.first_frame_offset = 7;
+  s.frames_per_utt = 102;
+  s.preemphasis = 0.97f;
+  EXPECT_AGREES(cmp().spectral_bands(s, b, false, kLogDomain));
+  s.remove_dc = true;
+  EXPECT_AGREES(cmp().spectral_bands(s, b, false, kLogDomain));
+  EXPECT_AGREES(cmp().spectral_bands(s, b, true, kRel));
+  b.apply_op = false;  // raw band energies (the Sphinx noise stage's input)
+  EXPECT_AGREES(cmp().spectral_bands(s, b, false, kRel));
+
+  // Kaldi: per-frame pre-emphasis after DC removal, three utterances with
+  // gaps of audio that must not leak in, 8 warps' worth of bands.
+  s.num_utts = 3;
+  s.valid_length = 5003;
+  s.utt_stride = 5120;
+  s.frame_length = 400;
+  s.frames_per_utt = 29;
+  s.first_frame_offset = 0;
+  s.preemphasis_per_frame = true;
+  b.apply_op = true;
+  b.op = UnaryOp::kLogClamp;
+  b.op_param = FLT_EPSILON;
+  b.num_bands = 8 * 23;
+  EXPECT_AGREES(cmp().spectral_bands(s, b, false, kLogDomain));
+  EXPECT_AGREES(cmp().spectral_bands(s, b, true, kRel));
+
+  // 8 kHz: 256 points, no pre-emphasis, a negative first offset, magnitude.
+  s.frame_length = 205;
+  s.frame_shift = 80;
+  s.fft_size = 256;
+  s.first_frame_offset = -3;
+  s.frames_per_utt = 61;
+  s.preemphasis = 0.0f;
+  b.num_bands = 31;
+  b.magnitude = true;
+  b.op = UnaryOp::kLogFloor;
+  b.op_param = -10.0f;
+  EXPECT_AGREES(cmp().spectral_bands(s, b, false, kLogDomain));
+
+  // PLP's cube root on 1024 points, a frame as long as the FFT.
+  s.frame_length = 1024;
+  s.fft_size = 1024;
+  s.frame_shift = 300;
+  s.frames_per_utt = 14;
+  s.first_frame_offset = 0;
+  s.preemphasis = 0.97f;
+  s.remove_dc = false;
+  b.magnitude = false;
+  b.op = UnaryOp::kPow;
+  b.op_param = 0.33f;
+  b.num_bands = 21;
+  EXPECT_AGREES(cmp().spectral_bands(s, b, false, kRel));
+
+  // 2048 points, continuous pre-emphasis with DC removal, energy.
+  s.num_utts = 2;
+  s.valid_length = 20011;
+  s.utt_stride = 20480;
+  s.frame_length = 1200;
+  s.frame_shift = 441;
+  s.fft_size = 2048;
+  s.frames_per_utt = 44;
+  s.preemphasis_per_frame = false;
+  s.remove_dc = true;
+  b.op = UnaryOp::kLogClamp;
+  b.op_param = 1.0f;
+  b.num_bands = 40;
+  EXPECT_AGREES(cmp().spectral_bands(s, b, false, kLogDomain));
+  EXPECT_AGREES(cmp().spectral_bands(s, b, true, kRel));
+
+  // 128 points: no fused kernel for this size (CUDA composes it).
+  s.num_utts = 1;
+  s.valid_length = 3001;
+  s.utt_stride = 3001;
+  s.frame_length = 100;
+  s.frame_shift = 40;
+  s.fft_size = 128;
+  s.frames_per_utt = 73;
+  b.num_bands = 12;
+  EXPECT_AGREES(cmp().spectral_bands(s, b, false, kLogDomain));
+}
+
 TEST_P(DeviceVsCpu, GemmNt) {
   struct Case {
     int64_t rows;
@@ -207,6 +306,26 @@ TEST_P(DeviceVsCpu, RejectsMisuse) {
   EXPECT_THROW(dev.power_spectrum(*a, 1, 100, false, *c), BackendError);  // not pow2
   EXPECT_THROW(dev.extended_outer_products(*a, 10, 3, *c), BackendError);   // out too small
   EXPECT_THROW(dev.extended_outer_products(*a, 1, 0, *a), BackendError);    // dim 0
+  // spectral_bands: 2 rows of 4 bands need 8 floats of bands; 10 is fine,
+  // 7 is not; fft 100 is no power of two; zero bands.
+  FramingSpec fs;
+  fs.valid_length = 100;
+  fs.utt_stride = 100;
+  fs.frames_per_utt = 2;
+  fs.frame_length = 16;
+  fs.frame_shift = 16;
+  fs.fft_size = 16;
+  BandsSpec bs;
+  bs.num_bands = 4;
+  BufferPtr fb = dev.alloc(4 * 9), ranges = dev.alloc(8), small = dev.alloc(7);
+  EXPECT_THROW(dev.spectral_bands(*a, fs, *a, bs, *fb, *ranges, *small, nullptr), BackendError);
+  EXPECT_THROW(dev.spectral_bands(*a, fs, *a, bs, *fb, *small, *c, nullptr), BackendError);
+  EXPECT_THROW(dev.spectral_bands(*a, fs, *a, bs, *foreign, *ranges, *c, nullptr), BackendError);
+  bs.num_bands = 0;
+  EXPECT_THROW(dev.spectral_bands(*a, fs, *a, bs, *fb, *ranges, *c, nullptr), BackendError);
+  bs.num_bands = 4;
+  fs.fft_size = 100;
+  EXPECT_THROW(dev.spectral_bands(*a, fs, *a, bs, *fb, *ranges, *c, nullptr), BackendError);
 }
 
 // --- whole feature pipelines ------------------------------------------------

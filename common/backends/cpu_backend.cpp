@@ -18,6 +18,7 @@
 
 #include "common/backend.h"
 #include "common/backend_registry.h"
+#include "common/backends/spectral_bands_composition.h"
 #include "common/features/fft.h"
 #include "common/features/lpc.h"
 
@@ -54,61 +55,13 @@ class CpuBackend : public Backend {
                     const DeviceBuffer& window, DeviceBuffer& frames,
                     DeviceBuffer* energy) override {
     const int64_t rows = s.rows();
-    if (s.frame_length > s.fft_size || s.frame_length < 1 || s.frame_shift < 1)
-      throw BackendError("frame_signal: bad frame geometry");
-    if (rows > 0 && s.utt_stride * (s.num_utts - 1) + s.valid_length >
-                        static_cast<int64_t>(signal.size()))
-      throw BackendError("frame_signal: signal buffer too small for the spec");
-    check_range(window, 0, s.frame_length, "frame_signal window");
+    check_framing(signal, s, window, "frame_signal");
     check_range(frames, 0, rows * s.fft_size, "frame_signal frames");
     if (energy) check_range(*energy, 0, rows, "frame_signal energy");
-    const float* sig = get(signal);
-    const float* win = get(window);
-    float* out = mut(frames);
     std::vector<float> x(s.frame_length);
-    for (int64_t r = 0; r < rows; ++r) {
-      const int64_t u = r / s.frames_per_utt, t = r % s.frames_per_utt;
-      const float* seg = sig + u * s.utt_stride;
-      const int64_t start = s.first_frame_offset + t * s.frame_shift;
-      const auto sample = [&](int64_t p) {
-        return (p >= 0 && p < s.valid_length) ? seg[p] : 0.0f;
-      };
-      float* y = out + r * s.fft_size;
-      for (int i = 0; i < s.frame_length; ++i) x[i] = sample(start + i);
-      float mean = 0.0f;
-      if (s.remove_dc) {
-        for (int i = 0; i < s.frame_length; ++i) mean += x[i];
-        mean /= static_cast<float>(s.frame_length);
-      }
-      if (energy) {
-        float e = 0.0f;
-        for (int i = 0; i < s.frame_length; ++i) {
-          const float v = x[i] - mean;
-          e += v * v;
-        }
-        mut(*energy)[r] = e;
-      }
-      const float a = s.preemphasis;
-      if (s.preemphasis_per_frame) {
-        for (int i = 0; i < s.frame_length; ++i) x[i] -= mean;
-        for (int i = s.frame_length - 1; i > 0; --i) x[i] -= a * x[i - 1];
-        x[0] -= a * x[0];
-        for (int i = 0; i < s.frame_length; ++i) y[i] = x[i] * win[i];
-      } else {
-        for (int i = 0; i < s.frame_length; ++i) {
-          const int64_t p = start + i;
-          y[i] = p < s.valid_length ? x[i] - a * sample(p - 1) : 0.0f;
-        }
-        if (s.remove_dc) {
-          float m = 0.0f;
-          for (int i = 0; i < s.frame_length; ++i) m += y[i];
-          m /= static_cast<float>(s.frame_length);
-          for (int i = 0; i < s.frame_length; ++i) y[i] -= m;
-        }
-        for (int i = 0; i < s.frame_length; ++i) y[i] *= win[i];
-      }
-      std::fill(y + s.frame_length, y + s.fft_size, 0.0f);
-    }
+    for (int64_t r = 0; r < rows; ++r)
+      frame_row(get(signal), s, get(window), r, mut(frames) + r * s.fft_size,
+                energy ? mut(*energy) + r : nullptr, x);
   }
 
   void power_spectrum(const DeviceBuffer& frames, int64_t rows, int fft_size,
@@ -118,14 +71,39 @@ class CpuBackend : public Backend {
     check_range(spectrum, 0, rows * bins, "power_spectrum spectrum");
     const RealFft<float>& fft = plan(fft_size);
     std::vector<std::complex<float>> out(bins);
-    const float* in = get(frames);
-    float* spec = mut(spectrum);
+    for (int64_t r = 0; r < rows; ++r)
+      power_row(fft, get(frames) + r * fft_size, bins, magnitude, out,
+                mut(spectrum) + r * bins);
+  }
+
+  // Row by row through the same steps as frame_signal, power_spectrum,
+  // gemm_nt (the same dot over every bin) and apply, so the numbers are
+  // those of that composition bit for bit; only one frame and one spectrum
+  // exist at a time. The support in `ranges` is not needed here.
+  void spectral_bands(const DeviceBuffer& signal, const FramingSpec& s,
+                      const DeviceBuffer& window, const BandsSpec& b,
+                      const DeviceBuffer& filterbank, const DeviceBuffer& ranges,
+                      DeviceBuffer& bands, DeviceBuffer* energy) override {
+    check_spectral_bands_args("cpu backend", s, window, b, filterbank, ranges, bands, energy);
+    check_framing(signal, s, window, "spectral_bands");
+    own(filterbank);
+    own(ranges);
+    own(bands);
+    if (energy) own(*energy);
+    const int64_t rows = s.rows();
+    const int bins = s.fft_size / 2 + 1;
+    const RealFft<float>& fft = plan(s.fft_size);
+    std::vector<float> x(s.frame_length), frame(s.fft_size), spectrum(bins);
+    std::vector<std::complex<float>> out(bins);
+    const float* fb = get(filterbank);
     for (int64_t r = 0; r < rows; ++r) {
-      fft.forward(in + r * fft_size, out.data());
-      float* row = spec + r * bins;
-      for (int k = 0; k < bins; ++k) {
-        const float p = out[k].real() * out[k].real() + out[k].imag() * out[k].imag();
-        row[k] = magnitude ? std::sqrt(p) : p;
+      frame_row(get(signal), s, get(window), r, frame.data(), energy ? mut(*energy) + r : nullptr,
+                x);
+      power_row(fft, frame.data(), bins, b.magnitude, out, spectrum.data());
+      float* row = mut(bands) + r * b.num_bands;
+      for (int j = 0; j < b.num_bands; ++j) {
+        const float v = dot(spectrum.data(), fb + static_cast<size_t>(j) * bins, bins);
+        row[j] = b.apply_op ? unary(b.op, b.op_param, v) : v;
       }
     }
   }
@@ -148,23 +126,7 @@ class CpuBackend : public Backend {
   void apply(UnaryOp op, float param, DeviceBuffer& x, size_t n) override {
     check_range(x, 0, n, "apply");
     float* v = mut(x);
-    switch (op) {
-      case UnaryOp::kLogFloor:
-        for (size_t i = 0; i < n; ++i) v[i] = v[i] > 0.0f ? std::log(v[i]) : param;
-        break;
-      case UnaryOp::kLogOffset:
-        for (size_t i = 0; i < n; ++i) v[i] = std::log(v[i] + param);
-        break;
-      case UnaryOp::kLogClamp:
-        for (size_t i = 0; i < n; ++i) v[i] = std::log(std::max(v[i], param));
-        break;
-      case UnaryOp::kPow:
-        for (size_t i = 0; i < n; ++i) v[i] = v[i] >= 0.0f ? std::pow(v[i], param) : 0.0f;
-        break;
-      case UnaryOp::kSqrt:
-        for (size_t i = 0; i < n; ++i) v[i] = std::sqrt(std::max(v[i], 0.0f));
-        break;
-    }
+    for (size_t i = 0; i < n; ++i) v[i] = unary(op, param, v[i]);
   }
 
   void extended_outer_products(const DeviceBuffer& x, int64_t rows, int dim,
@@ -566,6 +528,84 @@ class CpuBackend : public Backend {
     return _mm_mul_ps(p, scale);
   }
 #endif
+
+  static float unary(UnaryOp op, float param, float v) {
+    switch (op) {
+      case UnaryOp::kLogFloor: return v > 0.0f ? std::log(v) : param;
+      case UnaryOp::kLogOffset: return std::log(v + param);
+      case UnaryOp::kLogClamp: return std::log(std::max(v, param));
+      case UnaryOp::kPow: return v >= 0.0f ? std::pow(v, param) : 0.0f;
+      case UnaryOp::kSqrt: return std::sqrt(std::max(v, 0.0f));
+    }
+    return v;
+  }
+
+  void check_framing(const DeviceBuffer& signal, const FramingSpec& s, const DeviceBuffer& window,
+                     const char* what) const {
+    if (s.frame_length > s.fft_size || s.frame_length < 1 || s.frame_shift < 1)
+      throw BackendError(std::string(what) + ": bad frame geometry");
+    own(signal);
+    if (s.rows() > 0 && s.utt_stride * (s.num_utts - 1) + s.valid_length >
+                            static_cast<int64_t>(signal.size()))
+      throw BackendError(std::string(what) + ": signal buffer too small for the spec");
+    check_range(window, 0, s.frame_length, "window");
+  }
+
+  // Row r of frame_signal (FramingSpec) into y (fft_size floats); x is
+  // frame_length floats of scratch.
+  static void frame_row(const float* sig, const FramingSpec& s, const float* win, int64_t r,
+                        float* y, float* energy, std::vector<float>& x) {
+    const int64_t u = r / s.frames_per_utt, t = r % s.frames_per_utt;
+    const float* seg = sig + u * s.utt_stride;
+    const int64_t start = s.first_frame_offset + t * s.frame_shift;
+    const auto sample = [&](int64_t p) {
+      return (p >= 0 && p < s.valid_length) ? seg[p] : 0.0f;
+    };
+    for (int i = 0; i < s.frame_length; ++i) x[i] = sample(start + i);
+    float mean = 0.0f;
+    if (s.remove_dc) {
+      for (int i = 0; i < s.frame_length; ++i) mean += x[i];
+      mean /= static_cast<float>(s.frame_length);
+    }
+    if (energy) {
+      float e = 0.0f;
+      for (int i = 0; i < s.frame_length; ++i) {
+        const float v = x[i] - mean;
+        e += v * v;
+      }
+      *energy = e;
+    }
+    const float a = s.preemphasis;
+    if (s.preemphasis_per_frame) {
+      for (int i = 0; i < s.frame_length; ++i) x[i] -= mean;
+      for (int i = s.frame_length - 1; i > 0; --i) x[i] -= a * x[i - 1];
+      x[0] -= a * x[0];
+      for (int i = 0; i < s.frame_length; ++i) y[i] = x[i] * win[i];
+    } else {
+      for (int i = 0; i < s.frame_length; ++i) {
+        const int64_t p = start + i;
+        y[i] = p < s.valid_length ? x[i] - a * sample(p - 1) : 0.0f;
+      }
+      if (s.remove_dc) {
+        float m = 0.0f;
+        for (int i = 0; i < s.frame_length; ++i) m += y[i];
+        m /= static_cast<float>(s.frame_length);
+        for (int i = 0; i < s.frame_length; ++i) y[i] -= m;
+      }
+      for (int i = 0; i < s.frame_length; ++i) y[i] *= win[i];
+    }
+    std::fill(y + s.frame_length, y + s.fft_size, 0.0f);
+  }
+
+  // |X_k|^2 (or |X_k|) of one frame into row (bins floats).
+  static void power_row(const RealFft<float>& fft, const float* frame, int bins, bool magnitude,
+                        std::vector<std::complex<float>>& out, float* row) {
+    fft.forward(frame, out.data());
+    for (int k = 0; k < bins; ++k) {
+      const float p = out[k].real() * out[k].real() + out[k].imag() * out[k].imag();
+      row[k] = magnitude ? std::sqrt(p) : p;
+    }
+  }
 
   // Eight partial sums: a fixed summation order (deterministic), and one the
   // compiler can keep in vector registers.

@@ -2,6 +2,9 @@
 // products, and for the power spectrum either our fused real-FFT + |X|^2
 // kernel (FFT sizes 256..2048, the ones speech uses) or cuFFT followed by a
 // power kernel (every other size, or all sizes with GPUSPEECH_CUDA_FFT=cufft).
+// spectral_bands, the pipeline's front end, is one fused kernel
+// (kernels/cuda/spectral_bands.cuh) for the same FFT sizes: frames and
+// spectra never reach device memory.
 // All work is queued on one stream per backend; every CUDA, cuFFT and cuBLAS
 // status is checked and becomes a BackendError naming the call.
 //
@@ -25,9 +28,11 @@
 
 #include "common/backend.h"
 #include "common/backend_registry.h"
+#include "common/backends/spectral_bands_composition.h"
 #include "kernels/cuda/feature_kernels.cuh"
 #include "kernels/cuda/outer_products.cuh"
 #include "kernels/cuda/scoring_kernels.cuh"
+#include "kernels/cuda/spectral_bands.cuh"
 
 namespace gpuspeech {
 namespace {
@@ -96,6 +101,14 @@ void check_cublas(cublasStatus_t status, const char* call) {
                        cublasGetStatusName(status) + " (" +
                        cublasGetStatusString(status) + ")");
   }
+}
+
+// GPUSPEECH_CUDA_FUSED_BANDS=0 runs spectral_bands as the composition of
+// frame_signal, power_spectrum, the filterbank GEMM and apply (the path
+// before the fused kernel), to compare the two in one benchmark command.
+bool fused_bands_from_env() {
+  const char* v = std::getenv("GPUSPEECH_CUDA_FUSED_BANDS");
+  return !(v != nullptr && std::string(v) == "0");
 }
 
 bool fused_fft_from_env() {
@@ -241,18 +254,7 @@ class CudaBackend : public Backend {
       check_size(*energy, static_cast<size_t>(rows), "frame_signal energy");
       e = ptr(*energy, "frame_signal energy");
     }
-    cuda::FrameParams p;
-    p.num_utts = spec.num_utts;
-    p.utt_stride = spec.utt_stride;
-    p.valid_length = spec.valid_length;
-    p.frames_per_utt = spec.frames_per_utt;
-    p.first_frame_offset = spec.first_frame_offset;
-    p.frame_shift = spec.frame_shift;
-    p.frame_length = spec.frame_length;
-    p.fft_size = spec.fft_size;
-    p.preemphasis = spec.preemphasis;
-    p.preemphasis_per_frame = spec.preemphasis_per_frame;
-    p.remove_dc = spec.remove_dc;
+    const cuda::FrameParams p = frame_params(spec);
     check_cuda(cuda::launch_frame_signal(ptr(signal, "frame_signal signal"), p,
                                          ptr(window, "frame_signal window"),
                                          ptr(frames, "frame_signal frames"), e,
@@ -291,6 +293,44 @@ class CudaBackend : public Backend {
                "power spectrum kernel");
   }
 
+  // The fused kernel (kernels/cuda/spectral_bands.cuh) where it covers the
+  // FFT size; otherwise, or with GPUSPEECH_CUDA_FFT=cufft or
+  // GPUSPEECH_CUDA_FUSED_BANDS=0, the composition of this backend's own
+  // operations.
+  void spectral_bands(const DeviceBuffer& signal, const FramingSpec& spec,
+                      const DeviceBuffer& window, const BandsSpec& b,
+                      const DeviceBuffer& filterbank, const DeviceBuffer& ranges,
+                      DeviceBuffer& bands, DeviceBuffer* energy) override {
+    select_device();
+    check_spectral_bands_args("cuda", spec, window, b, filterbank, ranges, bands, energy);
+    const cuda::ApplyOp code = apply_code(b.op, "spectral_bands");
+    if (!use_fused_bands_ || !use_fused_fft_ || !cuda::has_spectral_bands(spec.fft_size)) {
+      spectral_bands_by_composition(*this, bands_scratch_, signal, spec, window, b, filterbank,
+                                    bands, energy);
+      return;
+    }
+    const int64_t rows = spec.rows();
+    check_rows(rows, "spectral_bands");
+    if (spec.num_utts > 0 && spec.valid_length > 0) {
+      const int64_t need = (spec.num_utts - 1) * spec.utt_stride + spec.valid_length;
+      check_size(signal, static_cast<size_t>(need), "spectral_bands signal");
+    }
+    float* e = energy != nullptr ? ptr(*energy, "spectral_bands energy") : nullptr;
+    cuda::SpectralBandsParams p;
+    p.frame = frame_params(spec);
+    p.magnitude = b.magnitude;
+    p.num_bands = b.num_bands;
+    p.apply_op = b.apply_op;
+    p.op = code;
+    p.op_param = b.op_param;
+    check_cuda(cuda::launch_spectral_bands(
+                   ptr(signal, "spectral_bands signal"), p, ptr(window, "spectral_bands window"),
+                   twiddles(spec.fft_size), ptr(filterbank, "spectral_bands filterbank"),
+                   ptr(ranges, "spectral_bands ranges"), ptr(bands, "spectral_bands bands"), e,
+                   stream_),
+               "spectral_bands kernel");
+  }
+
   void gemm_nt(const DeviceBuffer& a, int64_t rows, int k,
                const DeviceBuffer& b, int m, DeviceBuffer& c, size_t a_offset,
                size_t c_offset) override {
@@ -323,15 +363,7 @@ class CudaBackend : public Backend {
   void apply(UnaryOp op, float param, DeviceBuffer& x, size_t n) override {
     select_device();
     check_size(x, n, "apply");
-    cuda::ApplyOp code;
-    switch (op) {
-      case UnaryOp::kLogFloor: code = cuda::kOpLogFloor; break;
-      case UnaryOp::kLogOffset: code = cuda::kOpLogOffset; break;
-      case UnaryOp::kLogClamp: code = cuda::kOpLogClamp; break;
-      case UnaryOp::kPow: code = cuda::kOpPow; break;
-      case UnaryOp::kSqrt: code = cuda::kOpSqrt; break;
-      default: throw BackendError("cuda: apply: unknown operation");
-    }
+    const cuda::ApplyOp code = apply_code(op, "apply");
     check_cuda(cuda::launch_apply(code, param, ptr(x, "apply"),
                                   static_cast<int64_t>(n), stream_),
                "apply kernel");
@@ -479,6 +511,34 @@ class CudaBackend : public Backend {
     return static_cast<const CudaBuffer&>(b).ptr();
   }
 
+  static cuda::FrameParams frame_params(const FramingSpec& spec) {
+    cuda::FrameParams p;
+    p.num_utts = spec.num_utts;
+    p.utt_stride = spec.utt_stride;
+    p.valid_length = spec.valid_length;
+    p.frames_per_utt = spec.frames_per_utt;
+    p.first_frame_offset = spec.first_frame_offset;
+    p.frame_shift = spec.frame_shift;
+    p.frame_length = spec.frame_length;
+    p.fft_size = spec.fft_size;
+    p.preemphasis = spec.preemphasis;
+    p.preemphasis_per_frame = spec.preemphasis_per_frame;
+    p.remove_dc = spec.remove_dc;
+    return p;
+  }
+
+  // Explicit, so the enums' orders are free to change.
+  static cuda::ApplyOp apply_code(UnaryOp op, const char* what) {
+    switch (op) {
+      case UnaryOp::kLogFloor: return cuda::kOpLogFloor;
+      case UnaryOp::kLogOffset: return cuda::kOpLogOffset;
+      case UnaryOp::kLogClamp: return cuda::kOpLogClamp;
+      case UnaryOp::kPow: return cuda::kOpPow;
+      case UnaryOp::kSqrt: return cuda::kOpSqrt;
+    }
+    throw BackendError(std::string("cuda: ") + what + ": unknown operation");
+  }
+
   static void check_size(const DeviceBuffer& b, size_t need, const char* what) {
     if (b.size() < need)
       throw BackendError(std::string("cuda: ") + what + " holds " +
@@ -577,6 +637,7 @@ class CudaBackend : public Backend {
     for (auto& p : plans_) cufftDestroy(p.handle);
     plans_.clear();
     complex_.reset();
+    bands_scratch_ = SpectralBandsScratch{};
     twiddles_.clear();
     if (blas_ != nullptr) cublasDestroy(blas_);
     blas_ = nullptr;
@@ -598,6 +659,9 @@ class CudaBackend : public Backend {
   // every size (to compare the two paths); otherwise the fused kernel runs
   // where it exists.
   bool use_fused_fft_ = fused_fft_from_env();
+  bool use_fused_bands_ = fused_bands_from_env();
+  // spectral_bands' frames and spectra where it runs as a composition.
+  SpectralBandsScratch bands_scratch_;
 };
 
 }  // namespace

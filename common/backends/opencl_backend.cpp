@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "common/backend_registry.h"
+#include "common/backends/spectral_bands_composition.h"
 #include "kernels/opencl/opencl_kernels.h"
 
 #ifndef CL_PLATFORM_NOT_FOUND_KHR
@@ -269,6 +270,7 @@ class OpenclBackend : public Backend {
 
   ~OpenclBackend() override {
     clFinish(queue_);  // nothing queued may outlive the scratch it uses
+    bands_scratch_ = SpectralBandsScratch{};  // its buffers go before the context
     if (!g_clfft_torn_down)
       for (auto& kv : plans_) clfftDestroyPlan(&kv.second);
     if (fft_bins_) clReleaseMemObject(fft_bins_);
@@ -402,6 +404,20 @@ class OpenclBackend : public Backend {
                out.mem(), cl_ulong(static_cast<size_t>(first) * bins));
       launch_1d(k_power_, "hermitian_to_power", n);
     }
+  }
+
+  // No fused kernel here yet: the composition of this backend's own
+  // operations, frames and spectra through device memory in scratch kept
+  // between calls (guarded on its own: the operations lock mu_ themselves).
+  void spectral_bands(const DeviceBuffer& signal, const FramingSpec& spec,
+                      const DeviceBuffer& window, const BandsSpec& b,
+                      const DeviceBuffer& filterbank, const DeviceBuffer& ranges,
+                      DeviceBuffer& bands, DeviceBuffer* energy) override {
+    own(ranges, "spectral_bands ranges");
+    check_spectral_bands_args("opencl", spec, window, b, filterbank, ranges, bands, energy);
+    std::lock_guard<std::mutex> lock(compose_mu_);
+    spectral_bands_by_composition(*this, bands_scratch_, signal, spec, window, b, filterbank,
+                                  bands, energy);
   }
 
   void gemm_nt(const DeviceBuffer& a, int64_t rows, int k, const DeviceBuffer& b,
@@ -729,6 +745,8 @@ class OpenclBackend : public Backend {
   // operations from different threads are serialised: each enqueues its
   // whole sequence under this lock (the in-order queue then keeps it whole).
   std::mutex mu_;
+  std::mutex compose_mu_;                // spectral_bands' scratch
+  SpectralBandsScratch bands_scratch_;
   cl_device_id device_;
   std::string label_;
   cl_context context_ = nullptr;

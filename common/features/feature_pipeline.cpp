@@ -20,8 +20,6 @@ namespace gpuspeech {
 // Device work buffers, grown on demand and reused across calls.
 struct FeatureExtractor::Scratch {
   int64_t capacity = 0;  // rows
-  BufferPtr frames;      // rows x fft
-  BufferPtr spectrum;    // rows x bins
   BufferPtr energy;      // rows
   BufferPtr bands;       // rows x (warps * bands)
   BufferPtr work;        // PLP autocorrelation / TRAPS splice
@@ -44,6 +42,25 @@ BufferPtr upload_matrix(Backend& b, const std::vector<float>& m) {
   BufferPtr buf = b.alloc(m.size());
   b.upload(*buf, m.data(), m.size());
   return buf;
+}
+
+// The non-zero bins of each filterbank row, as Backend::spectral_bands
+// takes them: first bin and count, float-stored. Taken from the matrix
+// itself, so the support is right for every filter shape (mel, PLP, warped).
+std::vector<float> filterbank_support(const std::vector<float>& fb, int rows, int bins) {
+  std::vector<float> ranges(2 * static_cast<size_t>(rows), 0.0f);
+  for (int j = 0; j < rows; ++j) {
+    const float* row = fb.data() + static_cast<size_t>(j) * bins;
+    int first = 0, last = -1;
+    for (int k = 0; k < bins; ++k)
+      if (row[k] != 0.0f) {
+        if (last < 0) first = k;
+        last = k;
+      }
+    ranges[2 * j] = static_cast<float>(first);
+    ranges[2 * j + 1] = static_cast<float>(last - first + 1);  // 0 for an empty row
+  }
+  return ranges;
 }
 
 }  // namespace
@@ -94,6 +111,7 @@ FeatureExtractor::FeatureExtractor(const FeatureOptions& opts, Backend& backend,
   if (stacked.size() != static_cast<size_t>(nwarps) * num_bands_ * bins)
     throw std::logic_error("filterbank has the wrong shape");
   filterbank_ = upload_matrix(backend_, stacked);
+  filterbank_ranges_ = upload_matrix(backend_, filterbank_support(stacked, nwarps * num_bands_, bins));
 
   switch (opts_.kind) {
     case FeatureKind::kMfcc:
@@ -159,11 +177,8 @@ FramingSpec FeatureExtractor::framing_for(int64_t num_utts, int64_t num_samples,
 void FeatureExtractor::ensure_scratch(int64_t rows) {
   if (rows <= scratch_->capacity) return;
   const int64_t cap = std::max<int64_t>(rows, scratch_->capacity * 3 / 2);
-  const int bins = fft_size_ / 2 + 1;
   const int64_t bands = static_cast<int64_t>(num_warps()) * num_bands_;
   Scratch& s = *scratch_;
-  s.frames = backend_.alloc(cap * fft_size_);
-  s.spectrum = backend_.alloc(cap * bins);
   s.energy = backend_.alloc(cap);
   s.bands = backend_.alloc(cap * bands);
   if (opts_.kind == FeatureKind::kPlp) {
@@ -189,39 +204,50 @@ void FeatureExtractor::compute_device(const DeviceBuffer& signal,
     throw std::invalid_argument(
         "Sphinx noise / silence removal tracks one stream: one utterance per call");
   ensure_scratch(rows);
-  Scratch& s = *scratch_;
-  const bool energy = (opts_.kind == FeatureKind::kMfcc && opts_.mfcc.use_energy) ||
-                      (opts_.kind == FeatureKind::kPlp && opts_.plp.use_energy);
-  backend_.frame_signal(signal, spec, *window_, *s.frames, energy ? s.energy.get() : nullptr);
-  run_from_frames(rows, spec, out);
+  run_spectral(signal, spec, out);
 }
 
-void FeatureExtractor::run_from_frames(int64_t rows, const FramingSpec& spec,
-                                       DeviceBuffer& out) {
+void FeatureExtractor::run_spectral(const DeviceBuffer& signal, const FramingSpec& spec,
+                                    DeviceBuffer& out) {
   Scratch& s = *scratch_;
-  const int bins = fft_size_ / 2 + 1;
+  const int64_t rows = spec.rows();
   const int nwarps = num_warps();
   const int bands = nwarps * num_bands_;
-  const bool magnitude = !opts_.mel.use_power && opts_.kind != FeatureKind::kPlp;
-  backend_.power_spectrum(*s.frames, rows, fft_size_, magnitude, *s.spectrum);
+  const bool energy = (opts_.kind == FeatureKind::kMfcc && opts_.mfcc.use_energy) ||
+                      (opts_.kind == FeatureKind::kPlp && opts_.plp.use_energy);
 
+  // Framing, power spectrum, filterbank and the log (PLP: the cube root) in
+  // one backend operation, so a device keeps frames and spectra on the chip.
+  // The Sphinx noise stage must see the raw band energies: then the log
+  // runs after it, as a separate apply.
+  BandsSpec b;
+  b.magnitude = !opts_.mel.use_power && opts_.kind != FeatureKind::kPlp;
+  b.num_bands = bands;
+  if (opts_.kind == FeatureKind::kPlp) {
+    b.op = UnaryOp::kPow;
+    b.op_param = opts_.plp.compress;
+  } else {
+    b.op = log_op(opts_.log.mode);
+    b.op_param = opts_.log.floor_value;
+  }
+  b.apply_op = !noise_;
   // fbank writes its bands straight into the output.
   DeviceBuffer& band_buf = opts_.kind == FeatureKind::kFbank ? out : *s.bands;
-  backend_.gemm_nt(*s.spectrum, rows, bins, *filterbank_, bands, band_buf);
-  if (noise_) run_noise_stage(rows, band_buf);
+  backend_.spectral_bands(signal, spec, *window_, b, *filterbank_, *filterbank_ranges_, band_buf,
+                          energy ? s.energy.get() : nullptr);
+  if (noise_) {
+    run_noise_stage(rows, band_buf);
+    backend_.apply(b.op, b.op_param, band_buf, static_cast<size_t>(rows) * bands);
+  }
 
   // The energy floor follows Kaldi: ln(max(E, FLT_EPSILON)), and at least
   // ln(energy_floor) when that is set.
   const float energy_clamp = std::max(FLT_EPSILON, opts_.mfcc.energy_floor);
   switch (opts_.kind) {
     case FeatureKind::kFbank:
-      backend_.apply(log_op(opts_.log.mode), opts_.log.floor_value, out,
-                     static_cast<size_t>(rows) * bands);
       break;
     case FeatureKind::kMfcc: {
       const int nceps = opts_.mfcc.num_ceps;
-      backend_.apply(log_op(opts_.log.mode), opts_.log.floor_value, *s.bands,
-                     static_cast<size_t>(rows) * bands);
       // [rows x (warps*bands)] is [rows*warps x bands] row-major: one GEMM
       // transforms every warp.
       backend_.gemm_nt(*s.bands, rows * nwarps, num_bands_, *cepstral_, nceps, out);
@@ -232,8 +258,6 @@ void FeatureExtractor::run_from_frames(int64_t rows, const FramingSpec& spec,
     }
     case FeatureKind::kPlp: {
       const int order = opts_.plp.order, nceps = opts_.plp.num_ceps;
-      backend_.apply(UnaryOp::kPow, opts_.plp.compress, *s.bands,
-                     static_cast<size_t>(rows) * bands);
       backend_.gemm_nt(*s.bands, rows * nwarps, num_bands_, *cepstral_, order + 1, *s.work);
       backend_.lpc_to_cepstrum(*s.work, rows * nwarps, order, nceps, *s.work2);
       backend_.gemm_nt(*s.work2, rows * nwarps, nceps, *plp_lifter_, nceps, out);
@@ -244,8 +268,6 @@ void FeatureExtractor::run_from_frames(int64_t rows, const FramingSpec& spec,
     }
     case FeatureKind::kTraps: {
       const int c = opts_.traps.context;
-      backend_.apply(log_op(opts_.log.mode), opts_.log.floor_value, *s.bands,
-                     static_cast<size_t>(rows) * bands);
       backend_.splice(*s.bands, spec.num_utts, spec.frames_per_utt, bands, c, c, *s.work);
       backend_.gemm_nt(*s.work, rows, (2 * c + 1) * bands, *cepstral_,
                        bands * 2 * opts_.traps.num_coeffs, out);

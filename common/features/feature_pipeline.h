@@ -4,7 +4,8 @@
 // operations and the constant matrices they need (window, filterbank, DCT),
 // uploaded once. Every kind is the same skeleton:
 //
-//   frame_signal -> power_spectrum -> gemm(filterbank) -> log or pow
+//   spectral_bands (framing -> power spectrum -> filterbank -> log or pow,
+//   one backend operation: a device keeps frames and spectra on the chip)
 //     MFCC:  -> gemm(DCT with lifter folded in) [-> log energy into c0]
 //     fbank: (done)
 //     PLP:   -> pow(1/3) -> gemm(IDFT to autocorrelation) -> lpc_to_cepstrum
@@ -113,9 +114,9 @@ class FeatureExtractor {
  private:
   struct Scratch;
   void ensure_scratch(int64_t rows);
-  // Spectral features for frames already windowed in scratch.
-  void run_from_frames(int64_t rows, const FramingSpec& spec,
-                       DeviceBuffer& out);
+  // Spectral features of the utterances in `signal` (compute_device after
+  // its checks).
+  void run_spectral(const DeviceBuffer& signal, const FramingSpec& spec, DeviceBuffer& out);
   // The host-side Sphinx noise stage on `rows` frames of band energies.
   void run_noise_stage(int64_t rows, DeviceBuffer& bands);
   // compute() with remove_silence: keeps the frames SphinxVad releases.
@@ -131,6 +132,7 @@ class FeatureExtractor {
   int num_bands_ = 0;  // filters per warp
   BufferPtr window_;
   BufferPtr filterbank_;   // (warps * bands) x (fft/2+1)
+  BufferPtr filterbank_ranges_;  // each row's non-zero bins (Backend::spectral_bands)
   BufferPtr cepstral_;     // DCT (MFCC), IDFT (PLP) or TRAPS weights
   BufferPtr plp_lifter_;   // num_ceps x num_ceps diagonal (PLP)
   Scratch* scratch_ = nullptr;

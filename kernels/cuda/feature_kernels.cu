@@ -2,12 +2,18 @@
 // contract and common/backend.h for the meaning of each operation; the CPU
 // backend (common/backends/cpu_backend.cpp) is the reference these follow.
 #include "kernels/cuda/feature_kernels.cuh"
+#include "kernels/cuda/real_fft_device.cuh"
+#include "kernels/cuda/unary_ops_device.cuh"
 
 #include <math.h>
 
 namespace gpuspeech {
 namespace cuda {
 namespace {
+
+using fft_detail::cmul;
+using fft_detail::dft_in_registers;
+using fft_detail::RealFftShape;
 
 constexpr int kElementThreads = 256;
 
@@ -137,81 +143,6 @@ __global__ void frame_signal_kernel(const float* __restrict__ signal,
 // `tw` holds the full circle W^k = exp(-2 pi i k / n), k < n, computed in
 // double on the host.
 
-__device__ __forceinline__ float2 cmul(float2 a, float2 b) {
-  return make_float2(a.x * b.x - a.y * b.y, a.x * b.y + a.y * b.x);
-}
-
-__host__ __device__ constexpr int bit_reverse(int i, int bits) {
-  int r = 0;
-#pragma unroll
-  for (int b = 0; b < bits; ++b) r |= ((i >> b) & 1) << (bits - 1 - b);
-  return r;
-}
-
-__host__ __device__ constexpr int log2_of(int v) { return v <= 1 ? 0 : 1 + log2_of(v / 2); }
-
-// One radix-2 stage (butterflies of span LEN) of an R-point DFT in
-// registers; recursion over LEN keeps every trip count a template constant,
-// so the loops unroll fully and v never leaves registers.
-template <int R, int LEN>
-struct DftStages {
-  static __device__ __forceinline__ void run(float2 (&v)[R], const float2* __restrict__ tw,
-                                             int stride) {
-#pragma unroll
-    for (int i = 0; i < R; i += LEN) {
-#pragma unroll
-      for (int q = 0; q < LEN / 2; ++q) {
-        const float2 a = v[i + q];
-        const float2 b = q == 0 ? v[i + q + LEN / 2]
-                                : cmul(__ldg(&tw[q * (R / LEN) * stride]), v[i + q + LEN / 2]);
-        v[i + q] = make_float2(a.x + b.x, a.y + b.y);
-        v[i + q + LEN / 2] = make_float2(a.x - b.x, a.y - b.y);
-      }
-    }
-    DftStages<R, 2 * LEN>::run(v, tw, stride);
-  }
-};
-template <int R>
-struct DftStages<R, 2 * R> {
-  static __device__ __forceinline__ void run(float2 (&)[R], const float2*, int) {}
-};
-
-// In-place R-point DFT of v (radix-2, decimation in time).
-// W_R^j = tw[j * stride].
-template <int R>
-__device__ __forceinline__ void dft_in_registers(float2 (&v)[R],
-                                                 const float2* __restrict__ tw,
-                                                 int stride) {
-  constexpr int kBits = log2_of(R);
-#pragma unroll
-  for (int i = 0; i < R; ++i) {
-    const int j = bit_reverse(i, kBits);
-    if (j > i) {
-      const float2 tmp = v[i];
-      v[i] = v[j];
-      v[j] = tmp;
-    }
-  }
-  DftStages<R, 2>::run(v, tw, stride);
-}
-
-template <int N, int R1, int R2>
-struct RealFftShape {
-  static constexpr int kM = N / 2;
-  static_assert(R1 * R2 == kM, "R1 * R2 must be n / 2");
-  static constexpr int kThreadsPerFrame = R1 > R2 ? R1 : R2;
-  static constexpr int kLd = R1 + 1;  // padded rows of step 1's output
-  static constexpr int kBuf = R2 * kLd > kM ? R2 * kLd : kM;
-  // Frames per block: up to 256 threads, under ~40 KB of shared memory.
-  static constexpr int frames_per_block() {
-    int f = 256 / kThreadsPerFrame;
-    while (f > 1 && f * kBuf * 8 > 40 * 1024) f /= 2;
-    return f;
-  }
-  static constexpr int kFrames = frames_per_block();
-  static constexpr int kThreads = kFrames * kThreadsPerFrame;
-};
-
 template <int N, int R1, int R2>
 __global__ void __launch_bounds__(RealFftShape<N, R1, R2>::kThreads)
     real_fft_power_kernel(const float* __restrict__ frames, int64_t rows,
@@ -233,7 +164,7 @@ __global__ void __launch_bounds__(RealFftShape<N, R1, R2>::kThreads)
     float2 v[R1];
 #pragma unroll
     for (int n1 = 0; n1 < R1; ++n1) v[n1] = live ? z[R2 * n1 + t] : make_float2(0.0f, 0.0f);
-    dft_in_registers<R1>(v, tw, N / R1);
+    dft_in_registers<R1>(v);
 #pragma unroll
     for (int k1 = 0; k1 < R1; ++k1) {
       const float2 w = __ldg(&tw[(2 * t * k1) & (N - 1)]);  // W_m^(n2 k1)
@@ -245,7 +176,7 @@ __global__ void __launch_bounds__(RealFftShape<N, R1, R2>::kThreads)
   if (t < R1) {  // step 3: thread k1 = t
 #pragma unroll
     for (int n2 = 0; n2 < R2; ++n2) u[n2] = b[n2 * S::kLd + t];
-    dft_in_registers<R2>(u, tw, N / R2);
+    dft_in_registers<R2>(u);
   }
   __syncthreads();
   if (t < R1) {
@@ -292,16 +223,7 @@ __global__ void apply_kernel(int op, float param, float* __restrict__ x,
                              int64_t n) {
   for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;
        i < n; i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
-    const float v = x[i];
-    float y;
-    switch (op) {
-      case kOpLogFloor: y = v > 0.0f ? logf(v) : param; break;
-      case kOpLogOffset: y = logf(v + param); break;
-      case kOpLogClamp: y = logf(fmaxf(v, param)); break;
-      case kOpPow: y = v >= 0.0f ? powf(v, param) : 0.0f; break;
-      default: y = sqrtf(fmaxf(v, 0.0f)); break;
-    }
-    x[i] = y;
+    x[i] = unary_op(op, param, x[i]);
   }
 }
 

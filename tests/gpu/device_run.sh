@@ -116,11 +116,15 @@ if want bench; then
   note "benchmark: gpuspeech-bench, then torchaudio, same machine"
   B=$BUILD/tools/gpuspeech-bench
   $B features --backend all --utts 512 --seconds 30 --reps 20 || status=1
+  echo "--- the same before the fused front end: frame_signal, FFT + power, GEMM, log (GPUSPEECH_CUDA_FUSED_BANDS=0)"
+  GPUSPEECH_CUDA_FUSED_BANDS=0 $B features --backend cuda --utts 512 --seconds 30 --reps 20 || status=1
   echo "--- the same with cuFFT + a separate power kernel (GPUSPEECH_CUDA_FFT=cufft)"
   GPUSPEECH_CUDA_FFT=cufft $B features --backend cuda --utts 512 --seconds 30 --reps 20 || status=1
   $B features --backend cuda --utts 512 --seconds 30 --reps 10 --warps 8 || status=1
   $B features --backend cuda --utts 512 --seconds 30 --reps 10 --flavour kaldi --kind fbank || status=1
   $B features --backend cuda --utts 512 --seconds 30 --reps 10 --flavour kaldi --kind plp || status=1
+  $B features --backend cuda --utts 512 --seconds 30 --reps 10 --flavour kaldi --kind mfcc || status=1
+  $B features --backend cuda --utts 512 --seconds 30 --reps 10 --flavour htk --kind mfcc || status=1
   PYTHONUNBUFFERED=1 python3 tests/bench/torchaudio_mfcc.py --utts 512 --seconds 30 --reps 20 || status=1
   echo "--- gpuspeech again after torchaudio (run-to-run spread)"
   $B features --backend cuda --utts 512 --seconds 30 --reps 20 || status=1

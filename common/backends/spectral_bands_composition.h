@@ -1,0 +1,36 @@
+// Backend::spectral_bands as the composition of the backend's own
+// operations (frame_signal, power_spectrum, gemm_nt, apply), for backends
+// without a fused kernel (OpenCL) and for the CUDA backend's sizes that its
+// fused kernel does not cover. The frames and spectra go through device
+// memory, in scratch buffers the backend keeps between calls.
+#pragma once
+
+#include <cstdint>
+
+#include "common/backend.h"
+
+namespace gpuspeech {
+
+// Device scratch for the composition, grown on demand, owned by the
+// backend that runs it.
+struct SpectralBandsScratch {
+  BufferPtr frames;    // rows x fft_size
+  BufferPtr spectrum;  // rows x (fft_size / 2 + 1)
+};
+
+// Checks the arguments of spectral_bands that every backend checks the same
+// way (sizes of window, filterbank, ranges, bands, energy; the framing
+// geometry is checked by frame_signal or the backend's own kernel).
+// Throws BackendError naming `backend_name`.
+void check_spectral_bands_args(const char* backend_name, const FramingSpec& spec,
+                               const DeviceBuffer& window, const BandsSpec& b,
+                               const DeviceBuffer& filterbank, const DeviceBuffer& ranges,
+                               const DeviceBuffer& bands, const DeviceBuffer* energy);
+
+void spectral_bands_by_composition(Backend& backend, SpectralBandsScratch& scratch,
+                                   const DeviceBuffer& signal, const FramingSpec& spec,
+                                   const DeviceBuffer& window, const BandsSpec& b,
+                                   const DeviceBuffer& filterbank, DeviceBuffer& bands,
+                                   DeviceBuffer* energy);
+
+}  // namespace gpuspeech

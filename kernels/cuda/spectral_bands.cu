@@ -1,0 +1,279 @@
+// The fused spectral front end (spectral_bands.cuh). The FFT is the one of
+// real_fft_device.cuh, as in the fused real FFT + |X|^2 kernel of
+// feature_kernels.cu; what differs is where its input comes from and where
+// its output goes. The framing follows frame_signal_kernel step by step
+// (and so the CPU reference, cpu_backend.cpp): the same staging with one
+// sample of history, the same double-precision sums for the means and the
+// energy, the same pre-emphasis and window.
+#include "kernels/cuda/spectral_bands.cuh"
+
+#include "kernels/cuda/real_fft_device.cuh"
+#include "kernels/cuda/unary_ops_device.cuh"
+
+namespace gpuspeech {
+namespace cuda {
+namespace {
+
+using fft_detail::cmul;
+using fft_detail::dft_in_registers;
+using fft_detail::RealFftShape;
+
+// Sum over the T lanes of one frame (T = 16 or 32 consecutive lanes of a
+// warp); every lane of the group gets the total. All 32 lanes of the warp
+// must call it (full mask): the kernel keeps whole warps converged here.
+template <int T>
+__device__ __forceinline__ double group_sum(double v) {
+#pragma unroll
+  for (int off = T / 2; off > 0; off >>= 1) v += __shfl_xor_sync(0xffffffffu, v, off);
+  return v;
+}
+
+// Blocks per SM the register budget must allow: at 512 points the shared
+// memory (35 KB a block) allows 6, and 56 registers a thread only 4.
+template <int N>
+constexpr int min_blocks_per_sm() {
+  return N == 512 ? 5 : 1;
+}
+
+template <int N, int R1, int R2, bool kPerFrame>
+__global__ void __launch_bounds__(RealFftShape<N, R1, R2>::kThreads, min_blocks_per_sm<N>())
+    spectral_bands_kernel(const float* __restrict__ signal, SpectralBandsParams sp, int64_t rows,
+                          const float* __restrict__ window, const float2* __restrict__ tw,
+                          const float* __restrict__ fb, const float* __restrict__ ranges,
+                          float* __restrict__ bands, float* __restrict__ energy) {
+  using S = RealFftShape<N, R1, R2>;
+  constexpr int M = S::kM;
+  constexpr int T = S::kThreadsPerFrame;
+  static_assert(T == 16 || T == 32, "a frame's threads must be a power-of-two part of a warp");
+  // One buffer per frame, used three times: the staged samples, the FFT's
+  // transposition, the power spectrum. It holds 2 * kBuf >= N + 2 floats.
+  __shared__ float2 buf[S::kFrames][S::kBuf];
+  constexpr int kBlockFloats = 2 * S::kBuf * S::kFrames;
+
+  const FrameParams& p = sp.frame;
+  const int f = threadIdx.x / T;
+  const int t = threadIdx.x - f * T;
+  const int64_t row0 = static_cast<int64_t>(blockIdx.x) * S::kFrames;
+  const int64_t row = row0 + f;
+  const bool live = row < rows;
+  float2* b = buf[f];
+  float* s = reinterpret_cast<float*>(b);
+  float* block_floats = reinterpret_cast<float*>(&buf[0][0]);
+  const int len = p.frame_length;
+
+  int64_t start = 0;
+  if (live) {
+    const int64_t u = row / p.frames_per_utt;
+    start = p.first_frame_offset + (row - u * p.frames_per_utt) * p.frame_shift;
+  }
+  // Staging. xs[i] = x(start + i) for i < len and xs[-1] = x(start - 1),
+  // with the zero rule of FramingSpec outside [0, valid_length).
+  // Usually the block's frames are consecutive frames of one utterance:
+  // their samples are one span (16 frames of 410 with a hop of 160: 2.8 k
+  // samples instead of 6.6 k), staged once by all the block's threads with
+  // every load in flight at once; the frames then overlap in shared memory.
+  // Otherwise (a block across an utterance boundary, or a span too long for
+  // the buffers) each frame stages its own samples into its own buffer.
+  const int64_t last = (rows < row0 + S::kFrames ? rows : row0 + S::kFrames) - 1;
+  const int64_t u0 = row0 / p.frames_per_utt;
+  const int64_t span_floats = (last - row0) * p.frame_shift + len + 1;
+  const bool one_span = last / p.frames_per_utt == u0 && span_floats <= kBlockFloats;
+  const float* xs;
+  if (one_span) {  // block-uniform
+    const int64_t span_start =
+        p.first_frame_offset + (row0 - u0 * p.frames_per_utt) * p.frame_shift - 1;
+    const float* seg = signal + u0 * p.utt_stride + span_start;
+    const int64_t lo = -span_start, hi = p.valid_length - span_start;
+    const int n = static_cast<int>(span_floats);
+#pragma unroll 4
+    for (int i = threadIdx.x; i < n; i += S::kThreads)
+      block_floats[i] = (i >= lo && i < hi) ? __ldg(seg + i) : 0.0f;
+    // A dead frame reads (and never writes) the span's first samples.
+    xs = block_floats + 1 + (live ? f * p.frame_shift : 0);
+  } else {
+    if (live) {
+      const float* seg = signal + (row / p.frames_per_utt) * p.utt_stride;
+      for (int i = t; i <= len; i += T) {
+        const int64_t pos = start - 1 + i;
+        s[1 + i] = (pos >= 0 && pos < p.valid_length) ? __ldg(seg + pos) : 0.0f;
+      }
+    }
+    xs = s + 2;
+  }
+  __syncthreads();
+
+  // The frame's sums, as frame_signal_kernel: the mean of x (remove_dc),
+  // the energy of x minus that mean, and for continuous pre-emphasis the
+  // mean of y. Dead frames (past the last row) sum garbage, never written.
+  float mean = 0.0f;
+  if (p.remove_dc) {
+    double acc = 0.0;
+    for (int i = t; i < len; i += T) acc += xs[i];
+    mean = static_cast<float>(group_sum<T>(acc) / len);
+  }
+  if (energy != nullptr) {
+    double acc = 0.0;
+    for (int i = t; i < len; i += T) {
+      const float v = xs[i] - mean;
+      acc += static_cast<double>(v) * v;
+    }
+    acc = group_sum<T>(acc);
+    if (live && t == 0) energy[row] = static_cast<float>(acc);
+  }
+  const float a = p.preemphasis;
+  // Continuous pre-emphasis: y[i] = x(p) - a x(p - 1) while p = start + i
+  // is inside the signal (i < lim), 0 after it (Sphinx pads after
+  // pre-emphasis).
+  const int64_t room = p.valid_length - start;
+  const int lim = room < 0 ? 0 : (room > len ? len : static_cast<int>(room));
+  auto continuous = [&](int i) -> float { return i < lim ? xs[i] - a * xs[i - 1] : 0.0f; };
+  float ymean = 0.0f;
+  if (!kPerFrame && p.remove_dc) {
+    double acc = 0.0;
+    for (int i = t; i < len; i += T) acc += continuous(i);
+    ymean = static_cast<float>(group_sum<T>(acc) / len);
+  }
+  // Sample i of the windowed frame (0 from frame_length to the FFT size).
+  auto value = [&](int i) -> float {
+    if (i >= len) return 0.0f;
+    float v;
+    if constexpr (kPerFrame) {
+      const float cur = xs[i] - mean;
+      const float prev = (i > 0 ? xs[i - 1] : xs[0]) - mean;
+      v = cur - a * prev;
+    } else {
+      v = continuous(i) - ymean;
+    }
+    return v * __ldg(window + i);
+  };
+
+  // FFT step 1 input: thread n2 = t takes z[j] = (x[2j], x[2j+1]) for
+  // j = R2 n1 + t, straight from the staged samples.
+  float2 v[R1];
+  if (t < R2) {
+#pragma unroll
+    for (int n1 = 0; n1 < R1; ++n1) {
+      const int j = R2 * n1 + t;
+      v[n1] = make_float2(value(2 * j), value(2 * j + 1));
+    }
+  }
+  __syncthreads();  // the staged samples are read; the buffer is reused below
+
+  if (t < R2) {  // steps 1 and 2
+    dft_in_registers<R1>(v);
+#pragma unroll
+    for (int k1 = 0; k1 < R1; ++k1) {
+      const float2 w = __ldg(&tw[(2 * t * k1) & (N - 1)]);  // W_m^(n2 k1)
+      b[t * S::kLd + k1] = k1 == 0 ? v[k1] : cmul(w, v[k1]);
+    }
+  }
+  __syncthreads();
+  float2 u[R2];
+  if (t < R1) {  // step 3: thread k1 = t
+#pragma unroll
+    for (int n2 = 0; n2 < R2; ++n2) u[n2] = b[n2 * S::kLd + t];
+    dft_in_registers<R2>(u);
+  }
+  __syncthreads();
+  if (t < R1) {
+#pragma unroll
+    for (int k2 = 0; k2 < R2; ++k2) b[t + R1 * k2] = u[k2];
+  }
+  __syncthreads();
+
+  // The real split and |X|^2 of bins k = t, t + T, ..., kept in registers
+  // until every thread has read Z, then written over it as floats.
+  constexpr int kPerThread = M / T + 1;
+  float pw[kPerThread];
+#pragma unroll
+  for (int q = 0; q < kPerThread; ++q) {
+    const int k = t + T * q;
+    if (k <= M) {
+      const float2 zk = b[k & (M - 1)];
+      const float2 zm = b[(M - k) & (M - 1)];
+      const float ex = 0.5f * (zk.x + zm.x), ey = 0.5f * (zk.y - zm.y);
+      const float ox = 0.5f * (zk.y + zm.y), oy = -0.5f * (zk.x - zm.x);
+      const float2 w = __ldg(&tw[k]);  // k <= m < n
+      const float xr = ex + (w.x * ox - w.y * oy);
+      const float xi = ey + (w.x * oy + w.y * ox);
+      const float pk = xr * xr + xi * xi;
+      pw[q] = sp.magnitude ? sqrtf(pk) : pk;
+    }
+  }
+  __syncthreads();
+#pragma unroll
+  for (int q = 0; q < kPerThread; ++q) {
+    const int k = t + T * q;
+    if (k <= M) s[k] = pw[q];
+  }
+  __syncthreads();
+  if (!live) return;  // no barrier below
+
+  // The filterbank over each band's support, from the spectrum in shared
+  // memory; then the log (or pow).
+  constexpr int kBins = M + 1;
+  float* out = bands + row * sp.num_bands;
+  for (int j = t; j < sp.num_bands; j += T) {
+    int first = static_cast<int>(__ldg(ranges + 2 * j));
+    int count = static_cast<int>(__ldg(ranges + 2 * j + 1));
+    first = first < 0 ? 0 : (first > kBins ? kBins : first);
+    count = count < 0 ? 0 : (count > kBins - first ? kBins - first : count);
+    const float* w = fb + static_cast<int64_t>(j) * kBins + first;
+    const float* x = s + first;
+    float acc = 0.0f;
+    for (int k = 0; k < count; ++k) acc += x[k] * __ldg(w + k);
+    out[j] = sp.apply_op ? unary_op(sp.op, sp.op_param, acc) : acc;
+  }
+}
+
+// The pre-emphasis mode is a template argument: it decides the inner loop
+// of the windowing, which then has no branch on it.
+template <int N, int R1, int R2>
+cudaError_t launch_sized(const float* signal, const SpectralBandsParams& p, int64_t rows,
+                         const float* window, const float2* tw, const float* fb,
+                         const float* ranges, float* bands, float* energy, cudaStream_t stream) {
+  using S = RealFftShape<N, R1, R2>;
+  const unsigned int blocks = static_cast<unsigned int>((rows + S::kFrames - 1) / S::kFrames);
+  if (p.frame.preemphasis_per_frame)
+    spectral_bands_kernel<N, R1, R2, true><<<blocks, S::kThreads, 0, stream>>>(
+        signal, p, rows, window, tw, fb, ranges, bands, energy);
+  else
+    spectral_bands_kernel<N, R1, R2, false><<<blocks, S::kThreads, 0, stream>>>(
+        signal, p, rows, window, tw, fb, ranges, bands, energy);
+  return cudaGetLastError();
+}
+
+}  // namespace
+
+bool has_spectral_bands(int fft_size) {
+  return fft_size == 256 || fft_size == 512 || fft_size == 1024 || fft_size == 2048;
+}
+
+cudaError_t launch_spectral_bands(const float* signal, const SpectralBandsParams& p,
+                                  const float* window, const float* twiddles,
+                                  const float* filterbank, const float* ranges, float* bands,
+                                  float* energy, cudaStream_t stream) {
+  const int64_t rows = p.frame.num_utts * p.frame.frames_per_utt;
+  if (rows == 0) return cudaSuccess;
+  if (p.frame.frame_length > p.frame.fft_size) return cudaErrorInvalidValue;
+  const float2* tw = reinterpret_cast<const float2*>(twiddles);
+  switch (p.frame.fft_size) {
+    case 256:
+      return launch_sized<256, 16, 8>(signal, p, rows, window, tw, filterbank, ranges, bands,
+                                      energy, stream);
+    case 512:
+      return launch_sized<512, 16, 16>(signal, p, rows, window, tw, filterbank, ranges, bands,
+                                       energy, stream);
+    case 1024:
+      return launch_sized<1024, 32, 16>(signal, p, rows, window, tw, filterbank, ranges, bands,
+                                        energy, stream);
+    case 2048:
+      return launch_sized<2048, 32, 32>(signal, p, rows, window, tw, filterbank, ranges, bands,
+                                        energy, stream);
+    default:
+      return cudaErrorInvalidValue;
+  }
+}
+
+}  // namespace cuda
+}  // namespace gpuspeech
