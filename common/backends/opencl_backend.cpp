@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cmath>
 #include <cstdlib>
 #include <map>
 #include <mutex>
@@ -245,6 +246,24 @@ cl_int unary_code(UnaryOp op) {
 
 size_t round_up(size_t x, size_t to) { return (x + to - 1) / to * to; }
 
+// GPUSPEECH_OPENCL_FUSED_BANDS=0 runs spectral_bands as the composition of
+// frame_signal, power_spectrum (clFFT), the filterbank GEMM and apply (the
+// path before the fused kernel), to compare the two in one benchmark command.
+bool opencl_fused_bands_from_env() {
+  const char* v = std::getenv("GPUSPEECH_OPENCL_FUSED_BANDS");
+  return !(v != nullptr && std::string(v) == "0");
+}
+
+// FFT sizes of the fused kernel (kernels/opencl/spectral_bands.cl): any power
+// of two in this range whose local memory the device has (fused_bands_fits).
+constexpr int kFusedBandsMinFft = 64;
+constexpr int kFusedBandsMaxFft = 4096;
+// Above this many bands the composition runs: the fused kernel's filterbank
+// loop gives each work-item whole bands, and with many bands (VTLN warps)
+// the CUDA kernel of the same design measured slower than the composition's
+// GEMM (docs/benchmarks.md, "Fused front end").
+constexpr int kFusedBandsMaxBands = 80;
+
 class OpenclBackend : public Backend {
  public:
   explicit OpenclBackend(const DeviceEntry& entry)
@@ -257,6 +276,7 @@ class OpenclBackend : public Backend {
     gemm_tile_ = max_wg >= 256 ? 16 : (max_wg >= 64 ? 8 : 4);
     frame_wg_ = 1;
     while (frame_wg_ * 2 <= std::min<size_t>(max_wg, 128)) frame_wg_ *= 2;
+    local_mem_ = device_value<cl_ulong>(device_, CL_DEVICE_LOCAL_MEM_SIZE);
 
     cl_int err = CL_SUCCESS;
     context_ = clCreateContext(nullptr, 1, &device_, nullptr, nullptr, &err);
@@ -274,8 +294,9 @@ class OpenclBackend : public Backend {
     if (!g_clfft_torn_down)
       for (auto& kv : plans_) clfftDestroyPlan(&kv.second);
     if (fft_bins_) clReleaseMemObject(fft_bins_);
-    for (cl_kernel k : {k_frame_, k_power_, k_gemm_, k_apply_, k_logcol_, k_outer_, k_splice_,
-                        k_lpc_, k_senone_, k_senone_top_n_})
+    for (auto& kv : twiddles_) clReleaseMemObject(kv.second);
+    for (cl_kernel k : {k_frame_, k_power_, k_bands_, k_gemm_, k_apply_, k_logcol_, k_outer_,
+                        k_splice_, k_lpc_, k_senone_, k_senone_top_n_})
       if (k) clReleaseKernel(k);
     if (program_) clReleaseProgram(program_);
     clReleaseCommandQueue(queue_);
@@ -406,18 +427,64 @@ class OpenclBackend : public Backend {
     }
   }
 
-  // No fused kernel here yet: the composition of this backend's own
+  // The fused kernel (kernels/opencl/spectral_bands.cl) for the FFT sizes
+  // it covers and up to kFusedBandsMaxBands bands; otherwise, or with
+  // GPUSPEECH_OPENCL_FUSED_BANDS=0, the composition of this backend's own
   // operations, frames and spectra through device memory in scratch kept
   // between calls (guarded on its own: the operations lock mu_ themselves).
   void spectral_bands(const DeviceBuffer& signal, const FramingSpec& spec,
                       const DeviceBuffer& window, const BandsSpec& b,
                       const DeviceBuffer& filterbank, const DeviceBuffer& ranges,
                       DeviceBuffer& bands, DeviceBuffer* energy) override {
-    own(ranges, "spectral_bands ranges");
+    const ClBuffer& rng = own(ranges, "spectral_bands ranges");
     check_spectral_bands_args("opencl", spec, window, b, filterbank, ranges, bands, energy);
-    std::lock_guard<std::mutex> lock(compose_mu_);
-    spectral_bands_by_composition(*this, bands_scratch_, signal, spec, window, b, filterbank,
-                                  bands, energy);
+    if (!fused_bands_taken(spec.fft_size, b.num_bands)) {
+      std::lock_guard<std::mutex> lock(compose_mu_);
+      spectral_bands_by_composition(*this, bands_scratch_, signal, spec, window, b, filterbank,
+                                    bands, energy);
+      return;
+    }
+    std::lock_guard<std::mutex> lock(mu_);
+    const ClBuffer& sig = own(signal, "spectral_bands signal");
+    const ClBuffer& win = own(window, "spectral_bands window");
+    const ClBuffer& fb = own(filterbank, "spectral_bands filterbank");
+    const ClBuffer& out = own(bands, "spectral_bands bands");
+    const ClBuffer* en = energy ? &own(*energy, "spectral_bands energy") : nullptr;
+    if (spec.num_utts > 0 && spec.valid_length > 0)
+      require_size(sig, static_cast<size_t>((spec.num_utts - 1) * spec.utt_stride +
+                                            spec.valid_length),
+                   "spectral_bands signal");
+    const int64_t rows = spec.rows();
+    if (rows == 0) return;
+    ensure_program();
+    cl_mem tw = twiddles(spec.fft_size);
+    int log2_m = 0;
+    while ((1 << (log2_m + 1)) <= spec.fft_size / 2) ++log2_m;
+    cl_mem energy_mem = en ? en->mem() : out.mem();  // unused when !en
+    set_args(k_bands_, "spectral_bands", sig.mem(), cl_long(spec.utt_stride),
+             cl_long(spec.valid_length), cl_long(spec.frames_per_utt),
+             cl_long(spec.first_frame_offset), cl_int(spec.frame_shift),
+             cl_int(spec.frame_length), cl_int(spec.fft_size), cl_int(log2_m),
+             cl_float(spec.preemphasis), cl_int(spec.preemphasis_per_frame ? 1 : 0),
+             cl_int(spec.remove_dc ? 1 : 0), win.mem(), tw, cl_int(b.magnitude ? 1 : 0),
+             cl_int(b.num_bands), fb.mem(), rng.mem(), cl_int(b.apply_op ? 1 : 0),
+             cl_int(unary_code(b.op)), cl_float(b.op_param), out.mem(), energy_mem,
+             cl_int(en ? 1 : 0));
+    // The two dynamic local buffers: the staged samples (later the power
+    // spectrum) and the complex FFT.
+    set_local(k_bands_, "spectral_bands", 24, (static_cast<size_t>(spec.fft_size) + 1) *
+                                                  sizeof(cl_float));
+    set_local(k_bands_, "spectral_bands", 25,
+              static_cast<size_t>(spec.fft_size / 2) * sizeof(cl_float2));
+    const size_t global = static_cast<size_t>(rows) * frame_wg_;
+    launch(k_bands_, "spectral_bands", 1, &global, &frame_wg_);
+  }
+
+  // Whether spectral_bands takes the fused kernel for this shape.
+  bool fused_bands_taken(int fft_size, int num_bands) const {
+    return use_fused_bands_ && fft_size >= kFusedBandsMinFft &&
+           fft_size <= kFusedBandsMaxFft && num_bands <= kFusedBandsMaxBands &&
+           fused_bands_fits(fft_size);
   }
 
   void gemm_nt(const DeviceBuffer& a, int64_t rows, int k, const DeviceBuffer& b,
@@ -614,6 +681,37 @@ class OpenclBackend : public Backend {
                          " floats");
   }
 
+  // The fused kernel's local memory for an FFT of n points: the staged
+  // samples (n + 1 floats), the complex FFT (n / 2 float2) and the
+  // reduction scratch (FRAME_WG acc_t).
+  bool fused_bands_fits(int n) const {
+    const size_t need = (static_cast<size_t>(n) + 1) * sizeof(cl_float) +
+                        static_cast<size_t>(n / 2) * sizeof(cl_float2) +
+                        frame_wg_ * (has_fp64_ ? sizeof(cl_double) : sizeof(cl_float));
+    return need <= local_mem_;
+  }
+
+  // tw[k] = exp(-2 pi i k / n) for k = 0..n/2, computed in double and kept
+  // per FFT size for the backend's life (a few KB each).
+  cl_mem twiddles(int n) {
+    auto it = twiddles_.find(n);
+    if (it != twiddles_.end()) return it->second;
+    const int m = n / 2;
+    std::vector<cl_float> host(2 * static_cast<size_t>(m + 1));
+    const double pi = 3.14159265358979323846;
+    for (int k = 0; k <= m; ++k) {
+      const double angle = -2.0 * pi * k / n;
+      host[2 * k] = static_cast<cl_float>(std::cos(angle));
+      host[2 * k + 1] = static_cast<cl_float>(std::sin(angle));
+    }
+    cl_int err = CL_SUCCESS;
+    cl_mem mem = clCreateBuffer(context_, CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR,
+                                host.size() * sizeof(cl_float), host.data(), &err);
+    check_cl(err, "clCreateBuffer(twiddles, " + std::to_string(n) + " points)");
+    twiddles_.emplace(n, mem);
+    return mem;
+  }
+
   // Builds the program from the embedded sources (once per backend).
   void ensure_program() {
     if (program_) return;
@@ -644,6 +742,7 @@ class OpenclBackend : public Backend {
     program_ = program;
     k_frame_ = make_kernel("frame_signal");
     k_power_ = make_kernel("hermitian_to_power");
+    k_bands_ = make_kernel("spectral_bands");
     k_gemm_ = make_kernel("gemm_nt");
     k_apply_ = make_kernel("apply_unary");
     k_logcol_ = make_kernel("log_into_column");
@@ -720,6 +819,12 @@ class OpenclBackend : public Backend {
     (set_arg(k, name, index++, args), ...);
   }
 
+  // A __local argument of `bytes` bytes.
+  void set_local(cl_kernel k, const char* name, cl_uint index, size_t bytes) {
+    check_cl(clSetKernelArg(k, index, bytes, nullptr),
+             std::string("clSetKernelArg(") + name + ", " + std::to_string(index) + ", local)");
+  }
+
   template <typename T>
   void set_arg(cl_kernel k, const char* name, cl_uint index, const T& value) {
     check_cl(clSetKernelArg(k, index, sizeof(T), &value),
@@ -755,9 +860,12 @@ class OpenclBackend : public Backend {
   bool has_fp64_ = false;
   size_t gemm_tile_ = 16;
   size_t frame_wg_ = 128;
+  cl_ulong local_mem_ = 0;
+  const bool use_fused_bands_ = opencl_fused_bands_from_env();
+  std::map<int, cl_mem> twiddles_;  // per FFT size, see twiddles()
 
   cl_program program_ = nullptr;
-  cl_kernel k_frame_ = nullptr, k_power_ = nullptr, k_gemm_ = nullptr,
+  cl_kernel k_frame_ = nullptr, k_power_ = nullptr, k_bands_ = nullptr, k_gemm_ = nullptr,
             k_apply_ = nullptr, k_logcol_ = nullptr, k_outer_ = nullptr, k_splice_ = nullptr,
             k_lpc_ = nullptr, k_senone_ = nullptr, k_senone_top_n_ = nullptr;
 
