@@ -118,6 +118,8 @@ if want bench; then
   $B features --backend all --utts 512 --seconds 30 --reps 20 || status=1
   echo "--- the same before the fused front end: frame_signal, FFT + power, GEMM, log (GPUSPEECH_CUDA_FUSED_BANDS=0)"
   GPUSPEECH_CUDA_FUSED_BANDS=0 $B features --backend cuda --utts 512 --seconds 30 --reps 20 || status=1
+  echo "--- OpenCL composed (GPUSPEECH_OPENCL_FUSED_BANDS=0), against its fused kernel in --backend all above"
+  GPUSPEECH_OPENCL_FUSED_BANDS=0 $B features --backend opencl --utts 512 --seconds 30 --reps 20 || status=1
   echo "--- the same with cuFFT + a separate power kernel (GPUSPEECH_CUDA_FFT=cufft)"
   GPUSPEECH_CUDA_FFT=cufft $B features --backend cuda --utts 512 --seconds 30 --reps 20 || status=1
   $B features --backend cuda --utts 512 --seconds 30 --reps 10 --warps 8 || status=1
