@@ -254,10 +254,12 @@ bool opencl_fused_bands_from_env() {
   return !(v != nullptr && std::string(v) == "0");
 }
 
-// FFT sizes of the fused kernel (kernels/opencl/spectral_bands.cl): any power
-// of two in this range whose local memory the device has (fused_bands_fits).
-constexpr int kFusedBandsMinFft = 64;
-constexpr int kFusedBandsMaxFft = 4096;
+// FFT sizes of the fused kernel (kernels/opencl/spectral_bands.cl): the
+// powers of two the tests run it at (DeviceVsCpu.SpectralBands: 128..2048),
+// where the device has the local memory (fused_bands_fits). Other sizes,
+// including the non-powers of two clFFT takes, go to the composition.
+constexpr int kFusedBandsMinFft = 128;
+constexpr int kFusedBandsMaxFft = 2048;
 // Above this many bands the composition runs: the fused kernel's filterbank
 // loop gives each work-item whole bands, and with many bands (VTLN warps)
 // the CUDA kernel of the same design measured slower than the composition's
@@ -482,7 +484,8 @@ class OpenclBackend : public Backend {
 
   // Whether spectral_bands takes the fused kernel for this shape.
   bool fused_bands_taken(int fft_size, int num_bands) const {
-    return use_fused_bands_ && fft_size >= kFusedBandsMinFft &&
+    const bool power_of_two = fft_size > 0 && (fft_size & (fft_size - 1)) == 0;
+    return use_fused_bands_ && power_of_two && fft_size >= kFusedBandsMinFft &&
            fft_size <= kFusedBandsMaxFft && num_bands <= kFusedBandsMaxBands &&
            fused_bands_fits(fft_size);
   }
