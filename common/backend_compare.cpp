@@ -34,6 +34,17 @@ const char* unary_name(UnaryOp op) {
   return "?";
 }
 
+// A framing's parameters, as the comparisons of the operations that frame
+// (frame_signal, spectral_bands) name them in their reports.
+void describe_framing(std::ostream& what, const FramingSpec& spec) {
+  what << "utts " << spec.num_utts << ", stride " << spec.utt_stride << ", valid "
+       << spec.valid_length << ", frames/utt " << spec.frames_per_utt << ", first "
+       << spec.first_frame_offset << ", shift " << spec.frame_shift << ", length "
+       << spec.frame_length << ", fft " << spec.fft_size << ", preemph " << spec.preemphasis
+       << (spec.preemphasis_per_frame ? " per frame" : " continuous")
+       << (spec.remove_dc ? ", remove_dc" : "");
+}
+
 }  // namespace
 
 std::string Comparison::report() const {
@@ -184,14 +195,9 @@ Comparison BackendComparison::framing(const FramingSpec& spec, bool with_energy,
       uniform(static_cast<size_t>(rows * spec.fft_size), -1.f, 1.f);
   const std::vector<float> energy_init = uniform(static_cast<size_t>(rows), -1.f, 1.f);
   std::ostringstream what;
-  what << (compare_energy ? "frame_signal energy" : "frame_signal") << "(utts "
-       << spec.num_utts << ", stride " << spec.utt_stride << ", valid " << spec.valid_length
-       << ", frames/utt " << spec.frames_per_utt << ", first " << spec.first_frame_offset
-       << ", shift " << spec.frame_shift << ", length " << spec.frame_length << ", fft "
-       << spec.fft_size << ", preemph " << spec.preemphasis
-       << (spec.preemphasis_per_frame ? " per frame" : " continuous")
-       << (spec.remove_dc ? ", remove_dc" : "")
-       << (with_energy && !compare_energy ? ", energy requested" : "") << ", DC " << dc << ")";
+  what << (compare_energy ? "frame_signal energy" : "frame_signal") << "(";
+  describe_framing(what, spec);
+  what << (with_energy && !compare_energy ? ", energy requested" : "") << ", DC " << dc << ")";
   // Frames and energies are compared separately: their scales differ by
   // orders of magnitude, and the tolerance floor follows the scale.
   return run(what.str(), tol, [&](Backend& b) {
@@ -254,13 +260,9 @@ Comparison BackendComparison::spectral_bands(const FramingSpec& spec, const Band
       uniform(static_cast<size_t>(rows) * b.num_bands, -1.f, 1.f);
   const std::vector<float> energy_init = uniform(static_cast<size_t>(rows), -1.f, 1.f);
   std::ostringstream what;
-  what << (compare_energy ? "spectral_bands energy" : "spectral_bands") << "(utts "
-       << spec.num_utts << ", stride " << spec.utt_stride << ", valid " << spec.valid_length
-       << ", frames/utt " << spec.frames_per_utt << ", first " << spec.first_frame_offset
-       << ", shift " << spec.frame_shift << ", length " << spec.frame_length << ", fft "
-       << spec.fft_size << ", preemph " << spec.preemphasis
-       << (spec.preemphasis_per_frame ? " per frame" : " continuous")
-       << (spec.remove_dc ? ", remove_dc" : "") << ", bands " << b.num_bands
+  what << (compare_energy ? "spectral_bands energy" : "spectral_bands") << "(";
+  describe_framing(what, spec);
+  what << ", bands " << b.num_bands
        << (b.magnitude ? ", magnitude" : ", power");
   if (b.apply_op) what << ", op " << static_cast<int>(b.op) << " (" << b.op_param << ")";
   what << ")";
