@@ -22,6 +22,10 @@
 #include "tests/test_backends.h"
 
 #ifdef GPUSPEECH_HAVE_CUDA
+#include <memory>
+#include <thread>
+
+#include "common/search/cuda_round_batcher.h"
 #include "common/search/cuda_searcher.h"
 #endif
 
@@ -108,10 +112,11 @@ SearchOptions random_trial_options(int trial) {
   return o;
 }
 
-TEST(TokenPassingCuda, IdenticalToCpuOnRandomGraphs) {
-  if (!cuda_usable()) GTEST_SKIP() << "no usable CUDA device";
-  std::mt19937 rng(99);
-  for (int trial = 0; trial < 12; ++trial) {
+// Random searches without rescoring, `trials` of them from `seed`, each
+// compared with the CPU's after every block of 15 frames.
+void plain_trials(uint32_t seed, int trials) {
+  std::mt19937 rng(seed);
+  for (int trial = 0; trial < trials; ++trial) {
     // Quantised costs and scores make ties common; heavy states exercise
     // the grid-wide expansion; tight beams and caps make pruning bite.
     const float quantum = trial % 2 == 0 ? 0.25f : 0.0f;
@@ -123,10 +128,15 @@ TEST(TokenPassingCuda, IdenticalToCpuOnRandomGraphs) {
     CudaSearcher gpu(g, o);
     cpu.reset();
     gpu.reset();
-    const std::string what = "trial " + std::to_string(trial);
+    const std::string what = "seed " + std::to_string(seed) + " trial " + std::to_string(trial);
     expect_same_search(cpu, gpu, sc, 15, what);
     expect_same_nbest(cpu, gpu, 4, what);
   }
+}
+
+TEST(TokenPassingCuda, IdenticalToCpuOnRandomGraphs) {
+  if (!cuda_usable()) GTEST_SKIP() << "no usable CUDA device";
+  plain_trials(99, 12);
 }
 
 // Word-end rescoring (token_passing.h): the device's word-end events go to
@@ -154,7 +164,8 @@ SearchStats rescoring_trials(uint32_t seed, int trials) {
     CudaSearcher gpu(g, o, 0, &rg);
     cpu.reset();
     gpu.reset();
-    const std::string what = "rescoring trial " + std::to_string(trial);
+    const std::string what =
+        "rescoring seed " + std::to_string(seed) + " trial " + std::to_string(trial);
     expect_same_search(cpu, gpu, sc, 15, what);
     EXPECT_GT(cpu.stats().word_end_events, 0) << what;
     EXPECT_EQ(rc.num_histories(), rg.num_histories()) << what;
@@ -394,6 +405,40 @@ TEST(TokenPassingCuda, LargeRandomGraphAgreesAndReportsSpeed) {
   EXPECT_EQ(canonical_live(cpu), canonical_live(gpu));
   expect_same_hypothesis(cpu.best(), gpu.best(), "large");
   EXPECT_EQ(cpu.stats().max_live_tokens, gpu.stats().max_live_tokens);
+}
+// The batched search (cuda_round_batcher.h): streams decoded at the same
+// time run their rounds as lanes of shared launches. Each of these
+// streams has its own graph, LM, options and scores, rescoring and plain
+// searches side by side so that rounds of every kind (start, emitting,
+// offers, continuations, pruning alone) share launches, and each must
+// give exactly what the CPU searcher gives it alone.
+TEST(TokenPassingCuda, LanesInSharedLaunchesAgreeWithCpu) {
+  if (!cuda_usable()) GTEST_SKIP() << "no usable CUDA device";
+  const char* was = std::getenv("GPUSPEECH_CUDA_BATCH");
+  const std::string saved = was != nullptr ? was : "";
+  ::setenv("GPUSPEECH_CUDA_BATCH", "1", 1);
+  const std::shared_ptr<CudaRoundBatcher> batcher = CudaRoundBatcher::for_device(0);
+  const CudaRoundBatcher::Stats before = batcher->stats();
+  constexpr int kStreams = 12;
+  std::vector<std::thread> threads;
+  for (int k = 0; k < kStreams; ++k)
+    threads.emplace_back([k] {
+      if (k % 3 == 0)
+        plain_trials(500 + k, 4);
+      else
+        rescoring_trials(700 + k, 3);
+    });
+  for (std::thread& t : threads) t.join();
+  if (was != nullptr)
+    ::setenv("GPUSPEECH_CUDA_BATCH", saved.c_str(), 1);
+  else
+    ::unsetenv("GPUSPEECH_CUDA_BATCH");
+  const CudaRoundBatcher::Stats after = batcher->stats();
+  std::printf("lanes: %llu rounds in %llu launches, at most %u in one\n",
+              static_cast<unsigned long long>(after.rounds - before.rounds),
+              static_cast<unsigned long long>(after.launches - before.launches), after.widest);
+  EXPECT_GT(after.widest, 1u);  // the streams did share launches
+  EXPECT_GT(after.rounds - before.rounds, after.launches - before.launches);
 }
 #else
 TEST(TokenPassingCuda, NotBuilt) {

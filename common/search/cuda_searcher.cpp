@@ -21,6 +21,7 @@
 #include "common/search/lm_rescorer.h"
 #include "common/search/search_arithmetic.h"
 #include "common/search/cuda_memory.h"
+#include "common/search/cuda_round_batcher.h"
 #include "common/search/cuda_search_graph.h"
 #include "kernels/cuda/token_passing.cuh"
 
@@ -120,6 +121,9 @@ struct CountersAndChain {
   cuda::TpCounters counters;
   cuda::TpChain chain;  // rescoring with chained frames
 };
+// tp_lanes_round writes the two back to back.
+static_assert(offsetof(CountersAndChain, chain) == sizeof(cuda::TpCounters),
+              "counters and chain are not back to back");
 
 }  // namespace
 
@@ -193,7 +197,14 @@ struct CudaSearcher::Impl {
   // per step and closure pass (no cooperative launch, or
   // GPUSPEECH_CUDA_CLOSURE=passes).
   int round_blocks = 0;
-  bool fused_rounds() const { return round_blocks > 0; }
+  // The batched search: this stream's rounds run as a lane of its
+  // device's batcher (one launch for the rounds of every stream on the
+  // device) instead of launches of its own. Its counters come back
+  // through lane_out. The lane kernel ends its closure when it settles,
+  // as the fused round kernel does.
+  std::shared_ptr<CudaRoundBatcher> batcher;
+  MappedArray<CountersAndChain> lane_out;
+  bool fused_rounds() const { return round_blocks > 0 || batcher != nullptr; }
 
   // The frame's parameters: written on the host, copied to the device by
   // the frame's first operation. Two: [1] is the next frame's when a round
@@ -462,6 +473,13 @@ CudaSearcher::CudaSearcher(const SearchGraph& graph, const SearchOptions& option
         cuda::tp_round_blocks(m.sm_count, /*max_per_sm=*/64, options_.histogram_bins);
     if (wanted > 0) m.round_blocks = std::min(wanted, resident);
   }
+  // GPUSPEECH_CUDA_BATCH=1: rounds as lanes of the device's batcher
+  // (cuda_round_batcher.h).
+  if (const char* batch_env = std::getenv("GPUSPEECH_CUDA_BATCH");
+      batch_env != nullptr && std::string(batch_env) == "1") {
+    m.batcher = CudaRoundBatcher::for_device(device_id);
+    m.lane_out.resize(1);
+  }
   if (m.fused_rounds())
     m.passes_per_batch = std::min(kFusedClosurePasses, options_.max_epsilon_passes);
   if (const char* chain_env = std::getenv("GPUSPEECH_CUDA_CHAIN"))
@@ -577,6 +595,10 @@ void CudaSearcher::enqueue_frame(bool start) {
 
 void CudaSearcher::launch_frame(bool start) {
   Impl& m = *impl_;
+  if (m.batcher) {  // pruning gated as in a rescoring round (run_frame clears a rerun's entries)
+    run_lane_round(start ? RoundHead::kStart : RoundHead::kEmit, m.passes_per_batch, true, false, 0);
+    return;
+  }
   m.tables_fresh = false;
   if (start) {  // once per utterance: no graph
     enqueue_frame(true);
@@ -625,6 +647,13 @@ void CudaSearcher::run_frame(const float* device_row, int32_t boundary, const fl
     launch_frame(start);
     m.sync();
     hc = m.host_counters.get()->counters;
+    // A lane's pruning is gated: an attempt that runs again left its
+    // entries in the table (new tables have none).
+    const bool rerun = hc.overflow != 0 || hc.records > m.staging_half() || hc.last_changed != 0;
+    if (rerun && m.batcher && hc.overflow == 0) {
+      check(cuda::tp_clear_touched(m.state(), m.blocks, m.stream), "tp_clear_touched");
+      m.sync();
+    }
     if (hc.overflow != 0) {  // the state table overflowed: rerun with twice the room
       m.grow_tables();
       ++stats_.frames_rerun;
@@ -753,8 +782,48 @@ void CudaSearcher::enqueue_round(RoundHead head, int passes, bool prune, int cha
         "cudaMemcpyAsync (counters)");
 }
 
+void CudaSearcher::run_lane_round(RoundHead head, int passes, bool prune, bool collect,
+                                  int chain_passes) {
+  Impl& m = *impl_;
+  m.tables_fresh = false;
+  m.sync();  // what the round reads from this stream: scores, cleared tables
+  const bool chain = chain_passes > 0;
+  cuda::TpLaneRound r{};
+  r.graph = m.graph();
+  r.graph.num_states = graph_.num_states();
+  r.state = m.state();
+  r.frame = m.frame.get();
+  if (head != RoundHead::kPrune) {
+    r.num_frames = chain ? 2 : 1;
+    r.frames[0] = m.host_frame.get()[0];
+    if (chain) r.frames[1] = m.host_frame.get()[1];
+  }
+  r.begin_frame = head == RoundHead::kStart || head == RoundHead::kEmit;
+  r.start = head == RoundHead::kStart;
+  r.run_round = 1;
+  cuda::TpRoundParams& p = r.params;
+  p.head = head == RoundHead::kEmit    ? cuda::kRoundHeadEmit
+           : head == RoundHead::kOffer ? cuda::kRoundHeadOffers
+                                       : cuda::kRoundHeadNone;
+  p.max_passes = head == RoundHead::kPrune ? 0 : passes;
+  p.heavy = m.has_heavy;
+  p.collect = collect && head != RoundHead::kPrune;
+  p.prune = prune;
+  p.chain_passes = chain_passes;
+  p.next = chain ? m.frame.get() + 1 : nullptr;
+  r.bins = static_cast<uint32_t>(options_.histogram_bins);
+  r.out = m.lane_out.device();
+  m.batcher->run(r);
+  std::memcpy(static_cast<void*>(m.host_counters.get()), m.lane_out.host(),
+              sizeof(CountersAndChain));
+}
+
 void CudaSearcher::launch_round(RoundHead head, int passes, bool prune, int chain_passes) {
   Impl& m = *impl_;
+  if (m.batcher) {
+    run_lane_round(head, passes, prune, true, chain_passes);
+    return;
+  }
   m.tables_fresh = false;
   if (head == RoundHead::kStart) {  // once per utterance: no graph
     enqueue_round(head, passes, prune, chain_passes);

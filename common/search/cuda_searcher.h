@@ -97,6 +97,10 @@ class CudaSearcher : public Searcher {
   // enqueue_round through a captured graph cached per (head, passes,
   // prune, chain_passes); the start round is queued directly.
   void launch_round(RoundHead head, int passes, bool prune, int chain_passes);
+  // The same round as a lane of the device's batcher (batched search):
+  // queued with the other streams' rounds, returns when it has run, its
+  // counters in host_counters. `collect`: the word-end events.
+  void run_lane_round(RoundHead head, int passes, bool prune, bool collect, int chain_passes);
   // The live tokens as the device holds them (virtual states).
   std::vector<SearchToken> fetch_device_live();
   // Queues one frame's operations (the start token's closure if `start`).

@@ -36,7 +36,32 @@ constexpr int kThreads = 256;
 // (self-loop, next state, a few cross-word ones), so a whole warp per token
 // would leave most lanes idle.
 constexpr int kGroup = 8;
-constexpr int kGroupsPerBlock = kThreads / kGroup;
+// Groups per block: blockDim.x / kGroup (the lanes kernel's blocks may be
+// larger than kThreads).
+__device__ __forceinline__ uint32_t groups_per_block() { return blockDim.x / kGroup; }
+
+// The blocks that share one stream's work in a phase, and this block's
+// rank among them. Separate kernels and the cooperative round kernel use
+// the whole grid; the lanes kernel (tp_lanes_round) gives each lane, that
+// is each stream, one block, so that many streams' rounds run in one
+// launch without waiting for each other at grid-wide barriers.
+struct Team {
+  uint32_t rank;
+  uint32_t size;
+};
+
+__device__ __forceinline__ Team grid_team() { return Team{blockIdx.x, gridDim.x}; }
+
+// The barrier between a round's phases: grid-wide for the cooperative
+// round kernel, the block's own for a lane (a lane is one block). Each
+// orders memory for the threads it joins, as a kernel boundary does.
+struct GridBarrier {
+  cg::grid_group grid;
+  __device__ void sync() { grid.sync(); }
+};
+struct BlockBarrier {
+  __device__ void sync() { __syncthreads(); }
+};
 
 // A slot in a list whose length is *counter: the threads of a warp that
 // append together take consecutive slots with one atomic (tens of
@@ -177,15 +202,14 @@ __global__ void frame_begin_kernel(TpState s, const TpFrame* __restrict__ fp) {
     s.histogram[i] = 0;
 }
 
-__global__ void start_kernel(TpState s, const TpFrame* __restrict__ fp) {
-  // The table is empty: the start state's entry is its home slot.
-  const int32_t start = fp->start_state;
-  const int32_t e = find_or_insert(s.key, s.table_mask, s.table_shift, start);
+// The start token (the table is empty: its entry is its home slot).
+__device__ __forceinline__ void start_token(const TpState& s, const TpFrame& f) {
+  const int32_t e = find_or_insert(s.key, s.table_mask, s.table_shift, f.start_state);
   s.best[e] = pack_candidate(0.0f, kNoArc);
   s.record[e] = -1;
   if (s.hist != nullptr) {
     s.hist[e] = 0;
-    s.round_mark[e] = fp->round_id;
+    s.round_mark[e] = f.round_id;
   }
   s.touched[0] = e;
   TpToken t;
@@ -198,6 +222,8 @@ __global__ void start_kernel(TpState s, const TpFrame* __restrict__ fp) {
   s.counters->changed[0] = 1;
   s.counters->best_emit_key = cost_key(0.0f);
 }
+
+__global__ void start_kernel(TpState s, const TpFrame* __restrict__ fp) { start_token(s, *fp); }
 
 // Emitting arcs of one token, lanes striding over its arcs.
 // Virtual state -> graph state (slots = 1 without rescoring: the same).
@@ -219,12 +245,12 @@ __device__ __forceinline__ void emit_arcs(const TpGraph& g, const TpState& s, co
   }
 }
 
-__device__ __forceinline__ void emit_phase(const TpGraph& g, const TpState& s, const TpFrame& f) {
+__device__ __forceinline__ void emit_phase(const Team& t, const TpGraph& g, const TpState& s, const TpFrame& f) {
   const int lane = threadIdx.x % kGroup;
   const uint32_t n = s.counters->live[f.live_in];
   const TpToken* live = s.live[f.live_in];
-  for (uint32_t i = blockIdx.x * kGroupsPerBlock + threadIdx.x / kGroup; i < n;
-       i += gridDim.x * kGroupsPerBlock) {
+  for (uint32_t i = t.rank * groups_per_block() + threadIdx.x / kGroup; i < n;
+       i += t.size * groups_per_block()) {
     const TpToken tok = live[i];
     const int32_t state = graph_state(g, tok.state);
     const int64_t degree = g.arc_begin[state + 1] - g.arc_begin[state];
@@ -249,20 +275,20 @@ __device__ __forceinline__ void emit_phase(const TpGraph& g, const TpState& s, c
 }
 
 // One block per heavy token, its threads striding over the arcs.
-__device__ __forceinline__ void emit_heavy_phase(const TpGraph& g, const TpState& s,
+__device__ __forceinline__ void emit_heavy_phase(const Team& t, const TpGraph& g, const TpState& s,
                                                  const TpFrame& f) {
   const uint32_t n = min(s.counters->heavy, s.heavy_capacity);
-  for (uint32_t h = blockIdx.x; h < n; h += gridDim.x)
+  for (uint32_t h = t.rank; h < n; h += t.size)
     emit_arcs(g, s, f, s.heavy[h], threadIdx.x, blockDim.x);
 }
 
 // The emitting step's winners: records, changed[0], the best cost.
-__device__ __forceinline__ void emit_resolve_phase(const TpGraph& g, const TpState& s,
+__device__ __forceinline__ void emit_resolve_phase(const Team& t, const TpGraph& g, const TpState& s,
                                                    const TpFrame& f) {
   const uint32_t n = s.counters->touched;
   uint32_t best = 0xFFFFFFFFu;
   const TpToken* live = s.live[f.live_in];
-  for (uint32_t i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {
+  for (uint32_t i = t.rank * blockDim.x + threadIdx.x; i < n; i += t.size * blockDim.x) {
     const int32_t e = s.touched[i];
     const int32_t d = s.key[e];
     const uint64_t key = s.best[e];
@@ -297,17 +323,17 @@ __device__ __forceinline__ void emit_resolve_phase(const TpGraph& g, const TpSta
     best = k < best ? k : best;
   }
   warp_min_into(&s.counters->best_emit_key, best);
-  if (blockIdx.x == 0 && threadIdx.x == 0) s.counters->heavy = 0;
+  if (t.rank == 0 && threadIdx.x == 0) s.counters->heavy = 0;
 }
 
 __global__ void emit_kernel(TpGraph g, TpState s, const TpFrame* __restrict__ fp) {
-  emit_phase(g, s, *fp);
+  emit_phase(grid_team(), g, s, *fp);
 }
 __global__ void emit_heavy_kernel(TpGraph g, TpState s, const TpFrame* __restrict__ fp) {
-  emit_heavy_phase(g, s, *fp);
+  emit_heavy_phase(grid_team(), g, s, *fp);
 }
 __global__ void emit_resolve_kernel(TpGraph g, TpState s, const TpFrame* __restrict__ fp) {
-  emit_resolve_phase(g, s, *fp);
+  emit_resolve_phase(grid_team(), g, s, *fp);
 }
 
 // Epsilon arcs of one token; a destination whose value dropped joins the
@@ -332,7 +358,7 @@ __device__ __forceinline__ void relax_arcs(const TpGraph& g, const TpState& s, c
   }
 }
 
-__device__ __forceinline__ void relax_phase(const TpGraph& g, const TpState& s, const TpFrame& f,
+__device__ __forceinline__ void relax_phase(const Team& t, const TpGraph& g, const TpState& s, const TpFrame& f,
                                             int pass) {
   const int in = pass & 1;
   const uint32_t pass_id = f.pass_base + static_cast<uint32_t>(pass);
@@ -343,8 +369,8 @@ __device__ __forceinline__ void relax_phase(const TpGraph& g, const TpState& s, 
   const float best_emit = key_cost(s.counters->best_emit_key);
   const float limit_beam = add_cost(best_emit, f.beam);
   const float limit_word_end = add_cost(best_emit, f.word_end_beam);
-  for (uint32_t i = blockIdx.x * kGroupsPerBlock + threadIdx.x / kGroup; i < n;
-       i += gridDim.x * kGroupsPerBlock) {
+  for (uint32_t i = t.rank * groups_per_block() + threadIdx.x / kGroup; i < n;
+       i += t.size * groups_per_block()) {
     const TpToken tok = list[i];
     // The previous pass's records become the state's (no kernel of this
     // pass reads record[] before the resolve kernel).
@@ -368,27 +394,27 @@ __device__ __forceinline__ void relax_phase(const TpGraph& g, const TpState& s, 
   }
 }
 
-__device__ __forceinline__ void relax_heavy_phase(const TpGraph& g, const TpState& s,
+__device__ __forceinline__ void relax_heavy_phase(const Team& t, const TpGraph& g, const TpState& s,
                                                   const TpFrame& f, int pass) {
   const int in = pass & 1;
   const uint32_t pass_id = f.pass_base + static_cast<uint32_t>(pass);
   const uint32_t n = min(s.counters->heavy, s.heavy_capacity);
-  for (uint32_t h = blockIdx.x; h < n; h += gridDim.x)
+  for (uint32_t h = t.rank; h < n; h += t.size)
     relax_arcs(g, s, s.heavy[h], 1 - in, pass_id, threadIdx.x, blockDim.x);
 }
 
 // The pass's winners take their records from their sources' tokens as of
 // the previous pass (record[] is committed by the next relax kernel, so
 // every read here sees the previous pass).
-__device__ __forceinline__ void relax_resolve_phase(const TpGraph& g, const TpState& s,
+__device__ __forceinline__ void relax_resolve_phase(const Team& t, const TpGraph& g, const TpState& s,
                                                     const TpFrame& f, int pass) {
   const int in = pass & 1;
   const int out = 1 - in;
   const uint32_t n = s.counters->changed[out];
   TpToken* list = s.changed[out];
   const uint32_t listed = min(n, s.changed_capacity);
-  for (uint32_t i = blockIdx.x * blockDim.x + threadIdx.x; i < listed;
-       i += gridDim.x * blockDim.x) {
+  for (uint32_t i = t.rank * blockDim.x + threadIdx.x; i < listed;
+       i += t.size * blockDim.x) {
     const int32_t e = list[i].state;
     const int32_t d = s.key[e];
     const uint64_t key = s.best[e];
@@ -408,7 +434,7 @@ __device__ __forceinline__ void relax_resolve_phase(const TpGraph& g, const TpSt
       s.round_mark[e] = f.round_id;
     }
   }
-  if (blockIdx.x == 0 && threadIdx.x == 0) {
+  if (t.rank == 0 && threadIdx.x == 0) {
     if (s.counters->changed[in] > 0) s.counters->passes_run += 1;
     s.counters->changed[in] = 0;  // consumed; the next pass writes it
     s.counters->heavy = 0;
@@ -418,13 +444,13 @@ __device__ __forceinline__ void relax_resolve_phase(const TpGraph& g, const TpSt
 }
 
 __global__ void relax_kernel(TpGraph g, TpState s, const TpFrame* __restrict__ fp, int pass) {
-  relax_phase(g, s, *fp, pass);
+  relax_phase(grid_team(), g, s, *fp, pass);
 }
 __global__ void relax_heavy_kernel(TpGraph g, TpState s, const TpFrame* __restrict__ fp, int pass) {
-  relax_heavy_phase(g, s, *fp, pass);
+  relax_heavy_phase(grid_team(), g, s, *fp, pass);
 }
 __global__ void relax_resolve_kernel(TpGraph g, TpState s, const TpFrame* __restrict__ fp, int pass) {
-  relax_resolve_phase(g, s, *fp, pass);
+  relax_resolve_phase(grid_team(), g, s, *fp, pass);
 }
 
 // Rescoring: a round's CUDA graph ends with pruning, which must run only if
@@ -441,10 +467,10 @@ __device__ __forceinline__ bool prune_held_back(const TpState& s, bool gated) {
 
 // The pruning step's four parts are bodies shared by the separate kernels
 // (below) and the fused round kernel's phases.
-__device__ __forceinline__ void prune_best_body(const TpState& s) {
+__device__ __forceinline__ void prune_best_body(const Team& t, const TpState& s) {
   const uint32_t n = s.counters->touched;
   uint32_t local = 0xFFFFFFFFu;
-  for (uint32_t i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {
+  for (uint32_t i = t.rank * blockDim.x + threadIdx.x; i < n; i += t.size * blockDim.x) {
     const uint32_t k = static_cast<uint32_t>(s.best[s.touched[i]] >> 32);
     local = k < local ? k : local;
   }
@@ -453,7 +479,7 @@ __device__ __forceinline__ void prune_best_body(const TpState& s) {
 
 __global__ void prune_best_kernel(TpState s, bool gated) {
   if (prune_held_back(s, gated)) return;
-  prune_best_body(s);
+  prune_best_body(grid_team(), s);
 }
 
 __device__ __forceinline__ bool within_beam(const TpState& s, const TpFrame& f, int32_t d, float c,
@@ -465,7 +491,7 @@ __device__ __forceinline__ bool within_beam(const TpState& s, const TpFrame& f, 
 // Counts in a per-block histogram in shared memory (the bins near the best
 // cost get most tokens: global atomics on them would serialise), then adds
 // the block's non-zero bins to the global one.
-__device__ __forceinline__ void prune_histogram_body(const TpState& s, const TpFrame& f,
+__device__ __forceinline__ void prune_histogram_body(const Team& t, const TpState& s, const TpFrame& f,
                                                      uint32_t* block_hist) {
   for (int k = threadIdx.x; k < f.bins; k += blockDim.x) block_hist[k] = 0;
   __syncthreads();
@@ -474,7 +500,7 @@ __device__ __forceinline__ void prune_histogram_body(const TpState& s, const TpF
   const float limit_beam = add_cost(best, f.beam);
   const float limit_word_end = add_cost(best, f.word_end_beam);
   uint32_t kept = 0;
-  for (uint32_t i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {
+  for (uint32_t i = t.rank * blockDim.x + threadIdx.x; i < n; i += t.size * blockDim.x) {
     const int32_t d = s.touched[i];
     const float c = candidate_cost(s.best[d]);
     if (!within_beam(s, f, d, c, limit_beam, limit_word_end)) continue;
@@ -491,7 +517,7 @@ __device__ __forceinline__ void prune_histogram_body(const TpState& s, const TpF
 __global__ void prune_histogram_kernel(TpState s, const TpFrame* __restrict__ fp, bool gated) {
   if (prune_held_back(s, gated)) return;
   extern __shared__ uint32_t block_hist[];
-  prune_histogram_body(s, *fp, block_hist);
+  prune_histogram_body(grid_team(), s, *fp, block_hist);
 }
 
 // The same rule as Searcher::max_active_cutoff_bin, by one block (of at
@@ -550,14 +576,14 @@ __global__ void prune_cutoff_kernel(TpState s, const TpFrame* __restrict__ fp, b
   prune_cutoff_body(s, *fp);
 }
 
-__device__ __forceinline__ void prune_compact_body(const TpState& s, const TpFrame& f) {
+__device__ __forceinline__ void prune_compact_body(const Team& t, const TpState& s, const TpFrame& f) {
   const uint32_t n = s.counters->touched;
   const float best = key_cost(s.counters->best_key);
   const float limit_beam = add_cost(best, f.beam);
   const float limit_word_end = add_cost(best, f.word_end_beam);
   const int cut = s.counters->cut_bin;
   const int out = 1 - f.live_in;
-  for (uint32_t i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {
+  for (uint32_t i = t.rank * blockDim.x + threadIdx.x; i < n; i += t.size * blockDim.x) {
     const int32_t e = s.touched[i];
     const float c = candidate_cost(s.best[e]);
     if (within_beam(s, f, e, c, limit_beam, limit_word_end) &&
@@ -580,14 +606,14 @@ __device__ __forceinline__ void prune_compact_body(const TpState& s, const TpFra
   // step put them there; the start frame has none).
   if (f.loglik != nullptr) {
     const uint32_t n_in = s.counters->live[f.live_in];
-    for (uint32_t i = blockIdx.x * blockDim.x + threadIdx.x; i < n_in; i += gridDim.x * blockDim.x)
+    for (uint32_t i = t.rank * blockDim.x + threadIdx.x; i < n_in; i += t.size * blockDim.x)
       s.prev_key[s.prev_entry[i]] = kEmptyKey;
   }
 }
 
 __global__ void prune_compact_kernel(TpState s, const TpFrame* __restrict__ fp, bool gated) {
   if (prune_held_back(s, gated)) return;
-  prune_compact_body(s, *fp);
+  prune_compact_body(grid_team(), s, *fp);
 }
 
 // The word-end step, device half 1: the round's events. One thread per
@@ -595,14 +621,14 @@ __global__ void prune_compact_kernel(TpState s, const TpFrame* __restrict__ fp, 
 // Nothing while the closure is unsettled (the round's graph ran out of
 // passes): the host continues the round and the collection runs after the
 // continuation's passes instead, once.
-__device__ __forceinline__ void collect_events_phase(const TpGraph& g, const TpState& s,
+__device__ __forceinline__ void collect_events_phase(const Team& t, const TpGraph& g, const TpState& s,
                                                      const TpFrame& f) {
   if (s.counters->last_changed != 0) return;
   const uint32_t n = s.counters->touched;
   const float best_emit = key_cost(s.counters->best_emit_key);
   const float limit_beam = add_cost(best_emit, f.beam);
   const float limit_word_end = add_cost(best_emit, f.word_end_beam);
-  for (uint32_t i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {
+  for (uint32_t i = t.rank * blockDim.x + threadIdx.x; i < n; i += t.size * blockDim.x) {
     const int32_t ent = s.touched[i];
     if (s.round_mark[ent] != f.round_id) continue;
     const int32_t v = s.key[ent];
@@ -633,26 +659,26 @@ __device__ __forceinline__ void collect_events_phase(const TpGraph& g, const TpS
 }
 
 __global__ void collect_events_kernel(TpGraph g, TpState s, const TpFrame* __restrict__ fp) {
-  collect_events_phase(g, s, *fp);
+  collect_events_phase(grid_team(), g, s, *fp);
 }
 
 // Half 2a: the host's offers, keyed (cost, num_arcs + index).
-__device__ __forceinline__ void offer_events_phase(const TpGraph& g, const TpState& s,
+__device__ __forceinline__ void offer_events_phase(const Team& t, const TpGraph& g, const TpState& s,
                                                    const TpFrame& f) {
   const uint32_t n = f.num_offers;
-  for (uint32_t i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {
+  for (uint32_t i = t.rank * blockDim.x + threadIdx.x; i < n; i += t.size * blockDim.x) {
     const TpOffer o = s.offers[i];
     if (usable_cost(o.cost)) offer(s, o.dest, pack_candidate(o.cost, g.num_arcs + i));
   }
-  if (blockIdx.x == 0 && threadIdx.x == 0) s.counters->events = 0;  // the next collection's
+  if (t.rank == 0 && threadIdx.x == 0) s.counters->events = 0;  // the next collection's
 }
 
 // Half 2b: each offer that holds its destination makes its record and
 // starts the round in changed[0] (empty: the last round settled).
-__device__ __forceinline__ void resolve_events_phase(const TpGraph& g, const TpState& s,
+__device__ __forceinline__ void resolve_events_phase(const Team& t, const TpGraph& g, const TpState& s,
                                                      const TpFrame& f) {
   const uint32_t n = f.num_offers;
-  for (uint32_t i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {
+  for (uint32_t i = t.rank * blockDim.x + threadIdx.x; i < n; i += t.size * blockDim.x) {
     const TpOffer o = s.offers[i];
     if (!usable_cost(o.cost)) continue;
     const int32_t e = find_entry(s.key, s.table_mask, s.table_shift, o.dest);
@@ -672,10 +698,10 @@ __device__ __forceinline__ void resolve_events_phase(const TpGraph& g, const TpS
 }
 
 __global__ void offer_events_kernel(TpGraph g, TpState s, const TpFrame* __restrict__ fp) {
-  offer_events_phase(g, s, *fp);
+  offer_events_phase(grid_team(), g, s, *fp);
 }
 __global__ void resolve_events_kernel(TpGraph g, TpState s, const TpFrame* __restrict__ fp) {
-  resolve_events_phase(g, s, *fp);
+  resolve_events_phase(grid_team(), g, s, *fp);
 }
 
 // A round's device work in one cooperative launch: its head (the emitting
@@ -710,68 +736,70 @@ __device__ __forceinline__ uint32_t heavy_count(const TpState& s) {
   return *static_cast<volatile const uint32_t*>(&s.counters->heavy);
 }
 
-__device__ __forceinline__ void round_body(const cg::grid_group& grid, const TpGraph& g,
+template <class Barrier>
+__device__ __forceinline__ void round_body(Barrier& bar, const Team& t, const TpGraph& g,
                                            const TpState& s, const TpFrame& f, int head,
                                            int max_passes, bool heavy, bool collect) {
   if (head == kRoundHeadEmit) {
-    emit_phase(g, s, f);
-    grid.sync();
+    emit_phase(t, g, s, f);
+    bar.sync();
     if (heavy && heavy_count(s) > 0) {
-      emit_heavy_phase(g, s, f);
-      grid.sync();
+      emit_heavy_phase(t, g, s, f);
+      bar.sync();
     }
-    emit_resolve_phase(g, s, f);
-    grid.sync();
+    emit_resolve_phase(t, g, s, f);
+    bar.sync();
   } else if (head == kRoundHeadOffers) {
-    offer_events_phase(g, s, f);
-    grid.sync();
-    resolve_events_phase(g, s, f);
-    grid.sync();
+    offer_events_phase(t, g, s, f);
+    bar.sync();
+    resolve_events_phase(t, g, s, f);
+    bar.sync();
   }
   for (int pass = 0; pass < max_passes; ++pass) {
-    relax_phase(g, s, f, pass);
-    grid.sync();
+    relax_phase(t, g, s, f, pass);
+    bar.sync();
     if (heavy && heavy_count(s) > 0) {
-      relax_heavy_phase(g, s, f, pass);
-      grid.sync();
+      relax_heavy_phase(t, g, s, f, pass);
+      bar.sync();
     }
-    relax_resolve_phase(g, s, f, pass);
-    grid.sync();
+    relax_resolve_phase(t, g, s, f, pass);
+    bar.sync();
     if (*static_cast<volatile const uint32_t*>(&s.counters->last_changed) == 0) break;
   }
-  if (collect) collect_events_phase(g, s, f);
+  if (collect) collect_events_phase(t, g, s, f);
 }
 
-// The round kernel. With `prune` (rescoring) it goes on, as tp_prune with
-// `gated` does, into the pruning step as four phases when the round ended
-// its frame; with chain_passes > 0 also into the next frame (tp_round in
+// A round: the body above, then with `prune` (rescoring), as tp_prune
+// with `gated` does, the pruning step as four phases when the round ended
+// its frame; with chain_passes > 0 also the next frame (tp_round in
 // token_passing.cuh): the chain's decision by one thread, then the next
-// frame's emitting round. Every thread decides the gates from the
-// same counters after the same barrier. `fp` is written here (the chained
+// frame's emitting round. Every thread decides the gates from the same
+// counters after the same barrier. `fp` is written here (the chained
 // frame's parameters replace the frame's), so it is read with plain loads
 // after barriers, never through the read-only cache.
-__global__ void round_kernel(TpGraph g, TpState s, TpFrame* fp, TpRoundParams p) {
-  extern __shared__ uint32_t block_hist[];
-  const cg::grid_group grid = cg::this_grid();
+template <class Barrier>
+__device__ __forceinline__ void round_run(Barrier& bar, const Team& t, const TpGraph& g,
+                                          const TpState& s, TpFrame* fp, const TpRoundParams& p,
+                                          uint32_t* block_hist) {
   const bool chain = p.chain_passes > 0;
-  if (chain && blockIdx.x == 0 && threadIdx.x == 0) s.chain->go = 0;  // read after barriers
-  const TpFrame f = *fp;
-  round_body(grid, g, s, f, p.head, p.max_passes, p.heavy, p.collect);
+  if (chain && t.rank == 0 && threadIdx.x == 0) s.chain->go = 0;  // read after barriers
+  const TpFrame f = load_frame_written(fp);
+  round_body(bar, t, g, s, f, p.head, p.max_passes, p.heavy, p.collect);
   if (!p.prune) return;
-  grid.sync();  // the events are collected
+  bar.sync();  // the events are collected
   if (prune_held_back(s, true)) return;  // the same counters for every thread
-  prune_best_body(s);
-  grid.sync();
-  prune_histogram_body(s, f, block_hist);
-  grid.sync();
-  if (blockIdx.x == 0) prune_cutoff_body(s, f);
-  grid.sync();
-  prune_compact_body(s, f);
+  prune_best_body(t, s);
+  bar.sync();
+  prune_histogram_body(t, s, f, block_hist);
+  bar.sync();
+  if (t.rank == 0) prune_cutoff_body(s, f);
+  bar.sync();
+  prune_compact_body(t, s, f);
   if (!chain) return;
-  grid.sync();  // the frame's counters are final
-  if (blockIdx.x == 0 && threadIdx.x == 0) {
+  bar.sync();  // the frame's counters are final
+  if (t.rank == 0 && threadIdx.x == 0) {
     const TpCounters c = *s.counters;
-    TpFrame n = *p.next;
+    TpFrame n = load_frame_written(p.next);
     n.first_record = f.first_record + static_cast<int32_t>(c.records);
     if (n.first_record < n.record_limit) {
       s.chain->prev = c;
@@ -780,13 +808,62 @@ __global__ void round_kernel(TpGraph g, TpState s, TpFrame* fp, TpRoundParams p)
       s.chain->go = 1;
     }
   }
-  grid.sync();
+  bar.sync();
   if (*static_cast<volatile const uint32_t*>(&s.chain->go) == 0) return;
   const TpFrame nf = load_frame_written(fp);
-  for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < nf.bins; i += gridDim.x * blockDim.x)
+  for (int i = t.rank * blockDim.x + threadIdx.x; i < nf.bins; i += t.size * blockDim.x)
     s.histogram[i] = 0;
-  grid.sync();
-  round_body(grid, g, s, nf, kRoundHeadEmit, p.chain_passes, p.heavy, /*collect=*/true);
+  bar.sync();
+  round_body(bar, t, g, s, nf, kRoundHeadEmit, p.chain_passes, p.heavy, /*collect=*/true);
+}
+
+// The cooperative round kernel: one stream's round over the whole grid.
+__global__ void round_kernel(TpGraph g, TpState s, TpFrame* fp, TpRoundParams p) {
+  extern __shared__ uint32_t block_hist[];
+  GridBarrier bar{cg::this_grid()};
+  round_run(bar, grid_team(), g, s, fp, p, block_hist);
+}
+
+// Many streams' rounds in one launch: block b runs lane b's round alone
+// (tp_lanes_round in token_passing.cuh). Before the round, what the
+// single-stream path queues as separate operations: the frame parameters
+// into device memory, the frame's counters and histogram reset, the start
+// token; after it, the counters (and the chain's outcome) to the lane's
+// `out`, which is mapped host memory.
+__global__ void lanes_round_kernel(const TpLaneRound* __restrict__ rounds) {
+  extern __shared__ uint32_t block_hist[];
+  const TpLaneRound& r = rounds[blockIdx.x];
+  const TpGraph g = r.graph;
+  const TpState s = r.state;
+  const TpRoundParams p = r.params;
+  TpFrame* fp = r.frame;
+  const Team t{0, 1};
+  BlockBarrier bar;
+  constexpr int kFrameWords = sizeof(TpFrame) / sizeof(uint32_t);
+  for (int i = threadIdx.x; i < static_cast<int>(r.num_frames) * kFrameWords; i += blockDim.x)
+    reinterpret_cast<uint32_t*>(fp)[i] = reinterpret_cast<const uint32_t*>(r.frames)[i];
+  __syncthreads();
+  if (r.begin_frame) {
+    const TpFrame f = load_frame_written(fp);
+    if (threadIdx.x == 0) reset_counters(s.counters, f);
+    for (int i = threadIdx.x; i < f.bins; i += blockDim.x) s.histogram[i] = 0;
+    __syncthreads();
+    if (r.start && threadIdx.x == 0) start_token(s, f);
+    __syncthreads();
+  }
+  if (r.run_round) round_run(bar, t, g, s, fp, p, block_hist);
+  __syncthreads();
+  constexpr int kOutWords = sizeof(TpCounters) / sizeof(uint32_t);
+  static_assert(sizeof(TpCounters) % sizeof(uint32_t) == 0, "TpCounters is copied in 32-bit words");
+  static_assert(sizeof(TpChain) % sizeof(uint32_t) == 0, "TpChain is copied in 32-bit words");
+  uint32_t* out = reinterpret_cast<uint32_t*>(r.out);
+  const volatile uint32_t* c = reinterpret_cast<const volatile uint32_t*>(s.counters);
+  for (int i = threadIdx.x; i < kOutWords; i += blockDim.x) out[i] = c[i];
+  if (s.chain != nullptr) {
+    constexpr int kChainWords = sizeof(TpChain) / sizeof(uint32_t);
+    const volatile uint32_t* ch = reinterpret_cast<const volatile uint32_t*>(s.chain);
+    for (int i = threadIdx.x; i < kChainWords; i += blockDim.x) out[kOutWords + i] = ch[i];
+  }
 }
 
 __global__ void clear_touched_kernel(TpState s) {
@@ -867,6 +944,22 @@ cudaError_t tp_round(const TpGraph& g, const TpState& s, TpFrame* f, const TpRou
   config.attrs = attribute;
   config.numAttrs = 1;
   return cudaLaunchKernelEx(&config, round_kernel, g, s, f, p);
+}
+
+int tp_lanes_round_threads(int wanted) {
+  cudaFuncAttributes a{};
+  if (cudaFuncGetAttributes(&a, lanes_round_kernel) != cudaSuccess) return kThreads;
+  const int most = std::min(a.maxThreadsPerBlock, kCutoffThreads);
+  const int t = std::max(32, std::min(wanted, most));
+  return t - t % 32;
+}
+
+cudaError_t tp_lanes_round(const TpLaneRound* rounds, int lanes, int bins, int threads,
+                           cudaStream_t stream) {
+  if (lanes <= 0) return cudaSuccess;
+  lanes_round_kernel<<<lanes, threads, static_cast<size_t>(bins) * sizeof(uint32_t), stream>>>(
+      rounds);
+  return cudaGetLastError();
 }
 
 cudaError_t tp_prune(const TpState& s, const TpFrame* f, int bins, int blocks,

@@ -10,7 +10,7 @@
 #   .refaudio/         a copy of /usr/share/pocketsphinx/test/data
 # Writes logs and results under $OUT (default /tmp/gpuspeech-out).
 #
-# usage: tests/gpu/device_run.sh [all|build|test|refs|bench|profile|peer|decode|streams|memory|gpus|dtw|fmllr]...
+# usage: tests/gpu/device_run.sh [all|build|test|refs|bench|profile|peer|decode|streams|memory|gpus|batch|dtw|fmllr]...
 set -u -o pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$ROOT"
@@ -86,7 +86,7 @@ fi
 # The en-us graph (automatically pruned LM) takes minutes to compile: start
 # it as soon as the tool is built and let the tests run meanwhile.
 GRAPH_CACHE=/tmp/gpuspeech-graph-cache
-if (want decode || want fmllr || want streams || want memory || want gpus) && [ -x $BUILD/tools/gpuspeech-mkgraph ]; then
+if (want decode || want fmllr || want streams || want memory || want gpus || want batch) && [ -x $BUILD/tools/gpuspeech-mkgraph ]; then
   note "en-us graph compile (background)"
   TIMEV=(); [ -x /usr/bin/time ] && TIMEV=(/usr/bin/time -v)
   ( "${TIMEV[@]}" $BUILD/tools/gpuspeech-mkgraph --hmm .refmodel/en-us/en-us \
@@ -315,6 +315,36 @@ if want gpus; then
   if [ -s /tmp/gpus.1.trn ] && cmp -s /tmp/gpus.1.trn /tmp/gpus.$n.trn; then
     echo "words and times of $n streams over $NGPU gpus identical to one stream's ($(wc -l </tmp/gpus.1.trn) lines)"
   else echo "words or times DIFFER between $n streams over $NGPU gpus and one stream"; status=1; fi
+fi
+if want batch; then
+  # Issue 14, the batched search: every stream's rounds as lanes of shared
+  # launches (GPUSPEECH_CUDA_BATCH=1, cuda_round_batcher.h) against a launch
+  # per stream, gpuspeech-bench decode with each of BATCH_STREAMS streams on
+  # the LibriVox files BATCH_COPIES times over; then the words and times of
+  # BATCH_IDENTITY_STREAMS batched streams against one stream alone.
+  note "batch: the batched search against a launch per stream"
+  [ -n "${MKGRAPH_PID:-}" ] && wait $MKGRAPH_PID
+  M=(--hmm .refmodel/en-us/en-us --dict .refmodel/en-us/cmudict-en-us.dict --cache $GRAPH_CACHE
+     --lm .refmodel/en-us/en-us.lm.bin --backend cuda --search cuda)
+  librivox_copies /tmp/batchfiles ${BATCH_COPIES:-64}
+  for s in ${BATCH_STREAMS:-1 16 64 256}; do
+    for mode in ${BATCH_MODES:-0 1}; do
+      GPUSPEECH_CUDA_BATCH=$mode $BUILD/tools/gpuspeech-bench decode "${M[@]}" --streams $s \
+        /tmp/batchfiles/*.wav 2>&1 | grep -E '^decode: [0-9]|^device memory|^RESULT|rror' |
+        sed "s/^/batch=$mode, $s streams: /" || status=1
+    done
+  done
+  T=$BUILD/tools/gpuspeech-transcribe
+  n=${BATCH_IDENTITY_STREAMS:-64}
+  $T "${M[@]}" --times --streams 1 /tmp/batchfiles/*.wav >/tmp/batch.1.trn 2>/tmp/batch.1.err || status=1
+  echo "one stream alone: $(tail -1 /tmp/batch.1.err)"
+  GPUSPEECH_CUDA_BATCH=1 $T "${M[@]}" --times --streams $n /tmp/batchfiles/*.wav >/tmp/batch.$n.trn \
+    2>/tmp/batch.$n.err || status=1
+  echo "$n batched streams: $(tail -1 /tmp/batch.$n.err)"
+  if [ -s /tmp/batch.1.trn ] && cmp -s /tmp/batch.1.trn /tmp/batch.$n.trn; then
+    echo "words and times of $n batched streams identical to one stream's ($(wc -l </tmp/batch.1.trn) lines)"
+  else echo "words or times DIFFER between $n batched streams and one stream"; status=1
+    diff /tmp/batch.1.trn /tmp/batch.$n.trn | head -20; fi
 fi
 if want fmllr; then
   note "fMLLR: statistics, estimation and application, every backend"

@@ -1,0 +1,89 @@
+// The batched search across streams (issue 14, docs/search.md "Batched
+// search across streams"): one batcher per device gathers the closure
+// rounds that every CudaSearcher on the device asks for and runs them in
+// one launch (tp_lanes_round, kernels/cuda/token_passing.cuh), a block per
+// stream. Alone, each stream's frame is a chain of dependent phases whose
+// grid-wide barriers cost ~48 µs of device time, however little it holds,
+// and two streams' cooperative kernels do not share the device; in one
+// launch those latencies are paid once for all the streams in it.
+//
+// Continuous batching: a searcher's thread hands its round to run() and
+// sleeps. The launcher thread takes every round waiting when the device
+// is free, launches them together, waits once, and wakes their threads,
+// which rescore their word ends on their own cores and come back for the
+// next round while the device runs the rounds of others. Nothing waits
+// for a batch to fill, so a lone stream is not delayed by a timer, and a
+// stream is never in two launches at once, so its rounds keep their order.
+//
+// Every lane's block runs the same steps as the single-stream round on
+// its own tables and counters: its results do not depend on what else is
+// in the launch (the CUDA tests compare them with the CPU searcher's).
+//
+// Built only with CUDA (GPUSPEECH_HAVE_CUDA).
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "common/search/cuda_memory.h"
+#include "kernels/cuda/token_passing.cuh"
+
+namespace gpuspeech {
+
+class CudaRoundBatcher {
+ public:
+  // The batcher of `device`, made on first use and shared by every
+  // searcher on it while any holds it.
+  static std::shared_ptr<CudaRoundBatcher> for_device(int device);
+
+  explicit CudaRoundBatcher(int device);
+  ~CudaRoundBatcher();
+  CudaRoundBatcher(const CudaRoundBatcher&) = delete;
+  CudaRoundBatcher& operator=(const CudaRoundBatcher&) = delete;
+
+  // Runs `round` in the next launch and returns once it has finished on
+  // the device (its `out` written). The caller's own stream must have no
+  // work pending that the round reads (scores, cleared tables). Throws
+  // BackendError if the launch failed.
+  void run(const cuda::TpLaneRound& round);
+
+  struct Stats {
+    uint64_t launches = 0;
+    uint64_t rounds = 0;
+    uint32_t widest = 0;  // the most rounds in one launch
+    int threads = 0;      // a lane's block
+  };
+  Stats stats() const;
+
+ private:
+  void launcher();
+  // Launches rounds_[0, n) and waits; "" or the error.
+  std::string launch(size_t n);
+
+  const int device_;
+  mutable std::mutex mutex_;
+  std::condition_variable work_;     // the launcher: rounds are waiting, or stop
+  std::condition_variable done_[2];  // threads of step k wait on done_[k % 2]
+  std::vector<cuda::TpLaneRound> waiting_;  // rounds for step next_step_
+  uint64_t next_step_ = 1;       // the step the waiting rounds will run in
+  uint64_t completed_step_ = 0;  // every step up to this one has finished
+  std::string error_;            // the last failed step's error
+  uint64_t error_step_ = 0;      // and its number
+  bool stop_ = false;
+  Stats stats_;
+
+  // The launcher's own: the descriptors in pinned memory and on the device.
+  std::vector<cuda::TpLaneRound> batch_;
+  cuda_memory::PinnedArray<cuda::TpLaneRound> host_rounds_;
+  cuda_memory::DeviceArray<cuda::TpLaneRound> device_rounds_;
+  cudaStream_t stream_ = nullptr;
+  int threads_ = 256;  // a lane's block
+  std::thread thread_;
+};
+
+}  // namespace gpuspeech
