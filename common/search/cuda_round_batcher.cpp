@@ -13,7 +13,10 @@
 namespace gpuspeech {
 using cuda_memory::check;
 namespace {
-constexpr int kDefaultLaneThreads = 512;
+// Blocks of the lanes kernel per multiprocessor (256 threads each): more
+// keep more memory accesses in flight, fewer make its grid-wide barriers
+// cheaper. GPUSPEECH_CUDA_LANE_BLOCKS_PER_SM overrides it, for measuring.
+constexpr int kDefaultLaneBlocksPerSm = 2;
 }  // namespace
 
 std::shared_ptr<CudaRoundBatcher> CudaRoundBatcher::for_device(int device) {
@@ -31,13 +34,20 @@ std::shared_ptr<CudaRoundBatcher> CudaRoundBatcher::for_device(int device) {
 CudaRoundBatcher::CudaRoundBatcher(int device) : device_(device) {
   check(cudaSetDevice(device_), "cudaSetDevice");
   check(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "cudaStreamCreate");
-  // A lane's block: 512 threads unless GPUSPEECH_CUDA_LANE_THREADS says
-  // otherwise (for measuring: more threads finish a lane's round sooner,
-  // fewer let more lanes share a multiprocessor).
-  int wanted = kDefaultLaneThreads;
-  if (const char* env = std::getenv("GPUSPEECH_CUDA_LANE_THREADS"); env != nullptr && std::atoi(env) > 0)
-    wanted = std::atoi(env);
-  threads_ = cuda::tp_lanes_round_threads(wanted);
+  int cooperative = 0;
+  check(cudaDeviceGetAttribute(&cooperative, cudaDevAttrCooperativeLaunch, device_),
+        "cudaDeviceGetAttribute");
+  int sms = 0;
+  check(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device_),
+        "cudaDeviceGetAttribute");
+  int per_sm = kDefaultLaneBlocksPerSm;
+  if (const char* env = std::getenv("GPUSPEECH_CUDA_LANE_BLOCKS_PER_SM");
+      env != nullptr && std::atoi(env) > 0)
+    per_sm = std::atoi(env);
+  blocks_ = cooperative != 0 ? cuda::tp_lanes_round_blocks(sms, per_sm, cuda::kMaxLanesPerLaunch) : 0;
+  if (blocks_ <= 0)
+    throw BackendError("cuda search: device " + std::to_string(device_) +
+                       " cannot run the batched search (no cooperative launch)");
   thread_ = std::thread([this] { launcher(); });
 }
 
@@ -65,7 +75,7 @@ void CudaRoundBatcher::run(const cuda::TpLaneRound& round) {
 CudaRoundBatcher::Stats CudaRoundBatcher::stats() const {
   std::lock_guard<std::mutex> lock(mutex_);
   Stats s = stats_;
-  s.threads = threads_;
+  s.blocks = blocks_;
   return s;
 }
 
@@ -103,25 +113,32 @@ void CudaRoundBatcher::launcher() {
   }
 }
 
-std::string CudaRoundBatcher::launch(size_t n) {
+std::string CudaRoundBatcher::launch(size_t all) {
+  // At most kMaxLanesPerLaunch lanes a launch: more run one launch after
+  // another within the step.
+  for (size_t first = 0; first < all; first += cuda::kMaxLanesPerLaunch) {
+    const size_t n = std::min<size_t>(all - first, cuda::kMaxLanesPerLaunch);
+    launch_part(first, n);
+  }
+  return std::string();
+}
+
+void CudaRoundBatcher::launch_part(size_t first, size_t n) {
   if (host_rounds_.size() < n) {
-    const size_t room = std::max<size_t>(n * 2, 64);
+    const size_t room = std::min<size_t>(std::max<size_t>(n * 2, 64), cuda::kMaxLanesPerLaunch);
     host_rounds_.resize(room);
     device_rounds_.resize(room);
+    scratch_.resize(cuda::tp_lanes_scratch_bytes(static_cast<int>(room)));
   }
-  uint32_t bins = 1;
-  for (size_t i = 0; i < n; ++i) {
-    host_rounds_.get()[i] = batch_[i];
-    bins = std::max(bins, batch_[i].bins);
-  }
+  std::copy(batch_.begin() + static_cast<std::ptrdiff_t>(first),
+            batch_.begin() + static_cast<std::ptrdiff_t>(first + n), host_rounds_.get());
   check(cudaMemcpyAsync(device_rounds_.get(), host_rounds_.get(), n * sizeof(cuda::TpLaneRound),
                         cudaMemcpyHostToDevice, stream_),
         "cudaMemcpyAsync (lane rounds)");
-  check(cuda::tp_lanes_round(device_rounds_.get(), static_cast<int>(n), static_cast<int>(bins),
-                             threads_, stream_),
+  check(cuda::tp_lanes_round(device_rounds_.get(), static_cast<int>(n), scratch_.get(), blocks_,
+                             stream_),
         "tp_lanes_round");
   check(cudaStreamSynchronize(stream_), "cudaStreamSynchronize (lane rounds)");
-  return std::string();
 }
 
 }  // namespace gpuspeech

@@ -56,14 +56,15 @@ class CudaRoundBatcher {
     uint64_t launches = 0;
     uint64_t rounds = 0;
     uint32_t widest = 0;  // the most rounds in one launch
-    int threads = 0;      // a lane's block
+    int blocks = 0;       // the lanes kernel's grid
   };
   Stats stats() const;
 
  private:
   void launcher();
-  // Launches rounds_[0, n) and waits; "" or the error.
+  // Launches batch_[0, n) and waits; "" or the error (launch_part throws).
   std::string launch(size_t n);
+  void launch_part(size_t first, size_t n);
 
   const int device_;
   mutable std::mutex mutex_;
@@ -82,7 +83,8 @@ class CudaRoundBatcher {
   cuda_memory::PinnedArray<cuda::TpLaneRound> host_rounds_;
   cuda_memory::DeviceArray<cuda::TpLaneRound> device_rounds_;
   cudaStream_t stream_ = nullptr;
-  int threads_ = 256;  // a lane's block
+  int blocks_ = 0;  // the lanes kernel's grid (cooperative: all resident)
+  cuda_memory::DeviceArray<unsigned char> scratch_;  // tp_lanes_scratch_bytes
   std::thread thread_;
 };
 

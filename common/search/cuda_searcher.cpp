@@ -811,7 +811,6 @@ void CudaSearcher::run_lane_round(RoundHead head, int passes, bool prune, bool c
   p.prune = prune;
   p.chain_passes = chain_passes;
   p.next = chain ? m.frame.get() + 1 : nullptr;
-  r.bins = static_cast<uint32_t>(options_.histogram_bins);
   r.out = m.lane_out.device();
   m.batcher->run(r);
   std::memcpy(static_cast<void*>(m.host_counters.get()), m.lane_out.host(),

@@ -40,11 +40,8 @@ constexpr int kGroup = 8;
 // larger than kThreads).
 __device__ __forceinline__ uint32_t groups_per_block() { return blockDim.x / kGroup; }
 
-// The blocks that share one stream's work in a phase, and this block's
-// rank among them. Separate kernels and the cooperative round kernel use
-// the whole grid; the lanes kernel (tp_lanes_round) gives each lane, that
-// is each stream, one block, so that many streams' rounds run in one
-// launch without waiting for each other at grid-wide barriers.
+// The blocks that share one stream's work in a phase of the single-stream
+// kernels, and this block's rank among them (the whole grid).
 struct Team {
   uint32_t rank;
   uint32_t size;
@@ -52,25 +49,36 @@ struct Team {
 
 __device__ __forceinline__ Team grid_team() { return Team{blockIdx.x, gridDim.x}; }
 
-// The barrier between a round's phases: grid-wide for the cooperative
-// round kernel, the block's own for a lane (a lane is one block). Each
-// orders memory for the threads it joins, as a kernel boundary does.
-struct GridBarrier {
-  cg::grid_group grid;
-  __device__ void sync() { grid.sync(); }
-};
-struct BlockBarrier {
-  __device__ void sync() { __syncthreads(); }
-};
+// The threads of this warp that are here now and name the same `target`
+// (in the lanes kernel a warp's items may belong to different streams,
+// whose counters differ); the lowest is their leader.
+__device__ __forceinline__ unsigned same_target_peers(const void* target) {
+  return __match_any_sync(__activemask(), reinterpret_cast<unsigned long long>(target));
+}
+__device__ __forceinline__ unsigned lane_id() { return threadIdx.x & 31u; }
 
 // A slot in a list whose length is *counter: the threads of a warp that
-// append together take consecutive slots with one atomic (tens of
+// append to it together take consecutive slots with one atomic (tens of
 // thousands of appends a frame to one counter would otherwise serialise).
 __device__ __forceinline__ uint32_t append_slot(uint32_t* counter) {
-  const cg::coalesced_group g = cg::coalesced_threads();
+  const unsigned peers = same_target_peers(counter);
+  const unsigned rank = __popc(peers & ((1u << lane_id()) - 1u));
   uint32_t base = 0;
-  if (g.thread_rank() == 0) base = atomicAdd(counter, g.size());
-  return g.shfl(base, 0) + g.thread_rank();
+  if (rank == 0) base = atomicAdd(counter, static_cast<uint32_t>(__popc(peers)));
+  return __shfl_sync(peers, base, __ffs(peers) - 1) + rank;
+}
+
+// The minimum / sum of v over the threads here with the same target, then
+// one atomic per target (lanes kernel: any thread, any time).
+__device__ __forceinline__ void min_into(uint32_t* target, uint32_t v) {
+  const unsigned peers = same_target_peers(target);
+  const uint32_t m = __reduce_min_sync(peers, v);
+  if (lane_id() == static_cast<unsigned>(__ffs(peers) - 1) && m != 0xFFFFFFFFu) atomicMin(target, m);
+}
+__device__ __forceinline__ void add_into(uint32_t* target, uint32_t v) {
+  const unsigned peers = same_target_peers(target);
+  const uint32_t sum = __reduce_add_sync(peers, v);
+  if (lane_id() == static_cast<unsigned>(__ffs(peers) - 1) && sum != 0) atomicAdd(target, sum);
 }
 
 // Minimum over the warp, then one atomicMin per warp. Every lane of the
@@ -245,33 +253,42 @@ __device__ __forceinline__ void emit_arcs(const TpGraph& g, const TpState& s, co
   }
 }
 
-__device__ __forceinline__ void emit_phase(const Team& t, const TpGraph& g, const TpState& s, const TpFrame& f) {
-  const int lane = threadIdx.x % kGroup;
-  const uint32_t n = s.counters->live[f.live_in];
-  const TpToken* live = s.live[f.live_in];
-  for (uint32_t i = t.rank * groups_per_block() + threadIdx.x / kGroup; i < n;
-       i += t.size * groups_per_block()) {
-    const TpToken tok = live[i];
-    const int32_t state = graph_state(g, tok.state);
-    const int64_t degree = g.arc_begin[state + 1] - g.arc_begin[state];
-    if (lane == 0) {  // the live token by its state, for the winners' sources
-      const int32_t h = find_or_insert(s.prev_key, s.table_mask, s.table_shift, tok.state);
-      if (h >= 0) {
-        s.prev_index[h] = static_cast<int32_t>(i);
-        s.prev_entry[i] = h;
-      } else {  // cannot happen: live lists hold at most half a table
-        note_overflow(s);
-      }
+// The phases below are written per item (a token, a touched entry, an
+// offer): the single-stream kernels loop over one stream's items, the
+// lanes kernel over the items of every lane of a launch (lanes_round.cuh
+// section below), so both run the same rules.
+
+// Emitting step, live token i, by the kGroup threads of a group (`sub`:
+// this thread's rank in the group).
+__device__ __forceinline__ void emit_item(const TpGraph& g, const TpState& s, const TpFrame& f,
+                                          uint32_t i, int sub) {
+  const TpToken tok = s.live[f.live_in][i];
+  const int32_t state = graph_state(g, tok.state);
+  const int64_t degree = g.arc_begin[state + 1] - g.arc_begin[state];
+  if (sub == 0) {  // the live token by its state, for the winners' sources
+    const int32_t h = find_or_insert(s.prev_key, s.table_mask, s.table_shift, tok.state);
+    if (h >= 0) {
+      s.prev_index[h] = static_cast<int32_t>(i);
+      s.prev_entry[i] = h;
+    } else {  // cannot happen: live lists hold at most half a table
+      note_overflow(s);
     }
-    if (degree > kHeavyDegree) {
-      if (lane == 0) {
-        TpToken* slot = list_slot(s, s.heavy, &s.counters->heavy, s.heavy_capacity);
-        if (slot != nullptr) *slot = tok;
-      }
-      continue;
-    }
-    emit_arcs(g, s, f, tok, lane, kGroup);
   }
+  if (degree > kHeavyDegree) {
+    if (sub == 0) {
+      TpToken* slot = list_slot(s, s.heavy, &s.counters->heavy, s.heavy_capacity);
+      if (slot != nullptr) *slot = tok;
+    }
+    return;
+  }
+  emit_arcs(g, s, f, tok, sub, kGroup);
+}
+
+__device__ __forceinline__ void emit_phase(const Team& t, const TpGraph& g, const TpState& s, const TpFrame& f) {
+  const uint32_t n = s.counters->live[f.live_in];
+  for (uint32_t i = t.rank * groups_per_block() + threadIdx.x / kGroup; i < n;
+       i += t.size * groups_per_block())
+    emit_item(g, s, f, i, threadIdx.x % kGroup);
 }
 
 // One block per heavy token, its threads striding over the arcs.
@@ -283,12 +300,12 @@ __device__ __forceinline__ void emit_heavy_phase(const Team& t, const TpGraph& g
 }
 
 // The emitting step's winners: records, changed[0], the best cost.
-__device__ __forceinline__ void emit_resolve_phase(const Team& t, const TpGraph& g, const TpState& s,
-                                                   const TpFrame& f) {
-  const uint32_t n = s.counters->touched;
-  uint32_t best = 0xFFFFFFFFu;
+// Touched entry i of the emitting step: its record, history and place in
+// changed[0]; returns its cost key (the caller keeps the minimum).
+__device__ __forceinline__ uint32_t emit_resolve_item(const TpGraph& g, const TpState& s,
+                                                      const TpFrame& f, uint32_t i) {
   const TpToken* live = s.live[f.live_in];
-  for (uint32_t i = t.rank * blockDim.x + threadIdx.x; i < n; i += t.size * blockDim.x) {
+  {
     const int32_t e = s.touched[i];
     const int32_t d = s.key[e];
     const uint64_t key = s.best[e];
@@ -319,7 +336,16 @@ __device__ __forceinline__ void emit_resolve_phase(const Team& t, const TpGraph&
       TpToken* slot = list_slot(s, s.changed[0], &s.counters->changed[0], s.changed_capacity);
       if (slot != nullptr) *slot = t;
     }
-    const uint32_t k = cost_key(c);
+    return cost_key(c);
+  }
+}
+
+__device__ __forceinline__ void emit_resolve_phase(const Team& t, const TpGraph& g, const TpState& s,
+                                                   const TpFrame& f) {
+  const uint32_t n = s.counters->touched;
+  uint32_t best = 0xFFFFFFFFu;
+  for (uint32_t i = t.rank * blockDim.x + threadIdx.x; i < n; i += t.size * blockDim.x) {
+    const uint32_t k = emit_resolve_item(g, s, f, i);
     best = k < best ? k : best;
   }
   warp_min_into(&s.counters->best_emit_key, best);
@@ -358,40 +384,39 @@ __device__ __forceinline__ void relax_arcs(const TpGraph& g, const TpState& s, c
   }
 }
 
+// Closure pass `pass`, changed token i (of changed[pass % 2]), by a group.
+__device__ __forceinline__ void relax_item(const TpGraph& g, const TpState& s, const TpFrame& f,
+                                           int pass, uint32_t i, int sub) {
+  const int in = pass & 1;
+  const TpToken tok = s.changed[in][i];
+  // The previous pass's records become the state's (no kernel of this
+  // pass reads record[] before the resolve kernel).
+  if (sub == 0) {
+    s.record[tok.state] = tok.record;
+    if (s.hist != nullptr) s.hist[tok.state] = tok.hist;
+  }
+  const int32_t state = graph_state(g, s.key[tok.state]);
+  if (!g.has_epsilon[state]) return;
+  const float best_emit = key_cost(s.counters->best_emit_key);
+  const bool fresh = tok.record >= f.first_record;
+  if (!(tok.cost <= add_cost(best_emit, fresh ? f.word_end_beam : f.beam))) return;
+  const int64_t degree = g.arc_begin[state + 1] - g.arc_begin[state];
+  if (degree > kHeavyDegree) {
+    if (sub == 0) {
+      TpToken* slot = list_slot(s, s.heavy, &s.counters->heavy, s.heavy_capacity);
+      if (slot != nullptr) *slot = tok;
+    }
+    return;
+  }
+  relax_arcs(g, s, tok, 1 - in, f.pass_base + static_cast<uint32_t>(pass), sub, kGroup);
+}
+
 __device__ __forceinline__ void relax_phase(const Team& t, const TpGraph& g, const TpState& s, const TpFrame& f,
                                             int pass) {
-  const int in = pass & 1;
-  const uint32_t pass_id = f.pass_base + static_cast<uint32_t>(pass);
-  const int lane = threadIdx.x % kGroup;
-  const int out = 1 - in;
-  const uint32_t n = min(s.counters->changed[in], s.changed_capacity);
-  const TpToken* list = s.changed[in];
-  const float best_emit = key_cost(s.counters->best_emit_key);
-  const float limit_beam = add_cost(best_emit, f.beam);
-  const float limit_word_end = add_cost(best_emit, f.word_end_beam);
+  const uint32_t n = min(s.counters->changed[pass & 1], s.changed_capacity);
   for (uint32_t i = t.rank * groups_per_block() + threadIdx.x / kGroup; i < n;
-       i += t.size * groups_per_block()) {
-    const TpToken tok = list[i];
-    // The previous pass's records become the state's (no kernel of this
-    // pass reads record[] before the resolve kernel).
-    if (lane == 0) {
-      s.record[tok.state] = tok.record;
-      if (s.hist != nullptr) s.hist[tok.state] = tok.hist;
-    }
-    const int32_t state = graph_state(g, s.key[tok.state]);
-    if (!g.has_epsilon[state]) continue;
-    const bool fresh = tok.record >= f.first_record;
-    if (!(tok.cost <= (fresh ? limit_word_end : limit_beam))) continue;
-    const int64_t degree = g.arc_begin[state + 1] - g.arc_begin[state];
-    if (degree > kHeavyDegree) {
-      if (lane == 0) {
-        TpToken* slot = list_slot(s, s.heavy, &s.counters->heavy, s.heavy_capacity);
-        if (slot != nullptr) *slot = tok;
-      }
-      continue;
-    }
-    relax_arcs(g, s, tok, out, pass_id, lane, kGroup);
-  }
+       i += t.size * groups_per_block())
+    relax_item(g, s, f, pass, i, threadIdx.x % kGroup);
 }
 
 __device__ __forceinline__ void relax_heavy_phase(const Team& t, const TpGraph& g, const TpState& s,
@@ -403,18 +428,14 @@ __device__ __forceinline__ void relax_heavy_phase(const Team& t, const TpGraph& 
     relax_arcs(g, s, s.heavy[h], 1 - in, pass_id, threadIdx.x, blockDim.x);
 }
 
-// The pass's winners take their records from their sources' tokens as of
-// the previous pass (record[] is committed by the next relax kernel, so
-// every read here sees the previous pass).
-__device__ __forceinline__ void relax_resolve_phase(const Team& t, const TpGraph& g, const TpState& s,
-                                                    const TpFrame& f, int pass) {
-  const int in = pass & 1;
-  const int out = 1 - in;
-  const uint32_t n = s.counters->changed[out];
-  TpToken* list = s.changed[out];
-  const uint32_t listed = min(n, s.changed_capacity);
-  for (uint32_t i = t.rank * blockDim.x + threadIdx.x; i < listed;
-       i += t.size * blockDim.x) {
+// Winner i of closure pass `pass` (in changed[1 - pass % 2]). The pass's
+// winners take their records from their sources' tokens as of the previous
+// pass (record[] is committed by the next relax kernel, so every read here
+// sees the previous pass).
+__device__ __forceinline__ void relax_resolve_item(const TpGraph& g, const TpState& s,
+                                                   const TpFrame& f, int pass, uint32_t i) {
+  TpToken* list = s.changed[1 - (pass & 1)];
+  {
     const int32_t e = list[i].state;
     const int32_t d = s.key[e];
     const uint64_t key = s.best[e];
@@ -434,13 +455,28 @@ __device__ __forceinline__ void relax_resolve_phase(const Team& t, const TpGraph
       s.round_mark[e] = f.round_id;
     }
   }
-  if (t.rank == 0 && threadIdx.x == 0) {
-    if (s.counters->changed[in] > 0) s.counters->passes_run += 1;
-    s.counters->changed[in] = 0;  // consumed; the next pass writes it
-    s.counters->heavy = 0;
-    s.counters->last_changed = n;
-    if (n > 0) s.counters->passes += 1;
-  }
+}
+
+// A pass's counters, by one thread after its winners (same phase).
+__device__ __forceinline__ void relax_resolve_lane(const TpState& s, int pass) {
+  const int in = pass & 1;
+  const uint32_t n = s.counters->changed[1 - in];
+  if (s.counters->changed[in] > 0) s.counters->passes_run += 1;
+  s.counters->changed[in] = 0;  // consumed; the next pass writes it
+  s.counters->heavy = 0;
+  s.counters->last_changed = n;
+  if (n > 0) s.counters->passes += 1;
+}
+
+__device__ __forceinline__ void relax_resolve_phase(const Team& t, const TpGraph& g, const TpState& s,
+                                                    const TpFrame& f, int pass) {
+  const int in = pass & 1;
+  const int out = 1 - in;
+  const uint32_t n = s.counters->changed[out];
+  const uint32_t listed = min(n, s.changed_capacity);
+  for (uint32_t i = t.rank * blockDim.x + threadIdx.x; i < listed; i += t.size * blockDim.x)
+    relax_resolve_item(g, s, f, pass, i);
+  if (t.rank == 0 && threadIdx.x == 0) relax_resolve_lane(s, pass);
 }
 
 __global__ void relax_kernel(TpGraph g, TpState s, const TpFrame* __restrict__ fp, int pass) {
@@ -488,6 +524,15 @@ __device__ __forceinline__ bool within_beam(const TpState& s, const TpFrame& f, 
   return c <= (fresh ? limit_word_end : limit_beam);
 }
 
+// Touched entry i's histogram bin, or -1 outside its beam.
+__device__ __forceinline__ int prune_bin(const TpState& s, const TpFrame& f, uint32_t i,
+                                         float best, float limit_beam, float limit_word_end) {
+  const int32_t d = s.touched[i];
+  const float c = candidate_cost(s.best[d]);
+  if (!within_beam(s, f, d, c, limit_beam, limit_word_end)) return -1;
+  return search::histogram_bin(c, best, f.bin_scale, f.bins);
+}
+
 // Counts in a per-block histogram in shared memory (the bins near the best
 // cost get most tokens: global atomics on them would serialise), then adds
 // the block's non-zero bins to the global one.
@@ -501,11 +546,10 @@ __device__ __forceinline__ void prune_histogram_body(const Team& t, const TpStat
   const float limit_word_end = add_cost(best, f.word_end_beam);
   uint32_t kept = 0;
   for (uint32_t i = t.rank * blockDim.x + threadIdx.x; i < n; i += t.size * blockDim.x) {
-    const int32_t d = s.touched[i];
-    const float c = candidate_cost(s.best[d]);
-    if (!within_beam(s, f, d, c, limit_beam, limit_word_end)) continue;
+    const int bin = prune_bin(s, f, i, best, limit_beam, limit_word_end);
+    if (bin < 0) continue;
     ++kept;
-    atomicAdd(block_hist + search::histogram_bin(c, best, f.bin_scale, f.bins), 1u);
+    atomicAdd(block_hist + bin, 1u);
   }
   for (int off = 16; off > 0; off >>= 1) kept += __shfl_xor_sync(0xffffffffu, kept, off);
   if ((threadIdx.x & 31) == 0 && kept > 0) atomicAdd(&s.counters->kept, kept);
@@ -576,14 +620,13 @@ __global__ void prune_cutoff_kernel(TpState s, const TpFrame* __restrict__ fp, b
   prune_cutoff_body(s, *fp);
 }
 
-__device__ __forceinline__ void prune_compact_body(const Team& t, const TpState& s, const TpFrame& f) {
-  const uint32_t n = s.counters->touched;
-  const float best = key_cost(s.counters->best_key);
-  const float limit_beam = add_cost(best, f.beam);
-  const float limit_word_end = add_cost(best, f.word_end_beam);
+// Touched entry i: into the next live list if it survives, freed either way.
+__device__ __forceinline__ void prune_compact_item(const TpState& s, const TpFrame& f, uint32_t i,
+                                                   float best, float limit_beam,
+                                                   float limit_word_end) {
   const int cut = s.counters->cut_bin;
   const int out = 1 - f.live_in;
-  for (uint32_t i = t.rank * blockDim.x + threadIdx.x; i < n; i += t.size * blockDim.x) {
+  {
     const int32_t e = s.touched[i];
     const float c = candidate_cost(s.best[e]);
     if (within_beam(s, f, e, c, limit_beam, limit_word_end) &&
@@ -602,6 +645,15 @@ __device__ __forceinline__ void prune_compact_body(const Team& t, const TpState&
     s.best[e] = kNoCandidate;
     s.key[e] = kEmptyKey;
   }
+}
+
+__device__ __forceinline__ void prune_compact_body(const Team& t, const TpState& s, const TpFrame& f) {
+  const uint32_t n = s.counters->touched;
+  const float best = key_cost(s.counters->best_key);
+  const float limit_beam = add_cost(best, f.beam);
+  const float limit_word_end = add_cost(best, f.word_end_beam);
+  for (uint32_t i = t.rank * blockDim.x + threadIdx.x; i < n; i += t.size * blockDim.x)
+    prune_compact_item(s, f, i, best, limit_beam, limit_word_end);
   // The previous frame's live tokens leave the second table (an emitting
   // step put them there; the start frame has none).
   if (f.loglik != nullptr) {
@@ -621,23 +673,19 @@ __global__ void prune_compact_kernel(TpState s, const TpFrame* __restrict__ fp, 
 // Nothing while the closure is unsettled (the round's graph ran out of
 // passes): the host continues the round and the collection runs after the
 // continuation's passes instead, once.
-__device__ __forceinline__ void collect_events_phase(const Team& t, const TpGraph& g, const TpState& s,
-                                                     const TpFrame& f) {
-  if (s.counters->last_changed != 0) return;
-  const uint32_t n = s.counters->touched;
-  const float best_emit = key_cost(s.counters->best_emit_key);
-  const float limit_beam = add_cost(best_emit, f.beam);
-  const float limit_word_end = add_cost(best_emit, f.word_end_beam);
-  for (uint32_t i = t.rank * blockDim.x + threadIdx.x; i < n; i += t.size * blockDim.x) {
+__device__ __forceinline__ void collect_events_item(const TpGraph& g, const TpState& s,
+                                                    const TpFrame& f, uint32_t i) {
+  {
     const int32_t ent = s.touched[i];
-    if (s.round_mark[ent] != f.round_id) continue;
+    if (s.round_mark[ent] != f.round_id) return;
     const int32_t v = s.key[ent];
     const int32_t state = graph_state(g, v);
-    if (!g.has_word_arc[state]) continue;
+    if (!g.has_word_arc[state]) return;
     const float cost = candidate_cost(s.best[ent]);
     const int32_t rec = s.record[ent];
     const bool fresh = rec >= f.first_record;
-    if (!(cost <= (fresh ? limit_word_end : limit_beam))) continue;
+    const float best_emit = key_cost(s.counters->best_emit_key);
+    if (!(cost <= add_cost(best_emit, fresh ? f.word_end_beam : f.beam))) return;
     for (int64_t a = g.arc_begin[state]; a < g.arc_begin[state + 1]; ++a) {
       if (g.ilabel[a] != 0 || g.olabel[a] == 0) continue;
       const float c = add_cost(cost, g.cost[a]);
@@ -658,31 +706,40 @@ __device__ __forceinline__ void collect_events_phase(const Team& t, const TpGrap
   }
 }
 
+__device__ __forceinline__ void collect_events_phase(const Team& t, const TpGraph& g, const TpState& s,
+                                                     const TpFrame& f) {
+  if (s.counters->last_changed != 0) return;
+  const uint32_t n = s.counters->touched;
+  for (uint32_t i = t.rank * blockDim.x + threadIdx.x; i < n; i += t.size * blockDim.x)
+    collect_events_item(g, s, f, i);
+}
+
 __global__ void collect_events_kernel(TpGraph g, TpState s, const TpFrame* __restrict__ fp) {
   collect_events_phase(grid_team(), g, s, *fp);
 }
 
 // Half 2a: the host's offers, keyed (cost, num_arcs + index).
+__device__ __forceinline__ void offer_event_item(const TpGraph& g, const TpState& s, uint32_t i) {
+  const TpOffer o = s.offers[i];
+  if (usable_cost(o.cost)) offer(s, o.dest, pack_candidate(o.cost, g.num_arcs + i));
+}
 __device__ __forceinline__ void offer_events_phase(const Team& t, const TpGraph& g, const TpState& s,
                                                    const TpFrame& f) {
   const uint32_t n = f.num_offers;
-  for (uint32_t i = t.rank * blockDim.x + threadIdx.x; i < n; i += t.size * blockDim.x) {
-    const TpOffer o = s.offers[i];
-    if (usable_cost(o.cost)) offer(s, o.dest, pack_candidate(o.cost, g.num_arcs + i));
-  }
+  for (uint32_t i = t.rank * blockDim.x + threadIdx.x; i < n; i += t.size * blockDim.x)
+    offer_event_item(g, s, i);
   if (t.rank == 0 && threadIdx.x == 0) s.counters->events = 0;  // the next collection's
 }
 
 // Half 2b: each offer that holds its destination makes its record and
 // starts the round in changed[0] (empty: the last round settled).
-__device__ __forceinline__ void resolve_events_phase(const Team& t, const TpGraph& g, const TpState& s,
-                                                     const TpFrame& f) {
-  const uint32_t n = f.num_offers;
-  for (uint32_t i = t.rank * blockDim.x + threadIdx.x; i < n; i += t.size * blockDim.x) {
+__device__ __forceinline__ void resolve_event_item(const TpGraph& g, const TpState& s,
+                                                   const TpFrame& f, uint32_t i) {
+  {
     const TpOffer o = s.offers[i];
-    if (!usable_cost(o.cost)) continue;
+    if (!usable_cost(o.cost)) return;
     const int32_t e = find_entry(s.key, s.table_mask, s.table_shift, o.dest);
-    if (e < 0 || s.best[e] != pack_candidate(o.cost, g.num_arcs + i)) continue;
+    if (e < 0 || s.best[e] != pack_candidate(o.cost, g.num_arcs + i)) return;
     const int32_t rec = stage_record(s, f, o.word, o.record, o.cost);
     s.record[e] = rec;
     s.hist[e] = o.hist;
@@ -695,6 +752,13 @@ __device__ __forceinline__ void resolve_events_phase(const Team& t, const TpGrap
     TpToken* slot = list_slot(s, s.changed[0], &s.counters->changed[0], s.changed_capacity);
     if (slot != nullptr) *slot = t;
   }
+}
+
+__device__ __forceinline__ void resolve_events_phase(const Team& t, const TpGraph& g, const TpState& s,
+                                                     const TpFrame& f) {
+  const uint32_t n = f.num_offers;
+  for (uint32_t i = t.rank * blockDim.x + threadIdx.x; i < n; i += t.size * blockDim.x)
+    resolve_event_item(g, s, f, i);
 }
 
 __global__ void offer_events_kernel(TpGraph g, TpState s, const TpFrame* __restrict__ fp) {
@@ -736,34 +800,33 @@ __device__ __forceinline__ uint32_t heavy_count(const TpState& s) {
   return *static_cast<volatile const uint32_t*>(&s.counters->heavy);
 }
 
-template <class Barrier>
-__device__ __forceinline__ void round_body(Barrier& bar, const Team& t, const TpGraph& g,
+__device__ __forceinline__ void round_body(const cg::grid_group& grid, const Team& t, const TpGraph& g,
                                            const TpState& s, const TpFrame& f, int head,
                                            int max_passes, bool heavy, bool collect) {
   if (head == kRoundHeadEmit) {
     emit_phase(t, g, s, f);
-    bar.sync();
+    grid.sync();
     if (heavy && heavy_count(s) > 0) {
       emit_heavy_phase(t, g, s, f);
-      bar.sync();
+      grid.sync();
     }
     emit_resolve_phase(t, g, s, f);
-    bar.sync();
+    grid.sync();
   } else if (head == kRoundHeadOffers) {
     offer_events_phase(t, g, s, f);
-    bar.sync();
+    grid.sync();
     resolve_events_phase(t, g, s, f);
-    bar.sync();
+    grid.sync();
   }
   for (int pass = 0; pass < max_passes; ++pass) {
     relax_phase(t, g, s, f, pass);
-    bar.sync();
+    grid.sync();
     if (heavy && heavy_count(s) > 0) {
       relax_heavy_phase(t, g, s, f, pass);
-      bar.sync();
+      grid.sync();
     }
     relax_resolve_phase(t, g, s, f, pass);
-    bar.sync();
+    grid.sync();
     if (*static_cast<volatile const uint32_t*>(&s.counters->last_changed) == 0) break;
   }
   if (collect) collect_events_phase(t, g, s, f);
@@ -777,26 +840,25 @@ __device__ __forceinline__ void round_body(Barrier& bar, const Team& t, const Tp
 // counters after the same barrier. `fp` is written here (the chained
 // frame's parameters replace the frame's), so it is read with plain loads
 // after barriers, never through the read-only cache.
-template <class Barrier>
-__device__ __forceinline__ void round_run(Barrier& bar, const Team& t, const TpGraph& g,
+__device__ __forceinline__ void round_run(const cg::grid_group& grid, const Team& t, const TpGraph& g,
                                           const TpState& s, TpFrame* fp, const TpRoundParams& p,
                                           uint32_t* block_hist) {
   const bool chain = p.chain_passes > 0;
   if (chain && t.rank == 0 && threadIdx.x == 0) s.chain->go = 0;  // read after barriers
   const TpFrame f = load_frame_written(fp);
-  round_body(bar, t, g, s, f, p.head, p.max_passes, p.heavy, p.collect);
+  round_body(grid, t, g, s, f, p.head, p.max_passes, p.heavy, p.collect);
   if (!p.prune) return;
-  bar.sync();  // the events are collected
+  grid.sync();  // the events are collected
   if (prune_held_back(s, true)) return;  // the same counters for every thread
   prune_best_body(t, s);
-  bar.sync();
+  grid.sync();
   prune_histogram_body(t, s, f, block_hist);
-  bar.sync();
+  grid.sync();
   if (t.rank == 0) prune_cutoff_body(s, f);
-  bar.sync();
+  grid.sync();
   prune_compact_body(t, s, f);
   if (!chain) return;
-  bar.sync();  // the frame's counters are final
+  grid.sync();  // the frame's counters are final
   if (t.rank == 0 && threadIdx.x == 0) {
     const TpCounters c = *s.counters;
     TpFrame n = load_frame_written(p.next);
@@ -808,61 +870,403 @@ __device__ __forceinline__ void round_run(Barrier& bar, const Team& t, const TpG
       s.chain->go = 1;
     }
   }
-  bar.sync();
+  grid.sync();
   if (*static_cast<volatile const uint32_t*>(&s.chain->go) == 0) return;
   const TpFrame nf = load_frame_written(fp);
   for (int i = t.rank * blockDim.x + threadIdx.x; i < nf.bins; i += t.size * blockDim.x)
     s.histogram[i] = 0;
-  bar.sync();
-  round_body(bar, t, g, s, nf, kRoundHeadEmit, p.chain_passes, p.heavy, /*collect=*/true);
+  grid.sync();
+  round_body(grid, t, g, s, nf, kRoundHeadEmit, p.chain_passes, p.heavy, /*collect=*/true);
 }
 
 // The cooperative round kernel: one stream's round over the whole grid.
 __global__ void round_kernel(TpGraph g, TpState s, TpFrame* fp, TpRoundParams p) {
   extern __shared__ uint32_t block_hist[];
-  GridBarrier bar{cg::this_grid()};
-  round_run(bar, grid_team(), g, s, fp, p, block_hist);
+  round_run(cg::this_grid(), grid_team(), g, s, fp, p, block_hist);
 }
 
-// Many streams' rounds in one launch: block b runs lane b's round alone
-// (tp_lanes_round in token_passing.cuh). Before the round, what the
-// single-stream path queues as separate operations: the frame parameters
-// into device memory, the frame's counters and histogram reset, the start
-// token; after it, the counters (and the chain's outcome) to the lane's
-// `out`, which is mapped host memory.
-__global__ void lanes_round_kernel(const TpLaneRound* __restrict__ rounds) {
-  extern __shared__ uint32_t block_hist[];
-  const TpLaneRound& r = rounds[blockIdx.x];
-  const TpGraph g = r.graph;
-  const TpState s = r.state;
-  const TpRoundParams p = r.params;
-  TpFrame* fp = r.frame;
-  const Team t{0, 1};
-  BlockBarrier bar;
-  constexpr int kFrameWords = sizeof(TpFrame) / sizeof(uint32_t);
-  for (int i = threadIdx.x; i < static_cast<int>(r.num_frames) * kFrameWords; i += blockDim.x)
-    reinterpret_cast<uint32_t*>(fp)[i] = reinterpret_cast<const uint32_t*>(r.frames)[i];
-  __syncthreads();
-  if (r.begin_frame) {
-    const TpFrame f = load_frame_written(fp);
-    if (threadIdx.x == 0) reset_counters(s.counters, f);
-    for (int i = threadIdx.x; i < f.bins; i += blockDim.x) s.histogram[i] = 0;
-    __syncthreads();
-    if (r.start && threadIdx.x == 0) start_token(s, f);
-    __syncthreads();
+// ---------------------------------------------------------------------------
+// The batched search: many streams' rounds in one cooperative launch
+// (tp_lanes_round in token_passing.cuh). The phases are the single-stream
+// round's, but each one walks the items of every lane at once: a block
+// counts each lane's items (a scan over the lanes into shared memory) and
+// the grid strides over the concatenation, a binary search over the scan
+// naming each item's lane. So the grid-wide barriers, which bound a
+// single stream's frame, are paid once for every stream in the launch, and
+// a lane with many tokens gets as many threads as its items need. Every
+// item runs the single-stream rules on its own lane's tables and counters
+// (the per-item functions above): a lane's result does not depend on the
+// others. Per lane, what the single-stream path decides between kernels
+// (which head, whether its closure goes on, whether pruning runs, whether
+// the next frame is chained) is decided by one thread and kept in the
+// lane's TpLaneStep, so every block reads the same decision after the
+// next barrier.
+
+// A lane's round within a launch (device scratch, one per lane).
+struct TpLaneStep {
+  int32_t head;        // kRoundHead*, or kLaneIdle: the lane has no round now
+  int32_t max_passes;  // closure passes it may run (an even bound, as tp_round's)
+  int32_t collect;     // word-end events after the closure
+  int32_t prune;       // gated pruning after the round
+  int32_t closing;     // still in its closure
+  int32_t pruned;      // the gate let pruning run
+};
+constexpr int32_t kLaneIdle = -1;
+// Launch-wide counters (device scratch): lanes whose closure goes on after
+// pass p (slot p % 3; a slot is cleared two passes before it is counted
+// again), and lanes that chained their next frame.
+constexpr int kLaneScratchWords = 4;
+constexpr int kChainedSlot = 3;
+
+// Exclusive prefix sums of count(lane) over the L lanes into prefix[0..L]
+// (shared memory), by the whole block; returns the total. count must give
+// the same value whenever it is called in a phase.
+template <class Count>
+__device__ __forceinline__ uint32_t lane_prefix(int L, uint32_t* prefix, Count count) {
+  __shared__ uint32_t warp_sums[32];
+  __syncthreads();  // the previous scan's readers are done
+  const int per = (L + static_cast<int>(blockDim.x) - 1) / static_cast<int>(blockDim.x);
+  const int first = min(L, static_cast<int>(threadIdx.x) * per);
+  const int last = min(L, first + per);
+  uint32_t run = 0;
+  for (int l = first; l < last; ++l) run += count(l);
+  const unsigned ln = lane_id();
+  const int w = threadIdx.x >> 5;
+  const int warps = (blockDim.x + 31) / 32;
+  uint32_t incl = run;
+  for (int off = 1; off < 32; off <<= 1) {
+    const uint32_t o = __shfl_up_sync(0xffffffffu, incl, off);
+    if (ln >= static_cast<unsigned>(off)) incl += o;
   }
-  if (r.run_round) round_run(bar, t, g, s, fp, p, block_hist);
+  if (ln == 31) warp_sums[w] = incl;
   __syncthreads();
-  constexpr int kOutWords = sizeof(TpCounters) / sizeof(uint32_t);
-  static_assert(sizeof(TpCounters) % sizeof(uint32_t) == 0, "TpCounters is copied in 32-bit words");
-  static_assert(sizeof(TpChain) % sizeof(uint32_t) == 0, "TpChain is copied in 32-bit words");
-  uint32_t* out = reinterpret_cast<uint32_t*>(r.out);
-  const volatile uint32_t* c = reinterpret_cast<const volatile uint32_t*>(s.counters);
-  for (int i = threadIdx.x; i < kOutWords; i += blockDim.x) out[i] = c[i];
-  if (s.chain != nullptr) {
-    constexpr int kChainWords = sizeof(TpChain) / sizeof(uint32_t);
-    const volatile uint32_t* ch = reinterpret_cast<const volatile uint32_t*>(s.chain);
-    for (int i = threadIdx.x; i < kChainWords; i += blockDim.x) out[kOutWords + i] = ch[i];
+  if (w == 0) {
+    uint32_t t = ln < static_cast<unsigned>(warps) ? warp_sums[ln] : 0;
+    for (int off = 1; off < 32; off <<= 1) {
+      const uint32_t o = __shfl_up_sync(0xffffffffu, t, off);
+      if (ln >= static_cast<unsigned>(off)) t += o;
+    }
+    if (ln < static_cast<unsigned>(warps)) warp_sums[ln] = t;  // inclusive over warps
+  }
+  __syncthreads();
+  uint32_t start = incl - run + (w > 0 ? warp_sums[w - 1] : 0);
+  for (int l = first; l < last; ++l) {
+    prefix[l] = start;
+    start += count(l);
+  }
+  if (threadIdx.x == 0) prefix[L] = warp_sums[warps - 1];
+  __syncthreads();
+  return prefix[L];
+}
+
+// The lane of concatenated item u: the last lane whose first item is <= u.
+__device__ __forceinline__ int lane_of(const uint32_t* prefix, int L, uint32_t u) {
+  int lo = 0, hi = L - 1;
+  while (lo < hi) {
+    const int mid = (lo + hi + 1) >> 1;
+    if (prefix[mid] <= u) lo = mid;
+    else hi = mid - 1;
+  }
+  return lo;
+}
+
+// item(lane, i, sub) for every item i < count(lane) of every lane, `width`
+// threads an item (sub: the thread's rank among them).
+template <class Count, class Item>
+__device__ __forceinline__ void for_lane_items(int L, uint32_t* prefix, int width, Count count,
+                                               Item item) {
+  const uint32_t total = lane_prefix(L, prefix, count);
+  const uint32_t per_block = blockDim.x / width;
+  for (uint32_t u = blockIdx.x * per_block + threadIdx.x / width; u < total;
+       u += gridDim.x * per_block) {
+    const int lane = lane_of(prefix, L, u);
+    item(lane, u - prefix[lane], static_cast<int>(threadIdx.x % width));
+  }
+}
+
+// item(lane, i) by a whole block for every item i < count(lane).
+template <class Count, class Item>
+__device__ __forceinline__ void for_lane_items_by_block(int L, uint32_t* prefix, Count count,
+                                                        Item item) {
+  const uint32_t total = lane_prefix(L, prefix, count);
+  for (uint32_t u = blockIdx.x; u < total; u += gridDim.x) {
+    const int lane = lane_of(prefix, L, u);
+    item(lane, u - prefix[lane]);
+  }
+}
+
+// fn(lane) by one thread per lane.
+template <class Fn>
+__device__ __forceinline__ void for_lanes(int L, Fn fn) {
+  const uint32_t threads = gridDim.x * blockDim.x;
+  for (uint32_t l = blockIdx.x * blockDim.x + threadIdx.x; l < static_cast<uint32_t>(L); l += threads)
+    fn(static_cast<int>(l));
+}
+
+__device__ __forceinline__ uint32_t volatile_load(const uint32_t* p) {
+  return *static_cast<const volatile uint32_t*>(p);
+}
+
+// One round of every lane whose step has a head (kRoundHeadNone included):
+// the head, the closure, the events; the lane's steps say what each does.
+__device__ void lanes_round_body(const cg::grid_group& grid, const TpLaneRound* rounds, int L,
+                                 TpLaneStep* steps, uint32_t* scratch, uint32_t* prefix) {
+  // The head: emitting step and offers (different lanes) side by side.
+  if (blockIdx.x == 0 && threadIdx.x < 3) scratch[threadIdx.x] = 0;
+  for_lane_items(
+      L, prefix, kGroup,
+      [&](int l) -> uint32_t {
+        const TpLaneRound& r = rounds[l];
+        return steps[l].head == kRoundHeadEmit ? r.state.counters->live[r.frame->live_in] : 0u;
+      },
+      [&](int l, uint32_t i, int sub) {
+        const TpLaneRound& r = rounds[l];
+        emit_item(r.graph, r.state, *r.frame, i, sub);
+      });
+  for_lane_items(
+      L, prefix, 1,
+      [&](int l) -> uint32_t { return steps[l].head == kRoundHeadOffers ? rounds[l].frame->num_offers : 0u; },
+      [&](int l, uint32_t i, int) { offer_event_item(rounds[l].graph, rounds[l].state, i); });
+  for_lanes(L, [&](int l) {
+    if (steps[l].head == kRoundHeadOffers) rounds[l].state.counters->events = 0;  // the next collection's
+  });
+  grid.sync();
+  for_lane_items_by_block(
+      L, prefix,
+      [&](int l) -> uint32_t {
+        const TpState& s = rounds[l].state;
+        return steps[l].head == kRoundHeadEmit ? min(s.counters->heavy, s.heavy_capacity) : 0u;
+      },
+      [&](int l, uint32_t h) {
+        const TpLaneRound& r = rounds[l];
+        emit_arcs(r.graph, r.state, *r.frame, r.state.heavy[h], threadIdx.x, blockDim.x);
+      });
+  grid.sync();
+  for_lane_items(
+      L, prefix, 1,
+      [&](int l) -> uint32_t {
+        return steps[l].head == kRoundHeadEmit ? rounds[l].state.counters->touched : 0u;
+      },
+      [&](int l, uint32_t i, int) {
+        const TpLaneRound& r = rounds[l];
+        min_into(&r.state.counters->best_emit_key, emit_resolve_item(r.graph, r.state, *r.frame, i));
+      });
+  for_lane_items(
+      L, prefix, 1,
+      [&](int l) -> uint32_t { return steps[l].head == kRoundHeadOffers ? rounds[l].frame->num_offers : 0u; },
+      [&](int l, uint32_t i, int) {
+        const TpLaneRound& r = rounds[l];
+        resolve_event_item(r.graph, r.state, *r.frame, i);
+      });
+  for_lanes(L, [&](int l) {
+    if (steps[l].head == kRoundHeadEmit) rounds[l].state.counters->heavy = 0;
+  });
+  grid.sync();
+  // The closure: pass p for the lanes still in theirs, until none is.
+  for (int pass = 0;; ++pass) {
+    const int in = pass & 1;
+    if (blockIdx.x == 0 && threadIdx.x == 0) scratch[(pass + 1) % 3] = 0;
+    auto closing = [&](int l) { return steps[l].closing != 0; };
+    for_lane_items(
+        L, prefix, kGroup,
+        [&](int l) -> uint32_t {
+          const TpState& s = rounds[l].state;
+          return closing(l) ? min(s.counters->changed[in], s.changed_capacity) : 0u;
+        },
+        [&](int l, uint32_t i, int sub) {
+          const TpLaneRound& r = rounds[l];
+          relax_item(r.graph, r.state, *r.frame, pass, i, sub);
+        });
+    grid.sync();
+    for_lane_items_by_block(
+        L, prefix,
+        [&](int l) -> uint32_t {
+          const TpState& s = rounds[l].state;
+          return closing(l) ? min(s.counters->heavy, s.heavy_capacity) : 0u;
+        },
+        [&](int l, uint32_t h) {
+          const TpLaneRound& r = rounds[l];
+          relax_arcs(r.graph, r.state, r.state.heavy[h], 1 - in,
+                     r.frame->pass_base + static_cast<uint32_t>(pass), threadIdx.x, blockDim.x);
+        });
+    grid.sync();
+    for_lane_items(
+        L, prefix, 1,
+        [&](int l) -> uint32_t {
+          const TpState& s = rounds[l].state;
+          return closing(l) ? min(s.counters->changed[1 - in], s.changed_capacity) : 0u;
+        },
+        [&](int l, uint32_t i, int) {
+          const TpLaneRound& r = rounds[l];
+          relax_resolve_item(r.graph, r.state, *r.frame, pass, i);
+        });
+    for_lanes(L, [&](int l) {
+      if (!closing(l)) return;
+      relax_resolve_lane(rounds[l].state, pass);
+      // As tp_round: stop after the pass that changed nothing, or at the
+      // lane's bound (the host continues it).
+      if (rounds[l].state.counters->last_changed != 0 && pass + 1 < steps[l].max_passes)
+        atomicAdd(scratch + pass % 3, 1u);
+      else
+        steps[l].closing = 0;
+    });
+    grid.sync();
+    if (volatile_load(scratch + pass % 3) == 0) break;
+  }
+  // The round's word-end events (not while a lane's closure is unsettled).
+  for_lane_items(
+      L, prefix, 1,
+      [&](int l) -> uint32_t {
+        const TpCounters* c = rounds[l].state.counters;
+        return steps[l].head != kLaneIdle && steps[l].collect && c->last_changed == 0 ? c->touched : 0u;
+      },
+      [&](int l, uint32_t i, int) {
+        const TpLaneRound& r = rounds[l];
+        collect_events_item(r.graph, r.state, *r.frame, i);
+      });
+}
+
+// Pruning, for the lanes whose step asks for it and whose gate lets it
+// run (tp_prune with `gated`); the decision is taken once, in the first
+// phase, and kept in the step.
+__device__ void lanes_prune(const cg::grid_group& grid, const TpLaneRound* rounds, int L,
+                            TpLaneStep* steps, uint32_t* prefix) {
+  for_lanes(L, [&](int l) {
+    steps[l].pruned = steps[l].head != kLaneIdle && steps[l].prune &&
+                      !prune_held_back(rounds[l].state, true);
+  });
+  grid.sync();
+  for_lane_items(
+      L, prefix, 1,
+      [&](int l) -> uint32_t { return steps[l].pruned ? rounds[l].state.counters->touched : 0u; },
+      [&](int l, uint32_t i, int) {
+        const TpState& s = rounds[l].state;
+        min_into(&s.counters->best_key, static_cast<uint32_t>(s.best[s.touched[i]] >> 32));
+      });
+  grid.sync();
+  for_lane_items(
+      L, prefix, 1,
+      [&](int l) -> uint32_t { return steps[l].pruned ? rounds[l].state.counters->touched : 0u; },
+      [&](int l, uint32_t i, int) {
+        const TpLaneRound& r = rounds[l];
+        const TpState& s = r.state;
+        const TpFrame& f = *r.frame;
+        const float best = key_cost(s.counters->best_key);
+        const int bin = prune_bin(s, f, i, best, add_cost(best, f.beam), add_cost(best, f.word_end_beam));
+        if (bin >= 0) atomicAdd(s.histogram + bin, 1u);
+        add_into(&s.counters->kept, bin >= 0 ? 1u : 0u);
+      });
+  grid.sync();
+  for (int l = blockIdx.x; l < L; l += gridDim.x)
+    if (steps[l].pruned) prune_cutoff_body(rounds[l].state, *rounds[l].frame);
+  grid.sync();
+  for_lane_items(
+      L, prefix, 1,
+      [&](int l) -> uint32_t { return steps[l].pruned ? rounds[l].state.counters->touched : 0u; },
+      [&](int l, uint32_t i, int) {
+        const TpLaneRound& r = rounds[l];
+        const TpState& s = r.state;
+        const TpFrame& f = *r.frame;
+        const float best = key_cost(s.counters->best_key);
+        prune_compact_item(s, f, i, best, add_cost(best, f.beam), add_cost(best, f.word_end_beam));
+      });
+  // The previous frame's live tokens leave the second table.
+  for_lane_items(
+      L, prefix, 1,
+      [&](int l) -> uint32_t {
+        const TpLaneRound& r = rounds[l];
+        return steps[l].pruned && r.frame->loglik != nullptr
+                   ? r.state.counters->live[r.frame->live_in]
+                   : 0u;
+      },
+      [&](int l, uint32_t i, int) {
+        const TpState& s = rounds[l].state;
+        s.prev_key[s.prev_entry[i]] = kEmptyKey;
+      });
+}
+
+__global__ void lanes_round_kernel(const TpLaneRound* __restrict__ rounds, int L,
+                                   TpLaneStep* steps, uint32_t* scratch) {
+  extern __shared__ uint32_t prefix[];  // L + 1
+  const cg::grid_group grid = cg::this_grid();
+  // What the single-stream path queues before its round: the frame
+  // parameters, the frame's start (counters, histogram, start token).
+  for (int l = blockIdx.x; l < L; l += gridDim.x) {
+    const TpLaneRound& r = rounds[l];
+    constexpr int kFrameWords = sizeof(TpFrame) / sizeof(uint32_t);
+    for (int i = threadIdx.x; i < static_cast<int>(r.num_frames) * kFrameWords; i += blockDim.x)
+      reinterpret_cast<uint32_t*>(r.frame)[i] = reinterpret_cast<const uint32_t*>(r.frames)[i];
+    if (r.begin_frame) {
+      for (int i = threadIdx.x; i < r.frames[0].bins; i += blockDim.x) r.state.histogram[i] = 0;
+      if (threadIdx.x == 0) {
+        reset_counters(r.state.counters, r.frames[0]);
+        if (r.start) start_token(r.state, r.frames[0]);
+      }
+    }
+    if (threadIdx.x == 0) {
+      TpLaneStep st;
+      st.head = r.run_round ? r.params.head : kLaneIdle;
+      st.max_passes = r.params.max_passes;
+      st.collect = r.params.collect;
+      st.prune = r.params.prune;
+      st.closing = r.run_round && r.params.max_passes > 0;
+      st.pruned = 0;
+      steps[l] = st;
+      if (r.params.chain_passes > 0) r.state.chain->go = 0;
+    }
+  }
+  if (blockIdx.x == 0 && threadIdx.x == 0) scratch[kChainedSlot] = 0;
+  grid.sync();
+  lanes_round_body(grid, rounds, L, steps, scratch, prefix);
+  grid.sync();  // the events are collected
+  lanes_prune(grid, rounds, L, steps, prefix);
+  grid.sync();  // the frames' counters are final
+  // Chaining, as tp_round's: the next frame's emitting round for the lanes
+  // whose frame ended here.
+  for_lanes(L, [&](int l) {
+    const TpLaneRound& r = rounds[l];
+    TpLaneStep& st = steps[l];
+    const bool chained_here = st.pruned && r.params.chain_passes > 0;
+    st.head = kLaneIdle;
+    st.closing = 0;
+    if (!chained_here) return;
+    const TpCounters c = *r.state.counters;
+    TpFrame n = r.frame[1];
+    n.first_record = r.frame->first_record + static_cast<int32_t>(c.records);
+    if (n.first_record >= n.record_limit) return;
+    r.state.chain->prev = c;
+    *r.frame = n;
+    reset_counters(r.state.counters, n);
+    r.state.chain->go = 1;
+    st.head = kRoundHeadEmit;
+    st.max_passes = r.params.chain_passes;
+    st.collect = 1;
+    st.prune = 0;
+    st.closing = r.params.chain_passes > 0;
+    atomicAdd(scratch + kChainedSlot, 1u);
+  });
+  grid.sync();
+  if (volatile_load(scratch + kChainedSlot) != 0) {
+    for (int l = blockIdx.x; l < L; l += gridDim.x)
+      if (steps[l].head == kRoundHeadEmit)
+        for (int i = threadIdx.x; i < rounds[l].frame->bins; i += blockDim.x)
+          rounds[l].state.histogram[i] = 0;
+    grid.sync();
+    lanes_round_body(grid, rounds, L, steps, scratch, prefix);
+    grid.sync();
+  }
+  // What the host reads: the counters, then the chain's outcome.
+  for (int l = blockIdx.x; l < L; l += gridDim.x) {
+    const TpLaneRound& r = rounds[l];
+    constexpr int kOutWords = sizeof(TpCounters) / sizeof(uint32_t);
+    uint32_t* out = reinterpret_cast<uint32_t*>(r.out);
+    const uint32_t* c = reinterpret_cast<const uint32_t*>(r.state.counters);
+    for (int i = threadIdx.x; i < kOutWords; i += blockDim.x) out[i] = c[i];
+    if (r.state.chain != nullptr) {
+      constexpr int kChainWords = sizeof(TpChain) / sizeof(uint32_t);
+      const uint32_t* ch = reinterpret_cast<const uint32_t*>(r.state.chain);
+      for (int i = threadIdx.x; i < kChainWords; i += blockDim.x) out[kOutWords + i] = ch[i];
+    }
   }
 }
 
@@ -946,20 +1350,36 @@ cudaError_t tp_round(const TpGraph& g, const TpState& s, TpFrame* f, const TpRou
   return cudaLaunchKernelEx(&config, round_kernel, g, s, f, p);
 }
 
-int tp_lanes_round_threads(int wanted) {
-  cudaFuncAttributes a{};
-  if (cudaFuncGetAttributes(&a, lanes_round_kernel) != cudaSuccess) return kThreads;
-  const int most = std::min(a.maxThreadsPerBlock, kCutoffThreads);
-  const int t = std::max(32, std::min(wanted, most));
-  return t - t % 32;
+size_t tp_lanes_scratch_bytes(int lanes) {
+  return static_cast<size_t>(lanes) * sizeof(TpLaneStep) + kLaneScratchWords * sizeof(uint32_t);
 }
 
-cudaError_t tp_lanes_round(const TpLaneRound* rounds, int lanes, int bins, int threads,
+int tp_lanes_round_blocks(int sm_count, int max_per_sm, int max_lanes) {
+  int per_sm = 0;
+  const size_t smem = static_cast<size_t>(max_lanes + 1) * sizeof(uint32_t);
+  if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, lanes_round_kernel, kThreads, smem) !=
+          cudaSuccess ||
+      per_sm < 1)
+    return 0;
+  return std::min(per_sm, std::max(max_per_sm, 1)) * sm_count;
+}
+
+cudaError_t tp_lanes_round(const TpLaneRound* rounds, int lanes, void* scratch, int blocks,
                            cudaStream_t stream) {
   if (lanes <= 0) return cudaSuccess;
-  lanes_round_kernel<<<lanes, threads, static_cast<size_t>(bins) * sizeof(uint32_t), stream>>>(
-      rounds);
-  return cudaGetLastError();
+  TpLaneStep* steps = static_cast<TpLaneStep*>(scratch);
+  uint32_t* counters = reinterpret_cast<uint32_t*>(steps + lanes);
+  cudaLaunchConfig_t config = {};
+  config.gridDim = dim3(static_cast<unsigned>(blocks));
+  config.blockDim = dim3(kThreads);
+  config.dynamicSmemBytes = static_cast<size_t>(lanes + 1) * sizeof(uint32_t);
+  config.stream = stream;
+  cudaLaunchAttribute attribute[1];
+  attribute[0].id = cudaLaunchAttributeCooperative;
+  attribute[0].val.cooperative = 1;
+  config.attrs = attribute;
+  config.numAttrs = 1;
+  return cudaLaunchKernelEx(&config, lanes_round_kernel, rounds, lanes, steps, counters);
 }
 
 cudaError_t tp_prune(const TpState& s, const TpFrame* f, int bins, int blocks,

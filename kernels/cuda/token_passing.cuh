@@ -251,11 +251,12 @@ cudaError_t tp_round(const TpGraph& g, const TpState& s, TpFrame* f, const TpRou
 // `sm_count` multiprocessors (with a `bins`-entry histogram in shared
 // memory), at most max_per_sm each; 0 if the device cannot say.
 int tp_round_blocks(int sm_count, int max_per_sm, int bins);
-// Many streams' rounds in one launch (the batched search of the
-// many-streams engine, common/search/cuda_round_batcher.h): one block per
-// lane, each running its lane's round as tp_round would with a grid of one
-// block, so a lane's results are those of its stream decoded alone. What
-// the single-stream path queues around tp_round is part of the lane's
+// Many streams' rounds in one cooperative launch (the batched search of
+// the many-streams engine, common/search/cuda_round_batcher.h): each lane,
+// that is each stream, runs the round tp_round would run for it, and the
+// phases walk the items of all lanes at once (token_passing.cu says how),
+// so a lane's results are those of its stream decoded alone. What the
+// single-stream path queues around tp_round is part of the lane's
 // descriptor: the frame parameters (num_frames of `frames` copied to
 // `frame` first), the frame's start (begin_frame: counters and histogram
 // reset as tp_frame_begin; start: the start token as tp_start), the round
@@ -272,17 +273,21 @@ struct TpLaneRound {
   uint32_t begin_frame;
   uint32_t start;
   uint32_t run_round;
-  uint32_t bins;  // the lane's histogram bins (its frames' `bins`)
   void* out;
 };
-// `rounds` (device memory) holds `lanes` descriptors; `bins` is the
-// largest histogram among them (shared memory of each block); `threads`
-// per block, from tp_lanes_round_threads.
-cudaError_t tp_lanes_round(const TpLaneRound* rounds, int lanes, int bins, int threads,
+// The most lanes one launch takes (the scan of their item counts sits in
+// shared memory).
+constexpr int kMaxLanesPerLaunch = 4096;
+// `rounds` (device memory) holds `lanes` descriptors; `scratch` is device
+// memory of tp_lanes_scratch_bytes(lanes); `blocks` at most
+// tp_lanes_round_blocks(..., max_lanes >= lanes).
+cudaError_t tp_lanes_round(const TpLaneRound* rounds, int lanes, void* scratch, int blocks,
                            cudaStream_t stream);
-// Threads a lane's block can have: `wanted`, at most what the kernel's
-// registers allow (and 1024), a multiple of 32.
-int tp_lanes_round_threads(int wanted);
+size_t tp_lanes_scratch_bytes(int lanes);
+// The grid size for tp_lanes_round: blocks resident at once on `sm_count`
+// multiprocessors, at most max_per_sm each, with room for `max_lanes`
+// lanes; 0 if the device cannot say.
+int tp_lanes_round_blocks(int sm_count, int max_per_sm, int max_lanes);
 
 // Step 3: beam, max-active histogram and cutoff, compaction into
 // live[1 - live_in]; frees every touched entry, and (after an emitting
