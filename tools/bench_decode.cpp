@@ -46,6 +46,9 @@
 #include "common/backend_registry.h"
 #include "common/engine/stream_maker.h"
 #include "common/recognizer.h"
+#ifdef GPUSPEECH_HAVE_CUDA
+#include "common/search/cuda_round_batcher.h"
+#endif
 #include "common/wav_reader.h"
 
 namespace gpuspeech {
@@ -331,6 +334,18 @@ int bench_decode(int argc, char** argv) {
     std::snprintf(buf, sizeof buf, "%s%zu:%.2f", per_device_audio.empty() ? "" : ",", d, dev_audio[d]);
     per_device_audio += buf;
   }
+#ifdef GPUSPEECH_HAVE_CUDA
+  {  // the batched search (GPUSPEECH_CUDA_BATCH=1): its launches
+    const CudaRoundBatcher::Stats b = CudaRoundBatcher::totals();
+    if (b.launches > 0)
+      std::printf("batched search: %llu rounds in %llu launches (%.1f a launch, at most %u; %d "
+                  "blocks); launcher busy %.3f s, waiting %.3f s\n",
+                  static_cast<unsigned long long>(b.rounds),
+                  static_cast<unsigned long long>(b.launches),
+                  static_cast<double>(b.rounds) / static_cast<double>(b.launches), b.widest,
+                  b.blocks, b.busy_s, b.waiting_s);
+  }
+#endif
   const int64_t mem_after = device_used();
   constexpr double kMiB = 1024.0 * 1024.0;
   double first_mib = -1, added_mib = -1, added_used_mib = -1;

@@ -4,6 +4,7 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdlib>
 #include <map>
 #include <utility>
@@ -19,9 +20,35 @@ namespace {
 constexpr int kDefaultLaneBlocksPerSm = 2;
 }  // namespace
 
+namespace {
+std::mutex registry_mutex;
+std::map<int, std::weak_ptr<CudaRoundBatcher>> registry;  // the batcher of each device
+std::mutex totals_mutex;
+CudaRoundBatcher::Stats totals_of_gone;  // of the batchers destroyed
+
+void add_stats(CudaRoundBatcher::Stats& to, const CudaRoundBatcher::Stats& s) {
+  to.launches += s.launches;
+  to.rounds += s.rounds;
+  to.widest = std::max(to.widest, s.widest);
+  to.blocks = std::max(to.blocks, s.blocks);
+  to.busy_s += s.busy_s;
+  to.waiting_s += s.waiting_s;
+}
+}  // namespace
+
+CudaRoundBatcher::Stats CudaRoundBatcher::totals() {
+  Stats sum;
+  {
+    std::lock_guard<std::mutex> lock(registry_mutex);
+    for (const auto& entry : registry)
+      if (std::shared_ptr<CudaRoundBatcher> b = entry.second.lock()) add_stats(sum, b->stats());
+  }
+  std::lock_guard<std::mutex> lock(totals_mutex);
+  add_stats(sum, totals_of_gone);
+  return sum;
+}
+
 std::shared_ptr<CudaRoundBatcher> CudaRoundBatcher::for_device(int device) {
-  static std::mutex registry_mutex;
-  static std::map<int, std::weak_ptr<CudaRoundBatcher>> registry;
   std::lock_guard<std::mutex> lock(registry_mutex);
   std::shared_ptr<CudaRoundBatcher> b = registry[device].lock();
   if (!b) {
@@ -45,9 +72,18 @@ CudaRoundBatcher::CudaRoundBatcher(int device) : device_(device) {
       env != nullptr && std::atoi(env) > 0)
     per_sm = std::atoi(env);
   blocks_ = cooperative != 0 ? cuda::tp_lanes_round_blocks(sms, per_sm, cuda::kMaxLanesPerLaunch) : 0;
-  if (blocks_ <= 0)
+  if (blocks_ <= 0) {
+    cudaStreamDestroy(stream_);
+    cuda_memory::forget_error();
     throw BackendError("cuda search: device " + std::to_string(device_) +
                        " cannot run the batched search (no cooperative launch)");
+  }
+  // For measuring (docs/benchmarks.md): GPUSPEECH_CUDA_BATCH_SPIN_US, how
+  // long a stream's thread polls for its round before it sleeps;
+  // GPUSPEECH_CUDA_BATCH_GATHER_US, how long the launcher waits for the
+  // streams of the last launch to come back before it launches fewer.
+  if (const char* env = std::getenv("GPUSPEECH_CUDA_BATCH_SPIN_US")) spin_us_ = std::atoi(env);
+  if (const char* env = std::getenv("GPUSPEECH_CUDA_BATCH_GATHER_US")) gather_us_ = std::atoi(env);
   thread_ = std::thread([this] { launcher(); });
 }
 
@@ -58,6 +94,10 @@ CudaRoundBatcher::~CudaRoundBatcher() {
   }
   work_.notify_all();
   if (thread_.joinable()) thread_.join();
+  {
+    std::lock_guard<std::mutex> lock(totals_mutex);
+    add_stats(totals_of_gone, stats());
+  }
   if (stream_ != nullptr) cudaStreamDestroy(stream_);
   cuda_memory::forget_error();  // errors of cleanup are not the next launch's
 }
@@ -67,7 +107,15 @@ void CudaRoundBatcher::run(const cuda::TpLaneRound& round) {
   if (stop_) throw BackendError("cuda search: the round batcher has stopped");
   const uint64_t step = next_step_;
   waiting_.push_back(round);
-  if (waiting_.size() == 1) work_.notify_one();
+  if (waiting_.size() == 1 || waiting_.size() == gather_target_) work_.notify_one();
+  if (spin_us_ > 0) {
+    lock.unlock();
+    const auto until = std::chrono::steady_clock::now() + std::chrono::microseconds(spin_us_);
+    while (completed_.load(std::memory_order_acquire) < step &&
+           std::chrono::steady_clock::now() < until)
+      std::this_thread::yield();
+    lock.lock();
+  }
   done_[step & 1].wait(lock, [&] { return completed_step_ >= step; });
   if (error_step_ == step) throw BackendError(error_);
 }
@@ -81,12 +129,21 @@ CudaRoundBatcher::Stats CudaRoundBatcher::stats() const {
 
 void CudaRoundBatcher::launcher() {
   const cudaError_t set = cudaSetDevice(device_);
+  using Clock = std::chrono::steady_clock;
   std::unique_lock<std::mutex> lock(mutex_);
   for (;;) {
+    const Clock::time_point idle = Clock::now();
     work_.wait(lock, [&] { return stop_ || !waiting_.empty(); });
+    if (gather_us_ > 0 && !stop_ && gather_target_ > waiting_.size())
+      work_.wait_for(lock, std::chrono::microseconds(gather_us_),
+                     [&] { return stop_ || waiting_.size() >= gather_target_; });
+    const Clock::time_point begin = Clock::now();
+    stats_.waiting_s += std::chrono::duration<double>(begin - idle).count();
     if (waiting_.empty()) break;  // stopping, nothing left to run
     batch_.swap(waiting_);
     waiting_.clear();
+    // Most of a launch's streams come back for the next round.
+    gather_target_ = gather_us_ > 0 ? std::max<size_t>(1, batch_.size() * 3 / 4) : 0;
     const uint64_t step = next_step_++;
     stats_.launches += 1;
     stats_.rounds += batch_.size();
@@ -104,11 +161,13 @@ void CudaRoundBatcher::launcher() {
       }
     }
     lock.lock();
+    stats_.busy_s += std::chrono::duration<double>(Clock::now() - begin).count();
     if (!error.empty()) {
       error_ = error;
       error_step_ = step;
     }
     completed_step_ = step;
+    completed_.store(step, std::memory_order_release);
     done_[step & 1].notify_all();
   }
 }

@@ -22,6 +22,7 @@
 // Built only with CUDA (GPUSPEECH_HAVE_CUDA).
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <memory>
@@ -55,10 +56,15 @@ class CudaRoundBatcher {
   struct Stats {
     uint64_t launches = 0;
     uint64_t rounds = 0;
-    uint32_t widest = 0;  // the most rounds in one launch
-    int blocks = 0;       // the lanes kernel's grid
+    uint32_t widest = 0;    // the most rounds in one launch
+    int blocks = 0;         // the lanes kernel's grid
+    double busy_s = 0.0;    // the launcher in launches (copy, kernel, wait)
+    double waiting_s = 0.0;  // the launcher waiting for rounds
   };
   Stats stats() const;
+  // The sums over every batcher this process has had (for benchmarks,
+  // whose searchers and batchers are gone when they report).
+  static Stats totals();
 
  private:
   void launcher();
@@ -73,6 +79,10 @@ class CudaRoundBatcher {
   std::vector<cuda::TpLaneRound> waiting_;  // rounds for step next_step_
   uint64_t next_step_ = 1;       // the step the waiting rounds will run in
   uint64_t completed_step_ = 0;  // every step up to this one has finished
+  std::atomic<uint64_t> completed_{0};  // the same, for polling without the lock
+  int spin_us_ = 0;
+  int gather_us_ = 0;
+  size_t gather_target_ = 0;  // rounds worth waiting gather_us_ for
   std::string error_;            // the last failed step's error
   uint64_t error_step_ = 0;      // and its number
   bool stop_ = false;

@@ -330,12 +330,20 @@ if want batch; then
   for s in ${BATCH_STREAMS:-1 16 64 256}; do
     for mode in ${BATCH_MODES:-0 1}; do
       GPUSPEECH_CUDA_BATCH=$mode $BUILD/tools/gpuspeech-bench decode "${M[@]}" --streams $s \
-        /tmp/batchfiles/*.wav 2>&1 | grep -E '^decode: [0-9]|^device memory|^RESULT|rror' |
+        /tmp/batchfiles/*.wav 2>&1 | grep -E '^decode: [0-9]|^device memory|^batched search|rror' |
         sed "s/^/batch=$mode, $s streams: /" || status=1
     done
   done
+  # BATCH_RUNS "streams@VAR=value,VAR=value ...": more batched runs with
+  # other settings (GPUSPEECH_CUDA_LANE_BLOCKS_PER_SM, ..._SPIN_US, ...).
+  for spec in ${BATCH_RUNS:-}; do
+    s=${spec%%@*}; envs=(); [ "$s" != "$spec" ] && IFS=, read -ra envs <<<"${spec#*@}"
+    env GPUSPEECH_CUDA_BATCH=1 "${envs[@]}" $BUILD/tools/gpuspeech-bench decode "${M[@]}" --streams $s \
+      /tmp/batchfiles/*.wav 2>&1 | grep -E '^decode: [0-9]|^batched search|rror' | sed "s/^/$spec: /" || status=1
+  done
   T=$BUILD/tools/gpuspeech-transcribe
   n=${BATCH_IDENTITY_STREAMS:-64}
+  [ "$n" = 0 ] || {
   $T "${M[@]}" --times --streams 1 /tmp/batchfiles/*.wav >/tmp/batch.1.trn 2>/tmp/batch.1.err || status=1
   echo "one stream alone: $(tail -1 /tmp/batch.1.err)"
   GPUSPEECH_CUDA_BATCH=1 $T "${M[@]}" --times --streams $n /tmp/batchfiles/*.wav >/tmp/batch.$n.trn \
@@ -345,6 +353,7 @@ if want batch; then
     echo "words and times of $n batched streams identical to one stream's ($(wc -l </tmp/batch.1.trn) lines)"
   else echo "words or times DIFFER between $n batched streams and one stream"; status=1
     diff /tmp/batch.1.trn /tmp/batch.$n.trn | head -20; fi
+  }
 fi
 if want fmllr; then
   note "fMLLR: statistics, estimation and application, every backend"
