@@ -339,11 +339,11 @@ int bench_decode(int argc, char** argv) {
     const CudaRoundBatcher::Stats b = CudaRoundBatcher::totals();
     if (b.launches > 0)
       std::printf("batched search: %llu rounds in %llu launches (%.1f a launch, at most %u; %d "
-                  "blocks); launcher busy %.3f s, waiting %.3f s\n",
+                  "blocks); launcher busy %.3f s, waiting %.3f s; streams in the batcher %.3f s\n",
                   static_cast<unsigned long long>(b.rounds),
                   static_cast<unsigned long long>(b.launches),
                   static_cast<double>(b.rounds) / static_cast<double>(b.launches), b.widest,
-                  b.blocks, b.busy_s, b.waiting_s);
+                  b.blocks, b.busy_s, b.waiting_s, b.in_run_s);
   }
 #endif
   const int64_t mem_after = device_used();

@@ -33,6 +33,7 @@ void add_stats(CudaRoundBatcher::Stats& to, const CudaRoundBatcher::Stats& s) {
   to.blocks = std::max(to.blocks, s.blocks);
   to.busy_s += s.busy_s;
   to.waiting_s += s.waiting_s;
+  to.in_run_s += s.in_run_s;
 }
 }  // namespace
 
@@ -103,6 +104,7 @@ CudaRoundBatcher::~CudaRoundBatcher() {
 }
 
 void CudaRoundBatcher::run(const cuda::TpLaneRound& round) {
+  const auto t0 = std::chrono::steady_clock::now();
   std::unique_lock<std::mutex> lock(mutex_);
   if (stop_) throw BackendError("cuda search: the round batcher has stopped");
   const uint64_t step = next_step_;
@@ -117,6 +119,7 @@ void CudaRoundBatcher::run(const cuda::TpLaneRound& round) {
     lock.lock();
   }
   done_[step & 1].wait(lock, [&] { return completed_step_ >= step; });
+  stats_.in_run_s += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   if (error_step_ == step) throw BackendError(error_);
 }
 

@@ -60,6 +60,7 @@ class CudaRoundBatcher {
     int blocks = 0;         // the lanes kernel's grid
     double busy_s = 0.0;    // the launcher in launches (copy, kernel, wait)
     double waiting_s = 0.0;  // the launcher waiting for rounds
+    double in_run_s = 0.0;   // streams' threads in run(), summed over them
   };
   Stats stats() const;
   // The sums over every batcher this process has had (for benchmarks,
