@@ -204,6 +204,13 @@ struct CudaSearcher::Impl {
   // as the fused round kernel does.
   std::shared_ptr<CudaRoundBatcher> batcher;
   MappedArray<CountersAndChain> lane_out;
+  // A lane's word records go straight to host memory (no copy or wait of
+  // its own per frame: its only wait is the batcher's), in place of
+  // `staging`.
+  MappedArray<cuda::TpRecord> lane_staging;
+  // Work queued on `stream` that a lane's next round may read (scores,
+  // cleared tables, reset stamps): the round waits for it first.
+  bool stream_pending = false;
   bool fused_rounds() const { return round_blocks > 0 || batcher != nullptr; }
 
   // The frame's parameters: written on the host, copied to the device by
@@ -243,7 +250,7 @@ struct CudaSearcher::Impl {
     s.prev_key = prev_key.get();
     s.prev_index = prev_index.get();
     s.prev_entry = prev_entry.get();
-    s.staging = staging.get();
+    s.staging = batcher ? lane_staging.device() : staging.get();
     s.staging_capacity = staging_half();
     s.histogram = histogram.get();
     s.counters = &counters.get()->counters;
@@ -312,14 +319,19 @@ struct CudaSearcher::Impl {
     allocate_tables(table_entries * 2);
   }
   // Records one frame may stage: half the buffer (staging's comment).
-  uint32_t staging_half() const { return static_cast<uint32_t>(staging.size() / 2); }
+  uint32_t staging_half() const {
+    return static_cast<uint32_t>((batcher ? lane_staging.size() : staging.size()) / 2);
+  }
   uint32_t staging_base() const { return staging_parity * staging_half(); }
   // Room for at least `records` in each half, the records on their way to
   // the host landed first (the old buffer is freed); the frame being run
   // again writes its half of the new buffer.
   void grow_staging(uint32_t records) {
     sync();
-    staging.resize(static_cast<size_t>(records) * 4);
+    if (batcher)
+      lane_staging.resize(static_cast<size_t>(records) * 4);
+    else
+      staging.resize(static_cast<size_t>(records) * 4);
     host_frame.get()->staging_base = staging_base();
   }
   // The first of `n` consecutive stamp ids for a frame's closure passes.
@@ -327,6 +339,7 @@ struct CudaSearcher::Impl {
     if (pass_id > 0xFFFFFFFFu - static_cast<uint32_t>(n) - 1) {  // would wrap
       check(cudaMemsetAsync(stamp.get(), 0, stamp.size() * sizeof(uint32_t), stream),
             "cudaMemsetAsync (stamps)");
+      stream_pending = true;
       pass_id = 0;
     }
     const uint32_t base = pass_id + 1;
@@ -338,6 +351,7 @@ struct CudaSearcher::Impl {
     if (round_id == 0xFFFFFFFFu) {
       check(cudaMemsetAsync(round_mark.get(), 0, round_mark.size() * sizeof(uint32_t), stream),
             "cudaMemsetAsync (round marks)");
+      stream_pending = true;
       round_id = 0;
     }
     return ++round_id;
@@ -345,6 +359,7 @@ struct CudaSearcher::Impl {
   void sync() {
     check(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
     records_landed = true;
+    stream_pending = false;
   }
   void drop_graph() {
     if (frame_graph != nullptr) cudaGraphExecDestroy(frame_graph);
@@ -479,6 +494,8 @@ CudaSearcher::CudaSearcher(const SearchGraph& graph, const SearchOptions& option
       batch_env != nullptr && std::string(batch_env) == "1") {
     m.batcher = CudaRoundBatcher::for_device(device_id);
     m.lane_out.resize(1);
+    m.lane_staging.resize(m.staging.size());
+    m.staging.resize(0);
   }
   if (m.fused_rounds())
     m.passes_per_batch = std::min(kFusedClosurePasses, options_.max_epsilon_passes);
@@ -537,6 +554,7 @@ void CudaSearcher::advance(const float* loglik, int64_t frames, int64_t columns)
                             static_cast<size_t>(n * columns) * sizeof(float),
                             cudaMemcpyHostToDevice, m.stream),
             "cudaMemcpyAsync (scores)");
+      m.stream_pending = true;
       for (int64_t f = 0; f < n; ++f) {
         collect_garbage_if_full();
         run_frame(m.scores.get() + f * columns, frames_ + 1,
@@ -710,7 +728,12 @@ void CudaSearcher::finish_frame(const cuda::TpCounters& hc, uint32_t expanded, b
   // frame's waits and appended at the next flush. The next frame writes
   // the other half of the staging buffer.
   flush_records();
-  if (hc.records > 0) {
+  if (hc.records > 0 && m.batcher) {  // already in host memory, and final
+    if (m.host_records.size() < hc.records) m.host_records.resize(static_cast<size_t>(hc.records) * 2);
+    std::memcpy(static_cast<void*>(m.host_records.get()), m.lane_staging.host() + m.staging_base(),
+                hc.records * sizeof(cuda::TpRecord));
+    m.pending_records = hc.records;
+  } else if (hc.records > 0) {
     if (m.host_records.size() < hc.records) m.host_records.resize(static_cast<size_t>(hc.records) * 2);
     check(cudaMemcpyAsync(m.host_records.get(), m.staging.get() + m.staging_base(),
                           hc.records * sizeof(cuda::TpRecord), cudaMemcpyDeviceToHost, m.stream),
@@ -786,7 +809,7 @@ void CudaSearcher::run_lane_round(RoundHead head, int passes, bool prune, bool c
                                   int chain_passes) {
   Impl& m = *impl_;
   m.tables_fresh = false;
-  m.sync();  // what the round reads from this stream: scores, cleared tables
+  if (m.stream_pending) m.sync();  // what the round reads from this stream
   const bool chain = chain_passes > 0;
   cuda::TpLaneRound r{};
   r.graph = m.graph();
@@ -1008,8 +1031,10 @@ void CudaSearcher::run_frame_rescoring(const float* device_row, int32_t boundary
     // previous frame's live list is untouched, so the rerun is exact (a
     // chained frame's too: the chain began only after its previous frame
     // was complete).
-    if (!m.tables_fresh)
+    if (!m.tables_fresh) {
       check(cuda::tp_clear_touched(m.state(), m.blocks, m.stream), "tp_clear_touched");
+      m.stream_pending = true;
+    }
   }
   if (!pruned) {  // the last round's graph had no pruning
     launch_round(RoundHead::kPrune, 0, true, 0);
