@@ -344,6 +344,16 @@ int bench_decode(int argc, char** argv) {
                   static_cast<unsigned long long>(b.launches),
                   static_cast<double>(b.rounds) / static_cast<double>(b.launches), b.widest,
                   b.blocks, b.busy_s, b.waiting_s, b.in_run_s);
+    if (b.launches > 0) {
+      static const char* const kBins[] = {"1", "2-7", "8-31", "32-127", "128+"};
+      std::printf("batched search launches by rounds in them:");
+      for (int k = 0; k < CudaRoundBatcher::Stats::kWidthBins; ++k)
+        if (b.launches_by_width[k] > 0)
+          std::printf(" %s: %llu at %.0f us", kBins[k],
+                      static_cast<unsigned long long>(b.launches_by_width[k]),
+                      1e6 * b.busy_by_width_s[k] / static_cast<double>(b.launches_by_width[k]));
+      std::printf("\n");
+    }
   }
 #endif
   const int64_t mem_after = device_used();

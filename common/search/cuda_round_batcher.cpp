@@ -34,6 +34,10 @@ void add_stats(CudaRoundBatcher::Stats& to, const CudaRoundBatcher::Stats& s) {
   to.busy_s += s.busy_s;
   to.waiting_s += s.waiting_s;
   to.in_run_s += s.in_run_s;
+  for (int b = 0; b < CudaRoundBatcher::Stats::kWidthBins; ++b) {
+    to.launches_by_width[b] += s.launches_by_width[b];
+    to.busy_by_width_s[b] += s.busy_by_width_s[b];
+  }
 }
 }  // namespace
 
@@ -164,7 +168,12 @@ void CudaRoundBatcher::launcher() {
       }
     }
     lock.lock();
-    stats_.busy_s += std::chrono::duration<double>(Clock::now() - begin).count();
+    const double busy = std::chrono::duration<double>(Clock::now() - begin).count();
+    stats_.busy_s += busy;
+    const size_t w = batch_.size();
+    const int bin = w < 2 ? 0 : w < 8 ? 1 : w < 32 ? 2 : w < 128 ? 3 : 4;
+    stats_.launches_by_width[bin] += 1;
+    stats_.busy_by_width_s[bin] += busy;
     if (!error.empty()) {
       error_ = error;
       error_step_ = step;

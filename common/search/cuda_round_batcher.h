@@ -61,6 +61,10 @@ class CudaRoundBatcher {
     double busy_s = 0.0;    // the launcher in launches (copy, kernel, wait)
     double waiting_s = 0.0;  // the launcher waiting for rounds
     double in_run_s = 0.0;   // streams' threads in run(), summed over them
+    // Launches and their busy time by width: 1, 2-7, 8-31, 32-127, 128+ rounds.
+    static constexpr int kWidthBins = 5;
+    uint64_t launches_by_width[kWidthBins] = {};
+    double busy_by_width_s[kWidthBins] = {};
   };
   Stats stats() const;
   // The sums over every batcher this process has had (for benchmarks,
