@@ -142,7 +142,8 @@ void Recognizer::open_stream(std::string* log) {
         [&] { return CudaSearchGraph::upload(res.graph(), device); });
     m.searcher = std::make_unique<CudaSearcher>(res.graph(), config_.search, device,
                                                 m.rescorer.get(), std::move(device_graph),
-                                                GraphCheck::kCheckedByOwner);
+                                                GraphCheck::kCheckedByOwner,
+                                                config_.batched_search);
 #else
     throw BackendError("search backend cuda: this build has no CUDA");
 #endif

@@ -47,6 +47,11 @@ namespace gpuspeech {
 // (ResourceOptions: model, dictionary, grammar, graph and LM options, graph
 // cache, rescoring; two streams with equal ones share one copy), then the
 // stream's own settings below.
+// Streams from which the tools turn batched_search on by default: with 16
+// the batched and the separate searches ran at the same speed, with 64 and
+// 256 the batched one was 1.4x faster (H200, docs/benchmarks.md).
+constexpr int kBatchedSearchAutoStreams = 32;
+
 struct RecognizerConfig : ResourceOptions {
   std::string scoring_backend = "auto";  // auto|cuda|opencl|cpu
   // "cpu", "cuda", or "auto": cuda when scoring runs on cuda, else cpu.
@@ -85,6 +90,12 @@ struct RecognizerConfig : ResourceOptions {
   // remove_silence off; see docs/gpudecoder.md.
   bool remove_noise = true;
   bool remove_silence = true;
+  // With the CUDA search: this stream's closure rounds run as lanes of its
+  // device's shared launches (the batched search, cuda_round_batcher.h)
+  // instead of launches of its own. Same words and times; faster when
+  // many streams decode at once (64 or more measured, docs/benchmarks.md),
+  // slower for a stream alone. GPUSPEECH_CUDA_BATCH=1 or 0 overrides it.
+  bool batched_search = false;
 
   // The installed pocketsphinx-en-us model, dictionary and LM (the
   // transcribe tool's defaults); paths under `model_root`.

@@ -206,6 +206,15 @@ fi
 expect_error "--streams 0" 2 "--streams must be at least 1" --streams 0 --jsgf "$DATA/goforward.gram" "$DATA/goforward.raw"
 expect_error "--streams with --fmllr" 2 "--fmllr decodes with one stream" --streams 2 --fmllr two-pass \
   --jsgf "$DATA/goforward.gram" "$DATA/goforward.raw"
+expect_error "--batched-search maybe" 2 "--batched-search must be on, off or auto" --batched-search maybe \
+  --jsgf "$DATA/goforward.gram" "$DATA/goforward.raw"
+# With the CPU search the batched search does not apply: the same words.
+if run --jsgf "$DATA/cards/cards.gram" --streams 3 --batched-search on --times "${MANY[@]}" \
+     >"$T/three-batched.trn" 2>"$T/err3b" && cmp -s "$T/one.trn" "$T/three-batched.trn"; then
+  pass "--batched-search on with the cpu search: the same results"
+else
+  fail "--batched-search on with the cpu search: $(diff "$T/one.trn" "$T/three-batched.trn" | head -5) $(cat "$T/err3b")"
+fi
 
 # --- cepstra (--mfc) -------------------------------------------------------------
 # Sphinx .mfc files decoded from their cepstra with the model's CMN and

@@ -3,6 +3,7 @@
 // or each fed at real time (how far partial hypotheses lag their audio).
 //
 //   gpuspeech-bench decode [--streams N] [--backend B] [--search S]
+//                          [--batched-search on|off|auto]
 //       [--device-id N] [--hmm DIR] [--dict FILE] [--lm FILE | --jsgf FILE]
 //       [--cache DIR] [--live] [--seconds S] [--block-ms 100]
 //       [--partial-ms 200] [--repeat N] FILE...
@@ -60,6 +61,7 @@ using Clock = std::chrono::steady_clock;
 struct DecodeBenchOptions {
   RecognizerConfig config = RecognizerConfig::en_us_defaults();
   int streams = 1;
+  std::string batched_mode = "auto";  // --batched-search: auto = from kBatchedSearchAutoStreams
   bool live = false;
   double seconds = 30.0;
   int block_ms = 100;
@@ -72,7 +74,7 @@ struct DecodeBenchOptions {
   std::fprintf(stderr,
                "gpuspeech-bench decode: %s\n"
                "usage: gpuspeech-bench decode [--streams N] [--backend B] [--search S] "
-               "[--device-id N]\n"
+               "[--device-id N] [--batched-search on|off|auto]\n"
                "       [--hmm DIR] [--dict FILE] [--lm FILE | --jsgf FILE] [--cache DIR]\n"
                "       [--live] [--seconds S] [--block-ms MS] [--partial-ms MS] [--repeat N] FILE...\n",
                error.c_str());
@@ -97,6 +99,11 @@ DecodeBenchOptions parse_decode_args(int argc, char** argv) {
       return argv[++i];
     };
     if (a == "--streams") o.streams = int_arg(a, value(), 1, 4096);
+    else if (a == "--batched-search") {
+      o.batched_mode = value();
+      if (o.batched_mode != "on" && o.batched_mode != "off" && o.batched_mode != "auto")
+        decode_usage("--batched-search must be on, off or auto");
+    }
     else if (a == "--backend") o.config.scoring_backend = value();
     else if (a == "--search") o.config.search_backend = value();
     else if (a == "--device-id") o.config.device_id = int_arg(a, value(), -1, 1 << 20);
@@ -123,6 +130,8 @@ DecodeBenchOptions parse_decode_args(int argc, char** argv) {
     else o.files.push_back(a);
   }
   if (o.files.empty()) decode_usage("no input files");
+  o.config.batched_search = o.batched_mode == "on" ||
+                            (o.batched_mode == "auto" && o.streams >= kBatchedSearchAutoStreams);
   return o;
 }
 

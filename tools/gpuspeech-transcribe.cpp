@@ -147,6 +147,10 @@ Devices:
                         scoring and search both run on the CPU; else 1).
                         Results are printed in the order of the FILEs and
                         are identical whatever N. --fmllr decodes with one
+                        stream.
+  --batched-search M    with the cuda search: on | off | auto (default: on
+                        from 32 streams): every stream's search rounds run
+                        together in shared device launches; same results
   --list-backends       show which backends this build has and can use
 
 Other:
@@ -789,6 +793,7 @@ int run(int argc, char** argv) {
   int fmllr_em_passes = 1;
   bool fmllr_tuned = false;  // an --fmllr-* option given
   int streams_wanted = 0;    // --streams; 0 = the default
+  std::string batched_mode = "auto";  // --batched-search
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     auto value = [&]() -> std::string {
@@ -865,6 +870,10 @@ int run(int argc, char** argv) {
     } else if (a == "--streams") {
       streams_wanted = parse_int(a, value());
       if (streams_wanted < 1) usage_error("--streams must be at least 1");
+    } else if (a == "--batched-search") {
+      batched_mode = value();
+      if (batched_mode != "on" && batched_mode != "off" && batched_mode != "auto")
+        usage_error("--batched-search must be on, off or auto, got '" + batched_mode + "'");
     } else if (a == "--cache") {
       config.cache_dir = value();
     } else if (a == "--mfc") {
@@ -941,6 +950,8 @@ int run(int argc, char** argv) {
     }
   }
   if (fmllr_mode == FmllrMode::kTwoPass) config.keep_features_for_alignment = true;
+  config.batched_search = batched_mode == "on" ||
+                          (batched_mode == "auto" && streams_wanted >= kBatchedSearchAutoStreams);
 
   using clock = std::chrono::steady_clock;
   const auto t_load = clock::now();

@@ -5,7 +5,6 @@
 
 #include <algorithm>
 #include <chrono>
-#include <cstdlib>
 #include <map>
 #include <utility>
 
@@ -14,10 +13,10 @@
 namespace gpuspeech {
 using cuda_memory::check;
 namespace {
-// Blocks of the lanes kernel per multiprocessor (256 threads each): more
-// keep more memory accesses in flight, fewer make its grid-wide barriers
-// cheaper. GPUSPEECH_CUDA_LANE_BLOCKS_PER_SM overrides it, for measuring.
-constexpr int kDefaultLaneBlocksPerSm = 2;
+// Blocks of the lanes kernel per multiprocessor (256 threads each). One,
+// two and four gave the same speed on the H200 at 256 streams (163x,
+// 173x, 172x; docs/benchmarks.md).
+constexpr int kLaneBlocksPerSm = 2;
 }  // namespace
 
 namespace {
@@ -72,23 +71,15 @@ CudaRoundBatcher::CudaRoundBatcher(int device) : device_(device) {
   int sms = 0;
   check(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device_),
         "cudaDeviceGetAttribute");
-  int per_sm = kDefaultLaneBlocksPerSm;
-  if (const char* env = std::getenv("GPUSPEECH_CUDA_LANE_BLOCKS_PER_SM");
-      env != nullptr && std::atoi(env) > 0)
-    per_sm = std::atoi(env);
-  blocks_ = cooperative != 0 ? cuda::tp_lanes_round_blocks(sms, per_sm, cuda::kMaxLanesPerLaunch) : 0;
+  blocks_ = cooperative != 0
+                ? cuda::tp_lanes_round_blocks(sms, kLaneBlocksPerSm, cuda::kMaxLanesPerLaunch)
+                : 0;
   if (blocks_ <= 0) {
     cudaStreamDestroy(stream_);
     cuda_memory::forget_error();
     throw BackendError("cuda search: device " + std::to_string(device_) +
                        " cannot run the batched search (no cooperative launch)");
   }
-  // For measuring (docs/benchmarks.md): GPUSPEECH_CUDA_BATCH_SPIN_US, how
-  // long a stream's thread polls for its round before it sleeps;
-  // GPUSPEECH_CUDA_BATCH_GATHER_US, how long the launcher waits for the
-  // streams of the last launch to come back before it launches fewer.
-  if (const char* env = std::getenv("GPUSPEECH_CUDA_BATCH_SPIN_US")) spin_us_ = std::atoi(env);
-  if (const char* env = std::getenv("GPUSPEECH_CUDA_BATCH_GATHER_US")) gather_us_ = std::atoi(env);
   thread_ = std::thread([this] { launcher(); });
 }
 
@@ -113,15 +104,7 @@ void CudaRoundBatcher::run(const cuda::TpLaneRound& round) {
   if (stop_) throw BackendError("cuda search: the round batcher has stopped");
   const uint64_t step = next_step_;
   waiting_.push_back(round);
-  if (waiting_.size() == 1 || waiting_.size() == gather_target_) work_.notify_one();
-  if (spin_us_ > 0) {
-    lock.unlock();
-    const auto until = std::chrono::steady_clock::now() + std::chrono::microseconds(spin_us_);
-    while (completed_.load(std::memory_order_acquire) < step &&
-           std::chrono::steady_clock::now() < until)
-      std::this_thread::yield();
-    lock.lock();
-  }
+  if (waiting_.size() == 1) work_.notify_one();
   done_[step & 1].wait(lock, [&] { return completed_step_ >= step; });
   stats_.in_run_s += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   if (error_step_ == step) throw BackendError(error_);
@@ -141,16 +124,11 @@ void CudaRoundBatcher::launcher() {
   for (;;) {
     const Clock::time_point idle = Clock::now();
     work_.wait(lock, [&] { return stop_ || !waiting_.empty(); });
-    if (gather_us_ > 0 && !stop_ && gather_target_ > waiting_.size())
-      work_.wait_for(lock, std::chrono::microseconds(gather_us_),
-                     [&] { return stop_ || waiting_.size() >= gather_target_; });
     const Clock::time_point begin = Clock::now();
     stats_.waiting_s += std::chrono::duration<double>(begin - idle).count();
     if (waiting_.empty()) break;  // stopping, nothing left to run
     batch_.swap(waiting_);
     waiting_.clear();
-    // Most of a launch's streams come back for the next round.
-    gather_target_ = gather_us_ > 0 ? std::max<size_t>(1, batch_.size() * 3 / 4) : 0;
     const uint64_t step = next_step_++;
     stats_.launches += 1;
     stats_.rounds += batch_.size();
@@ -179,7 +157,6 @@ void CudaRoundBatcher::launcher() {
       error_step_ = step;
     }
     completed_step_ = step;
-    completed_.store(step, std::memory_order_release);
     done_[step & 1].notify_all();
   }
 }

@@ -22,7 +22,6 @@
 // Built only with CUDA (GPUSPEECH_HAVE_CUDA).
 #pragma once
 
-#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <memory>
@@ -84,10 +83,6 @@ class CudaRoundBatcher {
   std::vector<cuda::TpLaneRound> waiting_;  // rounds for step next_step_
   uint64_t next_step_ = 1;       // the step the waiting rounds will run in
   uint64_t completed_step_ = 0;  // every step up to this one has finished
-  std::atomic<uint64_t> completed_{0};  // the same, for polling without the lock
-  int spin_us_ = 0;
-  int gather_us_ = 0;
-  size_t gather_target_ = 0;  // rounds worth waiting gather_us_ for
   std::string error_;            // the last failed step's error
   uint64_t error_step_ = 0;      // and its number
   bool stop_ = false;

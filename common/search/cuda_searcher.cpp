@@ -388,7 +388,8 @@ struct CudaSearcher::Impl {
 
 CudaSearcher::CudaSearcher(const SearchGraph& graph, const SearchOptions& options, int device_id,
                            LmRescorer* rescorer,
-                           std::shared_ptr<const CudaSearchGraph> device_graph, GraphCheck graph_check)
+                           std::shared_ptr<const CudaSearchGraph> device_graph, GraphCheck graph_check,
+                           bool batched)
     : Searcher(graph, options, rescorer, graph_check), impl_(std::make_unique<Impl>()) {
   static_assert(sizeof(cuda::TpEvent) == sizeof(WordEndEvent) &&
                     offsetof(cuda::TpEvent, arc) == offsetof(WordEndEvent, arc) &&
@@ -488,10 +489,12 @@ CudaSearcher::CudaSearcher(const SearchGraph& graph, const SearchOptions& option
         cuda::tp_round_blocks(m.sm_count, /*max_per_sm=*/64, options_.histogram_bins);
     if (wanted > 0) m.round_blocks = std::min(wanted, resident);
   }
-  // GPUSPEECH_CUDA_BATCH=1: rounds as lanes of the device's batcher
-  // (cuda_round_batcher.h).
-  if (const char* batch_env = std::getenv("GPUSPEECH_CUDA_BATCH");
-      batch_env != nullptr && std::string(batch_env) == "1") {
+  // Rounds as lanes of the device's batcher (cuda_round_batcher.h);
+  // GPUSPEECH_CUDA_BATCH=1 or 0 decides instead (tests run every CUDA
+  // search test both ways).
+  if (const char* batch_env = std::getenv("GPUSPEECH_CUDA_BATCH"))
+    batched = std::string(batch_env) == "1";
+  if (batched) {
     m.batcher = CudaRoundBatcher::for_device(device_id);
     m.lane_out.resize(1);
     m.lane_staging.resize(m.staging.size());
@@ -509,6 +512,8 @@ CudaSearcher::CudaSearcher(const SearchGraph& graph, const SearchOptions& option
 CudaSearcher::~CudaSearcher() = default;
 
 std::string CudaSearcher::device_name() const { return impl_->device_name; }
+
+bool CudaSearcher::batched() const { return impl_->batcher != nullptr; }
 
 void CudaSearcher::reset() {
   Impl& m = *impl_;

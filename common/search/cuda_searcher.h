@@ -47,17 +47,22 @@ class CudaSearcher : public Searcher {
  public:
   // Searches `graph` on device `device_id`: on `device_graph` when given
   // (CudaSearchGraph::upload of this very graph on this device, shared with
-  // other searchers), else on its own upload. Throws BackendError when no
+  // other searchers), else on its own upload. `batched`: the rounds run as
+  // a lane of the device's batcher (cuda_round_batcher.h), shared with the
+  // other batched searchers on the device; GPUSPEECH_CUDA_BATCH=1 or 0 in
+  // the environment overrides it (tests). Throws BackendError when no
   // usable device answers or memory runs out, std::invalid_argument for a
   // bad graph or options, or a device graph of another graph or device.
   CudaSearcher(const SearchGraph& graph, const SearchOptions& options = {}, int device_id = 0,
                LmRescorer* rescorer = nullptr,
                std::shared_ptr<const CudaSearchGraph> device_graph = nullptr,
-               GraphCheck check = GraphCheck::kCheck);
+               GraphCheck check = GraphCheck::kCheck, bool batched = false);
   // The host side keeps a reference: a temporary graph would dangle.
   CudaSearcher(SearchGraph&&, const SearchOptions& = {}, int = 0, LmRescorer* = nullptr,
-               std::shared_ptr<const CudaSearchGraph> = nullptr,
-               GraphCheck = GraphCheck::kCheck) = delete;
+               std::shared_ptr<const CudaSearchGraph> = nullptr, GraphCheck = GraphCheck::kCheck,
+               bool = false) = delete;
+  // Whether the rounds run as a lane of the device's batcher.
+  bool batched() const;
   ~CudaSearcher() override;
 
   const char* name() const override { return "cuda"; }

@@ -346,7 +346,7 @@ if want batch; then
   [ "$n" = 0 ] || {
   $T "${M[@]}" --times --streams 1 /tmp/batchfiles/*.wav >/tmp/batch.1.trn 2>/tmp/batch.1.err || status=1
   echo "one stream alone: $(tail -1 /tmp/batch.1.err)"
-  GPUSPEECH_CUDA_BATCH=1 $T "${M[@]}" --times --streams $n /tmp/batchfiles/*.wav >/tmp/batch.$n.trn \
+  $T "${M[@]}" --batched-search on --times --streams $n /tmp/batchfiles/*.wav >/tmp/batch.$n.trn \
     2>/tmp/batch.$n.err || status=1
   echo "$n batched streams: $(tail -1 /tmp/batch.$n.err)"
   if [ -s /tmp/batch.1.trn ] && cmp -s /tmp/batch.1.trn /tmp/batch.$n.trn; then
