@@ -294,7 +294,7 @@ class CudaBackend : public Backend {
   }
 
   // The fused kernel (kernels/cuda/spectral_bands.cuh) where it covers the
-  // FFT size; otherwise, or with GPUSPEECH_CUDA_FFT=cufft or
+  // FFT size and at most 80 bands; otherwise, or with GPUSPEECH_CUDA_FFT=cufft or
   // GPUSPEECH_CUDA_FUSED_BANDS=0, the composition of this backend's own
   // operations.
   void spectral_bands(const DeviceBuffer& signal, const FramingSpec& spec,
@@ -304,7 +304,12 @@ class CudaBackend : public Backend {
     select_device();
     check_spectral_bands_args("cuda", spec, window, b, filterbank, ranges, bands, energy);
     const cuda::ApplyOp code = apply_code(b.op, "spectral_bands");
-    if (!use_fused_bands_ || !use_fused_fft_ || !cuda::has_spectral_bands(spec.fft_size)) {
+    // Many bands (multi-warp VTLN) compose: the kernel applies the filters
+    // a band at a time per thread, and with 200 bands it was 12 % slower
+    // than the composition (docs/benchmarks.md); 80 covers a Kaldi fbank.
+    constexpr int kMaxFusedBands = 80;
+    if (!use_fused_bands_ || !use_fused_fft_ || !cuda::has_spectral_bands(spec.fft_size) ||
+        b.num_bands > kMaxFusedBands) {
       spectral_bands_by_composition(*this, bands_scratch_, signal, spec, window, b, filterbank,
                                     bands, energy);
       return;

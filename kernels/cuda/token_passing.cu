@@ -984,15 +984,17 @@ __device__ __forceinline__ void for_lane_items(int L, uint32_t* prefix, int widt
   }
 }
 
-// item(lane, i) by a whole block for every item i < count(lane).
+// item(lane, i) by a whole block for every item i < count(lane); returns
+// how many items there were in all (the same in every block).
 template <class Count, class Item>
-__device__ __forceinline__ void for_lane_items_by_block(int L, uint32_t* prefix, Count count,
-                                                        Item item) {
+__device__ __forceinline__ uint32_t for_lane_items_by_block(int L, uint32_t* prefix, Count count,
+                                                            Item item) {
   const uint32_t total = lane_prefix(L, prefix, count);
   for (uint32_t u = blockIdx.x; u < total; u += gridDim.x) {
     const int lane = lane_of(prefix, L, u);
     item(lane, u - prefix[lane]);
   }
+  return total;
 }
 
 // fn(lane) by one thread per lane.
@@ -1031,17 +1033,19 @@ __device__ void lanes_round_body(const cg::grid_group& grid, const TpLaneRound* 
     if (steps[l].head == kRoundHeadOffers) rounds[l].state.counters->events = 0;  // the next collection's
   });
   grid.sync();
-  for_lane_items_by_block(
-      L, prefix,
-      [&](int l) -> uint32_t {
-        const TpState& s = rounds[l].state;
-        return steps[l].head == kRoundHeadEmit ? min(s.counters->heavy, s.heavy_capacity) : 0u;
-      },
-      [&](int l, uint32_t h) {
-        const TpLaneRound& r = rounds[l];
-        emit_arcs(r.graph, r.state, *r.frame, r.state.heavy[h], threadIdx.x, blockDim.x);
-      });
-  grid.sync();
+  // Heavy tokens; no barrier after a phase with none (every block saw the
+  // same total).
+  if (for_lane_items_by_block(
+          L, prefix,
+          [&](int l) -> uint32_t {
+            const TpState& s = rounds[l].state;
+            return steps[l].head == kRoundHeadEmit ? min(s.counters->heavy, s.heavy_capacity) : 0u;
+          },
+          [&](int l, uint32_t h) {
+            const TpLaneRound& r = rounds[l];
+            emit_arcs(r.graph, r.state, *r.frame, r.state.heavy[h], threadIdx.x, blockDim.x);
+          }) > 0)
+    grid.sync();
   for_lane_items(
       L, prefix, 1,
       [&](int l) -> uint32_t {
@@ -1078,18 +1082,19 @@ __device__ void lanes_round_body(const cg::grid_group& grid, const TpLaneRound* 
           relax_item(r.graph, r.state, *r.frame, pass, i, sub);
         });
     grid.sync();
-    for_lane_items_by_block(
-        L, prefix,
-        [&](int l) -> uint32_t {
-          const TpState& s = rounds[l].state;
-          return closing(l) ? min(s.counters->heavy, s.heavy_capacity) : 0u;
-        },
-        [&](int l, uint32_t h) {
-          const TpLaneRound& r = rounds[l];
-          relax_arcs(r.graph, r.state, r.state.heavy[h], 1 - in,
-                     r.frame->pass_base + static_cast<uint32_t>(pass), threadIdx.x, blockDim.x);
-        });
-    grid.sync();
+    if (for_lane_items_by_block(
+            L, prefix,
+            [&](int l) -> uint32_t {
+              const TpState& s = rounds[l].state;
+              return closing(l) ? min(s.counters->heavy, s.heavy_capacity) : 0u;
+            },
+            [&](int l, uint32_t h) {
+              const TpLaneRound& r = rounds[l];
+              relax_arcs(r.graph, r.state, r.state.heavy[h], 1 - in,
+                         r.frame->pass_base + static_cast<uint32_t>(pass), threadIdx.x,
+                         blockDim.x);
+            }) > 0)
+      grid.sync();
     for_lane_items(
         L, prefix, 1,
         [&](int l) -> uint32_t {
@@ -1127,18 +1132,18 @@ __device__ void lanes_round_body(const cg::grid_group& grid, const TpLaneRound* 
 }
 
 // Pruning, for the lanes whose step asks for it and whose gate lets it
-// run (tp_prune with `gated`); the decision is taken once, in the first
-// phase, and kept in the step.
+// run (tp_prune with `gated`). The gate's counters do not change in the
+// first phase, which reads them; one thread a lane keeps the decision in
+// the step for the later phases (the last can change `overflow`).
 __device__ void lanes_prune(const cg::grid_group& grid, const TpLaneRound* rounds, int L,
                             TpLaneStep* steps, uint32_t* prefix) {
-  for_lanes(L, [&](int l) {
-    steps[l].pruned = steps[l].head != kLaneIdle && steps[l].prune &&
-                      !prune_held_back(rounds[l].state, true);
-  });
-  grid.sync();
+  auto prunes = [&](int l) {
+    return steps[l].head != kLaneIdle && steps[l].prune && !prune_held_back(rounds[l].state, true);
+  };
+  for_lanes(L, [&](int l) { steps[l].pruned = prunes(l); });
   for_lane_items(
       L, prefix, 1,
-      [&](int l) -> uint32_t { return steps[l].pruned ? rounds[l].state.counters->touched : 0u; },
+      [&](int l) -> uint32_t { return prunes(l) ? rounds[l].state.counters->touched : 0u; },
       [&](int l, uint32_t i, int) {
         const TpState& s = rounds[l].state;
         min_into(&s.counters->best_key, static_cast<uint32_t>(s.best[s.touched[i]] >> 32));
@@ -1183,6 +1188,15 @@ __device__ void lanes_prune(const cg::grid_group& grid, const TpLaneRound* round
         const TpState& s = rounds[l].state;
         s.prev_key[s.prev_entry[i]] = kEmptyKey;
       });
+  // The histogram is done with (the cutoff read it): cleared for a chained
+  // next frame (tp_round clears it there; a frame begun by the host clears
+  // it again).
+  for_lane_items(
+      L, prefix, 1,
+      [&](int l) -> uint32_t {
+        return steps[l].pruned ? static_cast<uint32_t>(rounds[l].frame->bins) : 0u;
+      },
+      [&](int l, uint32_t i, int) { rounds[l].state.histogram[i] = 0; });
 }
 
 __global__ void lanes_round_kernel(const TpLaneRound* __restrict__ rounds, int L,
@@ -1247,11 +1261,6 @@ __global__ void lanes_round_kernel(const TpLaneRound* __restrict__ rounds, int L
   });
   grid.sync();
   if (volatile_load(scratch + kChainedSlot) != 0) {
-    for (int l = blockIdx.x; l < L; l += gridDim.x)
-      if (steps[l].head == kRoundHeadEmit)
-        for (int i = threadIdx.x; i < rounds[l].frame->bins; i += blockDim.x)
-          rounds[l].state.histogram[i] = 0;
-    grid.sync();
     lanes_round_body(grid, rounds, L, steps, scratch, prefix);
     grid.sync();
   }
