@@ -17,9 +17,7 @@ namespace {
 // two and four gave the same speed on the H200 at 256 streams (163x,
 // 173x, 172x; docs/benchmarks.md).
 constexpr int kLaneBlocksPerSm = 2;
-}  // namespace
 
-namespace {
 std::mutex registry_mutex;
 std::map<int, std::weak_ptr<CudaRoundBatcher>> registry;  // the batcher of each device
 std::mutex totals_mutex;

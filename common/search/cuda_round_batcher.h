@@ -1,11 +1,13 @@
 // The batched search across streams (issue 14, docs/search.md "Batched
 // search across streams"): one batcher per device gathers the closure
-// rounds that every CudaSearcher on the device asks for and runs them in
-// one launch (tp_lanes_round, kernels/cuda/token_passing.cuh), a block per
-// stream. Alone, each stream's frame is a chain of dependent phases whose
-// grid-wide barriers cost ~48 µs of device time, however little it holds,
-// and two streams' cooperative kernels do not share the device; in one
-// launch those latencies are paid once for all the streams in it.
+// rounds that every batched CudaSearcher on the device asks for and runs
+// them in one cooperative launch (tp_lanes_round,
+// kernels/cuda/token_passing.cuh), each phase over the items of every
+// stream at once. Alone, each stream's frame is a chain of dependent
+// phases whose grid-wide barriers cost ~48 µs of device time, however
+// little it holds, and two streams' cooperative kernels do not share the
+// device; in one launch those barriers are paid once for all the streams
+// in it.
 //
 // Continuous batching: a searcher's thread hands its round to run() and
 // sleeps. The launcher thread takes every round waiting when the device
@@ -15,7 +17,7 @@
 // for a batch to fill, so a lone stream is not delayed by a timer, and a
 // stream is never in two launches at once, so its rounds keep their order.
 //
-// Every lane's block runs the same steps as the single-stream round on
+// Every lane (stream) runs the same steps as the single-stream round on
 // its own tables and counters: its results do not depend on what else is
 // in the launch (the CUDA tests compare them with the CPU searcher's).
 //
