@@ -91,7 +91,9 @@
  * - `graph-states`, `graph-arcs` (guint64): size of the search graph.
  * - `backend` (string), `device` (string), `search` (string): where
  *   scoring and search run; `device-id` (gint): the device index (the one
- *   chosen when the `device-id` property is -1).
+ *   chosen when the `device-id` property is -1); `batched-search`
+ *   (gboolean): whether the search runs in launches shared with other
+ *   decoders (the property, on a CUDA search).
  * - `shared` (gboolean): TRUE when the model, graph and LM were already
  *   loaded by another decoder of this process and are shared with it.
  * - `load-seconds` (gdouble): how long loading took.
@@ -276,6 +278,7 @@ enum
   PROP_CUE_MAX_DURATION,
   PROP_CACHE_DIR,
   PROP_SEND_ALIGNMENTS,
+  PROP_BATCHED_SEARCH,
   N_PROPS
 };
 
@@ -292,6 +295,7 @@ enum
 #define DEFAULT_CUE_MAX_CHARS 84
 #define DEFAULT_CUE_MAX_DURATION 5000
 #define DEFAULT_SEND_ALIGNMENTS TRUE
+#define DEFAULT_BATCHED_SEARCH FALSE
 
 /* Property values, under the object lock. Empty strings mean unset. */
 struct Settings
@@ -313,6 +317,7 @@ struct Settings
   gint cue_max_chars = DEFAULT_CUE_MAX_CHARS;
   guint cue_max_duration = DEFAULT_CUE_MAX_DURATION;
   gboolean send_alignments = DEFAULT_SEND_ALIGNMENTS;
+  gboolean batched_search = DEFAULT_BATCHED_SEARCH;
 };
 
 /* A configuration problem for the user; `not_found` marks a missing file. */
@@ -402,6 +407,7 @@ build_config (const Settings & s)
   c.cache_dir = s.cache_dir;
   /* The recognizer keeps an utterance's features only for alignment. */
   c.keep_features_for_alignment = s.send_alignments;
+  c.batched_search = s.batched_search;
   try {
     c.search.validate ();
     c.graph.validate ();
@@ -681,6 +687,14 @@ gst_gpu_decoder_class_init (GstGpuDecoderClass * klass)
           "speaker adaptation, gpufmllr); the recognizer then keeps an "
           "utterance's features until its words are final. Read when the "
           "model is loaded (NULL to READY)", DEFAULT_SEND_ALIGNMENTS, rw));
+  g_object_class_install_property (gobject_class, PROP_BATCHED_SEARCH,
+      g_param_spec_boolean ("batched-search", "Batched search",
+          "With the search on CUDA: run this decoder's search in device "
+          "launches shared with the other decoders of this process on the "
+          "same device that set it (the same words; more audio per GPU with "
+          "tens of decoders, slower for one alone). Ignored when the search "
+          "runs on the CPU. Read when the model is loaded (NULL to READY)",
+          DEFAULT_BATCHED_SEARCH, rw));
 
   element_class->change_state =
       GST_DEBUG_FUNCPTR (gst_gpu_decoder_change_state);
@@ -842,6 +856,9 @@ gst_gpu_decoder_set_property (GObject * object, guint prop_id,
     case PROP_SEND_ALIGNMENTS:
       s.send_alignments = g_value_get_boolean (value);
       break;
+    case PROP_BATCHED_SEARCH:
+      s.batched_search = g_value_get_boolean (value);
+      break;
     default:
       G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
       break;
@@ -937,6 +954,9 @@ gst_gpu_decoder_get_property (GObject * object, guint prop_id,
       break;
     case PROP_SEND_ALIGNMENTS:
       g_value_set_boolean (value, s.send_alignments);
+      break;
+    case PROP_BATCHED_SEARCH:
+      g_value_set_boolean (value, s.batched_search);
       break;
     default:
       G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
@@ -1897,6 +1917,9 @@ load_model (GstGpuDecoder * self)
               "device", G_TYPE_STRING, b.device_name ().c_str (),
               "search", G_TYPE_STRING, self->recognizer->search_backend (),
               "device-id", G_TYPE_INT, self->recognizer->config ().device_id,
+              "batched-search", G_TYPE_BOOLEAN,
+              (gboolean) (self->recognizer->config ().batched_search &&
+                  std::string (self->recognizer->search_backend ()) == "cuda"),
               "shared", G_TYPE_BOOLEAN,
               (gboolean) self->recognizer->resources_were_shared (),
               "load-seconds", G_TYPE_DOUBLE, seconds, NULL)));

@@ -783,6 +783,26 @@ TEST(GpuDecoder, NoAlignmentsWhenDisabled) {
   EXPECT_EQ(log.reached_harness, 0);
 }
 
+// batched-search: off by default, settable; a decoder whose search runs
+// on the CPU (here) ignores it and gives the same words.
+TEST(GpuDecoder, BatchedSearchProperty) {
+  GstElement* dec = gst_element_factory_make("gpudecoder", nullptr);
+  ASSERT_TRUE(dec);
+  gboolean batched = TRUE;
+  g_object_get(dec, "batched-search", &batched, nullptr);
+  EXPECT_FALSE(batched) << "off by default";
+  g_object_set(dec, "batched-search", TRUE, nullptr);
+  g_object_get(dec, "batched-search", &batched, nullptr);
+  EXPECT_TRUE(batched);
+  gst_object_unref(dec);
+
+  const LiveRun live = push_live(read_raw(data("goforward.raw")), data("goforward.gram"),
+                                 "batched-search=true");
+  EXPECT_TRUE(live.run.errors.empty()) << live.run.error_text();
+  ASSERT_EQ(live.run.finals().size(), 1u);
+  EXPECT_EQ(live.run.finals()[0].hypothesis, "go forward ten meters");
+}
+
 // The helpers alone: what new() makes, parse() gives back.
 TEST(AlignmentEvent, RoundTrip) {
   const std::vector<gint32> senones = {-1, 0, 5, 5, 137, -1};
