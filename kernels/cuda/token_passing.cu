@@ -3,10 +3,15 @@
 // goes through common/search/search_arithmetic.h so that the results are the
 // CPU reference's bit for bit.
 //
-// Work distribution: a group of kGroup lanes per token over its arcs (most
-// states have a handful), except tokens with more than kHeavyDegree arcs
-// (word-end fan-out into a language model), which go to a heavy list that a
-// second kernel expands with a whole block per token.
+// Work distribution: a group of kGroup threads per token over its arcs
+// (most states have a handful), except tokens with more than kHeavyDegree
+// arcs (word-end fan-out into a language model), which go to a heavy list
+// that a second kernel expands with a whole block per token.
+//
+// Two ways to run a round: the single-stream kernels (one stream's items
+// over the grid, the cooperative round kernel among them), and the lanes
+// kernel of the batched search (the last section: the items of many
+// streams, "lanes", over the grid in one launch).
 #include "kernels/cuda/token_passing.cuh"
 
 #include <algorithm>
@@ -32,9 +37,9 @@ using search::pack_candidate;
 using search::usable_cost;
 
 constexpr int kThreads = 256;
-// Lanes that share one token's arcs: most states have a handful of arcs
+// Threads that share one token's arcs: most states have a handful of arcs
 // (self-loop, next state, a few cross-word ones), so a whole warp per token
-// would leave most lanes idle.
+// would leave most threads idle.
 constexpr int kGroup = 8;
 // Groups per block: blockDim.x / kGroup (the lanes kernel's blocks may be
 // larger than kThreads).
@@ -233,7 +238,7 @@ __device__ __forceinline__ void start_token(const TpState& s, const TpFrame& f) 
 
 __global__ void start_kernel(TpState s, const TpFrame* __restrict__ fp) { start_token(s, *fp); }
 
-// Emitting arcs of one token, lanes striding over its arcs.
+// Emitting arcs of one token, the threads of its group striding over them.
 // Virtual state -> graph state (slots = 1 without rescoring: the same).
 __device__ __forceinline__ int32_t graph_state(const TpGraph& g, int32_t v) {
   return g.slots == 1 ? v : v / g.slots;
@@ -255,8 +260,8 @@ __device__ __forceinline__ void emit_arcs(const TpGraph& g, const TpState& s, co
 
 // The phases below are written per item (a token, a touched entry, an
 // offer): the single-stream kernels loop over one stream's items, the
-// lanes kernel over the items of every lane of a launch (lanes_round.cuh
-// section below), so both run the same rules.
+// lanes kernel over the items of every lane of a launch (the last
+// section), so both run the same rules.
 
 // Emitting step, live token i, by the kGroup threads of a group (`sub`:
 // this thread's rank in the group).
