@@ -33,6 +33,13 @@
 
 namespace gpuspeech {
 
+bool batched_search_for(const std::string& mode, int streams) {
+  if (mode == "on") return true;
+  if (mode == "off") return false;
+  if (mode == "auto") return streams >= kBatchedSearchAutoStreams;
+  throw std::invalid_argument("must be on, off or auto, got '" + mode + "'");
+}
+
 RecognizerConfig RecognizerConfig::en_us_defaults(const std::string& model_root) {
   RecognizerConfig c;
   c.model_dir = model_root + "/en-us";

@@ -51,6 +51,11 @@ namespace gpuspeech {
 // the batched and the separate searches ran at the same speed, with 64 and
 // 256 the batched one was 1.4x faster (H200, docs/benchmarks.md).
 constexpr int kBatchedSearchAutoStreams = 32;
+// The tools' --batched-search setting for `streams` streams: "on", "off",
+// or "auto" (on from kBatchedSearchAutoStreams streams). Throws
+// std::invalid_argument ("must be on, off or auto, got '...'") for any
+// other word.
+bool batched_search_for(const std::string& mode, int streams);
 
 struct RecognizerConfig : ResourceOptions {
   std::string scoring_backend = "auto";  // auto|cuda|opencl|cpu

@@ -99,11 +99,7 @@ DecodeBenchOptions parse_decode_args(int argc, char** argv) {
       return argv[++i];
     };
     if (a == "--streams") o.streams = int_arg(a, value(), 1, 4096);
-    else if (a == "--batched-search") {
-      o.batched_mode = value();
-      if (o.batched_mode != "on" && o.batched_mode != "off" && o.batched_mode != "auto")
-        decode_usage("--batched-search must be on, off or auto");
-    }
+    else if (a == "--batched-search") o.batched_mode = value();
     else if (a == "--backend") o.config.scoring_backend = value();
     else if (a == "--search") o.config.search_backend = value();
     else if (a == "--device-id") o.config.device_id = int_arg(a, value(), -1, 1 << 20);
@@ -130,8 +126,11 @@ DecodeBenchOptions parse_decode_args(int argc, char** argv) {
     else o.files.push_back(a);
   }
   if (o.files.empty()) decode_usage("no input files");
-  o.config.batched_search = o.batched_mode == "on" ||
-                            (o.batched_mode == "auto" && o.streams >= kBatchedSearchAutoStreams);
+  try {
+    o.config.batched_search = batched_search_for(o.batched_mode, o.streams);
+  } catch (const std::invalid_argument& e) {
+    decode_usage(std::string("--batched-search ") + e.what());
+  }
   return o;
 }
 
@@ -346,14 +345,13 @@ int bench_decode(int argc, char** argv) {
 #ifdef GPUSPEECH_HAVE_CUDA
   {  // the batched search (GPUSPEECH_CUDA_BATCH=1): its launches
     const CudaRoundBatcher::Stats b = CudaRoundBatcher::totals();
-    if (b.launches > 0)
+    if (b.launches > 0) {
       std::printf("batched search: %llu rounds in %llu launches (%.1f a launch, at most %u; %d "
                   "blocks); launcher busy %.3f s, waiting %.3f s; streams in the batcher %.3f s\n",
                   static_cast<unsigned long long>(b.rounds),
                   static_cast<unsigned long long>(b.launches),
                   static_cast<double>(b.rounds) / static_cast<double>(b.launches), b.widest,
                   b.blocks, b.busy_s, b.waiting_s, b.in_run_s);
-    if (b.launches > 0) {
       static const char* const kBins[] = {"1", "2-7", "8-31", "32-127", "128+"};
       std::printf("batched search launches by rounds in them:");
       for (int k = 0; k < CudaRoundBatcher::Stats::kWidthBins; ++k)

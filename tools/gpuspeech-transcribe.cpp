@@ -872,8 +872,6 @@ int run(int argc, char** argv) {
       if (streams_wanted < 1) usage_error("--streams must be at least 1");
     } else if (a == "--batched-search") {
       batched_mode = value();
-      if (batched_mode != "on" && batched_mode != "off" && batched_mode != "auto")
-        usage_error("--batched-search must be on, off or auto, got '" + batched_mode + "'");
     } else if (a == "--cache") {
       config.cache_dir = value();
     } else if (a == "--mfc") {
@@ -950,8 +948,11 @@ int run(int argc, char** argv) {
     }
   }
   if (fmllr_mode == FmllrMode::kTwoPass) config.keep_features_for_alignment = true;
-  config.batched_search = batched_mode == "on" ||
-                          (batched_mode == "auto" && streams_wanted >= kBatchedSearchAutoStreams);
+  try {
+    config.batched_search = batched_search_for(batched_mode, streams_wanted);
+  } catch (const std::invalid_argument& e) {
+    usage_error(std::string("--batched-search ") + e.what());
+  }
 
   using clock = std::chrono::steady_clock;
   const auto t_load = clock::now();
