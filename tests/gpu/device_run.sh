@@ -10,7 +10,7 @@
 #   .refaudio/         a copy of /usr/share/pocketsphinx/test/data
 # Writes logs and results under $OUT (default /tmp/gpuspeech-out).
 #
-# usage: tests/gpu/device_run.sh [all|build|test|refs|bench|profile|peer|decode|streams|memory|gpus|batch|dtw|fmllr]...
+# usage: tests/gpu/device_run.sh [all|build|test|refs|bench|profile|profile_bands|peer|decode|streams|memory|gpus|batch|dtw|fmllr]...
 set -u -o pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$ROOT"
@@ -57,6 +57,30 @@ if [ ! -f /usr/include/fst/fstlib.h ] && ls .debs/libfst*.deb >/dev/null 2>&1; t
   export LD_LIBRARY_PATH=/tmp/fst/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 fi
 
+# OpenCL on the GPU: NVIDIA's driver library as the ICD, with Debian's ICD
+# loader, headers and clFFT (.debs/ocl-icd-*, opencl-c-headers, libclfft*)
+# when the machine has no loader of its own. Without the driver's library
+# the build leaves OpenCL out, as before.
+OPENCL_OPT=disabled
+NV_OPENCL=$(ldconfig -p 2>/dev/null | awk '/libnvidia-opencl\.so\.1 /{print $NF; exit}')
+[ -n "$NV_OPENCL" ] || NV_OPENCL=$(ls /usr/lib/x86_64-linux-gnu/libnvidia-opencl.so.1 \
+  /usr/lib64/libnvidia-opencl.so.1 2>/dev/null | head -1)
+if [ -n "$NV_OPENCL" ] && ls .debs/libclfft-dev_*.deb .debs/ocl-icd-*.deb >/dev/null 2>&1; then
+  if [ ! -f /tmp/ocl/usr/include/clFFT.h ]; then
+    for d in .debs/ocl-icd-*.deb .debs/opencl-c-headers_*.deb .debs/libclfft*.deb; do
+      dpkg -x "$d" /tmp/ocl
+    done
+    sed -i 's#^prefix=/usr#prefix=/tmp/ocl/usr#' /tmp/ocl/usr/lib/x86_64-linux-gnu/pkgconfig/*.pc
+    mkdir -p /tmp/ocl/vendors && echo "$NV_OPENCL" >/tmp/ocl/vendors/nvidia.icd
+  fi
+  export PKG_CONFIG_PATH=/tmp/ocl/usr/lib/x86_64-linux-gnu/pkgconfig${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}
+  export CPATH=/tmp/ocl/usr/include${CPATH:+:$CPATH}
+  export LIBRARY_PATH=/tmp/ocl/usr/lib/x86_64-linux-gnu${LIBRARY_PATH:+:$LIBRARY_PATH}
+  export LD_LIBRARY_PATH=/tmp/ocl/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+  export OCL_ICD_VENDORS=/tmp/ocl/vendors
+  OPENCL_OPT=enabled
+fi
+
 if want build; then
   note "machine"
   nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.max.sm --format=csv
@@ -72,8 +96,9 @@ if want build; then
       cmake --install /tmp/gtest-build >>"$OUT/gtest-build.log" 2>&1 ||
       { echo "googletest build failed"; tail -20 "$OUT/gtest-build.log"; }
   fi
+  echo "OpenCL: $OPENCL_OPT (${NV_OPENCL:-no libnvidia-opencl.so.1})"
   note "configure + build"
-  [ -d $BUILD ] || "${MESON[@]}" setup $BUILD -Dgstreamer=disabled -Dopencl=disabled \
+  [ -d $BUILD ] || "${MESON[@]}" setup $BUILD -Dgstreamer=disabled -Dopencl=$OPENCL_OPT \
     -Dcuda=enabled -Dtests=enabled -Dfuzzers=disabled -Dbuildtype=release \
     >"$OUT/build.log" 2>&1 || { tail -40 "$OUT/build.log"; exit 1; }
   # -k 0: build every target that can be built, so one broken target
@@ -105,7 +130,8 @@ fi
 if want test; then
   note "tests (cuda required)"
   find_meson >/dev/null
-  GPUSPEECH_REQUIRE_BACKENDS=cuda "${MESON[@]}" test -C $BUILD --no-rebuild --print-errorlogs \
+  REQUIRE=cuda; [ "$OPENCL_OPT" = enabled ] && REQUIRE=cuda,opencl
+  GPUSPEECH_REQUIRE_BACKENDS=$REQUIRE "${MESON[@]}" test -C $BUILD --no-rebuild --print-errorlogs \
     --num-processes 4 >"$OUT/tests.log" 2>&1 || status=1
   grep -E '^ *[0-9]+/[0-9]+ |^Ok:|^Fail:|^Skipped:|^Timeout:' "$OUT/tests.log"
   cp $BUILD/meson-logs/testlog.txt "$OUT/testlog.txt" 2>/dev/null
@@ -139,13 +165,28 @@ if want profile; then
     --utts 128 --seconds 30 --reps 1 --warmup 1 >"$OUT/ncu.log" 2>&1
   grep -vE '^==PROF==|^ *$' "$OUT/ncu.log" | grep -E '\(|gpu__time_duration' | cut -c1-150 | head -60
 fi
+
+# The fused front-end kernel under every ncu section, with its source-level
+# counters (kernels are built with -lineinfo) written as CSV for reading
+# off the machine.
+if want profile_bands; then
+  note "spectral_bands kernel, full ncu sections (128 x 30 s)"
+  timeout 200 ncu --set full --import-source yes -k regex:spectral_bands_kernel -c 1 \
+    -o "$OUT/bands" $BUILD/tools/gpuspeech-bench features --backend cuda \
+    --utts 128 --seconds 30 --reps 1 --warmup 0 >"$OUT/ncu-bands.log" 2>&1 || status=1
+  tail -3 "$OUT/ncu-bands.log"
+  ncu -i "$OUT/bands.ncu-rep" --page details >"$OUT/bands-details.txt" 2>&1
+  ncu -i "$OUT/bands.ncu-rep" --page source --csv --print-source sass >"$OUT/bands-sass.csv" 2>&1
+  ncu -i "$OUT/bands.ncu-rep" --page source --csv --print-source cuda >"$OUT/bands-cuda.csv" 2>&1
+  grep -E 'Duration|Executed Ipc|Issue Slots Busy|Achieved Occupancy|Theoretical Occupancy|Registers Per|Stall|Warp Cycles Per Issued|Bank' "$OUT/bands-details.txt" | head -40
+fi
 # peer: .peer/tree.tar (git archive of another commit, e.g. the one before
 # a change) built alone (the transcriber), for DECODE_MODES=peer.
 if [[ " $STEPS " == *" peer "* ]] && [ -f .peer/tree.tar ]; then
   note "peer build"
   find_meson >/dev/null
   rm -rf /tmp/peer && mkdir -p /tmp/peer && tar xf .peer/tree.tar -C /tmp/peer
-  (cd /tmp/peer && "${MESON[@]}" setup build -Dgstreamer=disabled -Dopencl=disabled -Dcuda=enabled \
+  (cd /tmp/peer && "${MESON[@]}" setup build -Dgstreamer=disabled -Dopencl=$OPENCL_OPT -Dcuda=enabled \
      -Dtests=disabled -Dfuzzers=disabled -Dbuildtype=release >/tmp/peer.log 2>&1 &&
    ninja -C build tools/gpuspeech-transcribe >>/tmp/peer.log 2>&1) || { echo "peer build failed"; tail -20 /tmp/peer.log; }
 fi
