@@ -110,6 +110,23 @@ struct BandsSpec {
   bool apply_op = false;
   UnaryOp op = UnaryOp::kLogClamp;
   float op_param = 0.0f;
+  // Optional: a linear map applied to the bands after the op (the DCT of
+  // MFCC, PLP's inverse DFT), so a backend can keep the bands on the chip
+  // too. `projection` is projection_outputs x projection_group, row-major
+  // (gemm_nt's B); each row's bands are cut into num_bands /
+  // projection_group groups (one per VTLN warp) and each group is mapped:
+  // `bands` then receives rows x (groups * projection_outputs), the numbers
+  // (within float rounding) of
+  //   gemm_nt(bands, rows * groups, projection_group, *projection,
+  //           projection_outputs, out).
+  // Needs apply_op (the raw energies are never projected).
+  const DeviceBuffer* projection = nullptr;
+  int projection_group = 0;
+  int projection_outputs = 0;
+
+  int groups() const { return projection ? num_bands / projection_group : 1; }
+  // Floats a row of spectral_bands' output holds.
+  int out_columns() const { return projection ? groups() * projection_outputs : num_bands; }
 };
 
 class Backend {
@@ -150,7 +167,8 @@ class Backend {
   //   power_spectrum(frames, rows, spec.fft_size, b.magnitude, spectrum);
   //   gemm_nt(spectrum, rows, bins, filterbank, b.num_bands, bands);
   //   if (b.apply_op) apply(b.op, b.op_param, bands, rows * b.num_bands);
-  // with bins = fft_size / 2 + 1, `bands` rows x num_bands. A backend that
+  // then the projection when BandsSpec has one,
+  // with bins = fft_size / 2 + 1, `bands` rows x b.out_columns(). A backend that
   // can keeps the frames and spectra on the chip (they are 3 KB a frame
   // against 0.1 KB of bands for Sphinx's 25 filters); the others run that
   // composition (spectral_bands_composition.h). The CPU backend computes it

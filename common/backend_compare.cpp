@@ -256,8 +256,15 @@ Comparison BackendComparison::spectral_bands(const FramingSpec& spec, const Band
     ranges[2 * j] = static_cast<float>(first);
     ranges[2 * j + 1] = static_cast<float>(count);
   }
+  const bool project = b.projection_outputs > 0;
+  const std::vector<float> projection =
+      project ? uniform(static_cast<size_t>(b.projection_outputs) * b.projection_group, -1.f, 1.f)
+              : std::vector<float>{};
+  const int out_columns =
+      project && b.projection_group > 0 ? b.num_bands / b.projection_group * b.projection_outputs
+                                        : b.num_bands;
   const std::vector<float> bands_init =
-      uniform(static_cast<size_t>(rows) * b.num_bands, -1.f, 1.f);
+      uniform(static_cast<size_t>(rows) * out_columns, -1.f, 1.f);
   const std::vector<float> energy_init = uniform(static_cast<size_t>(rows), -1.f, 1.f);
   std::ostringstream what;
   what << (compare_energy ? "spectral_bands energy" : "spectral_bands") << "(";
@@ -265,6 +272,9 @@ Comparison BackendComparison::spectral_bands(const FramingSpec& spec, const Band
   what << ", bands " << b.num_bands
        << (b.magnitude ? ", magnitude" : ", power");
   if (b.apply_op) what << ", op " << static_cast<int>(b.op) << " (" << b.op_param << ")";
+  if (project)
+    what << ", projected to " << b.projection_outputs << " per " << b.projection_group
+         << " bands";
   what << ")";
   return run(what.str(), tol, [&](Backend& be) {
     BufferPtr sig = upload_new(be, signal);
@@ -273,7 +283,10 @@ Comparison BackendComparison::spectral_bands(const FramingSpec& spec, const Band
     BufferPtr support = upload_new(be, ranges);
     BufferPtr bands = upload_new(be, bands_init);
     BufferPtr energy = compare_energy ? upload_new(be, energy_init) : nullptr;
-    be.spectral_bands(*sig, spec, *win, b, *filters, *support, *bands, energy.get());
+    BufferPtr matrix = project ? upload_new(be, projection) : nullptr;
+    BandsSpec spec_b = b;
+    spec_b.projection = matrix.get();
+    be.spectral_bands(*sig, spec, *win, spec_b, *filters, *support, *bands, energy.get());
     return compare_energy ? download_all(be, *energy) : download_all(be, *bands);
   });
 }

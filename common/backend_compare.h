@@ -104,7 +104,10 @@ class BackendComparison {
   // of spec-sized rows: b.num_bands rows, each non-zero (positive weights)
   // on a random run of bins, one row over every bin; the support is handed
   // over as the ranges. Compares the bands, or with compare_energy the
-  // energy output (then requested).
+  // energy output (then requested). When b.projection_outputs > 0, a random
+  // projection matrix (projection_outputs x projection_group, uniform in
+  // [-1, 1), as a DCT's signs) is made and applied: the projected bands are
+  // compared. b.projection itself is ignored.
   Comparison spectral_bands(const FramingSpec& spec, const BandsSpec& b, bool compare_energy,
                             const Tolerance& tol);
   Comparison gemm_nt(int64_t rows, int k, int m, size_t a_offset,

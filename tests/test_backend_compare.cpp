@@ -237,6 +237,67 @@ TEST_P(DeviceVsCpu, SpectralBands) {
   EXPECT_AGREES(cmp().spectral_bands(s, b, false, kLogDomain));
 }
 
+// spectral_bands with the linear map after the bands (MFCC's DCT, PLP's
+// inverse DFT) that a device may apply on the chip: against the CPU's
+// bands followed by its gemm_nt.
+TEST_P(DeviceVsCpu, SpectralBandsProjected) {
+  const Tolerance kProjectedLog = Tolerance::absolute(1e-2);
+  BandsSpec b;
+  b.apply_op = true;
+  b.op = UnaryOp::kLogOffset;
+  b.op_param = 1e-4f;
+  // Sphinx: 40 bands to 13 cepstra, 16 kHz, continuous pre-emphasis.
+  FramingSpec s;
+  s.num_utts = 2;
+  s.valid_length = 16001;
+  s.utt_stride = 16400;
+  s.frame_length = 410;
+  s.frame_shift = 160;
+  s.fft_size = 512;
+  s.frames_per_utt = 101;
+  s.preemphasis = 0.97f;
+  b.num_bands = 40;
+  b.projection_group = 40;
+  b.projection_outputs = 13;
+  EXPECT_AGREES(cmp().spectral_bands(s, b, false, kProjectedLog));
+  // The energy is still written when the bands are projected.
+  EXPECT_AGREES(cmp().spectral_bands(s, b, true, kRel));
+  // Three VTLN warps of 23 bands, each group mapped alone; more outputs
+  // than a frame has threads.
+  b.num_bands = 3 * 23;
+  b.projection_group = 23;
+  b.projection_outputs = 20;
+  s.preemphasis_per_frame = true;
+  s.remove_dc = true;
+  EXPECT_AGREES(cmp().spectral_bands(s, b, false, kProjectedLog));
+  // PLP's cube root, 256 points; and 2048 points.
+  b.op = UnaryOp::kPow;
+  b.op_param = 0.33f;
+  b.num_bands = 17;
+  b.projection_group = 17;
+  b.projection_outputs = 13;
+  s.frame_length = 205;
+  s.frame_shift = 80;
+  s.fft_size = 256;
+  s.frames_per_utt = 150;
+  EXPECT_AGREES(cmp().spectral_bands(s, b, false, kRel));
+  s.frame_length = 1500;
+  s.frame_shift = 441;
+  s.fft_size = 2048;
+  s.frames_per_utt = 30;
+  EXPECT_AGREES(cmp().spectral_bands(s, b, false, kRel));
+  // More bands than the CUDA kernel takes: composed, then projected.
+  b.op = UnaryOp::kLogClamp;
+  b.op_param = FLT_EPSILON;
+  b.num_bands = 8 * 23;
+  b.projection_group = 23;
+  b.projection_outputs = 13;
+  s.frame_length = 400;
+  s.frame_shift = 160;
+  s.fft_size = 512;
+  EXPECT_AGREES(cmp().spectral_bands(s, b, false, kProjectedLog));
+}
+
 TEST_P(DeviceVsCpu, GemmNt) {
   struct Case {
     int64_t rows;
@@ -326,6 +387,22 @@ TEST_P(DeviceVsCpu, RejectsMisuse) {
   bs.num_bands = 4;
   fs.fft_size = 100;
   EXPECT_THROW(dev.spectral_bands(*a, fs, *a, bs, *fb, *ranges, *c, nullptr), BackendError);
+  // A projection: groups of 3 do not divide 4 bands; a 2 x 4 matrix needs 8
+  // floats (7 given); raw energies are never projected.
+  fs.fft_size = 16;
+  bs.apply_op = true;
+  bs.projection = fb.get();
+  bs.projection_group = 3;
+  bs.projection_outputs = 2;
+  EXPECT_THROW(dev.spectral_bands(*a, fs, *a, bs, *fb, *ranges, *c, nullptr), BackendError);
+  bs.projection_group = 4;
+  bs.projection = small.get();
+  EXPECT_THROW(dev.spectral_bands(*a, fs, *a, bs, *fb, *ranges, *c, nullptr), BackendError);
+  bs.projection = fb.get();
+  bs.apply_op = false;
+  EXPECT_THROW(dev.spectral_bands(*a, fs, *a, bs, *fb, *ranges, *c, nullptr), BackendError);
+  bs.apply_op = true;
+  dev.spectral_bands(*a, fs, *a, bs, *fb, *ranges, *c, nullptr);  // 2 rows x 2 outputs: fits
 }
 
 // --- whole feature pipelines ------------------------------------------------

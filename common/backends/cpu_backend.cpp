@@ -86,6 +86,15 @@ class CpuBackend : public Backend {
                       DeviceBuffer& bands, DeviceBuffer* energy) override {
     check_spectral_bands_args("cpu backend", s, window, b, filterbank, ranges, bands, energy);
     check_framing(signal, s, window, "spectral_bands");
+    if (b.projection != nullptr) {
+      // The bands, then this backend's gemm_nt: bit for bit the numbers of
+      // the two calls. A buffer per call, as this backend may serve
+      // several threads.
+      SpectralBandsScratch scratch;
+      spectral_bands_then_projection(*this, scratch, signal, s, window, b, filterbank, ranges,
+                                     bands, energy);
+      return;
+    }
     own(filterbank);
     own(ranges);
     own(bands);

@@ -307,9 +307,18 @@ class CudaBackend : public Backend {
     // Many bands (multi-warp VTLN) compose: the kernel applies the filters
     // a band at a time per thread, and with 200 bands it was 12 % slower
     // than the composition (docs/benchmarks.md); 80 covers a Kaldi fbank.
-    constexpr int kMaxFusedBands = 80;
-    if (!use_fused_bands_ || !use_fused_fft_ || !cuda::has_spectral_bands(spec.fft_size) ||
-        b.num_bands > kMaxFusedBands) {
+    const bool fused = use_fused_bands_ && use_fused_fft_ &&
+                       cuda::has_spectral_bands(spec.fft_size) &&
+                       b.num_bands <= cuda::kSpectralBandsMaxBands;
+    // The projection (the DCT of MFCC) in the kernel too, where its matrix
+    // fits the kernel's shared memory; otherwise a cuBLAS GEMM after it.
+    if (b.projection != nullptr &&
+        (!fused || b.projection_outputs * b.projection_group > cuda::kSpectralBandsMaxProjection)) {
+      spectral_bands_then_projection(*this, projection_scratch_, signal, spec, window, b,
+                                     filterbank, ranges, bands, energy);
+      return;
+    }
+    if (!fused) {
       spectral_bands_by_composition(*this, bands_scratch_, signal, spec, window, b, filterbank,
                                     bands, energy);
       return;
@@ -328,11 +337,14 @@ class CudaBackend : public Backend {
     p.apply_op = b.apply_op;
     p.op = code;
     p.op_param = b.op_param;
+    p.proj_group = b.projection ? b.projection_group : 0;
+    p.proj_outputs = b.projection ? b.projection_outputs : 0;
     check_cuda(cuda::launch_spectral_bands(
                    ptr(signal, "spectral_bands signal"), p, ptr(window, "spectral_bands window"),
                    twiddles(spec.fft_size), ptr(filterbank, "spectral_bands filterbank"),
-                   ptr(ranges, "spectral_bands ranges"), ptr(bands, "spectral_bands bands"), e,
-                   stream_),
+                   ptr(ranges, "spectral_bands ranges"),
+                   b.projection ? ptr(*b.projection, "spectral_bands projection") : nullptr,
+                   ptr(bands, "spectral_bands bands"), e, stream_),
                "spectral_bands kernel");
   }
 
@@ -643,6 +655,7 @@ class CudaBackend : public Backend {
     plans_.clear();
     complex_.reset();
     bands_scratch_ = SpectralBandsScratch{};
+    projection_scratch_ = SpectralBandsScratch{};
     twiddles_.clear();
     if (blas_ != nullptr) cublasDestroy(blas_);
     blas_ = nullptr;
@@ -667,6 +680,7 @@ class CudaBackend : public Backend {
   bool use_fused_bands_ = fused_bands_from_env();
   // spectral_bands' frames and spectra where it runs as a composition.
   SpectralBandsScratch bands_scratch_;
+  SpectralBandsScratch projection_scratch_;  // spectral_bands_then_projection's
 };
 
 }  // namespace

@@ -293,6 +293,7 @@ class OpenclBackend : public Backend {
   ~OpenclBackend() override {
     clFinish(queue_);  // nothing queued may outlive the scratch it uses
     bands_scratch_ = SpectralBandsScratch{};  // its buffers go before the context
+    projection_scratch_ = SpectralBandsScratch{};
     if (!g_clfft_torn_down)
       for (auto& kv : plans_) clfftDestroyPlan(&kv.second);
     if (fft_bins_) clReleaseMemObject(fft_bins_);
@@ -440,6 +441,12 @@ class OpenclBackend : public Backend {
                       DeviceBuffer& bands, DeviceBuffer* energy) override {
     const ClBuffer& rng = own(ranges, "spectral_bands ranges");
     check_spectral_bands_args("opencl", spec, window, b, filterbank, ranges, bands, energy);
+    if (b.projection != nullptr) {
+      std::lock_guard<std::mutex> lock(projection_mu_);
+      spectral_bands_then_projection(*this, projection_scratch_, signal, spec, window, b,
+                                     filterbank, ranges, bands, energy);
+      return;
+    }
     if (!fused_bands_taken(spec.fft_size, b.num_bands)) {
       std::lock_guard<std::mutex> lock(compose_mu_);
       spectral_bands_by_composition(*this, bands_scratch_, signal, spec, window, b, filterbank,
@@ -855,6 +862,8 @@ class OpenclBackend : public Backend {
   std::mutex mu_;
   std::mutex compose_mu_;                // spectral_bands' scratch
   SpectralBandsScratch bands_scratch_;
+  std::mutex projection_mu_;  // guards projection_scratch_ (taken before compose_mu_ or mu_)
+  SpectralBandsScratch projection_scratch_;
   cl_device_id device_;
   std::string label_;
   cl_context context_ = nullptr;

@@ -36,8 +36,43 @@ void check_spectral_bands_args(const char* backend_name, const FramingSpec& spec
   need(backend_name, window, static_cast<size_t>(spec.frame_length), "window");
   need(backend_name, filterbank, static_cast<size_t>(b.num_bands) * bins, "filterbank");
   need(backend_name, ranges, 2 * static_cast<size_t>(b.num_bands), "ranges");
-  need(backend_name, bands, rows * b.num_bands, "bands");
+  if (b.projection != nullptr) {
+    if (b.projection_group < 1 || b.num_bands % b.projection_group != 0 ||
+        b.projection_outputs < 1)
+      throw BackendError(std::string(backend_name) + ": spectral_bands: projection of " +
+                         std::to_string(b.projection_outputs) + " outputs over groups of " +
+                         std::to_string(b.projection_group) + " bands does not divide " +
+                         std::to_string(b.num_bands) + " bands");
+    if (!b.apply_op)
+      throw BackendError(std::string(backend_name) +
+                         ": spectral_bands: a projection needs apply_op (raw energies are "
+                         "never projected)");
+    need(backend_name, *b.projection,
+         static_cast<size_t>(b.projection_outputs) * b.projection_group, "projection");
+  }
+  need(backend_name, bands, rows * b.out_columns(), "bands");
   if (energy != nullptr) need(backend_name, *energy, rows, "energy");
+}
+
+void spectral_bands_then_projection(Backend& backend, SpectralBandsScratch& scratch,
+                                    const DeviceBuffer& signal, const FramingSpec& spec,
+                                    const DeviceBuffer& window, const BandsSpec& b,
+                                    const DeviceBuffer& filterbank, const DeviceBuffer& ranges,
+                                    DeviceBuffer& out, DeviceBuffer* energy) {
+  const int64_t rows = spec.rows();
+  if (rows == 0) return;
+  const size_t band_floats = static_cast<size_t>(rows) * b.num_bands;
+  if (!scratch.bands || scratch.bands->size() < band_floats) {
+    backend.synchronize();  // queued work may still read the old buffer
+    scratch.bands.reset();
+    scratch.bands = backend.alloc(band_floats);
+  }
+  BandsSpec plain = b;
+  plain.projection = nullptr;
+  backend.spectral_bands(signal, spec, window, plain, filterbank, ranges, *scratch.bands, energy);
+  // [rows x (groups * group)] is [rows * groups x group] row-major.
+  backend.gemm_nt(*scratch.bands, rows * b.groups(), b.projection_group, *b.projection,
+                  b.projection_outputs, out);
 }
 
 void spectral_bands_by_composition(Backend& backend, SpectralBandsScratch& scratch,

@@ -231,8 +231,25 @@ void FeatureExtractor::run_spectral(const DeviceBuffer& signal, const FramingSpe
     b.op_param = opts_.log.floor_value;
   }
   b.apply_op = !noise_;
-  // fbank writes its bands straight into the output.
-  DeviceBuffer& band_buf = opts_.kind == FeatureKind::kFbank ? out : *s.bands;
+  // The first linear map after the bands (MFCC's DCT, PLP's inverse DFT)
+  // goes with them, so a device keeps the bands on the chip too; not when
+  // the noise stage must see the bands between.
+  const bool project =
+      !noise_ && (opts_.kind == FeatureKind::kMfcc || opts_.kind == FeatureKind::kPlp);
+  if (project) {
+    b.projection = cepstral_.get();
+    b.projection_group = num_bands_;
+    b.projection_outputs =
+        opts_.kind == FeatureKind::kMfcc ? opts_.mfcc.num_ceps : opts_.plp.order + 1;
+  }
+  // fbank's bands and projected MFCC's cepstra are the output; projected
+  // PLP gives the autocorrelation that lpc_to_cepstrum reads.
+  DeviceBuffer* dst = s.bands.get();
+  if (opts_.kind == FeatureKind::kFbank || (project && opts_.kind == FeatureKind::kMfcc))
+    dst = &out;
+  else if (project)
+    dst = s.work.get();
+  DeviceBuffer& band_buf = *dst;
   backend_.spectral_bands(signal, spec, *window_, b, *filterbank_, *filterbank_ranges_, band_buf,
                           energy ? s.energy.get() : nullptr);
   if (noise_) {
@@ -250,7 +267,7 @@ void FeatureExtractor::run_spectral(const DeviceBuffer& signal, const FramingSpe
       const int nceps = opts_.mfcc.num_ceps;
       // [rows x (warps*bands)] is [rows*warps x bands] row-major: one GEMM
       // transforms every warp.
-      backend_.gemm_nt(*s.bands, rows * nwarps, num_bands_, *cepstral_, nceps, out);
+      if (!project) backend_.gemm_nt(*s.bands, rows * nwarps, num_bands_, *cepstral_, nceps, out);
       if (opts_.mfcc.use_energy)
         for (int k = 0; k < nwarps; ++k)
           backend_.log_into_column(*s.energy, rows, energy_clamp, out, nwarps * nceps, k * nceps);
@@ -258,7 +275,8 @@ void FeatureExtractor::run_spectral(const DeviceBuffer& signal, const FramingSpe
     }
     case FeatureKind::kPlp: {
       const int order = opts_.plp.order, nceps = opts_.plp.num_ceps;
-      backend_.gemm_nt(*s.bands, rows * nwarps, num_bands_, *cepstral_, order + 1, *s.work);
+      if (!project)
+        backend_.gemm_nt(*s.bands, rows * nwarps, num_bands_, *cepstral_, order + 1, *s.work);
       backend_.lpc_to_cepstrum(*s.work, rows * nwarps, order, nceps, *s.work2);
       backend_.gemm_nt(*s.work2, rows * nwarps, nceps, *plp_lifter_, nceps, out);
       if (opts_.plp.use_energy)

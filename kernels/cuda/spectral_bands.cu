@@ -40,7 +40,8 @@ __global__ void __launch_bounds__(RealFftShape<N, R1, R2>::kThreads, min_blocks_
     spectral_bands_kernel(const float* __restrict__ signal, SpectralBandsParams sp, int64_t rows,
                           const float* __restrict__ window, const float2* __restrict__ tw,
                           const float* __restrict__ fb, const float* __restrict__ ranges,
-                          float* __restrict__ bands, float* __restrict__ energy) {
+                          const float* __restrict__ projection, float* __restrict__ bands,
+                          float* __restrict__ energy) {
   using S = RealFftShape<N, R1, R2>;
   constexpr int M = S::kM;
   constexpr int T = S::kThreadsPerFrame;
@@ -49,6 +50,16 @@ __global__ void __launch_bounds__(RealFftShape<N, R1, R2>::kThreads, min_blocks_
   // transposition, the power spectrum. It holds 2 * kBuf >= N + 2 floats.
   __shared__ float2 buf[S::kFrames][S::kBuf];
   constexpr int kBlockFloats = 2 * S::kBuf * S::kFrames;
+  // The spectrum (M + 1 floats) and then the bands share a frame's buffer.
+  static_assert(2 * S::kBuf >= M + 1 + kSpectralBandsMaxBands, "no room for the bands");
+  // The projection, transposed (proj_t[j * outputs + o]), so that a frame's
+  // threads, one output each, read consecutive words.
+  extern __shared__ float proj_t[];
+  const int outputs = sp.proj_outputs, group = sp.proj_group;
+  for (int i = threadIdx.x; i < outputs * group; i += S::kThreads) {
+    const int o = i / group, j = i - o * group;
+    proj_t[j * outputs + o] = __ldg(projection + i);
+  }
 
   const FrameParams& p = sp.frame;
   const int f = threadIdx.x / T;
@@ -206,23 +217,45 @@ __global__ void __launch_bounds__(RealFftShape<N, R1, R2>::kThreads, min_blocks_
     const int k = t + T * q;
     if (k <= M) s[k] = pw[q];
   }
-  __syncthreads();
-  if (!live) return;  // no barrier below
+  __syncthreads();  // the last block barrier
 
   // The filterbank over each band's support, from the spectrum in shared
-  // memory; then the log (or pow).
+  // memory; then the log (or pow). Projected bands stay in shared memory,
+  // after the spectrum.
   constexpr int kBins = M + 1;
-  float* out = bands + row * sp.num_bands;
-  for (int j = t; j < sp.num_bands; j += T) {
-    int first = static_cast<int>(__ldg(ranges + 2 * j));
-    int count = static_cast<int>(__ldg(ranges + 2 * j + 1));
-    first = first < 0 ? 0 : (first > kBins ? kBins : first);
-    count = count < 0 ? 0 : (count > kBins - first ? kBins - first : count);
-    const float* w = fb + static_cast<int64_t>(j) * kBins + first;
-    const float* x = s + first;
+  const bool project = outputs > 0;  // grid-uniform
+  float* band_s = s + kBins;
+  if (live) {
+    float* out = bands + row * sp.num_bands;
+    for (int j = t; j < sp.num_bands; j += T) {
+      int first = static_cast<int>(__ldg(ranges + 2 * j));
+      int count = static_cast<int>(__ldg(ranges + 2 * j + 1));
+      first = first < 0 ? 0 : (first > kBins ? kBins : first);
+      count = count < 0 ? 0 : (count > kBins - first ? kBins - first : count);
+      const float* w = fb + static_cast<int64_t>(j) * kBins + first;
+      const float* x = s + first;
+      float acc = 0.0f;
+      for (int k = 0; k < count; ++k) acc += x[k] * __ldg(w + k);
+      const float v = sp.apply_op ? unary_op(sp.op, sp.op_param, acc) : acc;
+      if (project)
+        band_s[j] = v;
+      else
+        out[j] = v;
+    }
+  }
+  if (!project) return;
+  __syncwarp();  // a frame's threads are lanes of one warp
+  if (!live) return;
+  // Output q of the row: output o of group g, summed over the group's bands
+  // in order.
+  const int columns = sp.num_bands / group * outputs;
+  float* out = bands + row * columns;
+  for (int q = t; q < columns; q += T) {
+    const int g = q / outputs, o = q - g * outputs;
+    const float* x = band_s + g * group;
     float acc = 0.0f;
-    for (int k = 0; k < count; ++k) acc += x[k] * __ldg(w + k);
-    out[j] = sp.apply_op ? unary_op(sp.op, sp.op_param, acc) : acc;
+    for (int j = 0; j < group; ++j) acc += proj_t[j * outputs + o] * x[j];
+    out[q] = acc;
   }
 }
 
@@ -231,15 +264,17 @@ __global__ void __launch_bounds__(RealFftShape<N, R1, R2>::kThreads, min_blocks_
 template <int N, int R1, int R2>
 cudaError_t launch_sized(const float* signal, const SpectralBandsParams& p, int64_t rows,
                          const float* window, const float2* tw, const float* fb,
-                         const float* ranges, float* bands, float* energy, cudaStream_t stream) {
+                         const float* ranges, const float* projection, float* bands,
+                         float* energy, cudaStream_t stream) {
   using S = RealFftShape<N, R1, R2>;
   const unsigned int blocks = static_cast<unsigned int>((rows + S::kFrames - 1) / S::kFrames);
+  const size_t dynamic = static_cast<size_t>(p.proj_outputs) * p.proj_group * sizeof(float);
   if (p.frame.preemphasis_per_frame)
-    spectral_bands_kernel<N, R1, R2, true><<<blocks, S::kThreads, 0, stream>>>(
-        signal, p, rows, window, tw, fb, ranges, bands, energy);
+    spectral_bands_kernel<N, R1, R2, true><<<blocks, S::kThreads, dynamic, stream>>>(
+        signal, p, rows, window, tw, fb, ranges, projection, bands, energy);
   else
-    spectral_bands_kernel<N, R1, R2, false><<<blocks, S::kThreads, 0, stream>>>(
-        signal, p, rows, window, tw, fb, ranges, bands, energy);
+    spectral_bands_kernel<N, R1, R2, false><<<blocks, S::kThreads, dynamic, stream>>>(
+        signal, p, rows, window, tw, fb, ranges, projection, bands, energy);
   return cudaGetLastError();
 }
 
@@ -251,25 +286,31 @@ bool has_spectral_bands(int fft_size) {
 
 cudaError_t launch_spectral_bands(const float* signal, const SpectralBandsParams& p,
                                   const float* window, const float* twiddles,
-                                  const float* filterbank, const float* ranges, float* bands,
-                                  float* energy, cudaStream_t stream) {
+                                  const float* filterbank, const float* ranges,
+                                  const float* projection, float* bands, float* energy,
+                                  cudaStream_t stream) {
   const int64_t rows = p.frame.num_utts * p.frame.frames_per_utt;
   if (rows == 0) return cudaSuccess;
-  if (p.frame.frame_length > p.frame.fft_size) return cudaErrorInvalidValue;
+  if (p.frame.frame_length > p.frame.fft_size || p.num_bands > kSpectralBandsMaxBands)
+    return cudaErrorInvalidValue;
+  if (p.proj_outputs != 0 &&
+      (p.proj_group < 1 || p.num_bands % p.proj_group != 0 || projection == nullptr ||
+       p.proj_outputs * p.proj_group > kSpectralBandsMaxProjection))
+    return cudaErrorInvalidValue;
   const float2* tw = reinterpret_cast<const float2*>(twiddles);
   switch (p.frame.fft_size) {
     case 256:
-      return launch_sized<256, 16, 8>(signal, p, rows, window, tw, filterbank, ranges, bands,
-                                      energy, stream);
+      return launch_sized<256, 16, 8>(signal, p, rows, window, tw, filterbank, ranges,
+                                      projection, bands, energy, stream);
     case 512:
-      return launch_sized<512, 16, 16>(signal, p, rows, window, tw, filterbank, ranges, bands,
-                                       energy, stream);
+      return launch_sized<512, 16, 16>(signal, p, rows, window, tw, filterbank, ranges,
+                                       projection, bands, energy, stream);
     case 1024:
-      return launch_sized<1024, 32, 16>(signal, p, rows, window, tw, filterbank, ranges, bands,
-                                        energy, stream);
+      return launch_sized<1024, 32, 16>(signal, p, rows, window, tw, filterbank, ranges,
+                                        projection, bands, energy, stream);
     case 2048:
-      return launch_sized<2048, 32, 32>(signal, p, rows, window, tw, filterbank, ranges, bands,
-                                        energy, stream);
+      return launch_sized<2048, 32, 32>(signal, p, rows, window, tw, filterbank, ranges,
+                                        projection, bands, energy, stream);
     default:
       return cudaErrorInvalidValue;
   }

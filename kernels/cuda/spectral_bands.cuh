@@ -28,7 +28,17 @@ struct SpectralBandsParams {
   bool apply_op;
   int op;  // ApplyOp
   float op_param;
+  // The projection of BandsSpec (0 outputs: none): each group of
+  // proj_group bands is mapped by a proj_outputs x proj_group matrix.
+  int proj_group;
+  int proj_outputs;
 };
+
+// The most bands the kernel takes (a Kaldi fbank's 80; multi-warp VTLN
+// with more runs faster as a composition, docs/benchmarks.md), and the
+// largest projection matrix, in floats, it holds in shared memory.
+constexpr int kSpectralBandsMaxBands = 80;
+constexpr int kSpectralBandsMaxProjection = 2048;
 
 // Whether launch_spectral_bands handles this FFT size (the sizes of the
 // fused real FFT: 256, 512, 1024, 2048; frame_length <= fft_size).
@@ -37,11 +47,14 @@ bool has_spectral_bands(int fft_size);
 // `twiddles`: exp(-2 pi i k / fft_size), k < fft_size, interleaved (re, im).
 // `filterbank`: num_bands x (fft_size / 2 + 1); `ranges`: 2 * num_bands
 // float-stored (first bin, count) pairs, clamped into the row.
-// `bands`: rows x num_bands; `energy`: rows floats or null.
+// `projection`: proj_outputs x proj_group, or null when proj_outputs is 0.
+// `bands`: rows x num_bands, or with a projection rows x (num_bands /
+// proj_group * proj_outputs); `energy`: rows floats or null.
 cudaError_t launch_spectral_bands(const float* signal, const SpectralBandsParams& p,
                                   const float* window, const float* twiddles,
-                                  const float* filterbank, const float* ranges, float* bands,
-                                  float* energy, cudaStream_t stream);
+                                  const float* filterbank, const float* ranges,
+                                  const float* projection, float* bands, float* energy,
+                                  cudaStream_t stream);
 
 }  // namespace cuda
 }  // namespace gpuspeech
