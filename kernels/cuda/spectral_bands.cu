@@ -48,10 +48,15 @@ __global__ void __launch_bounds__(RealFftShape<N, R1, R2>::kThreads, min_blocks_
   static_assert(T == 16 || T == 32, "a frame's threads must be a power-of-two part of a warp");
   // One buffer per frame, used three times: the staged samples, the FFT's
   // transposition, the power spectrum. It holds 2 * kBuf >= N + 2 floats.
-  __shared__ float2 buf[S::kFrames][S::kBuf];
-  constexpr int kBlockFloats = 2 * S::kBuf * S::kFrames;
-  // The spectrum (M + 1 floats) and then the bands share a frame's buffer.
-  static_assert(2 * S::kBuf >= M + 1 + kSpectralBandsMaxBands, "no room for the bands");
+  // With 16 threads a frame, a warp holds two frames: their buffers are
+  // padded to sit 16 banks apart, so that the two halves' float reads of
+  // the same position do not conflict.
+  constexpr int kPad = T == 16 ? ((48 - (2 * S::kBuf) % 32) % 32) / 2 : 0;
+  __shared__ float2 buf[S::kFrames][S::kBuf + kPad];
+  constexpr int kBlockFloats = 2 * (S::kBuf + kPad) * S::kFrames;
+  // A frame's buffer ends as the spectrum (M + 1 floats), the bands when
+  // projected, and the filterbank's partial sums (T floats).
+  static_assert(2 * S::kBuf >= M + 1 + kSpectralBandsMaxBands + T, "no room for the bands");
   // The projection, transposed (proj_t[j * outputs + o]), so that a frame's
   // threads, one output each, read consecutive words.
   extern __shared__ float proj_t[];
@@ -71,6 +76,49 @@ __global__ void __launch_bounds__(RealFftShape<N, R1, R2>::kThreads, min_blocks_
   float* s = reinterpret_cast<float*>(b);
   float* block_floats = reinterpret_cast<float*>(&buf[0][0]);
   const int len = p.frame_length;
+
+  // The filterbank's support, the same for every frame: each band's first
+  // bin and where its weights start in the concatenation of all bands'
+  // weights (an exclusive prefix of the clamped counts, band_start[nb] the
+  // total), scanned by the first warp while the samples are staged.
+  constexpr int kBins = M + 1;
+  __shared__ int band_first[kSpectralBandsMaxBands];
+  __shared__ int band_start[kSpectralBandsMaxBands + 1];
+  const int nb = sp.num_bands;
+  if (threadIdx.x < 32) {
+    constexpr int kPerLane = (kSpectralBandsMaxBands + 31) / 32;
+    const int lane = threadIdx.x;
+    int counts[kPerLane];
+    int sum = 0;
+#pragma unroll
+    for (int q = 0; q < kPerLane; ++q) {
+      const int j = lane * kPerLane + q;
+      counts[q] = 0;
+      if (j < nb) {
+        int first = static_cast<int>(__ldg(ranges + 2 * j));
+        int count = static_cast<int>(__ldg(ranges + 2 * j + 1));
+        first = first < 0 ? 0 : (first > kBins ? kBins : first);
+        count = count < 0 ? 0 : (count > kBins - first ? kBins - first : count);
+        band_first[j] = first;
+        counts[q] = count;
+        sum += count;
+      }
+    }
+    int inclusive = sum;
+#pragma unroll
+    for (int off = 1; off < 32; off <<= 1) {
+      const int n = __shfl_up_sync(0xffffffffu, inclusive, off);
+      if (lane >= off) inclusive += n;
+    }
+    int run = inclusive - sum;
+#pragma unroll
+    for (int q = 0; q < kPerLane; ++q) {
+      const int j = lane * kPerLane + q;
+      if (j < nb) band_start[j] = run;
+      run += counts[q];
+    }
+    if (lane == 31) band_start[nb] = inclusive;
+  }
 
   int64_t start = 0;
   if (live) {
@@ -112,6 +160,28 @@ __global__ void __launch_bounds__(RealFftShape<N, R1, R2>::kThreads, min_blocks_
     xs = s + 2;
   }
   __syncthreads();
+
+  // The band containing element l of the concatenated weights (l < total):
+  // the last band that starts at or before l, which skips empty bands.
+  auto band_of = [&](int l) {
+    int lo = 0, hi = nb;  // band_start[lo] <= l < band_start[hi]
+    while (hi - lo > 1) {
+      const int mid = (lo + hi) >> 1;
+      if (band_start[mid] <= l) lo = mid; else hi = mid;
+    }
+    return lo;
+  };
+  // The concatenated weights in shared memory, as far as they fit (the
+  // rest is read from the dense matrix): the frames then read them without
+  // the scattered global loads of one band per thread. Read after the FFT's
+  // barriers.
+  constexpr int kSupport = 2 * kBins + 128;
+  __shared__ float weights[kSupport];
+  const int support = band_start[nb];
+  for (int l = threadIdx.x; l < support && l < kSupport; l += S::kThreads) {
+    const int j = band_of(l);
+    weights[l] = __ldg(fb + static_cast<int64_t>(j) * kBins + band_first[j] + (l - band_start[j]));
+  }
 
   // The frame's sums, as frame_signal_kernel: the mean of x (remove_dc),
   // the energy of x minus that mean, and for continuous pre-emphasis the
@@ -219,43 +289,85 @@ __global__ void __launch_bounds__(RealFftShape<N, R1, R2>::kThreads, min_blocks_
   }
   __syncthreads();  // the last block barrier
 
-  // The filterbank over each band's support, from the spectrum in shared
-  // memory; then the log (or pow). Projected bands stay in shared memory,
+  // The filterbank, from the spectrum in shared memory, then the log (or
+  // pow). The frame's T threads split the concatenated weights evenly
+  // (slices of ceil(total / T)): a thread's time is the slice, not its
+  // widest bands. A band inside a slice is finished there; one that runs
+  // on into later slices is finished by the thread where it starts (its
+  // owner), which adds the later slices' partial sums in order, so the sum
+  // does not depend on timing. Projected bands stay in shared memory,
   // after the spectrum.
-  constexpr int kBins = M + 1;
   const bool project = outputs > 0;  // grid-uniform
   float* band_s = s + kBins;
+  float* partial = s + kBins + kSpectralBandsMaxBands;  // one per thread: its first band's part
+  const int slice = (support + T - 1) / T;
+  float* out = bands + row * nb;
+  auto finish = [&](int j, float v) {
+    v = sp.apply_op ? unary_op(sp.op, sp.op_param, v) : v;
+    if (project)
+      band_s[j] = v;
+    else
+      out[j] = v;
+  };
+  int owned = -1;  // a band this thread starts that later slices continue
+  float owned_sum = 0.0f;
   if (live) {
-    float* out = bands + row * sp.num_bands;
-    for (int j = t; j < sp.num_bands; j += T) {
-      int first = static_cast<int>(__ldg(ranges + 2 * j));
-      int count = static_cast<int>(__ldg(ranges + 2 * j + 1));
-      first = first < 0 ? 0 : (first > kBins ? kBins : first);
-      count = count < 0 ? 0 : (count > kBins - first ? kBins - first : count);
-      const float* w = fb + static_cast<int64_t>(j) * kBins + first;
-      const float* x = s + first;
+    int l = t * slice;
+    const int l_end = min(support, l + slice);
+    if (l < l_end) {
+      int j = band_of(l);
+      bool head = l == band_start[j];
+      int end = band_start[j + 1];
+      // Element l of band j is bin l + shift of row j.
+      int shift = band_first[j] - band_start[j];
+      const float* row_w = fb + static_cast<int64_t>(j) * kBins;
       float acc = 0.0f;
-      for (int k = 0; k < count; ++k) acc += x[k] * __ldg(w + k);
-      const float v = sp.apply_op ? unary_op(sp.op, sp.op_param, acc) : acc;
-      if (project)
-        band_s[j] = v;
-      else
-        out[j] = v;
+      for (; l < l_end; ++l) {
+        if (l == end) {  // band j ends inside this slice
+          if (head) finish(j, acc); else partial[t] = acc;
+          do ++j; while (band_start[j + 1] == band_start[j]);  // past empty bands
+          head = true;
+          end = band_start[j + 1];
+          shift = band_first[j] - band_start[j];
+          row_w = fb + static_cast<int64_t>(j) * kBins;
+          acc = 0.0f;
+        }
+        const float w = l < kSupport ? weights[l] : __ldg(row_w + l + shift);
+        acc += w * s[l + shift];
+      }
+      if (!head) {
+        partial[t] = acc;
+      } else if (end == l_end) {
+        finish(j, acc);
+      } else {
+        owned = j;
+        owned_sum = acc;
+      }
     }
+  }
+  __syncwarp();  // the partial sums are written; a frame's threads are lanes of one warp
+  if (owned >= 0) {
+    const int end = band_start[owned + 1];
+    for (int u = t + 1; u < T && u * slice < end; ++u) owned_sum += partial[u];
+    finish(owned, owned_sum);
+  }
+  if (live) {  // empty bands: the product with no weights
+    for (int j = t; j < nb; j += T)
+      if (band_start[j + 1] == band_start[j]) finish(j, 0.0f);
   }
   if (!project) return;
   __syncwarp();  // a frame's threads are lanes of one warp
   if (!live) return;
   // Output q of the row: output o of group g, summed over the group's bands
   // in order.
-  const int columns = sp.num_bands / group * outputs;
-  float* out = bands + row * columns;
+  const int columns = nb / group * outputs;
+  float* mapped = bands + row * columns;
   for (int q = t; q < columns; q += T) {
     const int g = q / outputs, o = q - g * outputs;
     const float* x = band_s + g * group;
     float acc = 0.0f;
     for (int j = 0; j < group; ++j) acc += proj_t[j * outputs + o] * x[j];
-    out[q] = acc;
+    mapped[q] = acc;
   }
 }
 
