@@ -344,7 +344,7 @@ class CudaBackend : public Backend {
                    twiddles(spec.fft_size), ptr(filterbank, "spectral_bands filterbank"),
                    ptr(ranges, "spectral_bands ranges"),
                    b.projection ? ptr(*b.projection, "spectral_bands projection") : nullptr,
-                   ptr(bands, "spectral_bands bands"), e, stream_),
+                   filterbank_layout(), ptr(bands, "spectral_bands bands"), e, stream_),
                "spectral_bands kernel");
   }
 
@@ -581,6 +581,13 @@ class CudaBackend : public Backend {
   }
 
   // exp(-2 pi i k / n), k < n, as (re, im) floats, computed in double.
+  // The fused kernel's scratch for the filterbank's layout, made once: the
+  // calls on this backend's stream use it one after another.
+  float* filterbank_layout() {
+    if (!layout_) layout_.reset(new CudaBuffer(this, cuda::spectral_bands_layout_floats()));
+    return layout_->ptr();
+  }
+
   const float* twiddles(int n) {
     auto it = twiddles_.find(n);
     if (it != twiddles_.end()) return it->second->ptr();
@@ -656,6 +663,7 @@ class CudaBackend : public Backend {
     complex_.reset();
     bands_scratch_ = SpectralBandsScratch{};
     projection_scratch_ = SpectralBandsScratch{};
+    layout_.reset();
     twiddles_.clear();
     if (blas_ != nullptr) cublasDestroy(blas_);
     blas_ = nullptr;
@@ -681,6 +689,7 @@ class CudaBackend : public Backend {
   // spectral_bands' frames and spectra where it runs as a composition.
   SpectralBandsScratch bands_scratch_;
   SpectralBandsScratch projection_scratch_;  // spectral_bands_then_projection's
+  std::unique_ptr<CudaBuffer> layout_;         // filterbank_layout()
 };
 
 }  // namespace

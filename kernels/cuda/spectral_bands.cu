@@ -35,11 +35,107 @@ constexpr int min_blocks_per_sm() {
   return N == 512 ? 5 : 1;
 }
 
+// The filterbank's support, laid out once a call by filterbank_layout_kernel
+// (it is the same for every frame) and copied by each block of the main
+// kernel: the concatenation of every band's non-zero weights, element l
+// with its code, bin | band << 16, negative on a band's last element. The
+// layout buffer holds, as ints then floats:
+//   [0]                  the total number of elements
+//   [kLayoutStart + j]   where band j's elements start (j <= num_bands)
+//   [kLayoutFirst + j]   band j's first bin, clamped into the row
+//   [kLayoutCode + l]    element l's code (while the total fits)
+//   [kLayoutWeight + l]  element l's weight
+constexpr int kLayoutMaxSupport = 1026;  // support_capacity() at any N
+constexpr int kLayoutStart = 1;
+constexpr int kLayoutFirst = kLayoutStart + kSpectralBandsMaxBands + 1;
+constexpr int kLayoutCode = kLayoutFirst + kSpectralBandsMaxBands;
+constexpr int kLayoutWeight = kLayoutCode + kLayoutMaxSupport;
+constexpr int kLayoutFloats = kLayoutWeight + kLayoutMaxSupport;
+constexpr int kLayoutThreads = 256;
+
+// The elements the main kernel holds in shared memory at N points: two a
+// bin, up to 1 026 (N = 1024) so that the 2048-point kernel stays within
+// the 48 KB of static shared memory.
+template <int N>
+__host__ __device__ constexpr int support_capacity() {
+  return 2 * (N / 2 + 1) < 1026 ? 2 * (N / 2 + 1) : 1026;
+}
+
+// The band holding element l (0 <= l < start[nb]): the last band starting
+// at or before l, which passes over empty bands.
+__device__ __forceinline__ int band_of(const int* start, int nb, int l) {
+  int lo = 0, hi = nb;  // start[lo] <= l < start[hi]
+  while (hi - lo > 1) {
+    const int mid = (lo + hi) >> 1;
+    if (start[mid] <= l) lo = mid; else hi = mid;
+  }
+  return lo;
+}
+
+// One block. Codes and weights are written only while the total fits
+// `cap`, the most the main kernel holds for this FFT size.
+__global__ void __launch_bounds__(kLayoutThreads)
+    filterbank_layout_kernel(const float* __restrict__ fb, const float* __restrict__ ranges,
+                             int nb, int bins, int cap, float* __restrict__ layout) {
+  __shared__ int start[kSpectralBandsMaxBands + 1];
+  __shared__ int first[kSpectralBandsMaxBands];
+  int* li = reinterpret_cast<int*>(layout);
+  if (threadIdx.x < 32) {  // an exclusive scan of the clamped counts
+    constexpr int kPerLane = (kSpectralBandsMaxBands + 31) / 32;
+    const int lane = threadIdx.x;
+    int counts[kPerLane];
+    int sum = 0;
+#pragma unroll
+    for (int q = 0; q < kPerLane; ++q) {
+      const int j = lane * kPerLane + q;
+      counts[q] = 0;
+      if (j < nb) {
+        int f = static_cast<int>(ranges[2 * j]);
+        int c = static_cast<int>(ranges[2 * j + 1]);
+        f = f < 0 ? 0 : (f > bins ? bins : f);
+        c = c < 0 ? 0 : (c > bins - f ? bins - f : c);
+        first[j] = f;
+        counts[q] = c;
+        sum += c;
+      }
+    }
+    int inclusive = sum;
+#pragma unroll
+    for (int off = 1; off < 32; off <<= 1) {
+      const int n = __shfl_up_sync(0xffffffffu, inclusive, off);
+      if (lane >= off) inclusive += n;
+    }
+    int run = inclusive - sum;
+#pragma unroll
+    for (int q = 0; q < kPerLane; ++q) {
+      const int j = lane * kPerLane + q;
+      if (j < nb) start[j] = run;
+      run += counts[q];
+    }
+    if (lane == 31) start[nb] = inclusive;
+  }
+  __syncthreads();
+  const int total = start[nb];
+  if (threadIdx.x == 0) li[0] = total;
+  for (int j = threadIdx.x; j <= nb; j += kLayoutThreads) {
+    li[kLayoutStart + j] = start[j];
+    if (j < nb) li[kLayoutFirst + j] = first[j];
+  }
+  if (total > cap) return;
+  for (int l = threadIdx.x; l < total; l += kLayoutThreads) {
+    const int j = band_of(start, nb, l);
+    const int bin = first[j] + (l - start[j]);
+    const bool last = l == start[j + 1] - 1;
+    li[kLayoutCode + l] = bin | (j << 16) | (last ? static_cast<int>(0x80000000u) : 0);
+    layout[kLayoutWeight + l] = fb[static_cast<int64_t>(j) * bins + bin];
+  }
+}
+
 template <int N, int R1, int R2, bool kPerFrame>
 __global__ void __launch_bounds__(RealFftShape<N, R1, R2>::kThreads, min_blocks_per_sm<N>())
     spectral_bands_kernel(const float* __restrict__ signal, SpectralBandsParams sp, int64_t rows,
                           const float* __restrict__ window, const float2* __restrict__ tw,
-                          const float* __restrict__ fb, const float* __restrict__ ranges,
+                          const float* __restrict__ fb, const float* __restrict__ layout,
                           const float* __restrict__ projection, float* __restrict__ bands,
                           float* __restrict__ energy) {
   using S = RealFftShape<N, R1, R2>;
@@ -77,47 +173,29 @@ __global__ void __launch_bounds__(RealFftShape<N, R1, R2>::kThreads, min_blocks_
   float* block_floats = reinterpret_cast<float*>(&buf[0][0]);
   const int len = p.frame_length;
 
-  // The filterbank's support, the same for every frame: each band's first
-  // bin and where its weights start in the concatenation of all bands'
-  // weights (an exclusive prefix of the clamped counts, band_start[nb] the
-  // total), scanned by the first warp while the samples are staged.
+  // The filterbank's layout (filterbank_layout_kernel), copied while the
+  // samples are staged; read after the FFT's barriers. Elements past what
+  // shared memory holds (a filterbank with more than two weights a bin)
+  // take the slower loop over the dense matrix below.
   constexpr int kBins = M + 1;
-  __shared__ int band_first[kSpectralBandsMaxBands];
+  constexpr int kSupport = support_capacity<N>();
   __shared__ int band_start[kSpectralBandsMaxBands + 1];
+  __shared__ int band_first[kSpectralBandsMaxBands];
+  __shared__ int codes[kSupport];
+  __shared__ float weights[kSupport];
   const int nb = sp.num_bands;
-  if (threadIdx.x < 32) {
-    constexpr int kPerLane = (kSpectralBandsMaxBands + 31) / 32;
-    const int lane = threadIdx.x;
-    int counts[kPerLane];
-    int sum = 0;
-#pragma unroll
-    for (int q = 0; q < kPerLane; ++q) {
-      const int j = lane * kPerLane + q;
-      counts[q] = 0;
-      if (j < nb) {
-        int first = static_cast<int>(__ldg(ranges + 2 * j));
-        int count = static_cast<int>(__ldg(ranges + 2 * j + 1));
-        first = first < 0 ? 0 : (first > kBins ? kBins : first);
-        count = count < 0 ? 0 : (count > kBins - first ? kBins - first : count);
-        band_first[j] = first;
-        counts[q] = count;
-        sum += count;
-      }
+  const int* layout_i = reinterpret_cast<const int*>(layout);
+  const int support = __ldg(layout_i);
+  const bool fits = support <= kSupport;  // grid-uniform
+  for (int j = threadIdx.x; j <= nb; j += S::kThreads) {
+    band_start[j] = __ldg(layout_i + kLayoutStart + j);
+    if (j < nb) band_first[j] = __ldg(layout_i + kLayoutFirst + j);
+  }
+  if (fits) {
+    for (int l = threadIdx.x; l < support; l += S::kThreads) {
+      codes[l] = __ldg(layout_i + kLayoutCode + l);
+      weights[l] = __ldg(layout + kLayoutWeight + l);
     }
-    int inclusive = sum;
-#pragma unroll
-    for (int off = 1; off < 32; off <<= 1) {
-      const int n = __shfl_up_sync(0xffffffffu, inclusive, off);
-      if (lane >= off) inclusive += n;
-    }
-    int run = inclusive - sum;
-#pragma unroll
-    for (int q = 0; q < kPerLane; ++q) {
-      const int j = lane * kPerLane + q;
-      if (j < nb) band_start[j] = run;
-      run += counts[q];
-    }
-    if (lane == 31) band_start[nb] = inclusive;
   }
 
   int64_t start = 0;
@@ -160,28 +238,6 @@ __global__ void __launch_bounds__(RealFftShape<N, R1, R2>::kThreads, min_blocks_
     xs = s + 2;
   }
   __syncthreads();
-
-  // The band containing element l of the concatenated weights (l < total):
-  // the last band that starts at or before l, which skips empty bands.
-  auto band_of = [&](int l) {
-    int lo = 0, hi = nb;  // band_start[lo] <= l < band_start[hi]
-    while (hi - lo > 1) {
-      const int mid = (lo + hi) >> 1;
-      if (band_start[mid] <= l) lo = mid; else hi = mid;
-    }
-    return lo;
-  };
-  // The concatenated weights in shared memory, as far as they fit (the
-  // rest is read from the dense matrix): the frames then read them without
-  // the scattered global loads of one band per thread. Read after the FFT's
-  // barriers.
-  constexpr int kSupport = 2 * kBins + 128;
-  __shared__ float weights[kSupport];
-  const int support = band_start[nb];
-  for (int l = threadIdx.x; l < support && l < kSupport; l += S::kThreads) {
-    const int j = band_of(l);
-    weights[l] = __ldg(fb + static_cast<int64_t>(j) * kBins + band_first[j] + (l - band_start[j]));
-  }
 
   // The frame's sums, as frame_signal_kernel: the mean of x (remove_dc),
   // the energy of x minus that mean, and for continuous pre-emphasis the
@@ -291,16 +347,16 @@ __global__ void __launch_bounds__(RealFftShape<N, R1, R2>::kThreads, min_blocks_
 
   // The filterbank, from the spectrum in shared memory, then the log (or
   // pow). The frame's T threads split the concatenated weights evenly
-  // (slices of ceil(total / T)): a thread's time is the slice, not its
-  // widest bands. A band inside a slice is finished there; one that runs
-  // on into later slices is finished by the thread where it starts (its
-  // owner), which adds the later slices' partial sums in order, so the sum
-  // does not depend on timing. Projected bands stay in shared memory,
-  // after the spectrum.
+  // (slices of ceil(total / T)), so a thread's time is its slice, not its
+  // widest bands, and the loop has no branch: a band's last element stores
+  // the running sum as the band's sum (`raw`). A band that begins in an
+  // earlier slice also has parts there: each slice that ends inside a band
+  // leaves its running sum in `carry`. A band is then the sum of its parts
+  // in slice order, the same whatever the timing. Projected bands stay in
+  // shared memory, after the spectrum.
   const bool project = outputs > 0;  // grid-uniform
-  float* band_s = s + kBins;
-  float* partial = s + kBins + kSpectralBandsMaxBands;  // one per thread: its first band's part
-  const int slice = (support + T - 1) / T;
+  float* band_s = s + kBins;  // the sums, then (projected) the finished bands
+  float* carry = s + kBins + kSpectralBandsMaxBands;
   float* out = bands + row * nb;
   auto finish = [&](int j, float v) {
     v = sp.apply_op ? unary_op(sp.op, sp.op_param, v) : v;
@@ -309,51 +365,43 @@ __global__ void __launch_bounds__(RealFftShape<N, R1, R2>::kThreads, min_blocks_
     else
       out[j] = v;
   };
-  int owned = -1;  // a band this thread starts that later slices continue
-  float owned_sum = 0.0f;
-  if (live) {
-    int l = t * slice;
-    const int l_end = min(support, l + slice);
-    if (l < l_end) {
-      int j = band_of(l);
-      bool head = l == band_start[j];
-      int end = band_start[j + 1];
-      // Element l of band j is bin l + shift of row j.
-      int shift = band_first[j] - band_start[j];
-      const float* row_w = fb + static_cast<int64_t>(j) * kBins;
+  if (fits) {
+    const int slice = (support + T - 1) / T;
+    if (live) {
+      const int l0 = t * slice;
+      const int l1 = min(support, l0 + slice);
       float acc = 0.0f;
-      for (; l < l_end; ++l) {
-        if (l == end) {  // band j ends inside this slice
-          if (head) finish(j, acc); else partial[t] = acc;
-          do ++j; while (band_start[j + 1] == band_start[j]);  // past empty bands
-          head = true;
-          end = band_start[j + 1];
-          shift = band_first[j] - band_start[j];
-          row_w = fb + static_cast<int64_t>(j) * kBins;
+      for (int l = l0; l < l1; ++l) {
+        const int code = codes[l];
+        acc += weights[l] * s[code & 0xffff];
+        if (code < 0) {
+          band_s[(code >> 16) & 0x7fff] = acc;
           acc = 0.0f;
         }
-        const float w = l < kSupport ? weights[l] : __ldg(row_w + l + shift);
-        acc += w * s[l + shift];
       }
-      if (!head) {
-        partial[t] = acc;
-      } else if (end == l_end) {
-        finish(j, acc);
-      } else {
-        owned = j;
-        owned_sum = acc;
+      if (l1 > l0 && codes[l1 - 1] >= 0) carry[t] = acc;
+    }
+    __syncwarp();  // the parts are written; a frame's threads are lanes of one warp
+    if (live) {
+      for (int j = t; j < nb; j += T) {
+        const int a = band_start[j], e = band_start[j + 1];
+        float v = 0.0f;  // an empty band: the product with no weights
+        if (e > a) {
+          for (int u = a / slice; u < (e - 1) / slice; ++u) v += carry[u];
+          v += band_s[j];
+        }
+        finish(j, v);
       }
     }
-  }
-  __syncwarp();  // the partial sums are written; a frame's threads are lanes of one warp
-  if (owned >= 0) {
-    const int end = band_start[owned + 1];
-    for (int u = t + 1; u < T && u * slice < end; ++u) owned_sum += partial[u];
-    finish(owned, owned_sum);
-  }
-  if (live) {  // empty bands: the product with no weights
-    for (int j = t; j < nb; j += T)
-      if (band_start[j + 1] == band_start[j]) finish(j, 0.0f);
+  } else if (live) {  // a band a thread, from the dense matrix
+    for (int j = t; j < nb; j += T) {
+      const int first = band_first[j], count = band_start[j + 1] - band_start[j];
+      const float* w = fb + static_cast<int64_t>(j) * kBins + first;
+      const float* x = s + first;
+      float acc = 0.0f;
+      for (int k = 0; k < count; ++k) acc += x[k] * __ldg(w + k);
+      finish(j, acc);
+    }
   }
   if (!project) return;
   __syncwarp();  // a frame's threads are lanes of one warp
@@ -376,21 +424,25 @@ __global__ void __launch_bounds__(RealFftShape<N, R1, R2>::kThreads, min_blocks_
 template <int N, int R1, int R2>
 cudaError_t launch_sized(const float* signal, const SpectralBandsParams& p, int64_t rows,
                          const float* window, const float2* tw, const float* fb,
-                         const float* ranges, const float* projection, float* bands,
-                         float* energy, cudaStream_t stream) {
+                         const float* ranges, const float* projection, float* layout,
+                         float* bands, float* energy, cudaStream_t stream) {
   using S = RealFftShape<N, R1, R2>;
+  filterbank_layout_kernel<<<1, kLayoutThreads, 0, stream>>>(fb, ranges, p.num_bands, N / 2 + 1,
+                                                             support_capacity<N>(), layout);
   const unsigned int blocks = static_cast<unsigned int>((rows + S::kFrames - 1) / S::kFrames);
   const size_t dynamic = static_cast<size_t>(p.proj_outputs) * p.proj_group * sizeof(float);
   if (p.frame.preemphasis_per_frame)
     spectral_bands_kernel<N, R1, R2, true><<<blocks, S::kThreads, dynamic, stream>>>(
-        signal, p, rows, window, tw, fb, ranges, projection, bands, energy);
+        signal, p, rows, window, tw, fb, layout, projection, bands, energy);
   else
     spectral_bands_kernel<N, R1, R2, false><<<blocks, S::kThreads, dynamic, stream>>>(
-        signal, p, rows, window, tw, fb, ranges, projection, bands, energy);
+        signal, p, rows, window, tw, fb, layout, projection, bands, energy);
   return cudaGetLastError();
 }
 
 }  // namespace
+
+size_t spectral_bands_layout_floats() { return kLayoutFloats; }
 
 bool has_spectral_bands(int fft_size) {
   return fft_size == 256 || fft_size == 512 || fft_size == 1024 || fft_size == 2048;
@@ -399,8 +451,8 @@ bool has_spectral_bands(int fft_size) {
 cudaError_t launch_spectral_bands(const float* signal, const SpectralBandsParams& p,
                                   const float* window, const float* twiddles,
                                   const float* filterbank, const float* ranges,
-                                  const float* projection, float* bands, float* energy,
-                                  cudaStream_t stream) {
+                                  const float* projection, float* layout, float* bands,
+                                  float* energy, cudaStream_t stream) {
   const int64_t rows = p.frame.num_utts * p.frame.frames_per_utt;
   if (rows == 0) return cudaSuccess;
   if (p.frame.frame_length > p.frame.fft_size || p.num_bands > kSpectralBandsMaxBands)
@@ -413,16 +465,16 @@ cudaError_t launch_spectral_bands(const float* signal, const SpectralBandsParams
   switch (p.frame.fft_size) {
     case 256:
       return launch_sized<256, 16, 8>(signal, p, rows, window, tw, filterbank, ranges,
-                                      projection, bands, energy, stream);
+                                      projection, layout, bands, energy, stream);
     case 512:
       return launch_sized<512, 16, 16>(signal, p, rows, window, tw, filterbank, ranges,
-                                       projection, bands, energy, stream);
+                                       projection, layout, bands, energy, stream);
     case 1024:
       return launch_sized<1024, 32, 16>(signal, p, rows, window, tw, filterbank, ranges,
-                                        projection, bands, energy, stream);
+                                        projection, layout, bands, energy, stream);
     case 2048:
       return launch_sized<2048, 32, 32>(signal, p, rows, window, tw, filterbank, ranges,
-                                        projection, bands, energy, stream);
+                                        projection, layout, bands, energy, stream);
     default:
       return cudaErrorInvalidValue;
   }

@@ -47,14 +47,21 @@ bool has_spectral_bands(int fft_size);
 // `twiddles`: exp(-2 pi i k / fft_size), k < fft_size, interleaved (re, im).
 // `filterbank`: num_bands x (fft_size / 2 + 1); `ranges`: 2 * num_bands
 // float-stored (first bin, count) pairs, clamped into the row.
+// Floats of device scratch launch_spectral_bands needs for the
+// filterbank's layout (written, then read by the same call's kernel).
+size_t spectral_bands_layout_floats();
+
 // `projection`: proj_outputs x proj_group, or null when proj_outputs is 0.
+// `layout`: spectral_bands_layout_floats() floats of scratch; work queued
+// on `stream` must be done with it before another call reuses it (one
+// stream: in order).
 // `bands`: rows x num_bands, or with a projection rows x (num_bands /
 // proj_group * proj_outputs); `energy`: rows floats or null.
 cudaError_t launch_spectral_bands(const float* signal, const SpectralBandsParams& p,
                                   const float* window, const float* twiddles,
                                   const float* filterbank, const float* ranges,
-                                  const float* projection, float* bands, float* energy,
-                                  cudaStream_t stream);
+                                  const float* projection, float* layout, float* bands,
+                                  float* energy, cudaStream_t stream);
 
 }  // namespace cuda
 }  // namespace gpuspeech
