@@ -313,7 +313,8 @@ class CudaBackend : public Backend {
     // The projection (the DCT of MFCC) in the kernel too, where its matrix
     // fits the kernel's shared memory; otherwise a cuBLAS GEMM after it.
     if (b.projection != nullptr &&
-        (!fused || b.projection_outputs * b.projection_group > cuda::kSpectralBandsMaxProjection)) {
+        (!fused || !cuda::spectral_bands_projects(b.num_bands, b.projection_group,
+                                                  b.projection_outputs))) {
       spectral_bands_then_projection(*this, projection_scratch_, signal, spec, window, b,
                                      filterbank, ranges, bands, energy);
       return;

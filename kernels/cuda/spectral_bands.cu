@@ -45,10 +45,13 @@ constexpr int min_blocks_per_sm() {
 //   [kLayoutFirst + j]   band j's first bin, clamped into the row
 //   [kLayoutCode + l]    element l's code (while the total fits)
 //   [kLayoutWeight + l]  element l's weight
-constexpr int kLayoutMaxSupport = 1026;  // support_capacity() at any N
+// Codes and weights start at multiples of four, so that blocks copy them
+// 16 bytes a load.
+__host__ __device__ constexpr int round4(int n) { return (n + 3) & ~3; }
+constexpr int kLayoutMaxSupport = 1028;  // support_capacity() at any N, rounded to 4
 constexpr int kLayoutStart = 1;
 constexpr int kLayoutFirst = kLayoutStart + kSpectralBandsMaxBands + 1;
-constexpr int kLayoutCode = kLayoutFirst + kSpectralBandsMaxBands;
+constexpr int kLayoutCode = round4(kLayoutFirst + kSpectralBandsMaxBands);
 constexpr int kLayoutWeight = kLayoutCode + kLayoutMaxSupport;
 constexpr int kLayoutFloats = kLayoutWeight + kLayoutMaxSupport;
 constexpr int kLayoutThreads = 256;
@@ -70,6 +73,15 @@ __device__ __forceinline__ int band_of(const int* start, int nb, int l) {
     if (start[mid] <= l) lo = mid; else hi = mid;
   }
   return lo;
+}
+
+// Projected bands sit in groups padded to a multiple of four floats (zeros
+// after each group), read four at a time; the matrix rows likewise, at a
+// stride that is an odd multiple of four floats, so that a frame's threads,
+// a row each, read 16 bytes from shared memory in two wavefronts.
+__host__ __device__ constexpr int group_stride(int group) { return (group + 3) & ~3; }
+__host__ __device__ constexpr int matrix_stride(int group) {
+  return (group_stride(group) / 4) % 2 == 1 ? group_stride(group) : group_stride(group) + 4;
 }
 
 // One block. Codes and weights are written only while the total fits
@@ -148,18 +160,21 @@ __global__ void __launch_bounds__(RealFftShape<N, R1, R2>::kThreads, min_blocks_
   // padded to sit 16 banks apart, so that the two halves' float reads of
   // the same position do not conflict.
   constexpr int kPad = T == 16 ? ((48 - (2 * S::kBuf) % 32) % 32) / 2 : 0;
-  __shared__ float2 buf[S::kFrames][S::kBuf + kPad];
+  __shared__ __align__(16) float2 buf[S::kFrames][S::kBuf + kPad];  // 16: float4 reads
   constexpr int kBlockFloats = 2 * (S::kBuf + kPad) * S::kFrames;
   // A frame's buffer ends as the spectrum (M + 1 floats), the bands when
   // projected, and the filterbank's partial sums (T floats).
   static_assert(2 * S::kBuf >= M + 1 + kSpectralBandsMaxBands + T, "no room for the bands");
-  // The projection, transposed (proj_t[j * outputs + o]), so that a frame's
-  // threads, one output each, read consecutive words.
-  extern __shared__ float proj_t[];
+  static_assert(M + 1 >= 128, "projected bands go over the first 128 bins");
+  // The projection's rows at matrix_stride(group), zero after each row's
+  // group of weights.
+  extern __shared__ float4 projection_rows[];
+  float* proj = reinterpret_cast<float*>(projection_rows);
   const int outputs = sp.proj_outputs, group = sp.proj_group;
-  for (int i = threadIdx.x; i < outputs * group; i += S::kThreads) {
-    const int o = i / group, j = i - o * group;
-    proj_t[j * outputs + o] = __ldg(projection + i);
+  const int pstride = matrix_stride(group);
+  for (int i = threadIdx.x; i < outputs * pstride; i += S::kThreads) {
+    const int o = i / pstride, j = i - o * pstride;
+    proj[i] = j < group ? __ldg(projection + o * group + j) : 0.0f;
   }
 
   const FrameParams& p = sp.frame;
@@ -181,8 +196,10 @@ __global__ void __launch_bounds__(RealFftShape<N, R1, R2>::kThreads, min_blocks_
   constexpr int kSupport = support_capacity<N>();
   __shared__ int band_start[kSpectralBandsMaxBands + 1];
   __shared__ int band_first[kSpectralBandsMaxBands];
-  __shared__ int codes[kSupport];
-  __shared__ float weights[kSupport];
+  __shared__ int4 codes4[round4(kSupport) / 4];
+  __shared__ float4 weights4[round4(kSupport) / 4];
+  const int* codes = reinterpret_cast<const int*>(codes4);
+  const float* weights = reinterpret_cast<const float*>(weights4);
   const int nb = sp.num_bands;
   const int* layout_i = reinterpret_cast<const int*>(layout);
   const int support = __ldg(layout_i);
@@ -192,9 +209,14 @@ __global__ void __launch_bounds__(RealFftShape<N, R1, R2>::kThreads, min_blocks_
     if (j < nb) band_first[j] = __ldg(layout_i + kLayoutFirst + j);
   }
   if (fits) {
-    for (int l = threadIdx.x; l < support; l += S::kThreads) {
-      codes[l] = __ldg(layout_i + kLayoutCode + l);
-      weights[l] = __ldg(layout + kLayoutWeight + l);
+    const int4* code_src = reinterpret_cast<const int4*>(layout_i + kLayoutCode);
+    const float4* weight_src = reinterpret_cast<const float4*>(layout + kLayoutWeight);
+    const int n4 = (support + 3) / 4;  // past the total: unread garbage
+    for (int i = threadIdx.x; i < 2 * n4; i += S::kThreads) {
+      if (i < n4)
+        codes4[i] = __ldg(code_src + i);
+      else
+        weights4[i - n4] = __ldg(weight_src + (i - n4));
     }
   }
 
@@ -355,18 +377,10 @@ __global__ void __launch_bounds__(RealFftShape<N, R1, R2>::kThreads, min_blocks_
   // in slice order, the same whatever the timing. Projected bands stay in
   // shared memory, after the spectrum.
   const bool project = outputs > 0;  // grid-uniform
-  float* band_s = s + kBins;  // the sums, then (projected) the finished bands
+  float* band_s = s + kBins;  // the bands' sums (or, by slices, their last parts)
   float* carry = s + kBins + kSpectralBandsMaxBands;
-  float* out = bands + row * nb;
-  auto finish = [&](int j, float v) {
-    v = sp.apply_op ? unary_op(sp.op, sp.op_param, v) : v;
-    if (project)
-      band_s[j] = v;
-    else
-      out[j] = v;
-  };
+  const int slice = (support + T - 1) / T;
   if (fits) {
-    const int slice = (support + T - 1) / T;
     if (live) {
       const int l0 = t * slice;
       const int l1 = min(support, l0 + slice);
@@ -381,18 +395,6 @@ __global__ void __launch_bounds__(RealFftShape<N, R1, R2>::kThreads, min_blocks_
       }
       if (l1 > l0 && codes[l1 - 1] >= 0) carry[t] = acc;
     }
-    __syncwarp();  // the parts are written; a frame's threads are lanes of one warp
-    if (live) {
-      for (int j = t; j < nb; j += T) {
-        const int a = band_start[j], e = band_start[j + 1];
-        float v = 0.0f;  // an empty band: the product with no weights
-        if (e > a) {
-          for (int u = a / slice; u < (e - 1) / slice; ++u) v += carry[u];
-          v += band_s[j];
-        }
-        finish(j, v);
-      }
-    }
   } else if (live) {  // a band a thread, from the dense matrix
     for (int j = t; j < nb; j += T) {
       const int first = band_first[j], count = band_start[j + 1] - band_start[j];
@@ -400,11 +402,39 @@ __global__ void __launch_bounds__(RealFftShape<N, R1, R2>::kThreads, min_blocks_
       const float* x = s + first;
       float acc = 0.0f;
       for (int k = 0; k < count; ++k) acc += x[k] * __ldg(w + k);
-      finish(j, acc);
+      band_s[j] = acc;
     }
   }
+  __syncwarp();  // the sums are written, the spectrum read; a frame's threads are lanes of one warp
+  // The bands, then the op; projected bands go over the spectrum, in
+  // groups padded to group_stride(group).
+  const int gstride = project ? group_stride(group) : 0;
+  if (live) {
+    float* out = bands + row * nb;
+    for (int j = t; j < nb; j += T) {
+      float v = 0.0f;  // an empty band: the product with no weights
+      const int a = band_start[j], e = band_start[j + 1];
+      if (e > a) {
+        if (fits)
+          for (int u = a / slice; u < (e - 1) / slice; ++u) v += carry[u];
+        v += band_s[j];
+      }
+      v = sp.apply_op ? unary_op(sp.op, sp.op_param, v) : v;
+      if (project) {
+        const int g = j / group;
+        s[g * gstride + (j - g * group)] = v;
+      } else {
+        out[j] = v;
+      }
+    }
+    if (project)
+      for (int i = t; i < nb / group * (gstride - group); i += T) {
+        const int g = i / (gstride - group);
+        s[g * gstride + group + (i - g * (gstride - group))] = 0.0f;
+      }
+  }
   if (!project) return;
-  __syncwarp();  // a frame's threads are lanes of one warp
+  __syncwarp();  // the projected bands are written
   if (!live) return;
   // Output q of the row: output o of group g, summed over the group's bands
   // in order.
@@ -412,9 +442,16 @@ __global__ void __launch_bounds__(RealFftShape<N, R1, R2>::kThreads, min_blocks_
   float* mapped = bands + row * columns;
   for (int q = t; q < columns; q += T) {
     const int g = q / outputs, o = q - g * outputs;
-    const float* x = band_s + g * group;
+    const float4* x = reinterpret_cast<const float4*>(s + g * gstride);
+    const float4* w = reinterpret_cast<const float4*>(proj + o * pstride);
     float acc = 0.0f;
-    for (int j = 0; j < group; ++j) acc += proj_t[j * outputs + o] * x[j];
+    for (int i = 0; i < gstride / 4; ++i) {
+      const float4 a = x[i], c = w[i];
+      acc += a.x * c.x;
+      acc += a.y * c.y;
+      acc += a.z * c.z;
+      acc += a.w * c.w;
+    }
     mapped[q] = acc;
   }
 }
@@ -430,7 +467,10 @@ cudaError_t launch_sized(const float* signal, const SpectralBandsParams& p, int6
   filterbank_layout_kernel<<<1, kLayoutThreads, 0, stream>>>(fb, ranges, p.num_bands, N / 2 + 1,
                                                              support_capacity<N>(), layout);
   const unsigned int blocks = static_cast<unsigned int>((rows + S::kFrames - 1) / S::kFrames);
-  const size_t dynamic = static_cast<size_t>(p.proj_outputs) * p.proj_group * sizeof(float);
+  const size_t dynamic =
+      p.proj_outputs > 0 ? static_cast<size_t>(p.proj_outputs) * matrix_stride(p.proj_group) *
+                               sizeof(float)
+                         : 0;
   if (p.frame.preemphasis_per_frame)
     spectral_bands_kernel<N, R1, R2, true><<<blocks, S::kThreads, dynamic, stream>>>(
         signal, p, rows, window, tw, fb, layout, projection, bands, energy);
@@ -443,6 +483,14 @@ cudaError_t launch_sized(const float* signal, const SpectralBandsParams& p, int6
 }  // namespace
 
 size_t spectral_bands_layout_floats() { return kLayoutFloats; }
+
+bool spectral_bands_projects(int num_bands, int group, int outputs) {
+  if (group < 1 || outputs < 1 || num_bands % group != 0) return false;
+  // Padded groups over the spectrum's first bins (128 at 256 points), the
+  // matrix in shared memory.
+  return num_bands / group * group_stride(group) <= 128 &&
+         outputs * matrix_stride(group) <= kSpectralBandsMaxProjection;
+}
 
 bool has_spectral_bands(int fft_size) {
   return fft_size == 256 || fft_size == 512 || fft_size == 1024 || fft_size == 2048;
@@ -458,8 +506,8 @@ cudaError_t launch_spectral_bands(const float* signal, const SpectralBandsParams
   if (p.frame.frame_length > p.frame.fft_size || p.num_bands > kSpectralBandsMaxBands)
     return cudaErrorInvalidValue;
   if (p.proj_outputs != 0 &&
-      (p.proj_group < 1 || p.num_bands % p.proj_group != 0 || projection == nullptr ||
-       p.proj_outputs * p.proj_group > kSpectralBandsMaxProjection))
+      (projection == nullptr ||
+       !spectral_bands_projects(p.num_bands, p.proj_group, p.proj_outputs)))
     return cudaErrorInvalidValue;
   const float2* tw = reinterpret_cast<const float2*>(twiddles);
   switch (p.frame.fft_size) {

@@ -36,7 +36,8 @@ struct SpectralBandsParams {
 
 // The most bands the kernel takes (a Kaldi fbank's 80; multi-warp VTLN
 // with more runs faster as a composition, docs/benchmarks.md), and the
-// largest projection matrix, in floats, it holds in shared memory.
+// largest projection matrix, in floats (rows padded), it holds in shared
+// memory.
 constexpr int kSpectralBandsMaxBands = 80;
 constexpr int kSpectralBandsMaxProjection = 2048;
 
@@ -47,6 +48,11 @@ bool has_spectral_bands(int fft_size);
 // `twiddles`: exp(-2 pi i k / fft_size), k < fft_size, interleaved (re, im).
 // `filterbank`: num_bands x (fft_size / 2 + 1); `ranges`: 2 * num_bands
 // float-stored (first bin, count) pairs, clamped into the row.
+// Whether the kernel applies a projection of `outputs` rows over groups of
+// `group` of `num_bands` bands (the matrix and the padded groups must fit
+// its shared memory); otherwise the caller runs a GEMM after the bands.
+bool spectral_bands_projects(int num_bands, int group, int outputs);
+
 // Floats of device scratch launch_spectral_bands needs for the
 // filterbank's layout (written, then read by the same call's kernel).
 size_t spectral_bands_layout_floats();
