@@ -35,26 +35,40 @@ constexpr int min_blocks_per_sm() {
   return N == 512 ? 5 : 1;
 }
 
-// The filterbank's support, laid out once a call by filterbank_layout_kernel
-// (it is the same for every frame) and copied by each block of the main
-// kernel: the concatenation of every band's non-zero weights, element l
-// with its code, bin | band << 16, negative on a band's last element. The
+// What every block of the main kernel needs besides the audio and is the
+// same for all frames, laid out once a call by filterbank_layout_kernel and
+// copied by each block 16 bytes a load (no block derives anything from the
+// filterbank): the concatenation of every band's non-zero weights, element
+// l with its code, bin | band << 16, negative on a band's last element; for
+// each band its finishing details; the projection's padded rows. The
 // layout buffer holds, as ints then floats:
 //   [0]                  the total number of elements
 //   [kLayoutStart + j]   where band j's elements start (j <= num_bands)
 //   [kLayoutFirst + j]   band j's first bin, clamped into the row
+//   [kLayoutBand + j]    band j's finish (band_finish below)
 //   [kLayoutCode + l]    element l's code (while the total fits)
 //   [kLayoutWeight + l]  element l's weight
-// Codes and weights start at multiples of four, so that blocks copy them
-// 16 bytes a load.
+//   [kLayoutMatrix + i]  the projection, rows at matrix_stride(group)
 __host__ __device__ constexpr int round4(int n) { return (n + 3) & ~3; }
 constexpr int kLayoutMaxSupport = 1028;  // support_capacity() at any N, rounded to 4
 constexpr int kLayoutStart = 1;
 constexpr int kLayoutFirst = kLayoutStart + kSpectralBandsMaxBands + 1;
-constexpr int kLayoutCode = round4(kLayoutFirst + kSpectralBandsMaxBands);
+constexpr int kLayoutBand = round4(kLayoutFirst + kSpectralBandsMaxBands);
+constexpr int kLayoutCode = kLayoutBand + round4(kSpectralBandsMaxBands);
 constexpr int kLayoutWeight = kLayoutCode + kLayoutMaxSupport;
-constexpr int kLayoutFloats = kLayoutWeight + kLayoutMaxSupport;
+constexpr int kLayoutMatrix = kLayoutWeight + kLayoutMaxSupport;
+constexpr int kLayoutFloats = kLayoutMatrix + kSpectralBandsMaxProjection;
 constexpr int kLayoutThreads = 256;
+
+// A band's finish, packed in an int: the first and the last of the frame's
+// slices (of the concatenated weights) that hold its elements, where the
+// projected band goes (projections only), whether it is the last of its
+// group (then zeros pad the group to four floats), whether it is empty.
+__host__ __device__ constexpr int pack_finish(int first_slice, int last_slice, int position,
+                                              bool last_of_group, bool empty) {
+  return first_slice | (last_slice << 8) | (position << 16) | (last_of_group ? 1 << 24 : 0) |
+         (empty ? 1 << 25 : 0);
+}
 
 // The elements the main kernel holds in shared memory at N points: two a
 // bin, up to 1 026 (N = 1024) so that the 2048-point kernel stays within
@@ -85,10 +99,13 @@ __host__ __device__ constexpr int matrix_stride(int group) {
 }
 
 // One block. Codes and weights are written only while the total fits
-// `cap`, the most the main kernel holds for this FFT size.
+// `cap`, the most the main kernel holds for this FFT size, whose frames
+// have `threads` threads each; `outputs` 0: no projection.
 __global__ void __launch_bounds__(kLayoutThreads)
     filterbank_layout_kernel(const float* __restrict__ fb, const float* __restrict__ ranges,
-                             int nb, int bins, int cap, float* __restrict__ layout) {
+                             const float* __restrict__ projection, int nb, int bins, int cap,
+                             int threads, int group, int outputs,
+                             float* __restrict__ layout) {
   __shared__ int start[kSpectralBandsMaxBands + 1];
   __shared__ int first[kSpectralBandsMaxBands];
   int* li = reinterpret_cast<int*>(layout);
@@ -133,7 +150,25 @@ __global__ void __launch_bounds__(kLayoutThreads)
     li[kLayoutStart + j] = start[j];
     if (j < nb) li[kLayoutFirst + j] = first[j];
   }
-  if (total > cap) return;
+  const bool fits = total <= cap;
+  const int slice = (total + threads - 1) / threads;
+  for (int j = threadIdx.x; j < nb; j += kLayoutThreads) {
+    const int a = start[j], e = start[j + 1];
+    const bool carries = fits && e > a;
+    const int g = outputs > 0 ? j / group : 0;
+    li[kLayoutBand + j] =
+        pack_finish(carries ? a / slice : 0, carries ? (e - 1) / slice : 0,
+                    outputs > 0 ? g * group_stride(group) + (j - g * group) : 0,
+                    outputs > 0 && j - g * group == group - 1, e == a);
+  }
+  if (outputs > 0) {
+    const int stride = matrix_stride(group);
+    for (int i = threadIdx.x; i < outputs * stride; i += kLayoutThreads) {
+      const int o = i / stride, j = i - o * stride;
+      layout[kLayoutMatrix + i] = j < group ? projection[o * group + j] : 0.0f;
+    }
+  }
+  if (!fits) return;
   for (int l = threadIdx.x; l < total; l += kLayoutThreads) {
     const int j = band_of(start, nb, l);
     const int bin = first[j] + (l - start[j]);
@@ -167,14 +202,15 @@ __global__ void __launch_bounds__(RealFftShape<N, R1, R2>::kThreads, min_blocks_
   static_assert(2 * S::kBuf >= M + 1 + kSpectralBandsMaxBands + T, "no room for the bands");
   static_assert(M + 1 >= 128, "projected bands go over the first 128 bins");
   // The projection's rows at matrix_stride(group), zero after each row's
-  // group of weights.
+  // group of weights (filterbank_layout_kernel).
   extern __shared__ float4 projection_rows[];
-  float* proj = reinterpret_cast<float*>(projection_rows);
+  const float* proj = reinterpret_cast<const float*>(projection_rows);
   const int outputs = sp.proj_outputs, group = sp.proj_group;
   const int pstride = matrix_stride(group);
-  for (int i = threadIdx.x; i < outputs * pstride; i += S::kThreads) {
-    const int o = i / pstride, j = i - o * pstride;
-    proj[i] = j < group ? __ldg(projection + o * group + j) : 0.0f;
+  {
+    const float4* src = reinterpret_cast<const float4*>(layout + kLayoutMatrix);
+    for (int i = threadIdx.x; i < outputs * pstride / 4; i += S::kThreads)
+      projection_rows[i] = __ldg(src + i);
   }
 
   const FrameParams& p = sp.frame;
@@ -194,8 +230,8 @@ __global__ void __launch_bounds__(RealFftShape<N, R1, R2>::kThreads, min_blocks_
   // take the slower loop over the dense matrix below.
   constexpr int kBins = M + 1;
   constexpr int kSupport = support_capacity<N>();
-  __shared__ int band_start[kSpectralBandsMaxBands + 1];
-  __shared__ int band_first[kSpectralBandsMaxBands];
+  __shared__ int4 finish4[round4(kSpectralBandsMaxBands) / 4];
+  const int* band_finish = reinterpret_cast<const int*>(finish4);
   __shared__ int4 codes4[round4(kSupport) / 4];
   __shared__ float4 weights4[round4(kSupport) / 4];
   const int* codes = reinterpret_cast<const int*>(codes4);
@@ -204,10 +240,8 @@ __global__ void __launch_bounds__(RealFftShape<N, R1, R2>::kThreads, min_blocks_
   const int* layout_i = reinterpret_cast<const int*>(layout);
   const int support = __ldg(layout_i);
   const bool fits = support <= kSupport;  // grid-uniform
-  for (int j = threadIdx.x; j <= nb; j += S::kThreads) {
-    band_start[j] = __ldg(layout_i + kLayoutStart + j);
-    if (j < nb) band_first[j] = __ldg(layout_i + kLayoutFirst + j);
-  }
+  for (int i = threadIdx.x; i < (nb + 3) / 4; i += S::kThreads)
+    finish4[i] = __ldg(reinterpret_cast<const int4*>(layout_i + kLayoutBand) + i);
   if (fits) {
     const int4* code_src = reinterpret_cast<const int4*>(layout_i + kLayoutCode);
     const float4* weight_src = reinterpret_cast<const float4*>(layout + kLayoutWeight);
@@ -397,7 +431,8 @@ __global__ void __launch_bounds__(RealFftShape<N, R1, R2>::kThreads, min_blocks_
     }
   } else if (live) {  // a band a thread, from the dense matrix
     for (int j = t; j < nb; j += T) {
-      const int first = band_first[j], count = band_start[j + 1] - band_start[j];
+      const int first = __ldg(layout_i + kLayoutFirst + j);
+      const int count = __ldg(layout_i + kLayoutStart + j + 1) - __ldg(layout_i + kLayoutStart + j);
       const float* w = fb + static_cast<int64_t>(j) * kBins + first;
       const float* x = s + first;
       float acc = 0.0f;
@@ -412,26 +447,24 @@ __global__ void __launch_bounds__(RealFftShape<N, R1, R2>::kThreads, min_blocks_
   if (live) {
     float* out = bands + row * nb;
     for (int j = t; j < nb; j += T) {
+      const int finish = band_finish[j];
       float v = 0.0f;  // an empty band: the product with no weights
-      const int a = band_start[j], e = band_start[j + 1];
-      if (e > a) {
-        if (fits)
-          for (int u = a / slice; u < (e - 1) / slice; ++u) v += carry[u];
+      if ((finish & (1 << 25)) == 0) {
+        // Slices before the last that hold the band left carries (none
+        // on the dense path: there both slices are 0).
+        for (int u = finish & 0xff; u < ((finish >> 8) & 0xff); ++u) v += carry[u];
         v += band_s[j];
       }
       v = sp.apply_op ? unary_op(sp.op, sp.op_param, v) : v;
       if (project) {
-        const int g = j / group;
-        s[g * gstride + (j - g * group)] = v;
+        const int pos = (finish >> 16) & 0xff;
+        s[pos] = v;
+        if (finish & (1 << 24))
+          for (int k = pos + 1; k < pos + 1 + gstride - group; ++k) s[k] = 0.0f;
       } else {
         out[j] = v;
       }
     }
-    if (project)
-      for (int i = t; i < nb / group * (gstride - group); i += T) {
-        const int g = i / (gstride - group);
-        s[g * gstride + group + (i - g * (gstride - group))] = 0.0f;
-      }
   }
   if (!project) return;
   __syncwarp();  // the projected bands are written
@@ -440,8 +473,12 @@ __global__ void __launch_bounds__(RealFftShape<N, R1, R2>::kThreads, min_blocks_
   // in order.
   const int columns = nb / group * outputs;
   float* mapped = bands + row * columns;
+  int g = 0, o = t;  // output q = g * outputs + o
+  while (o >= outputs) {
+    o -= outputs;
+    ++g;
+  }
   for (int q = t; q < columns; q += T) {
-    const int g = q / outputs, o = q - g * outputs;
     const float4* x = reinterpret_cast<const float4*>(s + g * gstride);
     const float4* w = reinterpret_cast<const float4*>(proj + o * pstride);
     float acc = 0.0f;
@@ -453,6 +490,7 @@ __global__ void __launch_bounds__(RealFftShape<N, R1, R2>::kThreads, min_blocks_
       acc += a.w * c.w;
     }
     mapped[q] = acc;
+    for (o += T; o >= outputs; o -= outputs) ++g;
   }
 }
 
@@ -464,8 +502,9 @@ cudaError_t launch_sized(const float* signal, const SpectralBandsParams& p, int6
                          const float* ranges, const float* projection, float* layout,
                          float* bands, float* energy, cudaStream_t stream) {
   using S = RealFftShape<N, R1, R2>;
-  filterbank_layout_kernel<<<1, kLayoutThreads, 0, stream>>>(fb, ranges, p.num_bands, N / 2 + 1,
-                                                             support_capacity<N>(), layout);
+  filterbank_layout_kernel<<<1, kLayoutThreads, 0, stream>>>(
+      fb, ranges, projection, p.num_bands, N / 2 + 1, support_capacity<N>(), S::kThreadsPerFrame,
+      p.proj_group, p.proj_outputs, layout);
   const unsigned int blocks = static_cast<unsigned int>((rows + S::kFrames - 1) / S::kFrames);
   const size_t dynamic =
       p.proj_outputs > 0 ? static_cast<size_t>(p.proj_outputs) * matrix_stride(p.proj_group) *
