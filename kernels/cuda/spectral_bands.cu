@@ -49,6 +49,7 @@ constexpr int min_blocks_per_sm() {
 //   [kLayoutCode + l]    element l's code (while the total fits)
 //   [kLayoutWeight + l]  element l's weight
 //   [kLayoutMatrix + i]  the projection, rows at matrix_stride(group)
+//   [kLayoutWindow + i]  the window, zero from frame_length to the FFT size
 __host__ __device__ constexpr int round4(int n) { return (n + 3) & ~3; }
 constexpr int kLayoutMaxSupport = 1028;  // support_capacity() at any N, rounded to 4
 constexpr int kLayoutStart = 1;
@@ -57,7 +58,8 @@ constexpr int kLayoutBand = round4(kLayoutFirst + kSpectralBandsMaxBands);
 constexpr int kLayoutCode = kLayoutBand + round4(kSpectralBandsMaxBands);
 constexpr int kLayoutWeight = kLayoutCode + kLayoutMaxSupport;
 constexpr int kLayoutMatrix = kLayoutWeight + kLayoutMaxSupport;
-constexpr int kLayoutFloats = kLayoutMatrix + kSpectralBandsMaxProjection;
+constexpr int kLayoutWindow = kLayoutMatrix + kSpectralBandsMaxProjection;
+constexpr int kLayoutFloats = kLayoutWindow + 2048;  // the largest FFT
 constexpr int kLayoutThreads = 256;
 
 // A band's finish, packed in an int: the first and the last of the frame's
@@ -103,9 +105,12 @@ __host__ __device__ constexpr int matrix_stride(int group) {
 // have `threads` threads each; `outputs` 0: no projection.
 __global__ void __launch_bounds__(kLayoutThreads)
     filterbank_layout_kernel(const float* __restrict__ fb, const float* __restrict__ ranges,
-                             const float* __restrict__ projection, int nb, int bins, int cap,
-                             int threads, int group, int outputs,
+                             const float* __restrict__ projection,
+                             const float* __restrict__ window, int frame_length, int n,
+                             int nb, int bins, int cap, int threads, int group, int outputs,
                              float* __restrict__ layout) {
+  for (int i = threadIdx.x; i < n; i += kLayoutThreads)
+    layout[kLayoutWindow + i] = i < frame_length ? window[i] : 0.0f;
   __shared__ int start[kSpectralBandsMaxBands + 1];
   __shared__ int first[kSpectralBandsMaxBands];
   int* li = reinterpret_cast<int*>(layout);
@@ -269,7 +274,10 @@ __global__ void __launch_bounds__(RealFftShape<N, R1, R2>::kThreads, min_blocks_
   // the buffers) each frame stages its own samples into its own buffer.
   const int64_t last = (rows < row0 + S::kFrames ? rows : row0 + S::kFrames) - 1;
   const int64_t u0 = row0 / p.frames_per_utt;
-  const int64_t span_floats = (last - row0) * p.frame_shift + len + 1;
+  // Each frame's N samples (and the one before) are staged, not only its
+  // frame_length: the windowing reads them all, the zero window past
+  // frame_length cancelling them, so that it needs no branch.
+  const int64_t span_floats = (last - row0) * p.frame_shift + N + 1;
   const bool one_span = last / p.frames_per_utt == u0 && span_floats <= kBlockFloats;
   const float* xs;
   if (one_span) {  // block-uniform
@@ -286,7 +294,7 @@ __global__ void __launch_bounds__(RealFftShape<N, R1, R2>::kThreads, min_blocks_
   } else {
     if (live) {
       const float* seg = signal + (row / p.frames_per_utt) * p.utt_stride;
-      for (int i = t; i <= len; i += T) {
+      for (int i = t; i <= N; i += T) {
         const int64_t pos = start - 1 + i;
         s[1 + i] = (pos >= 0 && pos < p.valid_length) ? __ldg(seg + pos) : 0.0f;
       }
@@ -326,18 +334,25 @@ __global__ void __launch_bounds__(RealFftShape<N, R1, R2>::kThreads, min_blocks_
     for (int i = t; i < len; i += T) acc += continuous(i);
     ymean = static_cast<float>(group_sum<T>(acc) / len);
   }
-  // Sample i of the windowed frame (0 from frame_length to the FFT size).
-  auto value = [&](int i) -> float {
-    if (i >= len) return 0.0f;
-    float v;
+  // Samples 2j and 2j + 1 of the windowed frame (0 from frame_length to
+  // the FFT size, where the layout's window is 0 and the staged samples are
+  // finite): three loads a pair, selects, no branch.
+  const float2* wpad = reinterpret_cast<const float2*>(layout + kLayoutWindow);
+  auto pair = [&](int j) -> float2 {
+    const int i = 2 * j;
+    const float2 w = __ldg(wpad + j);
+    const float x0 = xs[i], x1 = xs[i + 1];
+    float v0, v1;
     if constexpr (kPerFrame) {
-      const float cur = xs[i] - mean;
-      const float prev = (i > 0 ? xs[i - 1] : xs[0]) - mean;
-      v = cur - a * prev;
+      const float xm = xs[i > 0 ? i - 1 : 0];
+      v0 = (x0 - mean) - a * (xm - mean);
+      v1 = (x1 - mean) - a * (x0 - mean);
     } else {
-      v = continuous(i) - ymean;
+      const float xm = xs[i - 1];
+      v0 = (i < lim ? x0 - a * xm : 0.0f) - ymean;
+      v1 = (i + 1 < lim ? x1 - a * x0 : 0.0f) - ymean;
     }
-    return v * __ldg(window + i);
+    return make_float2(v0 * w.x, v1 * w.y);
   };
 
   // FFT step 1 input: thread n2 = t takes z[j] = (x[2j], x[2j+1]) for
@@ -347,7 +362,7 @@ __global__ void __launch_bounds__(RealFftShape<N, R1, R2>::kThreads, min_blocks_
 #pragma unroll
     for (int n1 = 0; n1 < R1; ++n1) {
       const int j = R2 * n1 + t;
-      v[n1] = make_float2(value(2 * j), value(2 * j + 1));
+      v[n1] = pair(j);
     }
   }
   __syncthreads();  // the staged samples are read; the buffer is reused below
@@ -503,7 +518,7 @@ cudaError_t launch_sized(const float* signal, const SpectralBandsParams& p, int6
                          float* bands, float* energy, cudaStream_t stream) {
   using S = RealFftShape<N, R1, R2>;
   filterbank_layout_kernel<<<1, kLayoutThreads, 0, stream>>>(
-      fb, ranges, projection, p.num_bands, N / 2 + 1, support_capacity<N>(), S::kThreadsPerFrame,
+      fb, ranges, projection, window, p.frame.frame_length, N, p.num_bands, N / 2 + 1, support_capacity<N>(), S::kThreadsPerFrame,
       p.proj_group, p.proj_outputs, layout);
   const unsigned int blocks = static_cast<unsigned int>((rows + S::kFrames - 1) / S::kFrames);
   const size_t dynamic =
