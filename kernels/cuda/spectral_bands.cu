@@ -28,8 +28,9 @@ __device__ __forceinline__ double group_sum(double v) {
   return v;
 }
 
-// Blocks per SM the register budget must allow: at 512 points the shared
-// memory (35 KB a block) allows 6, and 56 registers a thread only 4.
+// Blocks per SM the register budget must allow at 512 points: five blocks
+// of 256 threads (48 registers a thread), as many as the shared memory
+// (about 42 KB a block with the Sphinx DCT) allows.
 template <int N>
 constexpr int min_blocks_per_sm() {
   return N == 512 ? 5 : 1;
@@ -186,9 +187,8 @@ __global__ void __launch_bounds__(kLayoutThreads)
 template <int N, int R1, int R2, bool kPerFrame>
 __global__ void __launch_bounds__(RealFftShape<N, R1, R2>::kThreads, min_blocks_per_sm<N>())
     spectral_bands_kernel(const float* __restrict__ signal, SpectralBandsParams sp, int64_t rows,
-                          const float* __restrict__ window, const float2* __restrict__ tw,
-                          const float* __restrict__ fb, const float* __restrict__ layout,
-                          const float* __restrict__ projection, float* __restrict__ bands,
+                          const float2* __restrict__ tw, const float* __restrict__ fb,
+                          const float* __restrict__ layout, float* __restrict__ bands,
                           float* __restrict__ energy) {
   using S = RealFftShape<N, R1, R2>;
   constexpr int M = S::kM;
@@ -264,7 +264,7 @@ __global__ void __launch_bounds__(RealFftShape<N, R1, R2>::kThreads, min_blocks_
     const int64_t u = row / p.frames_per_utt;
     start = p.first_frame_offset + (row - u * p.frames_per_utt) * p.frame_shift;
   }
-  // Staging. xs[i] = x(start + i) for i < len and xs[-1] = x(start - 1),
+  // Staging. xs[i] = x(start + i) for i < N and xs[-1] = x(start - 1),
   // with the zero rule of FramingSpec outside [0, valid_length).
   // Usually the block's frames are consecutive frames of one utterance:
   // their samples are one span (16 frames of 410 with a hop of 160: 2.8 k
@@ -527,10 +527,10 @@ cudaError_t launch_sized(const float* signal, const SpectralBandsParams& p, int6
                          : 0;
   if (p.frame.preemphasis_per_frame)
     spectral_bands_kernel<N, R1, R2, true><<<blocks, S::kThreads, dynamic, stream>>>(
-        signal, p, rows, window, tw, fb, layout, projection, bands, energy);
+        signal, p, rows, tw, fb, layout, bands, energy);
   else
     spectral_bands_kernel<N, R1, R2, false><<<blocks, S::kThreads, dynamic, stream>>>(
-        signal, p, rows, window, tw, fb, layout, projection, bands, energy);
+        signal, p, rows, tw, fb, layout, bands, energy);
   return cudaGetLastError();
 }
 

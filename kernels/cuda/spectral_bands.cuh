@@ -1,11 +1,14 @@
 // Backend::spectral_bands on CUDA in one kernel: each frame is cut from the
 // signal, cleaned and windowed (FramingSpec) while it is loaded into the
 // real FFT's registers, its |X|^2 (or |X|) lands in shared memory, and the
-// sparse filterbank and the log (or pow) run there; only the band energies
-// (and the raw frame energy, if asked) are written. Against frame_signal +
-// the fused FFT + the cuBLAS filterbank GEMM + apply, that saves the frames
-// (2 KB a frame at 512 points, written and read) and the power spectrum
-// (1 KB, written and read).
+// sparse filterbank and the log (or pow) run there, and the projection
+// (MFCC's DCT) when asked; only the band energies or their projection (and
+// the raw frame energy, if asked) are written. A one-block kernel first
+// lays out what every block copies (the filterbank's support, the padded
+// projection and window) in a scratch buffer of the backend's. Against
+// frame_signal + the fused FFT + the cuBLAS filterbank GEMM + apply, that
+// saves the frames (2 KB a frame at 512 points, written and read) and the
+// power spectrum (1 KB, written and read).
 //
 // Host-callable wrappers, as in feature_kernels.cuh: they queue work on
 // `stream`, return the launch status, and trust arguments the backend has
