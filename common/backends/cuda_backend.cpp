@@ -304,9 +304,9 @@ class CudaBackend : public Backend {
     select_device();
     check_spectral_bands_args("cuda", spec, window, b, filterbank, ranges, bands, energy);
     const cuda::ApplyOp code = apply_code(b.op, "spectral_bands");
-    // Many bands (multi-warp VTLN) compose: the kernel applies the filters
-    // a band at a time per thread, and with 200 bands it was 12 % slower
-    // than the composition (docs/benchmarks.md); 80 covers a Kaldi fbank.
+    // Many bands (multi-warp VTLN) compose: the kernel holds at most 80
+    // bands (a Kaldi fbank), and with 200 an earlier version of it was 12 %
+    // slower than the composition (docs/benchmarks.md).
     const bool fused = use_fused_bands_ && use_fused_fft_ &&
                        cuda::has_spectral_bands(spec.fft_size) &&
                        b.num_bands <= cuda::kSpectralBandsMaxBands;
@@ -581,7 +581,6 @@ class CudaBackend : public Backend {
                          " rows is outside 0..2^31-1; split the batch");
   }
 
-  // exp(-2 pi i k / n), k < n, as (re, im) floats, computed in double.
   // The fused kernel's scratch for the filterbank's layout, made once: the
   // calls on this backend's stream use it one after another.
   float* filterbank_layout() {
@@ -589,6 +588,7 @@ class CudaBackend : public Backend {
     return layout_->ptr();
   }
 
+  // exp(-2 pi i k / n), k < n, as (re, im) floats, computed in double.
   const float* twiddles(int n) {
     auto it = twiddles_.find(n);
     if (it != twiddles_.end()) return it->second->ptr();
