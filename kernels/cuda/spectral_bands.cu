@@ -420,11 +420,11 @@ __global__ void __launch_bounds__(RealFftShape<N, R1, R2>::kThreads, min_blocks_
   // pow). The frame's T threads split the concatenated weights evenly
   // (slices of ceil(total / T)), so a thread's time is its slice, not its
   // widest bands, and the loop has no branch: a band's last element stores
-  // the running sum as the band's sum (`raw`). A band that begins in an
+  // the running sum as the band's sum (`band_s`). A band that begins in an
   // earlier slice also has parts there: each slice that ends inside a band
   // leaves its running sum in `carry`. A band is then the sum of its parts
-  // in slice order, the same whatever the timing. Projected bands stay in
-  // shared memory, after the spectrum.
+  // in slice order, the same whatever the timing. Projected bands then stay
+  // in shared memory, over the spectrum, for the projection.
   const bool project = outputs > 0;  // grid-uniform
   float* band_s = s + kBins;  // the bands' sums (or, by slices, their last parts)
   float* carry = s + kBins + kSpectralBandsMaxBands;
