@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <map>
 #include <mutex>
@@ -254,17 +255,46 @@ bool opencl_fused_bands_from_env() {
   return !(v != nullptr && std::string(v) == "0");
 }
 
-// FFT sizes of the fused kernel (kernels/opencl/spectral_bands.cl): the
-// powers of two the tests run it at (DeviceVsCpu.SpectralBands: 128..2048),
-// where the device has the local memory (fused_bands_fits). Other sizes,
-// including the non-powers of two clFFT takes, go to the composition.
+// FFT sizes of the fused kernels (kernels/opencl/spectral_bands.cl, one a
+// size): the powers of two the tests run them at (DeviceVsCpu.SpectralBands:
+// 128..2048), where the device has the local memory they declare
+// (kFusedBandsShapes). Other sizes, including the non-powers of two clFFT
+// takes, go to the composition.
 constexpr int kFusedBandsMinFft = 128;
 constexpr int kFusedBandsMaxFft = 2048;
-// Above this many bands the composition runs: the fused kernel's filterbank
-// loop gives each work-item whole bands, and with many bands (VTLN warps)
-// the CUDA kernel of the same design measured slower than the composition's
-// GEMM (docs/benchmarks.md, "Fused front end").
+// Above this many bands (VTLN warps) the composition runs: the kernels'
+// local memory holds the layout of at most 80 (SB_MAX_BANDS), as the CUDA
+// kernel's (docs/benchmarks.md, "Fused front end").
 constexpr int kFusedBandsMaxBands = 80;
+
+// The fused kernels of kernels/opencl/spectral_bands.cl, one per FFT size:
+// frames a work-group, items a frame, and the local memory they declare.
+struct FusedBandsShape {
+  int fft_size;
+  const char* kernel;
+  int frames;
+  int items_per_frame;
+  size_t local_bytes;  // bound of the static local arrays (the host checks the device has it)
+};
+constexpr size_t fused_local_bytes(int frames, int kbuf, int cap, int items) {
+  return static_cast<size_t>(frames) * kbuf * 8 + static_cast<size_t>(cap) * 8 + 80 * 4 +
+         1024 * 4 + static_cast<size_t>(frames) * items * 8;
+}
+constexpr FusedBandsShape kFusedBandsShapes[] = {
+    {128, "spectral_bands_128", 32, 8, fused_local_bytes(32, 80, 130, 8)},
+    {256, "spectral_bands_256", 16, 16, fused_local_bytes(16, 136, 258, 16)},
+    {512, "spectral_bands_512", 16, 16, fused_local_bytes(16, 272, 514, 16)},
+    {1024, "spectral_bands_1024", 4, 32, fused_local_bytes(4, 528, 1026, 32)},
+    {2048, "spectral_bands_2048", 2, 32, fused_local_bytes(2, 1056, 1026, 32)},
+};
+// The layout buffer (LAYOUT_FLOATS in spectral_bands.cl) and the largest
+// padded projection matrix a work-group holds (SB_MAX_PROJECTION_LOCAL).
+constexpr size_t kFusedLayoutFloats = 1 + 81 + 80 + 2 + 80 + 1028 + 1028 + 2048 + 2048;
+constexpr int kFusedMaxProjection = 1024;
+constexpr int group_stride(int group) { return (group + 3) & ~3; }
+constexpr int matrix_stride(int group) {
+  return (group_stride(group) / 4) % 2 == 1 ? group_stride(group) : group_stride(group) + 4;
+}
 
 class OpenclBackend : public Backend {
  public:
@@ -298,9 +328,11 @@ class OpenclBackend : public Backend {
       for (auto& kv : plans_) clfftDestroyPlan(&kv.second);
     if (fft_bins_) clReleaseMemObject(fft_bins_);
     for (auto& kv : twiddles_) clReleaseMemObject(kv.second);
-    for (cl_kernel k : {k_frame_, k_power_, k_bands_, k_gemm_, k_apply_, k_logcol_, k_outer_,
+    for (cl_kernel k : {k_frame_, k_power_, k_layout_, k_gemm_, k_apply_, k_logcol_, k_outer_,
                         k_splice_, k_lpc_, k_senone_, k_senone_top_n_})
       if (k) clReleaseKernel(k);
+    for (auto& kv : k_bands_) clReleaseKernel(kv.second);
+    if (layout_) clReleaseMemObject(layout_);
     if (program_) clReleaseProgram(program_);
     clReleaseCommandQueue(queue_);
     clReleaseContext(context_);
@@ -441,13 +473,16 @@ class OpenclBackend : public Backend {
                       DeviceBuffer& bands, DeviceBuffer* energy) override {
     const ClBuffer& rng = own(ranges, "spectral_bands ranges");
     check_spectral_bands_args("opencl", spec, window, b, filterbank, ranges, bands, energy);
-    if (b.projection != nullptr) {
+    const bool fused = fused_bands_taken(spec.fft_size, b.num_bands);
+    if (b.projection != nullptr &&
+        (!fused || b.num_bands / b.projection_group * group_stride(b.projection_group) > 128 ||
+         b.projection_outputs * matrix_stride(b.projection_group) > kFusedMaxProjection)) {
       std::lock_guard<std::mutex> lock(projection_mu_);
       spectral_bands_then_projection(*this, projection_scratch_, signal, spec, window, b,
                                      filterbank, ranges, bands, energy);
       return;
     }
-    if (!fused_bands_taken(spec.fft_size, b.num_bands)) {
+    if (!fused) {
       std::lock_guard<std::mutex> lock(compose_mu_);
       spectral_bands_by_composition(*this, bands_scratch_, signal, spec, window, b, filterbank,
                                     bands, energy);
@@ -466,35 +501,61 @@ class OpenclBackend : public Backend {
     const int64_t rows = spec.rows();
     if (rows == 0) return;
     ensure_program();
+    const FusedBandsShape& shape = fused_shape(spec.fft_size);
+    cl_kernel kernel = fused_kernel(shape);
     cl_mem tw = twiddles(spec.fft_size);
-    int log2_m = 0;
-    while ((1 << (log2_m + 1)) <= spec.fft_size / 2) ++log2_m;
+    const ClBuffer* proj = b.projection ? &own(*b.projection, "spectral_bands projection") : nullptr;
+    const int group = b.projection ? b.projection_group : 0;
+    const int outputs = b.projection ? b.projection_outputs : 0;
+    // The layout first (one work-group), then the frames; in order on the
+    // queue, under this lock.
+    if (!layout_) {
+      cl_int err = CL_SUCCESS;
+      layout_ = clCreateBuffer(context_, CL_MEM_READ_WRITE, kFusedLayoutFloats * sizeof(cl_float),
+                               nullptr, &err);
+      check_cl(err, "clCreateBuffer(spectral_bands layout)");
+    }
+    set_args(k_layout_, "filterbank_layout", fb.mem(), rng.mem(), proj ? proj->mem() : fb.mem(),
+             win.mem(), cl_int(spec.frame_length), cl_int(spec.fft_size), cl_int(b.num_bands),
+             cl_int(shape.items_per_frame), cl_int(group), cl_int(outputs), layout_);
+    const size_t layout_wg = 256;
+    launch(k_layout_, "filterbank_layout", 1, &layout_wg, &layout_wg);
     cl_mem energy_mem = en ? en->mem() : out.mem();  // unused when !en
-    set_args(k_bands_, "spectral_bands", sig.mem(), cl_long(spec.utt_stride),
+    set_args(kernel, shape.kernel, sig.mem(), cl_long(spec.utt_stride),
              cl_long(spec.valid_length), cl_long(spec.frames_per_utt),
              cl_long(spec.first_frame_offset), cl_int(spec.frame_shift),
-             cl_int(spec.frame_length), cl_int(spec.fft_size), cl_int(log2_m),
-             cl_float(spec.preemphasis), cl_int(spec.preemphasis_per_frame ? 1 : 0),
-             cl_int(spec.remove_dc ? 1 : 0), win.mem(), tw, cl_int(b.magnitude ? 1 : 0),
-             cl_int(b.num_bands), fb.mem(), rng.mem(), cl_int(b.apply_op ? 1 : 0),
-             cl_int(unary_code(b.op)), cl_float(b.op_param), out.mem(), energy_mem,
+             cl_int(spec.frame_length), cl_float(spec.preemphasis),
+             cl_int(spec.preemphasis_per_frame ? 1 : 0), cl_int(spec.remove_dc ? 1 : 0), tw,
+             cl_int(b.magnitude ? 1 : 0), cl_int(b.num_bands), fb.mem(), layout_,
+             cl_int(b.apply_op ? 1 : 0), cl_int(unary_code(b.op)), cl_float(b.op_param),
+             cl_int(group), cl_int(outputs), cl_long(rows), out.mem(), energy_mem,
              cl_int(en ? 1 : 0));
-    // The two dynamic local buffers: the staged samples (later the power
-    // spectrum) and the complex FFT.
-    set_local(k_bands_, "spectral_bands", 24, (static_cast<size_t>(spec.fft_size) + 1) *
-                                                  sizeof(cl_float));
-    set_local(k_bands_, "spectral_bands", 25,
-              static_cast<size_t>(spec.fft_size / 2) * sizeof(cl_float2));
-    const size_t global = static_cast<size_t>(rows) * frame_wg_;
-    launch(k_bands_, "spectral_bands", 1, &global, &frame_wg_);
+    const size_t wg = static_cast<size_t>(shape.frames) * shape.items_per_frame;
+    const size_t global = static_cast<size_t>((rows + shape.frames - 1) / shape.frames) * wg;
+    launch(kernel, shape.kernel, 1, &global, &wg);
+  }
+
+  static const FusedBandsShape& fused_shape(int fft_size) {
+    for (const FusedBandsShape& s : kFusedBandsShapes)
+      if (s.fft_size == fft_size) return s;
+    throw BackendError("opencl: no fused spectral_bands kernel for " + std::to_string(fft_size) +
+                       " points");
+  }
+  cl_kernel fused_kernel(const FusedBandsShape& shape) {
+    auto it = k_bands_.find(shape.fft_size);
+    if (it != k_bands_.end()) return it->second;
+    cl_kernel k = make_kernel(shape.kernel);
+    k_bands_.emplace(shape.fft_size, k);
+    return k;
   }
 
   // Whether spectral_bands takes the fused kernel for this shape.
   bool fused_bands_taken(int fft_size, int num_bands) const {
     const bool power_of_two = fft_size > 0 && (fft_size & (fft_size - 1)) == 0;
-    return use_fused_bands_ && power_of_two && fft_size >= kFusedBandsMinFft &&
-           fft_size <= kFusedBandsMaxFft && num_bands <= kFusedBandsMaxBands &&
-           fused_bands_fits(fft_size);
+    if (!use_fused_bands_ || !power_of_two || fft_size < kFusedBandsMinFft ||
+        fft_size > kFusedBandsMaxFft || num_bands > kFusedBandsMaxBands)
+      return false;
+    return fused_shape(fft_size).local_bytes <= local_mem_;
   }
 
   void gemm_nt(const DeviceBuffer& a, int64_t rows, int k, const DeviceBuffer& b,
@@ -691,25 +752,14 @@ class OpenclBackend : public Backend {
                          " floats");
   }
 
-  // The fused kernel's local memory for an FFT of n points: the staged
-  // samples (n + 1 floats), the complex FFT (n / 2 float2) and the
-  // reduction scratch (FRAME_WG acc_t).
-  bool fused_bands_fits(int n) const {
-    const size_t need = (static_cast<size_t>(n) + 1) * sizeof(cl_float) +
-                        static_cast<size_t>(n / 2) * sizeof(cl_float2) +
-                        frame_wg_ * (has_fp64_ ? sizeof(cl_double) : sizeof(cl_float));
-    return need <= local_mem_;
-  }
-
-  // tw[k] = exp(-2 pi i k / n) for k = 0..n/2, computed in double and kept
-  // per FFT size for the backend's life (a few KB each).
+  // tw[k] = exp(-2 pi i k / n) for k < n, computed in double and kept per
+  // FFT size for the backend's life (16 KB at 2048 points).
   cl_mem twiddles(int n) {
     auto it = twiddles_.find(n);
     if (it != twiddles_.end()) return it->second;
-    const int m = n / 2;
-    std::vector<cl_float> host(2 * static_cast<size_t>(m + 1));
+    std::vector<cl_float> host(2 * static_cast<size_t>(n));
     const double pi = 3.14159265358979323846;
-    for (int k = 0; k <= m; ++k) {
+    for (int k = 0; k < n; ++k) {
       const double angle = -2.0 * pi * k / n;
       host[2 * k] = static_cast<cl_float>(std::cos(angle));
       host[2 * k + 1] = static_cast<cl_float>(std::sin(angle));
@@ -750,9 +800,26 @@ class OpenclBackend : public Backend {
                          "\n" + trimmed(log));
     }
     program_ = program;
+    // GPUSPEECH_OPENCL_DUMP_BINARY=FILE writes the built program's binary
+    // (PTX on NVIDIA's driver): where a kernel keeps its private arrays
+    // (a __local_depot is a stack frame) shows there, or under ptxas -v.
+    if (const char* dump = std::getenv("GPUSPEECH_OPENCL_DUMP_BINARY")) {
+      size_t size = 0;
+      if (clGetProgramInfo(program, CL_PROGRAM_BINARY_SIZES, sizeof(size), &size, nullptr) ==
+              CL_SUCCESS && size > 0) {
+        std::vector<unsigned char> bin(size);
+        unsigned char* ptr = bin.data();
+        if (clGetProgramInfo(program, CL_PROGRAM_BINARIES, sizeof(ptr), &ptr, nullptr) ==
+            CL_SUCCESS)
+          if (FILE* fp = std::fopen(dump, "wb")) {
+            std::fwrite(bin.data(), 1, size, fp);
+            std::fclose(fp);
+          }
+      }
+    }
     k_frame_ = make_kernel("frame_signal");
     k_power_ = make_kernel("hermitian_to_power");
-    k_bands_ = make_kernel("spectral_bands");
+    k_layout_ = make_kernel("filterbank_layout");
     k_gemm_ = make_kernel("gemm_nt");
     k_apply_ = make_kernel("apply_unary");
     k_logcol_ = make_kernel("log_into_column");
@@ -877,7 +944,9 @@ class OpenclBackend : public Backend {
   std::map<int, cl_mem> twiddles_;  // per FFT size, see twiddles()
 
   cl_program program_ = nullptr;
-  cl_kernel k_frame_ = nullptr, k_power_ = nullptr, k_bands_ = nullptr, k_gemm_ = nullptr,
+  std::map<int, cl_kernel> k_bands_;  // the fused kernels by FFT size (fused_kernel())
+  cl_mem layout_ = nullptr;           // their filterbank layout (spectral_bands.cl)
+  cl_kernel k_frame_ = nullptr, k_power_ = nullptr, k_layout_ = nullptr, k_gemm_ = nullptr,
             k_apply_ = nullptr, k_logcol_ = nullptr, k_outer_ = nullptr, k_splice_ = nullptr,
             k_lpc_ = nullptr, k_senone_ = nullptr, k_senone_top_n_ = nullptr;
 
