@@ -896,12 +896,6 @@ class OpenclBackend : public Backend {
     (set_arg(k, name, index++, args), ...);
   }
 
-  // A __local argument of `bytes` bytes.
-  void set_local(cl_kernel k, const char* name, cl_uint index, size_t bytes) {
-    check_cl(clSetKernelArg(k, index, bytes, nullptr),
-             std::string("clSetKernelArg(") + name + ", " + std::to_string(index) + ", local)");
-  }
-
   template <typename T>
   void set_arg(cl_kernel k, const char* name, cl_uint index, const T& value) {
     check_cl(clSetKernelArg(k, index, sizeof(T), &value),
