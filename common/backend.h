@@ -295,6 +295,26 @@ class Backend {
                                    const DeviceBuffer& codebook, const DeviceBuffer& weights,
                                    int senones, int streams, DeviceBuffer& out,
                                    size_t out_offset = 0) = 0;
+
+  // The density floor (ScorerOptions::density_floor, pocketsphinx's bound
+  // on a density's deficit), in place, between the two stages.
+  // densities: streams * rows_per_stream rows of `frames` floats (the
+  //   GEMM's Gaussian-major layout), stream t's rows the rows_per_stream
+  //   from t * rows_per_stream.
+  // For each stream t and frame f: m = the largest of the stream's
+  //   densities at f (a NaN never counts; -inf when there is none),
+  //   lo = m - floor, and every d < lo becomes
+  //   lo + kDensityFloorSlope * (d - lo), each operation rounded once (no
+  //   fused multiply-add). The deficit is then bounded (to within a
+  //   thousandth of the excess) while the order of the densities, and so
+  //   the top-N selection, stays what the exact densities give
+  //   (pocketsphinx ranks first and clamps after). -inf stays -inf (m -inf
+  //   leaves the frame alone), NaN stays NaN. Only a maximum and three
+  //   rounded operations: every backend gives the same bits.
+  // floor finite and > 0; frames >= 0; rows_per_stream, streams >= 1.
+  static constexpr float kDensityFloorSlope = 1e-3f;
+  virtual void floor_densities(DeviceBuffer& densities, int64_t frames, int rows_per_stream,
+                               int streams, float floor) = 0;
 };
 
 using BackendPtr = std::unique_ptr<Backend>;

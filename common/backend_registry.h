@@ -55,6 +55,11 @@ int opencl_device_count();  // every device of every platform; 0 on any failure
 BackendPtr make_cuda_backend(int device_id);
 int cuda_device_count();  // 0 when the runtime finds no device or fails
 int64_t cuda_device_memory_used(int device_id);  // -1 on any failure
+// The device memory behind a CUDA backend's buffer, for CUDA code that
+// reads a backend's results in place (the search reads the scorer's
+// output). Work queued on the backend must have finished first
+// (Backend::synchronize()). Throws BackendError for another backend's buffer.
+float* cuda_buffer_pointer(const DeviceBuffer& buffer);
 #endif
 
 }  // namespace gpuspeech

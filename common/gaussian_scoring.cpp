@@ -152,31 +152,6 @@ int64_t GaussianScorer::gemm_flops_per_frame() const {
   return flops;
 }
 
-void floor_densities(float* densities, int64_t frames, int rows_per_stream, int streams,
-                     float floor) {
-  if (frames <= 0 || rows_per_stream <= 0 || streams <= 0) return;
-  std::vector<float> lo(static_cast<size_t>(frames));
-  for (int t = 0; t < streams; ++t) {
-    float* block = densities + static_cast<size_t>(t) * rows_per_stream * frames;
-    std::fill(lo.begin(), lo.end(), -std::numeric_limits<float>::infinity());
-    // The best density per frame, rows outer so that both passes read the
-    // block in memory order. A NaN never compares greater.
-    for (int r = 0; r < rows_per_stream; ++r) {
-      const float* row = block + static_cast<size_t>(r) * frames;
-      for (int64_t f = 0; f < frames; ++f)
-        if (row[f] > lo[f]) lo[f] = row[f];
-    }
-    for (int64_t f = 0; f < frames; ++f) lo[f] -= floor;
-    for (int r = 0; r < rows_per_stream; ++r) {
-      float* row = block + static_cast<size_t>(r) * frames;
-      for (int64_t f = 0; f < frames; ++f) {
-        const float d = row[f];
-        if (d < lo[f]) row[f] = lo[f] + kDensityFloorSlope * (d - lo[f]);
-      }
-    }
-  }
-}
-
 void GaussianScorer::expand_and_upload(const float* feats, int64_t n) {
   reserve_frames(n);
   for (Stream& st : streams_) {
@@ -204,16 +179,9 @@ void GaussianScorer::score_block(int64_t n, DeviceBuffer& out, size_t out_offset
                      static_cast<int>(n), *densities_, 0,
                      t * static_cast<size_t>(gaussians_per_stream_) * n);
   }
-  if (options_.density_floor > 0.0f) {
-    // On the host for every backend (a memcpy each way on the CPU), so the
-    // floored densities are the same bits everywhere.
-    const size_t count = static_cast<size_t>(num_gaussians_) * n;
-    densities_host_.resize(count);
-    backend_.download(*densities_, densities_host_.data(), count);
-    floor_densities(densities_host_.data(), n, gaussians_per_stream_, num_streams(),
-                    options_.density_floor);
-    backend_.upload(*densities_, densities_host_.data(), count);
-  }
+  if (options_.density_floor > 0.0f)
+    backend_.floor_densities(*densities_, n, gaussians_per_stream_, num_streams(),
+                             options_.density_floor);
   if (options_.top_n > 0)
     backend_.senone_scores_top_n(*densities_, num_codebooks_, gaussians_per_stream_ / num_codebooks_,
                                  n, options_.top_n, *senone_codebook_, *dense_weights_, num_senones_,

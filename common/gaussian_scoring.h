@@ -78,27 +78,14 @@ struct ScorerOptions {
   // scorers: MAX_NEG_ASCR, 96 << 10 in log base 1.0001 = 9.83 nats): when
   // > 0, after the GEMM and before the mixtures, each frame's densities of
   // each stream are floored at `density_floor` nats below the best of that
-  // stream at that frame (floor_densities()). A frame far from every
-  // Gaussian (digital silence: c0 some 100 below the mean) then cannot give
+  // stream at that frame (Backend::floor_densities, on the scoring
+  // backend, so the densities never leave the device). A frame far from
+  // every Gaussian (digital silence: c0 some 100 below the mean) then cannot give
   // one codebook a lead of hundreds of nats over the others, which the
   // search would follow through any language-model cost. 0 = off (exact
   // densities). Must be finite and >= 0.
   float density_floor = 0.0f;
 };
-
-// The floor of ScorerOptions::density_floor, on the host, in place.
-// densities: (streams * rows_per_stream) rows of `frames` floats (the
-// GEMM's gaussian-major layout). For each stream t and frame f, with m the
-// largest density of the stream's rows at f (NaN never counts) and
-// lo = m - floor, every d < lo becomes lo + kDensityFloorSlope * (d - lo):
-// the deficit is bounded (to within a thousandth of the excess) while the
-// order of the densities, and so the top-N selection, stays what the exact
-// densities give (pocketsphinx ranks first and clamps after). -inf stays
-// -inf; NaN stays NaN. Float arithmetic, the same on every backend (the
-// scorer runs it on the host for all of them).
-constexpr float kDensityFloorSlope = 1e-3f;
-void floor_densities(float* densities, int64_t frames, int rows_per_stream, int streams,
-                     float floor);
 
 class GaussianScorer {
  public:
@@ -177,7 +164,6 @@ class GaussianScorer {
   BufferPtr densities_;          // num_gaussians x scratch_frames_
   BufferPtr host_out_block_;     // scratch_frames_ x num_senones, for score() to host
   std::vector<float> expanded_host_;
-  std::vector<float> densities_host_;  // density_floor's round trip
   std::vector<float> feats_host_;
 };
 

@@ -66,6 +66,14 @@ struct Recognizer::Impl {
   std::unique_ptr<LmRescorer> rescorer;  // before `searcher`, which uses it
   std::unique_ptr<Searcher> searcher;
   std::vector<float> scores;  // block of frames x senones
+#ifdef GPUSPEECH_HAVE_CUDA
+  // Scoring on CUDA with the CUDA search on the same device: the scores of
+  // a block stay in device memory, where the search reads them
+  // (device_scores_for()); null otherwise, the scores passing through
+  // `scores` on the host.
+  CudaSearcher* device_searcher = nullptr;
+  BufferPtr device_scores;  // block of frames x senones, on the scoring backend
+#endif
   int64_t frames = 0;
   // Alignment (keep_features_for_alignment): the aligner (on the shared
   // dictionary), and the features of frames [kept_from, frames), stored
@@ -88,6 +96,20 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
 void append_log(std::string* log, const std::string& line) {
   if (log != nullptr) *log += line + "\n";
 }
+
+#ifdef GPUSPEECH_HAVE_CUDA
+// Whether scores go from the scorer to the CUDA search in device memory:
+// when the scoring backend is CUDA too (the same device: config's). A
+// round trip through the host costs each stream two copies of every
+// block's scores (20 KB a frame each way on en-us) on a PCIe bus that
+// hundreds of streams share. GPUSPEECH_SCORES_VIA_HOST=1 keeps the round
+// trip, to measure what it costs.
+bool scores_stay_on_device(const std::string& scoring_backend) {
+  if (scoring_backend != "cuda") return false;
+  const char* env = std::getenv("GPUSPEECH_SCORES_VIA_HOST");
+  return !(env && *env && *env != '0');
+}
+#endif
 
 }  // namespace
 
@@ -147,10 +169,12 @@ void Recognizer::open_stream(std::string* log) {
     std::shared_ptr<const CudaSearchGraph> device_graph = res.attachment<CudaSearchGraph>(
         "cuda-search-graph:" + std::to_string(device),
         [&] { return CudaSearchGraph::upload(res.graph(), device); });
-    m.searcher = std::make_unique<CudaSearcher>(res.graph(), config_.search, device,
-                                                m.rescorer.get(), std::move(device_graph),
-                                                GraphCheck::kCheckedByOwner,
-                                                config_.batched_search);
+    auto searcher = std::make_unique<CudaSearcher>(res.graph(), config_.search, device,
+                                                   m.rescorer.get(), std::move(device_graph),
+                                                   GraphCheck::kCheckedByOwner,
+                                                   config_.batched_search);
+    if (scores_stay_on_device(m.backend->name())) m.device_searcher = searcher.get();
+    m.searcher = std::move(searcher);
 #else
     throw BackendError("search backend cuda: this build has no CUDA");
 #endif
@@ -162,8 +186,13 @@ void Recognizer::open_stream(std::string* log) {
   // silence from one inside a word (Hypothesis::trailing_silence_frames).
   m.searcher->set_state_kinds(res.state_kinds());
   if (config_.keep_features_for_alignment) make_aligner(log);
+  std::string scores_path;
+#ifdef GPUSPEECH_HAVE_CUDA
+  if (m.device_searcher != nullptr) scores_path = " (scores stay in device memory)";
+#endif
   append_log(log, std::string("scoring on ") + m.backend->name() + " (" +
-                      m.backend->device_name() + "), search on " + m.searcher->name());
+                      m.backend->device_name() + "), search on " + m.searcher->name() +
+                      scores_path);
   if (config_.warm_up &&
       (std::string(m.backend->name()) != "cpu" || std::string(m.searcher->name()) != "cpu")) {
     // The first utterance on a device pays once for lazy kernel-module
@@ -249,15 +278,33 @@ void Recognizer::push_features(const float* frames, int64_t num_frames) {
   const int feature_dim = m.res->feature_dim();
   if (keep) m.kept.reserve(m.kept.size() + static_cast<size_t>(num_frames) * feature_dim);
   const int senones = m.scorer->num_senones();
-  const int64_t block = 256;  // frames scored per call: bounded host scratch
-  m.scores.resize(static_cast<size_t>(std::min(block, num_frames)) * senones);
+  const int64_t block = 256;  // frames scored per call: bounded scratch
+  const size_t block_scores = static_cast<size_t>(std::min(block, num_frames)) * senones;
+#ifdef GPUSPEECH_HAVE_CUDA
+  if (m.device_searcher != nullptr) {
+    if (!m.device_scores || m.device_scores->size() < block_scores)
+      m.device_scores = m.backend->alloc(block_scores);
+  } else
+#endif
+    m.scores.resize(block_scores);
   for (int64_t f0 = 0; f0 < num_frames; f0 += block) {
     const int64_t n = std::min(block, num_frames - f0);
     const float* x = frames + f0 * feature_dim;
     const auto t0 = std::chrono::steady_clock::now();
-    m.scorer->score(x, n, m.scores.data());
+#ifdef GPUSPEECH_HAVE_CUDA
+    if (m.device_searcher != nullptr) {
+      m.scorer->score(x, n, *m.device_scores);
+      m.backend->synchronize();  // the search reads them from another CUDA stream
+    } else
+#endif
+      m.scorer->score(x, n, m.scores.data());
     const auto t1 = std::chrono::steady_clock::now();
-    m.searcher->advance(m.scores.data(), n, senones);
+#ifdef GPUSPEECH_HAVE_CUDA
+    if (m.device_searcher != nullptr)
+      m.device_searcher->advance_device(cuda_buffer_pointer(*m.device_scores), n, senones);
+    else
+#endif
+      m.searcher->advance(m.scores.data(), n, senones);
     m.timings.scoring += std::chrono::duration<double>(t1 - t0).count();
     m.timings.search += seconds_since(t1);
     if (keep) m.kept.insert(m.kept.end(), x, x + n * feature_dim);

@@ -136,6 +136,55 @@ TEST_P(ScoringVsCpu, NonFiniteTermsMatchCpu) {
   EXPECT_AGREES(c);
 }
 
+TEST_P(ScoringVsCpu, FloorDensitiesIsExact) {
+  // Random densities over a wide range (so that many fall below the floor),
+  // with -inf and NaN sprinkled in and whole frames of -inf; the floor is a
+  // maximum and three rounded operations, so the bits must be the CPU's.
+  struct Case {
+    int64_t frames;
+    int rows, streams;
+    float floor;
+  };
+  const Case cases[] = {{1, 1, 1, 9.83f},   {37, 300, 2, 9.83f}, {256, 4096, 1, 9.83f},
+                        {33, 17, 3, 0.5f},  {500, 64, 4, 40.0f}, {31, 1000, 1, 1e-3f}};
+  for (const Case& k : cases) {
+    const size_t n = static_cast<size_t>(k.frames) * k.rows * k.streams;
+    std::vector<float> d = cmp_->uniform(n, -200.0f, 5.0f);
+    std::mt19937& rng = cmp_->rng();
+    std::uniform_int_distribution<size_t> pick(0, n - 1);
+    for (size_t i = 0; i < n / 50 + 1; ++i) d[pick(rng)] = -INFINITY;
+    for (size_t i = 0; i < n / 200 + 1; ++i) d[pick(rng)] = NAN;
+    if (k.frames > 1)  // a frame of stream 0 where every density is -inf
+      for (int r = 0; r < k.rows; ++r) d[static_cast<size_t>(r) * k.frames + 1] = -INFINITY;
+    const std::string what = "floor_densities " + std::to_string(k.frames) + " frames x " +
+                             std::to_string(k.rows) + " rows x " + std::to_string(k.streams) +
+                             " streams, floor " + std::to_string(k.floor);
+    EXPECT_AGREES(cmp_->run(what, Tolerance::absolute(0.0), [&](Backend& b) {
+      BufferPtr buf = b.alloc(n);
+      b.upload(*buf, d.data(), n);
+      b.floor_densities(*buf, k.frames, k.rows, k.streams, k.floor);
+      std::vector<float> r(n);
+      b.download(*buf, r.data(), n);
+      return r;
+    }));
+  }
+}
+
+TEST_P(ScoringVsCpu, FloorDensitiesRejectsMisuse) {
+  Backend& dev = *device_;
+  BufferPtr d = dev.alloc(12);
+  BufferPtr foreign = cpu_->alloc(12);
+  EXPECT_THROW(dev.floor_densities(*foreign, 2, 3, 2, 1.0f), BackendError);
+  EXPECT_THROW(dev.floor_densities(*d, 3, 3, 2, 1.0f), BackendError);  // 18 floats
+  EXPECT_THROW(dev.floor_densities(*d, 2, 0, 2, 1.0f), BackendError);
+  EXPECT_THROW(dev.floor_densities(*d, 2, 3, 0, 1.0f), BackendError);
+  EXPECT_THROW(dev.floor_densities(*d, -1, 3, 2, 1.0f), BackendError);
+  EXPECT_THROW(dev.floor_densities(*d, 2, 3, 2, 0.0f), BackendError);
+  EXPECT_THROW(dev.floor_densities(*d, 2, 3, 2, NAN), BackendError);
+  EXPECT_THROW(dev.floor_densities(*d, 2, 3, 2, INFINITY), BackendError);
+  dev.floor_densities(*d, 0, 3, 2, 1.0f);  // nothing to do
+}
+
 struct Layout {
   const char* name;
   testing::RandomModelSpec spec;

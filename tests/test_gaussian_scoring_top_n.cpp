@@ -400,7 +400,11 @@ TEST(DensityFloor, HandChecked) {
       NAN, 2.0f,     //
       -100.0f, -7.999f,
       -20.0f, -1e30f};
-  floor_densities(d.data(), 2, 3, 2, 10.0f);
+  BackendPtr cpu = make_cpu_backend();
+  BufferPtr buf = cpu->alloc(d.size());
+  cpu->upload(*buf, d.data(), d.size());
+  cpu->floor_densities(*buf, 2, 3, 2, 10.0f);
+  cpu->download(*buf, d.data(), d.size());
   EXPECT_EQ(d[0], -1.0f);
   EXPECT_EQ(d[2], -5.0f);                    // within the floor: unchanged
   EXPECT_FLOAT_EQ(d[4], -11.0f - 1.0f);      // -11 + 1e-3 * (-1000)

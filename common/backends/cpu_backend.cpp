@@ -343,6 +343,39 @@ class CpuBackend : public Backend {
     }
   }
 
+  void floor_densities(DeviceBuffer& densities, int64_t frames, int rows_per_stream, int streams,
+                       float floor) override {
+    if (frames < 0 || rows_per_stream < 1 || streams < 1 || !std::isfinite(floor) ||
+        !(floor > 0.0f))
+      throw BackendError("cpu backend: floor_densities: need frames >= 0, rows_per_stream and "
+                         "streams >= 1 and a finite floor > 0 (got " + std::to_string(frames) +
+                         ", " + std::to_string(rows_per_stream) + ", " + std::to_string(streams) +
+                         ", " + std::to_string(floor) + ")");
+    check_range(densities, 0, static_cast<size_t>(streams) * rows_per_stream * frames,
+                "floor_densities densities");
+    if (frames == 0) return;
+    std::vector<float> lo(static_cast<size_t>(frames));
+    for (int t = 0; t < streams; ++t) {
+      float* block = mut(densities) + static_cast<size_t>(t) * rows_per_stream * frames;
+      std::fill(lo.begin(), lo.end(), -INFINITY);
+      // The best density per frame, rows outer so that both passes read the
+      // block in memory order. A NaN never compares greater.
+      for (int r = 0; r < rows_per_stream; ++r) {
+        const float* row = block + static_cast<size_t>(r) * frames;
+        for (int64_t f = 0; f < frames; ++f)
+          if (row[f] > lo[f]) lo[f] = row[f];
+      }
+      for (int64_t f = 0; f < frames; ++f) lo[f] -= floor;
+      for (int r = 0; r < rows_per_stream; ++r) {
+        float* row = block + static_cast<size_t>(r) * frames;
+        for (int64_t f = 0; f < frames; ++f) {
+          const float d = row[f];
+          if (d < lo[f]) row[f] = lo[f] + kDensityFloorSlope * (d - lo[f]);
+        }
+      }
+    }
+  }
+
   // Scratch of senone_scores_top_n.
   struct Ranked {
     std::vector<float> e, top;

@@ -510,6 +510,24 @@ class CudaBackend : public Backend {
                "senone_scores_top_n kernel");
   }
 
+  void floor_densities(DeviceBuffer& densities, int64_t frames, int rows_per_stream, int streams,
+                       float floor) override {
+    select_device();
+    if (frames < 0 || rows_per_stream < 1 || streams < 1 || !std::isfinite(floor) ||
+        !(floor > 0.0f))
+      throw BackendError("cuda: floor_densities: need frames >= 0, rows_per_stream and streams "
+                         ">= 1 and a finite floor > 0 (got " + std::to_string(frames) + ", " +
+                         std::to_string(rows_per_stream) + ", " + std::to_string(streams) +
+                         ", " + std::to_string(floor) + ")");
+    check_size(densities, static_cast<size_t>(streams) * rows_per_stream * frames,
+               "floor_densities densities");
+    if (frames == 0) return;
+    check_cuda(cuda::launch_floor_densities(ptr(densities, "floor_densities densities"), frames,
+                                            rows_per_stream, streams, floor, kDensityFloorSlope,
+                                            stream_),
+               "floor_densities kernel");
+  }
+
  private:
   // Plans hold device work areas; a stream of differently sized batches must
   // not grow the cache without bound.
@@ -716,6 +734,12 @@ int64_t cuda_device_memory_used(int device_id) {
     return -1;
   }
   return static_cast<int64_t>(total_bytes - free_bytes);
+}
+
+float* cuda_buffer_pointer(const DeviceBuffer& buffer) {
+  const auto* b = dynamic_cast<const CudaBuffer*>(&buffer);
+  if (b == nullptr) throw BackendError("cuda_buffer_pointer: the buffer is not a CUDA backend's");
+  return b->ptr();
 }
 
 BackendPtr make_cuda_backend(int device_id) {

@@ -329,7 +329,7 @@ class OpenclBackend : public Backend {
     if (fft_bins_) clReleaseMemObject(fft_bins_);
     for (auto& kv : twiddles_) clReleaseMemObject(kv.second);
     for (cl_kernel k : {k_frame_, k_power_, k_layout_, k_gemm_, k_apply_, k_logcol_, k_outer_,
-                        k_splice_, k_lpc_, k_senone_, k_senone_top_n_})
+                        k_splice_, k_lpc_, k_senone_, k_senone_top_n_, k_floor_})
       if (k) clReleaseKernel(k);
     for (auto& kv : k_bands_) clReleaseKernel(kv.second);
     if (layout_) clReleaseMemObject(layout_);
@@ -727,6 +727,25 @@ class OpenclBackend : public Backend {
     launch_1d(k_senone_top_n_, "senone_scores_top_n", static_cast<size_t>(frames) * senones);
   }
 
+  void floor_densities(DeviceBuffer& densities, int64_t frames, int rows_per_stream, int streams,
+                       float floor) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    const ClBuffer& d = own(densities, "floor_densities densities");
+    if (frames < 0 || rows_per_stream < 1 || streams < 1 || !std::isfinite(floor) ||
+        !(floor > 0.0f))
+      throw BackendError("opencl: floor_densities: need frames >= 0, rows_per_stream and "
+                         "streams >= 1 and a finite floor > 0 (got " + std::to_string(frames) +
+                         ", " + std::to_string(rows_per_stream) + ", " + std::to_string(streams) +
+                         ", " + std::to_string(floor) + ")");
+    require_size(d, static_cast<size_t>(streams) * rows_per_stream * frames,
+                 "floor_densities densities");
+    if (frames == 0) return;
+    ensure_program();
+    set_args(k_floor_, "floor_densities", d.mem(), cl_long(frames), cl_int(rows_per_stream),
+             cl_int(streams), cl_float(floor), cl_float(kDensityFloorSlope));
+    launch_1d(k_floor_, "floor_densities", static_cast<size_t>(frames) * streams);
+  }
+
  private:
   const ClBuffer& own(const DeviceBuffer& b, const char* what) const {
     auto* cb = dynamic_cast<const ClBuffer*>(&b);
@@ -828,6 +847,7 @@ class OpenclBackend : public Backend {
     k_lpc_ = make_kernel("lpc_to_cepstrum");
     k_senone_ = make_kernel("senone_scores");
     k_senone_top_n_ = make_kernel("senone_scores_top_n");
+    k_floor_ = make_kernel("floor_densities");
   }
 
   cl_kernel make_kernel(const char* name) {
@@ -942,7 +962,8 @@ class OpenclBackend : public Backend {
   cl_mem layout_ = nullptr;           // their filterbank layout (spectral_bands.cl)
   cl_kernel k_frame_ = nullptr, k_power_ = nullptr, k_layout_ = nullptr, k_gemm_ = nullptr,
             k_apply_ = nullptr, k_logcol_ = nullptr, k_outer_ = nullptr, k_splice_ = nullptr,
-            k_lpc_ = nullptr, k_senone_ = nullptr, k_senone_top_n_ = nullptr;
+            k_lpc_ = nullptr, k_senone_ = nullptr, k_senone_top_n_ = nullptr,
+            k_floor_ = nullptr;
 
   std::map<std::pair<int64_t, int>, clfftPlanHandle> plans_;
   cl_mem fft_bins_ = nullptr;

@@ -138,7 +138,7 @@ void CudaRoundBatcher::launcher() {
               cudaGetErrorName(set);
     } else {
       try {
-        error = launch(batch_.size());
+        launch(batch_.size());
       } catch (const std::exception& e) {
         error = e.what();
       }
@@ -159,14 +159,13 @@ void CudaRoundBatcher::launcher() {
   }
 }
 
-std::string CudaRoundBatcher::launch(size_t all) {
+void CudaRoundBatcher::launch(size_t all) {
   // At most kMaxLanesPerLaunch lanes a launch: more run one launch after
   // another within the step.
   for (size_t first = 0; first < all; first += cuda::kMaxLanesPerLaunch) {
     const size_t n = std::min<size_t>(all - first, cuda::kMaxLanesPerLaunch);
     launch_part(first, n);
   }
-  return std::string();
 }
 
 void CudaRoundBatcher::launch_part(size_t first, size_t n) {

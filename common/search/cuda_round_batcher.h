@@ -74,8 +74,8 @@ class CudaRoundBatcher {
 
  private:
   void launcher();
-  // Launches batch_[0, n) and waits; "" or the error (launch_part throws).
-  std::string launch(size_t n);
+  // Launches batch_[0, n) and waits; throws BackendError on failure.
+  void launch(size_t n);
   void launch_part(size_t first, size_t n);
 
   const int device_;

@@ -143,6 +143,41 @@ __global__ void senone_scores_top_n_kernel(const float* __restrict__ densities, 
   }
 }
 
+// Backend::floor_densities. A block covers 32 frames of one stream
+// (blockIdx.y): threadIdx.x the frame, so a warp reads 128 contiguous bytes
+// of a row; the kFloorRowThreads threads of a frame split its rows, reduce
+// their maxima through shared memory (a maximum is exact in any order; a
+// NaN never wins, as on the CPU), then floor their rows with the three
+// rounded operations of the definition (no fused multiply-add).
+constexpr int kFloorFrames = 32;
+constexpr int kFloorRowThreads = 16;
+
+__global__ void floor_densities_kernel(float* __restrict__ densities, int64_t frames,
+                                       int rows_per_stream, float floor, float slope) {
+  __shared__ float best[kFloorRowThreads][kFloorFrames];
+  const int64_t f = static_cast<int64_t>(blockIdx.x) * kFloorFrames + threadIdx.x;
+  float* block = densities + static_cast<int64_t>(blockIdx.y) * rows_per_stream * frames;
+  float m = -INFINITY;
+  if (f < frames)
+    for (int r = threadIdx.y; r < rows_per_stream; r += kFloorRowThreads) {
+      const float d = block[static_cast<int64_t>(r) * frames + f];
+      if (d > m) m = d;
+    }
+  best[threadIdx.y][threadIdx.x] = m;
+  __syncthreads();
+  for (int k = 0; k < kFloorRowThreads; ++k) {
+    const float other = best[k][threadIdx.x];
+    if (other > m) m = other;
+  }
+  if (f >= frames) return;
+  const float lo = __fsub_rn(m, floor);
+  for (int r = threadIdx.y; r < rows_per_stream; r += kFloorRowThreads) {
+    float* p = block + static_cast<int64_t>(r) * frames + f;
+    const float d = *p;
+    if (d < lo) *p = __fadd_rn(lo, __fmul_rn(slope, __fsub_rn(d, lo)));
+  }
+}
+
 }  // namespace
 
 cudaError_t launch_senone_scores_top_n(const float* densities, int codebooks, int density,
@@ -173,6 +208,17 @@ cudaError_t launch_senone_scores(const float* densities, int num_gaussians,
   senone_scores_kernel<<<static_cast<unsigned int>(blocks), kThreads, 0, stream>>>(
       densities, num_gaussians, frames, offsets, gaussian, logw, entries, senones,
       streams, out);
+  return cudaGetLastError();
+}
+
+cudaError_t launch_floor_densities(float* densities, int64_t frames, int rows_per_stream,
+                                   int streams, float floor, float slope, cudaStream_t stream) {
+  if (frames <= 0 || rows_per_stream <= 0 || streams <= 0) return cudaSuccess;
+  const int64_t blocks = (frames + kFloorFrames - 1) / kFloorFrames;
+  if (blocks > 0x7fffffff || streams > 65535) return cudaErrorInvalidValue;
+  const dim3 grid(static_cast<unsigned int>(blocks), static_cast<unsigned int>(streams));
+  floor_densities_kernel<<<grid, dim3(kFloorFrames, kFloorRowThreads), 0, stream>>>(
+      densities, frames, rows_per_stream, floor, slope);
   return cudaGetLastError();
 }
 

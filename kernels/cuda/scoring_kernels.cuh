@@ -28,5 +28,11 @@ cudaError_t launch_senone_scores_top_n(const float* densities, int codebooks, in
                                        const float* weights, int senones, int streams,
                                        float* out, cudaStream_t stream);
 
+// Backend::floor_densities (common/backend.h), in place: densities holds
+// streams * rows_per_stream rows of `frames` floats; `slope` is
+// Backend::kDensityFloorSlope (passed, so that it is written once).
+cudaError_t launch_floor_densities(float* densities, int64_t frames, int rows_per_stream,
+                                   int streams, float floor, float slope, cudaStream_t stream);
+
 }  // namespace cuda
 }  // namespace gpuspeech

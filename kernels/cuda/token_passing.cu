@@ -523,19 +523,32 @@ __global__ void prune_best_kernel(TpState s, bool gated) {
   prune_best_body(grid_team(), s);
 }
 
+// What pruning compares costs with, from the frame's best cost (the
+// best-cost phase's counters->best_key): the best itself (histogram bins
+// count from it) and the highest cost a token keeps, by the beam or, for a
+// fresh word end, the word-end beam. Every pruning phase, single-stream or
+// lanes, takes them from here.
+struct PruneLimits {
+  float best, beam, word_end;
+};
+__device__ __forceinline__ PruneLimits prune_limits(const TpState& s, const TpFrame& f) {
+  const float best = key_cost(s.counters->best_key);
+  return {best, add_cost(best, f.beam), add_cost(best, f.word_end_beam)};
+}
+
 __device__ __forceinline__ bool within_beam(const TpState& s, const TpFrame& f, int32_t d, float c,
-                                            float limit_beam, float limit_word_end) {
+                                            const PruneLimits& lim) {
   const bool fresh = s.record[d] >= f.first_record;
-  return c <= (fresh ? limit_word_end : limit_beam);
+  return c <= (fresh ? lim.word_end : lim.beam);
 }
 
 // Touched entry i's histogram bin, or -1 outside its beam.
 __device__ __forceinline__ int prune_bin(const TpState& s, const TpFrame& f, uint32_t i,
-                                         float best, float limit_beam, float limit_word_end) {
+                                         const PruneLimits& lim) {
   const int32_t d = s.touched[i];
   const float c = candidate_cost(s.best[d]);
-  if (!within_beam(s, f, d, c, limit_beam, limit_word_end)) return -1;
-  return search::histogram_bin(c, best, f.bin_scale, f.bins);
+  if (!within_beam(s, f, d, c, lim)) return -1;
+  return search::histogram_bin(c, lim.best, f.bin_scale, f.bins);
 }
 
 // Counts in a per-block histogram in shared memory (the bins near the best
@@ -546,12 +559,10 @@ __device__ __forceinline__ void prune_histogram_body(const Team& t, const TpStat
   for (int k = threadIdx.x; k < f.bins; k += blockDim.x) block_hist[k] = 0;
   __syncthreads();
   const uint32_t n = s.counters->touched;
-  const float best = key_cost(s.counters->best_key);
-  const float limit_beam = add_cost(best, f.beam);
-  const float limit_word_end = add_cost(best, f.word_end_beam);
+  const PruneLimits lim = prune_limits(s, f);
   uint32_t kept = 0;
   for (uint32_t i = t.rank * blockDim.x + threadIdx.x; i < n; i += t.size * blockDim.x) {
-    const int bin = prune_bin(s, f, i, best, limit_beam, limit_word_end);
+    const int bin = prune_bin(s, f, i, lim);
     if (bin < 0) continue;
     ++kept;
     atomicAdd(block_hist + bin, 1u);
@@ -627,15 +638,14 @@ __global__ void prune_cutoff_kernel(TpState s, const TpFrame* __restrict__ fp, b
 
 // Touched entry i: into the next live list if it survives, freed either way.
 __device__ __forceinline__ void prune_compact_item(const TpState& s, const TpFrame& f, uint32_t i,
-                                                   float best, float limit_beam,
-                                                   float limit_word_end) {
+                                                   const PruneLimits& lim) {
   const int cut = s.counters->cut_bin;
   const int out = 1 - f.live_in;
   {
     const int32_t e = s.touched[i];
     const float c = candidate_cost(s.best[e]);
-    if (within_beam(s, f, e, c, limit_beam, limit_word_end) &&
-        search::histogram_bin(c, best, f.bin_scale, f.bins) < cut) {
+    if (within_beam(s, f, e, c, lim) &&
+        search::histogram_bin(c, lim.best, f.bin_scale, f.bins) < cut) {
       TpToken t;
       t.state = s.key[e];
       t.cost = c;
@@ -654,11 +664,9 @@ __device__ __forceinline__ void prune_compact_item(const TpState& s, const TpFra
 
 __device__ __forceinline__ void prune_compact_body(const Team& t, const TpState& s, const TpFrame& f) {
   const uint32_t n = s.counters->touched;
-  const float best = key_cost(s.counters->best_key);
-  const float limit_beam = add_cost(best, f.beam);
-  const float limit_word_end = add_cost(best, f.word_end_beam);
+  const PruneLimits lim = prune_limits(s, f);
   for (uint32_t i = t.rank * blockDim.x + threadIdx.x; i < n; i += t.size * blockDim.x)
-    prune_compact_item(s, f, i, best, limit_beam, limit_word_end);
+    prune_compact_item(s, f, i, lim);
   // The previous frame's live tokens leave the second table (an emitting
   // step put them there; the start frame has none).
   if (f.loglik != nullptr) {
@@ -1161,8 +1169,7 @@ __device__ void lanes_prune(const cg::grid_group& grid, const TpLaneRound* round
         const TpLaneRound& r = rounds[l];
         const TpState& s = r.state;
         const TpFrame& f = *r.frame;
-        const float best = key_cost(s.counters->best_key);
-        const int bin = prune_bin(s, f, i, best, add_cost(best, f.beam), add_cost(best, f.word_end_beam));
+        const int bin = prune_bin(s, f, i, prune_limits(s, f));
         if (bin >= 0) atomicAdd(s.histogram + bin, 1u);
         add_into(&s.counters->kept, bin >= 0 ? 1u : 0u);
       });
@@ -1177,8 +1184,7 @@ __device__ void lanes_prune(const cg::grid_group& grid, const TpLaneRound* round
         const TpLaneRound& r = rounds[l];
         const TpState& s = r.state;
         const TpFrame& f = *r.frame;
-        const float best = key_cost(s.counters->best_key);
-        prune_compact_item(s, f, i, best, add_cost(best, f.beam), add_cost(best, f.word_end_beam));
+        prune_compact_item(s, f, i, prune_limits(s, f));
       });
   // The previous frame's live tokens leave the second table.
   for_lane_items(

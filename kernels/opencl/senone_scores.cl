@@ -135,3 +135,29 @@ __kernel void senone_scores_top_n(__global const float* densities, int codebooks
   }
   out[out_offset + (ulong)f * (ulong)senones + (ulong)s] = total;
 }
+
+// Backend::floor_densities (common/backend.h), in place: one work-item per
+// (stream, frame), frames fastest, so neighbouring items read neighbouring
+// floats of each row. The maximum is exact in any order (a NaN never wins,
+// as on the CPU); the floor is the definition's three rounded operations,
+// uncontracted (FP_CONTRACT is off above). `slope` is
+// Backend::kDensityFloorSlope, passed so that it is written once.
+__kernel void floor_densities(__global float* densities, long frames, int rows_per_stream,
+                              int streams, float floor, float slope) {
+  const ulong i = get_global_id(0);
+  if (i >= (ulong)frames * (ulong)streams) return;
+  const ulong f = i % (ulong)frames;
+  const ulong t = i / (ulong)frames;
+  __global float* block = densities + t * (ulong)rows_per_stream * (ulong)frames;
+  float m = -INFINITY;
+  for (int r = 0; r < rows_per_stream; ++r) {
+    const float d = block[(ulong)r * (ulong)frames + f];
+    if (d > m) m = d;
+  }
+  const float lo = m - floor;
+  for (int r = 0; r < rows_per_stream; ++r) {
+    __global float* p = block + (ulong)r * (ulong)frames + f;
+    const float d = *p;
+    if (d < lo) *p = lo + slope * (d - lo);
+  }
+}
