@@ -60,6 +60,13 @@ int64_t cuda_device_memory_used(int device_id);  // -1 on any failure
 // output). Work queued on the backend must have finished first
 // (Backend::synchronize()). Throws BackendError for another backend's buffer.
 float* cuda_buffer_pointer(const DeviceBuffer& buffer);
+// How host threads wait for device `device_id`: GPUSPEECH_CUDA_WAIT=spin,
+// yield or block (cudaDeviceScheduleSpin/Yield/BlockingSync), for
+// measuring many streams' threads on few cores; unset leaves CUDA's choice
+// (spinning while the process has fewer contexts than cores). Called by
+// the CUDA backend and search when they open the device. Throws
+// BackendError for another value or when the driver refuses.
+void apply_cuda_wait_policy(int device_id);
 #endif
 
 }  // namespace gpuspeech

@@ -74,7 +74,7 @@ struct DecodeBenchOptions {
   std::fprintf(stderr,
                "gpuspeech-bench decode: %s\n"
                "usage: gpuspeech-bench decode [--streams N] [--backend B] [--search S] "
-               "[--device-id N] [--batched-search on|off|auto]\n"
+               "[--device-id N] [--batched-search on|off|auto] [--maxactive N]\n"
                "       [--hmm DIR] [--dict FILE] [--lm FILE | --jsgf FILE] [--cache DIR]\n"
                "       [--live] [--seconds S] [--block-ms MS] [--partial-ms MS] [--repeat N] FILE...\n",
                error.c_str());
@@ -103,6 +103,7 @@ DecodeBenchOptions parse_decode_args(int argc, char** argv) {
     else if (a == "--backend") o.config.scoring_backend = value();
     else if (a == "--search") o.config.search_backend = value();
     else if (a == "--device-id") o.config.device_id = int_arg(a, value(), -1, 1 << 20);
+    else if (a == "--maxactive") o.config.search.max_active = int_arg(a, value(), 1, 1 << 30);
     else if (a == "--hmm") o.config.model_dir = value();
     else if (a == "--dict") o.config.dictionary = value();
     else if (a == "--lm") {
@@ -316,6 +317,19 @@ int bench_decode(int argc, char** argv) {
               "in all; CPU %.0f %% of one core; peak RSS %.0f MiB\n",
               audio, wall, rtf, rtf > 0 ? 1.0 / rtf : 0.0, busy, wall > 0 ? 100.0 * cpu / wall : 0.0,
               peak_rss_mib());
+  // Where the streams' threads spent their time (RecognizerTimings, since
+  // each stream was made: the features, scoring (with its wait for the
+  // device) and search, summed over the streams), against their busy time.
+  {
+    RecognizerTimings sum;
+    for (const auto& rec : streams) {
+      sum.features += rec->timings().features;
+      sum.scoring += rec->timings().scoring;
+      sum.search += rec->timings().search;
+    }
+    std::printf("stages summed over the streams: features %.3f s, scoring %.3f s, search %.3f s\n",
+                sum.features, sum.scoring, sum.search);
+  }
   // Per device (the device each stream was placed on, or the one named):
   // streams, audio and busy time, for the balance of --device-id -1.
   int num_devices = 0;

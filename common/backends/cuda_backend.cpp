@@ -152,6 +152,7 @@ class CudaBackend : public Backend {
                          " out of range (" + std::to_string(count) +
                          (count == 1 ? " device)" : " devices)"));
     check_cuda(cudaSetDevice(device_id), "cudaSetDevice");
+    apply_cuda_wait_policy(device_id);
     cudaDeviceProp prop;
     check_cuda(cudaGetDeviceProperties(&prop, device_id),
                "cudaGetDeviceProperties");
@@ -734,6 +735,23 @@ int64_t cuda_device_memory_used(int device_id) {
     return -1;
   }
   return static_cast<int64_t>(total_bytes - free_bytes);
+}
+
+void apply_cuda_wait_policy(int device_id) {
+  const char* env = std::getenv("GPUSPEECH_CUDA_WAIT");
+  if (env == nullptr || *env == '\0') return;
+  const std::string v = env;
+  unsigned flags = 0;
+  if (v == "spin") flags = cudaDeviceScheduleSpin;
+  else if (v == "yield") flags = cudaDeviceScheduleYield;
+  else if (v == "block") flags = cudaDeviceScheduleBlockingSync;
+  else throw BackendError("GPUSPEECH_CUDA_WAIT must be spin, yield or block, got '" + v + "'");
+  int current = 0;
+  check_cuda(cudaGetDevice(&current), "cudaGetDevice");
+  check_cuda(cudaSetDevice(device_id), "cudaSetDevice");
+  const cudaError_t st = cudaSetDeviceFlags(flags);
+  cudaSetDevice(current);
+  check_cuda(st, "cudaSetDeviceFlags (GPUSPEECH_CUDA_WAIT)");
 }
 
 float* cuda_buffer_pointer(const DeviceBuffer& buffer) {

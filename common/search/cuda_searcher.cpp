@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "common/backend.h"
+#include "common/backend_registry.h"
 #include "common/search/lm_rescorer.h"
 #include "common/search/search_arithmetic.h"
 #include "common/search/cuda_memory.h"
@@ -419,6 +420,7 @@ CudaSearcher::CudaSearcher(const SearchGraph& graph, const SearchOptions& option
   m.device_graph = device_graph ? std::move(device_graph) : CudaSearchGraph::upload(graph_, device_id);
   m.device = device_id;
   check(cudaSetDevice(device_id), "cudaSetDevice");
+  apply_cuda_wait_policy(device_id);
   cudaDeviceProp prop;
   check(cudaGetDeviceProperties(&prop, device_id), "cudaGetDeviceProperties");
   m.device_name = prop.name;

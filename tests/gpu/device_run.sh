@@ -371,16 +371,22 @@ if want batch; then
   for s in ${BATCH_STREAMS:-1 16 64 256}; do
     for mode in ${BATCH_MODES:-0 1}; do
       GPUSPEECH_CUDA_BATCH=$mode $BUILD/tools/gpuspeech-bench decode "${M[@]}" --streams $s \
-        /tmp/batchfiles/*.wav 2>&1 | grep -E '^decode: [0-9]|^device memory|^batched search|rror' |
+        /tmp/batchfiles/*.wav 2>&1 | grep -E '^decode: [0-9]|^device memory|^batched search|^stages|rror' |
         sed "s/^/batch=$mode, $s streams: /" || status=1
     done
   done
-  # BATCH_RUNS "streams@VAR=value,VAR=value ...": more batched runs with
-  # other settings (GPUSPEECH_CUDA_LANE_BLOCKS_PER_SM, ..._SPIN_US, ...).
+  # BATCH_RUNS "streams@VAR=value,--flag=value,... ...": more batched runs
+  # with other settings: environment variables (GPUSPEECH_SCORES_VIA_HOST,
+  # GPUSPEECH_CUDA_WAIT, ...) and bench options (--maxactive=10000).
   for spec in ${BATCH_RUNS:-}; do
-    s=${spec%%@*}; envs=(); [ "$s" != "$spec" ] && IFS=, read -ra envs <<<"${spec#*@}"
-    env GPUSPEECH_CUDA_BATCH=1 "${envs[@]}" $BUILD/tools/gpuspeech-bench decode "${M[@]}" --streams $s \
-      /tmp/batchfiles/*.wav 2>&1 | grep -E '^decode: [0-9]|^batched search|rror' | sed "s/^/$spec: /" || status=1
+    s=${spec%%@*}; sets=(); [ "$s" != "$spec" ] && IFS=, read -ra sets <<<"${spec#*@}"
+    envs=(); args=()
+    for v in "${sets[@]}"; do
+      if [[ $v == --* ]]; then args+=("${v%%=*}" "${v#*=}"); else envs+=("$v"); fi
+    done
+    env GPUSPEECH_CUDA_BATCH=1 "${envs[@]}" $BUILD/tools/gpuspeech-bench decode "${M[@]}" "${args[@]}" \
+      --streams $s /tmp/batchfiles/*.wav 2>&1 |
+      grep -E '^decode: [0-9]|^batched search|^stages|rror' | sed "s/^/$spec: /" || status=1
   done
   T=$BUILD/tools/gpuspeech-transcribe
   n=${BATCH_IDENTITY_STREAMS:-64}
