@@ -153,8 +153,11 @@
  * subtitling give the sink enough `ts-offset` or latency.
  *
  * Decoding runs in the streaming thread on the CPU backend, or in calls
- * that wait for the device on CUDA and OpenCL; several instances in one
- * process each have their own model and device queues.
+ * that wait for the device on CUDA and OpenCL, so a saturated device holds
+ * upstream back (no audio is dropped or queued without bound). Instances
+ * in one process with the same model, dictionary and grammar share one
+ * copy of them (the `shared` field above); each keeps its own device
+ * queue, and with `batched-search` their search rounds share launches.
  *
  * ## Example launch lines
  * |[

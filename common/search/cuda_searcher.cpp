@@ -362,6 +362,20 @@ struct CudaSearcher::Impl {
     records_landed = true;
     stream_pending = false;
   }
+  // After a frame's or round's launch, before its counters are read. A
+  // lane's round ran in the batcher's launch, which run() waited for, and
+  // queued nothing on this stream, so unless something was queued here
+  // since, there is nothing to wait for: with hundreds of streams those
+  // empty waits (a driver call each, several a frame) add up.
+  // GPUSPEECH_CUDA_LANE_WAITS=1 keeps them, to measure what they cost.
+  void wait_for_round() {
+    static const bool keep_waits = [] {
+      const char* env = std::getenv("GPUSPEECH_CUDA_LANE_WAITS");
+      return env != nullptr && *env != '\0' && *env != '0';
+    }();
+    if (batcher != nullptr && !stream_pending && !keep_waits) return;
+    sync();
+  }
   void drop_graph() {
     if (frame_graph != nullptr) cudaGraphExecDestroy(frame_graph);
     frame_graph = nullptr;
@@ -670,7 +684,7 @@ void CudaSearcher::run_frame(const float* device_row, int32_t boundary, const fl
   for (;;) {
     f.pass_base = m.take_pass_ids(m.passes_per_batch);
     launch_frame(start);
-    m.sync();
+    m.wait_for_round();
     hc = m.host_counters.get()->counters;
     // A lane's pruning is gated: an attempt that runs again left its
     // entries in the table (new tables have none).
@@ -966,7 +980,7 @@ void CudaSearcher::run_frame_rescoring(const float* device_row, int32_t boundary
               std::min<int64_t>(records_.capacity(), std::numeric_limits<int32_t>::max()));
         }
         launch_round(head, passes, round_pruned, chain ? chain_passes : 0);
-        m.sync();
+        m.wait_for_round();
         hc = m.host_counters.get()->counters;
         if (chain && m.host_counters.get()->chain.go != 0) {
           // This round ended the frame (its pruning ran) and the next
@@ -1045,7 +1059,7 @@ void CudaSearcher::run_frame_rescoring(const float* device_row, int32_t boundary
   }
   if (!pruned) {  // the last round's graph had no pruning
     launch_round(RoundHead::kPrune, 0, true, 0);
-    m.sync();
+    m.wait_for_round();
     hc = m.host_counters.get()->counters;
   }
 
