@@ -6,6 +6,7 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstddef>
 #include <cstdlib>
 #include <cstring>
@@ -43,6 +44,10 @@ static_assert(offsetof(cuda::TpToken, hist) == offsetof(SearchToken, history),
 
 // Frames of host scores uploaded per block.
 constexpr int64_t kScoreBlockFrames = 256;
+
+double seconds_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
 // Closure passes queued per frame to begin with; then as many as the
 // deepest closure so far needed (a frame that needs more runs again).
 constexpr int kInitialPassesPerBatch = 2;
@@ -190,6 +195,8 @@ struct CudaSearcher::Impl {
   uint32_t pending_records = 0;
   // False from queuing that copy until a wait covers it.
   bool records_landed = true;
+  // Time waiting for the device this utterance (SearchStats::device_wait_seconds).
+  double wait_seconds = 0.0;
   uint32_t pass_id = 0;  // the last stamp id handed out
   int passes_per_batch = kInitialPassesPerBatch;
   int passes_needed = 0;  // the most any frame has needed
@@ -358,7 +365,9 @@ struct CudaSearcher::Impl {
     return ++round_id;
   }
   void sync() {
+    const auto t0 = std::chrono::steady_clock::now();
     check(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
+    wait_seconds += seconds_since(t0);
     records_landed = true;
     stream_pending = false;
   }
@@ -544,6 +553,7 @@ void CudaSearcher::reset() {
   records_ = WordRecordStore(options_.max_word_records);
   stats_ = SearchStats{};
   stats_.record_capacity = records_.capacity();
+  m.wait_seconds = 0.0;
   frames_ = 0;
   started_ = false;  // until the start token's closure is done
   m.sync();  // no copy into host_records may still be running
@@ -771,6 +781,7 @@ void CudaSearcher::finish_frame(const cuda::TpCounters& hc, uint32_t expanded, b
     stats_.tokens_expanded += expanded;
   }
   stats_.epsilon_passes += hc.passes + (hc.touched > 0 ? 1 : 0);
+  stats_.device_wait_seconds = m.wait_seconds;
   stats_.max_live_tokens = std::max<int64_t>(stats_.max_live_tokens, m.live_count);
 }
 
@@ -856,7 +867,9 @@ void CudaSearcher::run_lane_round(RoundHead head, int passes, bool prune, bool c
   p.chain_passes = chain_passes;
   p.next = chain ? m.frame.get() + 1 : nullptr;
   r.out = m.lane_out.device();
+  const auto t0 = std::chrono::steady_clock::now();
   m.batcher->run(r);
+  m.wait_seconds += seconds_since(t0);
   std::memcpy(static_cast<void*>(m.host_counters.get()), m.lane_out.host(),
               sizeof(CountersAndChain));
 }

@@ -244,6 +244,11 @@ struct SearchStats {
   // Frames the CUDA searcher ran again because a device buffer (word
   // records, word-end events) overflowed; the buffer grows first.
   int64_t frames_rerun = 0;
+  // The CUDA searcher's host thread waiting for the device: for its own
+  // CUDA stream, or for the batcher's launch that ran its round (batched
+  // search). With rescore_seconds, what is left of a frame's time is the
+  // host's own bookkeeping.
+  double device_wait_seconds = 0.0;
 };
 
 // Whether a searcher checks its graph when made (Searcher::check_graph):
