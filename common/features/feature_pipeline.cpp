@@ -180,7 +180,12 @@ void FeatureExtractor::ensure_scratch(int64_t rows) {
   const int64_t bands = static_cast<int64_t>(num_warps()) * num_bands_;
   Scratch& s = *scratch_;
   s.energy = backend_.alloc(cap);
-  s.bands = backend_.alloc(cap * bands);
+  // The bands need a buffer of their own only where something reads them
+  // after spectral_bands: TRAPS' splice, or MFCC's and PLP's first map
+  // when the noise stage keeps it out of spectral_bands (fbank's go to
+  // the output, projected MFCC and PLP's are never written out).
+  const bool projected_or_out = projects_bands() || opts_.kind == FeatureKind::kFbank;
+  if (!projected_or_out) s.bands = backend_.alloc(cap * bands);
   if (opts_.kind == FeatureKind::kPlp) {
     s.work = backend_.alloc(cap * num_warps() * (opts_.plp.order + 1));
     s.work2 = backend_.alloc(cap * num_warps() * opts_.plp.num_ceps);
@@ -231,11 +236,7 @@ void FeatureExtractor::run_spectral(const DeviceBuffer& signal, const FramingSpe
     b.op_param = opts_.log.floor_value;
   }
   b.apply_op = !noise_;
-  // The first linear map after the bands (MFCC's DCT, PLP's inverse DFT)
-  // goes with them, so a device keeps the bands on the chip too; not when
-  // the noise stage must see the bands between.
-  const bool project =
-      !noise_ && (opts_.kind == FeatureKind::kMfcc || opts_.kind == FeatureKind::kPlp);
+  const bool project = projects_bands();
   if (project) {
     b.projection = cepstral_.get();
     b.projection_group = num_bands_;
@@ -292,6 +293,13 @@ void FeatureExtractor::run_spectral(const DeviceBuffer& signal, const FramingSpe
       break;
     }
   }
+}
+
+// The first linear map after the bands (MFCC's DCT, PLP's inverse DFT)
+// goes with them, so a device keeps the bands on the chip too; not when
+// the noise stage must see the bands between.
+bool FeatureExtractor::projects_bands() const {
+  return !noise_ && (opts_.kind == FeatureKind::kMfcc || opts_.kind == FeatureKind::kPlp);
 }
 
 void FeatureExtractor::reset_noise_state() {

@@ -119,6 +119,9 @@ class FeatureExtractor {
   void run_spectral(const DeviceBuffer& signal, const FramingSpec& spec, DeviceBuffer& out);
   // The host-side Sphinx noise stage on `rows` frames of band energies.
   void run_noise_stage(int64_t rows, DeviceBuffer& bands);
+  // Whether spectral_bands also applies the first linear map (MFCC's DCT,
+  // PLP's inverse DFT): so unless the noise stage must see the bands.
+  bool projects_bands() const;
   // compute() with remove_silence: keeps the frames SphinxVad releases.
   void drop_silence(FeatureMatrix& m, bool last_is_leftover);
 
