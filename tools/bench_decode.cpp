@@ -219,9 +219,9 @@ int bench_decode(int argc, char** argv) {
   for (const std::string& f : o.files) utts.push_back(load_utterance(first, f));
   const int dim = first.feature_dim();
   const double frame_s = first.feature_options().frame.frame_shift_ms / 1000.0;
-  std::printf("decode: %d stream%s, scoring %s, search %s; loading %.2f s, %d more streams %.2f s\n",
+  std::printf("decode: %d stream%s, scoring %s, search %s; loading %.2f s, %d more stream%s %.2f s\n",
               o.streams, o.streams == 1 ? "" : "s", first.scoring_backend().name(),
-              first.search_backend(), load_s, o.streams - 1, streams_s);
+              first.search_backend(), load_s, o.streams - 1, o.streams == 2 ? "" : "s", streams_s);
 
   std::mutex mutex;  // guards errors, lags, busy
   std::vector<std::string> errors;
@@ -328,14 +328,14 @@ int bench_decode(int argc, char** argv) {
   // Where the streams' threads spent their time (RecognizerTimings, since
   // each stream was made: the features, scoring (with its wait for the
   // device) and search, summed over the streams), against their busy time.
+  RecognizerTimings sum;
+  double rescoring = 0.0, device_wait = 0.0;  // batch mode: the search's parts
   {
-    RecognizerTimings sum;
     for (const auto& rec : streams) {
       sum.features += rec->timings().features;
       sum.scoring += rec->timings().scoring;
       sum.search += rec->timings().search;
     }
-    double rescoring = 0.0, device_wait = 0.0;  // batch mode: the search's parts
     for (size_t k = 0; k < rescoring_s.size(); ++k) {
       rescoring += rescoring_s[k];
       device_wait += device_wait_s[k];
@@ -423,12 +423,15 @@ int bench_decode(int argc, char** argv) {
   std::printf("RESULT bench=decode streams=%d scoring=%s search=%s live=%d audio_s=%.3f wall_s=%.4f "
               "rtf=%.6f xrt=%.2f cpu_pct=%.1f peak_rss_mib=%.1f lag_p50_ms=%.2f lag_p99_ms=%.2f "
               "lag_max_ms=%.2f kept_up=%d errors=%zu first_stream_mib=%.1f added_stream_mib=%.1f "
-              "added_stream_used_mib=%.1f device_streams=%s device_audio_s=%s\n",
+              "added_stream_used_mib=%.1f device_streams=%s device_audio_s=%s scoring_s=%.3f "
+              "search_s=%.3f device_wait_s=%.3f rescoring_s=%.3f\n",
               o.streams, first.scoring_backend().name(), first.search_backend(), o.live ? 1 : 0,
               audio, wall, rtf, rtf > 0 ? 1.0 / rtf : 0.0, wall > 0 ? 100.0 * cpu / wall : 0.0,
               peak_rss_mib(), p50 * 1e3, p99 * 1e3, worst * 1e3, kept_up ? 1 : 0, errors.size(),
-              first_mib, added_mib, added_used_mib, per_device_streams.c_str(),
-              per_device_audio.c_str());
+              first_mib, added_mib, added_used_mib,
+              per_device_streams.empty() ? "-" : per_device_streams.c_str(),
+              per_device_audio.empty() ? "-" : per_device_audio.c_str(), sum.scoring, sum.search,
+              device_wait, rescoring);
   return errors.empty() ? 0 : 1;
 }
 
