@@ -1,0 +1,95 @@
+#!/bin/bash
+# gpuspeech-bench decode, the many-streams benchmark, on the CPU with the
+# goforward grammar (small and quick): its RESULT line on good input (batch
+# and live), and a clear error and a non-zero status on bad input.
+#
+# Usage: test_bench_decode_cli.sh PATH/TO/gpuspeech-bench
+# Needs pocketsphinx-testdata / pocketsphinx-en-us under /usr/share/pocketsphinx
+# (GPUSPEECH_AUDIO_DIR, GPUSPEECH_MODEL_DIR override).
+set -u
+TOOL=$1
+DATA=${GPUSPEECH_AUDIO_DIR:-/usr/share/pocketsphinx/test/data}
+MODEL=${GPUSPEECH_MODEL_DIR:-/usr/share/pocketsphinx/model}/en-us
+T=$(mktemp -d /tmp/gpuspeech-bench-XXXXXX)
+trap 'rm -rf "$T"' EXIT
+failures=0
+checks=0
+
+pass() { checks=$((checks + 1)); echo "ok   $1"; }
+fail() { checks=$((checks + 1)); failures=$((failures + 1)); echo "FAIL $1"; }
+
+[ -f "$DATA/goforward.raw" ] && [ -f "$MODEL/en-us/mdef" ] || { echo "missing pocketsphinx data"; exit 1; }
+
+run() {
+  "$TOOL" decode --backend cpu --search cpu --hmm "$MODEL/en-us" --dict "$MODEL/cmudict-en-us.dict" \
+    --jsgf "$DATA/goforward.gram" --cache "$T/cache" "$@"
+}
+# field NAME: the value of NAME= in the RESULT line of $T/out.
+field() { grep '^RESULT bench=decode ' "$T/out" | tr ' ' '\n' | sed -n "s/^$1=//p"; }
+
+# --- good input ---------------------------------------------------------------
+
+# goforward.raw is 16-bit samples at 16 kHz; --repeat 3 decodes the list of
+# two three times over: six copies of its audio in all.
+want_audio=$(awk -v b="$(stat -c %s "$DATA/goforward.raw")" 'BEGIN { printf "%.3f", 6 * b / 2 / 16000 }')
+if run --streams 2 --repeat 3 "$DATA/goforward.raw" "$DATA/goforward.raw" >"$T/out" 2>"$T/err"; then
+  if [ "$(field streams)" = 2 ] && [ "$(field errors)" = 0 ] && [ "$(field live)" = 0 ] &&
+     [ "$(field audio_s)" = "$want_audio" ] && [ "$(field device_streams)" = - ] &&
+     awk -v x="$(field xrt)" -v s="$(field search_s)" 'BEGIN { exit !(x > 0 && s >= 0) }'; then
+    pass "batch, 2 streams: $(grep "^decode: [0-9.]* s of audio" "$T/out")"
+  else
+    fail "batch, 2 streams: unexpected RESULT: $(grep '^RESULT' "$T/out")"
+  fi
+  if grep -q '^stages summed over the streams: features ' "$T/out"; then
+    pass "batch: the stages line"
+  else
+    fail "batch: no stages line: $(cat "$T/out")"
+  fi
+else
+  fail "batch, 2 streams: status $?: $(cat "$T/err")"
+fi
+
+# Live: each stream fed at real time for one second, partial results timed.
+if run --streams 2 --live --seconds 1 "$DATA/goforward.raw" >"$T/out" 2>"$T/err"; then
+  if [ "$(field live)" = 1 ] && [ "$(field errors)" = 0 ] &&
+     awk -v p="$(field lag_p99_ms)" 'BEGIN { exit !(p >= 0 && p < 1e6) }' &&
+     grep -q '^live: .* lag p50 ' "$T/out"; then
+    pass "live, 2 streams: $(grep '^live: ' "$T/out")"
+  else
+    fail "live, 2 streams: unexpected output: $(cat "$T/out")"
+  fi
+else
+  fail "live, 2 streams: status $?: $(cat "$T/err")"
+fi
+
+# --- bad input ----------------------------------------------------------------
+
+# expect_error NAME STATUS PATTERN ARGS...: exits STATUS (not a signal), and
+# stderr contains PATTERN.
+expect_error() {
+  local name=$1 want=$2 pattern=$3
+  shift 3
+  run "$@" >"$T/out" 2>"$T/err"
+  local rc=$?
+  if [ $rc -ge 128 ]; then
+    fail "$name: killed by a signal (status $rc)"
+  elif [ $rc -ne "$want" ]; then
+    fail "$name: status $rc, expected $want: $(cat "$T/err")"
+  elif ! grep -qF -- "$pattern" "$T/err"; then
+    fail "$name: message lacks '$pattern': $(cat "$T/err")"
+  else
+    pass "$name (status $rc): $(head -1 "$T/err")"
+  fi
+}
+
+expect_error "missing file" 1 "$T/none.wav: cannot open" "$T/none.wav"
+expect_error "no files" 2 "no input files"
+expect_error "--streams 0" 2 "--streams needs an integer in 1..4096, got '0'" --streams 0 "$DATA/goforward.raw"
+expect_error "--maxactive x" 2 "--maxactive needs an integer" --maxactive x "$DATA/goforward.raw"
+expect_error "--batched-search maybe" 2 "must be on, off or auto, got 'maybe'" \
+  --batched-search maybe "$DATA/goforward.raw"
+expect_error "--seconds -1" 2 "--seconds needs a positive number" --live --seconds -1 "$DATA/goforward.raw"
+expect_error "unknown option" 2 "unknown option --fast" --fast "$DATA/goforward.raw"
+
+echo "$checks checks, $failures failed"
+[ $failures -eq 0 ]
