@@ -80,10 +80,10 @@ struct ScorerOptions {
   // each stream are floored at `density_floor` nats below the best of that
   // stream at that frame (Backend::floor_densities, on the scoring
   // backend, so the densities never leave the device). A frame far from
-  // every Gaussian (digital silence: c0 some 100 below the mean) then cannot give
-  // one codebook a lead of hundreds of nats over the others, which the
-  // search would follow through any language-model cost. 0 = off (exact
-  // densities). Must be finite and >= 0.
+  // every Gaussian (digital silence: c0 some 100 below the mean) then
+  // cannot give one codebook a lead of hundreds of nats over the others,
+  // which the search would follow through any language-model cost. 0 = off
+  // (exact densities). Must be finite and >= 0.
   float density_floor = 0.0f;
 };
 

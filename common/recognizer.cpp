@@ -69,7 +69,7 @@ struct Recognizer::Impl {
 #ifdef GPUSPEECH_HAVE_CUDA
   // Scoring on CUDA with the CUDA search on the same device: the scores of
   // a block stay in device memory, where the search reads them
-  // (device_scores_for()); null otherwise, the scores passing through
+  // (scores_stay_on_device()); null otherwise, the scores passing through
   // `scores` on the host.
   CudaSearcher* device_searcher = nullptr;
   BufferPtr device_scores;  // block of frames x senones, on the scoring backend
