@@ -1,0 +1,87 @@
+# The degraded speech of issue 15, made here from audio on this machine;
+# sourced by noisy_wer.sh (utterances, pocketsphinx_batch) and live_wer.sh
+# (long recordings, the pocketsphinx GStreamer element). Every file is the
+# same on every run: flite is deterministic, and noise comes from one 120 s
+# recording per colour made by `sox -R`, each file taking its own stretch.
+#
+# Needs W (the work directory) and HERE (tests/) set by the caller. Every
+# sox call takes -R, so that its dither is repeatable too (without it the
+# files differed run to run in their last bits).
+#
+# Conditions, applied to a clean 16 kHz 16-bit file:
+#   clean      as synthesised
+#   farfield   reverb 50 50 100, pink noise 20 dB below the speech, 0.4 s of
+#              digital silence (zeros) before it (the issue's far-field set)
+#   pink20 pink10 white20 white10 brown20 brown10
+#              that noise colour at that SNR, 0.4 s of zeros before
+#   phone      300-3400 Hz band at 8 kHz, resampled back to 16 kHz, white
+#              noise at 20 dB, 0.4 s of zeros before
+# SNR is the ratio of the RMS of the clean file (with its pauses) to the
+# RMS of the noise added.
+DEGRADED_CONDITIONS="clean farfield pink20 pink10 white20 white10 brown20 brown10 phone"
+
+degraded_die() { echo "$(basename "$0"): $*" >&2; exit 1; }
+
+# make_clean_set N VOICE...: the first N sentences of
+# tests/data/fmllr_dev/sentences.txt, sentence i spoken by voice i mod the
+# number of voices, as $W/clean/uttII-VOICE.wav; their ids in $W/fileids and
+# the sclite reference in $W/ref.trn.
+make_clean_set() {
+  local n=$1 i=0 s v id
+  shift
+  local voices=("$@")
+  mkdir -p "$W/clean" || degraded_die "cannot create $W/clean"
+  : >"$W/fileids"; : >"$W/ref.trn"
+  while read -r s && [ $i -lt "$n" ]; do
+    v=${voices[$((i % ${#voices[@]}))]}
+    i=$((i + 1)); id=$(printf 'utt%02d-%s' $i "$v")
+    if [ ! -f "$W/clean/$id.wav" ]; then
+      flite -voice "$v" -t "$s" -o "$W/tmp.wav" &&
+        sox -R -D "$W/tmp.wav" -r 16000 -b 16 -c 1 "$W/clean/$id.wav" ||
+        degraded_die "flite/sox failed for $id"
+    fi
+    echo "$id" >>"$W/fileids"
+    echo "$s ($id)" >>"$W/ref.trn"
+  done <"$HERE/data/fmllr_dev/sentences.txt"
+}
+
+degraded_rms() { sox "$1" -n stat 2>&1 | awk '/RMS +amplitude/ { print $3 }'; }
+
+# make_noises: 120 s of pink, white and brown noise in $W/noise.
+make_noises() {
+  local c
+  mkdir -p "$W/noise" || degraded_die "cannot create $W/noise"
+  for c in pink white brown; do
+    [ -f "$W/noise/$c.wav" ] ||
+      sox -R -n -r 16000 -b 16 -c 1 "$W/noise/$c.wav" synth 120 ${c}noise vol 0.3 ||
+      degraded_die "sox could not make $c noise"
+  done
+}
+
+# add_noise IN OUT COLOUR SNR_DB OFFSET_S: noise from OFFSET_S in its
+# recording, at the SNR, then 0.4 s of zeros before. A file longer than the
+# noise recording's remainder gets what is left of it (sox trim).
+add_noise() {
+  local in=$1 out=$2 colour=$3 snr=$4 offset=$5 dur s_rms n_rms gain
+  dur=$(soxi -D "$in")
+  sox -R "$W/noise/$colour.wav" "$W/tmp-noise.wav" trim "$offset" "$dur" || return 1
+  s_rms=$(degraded_rms "$in"); n_rms=$(degraded_rms "$W/tmp-noise.wav")
+  gain=$(awk -v s="$s_rms" -v n="$n_rms" -v snr="$snr" 'BEGIN { print s / (n * 10 ^ (snr / 20)) }')
+  sox -R -m -v 1 "$in" -v "$gain" "$W/tmp-noise.wav" -b 16 "$W/tmp-mix.wav" &&
+    sox -R "$W/tmp-mix.wav" "$out" pad 0.4 0
+}
+
+# degrade COND IN OUT OFFSET_S: IN under condition COND (not clean) as OUT.
+degrade() {
+  local cond=$1 in=$2 out=$3 offset=$4
+  case $cond in
+    farfield)
+      sox -R "$in" "$W/tmp-rev.wav" reverb 50 50 100 &&
+        add_noise "$W/tmp-rev.wav" "$out" pink 20 "$offset" ;;
+    phone)
+      sox -R "$in" "$W/tmp-8k.wav" sinc 300-3400 rate 8000 &&
+        sox -R "$W/tmp-8k.wav" -b 16 "$W/tmp-tel.wav" rate 16000 &&
+        add_noise "$W/tmp-tel.wav" "$out" white 20 "$offset" ;;
+    *) add_noise "$in" "$out" "${cond%[0-9][0-9]}" "${cond#"${cond%[0-9][0-9]}"}" "$offset" ;;
+  esac
+}

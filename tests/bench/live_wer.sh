@@ -1,0 +1,151 @@
+#!/bin/bash
+# The live chain on long recordings (issue 15): `gpufeatures ! gpudecoder`
+# against Debian's pocketsphinx GStreamer element (gstreamer1.0-pocketsphinx,
+# its defaults), and gpuspeech-transcribe on the same audio cut into its
+# utterances, per condition of tests/bench/degraded_set.sh; WER by sclite.
+#
+# The recordings: the first N sentences of tests/data/fmllr_dev/sentences.txt
+# (as noisy_wer.sh makes them), one recording per voice: that voice's
+# sentences in order with 1.2 s of silence between them, as a microphone or
+# a stream gives them, then degraded as a whole (the noise runs through the
+# pauses; 0.4 s of digital zeros first). Each element's final results are
+# joined per recording; the transcribe column decodes the degraded
+# recording cut at the sentence boundaries (0.6 s of the pause on each
+# side), its words joined per recording the same way.
+#
+# Usage: live_wer.sh WORKDIR N "VOICE..." [NAME=FEATURE_PROPS/DECODER_PROPS]...
+#   Each NAME=... is a column of ours: gpufeatures and gpudecoder (backend
+#   cpu) with those extra properties (space-separated, either side may be
+#   empty); with none, one column "live" with the defaults. A
+#   pocketsphinx-element column and a transcribe column (its defaults, the
+#   cut utterances) are always added.
+# Not part of the test suite (minutes of CPU decoding).
+set -u
+[ $# -ge 3 ] || { echo "usage: live_wer.sh WORKDIR N \"VOICE...\" [NAME=FEATURE_PROPS/DECODER_PROPS]..." >&2; exit 2; }
+W=$1 N=$2 VOICES=($3)
+shift 3
+SYSTEMS=("$@")
+[ ${#SYSTEMS[@]} -gt 0 ] || SYSTEMS=("live=/")
+HERE=$(cd "$(dirname "$0")/.." && pwd)
+BUILD=${GPUSPEECH_BUILD:-$HERE/../build}
+M=${GPUSPEECH_MODEL_DIR:-/usr/share/pocketsphinx/model}/en-us
+CACHE=${GPUSPEECH_GRAPH_CACHE:-$HOME/.cache/gpuspeech}
+. "$HERE/bench/degraded_set.sh"
+. "$HERE/wer_util.sh"
+for t in flite sox soxi sctk gst-launch-1.0 gst-inspect-1.0; do
+  command -v $t >/dev/null || degraded_die "missing $t"
+done
+gst-inspect-1.0 pocketsphinx >/dev/null 2>&1 ||
+  degraded_die "missing the pocketsphinx GStreamer element (gstreamer1.0-pocketsphinx)"
+export GST_PLUGIN_PATH=$BUILD/gst${GST_PLUGIN_PATH:+:$GST_PLUGIN_PATH}
+gst-inspect-1.0 gpudecoder >/dev/null 2>&1 || degraded_die "no gpudecoder under $BUILD/gst (GPUSPEECH_BUILD)"
+TRANSCRIBE=$BUILD/tools/gpuspeech-transcribe
+[ -x "$TRANSCRIBE" ] || degraded_die "no $TRANSCRIBE"
+
+make_clean_set "$N" "${VOICES[@]}"
+make_noises
+
+# One recording per voice, its reference, and where each sentence lies in
+# it (seconds, before the 0.4 s of zeros that degrade adds).
+L=$W/long
+mkdir -p "$L/clean" || degraded_die "cannot create $L"
+sox -n -r 16000 -c 1 -b 16 "$L/pause.wav" trim 0 1.2 || degraded_die "sox (pause)"
+: >"$L/ref.trn"; : >"$L/spans"
+for v in "${VOICES[@]}"; do
+  parts=(); words=""; t=0
+  while read -r line; do
+    id=${line##*(}; id=${id%)}
+    [[ $id == *-"$v" ]] || continue
+    [ ${#parts[@]} -gt 0 ] && { parts+=("$L/pause.wav"); t=$(awk -v t="$t" 'BEGIN { print t + 1.2 }'); }
+    parts+=("$W/clean/$id.wav")
+    d=$(soxi -D "$W/clean/$id.wav")
+    echo "$v $id $t $d" >>"$L/spans"
+    t=$(awk -v t="$t" -v d="$d" 'BEGIN { print t + d }')
+    words="$words ${line% (*}"
+  done <"$W/ref.trn"
+  [ ${#parts[@]} -gt 0 ] || continue
+  if [ ${#parts[@]} -eq 1 ]; then cp "${parts[0]}" "$L/clean/$v.wav"; else sox -R "${parts[@]}" "$L/clean/$v.wav"; fi ||
+    degraded_die "sox (joining $v)"
+  echo "${words# } ($v)" >>"$L/ref.trn"
+done
+RECORDINGS=($(awk '{ print $1 }' "$L/spans" | uniq))
+for cond in $DEGRADED_CONDITIONS; do
+  [ "$cond" = clean ] && continue
+  mkdir -p "$L/$cond"
+  k=0
+  for v in "${RECORDINGS[@]}"; do
+    k=$((k + 1))
+    out="$L/$cond/$v.wav"
+    [ -f "$out" ] && continue
+    degrade "$cond" "$L/clean/$v.wav" "$out" "$(awk -v k=$k 'BEGIN { print (k * 11.3) % 60 }')" ||
+      degraded_die "could not make $out"
+  done
+done
+wer_normalise "$L/ref.trn" >"$L/ref.norm"
+
+# finals ELEMENT LOG: the final hypotheses in a gst-launch -m log, joined.
+finals() {
+  grep "\"$1[0-9]*\" (element): $1, " "$2" | grep 'final=(boolean)true' |
+    sed -E 's/.*hypothesis=\(string\)("(([^"\\]|\\.)*)"|([^,;]*)).*/\2\4/; s/\\(.)/\1/g' |
+    tr '\n' ' ' | wer_normalise_text
+}
+
+header="| condition |"; rule="| --- |"
+for sys in "${SYSTEMS[@]}"; do header="$header ${sys%%=*} |"; rule="$rule ---: |"; done
+header="$header pocketsphinx element | transcribe, cut |"; rule="$rule ---: | ---: |"
+rows=()
+for cond in $DEGRADED_CONDITIONS; do
+  row="| $cond |"
+  for sys in "${SYSTEMS[@]}"; do
+    name=${sys%%=*}; props=${sys#*=}
+    fprops=(${props%%/*}); dprops=(${props#*/})
+    hyp="$L/$cond.$name.trn"; : >"$hyp"
+    for v in "${RECORDINGS[@]}"; do
+      log="$L/$cond.$name.$v.log"
+      gst-launch-1.0 -m filesrc location="$L/$cond/$v.wav" ! decodebin ! audioconvert ! audioresample ! \
+        gpufeatures backend=cpu "${fprops[@]}" ! \
+        gpudecoder hmm="$M/en-us" dict="$M/cmudict-en-us.dict" lm="$M/en-us.lm.bin" cache-dir="$CACHE" \
+        backend=cpu "${dprops[@]}" ! fakesink >"$log" 2>&1 ||
+        echo "live_wer.sh: $name failed on $cond/$v (see $log)" >&2
+      echo "$(finals gpudecoder "$log") ($v)" >>"$hyp"
+    done
+    row="$row $(wer_percent "$L/ref.norm" "$hyp" || echo "?") |"
+  done
+  hyp="$L/$cond.pocketsphinx.trn"; : >"$hyp"
+  for v in "${RECORDINGS[@]}"; do
+    log="$L/$cond.pocketsphinx.$v.log"
+    gst-launch-1.0 -m filesrc location="$L/$cond/$v.wav" ! decodebin ! audioconvert ! audioresample ! \
+      pocketsphinx hmm="$M/en-us" dict="$M/cmudict-en-us.dict" lm="$M/en-us.lm.bin" ! fakesink \
+      >"$log" 2>&1 || echo "live_wer.sh: the pocketsphinx element failed on $cond/$v (see $log)" >&2
+    echo "$(finals pocketsphinx "$log") ($v)" >>"$hyp"
+  done
+  row="$row $(wer_percent "$L/ref.norm" "$hyp" || echo "?") |"
+  # The degraded recording cut into its sentences (the clean one has no
+  # zeros before it), decoded by gpuspeech-transcribe, joined per recording.
+  lead=0.4; [ "$cond" = clean ] && lead=0
+  mkdir -p "$L/cut-$cond"
+  cut=()
+  while read -r v id t d; do
+    total=$(soxi -D "$L/$cond/$v.wav")
+    from=$(awk -v t="$t" -v l="$lead" 'BEGIN { s = t + l - 0.6; print s < 0 ? 0 : s }')
+    len=$(awk -v t="$t" -v l="$lead" -v d="$d" -v f="$from" -v n="$total" \
+      'BEGIN { e = t + l + d + 0.6; if (e > n) e = n; print e - f }')
+    sox -R "$L/$cond/$v.wav" "$L/cut-$cond/$id.wav" trim "$from" "$len" || degraded_die "sox (cutting $id)"
+    cut+=("$L/cut-$cond/$id.wav")
+  done <"$L/spans"
+  "$TRANSCRIBE" --backend cpu --search cpu --cache "$CACHE" --hmm "$M/en-us" \
+    --dict "$M/cmudict-en-us.dict" --lm "$M/en-us.lm.bin" "${cut[@]}" >"$L/$cond.cut.hyp" \
+    2>"$L/$cond.cut.log" || echo "live_wer.sh: transcribe failed on $cond (see $L/$cond.cut.log)" >&2
+  hyp="$L/$cond.cut.trn"; : >"$hyp"
+  for v in "${RECORDINGS[@]}"; do
+    echo "$(grep -E "\(utt[0-9]+-$v\)\$" "$L/$cond.cut.hyp" | sed -E 's/ *\([^)]*\)$//' | tr '\n' ' ' |
+      wer_normalise_text) ($v)" >>"$hyp"
+  done
+  row="$row $(wer_percent "$L/ref.norm" "$hyp" || echo "?") |"
+  rows+=("$row")
+  echo "$row" >&2
+done
+words=$(awk '{ n += NF - 1 } END { print n }' "$L/ref.norm")
+echo "WER % (live chain, ${#RECORDINGS[@]} recordings of $N sentences, $words words, voices: ${VOICES[*]})"
+echo "$header"; echo "$rule"
+printf '%s\n' "${rows[@]}"
