@@ -81,10 +81,7 @@ decode() {
     { echo "FAIL gst-launch ($name):"; tail -20 "$T/$name.log"; exit 1; }
   grep -q 'gpudecoder, hypothesis=.*final=(boolean)true' "$T/$name.log" ||
     { echo "FAIL $name: no final hypothesis"; tail -20 "$T/$name.log"; exit 1; }
-  # hypothesis=(string)"a\ b\ c" (or unquoted for one plain word).
-  grep 'gpudecoder, hypothesis=' "$T/$name.log" | grep 'final=(boolean)true' |
-    sed -E 's/.*hypothesis=\(string\)("(([^"\\]|\\.)*)"|([^,;]*)).*/\2\4/; s/\\(.)/\1/g' |
-    tr '\n' ' ' | wer_normalise_text >"$T/$name.text"
+  wer_gst_finals gpudecoder "$T/$name.log" >"$T/$name.text"
   echo "$(cat "$T/$name.text") (reader)" >"$T/$name.trn"
 }
 

@@ -1,6 +1,7 @@
 # Word error rate helpers shared by the WER tests and benchmarks
 # (test_wer_librivox.sh, test_wer_fmllr.sh, test_wer_fmllr_online.sh,
-# bench/noisy_wer.sh, bench/cpu_vs_pocketsphinx.sh). Source it:
+# bench/noisy_wer.sh, bench/live_wer.sh, bench/cpu_vs_pocketsphinx.sh).
+# Source it:
 #   . "$(dirname "$0")/wer_util.sh"
 # Needs sed, awk and, for the scoring, `sctk sclite`.
 
@@ -23,6 +24,16 @@ wer_normalise_text() {
 wer_normalise() {
   sed -E 's/\(([^ )]+)( [^)]*)?\)[[:space:]]*$/\n(\1)/' "$1" |
     awk "NR % 2 == 1 { text = \$0; next } { t = text; $_wer_normalise_awk; print t \" \" \$0 }"
+}
+
+# wer_gst_finals ELEMENT LOG: the final hypotheses that elements of type
+# ELEMENT (gpudecoder, pocketsphinx: both post "ELEMENT, ...
+# hypothesis=(string)..., final=(boolean)true" messages) left in a
+# `gst-launch-1.0 -m` log, joined into one normalised line.
+wer_gst_finals() {
+  grep "(element): $1, " "$2" | grep 'final=(boolean)true' |
+    sed -E 's/.*hypothesis=\(string\)("(([^"\\]|\\.)*)"|([^,;]*)).*/\2\4/; s/\\(.)/\1/g' |
+    tr '\n' ' ' | wer_normalise_text
 }
 
 # wer_percent REF HYP: scores the normalised trn HYP against REF with sclite

@@ -83,13 +83,6 @@ for cond in $DEGRADED_CONDITIONS; do
 done
 wer_normalise "$L/ref.trn" >"$L/ref.norm"
 
-# finals ELEMENT LOG: the final hypotheses in a gst-launch -m log, joined.
-finals() {
-  grep "\"$1[0-9]*\" (element): $1, " "$2" | grep 'final=(boolean)true' |
-    sed -E 's/.*hypothesis=\(string\)("(([^"\\]|\\.)*)"|([^,;]*)).*/\2\4/; s/\\(.)/\1/g' |
-    tr '\n' ' ' | wer_normalise_text
-}
-
 header="| condition |"; rule="| --- |"
 for sys in "${SYSTEMS[@]}"; do header="$header ${sys%%=*} |"; rule="$rule ---: |"; done
 header="$header pocketsphinx element | transcribe, cut |"; rule="$rule ---: | ---: |"
@@ -107,7 +100,7 @@ for cond in $DEGRADED_CONDITIONS; do
         gpudecoder hmm="$M/en-us" dict="$M/cmudict-en-us.dict" lm="$M/en-us.lm.bin" cache-dir="$CACHE" \
         backend=cpu "${dprops[@]}" ! fakesink >"$log" 2>&1 ||
         echo "live_wer.sh: $name failed on $cond/$v (see $log)" >&2
-      echo "$(finals gpudecoder "$log") ($v)" >>"$hyp"
+      echo "$(wer_gst_finals gpudecoder "$log") ($v)" >>"$hyp"
     done
     row="$row $(wer_percent "$L/ref.norm" "$hyp" || echo "?") |"
   done
@@ -117,7 +110,7 @@ for cond in $DEGRADED_CONDITIONS; do
     gst-launch-1.0 -m filesrc location="$L/$cond/$v.wav" ! decodebin ! audioconvert ! audioresample ! \
       pocketsphinx hmm="$M/en-us" dict="$M/cmudict-en-us.dict" lm="$M/en-us.lm.bin" ! fakesink \
       >"$log" 2>&1 || echo "live_wer.sh: the pocketsphinx element failed on $cond/$v (see $log)" >&2
-    echo "$(finals pocketsphinx "$log") ($v)" >>"$hyp"
+    echo "$(wer_gst_finals pocketsphinx "$log") ($v)" >>"$hyp"
   done
   row="$row $(wer_percent "$L/ref.norm" "$hyp" || echo "?") |"
   # The degraded recording cut into its sentences (the clean one has no
