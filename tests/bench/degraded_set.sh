@@ -85,3 +85,24 @@ degrade() {
     *) add_noise "$in" "$out" "${cond%[0-9][0-9]}" "${cond#"${cond%[0-9][0-9]}"}" "$offset" ;;
   esac
 }
+
+# degrade_all SRC DEST STEP WRAP NAME...: SRC/NAME.wav under every
+# condition but clean as DEST/COND/NAME.wav (files already there are
+# kept), the k-th name (from 1) taking its noise from (k * STEP) % WRAP s
+# into the 120 s noise recordings (WRAP leaves room for the longest file).
+degrade_all() {
+  local src=$1 dest=$2 step=$3 wrap=$4 cond k name out
+  shift 4
+  for cond in $DEGRADED_CONDITIONS; do
+    [ "$cond" = clean ] && continue
+    mkdir -p "$dest/$cond" || degraded_die "cannot create $dest/$cond"
+    k=0
+    for name in "$@"; do
+      k=$((k + 1))
+      out="$dest/$cond/$name.wav"
+      [ -f "$out" ] && continue
+      degrade "$cond" "$src/$name.wav" "$out" "$(awk -v k=$k -v s="$step" -v w="$wrap" 'BEGIN { print (k * s) % w }')" ||
+        degraded_die "could not make $out"
+    done
+  done
+}

@@ -69,18 +69,7 @@ for v in "${VOICES[@]}"; do
   echo "${words# } ($v)" >>"$L/ref.trn"
 done
 RECORDINGS=($(awk '{ print $1 }' "$L/spans" | uniq))
-for cond in $DEGRADED_CONDITIONS; do
-  [ "$cond" = clean ] && continue
-  mkdir -p "$L/$cond"
-  k=0
-  for v in "${RECORDINGS[@]}"; do
-    k=$((k + 1))
-    out="$L/$cond/$v.wav"
-    [ -f "$out" ] && continue
-    degrade "$cond" "$L/clean/$v.wav" "$out" "$(awk -v k=$k 'BEGIN { print (k * 11.3) % 60 }')" ||
-      degraded_die "could not make $out"
-  done
-done
+degrade_all "$L/clean" "$L" 11.3 60 "${RECORDINGS[@]}"
 wer_normalise "$L/ref.trn" >"$L/ref.norm"
 
 header="| condition |"; rule="| --- |"

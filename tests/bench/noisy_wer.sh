@@ -36,18 +36,7 @@ done
 
 make_clean_set "$N" "${VOICES[@]}"
 make_noises
-for cond in $CONDITIONS; do
-  [ "$cond" = clean ] && continue
-  mkdir -p "$W/$cond"
-  k=0
-  while read -r id; do
-    k=$((k + 1))
-    out="$W/$cond/$id.wav"
-    [ -f "$out" ] && continue
-    degrade "$cond" "$W/clean/$id.wav" "$out" "$(awk -v k=$k 'BEGIN { print (k * 4.7) % 100 }')" ||
-      degraded_die "could not make $out"
-  done <"$W/fileids"
-done
+degrade_all "$W/clean" "$W" 4.7 100 $(cat "$W/fileids")
 
 . "$HERE/wer_util.sh"
 wer_normalise "$W/ref.trn" >"$W/ref.norm"
