@@ -236,13 +236,18 @@ int bench_decode(int argc, char** argv) {
   // waiting for the device (SearchStats, summed over its utterances).
   std::vector<double> rescoring_s(static_cast<size_t>(o.streams), 0.0);
   std::vector<double> device_wait_s(static_cast<size_t>(o.streams), 0.0);
+  std::vector<double> growth_s(static_cast<size_t>(o.streams), 0.0);
+  std::vector<double> collect_s(static_cast<size_t>(o.streams), 0.0);
   std::atomic<size_t> next{0};
+  std::atomic<int64_t> frames_rerun{0};  // batch mode: frames that outgrew a buffer
   const double cpu0 = cpu_seconds();
   const auto t0 = Clock::now();
 
   auto batch_stream = [&](int k) {
     Recognizer& rec = *streams[k];
     double my_busy = 0.0, my_audio = 0.0, my_rescoring = 0.0, my_device_wait = 0.0;
+    double my_growth = 0.0, my_collect = 0.0;
+    int64_t my_reruns = 0;
     const size_t total = utts.size() * static_cast<size_t>(o.repeat);
     for (size_t n = next++; n < total; n = next++) {
       const size_t i = n % utts.size();
@@ -254,7 +259,13 @@ int bench_decode(int argc, char** argv) {
       my_audio += utts[i].seconds;
       my_rescoring += rec.search_stats().rescore_seconds;  // reset with each utterance
       my_device_wait += rec.search_stats().device_wait_seconds;
+      my_growth += rec.search_stats().buffer_growth_seconds;
+      my_collect += rec.search_stats().garbage_collection_seconds;
+      my_reruns += rec.search_stats().frames_rerun;
     }
+    frames_rerun += my_reruns;
+    growth_s[static_cast<size_t>(k)] = my_growth;
+    collect_s[static_cast<size_t>(k)] = my_collect;
     rescoring_s[static_cast<size_t>(k)] = my_rescoring;
     device_wait_s[static_cast<size_t>(k)] = my_device_wait;
     stream_audio[static_cast<size_t>(k)] = my_audio;
@@ -329,7 +340,8 @@ int bench_decode(int argc, char** argv) {
   // each stream was made: the features, scoring (with its wait for the
   // device) and search, summed over the streams), against their busy time.
   RecognizerTimings sum;
-  double rescoring = 0.0, device_wait = 0.0;  // batch mode: the search's parts
+  // Batch mode: the search's parts.
+  double rescoring = 0.0, device_wait = 0.0, growth = 0.0, collect = 0.0;
   {
     for (const auto& rec : streams) {
       sum.features += rec->timings().features;
@@ -339,10 +351,14 @@ int bench_decode(int argc, char** argv) {
     for (size_t k = 0; k < rescoring_s.size(); ++k) {
       rescoring += rescoring_s[k];
       device_wait += device_wait_s[k];
+      growth += growth_s[k];
+      collect += collect_s[k];
     }
     std::printf("stages summed over the streams: features %.3f s, scoring %.3f s, search %.3f s "
-                "(waiting for the device %.3f s, word-end rescoring %.3f s)\n",
-                sum.features, sum.scoring, sum.search, device_wait, rescoring);
+                "(waiting for the device %.3f s, word-end rescoring %.3f s, growing buffers "
+                "%.3f s, collecting garbage %.3f s; %lld frames run again)\n",
+                sum.features, sum.scoring, sum.search, device_wait, rescoring, growth, collect,
+                static_cast<long long>(frames_rerun.load()));
   }
   // Per device (the device each stream was placed on, or the one named):
   // streams, audio and busy time, for the balance of --device-id -1.
@@ -424,14 +440,14 @@ int bench_decode(int argc, char** argv) {
               "rtf=%.6f xrt=%.2f cpu_pct=%.1f peak_rss_mib=%.1f lag_p50_ms=%.2f lag_p99_ms=%.2f "
               "lag_max_ms=%.2f kept_up=%d errors=%zu first_stream_mib=%.1f added_stream_mib=%.1f "
               "added_stream_used_mib=%.1f device_streams=%s device_audio_s=%s scoring_s=%.3f "
-              "search_s=%.3f device_wait_s=%.3f rescoring_s=%.3f\n",
+              "search_s=%.3f device_wait_s=%.3f rescoring_s=%.3f growth_s=%.3f collect_s=%.3f\n",
               o.streams, first.scoring_backend().name(), first.search_backend(), o.live ? 1 : 0,
               audio, wall, rtf, rtf > 0 ? 1.0 / rtf : 0.0, wall > 0 ? 100.0 * cpu / wall : 0.0,
               peak_rss_mib(), p50 * 1e3, p99 * 1e3, worst * 1e3, kept_up ? 1 : 0, errors.size(),
               first_mib, added_mib, added_used_mib,
               per_device_streams.empty() ? "-" : per_device_streams.c_str(),
               per_device_audio.empty() ? "-" : per_device_audio.c_str(), sum.scoring, sum.search,
-              device_wait, rescoring);
+              device_wait, rescoring, growth, collect);
   return errors.empty() ? 0 : 1;
 }
 

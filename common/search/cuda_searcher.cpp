@@ -54,8 +54,18 @@ constexpr int kInitialPassesPerBatch = 2;
 // Word records one frame may stage to begin with (each half of staging).
 constexpr size_t kInitialStagingRecords = size_t{1} << 14;
 // State-table entries a stream starts with: 2^16 entries hold frames that
-// touch up to 32 768 states, at about 80 bytes an entry (token_passing.cuh).
+// touch up to 32 768 states, at about 80 bytes an entry (token_passing.cuh);
+// more where pruning keeps more tokens. A frame's emitting step and closure
+// touch about four states per live token, and a table holds a frame that
+// touches at most half of it, so 8 entries per token of max_active. On the
+// en-us LibriVox search at max-active 30 000 the tables grew to 2^18
+// entries, which this gives from the start: each doubling frees device
+// memory (a wait for the whole device, behind every other stream's launch)
+// and runs the frame again, and at 256 streams the doublings took half of
+// the streams' search time (docs/benchmarks.md).
 constexpr uint32_t kInitialTableEntries = uint32_t{1} << 16;
+constexpr uint64_t kTableEntriesPerActiveToken = 8;
+constexpr uint32_t kMaxInitialTableEntries = uint32_t{1} << 20;
 constexpr uint32_t kMaxTableEntries = uint32_t{1} << 30;
 
 // Rescoring rounds (run_frame_rescoring) run as CUDA graphs with a fixed
@@ -197,6 +207,28 @@ struct CudaSearcher::Impl {
   bool records_landed = true;
   // Time waiting for the device this utterance (SearchStats::device_wait_seconds).
   double wait_seconds = 0.0;
+  // And in growing buffers and collecting garbage (SearchStats).
+  double growth_seconds = 0.0;
+  double collect_seconds = 0.0;
+  // Adds the time until it ends to `*to`, and leaves the device waits in
+  // between out of wait_seconds (they are part of that section).
+  class Section {
+   public:
+    Section(Impl& m, double* to)
+        : m_(m), to_(to), waited_(m.wait_seconds), t0_(std::chrono::steady_clock::now()) {}
+    ~Section() {
+      m_.wait_seconds = waited_;
+      *to_ += seconds_since(t0_);
+    }
+    Section(const Section&) = delete;
+    Section& operator=(const Section&) = delete;
+
+   private:
+    Impl& m_;
+    double* to_;
+    double waited_;
+    std::chrono::steady_clock::time_point t0_;
+  };
   uint32_t pass_id = 0;  // the last stamp id handed out
   int passes_per_batch = kInitialPassesPerBatch;
   int passes_needed = 0;  // the most any frame has needed
@@ -280,6 +312,7 @@ struct CudaSearcher::Impl {
   // tokens) is carried over, so that a frame can run again on them. The
   // captured graphs baked in the old buffers and are dropped.
   void allocate_tables(uint32_t entries) {
+    Section timed(*this, &growth_seconds);
     sync();
     drop_graph();
     drop_round_graphs();
@@ -335,6 +368,7 @@ struct CudaSearcher::Impl {
   // the host landed first (the old buffer is freed); the frame being run
   // again writes its half of the new buffer.
   void grow_staging(uint32_t records) {
+    Section timed(*this, &growth_seconds);
     sync();
     if (batcher)
       lane_staging.resize(static_cast<size_t>(records) * 4);
@@ -464,13 +498,19 @@ CudaSearcher::CudaSearcher(const SearchGraph& graph, const SearchOptions& option
   // Two halves (TpState::staging); a frame makes hundreds of records, and
   // one that makes more runs again with a larger buffer.
   m.staging.resize(2 * std::min<size_t>(std::max<size_t>(n, 1024), kInitialStagingRecords));
-  // The state tables start small and double when a frame overflows them
-  // (each doubling costs that frame a second run), so a stream holds what
-  // its search reaches, not the graph: kInitialTableEntries, at most the
-  // number of virtual states rounded up to a power of two.
+  // The state tables start at what pruning lets a frame touch and double
+  // when a frame overflows them (each doubling costs that frame a second
+  // run), so a stream holds what its search reaches, not the graph: at most
+  // the number of virtual states rounded up to a power of two.
   const size_t virtual_states = n * static_cast<size_t>(m.slots);
+  const uint64_t wanted =
+      options_.max_active > 0
+          ? std::clamp<uint64_t>(static_cast<uint64_t>(options_.max_active) *
+                                     kTableEntriesPerActiveToken,
+                                 kInitialTableEntries, kMaxInitialTableEntries)
+          : kInitialTableEntries;
   uint32_t entries = 4;
-  while (entries < kInitialTableEntries && entries < 2 * virtual_states) entries *= 2;
+  while (entries < wanted && entries < 2 * virtual_states) entries *= 2;
   // GPUSPEECH_CUDA_TINY_BUFFERS=1 (tests): staging, event and table
   // buffers so small that frames overflow them and run again, which the
   // buffers' usual sizes make rare.
@@ -525,6 +565,10 @@ CudaSearcher::CudaSearcher(const SearchGraph& graph, const SearchOptions& option
     m.lane_staging.resize(m.staging.size());
     m.staging.resize(0);
   }
+  // Room for a frame's records from the start, so that no frame short of
+  // outgrowing the staging buffer waits for a pinned allocation
+  // (finish_frame grows it, once the records it holds are flushed).
+  m.host_records.resize(m.staging_half());
   if (m.fused_rounds())
     m.passes_per_batch = std::min(kFusedClosurePasses, options_.max_epsilon_passes);
   if (const char* chain_env = std::getenv("GPUSPEECH_CUDA_CHAIN"))
@@ -554,6 +598,8 @@ void CudaSearcher::reset() {
   stats_ = SearchStats{};
   stats_.record_capacity = records_.capacity();
   m.wait_seconds = 0.0;
+  m.growth_seconds = 0.0;
+  m.collect_seconds = 0.0;
   frames_ = 0;
   started_ = false;  // until the start token's closure is done
   m.sync();  // no copy into host_records may still be running
@@ -759,13 +805,15 @@ void CudaSearcher::finish_frame(const cuda::TpCounters& hc, uint32_t expanded, b
   // frame's waits and appended at the next flush. The next frame writes
   // the other half of the staging buffer.
   flush_records();
+  if (m.host_records.size() < hc.records) {
+    Impl::Section timed(m, &m.growth_seconds);
+    m.host_records.resize(static_cast<size_t>(hc.records) * 2);
+  }
   if (hc.records > 0 && m.batcher) {  // already in host memory, and final
-    if (m.host_records.size() < hc.records) m.host_records.resize(static_cast<size_t>(hc.records) * 2);
     std::memcpy(static_cast<void*>(m.host_records.get()), m.lane_staging.host() + m.staging_base(),
                 hc.records * sizeof(cuda::TpRecord));
     m.pending_records = hc.records;
   } else if (hc.records > 0) {
-    if (m.host_records.size() < hc.records) m.host_records.resize(static_cast<size_t>(hc.records) * 2);
     check(cudaMemcpyAsync(m.host_records.get(), m.staging.get() + m.staging_base(),
                           hc.records * sizeof(cuda::TpRecord), cudaMemcpyDeviceToHost, m.stream),
           "cudaMemcpyAsync (records)");
@@ -782,6 +830,8 @@ void CudaSearcher::finish_frame(const cuda::TpCounters& hc, uint32_t expanded, b
   }
   stats_.epsilon_passes += hc.passes + (hc.touched > 0 ? 1 : 0);
   stats_.device_wait_seconds = m.wait_seconds;
+  stats_.buffer_growth_seconds = m.growth_seconds;
+  stats_.garbage_collection_seconds = m.collect_seconds;
   stats_.max_live_tokens = std::max<int64_t>(stats_.max_live_tokens, m.live_count);
 }
 
@@ -1029,6 +1079,7 @@ void CudaSearcher::run_frame_rescoring(const float* device_row, int32_t boundary
         continue;
       }
       if (hc.events > m.events.size()) {  // events overflowed
+        Impl::Section timed(m, &m.growth_seconds);
         m.events.resize(static_cast<size_t>(hc.events) * 2);
         ++stats_.frames_rerun;
         again = true;
@@ -1052,7 +1103,10 @@ void CudaSearcher::run_frame_rescoring(const float* device_row, int32_t boundary
       std::memcpy(static_cast<void*>(events.data()), m.events.host(),
                   hc.events * sizeof(cuda::TpEvent));
       rescore_word_ends(events, offers);
-      if (m.offers.size() < offers.size()) m.offers.resize(offers.size() * 2);
+      if (m.offers.size() < offers.size()) {
+        Impl::Section timed(m, &m.growth_seconds);
+        m.offers.resize(offers.size() * 2);
+      }
       std::memcpy(static_cast<void*>(m.offers.host()), offers.data(),
                   offers.size() * sizeof(cuda::TpOffer));
       f.round_id = m.take_round_id();
@@ -1115,6 +1169,7 @@ std::vector<SearchToken> CudaSearcher::fetch_device_live() {
 void CudaSearcher::collect_garbage_if_full() {
   Impl& m = *impl_;
   if (records_.size() + m.pending_records < records_.capacity()) return;
+  Impl::Section timed(m, &m.collect_seconds);
   std::vector<SearchToken> live = fetch_device_live();
   std::vector<int32_t> roots(live.size());
   for (size_t i = 0; i < live.size(); ++i) roots[i] = live[i].record;

@@ -249,6 +249,13 @@ struct SearchStats {
   // search). With rescore_seconds, what is left of a frame's time is the
   // host's own bookkeeping.
   double device_wait_seconds = 0.0;
+  // The CUDA searcher's host time in growing its device and pinned
+  // buffers (state tables, record staging, word-end events; the frame then
+  // runs again, counted in frames_rerun), and in collecting garbage among
+  // the word records (live tokens fetched, renumbered, sent back): each
+  // with the device waits inside it, which device_wait_seconds leaves out.
+  double buffer_growth_seconds = 0.0;
+  double garbage_collection_seconds = 0.0;
 };
 
 // Whether a searcher checks its graph when made (Searcher::check_graph):

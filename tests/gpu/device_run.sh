@@ -377,16 +377,18 @@ if want batch; then
   done
   # BATCH_RUNS "streams@VAR=value,--flag=value,... ...": more batched runs
   # with other settings: environment variables (GPUSPEECH_SCORES_VIA_HOST,
-  # GPUSPEECH_CUDA_WAIT, ...) and bench options (--maxactive=10000).
+  # GPUSPEECH_CUDA_WAIT, ...) and bench options (--maxactive=10000, --live).
   for spec in ${BATCH_RUNS:-}; do
     s=${spec%%@*}; sets=(); [ "$s" != "$spec" ] && IFS=, read -ra sets <<<"${spec#*@}"
     envs=(); args=()
     for v in "${sets[@]}"; do
-      if [[ $v == --* ]]; then args+=("${v%%=*}" "${v#*=}"); else envs+=("$v"); fi
+      if [[ $v == --*=* ]]; then args+=("${v%%=*}" "${v#*=}")
+      elif [[ $v == --* ]]; then args+=("$v")
+      else envs+=("$v"); fi
     done
     env GPUSPEECH_CUDA_BATCH=1 "${envs[@]}" $BUILD/tools/gpuspeech-bench decode "${M[@]}" "${args[@]}" \
       --streams $s /tmp/batchfiles/*.wav 2>&1 |
-      grep -E '^decode: [0-9]|^batched search|^stages|rror' | sed "s/^/$spec: /" || status=1
+      grep -E '^decode: [0-9]|^batched search|^stages|^live:|rror' | sed "s/^/$spec: /" || status=1
   done
   T=$BUILD/tools/gpuspeech-transcribe
   n=${BATCH_IDENTITY_STREAMS:-64}
