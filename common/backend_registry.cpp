@@ -57,6 +57,15 @@ int64_t backend_device_memory_used(const std::string& name, int device_id) {
   return -1;
 }
 
+int64_t backend_device_memory_free(const std::string& name, int device_id) {
+#ifdef GPUSPEECH_HAVE_CUDA
+  if (name == "cuda") return cuda_device_memory_free(device_id);
+#endif
+  (void)name;
+  (void)device_id;
+  return -1;
+}
+
 BackendPtr open_backend(const std::string& name, int device_id,
                         std::string* why) {
   if (device_id < 0)

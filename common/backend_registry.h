@@ -42,6 +42,10 @@ int backend_device_count(const std::string& name);
 // benchmarks: memory a stream adds is the difference of two readings.
 // Never throws.
 int64_t backend_device_memory_used(const std::string& name, int device_id);
+// Bytes of device `device_id`'s memory free now ("cuda": as the driver
+// reports it), or -1 where the backend cannot say (as above). For sizing:
+// how many streams a device can take. Never throws.
+int64_t backend_device_memory_free(const std::string& name, int device_id);
 
 // Per-backend factories (backends/*.cpp). The cuda and opencl ones exist
 // only when compiled in; they throw BackendError when no device is usable.
@@ -55,6 +59,7 @@ int opencl_device_count();  // every device of every platform; 0 on any failure
 BackendPtr make_cuda_backend(int device_id);
 int cuda_device_count();  // 0 when the runtime finds no device or fails
 int64_t cuda_device_memory_used(int device_id);  // -1 on any failure
+int64_t cuda_device_memory_free(int device_id);  // -1 on any failure
 // The device memory behind a CUDA backend's buffer, for CUDA code that
 // reads a backend's results in place (the search reads the scorer's
 // output). Work queued on the backend must have finished first

@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <fstream>
 #include <memory>
@@ -18,7 +19,9 @@
 #include <thread>
 #include <vector>
 
+#include "common/backend_registry.h"
 #include "common/engine/resource_cache.h"
+#include "common/engine/stream_count.h"
 #include "common/engine/stream_maker.h"
 #ifdef GPUSPEECH_HAVE_CUDA
 #include "common/search/cuda_search_graph.h"
@@ -264,6 +267,40 @@ TEST_F(ResourceSharing, DeviceMinusOneOnTheCpu) {
             "go forward ten meters");
   c.device_id = -2;
   EXPECT_THROW(Recognizer{c}, std::invalid_argument);
+}
+
+// The tools' default stream count on real recognizers (stream_count.h):
+// with the cpu search a stream per core, at most one per file.
+TEST_F(ResourceSharing, DefaultStreamCountIsAStreamPerCoreOnTheCpu) {
+  const RecognizerConfig c = jsgf_config(gram_);
+  Recognizer first(c);
+  const size_t cores = std::max(1u, std::thread::hardware_concurrency());
+  EXPECT_EQ(default_stream_count(first, c, 1000), std::min<size_t>(cores, 1000));
+  EXPECT_EQ(default_stream_count(first, c, 1), 1u);
+  EXPECT_EQ(default_stream_count(first, c, 0), 1u);
+}
+
+// With the cuda search: as many as the device's free memory holds.
+TEST_F(ResourceSharing, DefaultStreamCountFillsTheDeviceWithTheCudaSearch) {
+  const BackendForTest cuda = testing::backend_for_test("cuda");
+  if (cuda.backend == nullptr) {
+    if (cuda.required) FAIL() << cuda.problem;
+    GTEST_SKIP() << cuda.problem;
+  }
+  RecognizerConfig c = jsgf_config(gram_);
+  c.scoring_backend = "cuda";
+  c.search_backend = "cuda";
+  Recognizer first(c);
+  ASSERT_STREQ(first.search_backend(), "cuda");
+  const int64_t free = backend_device_memory_free("cuda", first.config().device_id);
+  ASSERT_GT(free, 0) << "the driver gave no free memory for the device in use";
+  const size_t n = default_stream_count(first, c, 100000);
+  // Free memory may move a little between the two readings.
+  const size_t want = std::max<size_t>(1, device_stream_count({free}));
+  EXPECT_LE(n, want + 2);
+  EXPECT_GE(n + 2, want);
+  if (free > 2 * kDeviceMemoryReserveBytes) EXPECT_GT(n, 1u);
+  EXPECT_EQ(default_stream_count(first, c, 3), std::min<size_t>(n, 3));
 }
 
 // CUDA streams on shared resources search one device copy of the graph

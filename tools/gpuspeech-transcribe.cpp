@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "common/backend_registry.h"
+#include "common/engine/stream_count.h"
 #include "common/engine/stream_maker.h"
 #include "common/features/feature_pipeline.h"
 #include "common/features/feature_writer.h"
@@ -143,8 +144,10 @@ Devices:
                         with the fewest streams (several GPUs)
   --streams N           decode N files at once, each stream on its own thread,
                         all sharing one copy of the model, graph and LM
-                        (default: one per CPU core, at most one per file, when
-                        scoring and search both run on the CPU; else 1).
+                        (default, at most one per file: with the cpu search
+                        one per CPU core; with the cuda search as many as
+                        the device's free memory holds at 64 MiB each, less
+                        1 GiB, at most 256 a device, and batched).
                         Results are printed in the order of the FILEs and
                         are identical whatever N. --fmllr decodes with one
                         stream.
@@ -957,23 +960,32 @@ int run(int argc, char** argv) {
   using clock = std::chrono::steady_clock;
   const auto t_load = clock::now();
   std::string log;
-  Recognizer rec(config, &log);
-  const double load_s = std::chrono::duration<double>(clock::now() - t_load).count();
+  auto first = std::make_unique<Recognizer>(config, &log);
   if (verbose) std::fprintf(stderr, "%s", log.c_str());
 
-  // The streams: the first recogniser's resources shared by the others.
-  // By default as many as there are cores (and files) when everything runs
-  // on the CPU; a device stream already keeps the device busy (each
-  // CudaSearcher holds its own per-state arrays, docs/benchmarks.md).
-  const bool all_cpu = std::string(rec.scoring_backend().name()) == "cpu" &&
-                       std::string(rec.search_backend()) == "cpu";
+  // The streams: the first recogniser's resources shared by the others; by
+  // default as many as keep the search busy (stream_count.h): a stream per
+  // core on the CPU, on a CUDA device as many as its memory holds, up to
+  // 256.
   size_t num_streams = 1;
   if (fmllr_mode == FmllrMode::kNone) {
-    num_streams = streams_wanted > 0
-                      ? static_cast<size_t>(streams_wanted)
-                      : (all_cpu ? std::max(1u, std::thread::hardware_concurrency()) : 1u);
+    num_streams = streams_wanted > 0 ? static_cast<size_t>(streams_wanted)
+                                     : default_stream_count(*first, config, files.size());
     num_streams = std::max<size_t>(1, std::min(num_streams, files.size()));
+    // A default that turns the batched search on (--batched-search auto):
+    // the first stream was made for one stream, so it is made again, on
+    // the same shared resources.
+    const bool batched = batched_search_for(batched_mode, static_cast<int>(num_streams));
+    if (streams_wanted == 0 && batched != config.batched_search) {
+      config.batched_search = batched;
+      std::vector<std::unique_ptr<Recognizer>> again = make_streams(first->resources(), config, 1);
+      first = std::move(again.front());
+    }
   }
+  const double load_s = std::chrono::duration<double>(clock::now() - t_load).count();
+  Recognizer& rec = *first;
+  const bool all_cpu = std::string(rec.scoring_backend().name()) == "cpu" &&
+                       std::string(rec.search_backend()) == "cpu";
   // Made concurrently (stream_maker.h): a device stream mostly waits.
   std::vector<std::unique_ptr<Recognizer>> extra =
       make_streams(rec.resources(), config, num_streams - 1);

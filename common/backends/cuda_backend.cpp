@@ -719,22 +719,36 @@ int cuda_device_count() {
   return cudaGetDeviceCount(&count) == cudaSuccess ? count : 0;
 }
 
-int64_t cuda_device_memory_used(int device_id) {
+namespace {
+// cudaMemGetInfo for `device_id`: false on any failure.
+bool device_memory_info(int device_id, size_t* free_bytes, size_t* total_bytes) {
   int current = 0;
-  if (device_id < 0 || cudaGetDevice(&current) != cudaSuccess) return -1;
-  size_t free_bytes = 0, total_bytes = 0;
+  if (device_id < 0 || cudaGetDevice(&current) != cudaSuccess) return false;
   // cudaMemGetInfo reports on the calling thread's current device.
   if (cudaSetDevice(device_id) != cudaSuccess) {
     (void)cudaGetLastError();  // not left for the next launch check
-    return -1;
+    return false;
   }
-  const cudaError_t st = cudaMemGetInfo(&free_bytes, &total_bytes);
+  const cudaError_t st = cudaMemGetInfo(free_bytes, total_bytes);
   cudaSetDevice(current);
   if (st != cudaSuccess) {
     (void)cudaGetLastError();
-    return -1;
+    return false;
   }
+  return true;
+}
+}  // namespace
+
+int64_t cuda_device_memory_used(int device_id) {
+  size_t free_bytes = 0, total_bytes = 0;
+  if (!device_memory_info(device_id, &free_bytes, &total_bytes)) return -1;
   return static_cast<int64_t>(total_bytes - free_bytes);
+}
+
+int64_t cuda_device_memory_free(int device_id) {
+  size_t free_bytes = 0, total_bytes = 0;
+  if (!device_memory_info(device_id, &free_bytes, &total_bytes)) return -1;
+  return static_cast<int64_t>(free_bytes);
 }
 
 void apply_cuda_wait_policy(int device_id) {

@@ -402,6 +402,12 @@ if want batch; then
     echo "words and times of $n batched streams identical to one stream's ($(wc -l </tmp/batch.1.trn) lines)"
   else echo "words or times DIFFER between $n batched streams and one stream"; status=1
     diff /tmp/batch.1.trn /tmp/batch.$n.trn | head -20; fi
+  # No --streams: the default fills the device (stream_count.h), batched.
+  $T "${M[@]}" --times /tmp/batchfiles/*.wav >/tmp/batch.default.trn 2>/tmp/batch.default.err || status=1
+  echo "default streams: $(tail -1 /tmp/batch.default.err)"
+  if [ -s /tmp/batch.1.trn ] && cmp -s /tmp/batch.1.trn /tmp/batch.default.trn; then
+    echo "words and times of the default streams identical to one stream's"
+  else echo "words or times DIFFER between the default streams and one stream"; status=1; fi
   }
 fi
 if want fmllr; then
