@@ -1,9 +1,10 @@
 #!/bin/bash
 # A soak of long-lived decoding streams (issue 14's reliability check, run
-# by hand): gpuspeech-bench decode with --repeat, its resident memory
-# sampled every INTERVAL seconds. Memory should stay flat once every
-# stream has met its largest utterance: the summary compares the sample at
-# a tenth of the run (after warm-up) with the last and the largest.
+# by hand): gpuspeech-bench decode with --repeat, its resident memory and,
+# where nvidia-smi answers, the first GPU's memory in use sampled every
+# INTERVAL seconds. Memory should stay flat once every stream has met its
+# largest utterance: the summary compares the sample at a tenth of the run
+# (after warm-up) with the last and the largest.
 #
 # usage: tests/bench/soak.sh BENCH INTERVAL_S LOG [gpuspeech-bench decode args...]
 #   e.g. tests/bench/soak.sh build/tools/gpuspeech-bench 30 /tmp/soak.log \
@@ -18,18 +19,22 @@ pid=$!
 : >"$log"
 while kill -0 $pid 2>/dev/null; do
   rss=$(awk '/^VmRSS:/ {print int($2 / 1024)}' /proc/$pid/status 2>/dev/null)
-  [ -n "$rss" ] && echo "$(( $(date +%s) - start )) $rss" >>"$log"
+  gpu=$(nvidia-smi --query-gpu=memory.used --format=csv,noheader,nounits 2>/dev/null | head -1)
+  [ -n "$rss" ] && echo "$(( $(date +%s) - start )) $rss ${gpu:--1}" >>"$log"
   sleep "$interval"
 done
 wait $pid
 status=$?
 cat "$log.out"
 awk -v status=$status '
-  { t[NR] = $1; m[NR] = $2; if ($2 > max) max = $2 }
+  { t[NR] = $1; m[NR] = $2; g[NR] = $3; if ($2 > max) max = $2; if ($3 > gmax) gmax = $3 }
   END {
     if (NR < 3) { print "soak: too few samples"; exit 1 }
     w = int(NR / 10); if (w < 1) w = 1
-    printf "soak: %d s, %d samples; RSS %d MiB at %d s (after warm-up), %d MiB at the end, %d MiB at most; exit %d\n",
-           t[NR], NR, m[w], t[w], m[NR], max, status
+    printf "soak: %d s, %d samples; RSS %d MiB at %d s (after warm-up), %d MiB at the end, %d MiB at most",
+           t[NR], NR, m[w], t[w], m[NR], max
+    if (g[NR] >= 0)
+      printf "; GPU memory in use %d MiB at %d s, %d MiB at the end, %d MiB at most", g[w], t[w], g[NR], gmax
+    printf "; exit %d\n", status
   }' "$log"
 exit $status

@@ -410,6 +410,18 @@ if want batch; then
   else echo "words or times DIFFER between the default streams and one stream"; status=1; fi
   }
 fi
+# Not part of "all": a soak of long-lived batched CUDA streams
+# (tests/bench/soak.sh), SOAK_STREAMS streams decoding the LibriVox files
+# SOAK_REPEAT times over, host and device memory sampled.
+if [[ " $STEPS " == *" soak "* ]]; then
+  note "soak: long-lived batched CUDA streams, host and device memory"
+  [ -n "${MKGRAPH_PID:-}" ] && wait $MKGRAPH_PID
+  M=(--hmm .refmodel/en-us/en-us --dict .refmodel/en-us/cmudict-en-us.dict --cache $GRAPH_CACHE
+     --lm .refmodel/en-us/en-us.lm.bin --backend cuda --search cuda)
+  GPUSPEECH_CUDA_BATCH=1 bash tests/bench/soak.sh $BUILD/tools/gpuspeech-bench ${SOAK_INTERVAL:-20} \
+    "$OUT/soak.log" "${M[@]}" --streams ${SOAK_STREAMS:-64} --repeat ${SOAK_REPEAT:-3600} \
+    $GPUSPEECH_AUDIO_DIR/librivox/*.wav | grep -E '^decode: [0-9]|^stages|^soak|rror' || status=1
+fi
 if want fmllr; then
   note "fMLLR: statistics, estimation and application, every backend"
   $BUILD/tools/gpuspeech-bench fmllr --backend all || status=1
