@@ -10,13 +10,9 @@ set -u
 TOOL=$1
 DATA=${GPUSPEECH_AUDIO_DIR:-/usr/share/pocketsphinx/test/data}
 MODEL=${GPUSPEECH_MODEL_DIR:-/usr/share/pocketsphinx/model}/en-us
-T=$(mktemp -d /tmp/gpuspeech-bench-XXXXXX)
-trap 'rm -rf "$T"' EXIT
-failures=0
-checks=0
-
-pass() { checks=$((checks + 1)); echo "ok   $1"; }
-fail() { checks=$((checks + 1)); failures=$((failures + 1)); echo "FAIL $1"; }
+source "$(dirname "$0")/cli_util.sh"
+ERROR_PREFIX="gpuspeech-bench"
+cli_setup bench
 
 [ -f "$DATA/goforward.raw" ] && [ -f "$MODEL/en-us/mdef" ] || { echo "missing pocketsphinx data"; exit 1; }
 
@@ -64,24 +60,6 @@ fi
 
 # --- bad input ----------------------------------------------------------------
 
-# expect_error NAME STATUS PATTERN ARGS...: exits STATUS (not a signal), and
-# stderr contains PATTERN.
-expect_error() {
-  local name=$1 want=$2 pattern=$3
-  shift 3
-  run "$@" >"$T/out" 2>"$T/err"
-  local rc=$?
-  if [ $rc -ge 128 ]; then
-    fail "$name: killed by a signal (status $rc)"
-  elif [ $rc -ne "$want" ]; then
-    fail "$name: status $rc, expected $want: $(cat "$T/err")"
-  elif ! grep -qF -- "$pattern" "$T/err"; then
-    fail "$name: message lacks '$pattern': $(cat "$T/err")"
-  else
-    pass "$name (status $rc): $(head -1 "$T/err")"
-  fi
-}
-
 expect_error "missing file" 1 "$T/none.wav: cannot open" "$T/none.wav"
 expect_error "no files" 2 "no input files"
 expect_error "--streams 0" 2 "--streams needs an integer in 1..4096, got '0'" --streams 0 "$DATA/goforward.raw"
@@ -91,5 +69,4 @@ expect_error "--batched-search maybe" 2 "must be on, off or auto, got 'maybe'" \
 expect_error "--seconds -1" 2 "--seconds needs a positive number" --live --seconds -1 "$DATA/goforward.raw"
 expect_error "unknown option" 2 "unknown option --fast" --fast "$DATA/goforward.raw"
 
-echo "$checks checks, $failures failed"
-[ $failures -eq 0 ]
+cli_finish

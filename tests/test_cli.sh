@@ -13,40 +13,16 @@ TOOL=$1
 DATA=${GPUSPEECH_AUDIO_DIR:-/usr/share/pocketsphinx/test/data}
 PARAMS=${GPUSPEECH_MODEL_DIR:-/usr/share/pocketsphinx/model}/en-us/en-us/feat.params
 RAW=$DATA/goforward.raw
-T=$(mktemp -d /tmp/gpuspeech-cli-XXXXXX)
-trap 'rm -rf "$T"' EXIT
-failures=0
-checks=0
-
-pass() { checks=$((checks + 1)); echo "ok   $1"; }
-fail() { checks=$((checks + 1)); failures=$((failures + 1)); echo "FAIL $1"; }
+source "$(dirname "$0")/cli_util.sh"
+run() { "$TOOL" "$@"; }
+ERROR_PREFIX="gpuspeech-features: error: "
+ONE_ERROR_LINE=1
+cli_setup cli
 
 for need in sox sphinx_fe python3; do
   command -v $need >/dev/null || { echo "missing $need"; exit 1; }
 done
 [ -f "$RAW" ] && [ -f "$PARAMS" ] || { echo "missing pocketsphinx data"; exit 1; }
-
-# expect_error NAME PATTERN ARGS...: non-zero exit (not a signal), exactly
-# one line on stderr, "gpuspeech-features: error: ..." containing PATTERN.
-expect_error() {
-  local name=$1 pattern=$2
-  shift 2
-  "$TOOL" "$@" >"$T/out" 2>"$T/err"
-  local rc=$?
-  local lines
-  lines=$(grep -c '' "$T/err")
-  if [ $rc -eq 0 ]; then
-    fail "$name: exit 0"
-  elif [ $rc -ge 128 ]; then
-    fail "$name: killed by a signal (status $rc)"
-  elif [ "$lines" -ne 1 ] || ! grep -q '^gpuspeech-features: error: ' "$T/err"; then
-    fail "$name: expected one error line, got: $(cat "$T/err")"
-  elif ! grep -qF -- "$pattern" "$T/err"; then
-    fail "$name: message lacks '$pattern': $(cat "$T/err")"
-  else
-    pass "$name (status $rc): $(cat "$T/err")"
-  fi
-}
 
 # expect_ok NAME ARGS...
 expect_ok() {
@@ -168,31 +144,31 @@ grep -q '^cpu *usable' "$T/out" && pass "cpu listed" || fail "cpu not listed: $(
 
 # ----------------------------------------------------------------- bad input
 head -c 1000 "$T/gf.wav" >"$T/truncated.wav"
-expect_error "truncated wav" "truncated.wav: truncated" "${SPHINX[@]}" -i "$T/truncated.wav" -o "$T/x.mfc"
+expect_error "truncated wav" nonzero "truncated.wav: truncated" "${SPHINX[@]}" -i "$T/truncated.wav" -o "$T/x.mfc"
 head -c 30 "$T/gf.wav" >"$T/header-only.wav"
-expect_error "wav cut in its header" "header-only.wav: truncated" "${SPHINX[@]}" -i "$T/header-only.wav" -o "$T/x.mfc"
+expect_error "wav cut in its header" nonzero "header-only.wav: truncated" "${SPHINX[@]}" -i "$T/header-only.wav" -o "$T/x.mfc"
 echo "this is not audio at all" >"$T/text.wav"
-expect_error "non-wav file" "text.wav: not a WAV file" "${SPHINX[@]}" -i "$T/text.wav" -o "$T/x.mfc"
+expect_error "non-wav file" nonzero "text.wav: not a WAV file" "${SPHINX[@]}" -i "$T/text.wav" -o "$T/x.mfc"
 : >"$T/empty.wav"
-expect_error "empty file" "empty.wav: the file is empty" "${SPHINX[@]}" -i "$T/empty.wav" -o "$T/x.mfc"
-expect_error "empty raw file" "empty.wav: the file is empty" "${SPHINX[@]}" --raw -i "$T/empty.wav" -o "$T/x.mfc"
-expect_error "missing input" "nothere.wav: cannot open" "${SPHINX[@]}" -i "$T/nothere.wav" -o "$T/x.mfc"
-expect_error "odd-sized raw" "not a whole number" "${SPHINX[@]}" --raw -i "$T/text.wav" -o "$T/x.mfc"
-expect_error "missing feat.params" "nofeat.params: cannot open" --feat-params "$T/nofeat.params" -i "$T/gf.wav" -o "$T/x.mfc"
+expect_error "empty file" nonzero "empty.wav: the file is empty" "${SPHINX[@]}" -i "$T/empty.wav" -o "$T/x.mfc"
+expect_error "empty raw file" nonzero "empty.wav: the file is empty" "${SPHINX[@]}" --raw -i "$T/empty.wav" -o "$T/x.mfc"
+expect_error "missing input" nonzero "nothere.wav: cannot open" "${SPHINX[@]}" -i "$T/nothere.wav" -o "$T/x.mfc"
+expect_error "odd-sized raw" nonzero "not a whole number" "${SPHINX[@]}" --raw -i "$T/text.wav" -o "$T/x.mfc"
+expect_error "missing feat.params" nonzero "nofeat.params: cannot open" --feat-params "$T/nofeat.params" -i "$T/gf.wav" -o "$T/x.mfc"
 printf -- '-nfilt 25\n-lowerf 1x30\n' >"$T/bad.params"
-expect_error "malformed feat.params" "bad.params:2: -lowerf: '1x30' is not a number" --feat-params "$T/bad.params" -i "$T/gf.wav" -o "$T/x.mfc"
+expect_error "malformed feat.params" nonzero "bad.params:2: -lowerf: '1x30' is not a number" --feat-params "$T/bad.params" -i "$T/gf.wav" -o "$T/x.mfc"
 printf -- '-feat s3_1x39\n' >"$T/bad2.params"
-expect_error "unsupported -feat" "bad2.params:1: -feat 's3_1x39'" --feat-params "$T/bad2.params" -i "$T/gf.wav" -o "$T/x.mfc"
+expect_error "unsupported -feat" nonzero "bad2.params:1: -feat 's3_1x39'" --feat-params "$T/bad2.params" -i "$T/gf.wav" -o "$T/x.mfc"
 
 if "$TOOL" --list-backends | grep -q '^cuda *usable'; then
   echo "skip --backend cuda (a CUDA device is usable here)"
 else
-  expect_error "unavailable cuda backend" "cuda" --backend cuda -i "$T/gf.wav" -o "$T/x.mfc"
+  expect_error "unavailable cuda backend" nonzero "cuda" --backend cuda -i "$T/gf.wav" -o "$T/x.mfc"
 fi
-expect_error "unknown backend" "bogus" --backend bogus -i "$T/gf.wav" -o "$T/x.mfc"
+expect_error "unknown backend" nonzero "bogus" --backend bogus -i "$T/gf.wav" -o "$T/x.mfc"
 
 sox "$T/gf.wav" -r 8000 "$T/gf8k.wav"
-expect_error "wrong sample rate" "gf8k.wav: sample rate 8000 Hz does not match the configured 16000 Hz" \
+expect_error "wrong sample rate" nonzero "gf8k.wav: sample rate 8000 Hz does not match the configured 16000 Hz" \
   "${SPHINX[@]}" -i "$T/gf8k.wav" -o "$T/x.mfc"
 # ...and the 8 kHz file with an 8 kHz configuration works.
 expect_ok "8 kHz configuration" --sample-rate 8000 --fft-size 256 --num-filters 31 \
@@ -209,21 +185,20 @@ fmt = struct.pack('<HHIIHH', 3, 1, 16000, 16000 * 4, 4, 32)
 body = b'WAVE' + b'fmt ' + struct.pack('<I', len(fmt)) + fmt + b'data' + struct.pack('<I', len(data)) + data
 open(sys.argv[1], 'wb').write(b'RIFF' + struct.pack('<I', len(body)) + body)
 PY
-expect_error "NaN sample" "nan.wav: sample 1234 is NaN" "${SPHINX[@]}" -i "$T/nan.wav" -o "$T/x.mfc"
+expect_error "NaN sample" nonzero "nan.wav: sample 1234 is NaN" "${SPHINX[@]}" -i "$T/nan.wav" -o "$T/x.mfc"
 
-expect_error "channel out of range" "channel 3 requested but the file has 2" "${SPHINX[@]}" --channel 3 -i "$T/stereo.wav" -o "$T/x.mfc"
-expect_error "unknown flag" "unknown option --frobnicate" --frobnicate -i "$T/gf.wav" -o "$T/x.mfc"
-expect_error "bad number" "--num-filters: 'many' is not an integer" --num-filters many -i "$T/gf.wav" -o "$T/x.mfc"
-expect_error "flag without value" "--window needs a value" -i "$T/gf.wav" -o "$T/x.mfc" --window
-expect_error "bad window" "unknown window 'triangle'" --window triangle -i "$T/gf.wav" -o "$T/x.mfc"
-expect_error "invalid configuration" "invalid configuration: filterbank edges" --low-freq 9000 -i "$T/gf.wav" -o "$T/x.mfc"
-expect_error "no input" "give -i IN -o OUT or -c LIST" -o "$T/x.mfc"
-expect_error "warps with vtln-warp" "cannot be combined" --warps 0.9,1.1 --vtln-warp 0.9 -i "$T/gf.wav" -o "$T/x.mfc"
-expect_error "bad warp list" "--warps: '' is not a number" --warps 0.9,,1.1 -i "$T/gf.wav" -o "$T/x.mfc"
-expect_error "unwritable output" "cannot create" "${SPHINX[@]}" -i "$T/gf.wav" -o "$T/no/such/dir/x.mfc"
-expect_error "feat.params with htk flavour" "cannot be combined with --flavour htk" --flavour htk --feat-params "$PARAMS" -i "$T/gf.wav" -o "$T/x.mfc"
-expect_error "rate for wav" "--raw input only" --rate 8000 -i "$T/gf.wav" -o "$T/x.mfc"
-expect_error "directory as input" "is a directory" "${SPHINX[@]}" -i "$T" -o "$T/x.mfc"
+expect_error "channel out of range" nonzero "channel 3 requested but the file has 2" "${SPHINX[@]}" --channel 3 -i "$T/stereo.wav" -o "$T/x.mfc"
+expect_error "unknown flag" nonzero "unknown option --frobnicate" --frobnicate -i "$T/gf.wav" -o "$T/x.mfc"
+expect_error "bad number" nonzero "--num-filters: 'many' is not an integer" --num-filters many -i "$T/gf.wav" -o "$T/x.mfc"
+expect_error "flag without value" nonzero "--window needs a value" -i "$T/gf.wav" -o "$T/x.mfc" --window
+expect_error "bad window" nonzero "unknown window 'triangle'" --window triangle -i "$T/gf.wav" -o "$T/x.mfc"
+expect_error "invalid configuration" nonzero "invalid configuration: filterbank edges" --low-freq 9000 -i "$T/gf.wav" -o "$T/x.mfc"
+expect_error "no input" nonzero "give -i IN -o OUT or -c LIST" -o "$T/x.mfc"
+expect_error "warps with vtln-warp" nonzero "cannot be combined" --warps 0.9,1.1 --vtln-warp 0.9 -i "$T/gf.wav" -o "$T/x.mfc"
+expect_error "bad warp list" nonzero "--warps: '' is not a number" --warps 0.9,,1.1 -i "$T/gf.wav" -o "$T/x.mfc"
+expect_error "unwritable output" nonzero "cannot create" "${SPHINX[@]}" -i "$T/gf.wav" -o "$T/no/such/dir/x.mfc"
+expect_error "feat.params with htk flavour" nonzero "cannot be combined with --flavour htk" --flavour htk --feat-params "$PARAMS" -i "$T/gf.wav" -o "$T/x.mfc"
+expect_error "rate for wav" nonzero "--raw input only" --rate 8000 -i "$T/gf.wav" -o "$T/x.mfc"
+expect_error "directory as input" nonzero "is a directory" "${SPHINX[@]}" -i "$T" -o "$T/x.mfc"
 
-echo "$checks checks, $failures failed"
-[ $failures -eq 0 ]
+cli_finish

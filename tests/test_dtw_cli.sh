@@ -9,33 +9,13 @@
 # Needs sox.
 set -u
 TOOL=$1
-T=$(mktemp -d /tmp/gpuspeech-dtw-XXXXXX)
-trap 'rm -rf "$T"' EXIT
-failures=0
-checks=0
-
-pass() { checks=$((checks + 1)); echo "ok   $1"; }
-fail() { checks=$((checks + 1)); failures=$((failures + 1)); echo "FAIL $1"; }
+source "$(dirname "$0")/cli_util.sh"
+ERROR_PREFIX="gpuspeech-dtw: error: "
+cli_setup dtw
 
 command -v sox >/dev/null || { echo "missing sox"; exit 1; }
 
 run() { "$TOOL" --backend cpu --cache "$T/cache" "$@"; }
-
-expect_error() {
-  local name=$1 want=$2 pattern=$3
-  shift 3
-  run "$@" >"$T/out" 2>"$T/err"
-  local rc=$?
-  if [ $rc -ge 128 ]; then
-    fail "$name: killed by a signal (status $rc)"
-  elif [ $rc -ne "$want" ]; then
-    fail "$name: status $rc, expected $want: $(cat "$T/err")"
-  elif ! grep -F -- "$pattern" "$T/err" | grep -q '^gpuspeech-dtw: error: '; then
-    fail "$name: no error line with '$pattern': $(cat "$T/err")"
-  else
-    pass "$name (status $rc): $(grep '^gpuspeech-dtw: error: ' "$T/err" | head -1)"
-  fi
-}
 
 # word NAME DURATION SYNTH-ARGS [EFFECTS...]: a tone "word" between silences.
 word() {
@@ -170,5 +150,4 @@ expect_error "test file at 8 kHz" 1 "t8k.wav: sample rate 8000 Hz" --templates "
 if [ "$(cat "$T/out")" = "up (t1)" ]; then pass "the good file after a bad one"; else fail "after a bad file: '$(cat "$T/out")'"; fi
 expect_error "missing test file" 1 "$T/test/none.wav" --templates "$T/tpl" "$T/test/none.wav"
 
-echo "$checks checks, $failures failed"
-[ "$failures" -eq 0 ]
+cli_finish

@@ -12,13 +12,9 @@ set -u
 TOOL=$1
 DATA=${GPUSPEECH_AUDIO_DIR:-/usr/share/pocketsphinx/test/data}
 MODEL=${GPUSPEECH_MODEL_DIR:-/usr/share/pocketsphinx/model}/en-us
-T=$(mktemp -d /tmp/gpuspeech-transcribe-XXXXXX)
-trap 'rm -rf "$T"' EXIT
-failures=0
-checks=0
-
-pass() { checks=$((checks + 1)); echo "ok   $1"; }
-fail() { checks=$((checks + 1)); failures=$((failures + 1)); echo "FAIL $1"; }
+source "$(dirname "$0")/cli_util.sh"
+ERROR_PREFIX="gpuspeech-transcribe: error: "
+cli_setup transcribe
 
 command -v sox >/dev/null || { echo "missing sox"; exit 1; }
 [ -f "$DATA/goforward.raw" ] && [ -f "$MODEL/en-us/mdef" ] || { echo "missing pocketsphinx data"; exit 1; }
@@ -27,26 +23,6 @@ command -v sox >/dev/null || { echo "missing sox"; exit 1; }
 run() {
   "$TOOL" --backend cpu --search cpu --hmm "$MODEL/en-us" --dict "$MODEL/cmudict-en-us.dict" \
     --cache "$T/cache" "$@"
-}
-
-# expect_error NAME STATUS PATTERN ARGS...: exit STATUS, an error line
-# "gpuspeech-transcribe: error: ..." containing PATTERN.
-expect_error() {
-  local name=$1 want=$2 pattern=$3
-  shift 3
-  run "$@" >"$T/out" 2>"$T/err"
-  local rc=$?
-  if [ $rc -ge 128 ]; then
-    fail "$name: killed by a signal (status $rc)"
-  elif [ $rc -ne "$want" ]; then
-    fail "$name: status $rc, expected $want: $(cat "$T/err")"
-  elif ! grep -q '^gpuspeech-transcribe: error: ' "$T/err"; then
-    fail "$name: no error line: $(cat "$T/err")"
-  elif ! grep -F -- "$pattern" "$T/err" | grep -q '^gpuspeech-transcribe: error: '; then
-    fail "$name: message lacks '$pattern': $(cat "$T/err")"
-  else
-    pass "$name (status $rc): $(grep '^gpuspeech-transcribe: error: ' "$T/err" | head -1)"
-  fi
 }
 
 # --- good input ---------------------------------------------------------------
@@ -450,5 +426,4 @@ mkdir -p "$T/badx" && printf '[\n 1 0 0\n 0 1 0 ]\n' >"$T/badx/goforward.mat"
 expect_error "--fmllr apply: a transform of the wrong size" 1 "$T/badx/goforward.mat" \
   --jsgf "$DATA/goforward.gram" --fmllr apply --fmllr-dir "$T/badx" "$DATA/goforward.raw"
 
-echo "transcribe cli: $checks checks, $failures failed"
-[ $failures -eq 0 ]
+cli_finish "transcribe cli"
