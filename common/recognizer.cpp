@@ -29,6 +29,7 @@
 #ifdef GPUSPEECH_HAVE_CUDA
 #include "common/search/cuda_search_graph.h"
 #include "common/search/cuda_searcher.h"
+#include "common/seconds_since.h"
 #endif
 
 namespace gpuspeech {
@@ -88,10 +89,6 @@ struct Recognizer::Impl {
 };
 
 namespace {
-
-double seconds_since(std::chrono::steady_clock::time_point t0) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-}
 
 void append_log(std::string* log, const std::string& line) {
   if (log != nullptr) *log += line + "\n";

@@ -21,6 +21,7 @@
 #include "common/dtw/template_library.h"
 #include "common/dtw/template_matcher.h"
 #include "common/dtw/word_recognizer.h"
+#include "common/seconds_since.h"
 
 #ifndef GPUSPEECH_VERSION
 #define GPUSPEECH_VERSION "unknown"
@@ -306,10 +307,6 @@ DtwFeatureConfig feature_config(const Args& a) {
   // Spectrum has no filterbank to warp: it stays at warp 1 whatever the default.
   if (!a.warps.empty()) c.test_warps = a.warps;
   return c;
-}
-
-double seconds_since(std::chrono::steady_clock::time_point t0) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
 // Median seconds of `repeats` runs of what WordRecognizer does per

@@ -9,6 +9,7 @@
 #include <utility>
 
 #include "common/backend.h"
+#include "common/seconds_since.h"
 
 namespace gpuspeech {
 using cuda_memory::check;
@@ -104,7 +105,7 @@ void CudaRoundBatcher::run(const cuda::TpLaneRound& round) {
   waiting_.push_back(round);
   if (waiting_.size() == 1) work_.notify_one();
   done_[step & 1].wait(lock, [&] { return completed_step_ >= step; });
-  stats_.in_run_s += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  stats_.in_run_s += seconds_since(t0);
   if (error_step_ == step) throw BackendError(error_);
 }
 

@@ -25,6 +25,7 @@
 #include "common/search/cuda_memory.h"
 #include "common/search/cuda_round_batcher.h"
 #include "common/search/cuda_search_graph.h"
+#include "common/seconds_since.h"
 #include "kernels/cuda/token_passing.cuh"
 
 namespace gpuspeech {
@@ -45,9 +46,6 @@ static_assert(offsetof(cuda::TpToken, hist) == offsetof(SearchToken, history),
 // Frames of host scores uploaded per block.
 constexpr int64_t kScoreBlockFrames = 256;
 
-double seconds_since(std::chrono::steady_clock::time_point t0) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-}
 // Closure passes queued per frame to begin with; then as many as the
 // deepest closure so far needed (a frame that needs more runs again).
 constexpr int kInitialPassesPerBatch = 2;

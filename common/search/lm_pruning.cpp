@@ -7,6 +7,8 @@
 #include <stdexcept>
 #include <unordered_map>
 
+#include "common/seconds_since.h"
+
 namespace gpuspeech {
 
 void LmPruneOptions::validate() const {
@@ -201,8 +203,7 @@ NgramModel prune_ngram_model(const NgramModel& lm, const LmPruneOptions& options
   NgramModel out = NgramModel::build(std::move(vocab), std::move(lists),
                                      lm.source() + " (pruned: " + options.fingerprint() + ")");
   if (report)
-    report->seconds =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    report->seconds = seconds_since(t0);
   return out;
 }
 

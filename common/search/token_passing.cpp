@@ -15,6 +15,7 @@
 #include "common/search/lm_rescorer.h"
 #include "common/search/radix_sort.h"
 #include "common/search/search_arithmetic.h"
+#include "common/seconds_since.h"
 
 namespace gpuspeech {
 
@@ -214,8 +215,7 @@ void Searcher::rescore_word_ends(std::vector<WordEndEvent>& events,
   }
   stats_.word_end_events += static_cast<int64_t>(events.size());
   if (!events.empty()) ++stats_.rescore_rounds;
-  stats_.rescore_seconds +=
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  stats_.rescore_seconds += seconds_since(t0);
 }
 
 int Searcher::best_token(const std::vector<SearchToken>& live, float* total,
