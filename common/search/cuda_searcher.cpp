@@ -407,14 +407,10 @@ struct CudaSearcher::Impl {
   // lane's round ran in the batcher's launch, which run() waited for, and
   // queued nothing on this stream, so unless something was queued here
   // since, there is nothing to wait for. (Those empty waits, a driver call
-  // each, cost nothing measurable at 256 streams on an H100:
-  // GPUSPEECH_CUDA_LANE_WAITS=1 keeps them for comparing, docs/benchmarks.md.)
+  // each, cost nothing measurable at 256 streams on an H100,
+  // docs/benchmarks.md; they are left out all the same.)
   void wait_for_round() {
-    static const bool keep_waits = [] {
-      const char* env = std::getenv("GPUSPEECH_CUDA_LANE_WAITS");
-      return env != nullptr && *env != '\0' && *env != '0';
-    }();
-    if (batcher != nullptr && !stream_pending && !keep_waits) return;
+    if (batcher != nullptr && !stream_pending) return;
     sync();
   }
   void drop_graph() {
