@@ -388,7 +388,7 @@ if want batch; then
     done
     env GPUSPEECH_CUDA_BATCH=1 "${envs[@]}" $BUILD/tools/gpuspeech-bench decode "${M[@]}" "${args[@]}" \
       --streams $s /tmp/batchfiles/*.wav 2>&1 |
-      grep -E '^decode: [0-9]|^batched search|^stages|^live:|rror' | sed "s/^/$spec: /" || status=1
+      grep -E '^decode: [0-9]|^batched search|^stages|^device memory|^live:|rror' | sed "s/^/$spec: /" || status=1
   done
   T=$BUILD/tools/gpuspeech-transcribe
   n=${BATCH_IDENTITY_STREAMS:-64}
