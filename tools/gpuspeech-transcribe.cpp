@@ -147,7 +147,7 @@ Devices:
                         (default, at most one per file: with the cpu search
                         one per CPU core; with the cuda search as many as
                         the device's free memory holds at 64 MiB each, less
-                        1 GiB, at most 256 a device, and batched).
+                        1 GiB, at most 256 a device; batched from 32).
                         Results are printed in the order of the FILEs and
                         are identical whatever N. --fmllr decodes with one
                         stream.
