@@ -25,11 +25,11 @@
 #include "common/features/postprocess.h"
 #include "common/search/cpu_searcher.h"
 #include "common/search/lm_rescorer.h"
+#include "common/seconds_since.h"
 
 #ifdef GPUSPEECH_HAVE_CUDA
 #include "common/search/cuda_search_graph.h"
 #include "common/search/cuda_searcher.h"
-#include "common/seconds_since.h"
 #endif
 
 namespace gpuspeech {
