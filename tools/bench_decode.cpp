@@ -177,6 +177,27 @@ Utterance load_utterance(Recognizer& rec, const std::string& path) {
   return u;
 }
 
+// Batch mode: the parts of the search that SearchStats times, summed
+// over utterances and streams.
+struct SearchParts {
+  double rescoring = 0.0, device_wait = 0.0, growth = 0.0, collect = 0.0;
+  int64_t frames_rerun = 0;  // frames that outgrew a buffer
+  void add(const SearchStats& st) {
+    rescoring += st.rescore_seconds;
+    device_wait += st.device_wait_seconds;
+    growth += st.buffer_growth_seconds;
+    collect += st.garbage_collection_seconds;
+    frames_rerun += st.frames_rerun;
+  }
+  void add(const SearchParts& o) {
+    rescoring += o.rescoring;
+    device_wait += o.device_wait;
+    growth += o.growth;
+    collect += o.collect;
+    frames_rerun += o.frames_rerun;
+  }
+};
+
 }  // namespace
 
 int bench_decode(int argc, char** argv) {
@@ -223,31 +244,24 @@ int bench_decode(int argc, char** argv) {
               o.streams, o.streams == 1 ? "" : "s", first.scoring_backend().name(),
               first.search_backend(), load_s, o.streams - 1, o.streams == 2 ? "" : "s", streams_s);
 
-  std::mutex mutex;  // guards errors, lags, busy
+  std::mutex mutex;  // guards errors, lags, busy, audio, parts
   std::vector<std::string> errors;
   std::vector<double> lags;
   std::vector<double> last_lags(static_cast<size_t>(o.streams), 0.0);
   double busy = 0.0, audio = 0.0;
+  SearchParts parts;  // batch mode
   // Per stream (each written by its own thread only): audio decoded and
   // busy time, summed per device after the run.
   std::vector<double> stream_audio(static_cast<size_t>(o.streams), 0.0);
   std::vector<double> stream_busy(static_cast<size_t>(o.streams), 0.0);
-  // Batch mode: each stream's search time in word-end rescoring and in
-  // waiting for the device (SearchStats, summed over its utterances).
-  std::vector<double> rescoring_s(static_cast<size_t>(o.streams), 0.0);
-  std::vector<double> device_wait_s(static_cast<size_t>(o.streams), 0.0);
-  std::vector<double> growth_s(static_cast<size_t>(o.streams), 0.0);
-  std::vector<double> collect_s(static_cast<size_t>(o.streams), 0.0);
   std::atomic<size_t> next{0};
-  std::atomic<int64_t> frames_rerun{0};  // batch mode: frames that outgrew a buffer
   const double cpu0 = cpu_seconds();
   const auto t0 = Clock::now();
 
   auto batch_stream = [&](int k) {
     Recognizer& rec = *streams[k];
-    double my_busy = 0.0, my_audio = 0.0, my_rescoring = 0.0, my_device_wait = 0.0;
-    double my_growth = 0.0, my_collect = 0.0;
-    int64_t my_reruns = 0;
+    double my_busy = 0.0, my_audio = 0.0;
+    SearchParts my_parts;
     const size_t total = utts.size() * static_cast<size_t>(o.repeat);
     for (size_t n = next++; n < total; n = next++) {
       const size_t i = n % utts.size();
@@ -257,22 +271,14 @@ int bench_decode(int argc, char** argv) {
       rec.finish();
       my_busy += std::chrono::duration<double>(Clock::now() - s0).count();
       my_audio += utts[i].seconds;
-      my_rescoring += rec.search_stats().rescore_seconds;  // reset with each utterance
-      my_device_wait += rec.search_stats().device_wait_seconds;
-      my_growth += rec.search_stats().buffer_growth_seconds;
-      my_collect += rec.search_stats().garbage_collection_seconds;
-      my_reruns += rec.search_stats().frames_rerun;
+      my_parts.add(rec.search_stats());  // reset with each utterance
     }
-    frames_rerun += my_reruns;
-    growth_s[static_cast<size_t>(k)] = my_growth;
-    collect_s[static_cast<size_t>(k)] = my_collect;
-    rescoring_s[static_cast<size_t>(k)] = my_rescoring;
-    device_wait_s[static_cast<size_t>(k)] = my_device_wait;
     stream_audio[static_cast<size_t>(k)] = my_audio;
     stream_busy[static_cast<size_t>(k)] = my_busy;
     std::lock_guard<std::mutex> lock(mutex);
     busy += my_busy;
     audio += my_audio;
+    parts.add(my_parts);
   };
   auto live_stream = [&](int k) {
     Recognizer& rec = *streams[k];
@@ -340,25 +346,17 @@ int bench_decode(int argc, char** argv) {
   // each stream was made: the features, scoring (with its wait for the
   // device) and search, summed over the streams), against their busy time.
   RecognizerTimings sum;
-  // Batch mode: the search's parts.
-  double rescoring = 0.0, device_wait = 0.0, growth = 0.0, collect = 0.0;
   {
     for (const auto& rec : streams) {
       sum.features += rec->timings().features;
       sum.scoring += rec->timings().scoring;
       sum.search += rec->timings().search;
     }
-    for (size_t k = 0; k < rescoring_s.size(); ++k) {
-      rescoring += rescoring_s[k];
-      device_wait += device_wait_s[k];
-      growth += growth_s[k];
-      collect += collect_s[k];
-    }
     std::printf("stages summed over the streams: features %.3f s, scoring %.3f s, search %.3f s "
                 "(waiting for the device %.3f s, word-end rescoring %.3f s, growing buffers "
                 "%.3f s, collecting garbage %.3f s; %lld frames run again)\n",
-                sum.features, sum.scoring, sum.search, device_wait, rescoring, growth, collect,
-                static_cast<long long>(frames_rerun.load()));
+                sum.features, sum.scoring, sum.search, parts.device_wait, parts.rescoring,
+                parts.growth, parts.collect, static_cast<long long>(parts.frames_rerun));
   }
   // Per device (the device each stream was placed on, or the one named):
   // streams, audio and busy time, for the balance of --device-id -1.
@@ -447,7 +445,7 @@ int bench_decode(int argc, char** argv) {
               first_mib, added_mib, added_used_mib,
               per_device_streams.empty() ? "-" : per_device_streams.c_str(),
               per_device_audio.empty() ? "-" : per_device_audio.c_str(), sum.scoring, sum.search,
-              device_wait, rescoring, growth, collect);
+              parts.device_wait, parts.rescoring, parts.growth, parts.collect);
   return errors.empty() ? 0 : 1;
 }
 
