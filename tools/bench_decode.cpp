@@ -198,6 +198,34 @@ struct SearchParts {
   }
 };
 
+#ifdef GPUSPEECH_HAVE_CUDA
+// The lanes kernel's phases (GPUSPEECH_LANES_PROFILE=1): device time and
+// items per phase, summed over launches, and their share of the whole.
+void print_lanes_profile(const CudaRoundBatcher::Stats& b) {
+  const uint64_t* p = b.lanes_profile;
+  const uint64_t launches = p[cuda::kLaneProfileLaunches];
+  if (launches == 0) return;
+  static const char* const kNames[cuda::kLanePhases] = {
+      "setup", "head", "emit-heavy", "emit-resolve", "relax", "relax-heavy", "relax-resolve",
+      "collect", "prune-best", "prune-histogram", "prune-cutoff", "prune-compact", "chain", "out"};
+  double total_ns = 0;
+  for (int k = 0; k < cuda::kLanePhases; ++k) total_ns += static_cast<double>(p[cuda::kLaneProfileNs + k]);
+  std::printf("lanes kernel profile: %llu launches, %.1f lanes a launch, %.2f closure passes a "
+              "launch, %.2f chained; %.3f s of kernel time (%.0f us a launch)\n",
+              static_cast<unsigned long long>(launches),
+              static_cast<double>(p[cuda::kLaneProfileLanes]) / static_cast<double>(launches),
+              static_cast<double>(p[cuda::kLaneProfilePasses]) / static_cast<double>(launches),
+              static_cast<double>(p[cuda::kLaneProfileChained]) / static_cast<double>(launches),
+              total_ns * 1e-9, total_ns * 1e-3 / static_cast<double>(launches));
+  for (int k = 0; k < cuda::kLanePhases; ++k) {
+    const double ns = static_cast<double>(p[cuda::kLaneProfileNs + k]);
+    std::printf("  %-16s %5.1f %%  %8.1f us a launch  %10.0f items a launch\n", kNames[k],
+                100.0 * ns / std::max(total_ns, 1.0), ns * 1e-3 / static_cast<double>(launches),
+                static_cast<double>(p[cuda::kLaneProfileItems + k]) / static_cast<double>(launches));
+  }
+}
+#endif
+
 }  // namespace
 
 int bench_decode(int argc, char** argv) {
@@ -402,6 +430,7 @@ int bench_decode(int argc, char** argv) {
                       static_cast<unsigned long long>(b.launches_by_width[k]),
                       1e6 * b.busy_by_width_s[k] / static_cast<double>(b.launches_by_width[k]));
       std::printf("\n");
+      print_lanes_profile(b);
     }
   }
 #endif

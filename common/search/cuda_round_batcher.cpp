@@ -5,6 +5,8 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
+#include <cstdlib>
 #include <map>
 #include <utility>
 
@@ -14,10 +16,18 @@
 namespace gpuspeech {
 using cuda_memory::check;
 namespace {
-// Blocks of the lanes kernel per multiprocessor (256 threads each). One,
-// two and four gave the same speed on the H200 at 256 streams (163x,
-// 173x, 172x; docs/benchmarks.md).
+// Blocks of the lanes kernel per multiprocessor (256 threads each). Its 94
+// registers a thread leave room for two. Compiled for 3 to 8 (register
+// caps down to 32, spilling) it gave the same speed at 256 streams on the
+// H100, 272-287x (docs/benchmarks.md): more resident warps do not help.
 constexpr int kLaneBlocksPerSm = 2;
+
+int env_int(const char* name, int fallback, int lo, int hi) {
+  const char* v = std::getenv(name);
+  if (v == nullptr) return fallback;
+  const int n = std::atoi(v);
+  return n >= lo && n <= hi ? n : fallback;
+}
 
 std::mutex registry_mutex;
 std::map<int, std::weak_ptr<CudaRoundBatcher>> registry;  // the batcher of each device
@@ -32,6 +42,7 @@ void add_stats(CudaRoundBatcher::Stats& to, const CudaRoundBatcher::Stats& s) {
   to.busy_s += s.busy_s;
   to.waiting_s += s.waiting_s;
   to.in_run_s += s.in_run_s;
+  for (int w = 0; w < cuda::kLaneProfileWords; ++w) to.lanes_profile[w] += s.lanes_profile[w];
   for (int b = 0; b < CudaRoundBatcher::Stats::kWidthBins; ++b) {
     to.launches_by_width[b] += s.launches_by_width[b];
     to.busy_by_width_s[b] += s.busy_by_width_s[b];
@@ -70,6 +81,7 @@ CudaRoundBatcher::CudaRoundBatcher(int device) : device_(device) {
   int sms = 0;
   check(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device_),
         "cudaDeviceGetAttribute");
+  min_width_ = env_int("GPUSPEECH_LANES_MIN_WIDTH", 1, 1, cuda::kMaxLanesPerLaunch);
   blocks_ = cooperative != 0
                 ? cuda::tp_lanes_round_blocks(sms, kLaneBlocksPerSm, cuda::kMaxLanesPerLaunch)
                 : 0;
@@ -78,6 +90,18 @@ CudaRoundBatcher::CudaRoundBatcher(int device) : device_(device) {
     cuda_memory::forget_error();
     throw BackendError("cuda search: device " + std::to_string(device_) +
                        " cannot run the batched search (no cooperative launch)");
+  }
+  const char* profile = std::getenv("GPUSPEECH_LANES_PROFILE");
+  const char* log = std::getenv("GPUSPEECH_LANES_LOG");
+  if (log != nullptr && *log != '\0') {
+    // One line a step: rounds, device ns and closure passes, then each
+    // phase's ns (tp_lanes_round's profile; for measuring).
+    launch_log_ = std::fopen((std::string(log) + "." + std::to_string(device_)).c_str(), "w");
+  }
+  if ((profile != nullptr && std::string(profile) == "1") || launch_log_ != nullptr) {
+    profile_.resize(cuda::kLaneProfileWords);
+    check(cudaMemset(profile_.get(), 0, cuda::kLaneProfileWords * sizeof(unsigned long long)),
+          "cudaMemset (lanes profile)");
   }
   thread_ = std::thread([this] { launcher(); });
 }
@@ -94,6 +118,7 @@ CudaRoundBatcher::~CudaRoundBatcher() {
     add_stats(totals_of_gone, stats());
   }
   if (stream_ != nullptr) cudaStreamDestroy(stream_);
+  if (launch_log_ != nullptr) std::fclose(launch_log_);
   cuda_memory::forget_error();  // errors of cleanup are not the next launch's
 }
 
@@ -103,7 +128,7 @@ void CudaRoundBatcher::run(const cuda::TpLaneRound& round) {
   if (stop_) throw BackendError("cuda search: the round batcher has stopped");
   const uint64_t step = next_step_;
   waiting_.push_back(round);
-  if (waiting_.size() == 1) work_.notify_one();
+  if (waiting_.size() == 1 || waiting_.size() == static_cast<size_t>(min_width_)) work_.notify_one();
   done_[step & 1].wait(lock, [&] { return completed_step_ >= step; });
   stats_.in_run_s += seconds_since(t0);
   if (error_step_ == step) throw BackendError(error_);
@@ -123,6 +148,9 @@ void CudaRoundBatcher::launcher() {
   for (;;) {
     const Clock::time_point idle = Clock::now();
     work_.wait(lock, [&] { return stop_ || !waiting_.empty(); });
+    if (min_width_ > 1)  // measuring wide launches (GPUSPEECH_LANES_MIN_WIDTH)
+      work_.wait_for(lock, std::chrono::milliseconds(20),
+                     [&] { return stop_ || waiting_.size() >= static_cast<size_t>(min_width_); });
     const Clock::time_point begin = Clock::now();
     stats_.waiting_s += std::chrono::duration<double>(begin - idle).count();
     if (waiting_.empty()) break;  // stopping, nothing left to run
@@ -147,6 +175,23 @@ void CudaRoundBatcher::launcher() {
     lock.lock();
     const double busy = std::chrono::duration<double>(Clock::now() - begin).count();
     stats_.busy_s += busy;
+    if (profile_.get() != nullptr && error.empty()) {
+      unsigned long long words[cuda::kLaneProfileWords];
+      if (cudaMemcpy(words, profile_.get(), sizeof words, cudaMemcpyDeviceToHost) == cudaSuccess) {
+        if (launch_log_ != nullptr) {
+          uint64_t ns = 0;
+          for (int k = 0; k < cuda::kLanePhases; ++k)
+            ns += words[cuda::kLaneProfileNs + k] - stats_.lanes_profile[cuda::kLaneProfileNs + k];
+          std::fprintf(launch_log_, "%zu %llu %llu", batch_.size(), static_cast<unsigned long long>(ns),
+                       words[cuda::kLaneProfilePasses] - stats_.lanes_profile[cuda::kLaneProfilePasses]);
+          for (int k = 0; k < cuda::kLanePhases; ++k)
+            std::fprintf(launch_log_, " %llu",
+                         words[cuda::kLaneProfileNs + k] - stats_.lanes_profile[cuda::kLaneProfileNs + k]);
+          std::fprintf(launch_log_, "\n");
+        }
+        std::copy(words, words + cuda::kLaneProfileWords, stats_.lanes_profile);
+      }
+    }
     const size_t w = batch_.size();
     const int bin = w < 2 ? 0 : w < 8 ? 1 : w < 32 ? 2 : w < 128 ? 3 : 4;
     stats_.launches_by_width[bin] += 1;
@@ -182,7 +227,7 @@ void CudaRoundBatcher::launch_part(size_t first, size_t n) {
                         cudaMemcpyHostToDevice, stream_),
         "cudaMemcpyAsync (lane rounds)");
   check(cuda::tp_lanes_round(device_rounds_.get(), static_cast<int>(n), scratch_.get(), blocks_,
-                             stream_),
+                             stream_, profile_.get()),
         "tp_lanes_round");
   check(cudaStreamSynchronize(stream_), "cudaStreamSynchronize (lane rounds)");
 }

@@ -25,6 +25,7 @@
 #pragma once
 
 #include <condition_variable>
+#include <cstdio>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -66,6 +67,10 @@ class CudaRoundBatcher {
     static constexpr int kWidthBins = 5;
     uint64_t launches_by_width[kWidthBins] = {};
     double busy_by_width_s[kWidthBins] = {};
+    // With GPUSPEECH_LANES_PROFILE=1 only: the lanes kernel's own counters
+    // (cuda::kLaneProfile*: device time and items per phase, closure
+    // passes, chained launches), summed over launches; all zero otherwise.
+    uint64_t lanes_profile[cuda::kLaneProfileWords] = {};
   };
   Stats stats() const;
   // The sums over every batcher this process has had (for benchmarks,
@@ -96,7 +101,11 @@ class CudaRoundBatcher {
   cuda_memory::DeviceArray<cuda::TpLaneRound> device_rounds_;
   cudaStream_t stream_ = nullptr;
   int blocks_ = 0;  // the lanes kernel's grid (cooperative: all resident)
+  int min_width_ = 1;  // rounds the launcher waits for (at most 20 ms), for measuring
   cuda_memory::DeviceArray<unsigned char> scratch_;  // tp_lanes_scratch_bytes
+  // GPUSPEECH_LANES_PROFILE: the kernel's counters, read after each launch.
+  cuda_memory::DeviceArray<unsigned long long> profile_;
+  std::FILE* launch_log_ = nullptr;  // GPUSPEECH_LANES_LOG
   std::thread thread_;
 };
 

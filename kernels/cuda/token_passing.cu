@@ -931,6 +931,40 @@ constexpr int32_t kLaneIdle = -1;
 constexpr int kLaneScratchWords = 4;
 constexpr int kChainedSlot = 3;
 
+// Where a launch's time goes (tp_lanes_round's `profile`, null when off):
+// block 0's first thread reads the global timer after each grid-wide
+// barrier, when every block has finished the phase before it, and adds the
+// time since its last reading to that phase, and the phase's item count
+// (the same total in every block) beside it. Nothing else is touched, so
+// a profiled launch computes what an unprofiled one does.
+struct LaneClock {
+  unsigned long long* acc;  // TpLaneProfile words, or null
+  unsigned long long last;
+
+  __device__ static unsigned long long now() {
+    unsigned long long t;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+    return t;
+  }
+  __device__ bool on() const { return acc != nullptr && blockIdx.x == 0 && threadIdx.x == 0; }
+  __device__ void start() {
+    if (on()) last = now();
+  }
+  // The phase that ended at the barrier just passed.
+  __device__ void lap(int phase) {
+    if (!on()) return;
+    const unsigned long long t = now();
+    acc[kLaneProfileNs + phase] += t - last;
+    last = t;
+  }
+  __device__ void items(int phase, uint32_t n) {
+    if (on()) acc[kLaneProfileItems + phase] += n;
+  }
+  __device__ void count(int word) {
+    if (on()) acc[word] += 1;
+  }
+};
+
 // Exclusive prefix sums of count(lane) over the L lanes into prefix[0..L]
 // (shared memory), by the whole block; returns the total. count must give
 // the same value whenever it is called in a phase.
@@ -986,8 +1020,8 @@ __device__ __forceinline__ int lane_of(const uint32_t* prefix, int L, uint32_t u
 // item(lane, i, sub) for every item i < count(lane) of every lane, `width`
 // threads an item (sub: the thread's rank among them).
 template <class Count, class Item>
-__device__ __forceinline__ void for_lane_items(int L, uint32_t* prefix, int width, Count count,
-                                               Item item) {
+__device__ __forceinline__ uint32_t for_lane_items(int L, uint32_t* prefix, int width,
+                                                   Count count, Item item) {
   const uint32_t total = lane_prefix(L, prefix, count);
   const uint32_t per_block = blockDim.x / width;
   for (uint32_t u = blockIdx.x * per_block + threadIdx.x / width; u < total;
@@ -995,6 +1029,7 @@ __device__ __forceinline__ void for_lane_items(int L, uint32_t* prefix, int widt
     const int lane = lane_of(prefix, L, u);
     item(lane, u - prefix[lane], static_cast<int>(threadIdx.x % width));
   }
+  return total;
 }
 
 // item(lane, i) by a whole block for every item i < count(lane); returns
@@ -1025,10 +1060,11 @@ __device__ __forceinline__ uint32_t volatile_load(const uint32_t* p) {
 // One round of every lane whose step has a head (kRoundHeadNone included):
 // the head, the closure, the events; the lane's steps say what each does.
 __device__ void lanes_round_body(const cg::grid_group& grid, const TpLaneRound* rounds, int L,
-                                 TpLaneStep* steps, uint32_t* scratch, uint32_t* prefix) {
+                                 TpLaneStep* steps, uint32_t* scratch, uint32_t* prefix,
+                                 LaneClock& clock) {
   // The head: emitting step and offers (different lanes) side by side.
   if (blockIdx.x == 0 && threadIdx.x < 3) scratch[threadIdx.x] = 0;
-  for_lane_items(
+  uint32_t items = for_lane_items(
       L, prefix, kGroup,
       [&](int l) -> uint32_t {
         const TpLaneRound& r = rounds[l];
@@ -1038,7 +1074,7 @@ __device__ void lanes_round_body(const cg::grid_group& grid, const TpLaneRound* 
         const TpLaneRound& r = rounds[l];
         emit_item(r.graph, r.state, *r.frame, i, sub);
       });
-  for_lane_items(
+  items += for_lane_items(
       L, prefix, 1,
       [&](int l) -> uint32_t { return steps[l].head == kRoundHeadOffers ? rounds[l].frame->num_offers : 0u; },
       [&](int l, uint32_t i, int) { offer_event_item(rounds[l].graph, rounds[l].state, i); });
@@ -1046,9 +1082,11 @@ __device__ void lanes_round_body(const cg::grid_group& grid, const TpLaneRound* 
     if (steps[l].head == kRoundHeadOffers) rounds[l].state.counters->events = 0;  // the next collection's
   });
   grid.sync();
+  clock.lap(kLanePhaseHead);
+  clock.items(kLanePhaseHead, items);
   // Heavy tokens; no barrier after a phase with none (every block saw the
   // same total).
-  if (for_lane_items_by_block(
+  items = for_lane_items_by_block(
           L, prefix,
           [&](int l) -> uint32_t {
             const TpState& s = rounds[l].state;
@@ -1057,9 +1095,13 @@ __device__ void lanes_round_body(const cg::grid_group& grid, const TpLaneRound* 
           [&](int l, uint32_t h) {
             const TpLaneRound& r = rounds[l];
             emit_arcs(r.graph, r.state, *r.frame, r.state.heavy[h], threadIdx.x, blockDim.x);
-          }) > 0)
+          });
+  if (items > 0) {
     grid.sync();
-  for_lane_items(
+    clock.lap(kLanePhaseEmitHeavy);
+    clock.items(kLanePhaseEmitHeavy, items);
+  }
+  items = for_lane_items(
       L, prefix, 1,
       [&](int l) -> uint32_t {
         return steps[l].head == kRoundHeadEmit ? rounds[l].state.counters->touched : 0u;
@@ -1068,7 +1110,7 @@ __device__ void lanes_round_body(const cg::grid_group& grid, const TpLaneRound* 
         const TpLaneRound& r = rounds[l];
         min_into(&r.state.counters->best_emit_key, emit_resolve_item(r.graph, r.state, *r.frame, i));
       });
-  for_lane_items(
+  items += for_lane_items(
       L, prefix, 1,
       [&](int l) -> uint32_t { return steps[l].head == kRoundHeadOffers ? rounds[l].frame->num_offers : 0u; },
       [&](int l, uint32_t i, int) {
@@ -1079,12 +1121,14 @@ __device__ void lanes_round_body(const cg::grid_group& grid, const TpLaneRound* 
     if (steps[l].head == kRoundHeadEmit) rounds[l].state.counters->heavy = 0;
   });
   grid.sync();
+  clock.lap(kLanePhaseEmitResolve);
+  clock.items(kLanePhaseEmitResolve, items);
   // The closure: pass p for the lanes still in theirs, until none is.
   for (int pass = 0;; ++pass) {
     const int in = pass & 1;
     if (blockIdx.x == 0 && threadIdx.x == 0) scratch[(pass + 1) % 3] = 0;
     auto closing = [&](int l) { return steps[l].closing != 0; };
-    for_lane_items(
+    items = for_lane_items(
         L, prefix, kGroup,
         [&](int l) -> uint32_t {
           const TpState& s = rounds[l].state;
@@ -1095,7 +1139,10 @@ __device__ void lanes_round_body(const cg::grid_group& grid, const TpLaneRound* 
           relax_item(r.graph, r.state, *r.frame, pass, i, sub);
         });
     grid.sync();
-    if (for_lane_items_by_block(
+    clock.lap(kLanePhaseRelax);
+    clock.items(kLanePhaseRelax, items);
+    clock.count(kLaneProfilePasses);
+    items = for_lane_items_by_block(
             L, prefix,
             [&](int l) -> uint32_t {
               const TpState& s = rounds[l].state;
@@ -1106,9 +1153,13 @@ __device__ void lanes_round_body(const cg::grid_group& grid, const TpLaneRound* 
               relax_arcs(r.graph, r.state, r.state.heavy[h], 1 - in,
                          r.frame->pass_base + static_cast<uint32_t>(pass), threadIdx.x,
                          blockDim.x);
-            }) > 0)
+            });
+    if (items > 0) {
       grid.sync();
-    for_lane_items(
+      clock.lap(kLanePhaseRelaxHeavy);
+      clock.items(kLanePhaseRelaxHeavy, items);
+    }
+    items = for_lane_items(
         L, prefix, 1,
         [&](int l) -> uint32_t {
           const TpState& s = rounds[l].state;
@@ -1129,10 +1180,12 @@ __device__ void lanes_round_body(const cg::grid_group& grid, const TpLaneRound* 
         steps[l].closing = 0;
     });
     grid.sync();
+    clock.lap(kLanePhaseRelaxResolve);
+    clock.items(kLanePhaseRelaxResolve, items);
     if (volatile_load(scratch + pass % 3) == 0) break;
   }
   // The round's word-end events (not while a lane's closure is unsettled).
-  for_lane_items(
+  items = for_lane_items(
       L, prefix, 1,
       [&](int l) -> uint32_t {
         const TpCounters* c = rounds[l].state.counters;
@@ -1142,6 +1195,7 @@ __device__ void lanes_round_body(const cg::grid_group& grid, const TpLaneRound* 
         const TpLaneRound& r = rounds[l];
         collect_events_item(r.graph, r.state, *r.frame, i);
       });
+  clock.items(kLanePhaseCollect, items);  // its time: up to the caller's barrier
 }
 
 // Pruning, for the lanes whose step asks for it and whose gate lets it
@@ -1149,12 +1203,12 @@ __device__ void lanes_round_body(const cg::grid_group& grid, const TpLaneRound* 
 // first phase, which reads them; one thread a lane keeps the decision in
 // the step for the later phases (the last can change `overflow`).
 __device__ void lanes_prune(const cg::grid_group& grid, const TpLaneRound* rounds, int L,
-                            TpLaneStep* steps, uint32_t* prefix) {
+                            TpLaneStep* steps, uint32_t* prefix, LaneClock& clock) {
   auto prunes = [&](int l) {
     return steps[l].head != kLaneIdle && steps[l].prune && !prune_held_back(rounds[l].state, true);
   };
   for_lanes(L, [&](int l) { steps[l].pruned = prunes(l); });
-  for_lane_items(
+  uint32_t items = for_lane_items(
       L, prefix, 1,
       [&](int l) -> uint32_t { return prunes(l) ? rounds[l].state.counters->touched : 0u; },
       [&](int l, uint32_t i, int) {
@@ -1162,7 +1216,9 @@ __device__ void lanes_prune(const cg::grid_group& grid, const TpLaneRound* round
         min_into(&s.counters->best_key, static_cast<uint32_t>(s.best[s.touched[i]] >> 32));
       });
   grid.sync();
-  for_lane_items(
+  clock.lap(kLanePhasePruneBest);
+  clock.items(kLanePhasePruneBest, items);
+  items = for_lane_items(
       L, prefix, 1,
       [&](int l) -> uint32_t { return steps[l].pruned ? rounds[l].state.counters->touched : 0u; },
       [&](int l, uint32_t i, int) {
@@ -1174,10 +1230,13 @@ __device__ void lanes_prune(const cg::grid_group& grid, const TpLaneRound* round
         add_into(&s.counters->kept, bin >= 0 ? 1u : 0u);
       });
   grid.sync();
+  clock.lap(kLanePhasePruneHistogram);
+  clock.items(kLanePhasePruneHistogram, items);
   for (int l = blockIdx.x; l < L; l += gridDim.x)
     if (steps[l].pruned) prune_cutoff_body(rounds[l].state, *rounds[l].frame);
   grid.sync();
-  for_lane_items(
+  clock.lap(kLanePhasePruneCutoff);
+  items = for_lane_items(
       L, prefix, 1,
       [&](int l) -> uint32_t { return steps[l].pruned ? rounds[l].state.counters->touched : 0u; },
       [&](int l, uint32_t i, int) {
@@ -1186,6 +1245,7 @@ __device__ void lanes_prune(const cg::grid_group& grid, const TpLaneRound* round
         const TpFrame& f = *r.frame;
         prune_compact_item(s, f, i, prune_limits(s, f));
       });
+  clock.items(kLanePhasePruneCompact, items);
   // The previous frame's live tokens leave the second table.
   for_lane_items(
       L, prefix, 1,
@@ -1211,9 +1271,14 @@ __device__ void lanes_prune(const cg::grid_group& grid, const TpLaneRound* round
 }
 
 __global__ void lanes_round_kernel(const TpLaneRound* __restrict__ rounds, int L,
-                                   TpLaneStep* steps, uint32_t* scratch) {
+                                   TpLaneStep* steps, uint32_t* scratch,
+                                   unsigned long long* profile) {
   extern __shared__ uint32_t prefix[];  // L + 1
   const cg::grid_group grid = cg::this_grid();
+  LaneClock clock{profile, 0};
+  clock.start();
+  clock.count(kLaneProfileLaunches);
+  if (clock.on()) profile[kLaneProfileLanes] += static_cast<unsigned long long>(L);
   // What the single-stream path queues before its round: the frame
   // parameters, the frame's start (counters, histogram, start token).
   for (int l = blockIdx.x; l < L; l += gridDim.x) {
@@ -1242,10 +1307,13 @@ __global__ void lanes_round_kernel(const TpLaneRound* __restrict__ rounds, int L
   }
   if (blockIdx.x == 0 && threadIdx.x == 0) scratch[kChainedSlot] = 0;
   grid.sync();
-  lanes_round_body(grid, rounds, L, steps, scratch, prefix);
+  clock.lap(kLanePhaseSetup);
+  lanes_round_body(grid, rounds, L, steps, scratch, prefix, clock);
   grid.sync();  // the events are collected
-  lanes_prune(grid, rounds, L, steps, prefix);
+  clock.lap(kLanePhaseCollect);
+  lanes_prune(grid, rounds, L, steps, prefix, clock);
   grid.sync();  // the frames' counters are final
+  clock.lap(kLanePhasePruneCompact);
   // Chaining, as tp_round's: the next frame's emitting round for the lanes
   // whose frame ended here.
   for_lanes(L, [&](int l) {
@@ -1271,9 +1339,12 @@ __global__ void lanes_round_kernel(const TpLaneRound* __restrict__ rounds, int L
     atomicAdd(scratch + kChainedSlot, 1u);
   });
   grid.sync();
+  clock.lap(kLanePhaseChain);
   if (volatile_load(scratch + kChainedSlot) != 0) {
-    lanes_round_body(grid, rounds, L, steps, scratch, prefix);
+    clock.count(kLaneProfileChained);
+    lanes_round_body(grid, rounds, L, steps, scratch, prefix, clock);
     grid.sync();
+    clock.lap(kLanePhaseCollect);
   }
   // What the host reads: the counters, then the chain's outcome.
   for (int l = blockIdx.x; l < L; l += gridDim.x) {
@@ -1288,6 +1359,7 @@ __global__ void lanes_round_kernel(const TpLaneRound* __restrict__ rounds, int L
       for (int i = threadIdx.x; i < kChainWords; i += blockDim.x) out[kOutWords + i] = ch[i];
     }
   }
+  clock.lap(kLanePhaseOut);  // block 0's share only: no barrier follows
 }
 
 __global__ void clear_touched_kernel(TpState s) {
@@ -1385,7 +1457,7 @@ int tp_lanes_round_blocks(int sm_count, int max_per_sm, int max_lanes) {
 }
 
 cudaError_t tp_lanes_round(const TpLaneRound* rounds, int lanes, void* scratch, int blocks,
-                           cudaStream_t stream) {
+                           cudaStream_t stream, unsigned long long* profile) {
   if (lanes <= 0) return cudaSuccess;
   TpLaneStep* steps = static_cast<TpLaneStep*>(scratch);
   uint32_t* counters = reinterpret_cast<uint32_t*>(steps + lanes);
@@ -1399,7 +1471,7 @@ cudaError_t tp_lanes_round(const TpLaneRound* rounds, int lanes, void* scratch, 
   attribute[0].val.cooperative = 1;
   config.attrs = attribute;
   config.numAttrs = 1;
-  return cudaLaunchKernelEx(&config, lanes_round_kernel, rounds, lanes, steps, counters);
+  return cudaLaunchKernelEx(&config, lanes_round_kernel, rounds, lanes, steps, counters, profile);
 }
 
 cudaError_t tp_prune(const TpState& s, const TpFrame* f, int bins, int blocks,

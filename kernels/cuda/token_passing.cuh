@@ -278,11 +278,42 @@ struct TpLaneRound {
 // The most lanes one launch takes (the scan of their item counts sits in
 // shared memory).
 constexpr int kMaxLanesPerLaunch = 4096;
+// Where the lanes kernel's time goes, a diagnostic (the batcher turns it
+// on with GPUSPEECH_LANES_PROFILE=1): per phase, the device time from the
+// barrier before it to the barrier after it (ns) and the items it walked
+// (tokens, touched entries, offers), summed over launches; then counts.
+// Phases whose barrier is skipped (no heavy tokens) fall into the next.
+enum TpLanePhase {
+  kLanePhaseSetup,          // descriptors copied, frames begun
+  kLanePhaseHead,           // emitting step or offers
+  kLanePhaseEmitHeavy,      // heavy tokens' emitting arcs, a block each
+  kLanePhaseEmitResolve,    // the emitting step's winners
+  kLanePhaseRelax,          // a closure pass's epsilon arcs
+  kLanePhaseRelaxHeavy,     // its heavy tokens
+  kLanePhaseRelaxResolve,   // its winners
+  kLanePhaseCollect,        // word-end events
+  kLanePhasePruneBest,      // pruning: the best cost
+  kLanePhasePruneHistogram, // the histogram
+  kLanePhasePruneCutoff,    // the max-active cutoff, a block a lane
+  kLanePhasePruneCompact,   // the next live list, tables freed
+  kLanePhaseChain,          // the next frame chained
+  kLanePhaseOut,            // counters copied out (block 0's share)
+  kLanePhases
+};
+constexpr int kLaneProfileNs = 0;
+constexpr int kLaneProfileItems = kLanePhases;
+constexpr int kLaneProfileLaunches = 2 * kLanePhases;
+constexpr int kLaneProfileLanes = kLaneProfileLaunches + 1;
+constexpr int kLaneProfilePasses = kLaneProfileLaunches + 2;   // closure passes
+constexpr int kLaneProfileChained = kLaneProfileLaunches + 3;  // launches that chained
+constexpr int kLaneProfileWords = kLaneProfileLaunches + 4;
+
 // `rounds` (device memory) holds `lanes` descriptors; `scratch` is device
 // memory of tp_lanes_scratch_bytes(lanes); `blocks` at most
-// tp_lanes_round_blocks(..., max_lanes >= lanes).
+// tp_lanes_round_blocks(..., max_lanes >= lanes). `profile`: null, or
+// kLaneProfileWords counters in device memory that the launch adds to.
 cudaError_t tp_lanes_round(const TpLaneRound* rounds, int lanes, void* scratch, int blocks,
-                           cudaStream_t stream);
+                           cudaStream_t stream, unsigned long long* profile = nullptr);
 size_t tp_lanes_scratch_bytes(int lanes);
 // The grid size for tp_lanes_round: blocks resident at once on `sm_count`
 // multiprocessors, at most max_per_sm each, with room for `max_lanes`

@@ -10,7 +10,7 @@
 #   .refaudio/         a copy of /usr/share/pocketsphinx/test/data
 # Writes logs and results under $OUT (default /tmp/gpuspeech-out).
 #
-# usage: tests/gpu/device_run.sh [all|build|test|refs|bench|profile|profile_bands|peer|decode|streams|memory|gpus|batch|dtw|fmllr]...
+# usage: tests/gpu/device_run.sh [all|build|test|refs|bench|profile|profile_bands|peer|decode|streams|memory|gpus|batch|lanes_ncu|soak|dtw|fmllr]...
 set -u -o pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$ROOT"
@@ -388,7 +388,8 @@ if want batch; then
     done
     env GPUSPEECH_CUDA_BATCH=1 "${envs[@]}" $BUILD/tools/gpuspeech-bench decode "${M[@]}" "${args[@]}" \
       --streams $s /tmp/batchfiles/*.wav 2>&1 |
-      grep -E '^decode: [0-9]|^batched search|^stages|^device memory|^live:|rror' | sed "s/^/$spec: /" || status=1
+      grep -E '^decode: [0-9]|^batched search|^stages|^device memory|^live:|^lanes kernel|^  [a-z-]+ +[0-9.]+ %|rror' |
+      sed "s/^/$spec: /" || status=1
   done
   T=$BUILD/tools/gpuspeech-transcribe
   n=${BATCH_IDENTITY_STREAMS:-64}
@@ -409,6 +410,24 @@ if want batch; then
     echo "words and times of the default streams identical to one stream's"
   else echo "words or times DIFFER between the default streams and one stream"; status=1; fi
   }
+fi
+# Not part of "all": the lanes kernel under ncu (LANES_NCU_STREAMS batched
+# streams, LANES_NCU_SKIP launches skipped, then LANES_NCU_COUNT profiled;
+# the program is stopped after them), its sections written to lanes.txt.
+if [[ " $STEPS " == *" lanes_ncu "* ]]; then
+  note "lanes kernel under ncu"
+  [ -n "${MKGRAPH_PID:-}" ] && wait $MKGRAPH_PID
+  [ -d /tmp/batchfiles ] || librivox_copies /tmp/batchfiles ${BATCH_COPIES:-64}
+  GPUSPEECH_CUDA_BATCH=1 timeout 300 ncu --clock-control none -k regex:lanes_round_kernel \
+    --launch-skip ${LANES_NCU_SKIP:-400} --launch-count ${LANES_NCU_COUNT:-2} --kill yes \
+    --section SpeedOfLight --section MemoryWorkloadAnalysis --section WarpStateStats \
+    --section Occupancy --section LaunchStats --section SchedulerStats \
+    $BUILD/tools/gpuspeech-bench decode --hmm .refmodel/en-us/en-us \
+    --dict .refmodel/en-us/cmudict-en-us.dict --lm .refmodel/en-us/en-us.lm.bin --cache $GRAPH_CACHE \
+    --backend cuda --search cuda --streams ${LANES_NCU_STREAMS:-256} /tmp/batchfiles/*.wav \
+    >"$OUT/lanes.txt" 2>&1
+  echo "ncu status $?"
+  grep -vE '^==PROF==|^ *$|^ *-+ *$' "$OUT/lanes.txt" | grep -E 'lanes_round|Duration|Throughput|Hit Rate|Occupancy|Warp Cycles|Stall|Eligible|Issued Warp|No Eligible|Block Limit|Registers|Busy|Grid Size|Mem Pipes|L1/TEX|L2 |DRAM' | cut -c1-140 | head -80
 fi
 # Not part of "all": a soak of long-lived batched CUDA streams
 # (tests/bench/soak.sh), SOAK_STREAMS streams decoding the LibriVox files
