@@ -48,22 +48,13 @@ int backend_device_count(const std::string& name) {
   return 0;
 }
 
-int64_t backend_device_memory_used(const std::string& name, int device_id) {
+DeviceMemory backend_device_memory(const std::string& name, int device_id) {
 #ifdef GPUSPEECH_HAVE_CUDA
-  if (name == "cuda") return cuda_device_memory_used(device_id);
+  if (name == "cuda") return cuda_device_memory(device_id);
 #endif
   (void)name;
   (void)device_id;
-  return -1;
-}
-
-int64_t backend_device_memory_free(const std::string& name, int device_id) {
-#ifdef GPUSPEECH_HAVE_CUDA
-  if (name == "cuda") return cuda_device_memory_free(device_id);
-#endif
-  (void)name;
-  (void)device_id;
-  return -1;
+  return DeviceMemory{};
 }
 
 BackendPtr open_backend(const std::string& name, int device_id,

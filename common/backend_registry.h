@@ -36,16 +36,18 @@ BackendPtr open_backend(const std::string& name, int device_id = 0,
 // 0..count-1 open_backend takes; "cpu": 1; 0 for a backend not compiled in,
 // without a driver or devices, or an unknown name). Never throws.
 int backend_device_count(const std::string& name);
-// Bytes of device `device_id`'s memory in use by every process ("cuda":
-// total less free, as the driver reports them), or -1 where the backend
-// cannot say (cpu, opencl, not compiled in, no such device). For
-// benchmarks: memory a stream adds is the difference of two readings.
-// Never throws.
-int64_t backend_device_memory_used(const std::string& name, int device_id);
-// Bytes of device `device_id`'s memory free now ("cuda": as the driver
-// reports it), or -1 where the backend cannot say (as above). For sizing:
+// A device's memory as its driver reports it now, in bytes; -1 where the
+// backend cannot say (cpu, opencl, not compiled in, no such device).
+struct DeviceMemory {
+  int64_t free = -1;
+  int64_t total = -1;
+  // In use by every process: for benchmarks, where the memory a stream
+  // adds is the difference of two readings.
+  int64_t used() const { return free < 0 || total < 0 ? -1 : total - free; }
+};
+// Device `device_id`'s memory ("cuda" only). Free memory is for sizing:
 // how many streams a device can take. Never throws.
-int64_t backend_device_memory_free(const std::string& name, int device_id);
+DeviceMemory backend_device_memory(const std::string& name, int device_id);
 
 // Per-backend factories (backends/*.cpp). The cuda and opencl ones exist
 // only when compiled in; they throw BackendError when no device is usable.
@@ -58,8 +60,7 @@ int opencl_device_count();  // every device of every platform; 0 on any failure
 #ifdef GPUSPEECH_HAVE_CUDA
 BackendPtr make_cuda_backend(int device_id);
 int cuda_device_count();  // 0 when the runtime finds no device or fails
-int64_t cuda_device_memory_used(int device_id);  // -1 on any failure
-int64_t cuda_device_memory_free(int device_id);  // -1 on any failure
+DeviceMemory cuda_device_memory(int device_id);  // -1s on any failure
 // The device memory behind a CUDA backend's buffer, for CUDA code that
 // reads a backend's results in place (the search reads the scorer's
 // output). Work queued on the backend must have finished first

@@ -487,12 +487,15 @@ TEST(LmPruning, KeepsWhatItSaysAndStaysNormalised) {
     // others' mass is 1 as well; here it is their suffix's).
     for (size_t i = 0; i < histories.size(); ++i)
       if (static_cast<int>(histories[i].size()) < p.order() &&
-          (histories[i].empty() || p.find(histories[i].data(), histories[i].size())))
+          (histories[i].empty() || p.find(histories[i].data(), histories[i].size()))) {
         EXPECT_NEAR(total_probability(p, histories[i]), mass[i], 1e-3 * mass[i]) << i;
+      }
     // Kept n-grams keep their probabilities.
     lm.for_each_ngram(2, [&](const int* w, int, float lp, float, bool derived) {
       float q = 0;
-      if (!derived && p.find(w, 2, &q)) EXPECT_FLOAT_EQ(q, lp);
+      if (!derived && p.find(w, 2, &q)) {
+        EXPECT_FLOAT_EQ(q, lp);
+      }
     });
     // The ARPA text written for the rescorer reads back the same model.
     const NgramModel back = parse_arpa_lm(format_arpa_lm(p), "pruned.arpa");

@@ -127,12 +127,14 @@ TEST(RecognitionFrontEnd, DefaultsMatchSphinxFeNoiseAndSilenceRemoval) {
       const int64_t all = static_cast<int64_t>(off.compute_features(in.samples.data(), n).size()) / dim;
       r.compute_features(in.samples.data(), n);
       for (int64_t t = 1; t < rows; ++t) ASSERT_LT(r.audio_frame(t - 1), r.audio_frame(t)) << t;
-      if (rows < all)
+      if (rows < all) {
         EXPECT_GT(r.audio_frame(rows - 1), rows - 1);
-      else
+      } else {
         EXPECT_EQ(r.audio_frame(rows - 1), rows - 1);
-      if (in.name == "goforward-padded" && on)
+      }
+      if (in.name == "goforward-padded" && on) {
         EXPECT_LE(rows, all - 50) << "the VAD dropped (almost) nothing";
+      }
     }
   }
 }

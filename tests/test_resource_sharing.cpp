@@ -292,14 +292,16 @@ TEST_F(ResourceSharing, DefaultStreamCountFillsTheDeviceWithTheCudaSearch) {
   c.search_backend = "cuda";
   Recognizer first(c);
   ASSERT_STREQ(first.search_backend(), "cuda");
-  const int64_t free = backend_device_memory_free("cuda", first.config().device_id);
+  const int64_t free = backend_device_memory("cuda", first.config().device_id).free;
   ASSERT_GT(free, 0) << "the driver gave no free memory for the device in use";
   const size_t n = default_stream_count(first, c, 100000);
   // Free memory may move a little between the two readings.
   const size_t want = std::max<size_t>(1, device_stream_count({free}));
   EXPECT_LE(n, want + 2);
   EXPECT_GE(n + 2, want);
-  if (free > 2 * kDeviceMemoryReserveBytes) EXPECT_GT(n, 1u);
+  if (free > 2 * kDeviceMemoryReserveBytes) {
+    EXPECT_GT(n, 1u);
+  }
   EXPECT_EQ(default_stream_count(first, c, 3), std::min<size_t>(n, 3));
 }
 

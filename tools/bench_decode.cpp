@@ -244,7 +244,7 @@ int bench_decode(int argc, char** argv) {
     if (mem_devices.empty()) return -1;
     int64_t sum = 0;
     for (int d : mem_devices) {
-      const int64_t used = backend_device_memory_used("cuda", d);
+      const int64_t used = backend_device_memory("cuda", d).used();
       if (used < 0) return -1;
       sum += used;
     }

@@ -18,6 +18,7 @@
 
 #include "common/backend.h"
 #include "common/backend_registry.h"
+#include "common/backends/argument_checks.h"
 #include "common/backends/spectral_bands_composition.h"
 #include "common/features/fft.h"
 #include "common/features/lpc.h"
@@ -345,12 +346,7 @@ class CpuBackend : public Backend {
 
   void floor_densities(DeviceBuffer& densities, int64_t frames, int rows_per_stream, int streams,
                        float floor) override {
-    if (frames < 0 || rows_per_stream < 1 || streams < 1 || !std::isfinite(floor) ||
-        !(floor > 0.0f))
-      throw BackendError("cpu backend: floor_densities: need frames >= 0, rows_per_stream and "
-                         "streams >= 1 and a finite floor > 0 (got " + std::to_string(frames) +
-                         ", " + std::to_string(rows_per_stream) + ", " + std::to_string(streams) +
-                         ", " + std::to_string(floor) + ")");
+    check_floor_densities_args("cpu backend", frames, rows_per_stream, streams, floor);
     check_range(densities, 0, static_cast<size_t>(streams) * rows_per_stream * frames,
                 "floor_densities densities");
     if (frames == 0) return;

@@ -28,6 +28,7 @@
 
 #include "common/backend.h"
 #include "common/backend_registry.h"
+#include "common/backends/argument_checks.h"
 #include "common/backends/spectral_bands_composition.h"
 #include "kernels/cuda/feature_kernels.cuh"
 #include "kernels/cuda/outer_products.cuh"
@@ -514,12 +515,7 @@ class CudaBackend : public Backend {
   void floor_densities(DeviceBuffer& densities, int64_t frames, int rows_per_stream, int streams,
                        float floor) override {
     select_device();
-    if (frames < 0 || rows_per_stream < 1 || streams < 1 || !std::isfinite(floor) ||
-        !(floor > 0.0f))
-      throw BackendError("cuda: floor_densities: need frames >= 0, rows_per_stream and streams "
-                         ">= 1 and a finite floor > 0 (got " + std::to_string(frames) + ", " +
-                         std::to_string(rows_per_stream) + ", " + std::to_string(streams) +
-                         ", " + std::to_string(floor) + ")");
+    check_floor_densities_args("cuda", frames, rows_per_stream, streams, floor);
     check_size(densities, static_cast<size_t>(streams) * rows_per_stream * frames,
                "floor_densities densities");
     if (frames == 0) return;
@@ -719,36 +715,25 @@ int cuda_device_count() {
   return cudaGetDeviceCount(&count) == cudaSuccess ? count : 0;
 }
 
-namespace {
-// cudaMemGetInfo for `device_id`: false on any failure.
-bool device_memory_info(int device_id, size_t* free_bytes, size_t* total_bytes) {
+DeviceMemory cuda_device_memory(int device_id) {
   int current = 0;
-  if (device_id < 0 || cudaGetDevice(&current) != cudaSuccess) return false;
+  if (device_id < 0 || cudaGetDevice(&current) != cudaSuccess) return {};
   // cudaMemGetInfo reports on the calling thread's current device.
   if (cudaSetDevice(device_id) != cudaSuccess) {
     (void)cudaGetLastError();  // not left for the next launch check
-    return false;
+    return {};
   }
-  const cudaError_t st = cudaMemGetInfo(free_bytes, total_bytes);
+  size_t free_bytes = 0, total_bytes = 0;
+  const cudaError_t st = cudaMemGetInfo(&free_bytes, &total_bytes);
   cudaSetDevice(current);
   if (st != cudaSuccess) {
     (void)cudaGetLastError();
-    return false;
+    return {};
   }
-  return true;
-}
-}  // namespace
-
-int64_t cuda_device_memory_used(int device_id) {
-  size_t free_bytes = 0, total_bytes = 0;
-  if (!device_memory_info(device_id, &free_bytes, &total_bytes)) return -1;
-  return static_cast<int64_t>(total_bytes - free_bytes);
-}
-
-int64_t cuda_device_memory_free(int device_id) {
-  size_t free_bytes = 0, total_bytes = 0;
-  if (!device_memory_info(device_id, &free_bytes, &total_bytes)) return -1;
-  return static_cast<int64_t>(free_bytes);
+  DeviceMemory m;
+  m.free = static_cast<int64_t>(free_bytes);
+  m.total = static_cast<int64_t>(total_bytes);
+  return m;
 }
 
 void apply_cuda_wait_policy(int device_id) {

@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "common/backend_registry.h"
+#include "common/backends/argument_checks.h"
 #include "common/backends/spectral_bands_composition.h"
 #include "kernels/opencl/opencl_kernels.h"
 
@@ -731,12 +732,7 @@ class OpenclBackend : public Backend {
                        float floor) override {
     std::lock_guard<std::mutex> lock(mu_);
     const ClBuffer& d = own(densities, "floor_densities densities");
-    if (frames < 0 || rows_per_stream < 1 || streams < 1 || !std::isfinite(floor) ||
-        !(floor > 0.0f))
-      throw BackendError("opencl: floor_densities: need frames >= 0, rows_per_stream and "
-                         "streams >= 1 and a finite floor > 0 (got " + std::to_string(frames) +
-                         ", " + std::to_string(rows_per_stream) + ", " + std::to_string(streams) +
-                         ", " + std::to_string(floor) + ")");
+    check_floor_densities_args("opencl", frames, rows_per_stream, streams, floor);
     require_size(d, static_cast<size_t>(streams) * rows_per_stream * frames,
                  "floor_densities densities");
     if (frames == 0) return;

@@ -25,9 +25,9 @@ size_t default_stream_count(const Recognizer& first, const RecognizerConfig& ask
     std::vector<int64_t> free;
     if (asked.device_id < 0) {
       for (int d = 0; d < backend_device_count("cuda"); ++d)
-        free.push_back(backend_device_memory_free("cuda", d));
+        free.push_back(backend_device_memory("cuda", d).free);
     } else {
-      free.push_back(backend_device_memory_free("cuda", first.config().device_id));
+      free.push_back(backend_device_memory("cuda", first.config().device_id).free);
     }
     n = device_stream_count(free);
   } else {
