@@ -17,9 +17,10 @@ namespace gpuspeech {
 using cuda_memory::check;
 namespace {
 // Blocks of the lanes kernel per multiprocessor (256 threads each). Its 94
-// registers a thread leave room for two. Compiled for 3 to 8 (register
-// caps down to 32, spilling) it gave the same speed at 256 streams on the
-// H100, 272-287x (docs/benchmarks.md): more resident warps do not help.
+// registers a thread leave room for two. Compiled for 3, 4, 6 or 8 blocks
+// (80 down to 32 registers; 6 and 8 spill to the stack) it gave the same
+// speed at 256 streams on the H100, 272-287x (docs/benchmarks.md): more
+// resident warps do not help.
 constexpr int kLaneBlocksPerSm = 2;
 
 int env_int(const char* name, int fallback, int lo, int hi) {
@@ -172,25 +173,30 @@ void CudaRoundBatcher::launcher() {
         error = e.what();
       }
     }
-    lock.lock();
     const double busy = std::chrono::duration<double>(Clock::now() - begin).count();
+    // The kernel's profile (GPUSPEECH_LANES_PROFILE / _LOG), read before the
+    // lock is taken again, so that streams handing in rounds do not wait
+    // for the copy.
+    unsigned long long words[cuda::kLaneProfileWords];
+    const bool profiled =
+        profile_.get() != nullptr && error.empty() &&
+        cudaMemcpy(words, profile_.get(), sizeof words, cudaMemcpyDeviceToHost) == cudaSuccess;
+    lock.lock();
     stats_.busy_s += busy;
-    if (profile_.get() != nullptr && error.empty()) {
-      unsigned long long words[cuda::kLaneProfileWords];
-      if (cudaMemcpy(words, profile_.get(), sizeof words, cudaMemcpyDeviceToHost) == cudaSuccess) {
-        if (launch_log_ != nullptr) {
-          uint64_t ns = 0;
-          for (int k = 0; k < cuda::kLanePhases; ++k)
-            ns += words[cuda::kLaneProfileNs + k] - stats_.lanes_profile[cuda::kLaneProfileNs + k];
-          std::fprintf(launch_log_, "%zu %llu %llu", batch_.size(), static_cast<unsigned long long>(ns),
-                       words[cuda::kLaneProfilePasses] - stats_.lanes_profile[cuda::kLaneProfilePasses]);
-          for (int k = 0; k < cuda::kLanePhases; ++k)
-            std::fprintf(launch_log_, " %llu",
-                         words[cuda::kLaneProfileNs + k] - stats_.lanes_profile[cuda::kLaneProfileNs + k]);
-          std::fprintf(launch_log_, "\n");
-        }
-        std::copy(words, words + cuda::kLaneProfileWords, stats_.lanes_profile);
+    if (profiled) {
+      const uint64_t* before = stats_.lanes_profile;  // the sums up to the last launch
+      if (launch_log_ != nullptr) {
+        uint64_t ns = 0;
+        for (int k = 0; k < cuda::kLanePhases; ++k)
+          ns += words[cuda::kLaneProfileNs + k] - before[cuda::kLaneProfileNs + k];
+        std::fprintf(launch_log_, "%zu %llu %llu", batch_.size(), static_cast<unsigned long long>(ns),
+                     words[cuda::kLaneProfilePasses] - before[cuda::kLaneProfilePasses]);
+        for (int k = 0; k < cuda::kLanePhases; ++k)
+          std::fprintf(launch_log_, " %llu",
+                       words[cuda::kLaneProfileNs + k] - before[cuda::kLaneProfileNs + k]);
+        std::fprintf(launch_log_, "\n");
       }
+      std::copy(words, words + cuda::kLaneProfileWords, stats_.lanes_profile);
     }
     const size_t w = batch_.size();
     const int bin = w < 2 ? 0 : w < 8 ? 1 : w < 32 ? 2 : w < 128 ? 3 : 4;

@@ -320,7 +320,7 @@ if want memory; then
     env "${envs[@]}" $BUILD/tools/gpuspeech-bench decode --hmm .refmodel/en-us/en-us \
       --dict .refmodel/en-us/cmudict-en-us.dict --lm .refmodel/en-us/en-us.lm.bin --cache $GRAPH_CACHE \
       --backend ${run%%:*} --search ${run%%:*} --streams ${run##*:} /tmp/memfiles/*.wav 2>&1 |
-      grep -E '^decode: [0-9]|^device memory|error' | sed "s/^/$spec: /" || status=1
+      grep -E '^decode: [0-9]|^device memory|error' | sed "s|^|$spec: |" || status=1
   done
 fi
 if want gpus; then
@@ -389,7 +389,7 @@ if want batch; then
     env GPUSPEECH_CUDA_BATCH=1 "${envs[@]}" $BUILD/tools/gpuspeech-bench decode "${M[@]}" "${args[@]}" \
       --streams $s /tmp/batchfiles/*.wav 2>&1 |
       grep -E '^decode: [0-9]|^batched search|^stages|^device memory|^live:|^lanes kernel|^  [a-z-]+ +[0-9.]+ %|rror' |
-      sed "s/^/$spec: /" || status=1
+      sed "s|^|$spec: |" || status=1
   done
   T=$BUILD/tools/gpuspeech-transcribe
   n=${BATCH_IDENTITY_STREAMS:-64}
