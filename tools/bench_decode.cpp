@@ -189,13 +189,6 @@ struct SearchParts {
     collect += st.garbage_collection_seconds;
     frames_rerun += st.frames_rerun;
   }
-  void add(const SearchParts& o) {
-    rescoring += o.rescoring;
-    device_wait += o.device_wait;
-    growth += o.growth;
-    collect += o.collect;
-    frames_rerun += o.frames_rerun;
-  }
 };
 
 #ifdef GPUSPEECH_HAVE_CUDA
@@ -289,7 +282,6 @@ int bench_decode(int argc, char** argv) {
   auto batch_stream = [&](int k) {
     Recognizer& rec = *streams[k];
     double my_busy = 0.0, my_audio = 0.0;
-    SearchParts my_parts;
     const size_t total = utts.size() * static_cast<size_t>(o.repeat);
     for (size_t n = next++; n < total; n = next++) {
       const size_t i = n % utts.size();
@@ -299,14 +291,16 @@ int bench_decode(int argc, char** argv) {
       rec.finish();
       my_busy += std::chrono::duration<double>(Clock::now() - s0).count();
       my_audio += utts[i].seconds;
-      my_parts.add(rec.search_stats());  // reset with each utterance
+      // Reset with each utterance; one short lock an utterance, against
+      // the utterance's whole decode.
+      std::lock_guard<std::mutex> lock(mutex);
+      parts.add(rec.search_stats());
     }
     stream_audio[static_cast<size_t>(k)] = my_audio;
     stream_busy[static_cast<size_t>(k)] = my_busy;
     std::lock_guard<std::mutex> lock(mutex);
     busy += my_busy;
     audio += my_audio;
-    parts.add(my_parts);
   };
   auto live_stream = [&](int k) {
     Recognizer& rec = *streams[k];
