@@ -47,16 +47,14 @@ std::shared_ptr<const CudaSearchGraph> CudaSearchGraph::upload(const SearchGraph
   const size_t n = static_cast<size_t>(graph.num_states());
   for (size_t s = 0; s < n; ++s)
     if (graph.arc_begin[s + 1] - graph.arc_begin[s] > cuda::kHeavyDegree) ++g->heavy_states_;
-  std::vector<uint8_t> has_epsilon(std::max<size_t>(n, 1), 0);
-  std::vector<uint8_t> has_word_arc(std::max<size_t>(n, 1), 0);
+  std::vector<uint8_t> flags(std::max<size_t>(n, 1), 0);
   for (size_t s = 0; s < n; ++s)
     for (int64_t a = graph.arc_begin[s]; a < graph.arc_begin[s + 1]; ++a)
       if (graph.arc_ilabel[a] == 0) {
-        has_epsilon[s] = 1;
-        if (graph.arc_olabel[a] != 0) has_word_arc[s] = 1;
+        flags[s] |= cuda::kStateEpsilon;
+        if (graph.arc_olabel[a] != 0) flags[s] |= cuda::kStateWordArc;
       }
-  cuda_memory::upload(g->has_epsilon_, has_epsilon, stream);
-  cuda_memory::upload(g->has_word_arc_, has_word_arc, stream);
+  cuda_memory::upload(g->state_flags_, flags, stream);
   sync();  // the host vectors go out of scope
   // Each arc's source state, when it takes under a quarter of the free
   // device memory; else the kernels binary-search the CSR offsets.
@@ -74,7 +72,7 @@ std::shared_ptr<const CudaSearchGraph> CudaSearchGraph::upload(const SearchGraph
   g->bytes_ = g->arc_begin_.size() * sizeof(int64_t) +
               (g->dest_.size() + g->ilabel_.size() + g->olabel_.size() + g->source_.size()) *
                   sizeof(int32_t) +
-              g->cost_.size() * sizeof(float) + g->has_epsilon_.size() + g->has_word_arc_.size();
+              g->cost_.size() * sizeof(float) + g->state_flags_.size();
   return g;
 }
 
@@ -85,11 +83,10 @@ cuda::TpGraph CudaSearchGraph::view(int slots, bool rescoring) const {
                        olabel_.get(),
                        cost_.get(),
                        source_.size() > 0 ? source_.get() : nullptr,
-                       has_epsilon_.get(),
+                       state_flags_.get(),
                        0,
                        slots,
                        rescoring ? 1 : 0,
-                       rescoring ? has_word_arc_.get() : nullptr,
                        num_arcs_};
 }
 

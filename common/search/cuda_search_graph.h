@@ -52,8 +52,9 @@ class CudaSearchGraph {
   cuda_memory::DeviceArray<int32_t> dest_, ilabel_, olabel_;
   cuda_memory::DeviceArray<float> cost_;
   cuda_memory::DeviceArray<int32_t> source_;        // per arc; empty if it would not fit
-  cuda_memory::DeviceArray<uint8_t> has_epsilon_;   // per state
-  cuda_memory::DeviceArray<uint8_t> has_word_arc_;  // per state: an epsilon arc with a word label
+  // Per state: cuda::kStateEpsilon (an epsilon arc) | cuda::kStateWordArc
+  // (an epsilon arc with a word label).
+  cuda_memory::DeviceArray<uint8_t> state_flags_;
 };
 
 }  // namespace gpuspeech

@@ -180,6 +180,7 @@ struct CudaSearcher::Impl {
   // Word-end rescoring only:
   DeviceArray<int32_t> hist;
   DeviceArray<uint32_t> round_mark;
+  DeviceArray<int32_t> word_ends;
   MappedArray<cuda::TpEvent> events;
   MappedArray<cuda::TpOffer> offers;
   std::vector<WordEndEvent> event_list;  // host scratch, kept between frames
@@ -296,6 +297,8 @@ struct CudaSearcher::Impl {
     s.round_mark = rescoring ? round_mark.get() : nullptr;
     s.events = rescoring ? events.device() : nullptr;
     s.event_capacity = static_cast<uint32_t>(events.size());
+    s.word_ends = rescoring ? word_ends.get() : nullptr;
+    s.word_end_capacity = static_cast<uint32_t>(word_ends.size());
     s.offers = rescoring ? offers.device() : nullptr;
     s.chain = rescoring ? &counters.get()->chain : nullptr;
     return s;
@@ -340,6 +343,9 @@ struct CudaSearcher::Impl {
     if (rescoring) {
       hist.resize(n);
       round_mark.resize(n);
+      // Distinct entries of one round, so no more than a frame may touch:
+      // the list never overflows where the table did not.
+      word_ends.resize(n / 2);
       check(cudaMemsetAsync(round_mark.get(), 0, n * sizeof(uint32_t), stream), "cudaMemsetAsync");
     }
     check(cudaMemsetAsync(key.get(), 0xFF, n * sizeof(int32_t), stream), "cudaMemsetAsync");

@@ -205,7 +205,30 @@ __device__ __forceinline__ void reset_counters(TpCounters* c, const TpFrame& f) 
   c->passes_run = 0;
   c->last_changed = 0;
   c->events = 0;
+  c->word_ends = 0;
   c->overflow = 0;
+}
+
+// A new closure round (the host's offers) begins: its collection starts
+// from no events and an empty word-end list.
+__device__ __forceinline__ void begin_round_collection(TpCounters* c) {
+  c->events = 0;
+  c->word_ends = 0;
+}
+
+// Winner e (at a state with these flags) changed in this round. Its round
+// mark says so; a word-end state joins the round's word-end list the first
+// time the round changes it (the exchange keeps one entry even if two
+// phases' threads raced, which the barriers already rule out).
+__device__ __forceinline__ void mark_changed(const TpState& s, const TpFrame& f, int32_t e,
+                                             uint8_t flags) {
+  if ((flags & kStateWordArc) == 0) {
+    s.round_mark[e] = f.round_id;
+    return;
+  }
+  if (atomicExch(&s.round_mark[e], f.round_id) == f.round_id) return;
+  const uint32_t slot = atomicAdd(&s.counters->word_ends, 1u);
+  if (slot < s.word_end_capacity) s.word_ends[slot] = e;
 }
 
 __global__ void frame_begin_kernel(TpState s, const TpFrame* __restrict__ fp) {
@@ -222,7 +245,12 @@ __device__ __forceinline__ void start_token(const TpState& s, const TpFrame& f) 
   s.record[e] = -1;
   if (s.hist != nullptr) {
     s.hist[e] = 0;
+    // The graph is not at hand here: the start token joins the word-end
+    // list whatever its state (the collection skips states without a
+    // word arc).
     s.round_mark[e] = f.round_id;
+    s.word_ends[0] = e;
+    s.counters->word_ends = 1;
   }
   s.touched[0] = e;
   TpToken t;
@@ -313,6 +341,7 @@ __device__ __forceinline__ uint32_t emit_resolve_item(const TpGraph& g, const Tp
   {
     const int32_t e = s.touched[i];
     const int32_t d = s.key[e];
+    const uint8_t flags = g.state_flags[graph_state(g, d)];
     const uint64_t key = s.best[e];
     const float c = candidate_cost(key);
     const uint32_t a = candidate_arc(key);
@@ -333,11 +362,11 @@ __device__ __forceinline__ uint32_t emit_resolve_item(const TpGraph& g, const Tp
     if (s.hist != nullptr) {
       t.hist = from.hist;
       s.hist[e] = t.hist;
-      s.round_mark[e] = f.round_id;
+      mark_changed(s, f, e, flags);
     }
     // Only tokens with epsilon arcs to relax start the closure (their
     // records are final already).
-    if (g.has_epsilon[graph_state(g, d)]) {
+    if (flags & kStateEpsilon) {
       TpToken* slot = list_slot(s, s.changed[0], &s.counters->changed[0], s.changed_capacity);
       if (slot != nullptr) *slot = t;
     }
@@ -401,7 +430,7 @@ __device__ __forceinline__ void relax_item(const TpGraph& g, const TpState& s, c
     if (s.hist != nullptr) s.hist[tok.state] = tok.hist;
   }
   const int32_t state = graph_state(g, s.key[tok.state]);
-  if (!g.has_epsilon[state]) return;
+  if ((g.state_flags[state] & kStateEpsilon) == 0) return;
   const float best_emit = key_cost(s.counters->best_emit_key);
   const bool fresh = tok.record >= f.first_record;
   if (!(tok.cost <= add_cost(best_emit, fresh ? f.word_end_beam : f.beam))) return;
@@ -457,7 +486,7 @@ __device__ __forceinline__ void relax_resolve_item(const TpGraph& g, const TpSta
     list[i].hist = 0;
     if (s.hist != nullptr) {
       list[i].hist = se >= 0 ? s.hist[se] : 0;
-      s.round_mark[e] = f.round_id;
+      mark_changed(s, f, e, g.state_flags[graph_state(g, d)]);
     }
   }
 }
@@ -682,18 +711,25 @@ __global__ void prune_compact_kernel(TpState s, const TpFrame* __restrict__ fp, 
 }
 
 // The word-end step, device half 1: the round's events. One thread per
-// touched state (word-end states have a word arc or a few).
+// entry of the round's word-end list (word-end states have a word arc or a
+// few), or per touched entry if the list overflowed.
 // Nothing while the closure is unsettled (the round's graph ran out of
 // passes): the host continues the round and the collection runs after the
 // continuation's passes instead, once.
+__device__ __forceinline__ bool word_end_list_whole(const TpState& s) {
+  return s.counters->word_ends <= s.word_end_capacity;
+}
+__device__ __forceinline__ uint32_t collect_items(const TpState& s) {
+  return word_end_list_whole(s) ? s.counters->word_ends : s.counters->touched;
+}
 __device__ __forceinline__ void collect_events_item(const TpGraph& g, const TpState& s,
                                                     const TpFrame& f, uint32_t i) {
   {
-    const int32_t ent = s.touched[i];
+    const int32_t ent = word_end_list_whole(s) ? s.word_ends[i] : s.touched[i];
     if (s.round_mark[ent] != f.round_id) return;
     const int32_t v = s.key[ent];
     const int32_t state = graph_state(g, v);
-    if (!g.has_word_arc[state]) return;
+    if ((g.state_flags[state] & kStateWordArc) == 0) return;
     const float cost = candidate_cost(s.best[ent]);
     const int32_t rec = s.record[ent];
     const bool fresh = rec >= f.first_record;
@@ -722,7 +758,7 @@ __device__ __forceinline__ void collect_events_item(const TpGraph& g, const TpSt
 __device__ __forceinline__ void collect_events_phase(const Team& t, const TpGraph& g, const TpState& s,
                                                      const TpFrame& f) {
   if (s.counters->last_changed != 0) return;
-  const uint32_t n = s.counters->touched;
+  const uint32_t n = collect_items(s);
   for (uint32_t i = t.rank * blockDim.x + threadIdx.x; i < n; i += t.size * blockDim.x)
     collect_events_item(g, s, f, i);
 }
@@ -741,7 +777,7 @@ __device__ __forceinline__ void offer_events_phase(const Team& t, const TpGraph&
   const uint32_t n = f.num_offers;
   for (uint32_t i = t.rank * blockDim.x + threadIdx.x; i < n; i += t.size * blockDim.x)
     offer_event_item(g, s, i);
-  if (t.rank == 0 && threadIdx.x == 0) s.counters->events = 0;  // the next collection's
+  if (t.rank == 0 && threadIdx.x == 0) begin_round_collection(s.counters);
 }
 
 // Half 2b: each offer that holds its destination makes its record and
@@ -756,7 +792,7 @@ __device__ __forceinline__ void resolve_event_item(const TpGraph& g, const TpSta
     const int32_t rec = stage_record(s, f, o.word, o.record, o.cost);
     s.record[e] = rec;
     s.hist[e] = o.hist;
-    s.round_mark[e] = f.round_id;
+    mark_changed(s, f, e, g.state_flags[graph_state(g, o.dest)]);
     TpToken t;
     t.state = e;
     t.cost = o.cost;
@@ -1079,7 +1115,7 @@ __device__ void lanes_round_body(const cg::grid_group& grid, const TpLaneRound* 
       [&](int l) -> uint32_t { return steps[l].head == kRoundHeadOffers ? rounds[l].frame->num_offers : 0u; },
       [&](int l, uint32_t i, int) { offer_event_item(rounds[l].graph, rounds[l].state, i); });
   for_lanes(L, [&](int l) {
-    if (steps[l].head == kRoundHeadOffers) rounds[l].state.counters->events = 0;  // the next collection's
+    if (steps[l].head == kRoundHeadOffers) begin_round_collection(rounds[l].state.counters);
   });
   grid.sync();
   clock.lap(kLanePhaseHead);
@@ -1189,7 +1225,9 @@ __device__ void lanes_round_body(const cg::grid_group& grid, const TpLaneRound* 
       L, prefix, 1,
       [&](int l) -> uint32_t {
         const TpCounters* c = rounds[l].state.counters;
-        return steps[l].head != kLaneIdle && steps[l].collect && c->last_changed == 0 ? c->touched : 0u;
+        return steps[l].head != kLaneIdle && steps[l].collect && c->last_changed == 0
+                   ? collect_items(rounds[l].state)
+                   : 0u;
       },
       [&](int l, uint32_t i, int) {
         const TpLaneRound& r = rounds[l];

@@ -34,6 +34,7 @@
 // (state * slots + slot), tokens carry an LM history id, and
 //   hist[e]             the history beside record[e]
 //   round_mark[e]       id of the closure round that last changed e
+//   word_ends           the round's changed entries at word-end states
 //   events              word-end events of the round (written by the device
 //                       straight into mapped host memory)
 //   offers              the host's rescored events (read by the device
@@ -64,16 +65,19 @@ struct TpGraph {
   // The state each arc leaves (one load instead of a binary search over
   // arc_begin when resolving winners); null: binary search.
   const int32_t* source;
-  const uint8_t* has_epsilon;  // per state: 1 if it has an epsilon arc
+  // Per state, kStateEpsilon | kStateWordArc: one byte load tells a winner
+  // both whether it starts the closure and whether it is a word end.
+  const uint8_t* state_flags;
   int32_t num_states;
   // Word-end rescoring: tokens per state (1 without), whether word-label
-  // arcs wait for the word-end step, per state whether it has one, and the
-  // arc count (event candidates' arc fields are num_arcs + event index).
+  // arcs wait for the word-end step, and the arc count (event candidates'
+  // arc fields are num_arcs + event index).
   int32_t slots;
   int32_t rescoring;
-  const uint8_t* has_word_arc;
   uint32_t num_arcs;
 };
+constexpr uint8_t kStateEpsilon = 1;  // the state has an epsilon arc
+constexpr uint8_t kStateWordArc = 2;  // one of them has a word label
 
 struct TpToken {
   int32_t state;  // virtual state
@@ -123,6 +127,8 @@ struct TpCounters {
                            // CPU searcher's count, which max_epsilon_passes bounds)
   uint32_t last_changed;   // tokens changed by the last pass queued
   uint32_t events;         // word-end events of the round; above capacity = overflow
+  uint32_t word_ends;      // entries in the round's word-end list; above
+                           // capacity, the collection walks every touched entry
   uint32_t overflow;       // non-zero: the state table filled past table_limit
 };
 
@@ -172,6 +178,11 @@ struct TpState {
   uint32_t* round_mark;
   TpEvent* events;
   uint32_t event_capacity;
+  // Entries the round changed at states with a word arc, each once (its
+  // round_mark turning to the round's id adds it): the collection walks
+  // these instead of every touched entry.
+  int32_t* word_ends;
+  uint32_t word_end_capacity;
   const TpOffer* offers;
   TpChain* chain;  // the outcome of tp_round's chaining (rescoring only)
 };
