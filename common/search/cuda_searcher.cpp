@@ -449,14 +449,7 @@ CudaSearcher::CudaSearcher(const SearchGraph& graph, const SearchOptions& option
                            std::shared_ptr<const CudaSearchGraph> device_graph, GraphCheck graph_check,
                            bool batched)
     : Searcher(graph, options, rescorer, graph_check), impl_(std::make_unique<Impl>()) {
-  static_assert(sizeof(cuda::TpEvent) == sizeof(WordEndEvent) &&
-                    offsetof(cuda::TpEvent, arc) == offsetof(WordEndEvent, arc) &&
-                    offsetof(cuda::TpEvent, cost) == offsetof(WordEndEvent, cost) &&
-                    offsetof(cuda::TpEvent, record) == offsetof(WordEndEvent, record) &&
-                    offsetof(cuda::TpEvent, hist) == offsetof(WordEndEvent, history) &&
-                    offsetof(cuda::TpEvent, word) == offsetof(WordEndEvent, word) &&
-                    offsetof(cuda::TpEvent, dest) == offsetof(WordEndEvent, dest),
-                "event layouts differ");
+  static_assert(sizeof(cuda::TpEvent) == 32, "two 16-byte stores an event");
   static_assert(sizeof(cuda::TpOffer) == sizeof(WordEndOffer) &&
                     offsetof(cuda::TpOffer, cost) == offsetof(WordEndOffer, cost) &&
                     offsetof(cuda::TpOffer, word) == offsetof(WordEndOffer, word) &&
@@ -1100,8 +1093,10 @@ void CudaSearcher::run_frame_rescoring(const float* device_row, int32_t boundary
       // The host half: events in, rescored offers out, both in mapped
       // memory (the wait above made the device's writes visible).
       events.resize(hc.events);
-      std::memcpy(static_cast<void*>(events.data()), m.events.host(),
-                  hc.events * sizeof(cuda::TpEvent));
+      for (uint32_t i = 0; i < hc.events; ++i) {
+        const cuda::TpEvent& d = m.events.host()[i];
+        events[i] = WordEndEvent{d.source, d.arc, d.cost, d.record, d.hist, d.word, d.dest};
+      }
       rescore_word_ends(events, offers);
       if (m.offers.size() < offers.size()) {
         Impl::Section timed(m, &m.growth_seconds);

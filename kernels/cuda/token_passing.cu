@@ -188,6 +188,13 @@ __device__ __forceinline__ int32_t stage_record(const TpState& s, const TpFrame&
   return f.first_record + static_cast<int32_t>(i);
 }
 
+// A new closure round (the host's offers) begins: its collection starts
+// from no events and an empty word-end list.
+__device__ __forceinline__ void begin_round_collection(TpCounters* c) {
+  c->events = 0;
+  c->word_ends = 0;
+}
+
 // A frame's counters at its start; live[f.live_in] (the previous frame's
 // list) is kept.
 __device__ __forceinline__ void reset_counters(TpCounters* c, const TpFrame& f) {
@@ -204,16 +211,8 @@ __device__ __forceinline__ void reset_counters(TpCounters* c, const TpFrame& f) 
   c->passes = 0;
   c->passes_run = 0;
   c->last_changed = 0;
-  c->events = 0;
-  c->word_ends = 0;
+  begin_round_collection(c);
   c->overflow = 0;
-}
-
-// A new closure round (the host's offers) begins: its collection starts
-// from no events and an empty word-end list.
-__device__ __forceinline__ void begin_round_collection(TpCounters* c) {
-  c->events = 0;
-  c->word_ends = 0;
 }
 
 // Winner e (at a state with these flags) changed in this round. Its round
@@ -741,15 +740,11 @@ __device__ __forceinline__ void collect_events_item(const TpGraph& g, const TpSt
       if (!usable_cost(c)) continue;
       const uint32_t slot = atomicAdd(&s.counters->events, 1u);
       if (slot < s.event_capacity) {
-        TpEvent e;
-        e.source = v;
-        e.arc = static_cast<uint32_t>(a);
-        e.cost = c;
-        e.record = rec;
-        e.hist = s.hist[ent];
-        e.word = g.olabel[a] - 1;
-        e.dest = g.dest[a];
-        s.events[slot] = e;
+        // Two 16-byte stores: the events live in mapped host memory, and
+        // each store is a write across PCIe (field by field it was seven).
+        int4* out = reinterpret_cast<int4*>(&s.events[slot]);
+        out[0] = make_int4(v, static_cast<int32_t>(a), __float_as_int(c), rec);
+        out[1] = make_int4(s.hist[ent], g.olabel[a] - 1, g.dest[a], 0);
       }
     }
   }

@@ -86,8 +86,10 @@ struct TpToken {
   int32_t hist;
 };
 
-// Layouts of Searcher::WordEndEvent and WordEndOffer (checked on the host).
-struct TpEvent {
+// A word-end event as the device writes it: Searcher::WordEndEvent's
+// fields, padded to 32 bytes so that the kernel writes one as two 16-byte
+// stores (the host copies the fields out).
+struct alignas(16) TpEvent {
   int32_t source;
   uint32_t arc;
   float cost;
@@ -95,7 +97,10 @@ struct TpEvent {
   int32_t hist;
   int32_t word;  // the arc's olabel - 1
   int32_t dest;  // the arc's destination graph state
+  int32_t unused;
 };
+
+// The layout of Searcher::WordEndOffer (checked on the host).
 
 struct TpOffer {
   int32_t dest;
