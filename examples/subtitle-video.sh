@@ -10,7 +10,7 @@
 #    players show or hide (mpv, VLC: the "Subtitles" menu).
 # For a .srt next to the video instead:
 #   gst-launch-1.0 filesrc location=IN ! decodebin ! audioconvert ! audioresample \
-#     ! gpufeatures feat-params=$MODEL/feat.params ! gpudecoder output-format=srt \
+#     ! gpufeatures ! gpudecoder output-format=srt \
 #     ! filesink location=IN.srt
 set -eu
 if [ $# -lt 3 ]; then
@@ -19,13 +19,14 @@ if [ $# -lt 3 ]; then
 fi
 in=$1 burned=$2 track=$3
 shift 3
-model=/usr/share/pocketsphinx/model/en-us/en-us
 here=$(cd "$(dirname "$0")/.." && pwd)
 if [ -z "${GST_PLUGIN_PATH:-}" ] && [ -d "$here/build/gst" ]; then
   GST_PLUGIN_PATH=$here/build/gst
   export GST_PLUGIN_PATH
 fi
-features="gpufeatures feat-params=$model/feat.params cmn=live"
+# No front-end property: the decoder's model's front end (live CMN, noise
+# subtraction).
+features="gpufeatures"
 
 # The audio is split (tee): one copy is recognised, one is encoded. The
 # text reaches textoverlay / the muxer a little after its audio (words are

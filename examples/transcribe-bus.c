@@ -12,8 +12,6 @@
 #include <gst/gst.h>
 #include <stdio.h>
 
-#define MODEL "/usr/share/pocketsphinx/model/en-us/en-us"
-
 static void
 print_result (const GstStructure * s)
 {
@@ -56,8 +54,8 @@ main (int argc, char **argv)
   gchar *grammar = argc == 3 ? g_strdup_printf ("jsgf=\"%s\"", argv[2]) :
       g_strdup ("");
   gchar *desc = g_strdup_printf ("filesrc location=\"%s\" ! decodebin ! "
-      "audioconvert ! audioresample ! gpufeatures feat-params=" MODEL
-      "/feat.params cmn=live ! gpudecoder %s ! fakesink", argv[1], grammar);
+      "audioconvert ! audioresample ! gpufeatures ! gpudecoder %s ! fakesink",
+      argv[1], grammar);
   GError *err = NULL;
   GstElement *pipeline = gst_parse_launch (desc, &err);
   g_free (desc);

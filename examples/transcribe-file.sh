@@ -16,7 +16,6 @@ if [ $# -lt 1 ]; then
 fi
 in=$1
 shift
-model=/usr/share/pocketsphinx/model/en-us/en-us
 here=$(cd "$(dirname "$0")/.." && pwd)
 if [ -z "${GST_PLUGIN_PATH:-}" ] && [ -d "$here/build/gst" ]; then
   GST_PLUGIN_PATH=$here/build/gst
@@ -24,8 +23,9 @@ if [ -z "${GST_PLUGIN_PATH:-}" ] && [ -d "$here/build/gst" ]; then
 fi
 
 # decodebin + audioconvert + audioresample: whatever the file holds becomes
-# 16 kHz mono; cmn=live gives partial results while the file plays (the
-# model's own batch CMN would hold every frame until the end).
+# 16 kHz mono. gpufeatures with no front-end property takes the decoder's
+# model's front end, with live CMN (partial results while the file plays)
+# and noise subtraction, as pocketsphinx does.
 gst-launch-1.0 -m filesrc location="$in" ! decodebin ! audioconvert ! \
-  audioresample ! gpufeatures feat-params="$model/feat.params" cmn=live ! \
+  audioresample ! gpufeatures ! \
   gpudecoder "$@" ! fakesink 2>&1 | grep -E '^(Got message.*gpudecoder|ERROR|WARNING)'

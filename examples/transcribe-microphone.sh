@@ -8,7 +8,6 @@
 #
 # With no model properties: the installed en-us model and language model.
 set -eu
-model=/usr/share/pocketsphinx/model/en-us/en-us
 here=$(cd "$(dirname "$0")/.." && pwd)
 if [ -z "${GST_PLUGIN_PATH:-}" ] && [ -d "$here/build/gst" ]; then
   GST_PLUGIN_PATH=$here/build/gst
@@ -19,6 +18,6 @@ fi
 # The text on the src pad goes to the terminal too (fdsink), one line per
 # group of stable words.
 gst-launch-1.0 -e -m autoaudiosrc ! audioconvert ! audioresample ! \
-  gpufeatures feat-params="$model/feat.params" cmn=live ! \
+  gpufeatures ! \
   gpudecoder partial-interval=300 endpoint-silence=1000 "$@" ! \
   fdsink fd=2 sync=false 2>&1 | grep -E 'gpudecoder, |ERROR|WARNING'

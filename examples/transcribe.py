@@ -20,8 +20,6 @@ import gi
 gi.require_version("Gst", "1.0")
 from gi.repository import GLib, Gst  # noqa: E402
 
-MODEL = "/usr/share/pocketsphinx/model/en-us/en-us"
-
 
 def main(argv):
     if len(argv) < 2:
@@ -34,7 +32,7 @@ def main(argv):
 
     pipeline = Gst.parse_launch(
         "filesrc name=src ! decodebin ! audioconvert ! audioresample "
-        f"! gpufeatures feat-params={MODEL}/feat.params cmn=live "
+        "! gpufeatures "
         "! gpudecoder name=dec ! fakesink")
     pipeline.get_by_name("src").set_property("location", argv[1])
     dec = pipeline.get_by_name("dec")

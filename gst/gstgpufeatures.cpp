@@ -25,10 +25,12 @@
  * device-id, post-messages, remove-noise and remove-silence, if any) and
  * downstream's caps name a `feat-params` file (gpudecoder does: its
  * model's), that file configures the element, with live CMN, so
- * `gpufeatures ! gpudecoder` needs no settings. Noise subtraction stays off
- * there unless remove-noise=true: in the live chain it helped clean speech
- * without adaptation but hurt the telephone-band set and online fMLLR
- * (docs/benchmarks.md, issue 15 section). remove-silence=true is refused:
+ * `gpufeatures ! gpudecoder` needs no settings. That front end subtracts
+ * noise, as pocketsphinx does by default, unless remove-noise=false: in
+ * the live chain it is worth 7-15 points of WER on noisy recordings and 8
+ * on LibriVox, but costs a few words on a telephone band and with online
+ * fMLLR, so a chain with `gpufmllr` should set remove-noise=false
+ * (docs/benchmarks.md, issue 15 sections). remove-silence=true is refused:
  * a stream keeps every frame (docs/gpudecoder.md says why).
  *
  * Sink caps: S16LE or F32LE (F32 scaled by 32768 to 16-bit units), mono, at
@@ -711,8 +713,9 @@ gst_gpu_features_class_init (GstGpuFeaturesClass * klass)
       g_param_spec_boolean ("remove-noise", "Remove noise",
           "Sphinx spectral noise subtraction on the mel energies (sphinx_fe "
           "and pocketsphinx -remove_noise; MFCC and fbank, one VTLN warp). "
-          "Default: off when the front end is taken from gpudecoder's "
-          "model (no front-end property set; measured in docs/benchmarks.md), "
+          "Default: on when the front end is taken from gpudecoder's "
+          "model (no front-end property set), as in pocketsphinx; set it "
+          "false with gpufmllr (measured in docs/benchmarks.md); "
           "otherwise off, or feat.params' -remove_noise",
           d.noise.remove_noise, rw));
   g_object_class_install_property (gobject_class, PROP_REMOVE_SILENCE,
@@ -1545,12 +1548,13 @@ adopt_downstream_front_end (GstGpuFeatures * self, Settings * settings)
     settings->cmn = gs::NormOptions::Cmn::kLive;
     settings->explicit_mask |= 1ull << PROP_CMN;
     /* pocketsphinx subtracts noise by default, and gpuspeech-transcribe
-     * does; in this live chain it is off unless asked for: measured, it
-     * helped clean speech without adaptation (31.0 -> 22.5 % on LibriVox)
-     * but hurt the telephone-band set (45.1 -> 50.7 %) and online fMLLR on
-     * both (docs/benchmarks.md). */
+     * does; so does this chain unless told not to. Measured in the live
+     * chain (docs/benchmarks.md): 31.0 -> 22.5 % on LibriVox and 7-15
+     * points on the noisy long recordings, but 45.1 -> 50.7 % on the
+     * telephone-band set, and worse with online fMLLR (gpufmllr's chain
+     * sets it false). */
     if (!settings->is_set (PROP_REMOVE_NOISE)) {
-      settings->remove_noise = FALSE;
+      settings->remove_noise = TRUE;
       settings->explicit_mask |= 1ull << PROP_REMOVE_NOISE;
     }
     /* A stream keeps every frame (see remove-silence), whatever the

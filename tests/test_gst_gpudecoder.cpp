@@ -268,10 +268,10 @@ std::string final_words(const PipelineRun& run) {
 }
 
 // A gpufeatures with no front-end property set takes the decoder's model
-// front end (its feat.params, live CMN, no noise subtraction unless
-// remove-noise=true) from the decoder's caps: the same words, times and
-// confidences as the explicitly configured pipeline with remove-noise=false.
-// The decoder also accepts features with noise subtraction (the front
+// front end (its feat.params, live CMN, noise subtraction unless
+// remove-noise=false) from the decoder's caps: the same words, times and
+// confidences as the explicitly configured pipeline with remove-noise=true.
+// The decoder also accepts features without noise subtraction (the front
 // end's choice).
 TEST(GpuDecoder, PlainGpufeaturesAdoptsTheModelFrontEnd) {
   const std::string gram = data("goforward.gram");
@@ -279,26 +279,26 @@ TEST(GpuDecoder, PlainGpufeaturesAdoptsTheModelFrontEnd) {
   const PipelineRun plain = run_pipeline(src + " ! gpufeatures backend=cpu ! " + decoder(gram) +
                                          " ! fakesink");
   ASSERT_TRUE(plain.eos) << plain.error_text();
-  const PipelineRun configured = run_pipeline(src + " ! " + features("live", "remove-noise=false") +
+  const PipelineRun configured = run_pipeline(src + " ! " + features("live", "remove-noise=true") +
                                               " ! " + decoder(gram) + " ! fakesink");
   ASSERT_TRUE(configured.eos) << configured.error_text();
   EXPECT_EQ(joined(plain.finals()), joined(configured.finals()));
   EXPECT_EQ(joined(plain.finals()), "go forward ten meters");
   EXPECT_EQ(final_words(plain), final_words(configured));
-  const PipelineRun with_noise = run_pipeline(src + " ! " + features("live", "remove-noise=true") +
-                                              " ! " + decoder(gram) + " ! fakesink");
-  ASSERT_TRUE(with_noise.eos) << with_noise.error_text();
-  EXPECT_EQ(joined(with_noise.finals()), "go forward ten meters");
+  const PipelineRun no_noise = run_pipeline(src + " ! " + features("live", "remove-noise=false") +
+                                            " ! " + decoder(gram) + " ! fakesink");
+  ASSERT_TRUE(no_noise.eos) << no_noise.error_text();
+  EXPECT_EQ(joined(no_noise.finals()), "go forward ten meters");
   // On this recording noise subtraction moves two word boundaries by a
-  // frame (deterministic on the CPU): the adopted front end has none.
-  EXPECT_NE(final_words(plain), final_words(with_noise))
-      << "the adopted front end subtracts noise";
-  // remove-noise=true on a plain gpufeatures combines with adopting the
+  // frame (deterministic on the CPU): the adopted front end subtracts.
+  EXPECT_NE(final_words(plain), final_words(no_noise))
+      << "the adopted front end does not subtract noise";
+  // remove-noise=false on a plain gpufeatures combines with adopting the
   // model's front end.
-  const PipelineRun plain_noise = run_pipeline(
-      src + " ! gpufeatures backend=cpu remove-noise=true ! " + decoder(gram) + " ! fakesink");
-  ASSERT_TRUE(plain_noise.eos) << plain_noise.error_text();
-  EXPECT_EQ(final_words(plain_noise), final_words(with_noise));
+  const PipelineRun plain_no_noise = run_pipeline(
+      src + " ! gpufeatures backend=cpu remove-noise=false ! " + decoder(gram) + " ! fakesink");
+  ASSERT_TRUE(plain_no_noise.eos) << plain_no_noise.error_text();
+  EXPECT_EQ(final_words(plain_no_noise), final_words(no_noise));
   // A front-end property set by the application is respected: 20 filters
   // do not match the model, and negotiation fails naming the difference.
   const PipelineRun changed = run_pipeline(src + " ! gpufeatures backend=cpu num-filters=20 ! " +

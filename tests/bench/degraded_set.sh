@@ -18,7 +18,7 @@
 #              noise at 20 dB, 0.4 s of zeros before
 # SNR is the ratio of the RMS of the clean file (with its pauses) to the
 # RMS of the noise added.
-DEGRADED_CONDITIONS="clean farfield pink20 pink10 white20 white10 brown20 brown10 phone"
+DEGRADED_CONDITIONS=${DEGRADED_CONDITIONS:-"clean farfield pink20 pink10 white20 white10 brown20 brown10 phone"}
 
 degraded_die() { echo "$(basename "$0"): $*" >&2; exit 1; }
 
