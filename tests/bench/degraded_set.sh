@@ -17,7 +17,8 @@
 #   phone      300-3400 Hz band at 8 kHz, resampled back to 16 kHz, white
 #              noise at 20 dB, 0.4 s of zeros before
 # SNR is the ratio of the RMS of the clean file (with its pauses) to the
-# RMS of the noise added.
+# RMS of the noise added. DEGRADED_CONDITIONS, set before this file is
+# sourced, picks some of them (the scripts' tables then have those rows).
 DEGRADED_CONDITIONS=${DEGRADED_CONDITIONS:-"clean farfield pink20 pink10 white20 white10 brown20 brown10 phone"}
 
 degraded_die() { echo "$(basename "$0"): $*" >&2; exit 1; }

@@ -69,6 +69,10 @@ for v in "${VOICES[@]}"; do
   echo "${words# } ($v)" >>"$L/ref.trn"
 done
 RECORDINGS=($(awk '{ print $1 }' "$L/spans" | uniq))
+# The long recordings are joined again on every run (another N or voice
+# order gives other ones), so their degraded copies are made again too:
+# degrade_all keeps files already there.
+for cond in $DEGRADED_CONDITIONS; do [ "$cond" = clean ] || rm -rf "${L:?}/$cond"; done
 degrade_all "$L/clean" "$L" 11.3 60 "${RECORDINGS[@]}"
 wer_normalise "$L/ref.trn" >"$L/ref.norm"
 
