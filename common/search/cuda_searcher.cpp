@@ -182,6 +182,7 @@ struct CudaSearcher::Impl {
   DeviceArray<uint32_t> round_mark;
   DeviceArray<int32_t> word_ends;
   MappedArray<cuda::TpEvent> events;
+  DeviceArray<cuda::TpEvent> event_stage;  // batched only: TpState::event_stage
   MappedArray<cuda::TpOffer> offers;
   std::vector<WordEndEvent> event_list;  // host scratch, kept between frames
   std::vector<WordEndOffer> offer_list;
@@ -296,6 +297,7 @@ struct CudaSearcher::Impl {
     s.hist = rescoring ? hist.get() : nullptr;
     s.round_mark = rescoring ? round_mark.get() : nullptr;
     s.events = rescoring ? events.device() : nullptr;
+    s.event_stage = rescoring && batcher ? event_stage.get() : nullptr;
     s.event_capacity = static_cast<uint32_t>(events.size());
     s.word_ends = rescoring ? word_ends.get() : nullptr;
     s.word_end_capacity = static_cast<uint32_t>(word_ends.size());
@@ -432,7 +434,8 @@ struct CudaSearcher::Impl {
   bool round_graphs_match(const cuda::TpState& s) const {
     const cuda::TpState& c = round_graphs_state;
     return c.staging == s.staging && c.staging_capacity == s.staging_capacity &&
-           c.events == s.events && c.event_capacity == s.event_capacity &&
+           c.events == s.events && c.event_stage == s.event_stage &&
+           c.event_capacity == s.event_capacity &&
            c.offers == s.offers && c.key == s.key;
   }
 
@@ -557,6 +560,7 @@ CudaSearcher::CudaSearcher(const SearchGraph& graph, const SearchOptions& option
     m.lane_out.resize(1);
     m.lane_staging.resize(m.staging.size());
     m.staging.resize(0);
+    if (m.rescoring) m.event_stage.resize(m.events.size());
   }
   // Room for a frame's records from the start, so that no frame short of
   // outgrowing the staging buffer waits for a pinned allocation
@@ -1074,6 +1078,7 @@ void CudaSearcher::run_frame_rescoring(const float* device_row, int32_t boundary
       if (hc.events > m.events.size()) {  // events overflowed
         Impl::Section timed(m, &m.growth_seconds);
         m.events.resize(static_cast<size_t>(hc.events) * 2);
+        if (m.batcher) m.event_stage.resize(m.events.size());
         ++stats_.frames_rerun;
         again = true;
         break;

@@ -740,9 +740,11 @@ __device__ __forceinline__ void collect_events_item(const TpGraph& g, const TpSt
       if (!usable_cost(c)) continue;
       const uint32_t slot = atomicAdd(&s.counters->events, 1u);
       if (slot < s.event_capacity) {
-        // Two 16-byte stores: the events live in mapped host memory, and
-        // each store is a write across PCIe (field by field it was seven).
-        int4* out = reinterpret_cast<int4*>(&s.events[slot]);
+        // Two 16-byte stores. Into mapped host memory each store is a
+        // write across PCIe (field by field it was seven); the batched
+        // lanes write to device memory and copy once (event_stage).
+        TpEvent* dst = s.event_stage != nullptr ? s.event_stage : s.events;
+        int4* out = reinterpret_cast<int4*>(&dst[slot]);
         out[0] = make_int4(v, static_cast<int32_t>(a), __float_as_int(c), rec);
         out[1] = make_int4(s.hist[ent], g.olabel[a] - 1, g.dest[a], 0);
       }
@@ -1390,6 +1392,16 @@ __global__ void lanes_round_kernel(const TpLaneRound* __restrict__ rounds, int L
       constexpr int kChainWords = sizeof(TpChain) / sizeof(uint32_t);
       const uint32_t* ch = reinterpret_cast<const uint32_t*>(r.state.chain);
       for (int i = threadIdx.x; i < kChainWords; i += blockDim.x) out[kOutWords + i] = ch[i];
+    }
+    // The lane's events, staged in device memory by the collection (the
+    // last round body's: a chained round begins only where the frame's
+    // last round had none), to the mapped buffer the host reads.
+    if (r.state.event_stage != nullptr) {
+      const uint32_t n = min(r.state.counters->events, r.state.event_capacity);
+      const int4* from = reinterpret_cast<const int4*>(r.state.event_stage);
+      int4* to = reinterpret_cast<int4*>(r.state.events);
+      constexpr uint32_t kWords = sizeof(TpEvent) / sizeof(int4);
+      for (uint32_t i = threadIdx.x; i < n * kWords; i += blockDim.x) to[i] = from[i];
     }
   }
   clock.lap(kLanePhaseOut);  // block 0's share only: no barrier follows

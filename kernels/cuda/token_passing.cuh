@@ -181,7 +181,12 @@ struct TpState {
   // Word-end rescoring only (null otherwise):
   int32_t* hist;
   uint32_t* round_mark;
-  TpEvent* events;
+  TpEvent* events;  // mapped host memory: what the host reads
+  // Batched lanes only (null otherwise): device memory that the collection
+  // writes the events to, event_capacity of them; the lanes kernel copies
+  // each lane's events to `events` at its end, a block a lane, coalesced
+  // (one thread's scattered stores across PCIe cost more than the copy).
+  TpEvent* event_stage;
   uint32_t event_capacity;
   // Entries the round changed at states with a word arc, each once (its
   // round_mark turning to the round's id adds it): the collection walks
