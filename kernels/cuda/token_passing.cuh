@@ -101,7 +101,6 @@ struct alignas(16) TpEvent {
 };
 
 // The layout of Searcher::WordEndOffer (checked on the host).
-
 struct TpOffer {
   int32_t dest;
   float cost;
