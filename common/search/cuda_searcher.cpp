@@ -183,6 +183,12 @@ struct CudaSearcher::Impl {
   DeviceArray<int32_t> word_ends;
   MappedArray<cuda::TpEvent> events;
   DeviceArray<cuda::TpEvent> event_stage;  // batched only: TpState::event_stage
+  // Grows the event buffer and, for batched lanes, its device stage with it
+  // (the kernel's copy-out assumes they hold the same count).
+  void resize_events(size_t n) {
+    events.resize(n);
+    if (batcher) event_stage.resize(n);
+  }
   MappedArray<cuda::TpOffer> offers;
   std::vector<WordEndEvent> event_list;  // host scratch, kept between frames
   std::vector<WordEndOffer> offer_list;
@@ -452,7 +458,17 @@ CudaSearcher::CudaSearcher(const SearchGraph& graph, const SearchOptions& option
                            std::shared_ptr<const CudaSearchGraph> device_graph, GraphCheck graph_check,
                            bool batched)
     : Searcher(graph, options, rescorer, graph_check), impl_(std::make_unique<Impl>()) {
+  // The device's event is the host's, field by field, padded to 32 bytes
+  // (two 16-byte stores); the host copies the first sizeof(WordEndEvent).
   static_assert(sizeof(cuda::TpEvent) == 32, "two 16-byte stores an event");
+  static_assert(sizeof(WordEndEvent) <= sizeof(cuda::TpEvent) &&
+                    offsetof(cuda::TpEvent, arc) == offsetof(WordEndEvent, arc) &&
+                    offsetof(cuda::TpEvent, cost) == offsetof(WordEndEvent, cost) &&
+                    offsetof(cuda::TpEvent, record) == offsetof(WordEndEvent, record) &&
+                    offsetof(cuda::TpEvent, hist) == offsetof(WordEndEvent, history) &&
+                    offsetof(cuda::TpEvent, word) == offsetof(WordEndEvent, word) &&
+                    offsetof(cuda::TpEvent, dest) == offsetof(WordEndEvent, dest),
+                "TpEvent starts with Searcher::WordEndEvent's layout");
   static_assert(sizeof(cuda::TpOffer) == sizeof(WordEndOffer) &&
                     offsetof(cuda::TpOffer, cost) == offsetof(WordEndOffer, cost) &&
                     offsetof(cuda::TpOffer, word) == offsetof(WordEndOffer, word) &&
@@ -1077,8 +1093,7 @@ void CudaSearcher::run_frame_rescoring(const float* device_row, int32_t boundary
       }
       if (hc.events > m.events.size()) {  // events overflowed
         Impl::Section timed(m, &m.growth_seconds);
-        m.events.resize(static_cast<size_t>(hc.events) * 2);
-        if (m.batcher) m.event_stage.resize(m.events.size());
+        m.resize_events(static_cast<size_t>(hc.events) * 2);
         ++stats_.frames_rerun;
         again = true;
         break;
@@ -1098,10 +1113,8 @@ void CudaSearcher::run_frame_rescoring(const float* device_row, int32_t boundary
       // The host half: events in, rescored offers out, both in mapped
       // memory (the wait above made the device's writes visible).
       events.resize(hc.events);
-      for (uint32_t i = 0; i < hc.events; ++i) {
-        const cuda::TpEvent& d = m.events.host()[i];
-        events[i] = WordEndEvent{d.source, d.arc, d.cost, d.record, d.hist, d.word, d.dest};
-      }
+      for (uint32_t i = 0; i < hc.events; ++i)
+        std::memcpy(static_cast<void*>(&events[i]), &m.events.host()[i], sizeof(WordEndEvent));
       rescore_word_ends(events, offers);
       if (m.offers.size() < offers.size()) {
         Impl::Section timed(m, &m.growth_seconds);
