@@ -11,6 +11,8 @@
 
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
+#include <cstring>
 #include <map>
 #include <memory>
 #include <random>
@@ -286,9 +288,14 @@ TEST_P(ScoringVsCpu, SenoneScoresTopNOperation) {
     int64_t frames;
     size_t out_offset;
   };
+  // The CUDA backend ranks shared codebooks once (senones >= 2 codebooks,
+  // in chunks of frames that fill 512 Ki floats of scratch: the 126-codebook
+  // case at top 16 takes 126 frames a chunk, so 300 frames are three chunks)
+  // and otherwise ranks per senone (the 50-codebook case): both are here.
   for (const Case& k : {Case{1, 256, 1, 40, 4, 3, 0}, Case{42, 128, 1, 300, 4, 67, 5},
                         Case{7, 8, 3, 50, 2, 131, 0}, Case{5, 16, 4, 23, 16, 5, 1},
-                        Case{3, 64, 1, 17, 1, 70, 0}}) {
+                        Case{3, 64, 1, 17, 1, 70, 0}, Case{126, 128, 1, 1000, 16, 300, 3},
+                        Case{50, 8, 1, 60, 4, 40, 0}}) {
     const size_t rows = static_cast<size_t>(k.streams) * k.codebooks * k.density;
     std::vector<float> dens(rows * k.frames);
     for (float& v : dens) {
@@ -331,6 +338,63 @@ TEST_P(ScoringVsCpu, SenoneScoresTopNOperation) {
   EXPECT_THROW(dev.senone_scores_top_n(*d, 2, 2, 3, 1, *cb, *w, 2, 1, *out), BackendError);
   EXPECT_THROW(dev.senone_scores_top_n(*d, 2, 2, 2, 1, *cb, *w, 2, 1, *out, 1), BackendError);
 }
+
+#ifdef GPUSPEECH_HAVE_CUDA
+// CUDA's two paths of Gaussian selection (ranked lists per codebook, and a
+// ranking per senone, GPUSPEECH_CUDA_TOPN_RANKED=0) compute each value by
+// the same operations, so they agree to the bit: 126 codebooks of 128
+// (en-us's three streams of 42, as one), ~40 senones a codebook, several
+// chunks, NaN and -inf.
+TEST(CudaTopN, RankedListsEqualPerSenoneRanking) {
+  if (cuda_device_count() == 0) {
+    if (testing::backend_for_test("cuda").required) FAIL() << "cuda required, no device";
+    GTEST_SKIP() << "no CUDA device";
+  }
+  BackendPtr ranked = make_cuda_backend(0);
+  setenv("GPUSPEECH_CUDA_TOPN_RANKED", "0", 1);
+  BackendPtr per_senone = make_cuda_backend(0);
+  unsetenv("GPUSPEECH_CUDA_TOPN_RANKED");
+  std::mt19937 rng(20261127);
+  std::uniform_real_distribution<float> uni(0.f, 1.f);
+  const int codebooks = 126, density = 128, senones = 5000;
+  const int64_t frames = 700;
+  std::vector<float> dens(static_cast<size_t>(codebooks) * density * frames);
+  for (float& v : dens) {
+    v = -150.f + 120.f * uni(rng);
+    if (rng() % 3 == 0) v = std::round(v / 8.f) * 8.f;
+    if (rng() % 200 == 0) v = -INFINITY;
+    if (rng() % 200000 == 0) v = NAN;
+  }
+  std::vector<float> codebook(senones), weights(static_cast<size_t>(senones) * density);
+  for (float& c : codebook) c = static_cast<float>(rng() % codebooks);
+  for (size_t i = 0; i < weights.size(); ++i) {
+    weights[i] = rng() % 4 == 0 ? 0.0f : uni(rng) / density;
+    if ((i / density) % 7 == 3) weights[i] *= 1e-25f;
+  }
+  for (int top_n : {4, 16}) {
+    std::vector<float> got[2];
+    int which = 0;
+    for (Backend* b : {ranked.get(), per_senone.get()}) {
+      BufferPtr d = b->alloc(dens.size()), c = b->alloc(codebook.size()),
+                w = b->alloc(weights.size()), out = b->alloc(static_cast<size_t>(frames) * senones);
+      b->upload(*d, dens.data(), dens.size());
+      b->upload(*c, codebook.data(), codebook.size());
+      b->upload(*w, weights.data(), weights.size());
+      b->senone_scores_top_n(*d, codebooks, density, frames, top_n, *c, *w, senones, 1, *out);
+      got[which].resize(static_cast<size_t>(frames) * senones);
+      b->download(*out, got[which].data(), got[which].size());
+      ++which;
+    }
+    size_t differ = 0, nans = 0;
+    for (size_t i = 0; i < got[0].size(); ++i) {
+      if (std::isnan(got[0][i])) ++nans;
+      if (std::memcmp(&got[0][i], &got[1][i], sizeof(float)) != 0) ++differ;
+    }
+    EXPECT_EQ(differ, 0u) << "top " << top_n;
+    EXPECT_GT(nans, 0u) << "the case should hold a NaN codebook";
+  }
+}
+#endif
 
 // The whole scorer with top_n 4: the GEMMs' summation orders move
 // densities by ~1e-5, which can swap two Gaussians of nearly equal density

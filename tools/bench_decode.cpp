@@ -74,7 +74,7 @@ struct DecodeBenchOptions {
   std::fprintf(stderr,
                "gpuspeech-bench decode: %s\n"
                "usage: gpuspeech-bench decode [--streams N] [--backend B] [--search S] "
-               "[--device-id N] [--batched-search on|off|auto] [--maxactive N]\n"
+               "[--device-id N] [--batched-search on|off|auto] [--maxactive N] [--topn N]\n"
                "       [--hmm DIR] [--dict FILE] [--lm FILE | --jsgf FILE] [--cache DIR]\n"
                "       [--live] [--seconds S] [--block-ms MS] [--partial-ms MS] [--repeat N] FILE...\n",
                error.c_str());
@@ -104,6 +104,7 @@ DecodeBenchOptions parse_decode_args(int argc, char** argv) {
     else if (a == "--search") o.config.search_backend = value();
     else if (a == "--device-id") o.config.device_id = int_arg(a, value(), -1, 1 << 20);
     else if (a == "--maxactive") o.config.search.max_active = int_arg(a, value(), 1, 1 << 30);
+    else if (a == "--topn") o.config.top_n = int_arg(a, value(), 0, Backend::kMaxTopN);
     else if (a == "--hmm") o.config.model_dir = value();
     else if (a == "--dict") o.config.dictionary = value();
     else if (a == "--lm") {

@@ -117,6 +117,14 @@ bool fused_fft_from_env() {
   return !(v != nullptr && std::string(v) == "cufft");
 }
 
+// GPUSPEECH_CUDA_TOPN_RANKED=0 runs Gaussian selection as one kernel that
+// ranks a codebook per senone (the path before the ranked lists), to
+// compare the two in one benchmark command.
+bool ranked_top_n_from_env() {
+  const char* v = std::getenv("GPUSPEECH_CUDA_TOPN_RANKED");
+  return !(v != nullptr && std::string(v) == "0");
+}
+
 class CudaBuffer : public DeviceBuffer {
  public:
   CudaBuffer(const Backend* owner, size_t n) : DeviceBuffer(owner, n) {
@@ -504,6 +512,21 @@ class CudaBackend : public Backend {
     check_size(weights, static_cast<size_t>(senones) * streams * density, "senone_scores_top_n weights");
     check_range(out, out_offset, static_cast<size_t>(frames) * senones, "senone_scores_top_n out");
     if (frames == 0 || senones == 0) return;
+    if (use_ranked_top_n_) {
+      const int64_t chunk =
+          cuda::ranked_chunk_frames(codebooks, density, frames, top_n, senones, streams);
+      if (chunk > 0) {
+        float* scratch = ranked_scratch(static_cast<size_t>(
+            cuda::ranked_scratch_floats(codebooks, density, top_n, streams, chunk)));
+        check_cuda(cuda::launch_senone_scores_top_n_ranked(
+                       ptr(densities, "senone_scores_top_n densities"), codebooks, density,
+                       frames, top_n, ptr(codebook, "senone_scores_top_n codebook"),
+                       ptr(weights, "senone_scores_top_n weights"), senones, streams, scratch,
+                       chunk, ptr(out, "senone_scores_top_n out") + out_offset, stream_),
+                   "senone_scores_top_n kernels");
+        return;
+      }
+    }
     check_cuda(cuda::launch_senone_scores_top_n(
                    ptr(densities, "senone_scores_top_n densities"), codebooks, density, frames,
                    top_n, ptr(codebook, "senone_scores_top_n codebook"),
@@ -641,6 +664,17 @@ class CudaBackend : public Backend {
     return complex_->ptr();
   }
 
+  // senone_scores_top_n's ranked lists (at most cuda::kRankedScratchFloats),
+  // grown as complex_scratch is.
+  float* ranked_scratch(size_t n) {
+    if (!ranked_ || ranked_->size() < n) {
+      check_cuda(cudaStreamSynchronize(stream_), "cudaStreamSynchronize");
+      ranked_.reset();
+      ranked_.reset(new CudaBuffer(this, n));
+    }
+    return ranked_->ptr();
+  }
+
   cufftHandle plan_for(int64_t batch, int n) {
     for (auto it = plans_.begin(); it != plans_.end(); ++it) {
       if (it->batch == batch && it->n == n) {
@@ -677,6 +711,7 @@ class CudaBackend : public Backend {
     for (auto& p : plans_) cufftDestroy(p.handle);
     plans_.clear();
     complex_.reset();
+    ranked_.reset();
     bands_scratch_ = SpectralBandsScratch{};
     projection_scratch_ = SpectralBandsScratch{};
     layout_.reset();
@@ -696,6 +731,10 @@ class CudaBackend : public Backend {
   cublasHandle_t blas_ = nullptr;
   std::list<FftPlan> plans_;
   std::unique_ptr<CudaBuffer> complex_;
+  std::unique_ptr<CudaBuffer> ranked_;
+  // GPUSPEECH_CUDA_TOPN_RANKED=0: Gaussian selection by the one-kernel path
+  // even where codebooks are shared (to compare the two in one build).
+  bool use_ranked_top_n_ = ranked_top_n_from_env();
   std::map<int, std::unique_ptr<CudaBuffer>> twiddles_;
   // GPUSPEECH_CUDA_FFT=cufft forces cuFFT + a separate power kernel for
   // every size (to compare the two paths); otherwise the fused kernel runs

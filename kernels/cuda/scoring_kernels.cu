@@ -143,6 +143,120 @@ __global__ void senone_scores_top_n_kernel(const float* __restrict__ densities, 
   }
 }
 
+// The same definition in two kernels, for models whose codebooks are
+// shared by many senones (a PTM or semi-continuous model: en-us has about
+// 122 senones a codebook). Ranking a codebook once per senone, as the kernel
+// above does, repeats the same selection 122 times; at top 16 its lists
+// also outgrow the registers. Here the first kernel ranks each (stream,
+// codebook, frame) once and keeps, per rank, the Gaussian and
+// e_i = exp(d_i - d_1), and d_1 (NaN where the codebook has a NaN); the
+// second sums each senone's weights over them. Every value is computed by
+// the same operations as above, so the two paths agree to the bit.
+//
+// Scratch layout, F frames a chunk: e[(g * n + r) * F + f], then
+// idx[(g * n + r) * F + f] (int32), then top[g * F + f], g = t * codebooks + c.
+__global__ void rank_codebooks_kernel(const float* __restrict__ densities, int groups,
+                                      int density, int64_t frames, int64_t f0, int64_t chunk,
+                                      int n, float* __restrict__ e_out,
+                                      int32_t* __restrict__ idx_out, float* __restrict__ top_out) {
+  const int64_t total_items = static_cast<int64_t>(groups) * chunk;
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < total_items;
+       i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    const int64_t f = i % chunk;
+    const int64_t g = i / chunk;
+    const float* rows = densities + g * density * frames + f0 + f;
+    float val[kMaxTopN];
+    int idx[kMaxTopN];
+    int count = 0;
+    bool has_nan = false;
+    for (int k = 0; k < density; ++k) {
+      const float v = rows[static_cast<int64_t>(k) * frames];
+      if (isnan(v)) {
+        has_nan = true;
+        continue;
+      }
+      int p = count;
+      if (p == n) {
+        if (!(v > val[n - 1])) continue;
+        --p;
+      } else {
+        ++count;
+      }
+      for (; p > 0 && val[p - 1] < v; --p) {
+        val[p] = val[p - 1];
+        idx[p] = idx[p - 1];
+      }
+      val[p] = v;
+      idx[p] = k;
+    }
+    const float d1 = has_nan ? NAN : val[0];
+    top_out[g * chunk + f] = d1;
+    if (has_nan || d1 == -INFINITY) continue;
+    for (int r = 0; r < count; ++r) {
+      e_out[(g * n + r) * chunk + f] = expf(val[r] - d1);
+      idx_out[(g * n + r) * chunk + f] = idx[r];
+    }
+  }
+}
+
+__global__ void sum_ranked_kernel(const float* __restrict__ densities, int codebooks, int density,
+                                  int64_t frames, int64_t f0, int64_t chunk, int n,
+                                  const float* __restrict__ codebook,
+                                  const float* __restrict__ weights, int senones, int streams,
+                                  const float* __restrict__ e_in,
+                                  const int32_t* __restrict__ idx_in,
+                                  const float* __restrict__ top_in, float* __restrict__ out) {
+  const int64_t total_items = chunk * senones;
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < total_items;
+       i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    const int64_t f = i % chunk;
+    const int64_t s = i / chunk;
+    const int64_t c = clamped_index(codebook[s], 0, codebooks - 1);
+    float total = 0.0f;
+    for (int t = 0; t < streams; ++t) {
+      const int64_t g = static_cast<int64_t>(t) * codebooks + c;
+      const float d1 = top_in[g * chunk + f];
+      if (isnan(d1)) {
+        total += NAN;
+        continue;
+      }
+      if (d1 == -INFINITY) {
+        total += -INFINITY;
+        continue;
+      }
+      const float* w = weights + (s * streams + t) * density;
+      const float* e = e_in + g * n * chunk + f;
+      const int32_t* idx = idx_in + g * n * chunk + f;
+      float sum = 0.0f;
+      for (int r = 0; r < n; ++r)
+        sum = __fadd_rn(sum, __fmul_rn(w[idx[r * chunk]], e[r * chunk]));
+      if (!(sum < kTopNUnderflow)) {
+        total += d1 + logf(sum);
+        continue;
+      }
+      // Underflow guard, as above, the densities read again.
+      const float* rows = densities + g * density * frames + f0 + f;
+      float top = -INFINITY;
+      for (int r = 0; r < n; ++r) {
+        const int k = idx[r * chunk];
+        const float v = logf(w[k]) + rows[static_cast<int64_t>(k) * frames];
+        top = (v > top || isnan(v)) ? v : top;
+      }
+      if (top == -INFINITY) {
+        total += -INFINITY;
+        continue;
+      }
+      float lsum = 0.0f;
+      for (int r = 0; r < n; ++r) {
+        const int k = idx[r * chunk];
+        lsum += expf(logf(w[k]) + rows[static_cast<int64_t>(k) * frames] - top);
+      }
+      total += top + logf(lsum);
+    }
+    out[(f0 + f) * senones + s] = total;
+  }
+}
+
 // Backend::floor_densities. A block covers 32 frames of one stream
 // (blockIdx.y): threadIdx.x the frame, so a warp reads 128 contiguous bytes
 // of a row; the kFloorRowThreads threads of a frame split its rows, reduce
@@ -192,6 +306,45 @@ cudaError_t launch_senone_scores_top_n(const float* densities, int codebooks, in
   if (blocks > kMaxBlocks) blocks = kMaxBlocks;
   senone_scores_top_n_kernel<<<static_cast<unsigned int>(blocks), kThreads, 0, stream>>>(
       densities, codebooks, density, frames, top_n, codebook, weights, senones, streams, out);
+  return cudaGetLastError();
+}
+
+int64_t ranked_chunk_frames(int codebooks, int density, int64_t frames, int top_n, int senones,
+                            int streams) {
+  const int n = top_n < density ? top_n : density;
+  // One codebook a senone (a continuous model): nothing to share.
+  if (senones < 2 * codebooks || n < 1) return 0;
+  const int64_t per_frame = static_cast<int64_t>(streams) * codebooks * (2 * n + 1);
+  int64_t chunk = kRankedScratchFloats / per_frame;
+  if (chunk < 32) return 0;  // so many codebooks that the scratch would not pay
+  return chunk < frames ? chunk : frames;
+}
+
+cudaError_t launch_senone_scores_top_n_ranked(const float* densities, int codebooks, int density,
+                                              int64_t frames, int top_n, const float* codebook,
+                                              const float* weights, int senones, int streams,
+                                              float* scratch, int64_t chunk, float* out,
+                                              cudaStream_t stream) {
+  if (frames <= 0 || senones <= 0) return cudaSuccess;
+  if (top_n < 1 || top_n > kMaxTopN || chunk < 1) return cudaErrorInvalidValue;
+  const int n = top_n < density ? top_n : density;
+  const int groups = streams * codebooks;
+  float* e = scratch;
+  int32_t* idx = reinterpret_cast<int32_t*>(scratch + static_cast<int64_t>(groups) * n * chunk);
+  float* top = scratch + 2 * static_cast<int64_t>(groups) * n * chunk;
+  const int64_t kMaxBlocks = 1 << 20;
+  for (int64_t f0 = 0; f0 < frames; f0 += chunk) {
+    const int64_t c = chunk < frames - f0 ? chunk : frames - f0;
+    int64_t blocks = (static_cast<int64_t>(groups) * c + kThreads - 1) / kThreads;
+    if (blocks > kMaxBlocks) blocks = kMaxBlocks;
+    rank_codebooks_kernel<<<static_cast<unsigned int>(blocks), kThreads, 0, stream>>>(
+        densities, groups, density, frames, f0, c, n, e, idx, top);
+    blocks = (c * senones + kThreads - 1) / kThreads;
+    if (blocks > kMaxBlocks) blocks = kMaxBlocks;
+    sum_ranked_kernel<<<static_cast<unsigned int>(blocks), kThreads, 0, stream>>>(
+        densities, codebooks, density, frames, f0, c, n, codebook, weights, senones, streams, e,
+        idx, top, out);
+  }
   return cudaGetLastError();
 }
 

@@ -28,6 +28,25 @@ cudaError_t launch_senone_scores_top_n(const float* densities, int codebooks, in
                                        const float* weights, int senones, int streams,
                                        float* out, cudaStream_t stream);
 
+// The same in two kernels through `scratch` (scoring_kernels.cu says why):
+// each (stream, codebook, frame) ranked once, then each senone's sum, for
+// `chunk` frames at a time. ranked_chunk_frames() gives the chunk (0: use
+// launch_senone_scores_top_n, the model does not share its codebooks
+// enough); the scratch holds ranked_scratch_floats(...) floats.
+constexpr int64_t kRankedScratchFloats = int64_t{1} << 19;  // 2 MiB a stream
+int64_t ranked_chunk_frames(int codebooks, int density, int64_t frames, int top_n, int senones,
+                            int streams);
+inline int64_t ranked_scratch_floats(int codebooks, int density, int top_n, int streams,
+                                     int64_t chunk) {
+  const int n = top_n < density ? top_n : density;
+  return static_cast<int64_t>(streams) * codebooks * (2 * n + 1) * chunk;
+}
+cudaError_t launch_senone_scores_top_n_ranked(const float* densities, int codebooks, int density,
+                                              int64_t frames, int top_n, const float* codebook,
+                                              const float* weights, int senones, int streams,
+                                              float* scratch, int64_t chunk, float* out,
+                                              cudaStream_t stream);
+
 // Backend::floor_densities (common/backend.h), in place: densities holds
 // streams * rows_per_stream rows of `frames` floats; `slope` is
 // Backend::kDensityFloorSlope (passed, so that it is written once).
