@@ -66,9 +66,12 @@ struct RecognizerConfig : ResourceOptions {
   // says which.
   int device_id = 0;
   // Gaussian selection in scoring (ScorerOptions::top_n, pocketsphinx
-  // -topn, whose default this is): each codebook's top_n best Gaussians per
-  // frame; 0 = every Gaussian (exact mixtures).
-  int top_n = 4;
+  // -topn): each codebook's top_n best Gaussians per frame; 0 = every
+  // Gaussian (exact mixtures). 16, not pocketsphinx's 4: on the degraded
+  // sets of issue 15 top 16 was better than top 4 on eight of nine
+  // conditions and equal on clean LibriVox, for a scoring stage that is a
+  // small part of decoding (docs/benchmarks.md, "The sweep of --topn").
+  int top_n = 16;
   // Densities floored this many nats below the best of their stream at each
   // frame (ScorerOptions::density_floor; pocketsphinx's bound, whose value
   // this is); 0 = exact densities.

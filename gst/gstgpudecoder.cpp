@@ -267,6 +267,7 @@ enum
   PROP_BEAM,
   PROP_WBEAM,
   PROP_MAX_ACTIVE,
+  PROP_TOP_N,
   PROP_LW,
   PROP_WIP,
   PROP_SILPROB,
@@ -307,6 +308,8 @@ struct Settings
   gdouble beam = DEFAULT_BEAM;
   gdouble wbeam = DEFAULT_WBEAM;
   gint max_active = DEFAULT_MAX_ACTIVE;
+  /* gpuspeech::RecognizerConfig's default, the one place it is set. */
+  gint top_n = gpuspeech::RecognizerConfig ().top_n;
   gdouble lw = DEFAULT_LW;
   gdouble wip = DEFAULT_WIP;
   gdouble silprob = DEFAULT_SILPROB;
@@ -400,6 +403,7 @@ build_config (const Settings & s)
   c.search.beam = (float) -std::log (s.beam);
   c.search.word_end_beam = (float) -std::log (s.wbeam);
   c.search.max_active = s.max_active;
+  c.top_n = s.top_n;
   c.graph.language_weight = (float) s.lw;
   c.graph.word_insertion_penalty = (float) s.wip;
   c.graph.silence_prob = (float) s.silprob;
@@ -616,6 +620,12 @@ gst_gpu_decoder_class_init (GstGpuDecoderClass * klass)
       g_param_spec_int ("max-active", "Most active states",
           "Most search graph states kept per frame (pocketsphinx -maxhmmpf, "
           "Kaldi --max-active)", 1, G_MAXINT, DEFAULT_MAX_ACTIVE, rw));
+  g_object_class_install_property (gobject_class, PROP_TOP_N,
+      g_param_spec_int ("top-n", "Gaussians per codebook",
+          "Gaussian selection in scoring: the N most likely Gaussians of each "
+          "codebook per frame enter the senone mixtures (pocketsphinx -topn, "
+          "4 there; 0: every Gaussian, exact and much slower)",
+          0, gpuspeech::Backend::kMaxTopN, gpuspeech::RecognizerConfig ().top_n, rw));
   g_object_class_install_property (gobject_class, PROP_LW,
       g_param_spec_double ("lw", "Language weight",
           "Language model weight (pocketsphinx -lw)",
@@ -817,6 +827,9 @@ gst_gpu_decoder_set_property (GObject * object, guint prop_id,
     case PROP_MAX_ACTIVE:
       s.max_active = g_value_get_int (value);
       break;
+    case PROP_TOP_N:
+      s.top_n = g_value_get_int (value);
+      break;
     case PROP_LW:
       s.lw = g_value_get_double (value);
       break;
@@ -915,6 +928,9 @@ gst_gpu_decoder_get_property (GObject * object, guint prop_id,
       break;
     case PROP_MAX_ACTIVE:
       g_value_set_int (value, s.max_active);
+      break;
+    case PROP_TOP_N:
+      g_value_set_int (value, s.top_n);
       break;
     case PROP_LW:
       g_value_set_double (value, s.lw);

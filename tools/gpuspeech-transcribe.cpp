@@ -80,8 +80,8 @@ Search (pocketsphinx's defaults, except a narrower --beam):
                         only (default: all)
   --lm-max-ngrams N     ... and at most N n-grams of order 2 and up, those that
                         matter most (relative entropy); default: all
-  --topn N              Gaussians per codebook and frame in scoring (default 4,
-                        as pocketsphinx; 0 = all, exact mixtures)
+  --topn N              Gaussians per codebook and frame in scoring (default 16;
+                        pocketsphinx's -topn is 4; 0 = all, exact mixtures)
   --density-floor X     Gaussian densities more than X nats below the best
                         of their stream at a frame are floored there
                         (default 9.83, pocketsphinx's bound; 0 = exact)
