@@ -290,6 +290,28 @@ class Backend {
   // 1 <= top_n <= kMaxTopN.
   static constexpr int kMaxTopN = 16;
   static constexpr float kTopNUnderflow = 8.67361738e-19f;  // 2^-60
+  // How the device backends run it where senones share codebooks (a PTM or
+  // semi-continuous model; en-us has 5126 senones on 42 codebooks): each
+  // (stream, codebook, frame) ranked once into a scratch of
+  // top_n_ranked_floats(...) <= kTopNRankedScratchFloats floats, then each
+  // senone summed from it, `chunk` frames at a time. top_n_ranked_chunk
+  // gives the chunk, or 0 where ranking per senone is as cheap (a codebook
+  // a senone) or the codebooks are too many for the scratch.
+  static constexpr int64_t kTopNRankedScratchFloats = int64_t{1} << 19;  // 2 MiB
+  static int64_t top_n_ranked_chunk(int codebooks, int density, int64_t frames, int top_n,
+                                    int senones, int streams) {
+    const int64_t n = top_n < density ? top_n : density;
+    if (senones < 2 * static_cast<int64_t>(codebooks) || n < 1) return 0;
+    const int64_t chunk = kTopNRankedScratchFloats / top_n_ranked_floats(codebooks, density,
+                                                                         top_n, streams, 1);
+    if (chunk < 32) return 0;
+    return chunk < frames ? chunk : frames;
+  }
+  static int64_t top_n_ranked_floats(int codebooks, int density, int top_n, int streams,
+                                     int64_t chunk) {
+    const int64_t n = top_n < density ? top_n : density;
+    return static_cast<int64_t>(streams) * codebooks * (2 * n + 1) * chunk;
+  }
   virtual void senone_scores_top_n(const DeviceBuffer& densities, int codebooks,
                                    int density, int64_t frames, int top_n,
                                    const DeviceBuffer& codebook, const DeviceBuffer& weights,

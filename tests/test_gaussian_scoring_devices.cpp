@@ -339,31 +339,23 @@ TEST_P(ScoringVsCpu, SenoneScoresTopNOperation) {
   EXPECT_THROW(dev.senone_scores_top_n(*d, 2, 2, 2, 1, *cb, *w, 2, 1, *out, 1), BackendError);
 }
 
-#ifdef GPUSPEECH_HAVE_CUDA
-// CUDA's two paths of Gaussian selection (ranked lists per codebook, and a
-// ranking per senone, GPUSPEECH_CUDA_TOPN_RANKED=0) compute each value by
-// the same operations, so they agree to the bit: 126 codebooks of 128
-// (en-us's three streams of 42, as one), ~40 senones a codebook, several
-// chunks, NaN and -inf.
-TEST(CudaTopN, RankedListsEqualPerSenoneRanking) {
-  if (cuda_device_count() == 0) {
-    if (testing::backend_for_test("cuda").required) FAIL() << "cuda required, no device";
-    GTEST_SKIP() << "no CUDA device";
-  }
-  BackendPtr ranked = make_cuda_backend(0);
-  setenv("GPUSPEECH_CUDA_TOPN_RANKED", "0", 1);
-  BackendPtr per_senone = make_cuda_backend(0);
-  unsetenv("GPUSPEECH_CUDA_TOPN_RANKED");
+// The device backends' two paths of Gaussian selection (ranked lists per
+// codebook, and a ranking per senone, GPUSPEECH_CUDA_TOPN_RANKED=0 /
+// GPUSPEECH_OPENCL_TOPN_RANKED=0) compute each value by the same
+// operations, so they agree to the bit: 126 codebooks of 128 (en-us's
+// three streams of 42, as one), ~40 senones a codebook, several chunks,
+// NaN and -inf.
+void expect_ranked_lists_equal_per_senone_ranking(Backend& ranked, Backend& per_senone,
+                                                  int64_t frames) {
   std::mt19937 rng(20261127);
   std::uniform_real_distribution<float> uni(0.f, 1.f);
   const int codebooks = 126, density = 128, senones = 5000;
-  const int64_t frames = 700;
   std::vector<float> dens(static_cast<size_t>(codebooks) * density * frames);
   for (float& v : dens) {
     v = -150.f + 120.f * uni(rng);
     if (rng() % 3 == 0) v = std::round(v / 8.f) * 8.f;
     if (rng() % 200 == 0) v = -INFINITY;
-    if (rng() % 200000 == 0) v = NAN;
+    if (rng() % 100000 == 0) v = NAN;
   }
   std::vector<float> codebook(senones), weights(static_cast<size_t>(senones) * density);
   for (float& c : codebook) c = static_cast<float>(rng() % codebooks);
@@ -374,7 +366,7 @@ TEST(CudaTopN, RankedListsEqualPerSenoneRanking) {
   for (int top_n : {4, 16}) {
     std::vector<float> got[2];
     int which = 0;
-    for (Backend* b : {ranked.get(), per_senone.get()}) {
+    for (Backend* b : {&ranked, &per_senone}) {
       BufferPtr d = b->alloc(dens.size()), c = b->alloc(codebook.size()),
                 w = b->alloc(weights.size()), out = b->alloc(static_cast<size_t>(frames) * senones);
       b->upload(*d, dens.data(), dens.size());
@@ -390,9 +382,37 @@ TEST(CudaTopN, RankedListsEqualPerSenoneRanking) {
       if (std::isnan(got[0][i])) ++nans;
       if (std::memcmp(&got[0][i], &got[1][i], sizeof(float)) != 0) ++differ;
     }
-    EXPECT_EQ(differ, 0u) << "top " << top_n;
+    EXPECT_EQ(differ, 0u) << ranked.name() << ", top " << top_n;
     EXPECT_GT(nans, 0u) << "the case should hold a NaN codebook";
   }
+}
+
+#ifdef GPUSPEECH_HAVE_CUDA
+TEST(TopNPaths, CudaRankedListsEqualPerSenoneRanking) {
+  if (cuda_device_count() == 0) {
+    if (testing::backend_for_test("cuda").required) FAIL() << "cuda required, no device";
+    GTEST_SKIP() << "no CUDA device";
+  }
+  BackendPtr ranked = make_cuda_backend(0);
+  setenv("GPUSPEECH_CUDA_TOPN_RANKED", "0", 1);
+  BackendPtr per_senone = make_cuda_backend(0);
+  unsetenv("GPUSPEECH_CUDA_TOPN_RANKED");
+  expect_ranked_lists_equal_per_senone_ranking(*ranked, *per_senone, 700);
+}
+#endif
+
+#ifdef GPUSPEECH_HAVE_OPENCL
+TEST(TopNPaths, OpenclRankedListsEqualPerSenoneRanking) {
+  const testing::BackendForTest b = testing::backend_for_test("opencl");
+  if (!b.backend) {
+    if (b.required) FAIL() << b.problem;
+    GTEST_SKIP() << b.problem;
+  }
+  BackendPtr ranked = make_opencl_backend(0);
+  setenv("GPUSPEECH_OPENCL_TOPN_RANKED", "0", 1);
+  BackendPtr per_senone = make_opencl_backend(0);
+  unsetenv("GPUSPEECH_OPENCL_TOPN_RANKED");
+  expect_ranked_lists_equal_per_senone_ranking(*ranked, *per_senone, 200);
 }
 #endif
 

@@ -514,10 +514,10 @@ class CudaBackend : public Backend {
     if (frames == 0 || senones == 0) return;
     if (use_ranked_top_n_) {
       const int64_t chunk =
-          cuda::ranked_chunk_frames(codebooks, density, frames, top_n, senones, streams);
+          top_n_ranked_chunk(codebooks, density, frames, top_n, senones, streams);
       if (chunk > 0) {
-        float* scratch = ranked_scratch(static_cast<size_t>(
-            cuda::ranked_scratch_floats(codebooks, density, top_n, streams, chunk)));
+        float* scratch = ranked_scratch(
+            static_cast<size_t>(top_n_ranked_floats(codebooks, density, top_n, streams, chunk)));
         check_cuda(cuda::launch_senone_scores_top_n_ranked(
                        ptr(densities, "senone_scores_top_n densities"), codebooks, density,
                        frames, top_n, ptr(codebook, "senone_scores_top_n codebook"),
@@ -664,7 +664,7 @@ class CudaBackend : public Backend {
     return complex_->ptr();
   }
 
-  // senone_scores_top_n's ranked lists (at most cuda::kRankedScratchFloats),
+  // senone_scores_top_n's ranked lists (at most kTopNRankedScratchFloats),
   // grown as complex_scratch is.
   float* ranked_scratch(size_t n) {
     if (!ranked_ || ranked_->size() < n) {

@@ -256,6 +256,13 @@ bool opencl_fused_bands_from_env() {
   return !(v != nullptr && std::string(v) == "0");
 }
 
+// GPUSPEECH_OPENCL_TOPN_RANKED=0 runs Gaussian selection as the kernel that
+// ranks a codebook per senone, where codebooks are shared too.
+bool opencl_ranked_top_n_from_env() {
+  const char* v = std::getenv("GPUSPEECH_OPENCL_TOPN_RANKED");
+  return !(v != nullptr && std::string(v) == "0");
+}
+
 // FFT sizes of the fused kernels (kernels/opencl/spectral_bands.cl, one a
 // size): the powers of two the tests run them at (DeviceVsCpu.SpectralBands:
 // 128..2048), where the device has the local memory they declare
@@ -328,9 +335,11 @@ class OpenclBackend : public Backend {
     if (!g_clfft_torn_down)
       for (auto& kv : plans_) clfftDestroyPlan(&kv.second);
     if (fft_bins_) clReleaseMemObject(fft_bins_);
+    if (ranked_) clReleaseMemObject(ranked_);
     for (auto& kv : twiddles_) clReleaseMemObject(kv.second);
     for (cl_kernel k : {k_frame_, k_power_, k_layout_, k_gemm_, k_apply_, k_logcol_, k_outer_,
-                        k_splice_, k_lpc_, k_senone_, k_senone_top_n_, k_floor_})
+                        k_splice_, k_lpc_, k_senone_, k_senone_top_n_, k_rank_, k_sum_ranked_,
+                        k_floor_})
       if (k) clReleaseKernel(k);
     for (auto& kv : k_bands_) clReleaseKernel(kv.second);
     if (layout_) clReleaseMemObject(layout_);
@@ -722,6 +731,25 @@ class OpenclBackend : public Backend {
     require_range(r, out_offset, static_cast<size_t>(frames) * senones, "senone_scores_top_n out");
     if (frames == 0 || senones == 0) return;
     ensure_program();
+    const int64_t chunk =
+        use_ranked_top_n_ ? top_n_ranked_chunk(codebooks, density, frames, top_n, senones, streams)
+                          : 0;
+    if (chunk > 0) {
+      const int n = std::min(top_n, density);
+      ensure_ranked(static_cast<size_t>(top_n_ranked_floats(codebooks, density, top_n, streams,
+                                                            chunk)) * sizeof(cl_float));
+      for (int64_t f0 = 0; f0 < frames; f0 += chunk) {
+        const int64_t part = std::min(chunk, frames - f0);
+        set_args(k_rank_, "rank_codebooks", d.mem(), cl_int(streams * codebooks),
+                 cl_int(density), cl_long(frames), cl_long(f0), cl_long(part), cl_int(n), ranked_);
+        launch_1d(k_rank_, "rank_codebooks", static_cast<size_t>(streams) * codebooks * part);
+        set_args(k_sum_ranked_, "sum_ranked", d.mem(), cl_int(codebooks), cl_int(density),
+                 cl_long(frames), cl_long(f0), cl_long(part), cl_int(n), c.mem(), w.mem(),
+                 cl_int(senones), cl_int(streams), ranked_, r.mem(), cl_ulong(out_offset));
+        launch_1d(k_sum_ranked_, "sum_ranked", static_cast<size_t>(part) * senones);
+      }
+      return;
+    }
     set_args(k_senone_top_n_, "senone_scores_top_n", d.mem(), cl_int(codebooks), cl_int(density),
              cl_long(frames), cl_int(top_n), c.mem(), w.mem(), cl_int(senones), cl_int(streams),
              r.mem(), cl_ulong(out_offset));
@@ -843,6 +871,8 @@ class OpenclBackend : public Backend {
     k_lpc_ = make_kernel("lpc_to_cepstrum");
     k_senone_ = make_kernel("senone_scores");
     k_senone_top_n_ = make_kernel("senone_scores_top_n");
+    k_rank_ = make_kernel("rank_codebooks");
+    k_sum_ranked_ = make_kernel("sum_ranked");
     k_floor_ = make_kernel("floor_densities");
   }
 
@@ -851,6 +881,19 @@ class OpenclBackend : public Backend {
     cl_kernel k = clCreateKernel(program_, name, &err);
     check_cl(err, std::string("clCreateKernel(") + name + ")");
     return k;
+  }
+
+  // Scratch of senone_scores_top_n's ranked lists, grown on demand (a
+  // buffer released while queued kernels use it lives until they finish).
+  void ensure_ranked(size_t bytes) {
+    if (bytes <= ranked_bytes_) return;
+    if (ranked_) clReleaseMemObject(ranked_);
+    ranked_ = nullptr;
+    ranked_bytes_ = 0;
+    cl_int err = CL_SUCCESS;
+    ranked_ = clCreateBuffer(context_, CL_MEM_READ_WRITE, bytes, nullptr, &err);
+    check_cl(err, "clCreateBuffer(ranked lists, " + std::to_string(bytes) + " bytes)");
+    ranked_bytes_ = bytes;
   }
 
   // Scratch for one chunk of complex FFT output, grown on demand.
@@ -959,11 +1002,17 @@ class OpenclBackend : public Backend {
   cl_kernel k_frame_ = nullptr, k_power_ = nullptr, k_layout_ = nullptr, k_gemm_ = nullptr,
             k_apply_ = nullptr, k_logcol_ = nullptr, k_outer_ = nullptr, k_splice_ = nullptr,
             k_lpc_ = nullptr, k_senone_ = nullptr, k_senone_top_n_ = nullptr,
-            k_floor_ = nullptr;
+            k_rank_ = nullptr, k_sum_ranked_ = nullptr, k_floor_ = nullptr;
 
   std::map<std::pair<int64_t, int>, clfftPlanHandle> plans_;
   cl_mem fft_bins_ = nullptr;
   size_t fft_bins_bytes_ = 0;
+  // senone_scores_top_n's ranked lists (rank_codebooks, sum_ranked).
+  cl_mem ranked_ = nullptr;
+  size_t ranked_bytes_ = 0;
+  // GPUSPEECH_OPENCL_TOPN_RANKED=0: rank per senone even where codebooks
+  // are shared (to compare the two paths in one build).
+  const bool use_ranked_top_n_ = opencl_ranked_top_n_from_env();
 };
 
 }  // namespace

@@ -309,17 +309,6 @@ cudaError_t launch_senone_scores_top_n(const float* densities, int codebooks, in
   return cudaGetLastError();
 }
 
-int64_t ranked_chunk_frames(int codebooks, int density, int64_t frames, int top_n, int senones,
-                            int streams) {
-  const int n = top_n < density ? top_n : density;
-  // One codebook a senone (a continuous model): nothing to share.
-  if (senones < 2 * codebooks || n < 1) return 0;
-  const int64_t per_frame = static_cast<int64_t>(streams) * codebooks * (2 * n + 1);
-  int64_t chunk = kRankedScratchFloats / per_frame;
-  if (chunk < 32) return 0;  // so many codebooks that the scratch would not pay
-  return chunk < frames ? chunk : frames;
-}
-
 cudaError_t launch_senone_scores_top_n_ranked(const float* densities, int codebooks, int density,
                                               int64_t frames, int top_n, const float* codebook,
                                               const float* weights, int senones, int streams,

@@ -29,18 +29,9 @@ cudaError_t launch_senone_scores_top_n(const float* densities, int codebooks, in
                                        float* out, cudaStream_t stream);
 
 // The same in two kernels through `scratch` (scoring_kernels.cu says why):
-// each (stream, codebook, frame) ranked once, then each senone's sum, for
-// `chunk` frames at a time. ranked_chunk_frames() gives the chunk (0: use
-// launch_senone_scores_top_n, the model does not share its codebooks
-// enough); the scratch holds ranked_scratch_floats(...) floats.
-constexpr int64_t kRankedScratchFloats = int64_t{1} << 19;  // 2 MiB a stream
-int64_t ranked_chunk_frames(int codebooks, int density, int64_t frames, int top_n, int senones,
-                            int streams);
-inline int64_t ranked_scratch_floats(int codebooks, int density, int top_n, int streams,
-                                     int64_t chunk) {
-  const int n = top_n < density ? top_n : density;
-  return static_cast<int64_t>(streams) * codebooks * (2 * n + 1) * chunk;
-}
+// each (stream, codebook, frame) ranked once, then each senone's sum,
+// `chunk` frames at a time; Backend::top_n_ranked_chunk and
+// top_n_ranked_floats (common/backend.h) give the chunk and the scratch.
 cudaError_t launch_senone_scores_top_n_ranked(const float* densities, int codebooks, int density,
                                               int64_t frames, int top_n, const float* codebook,
                                               const float* weights, int senones, int streams,

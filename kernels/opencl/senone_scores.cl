@@ -136,6 +136,117 @@ __kernel void senone_scores_top_n(__global const float* densities, int codebooks
   out[out_offset + (ulong)f * (ulong)senones + (ulong)s] = total;
 }
 
+// The same definition in two kernels where senones share codebooks
+// (Backend::top_n_ranked_chunk): ranking a codebook per senone repeats one
+// selection for each of its senones (122 times for en-us). The first
+// kernel ranks each (stream, codebook, frame) once and keeps, per rank,
+// e_i = exp(d_i - d_1) and the Gaussian, and d_1 (NaN where the codebook
+// has a NaN); the second sums each senone's weights over them. The same
+// operations as above, so the two paths agree. `chunk` frames from f0;
+// scratch: e[(g * n + r) * chunk + f], then the Gaussians' indices (as
+// float bits) at the same places from n_groups * n * chunk, then
+// d_1[g * chunk + f] from 2 * n_groups * n * chunk; g = t * codebooks + c.
+__kernel void rank_codebooks(__global const float* densities, int groups, int density,
+                             long frames, long f0, long chunk, int n,
+                             __global float* scratch) {
+  const ulong i = get_global_id(0);
+  if (i >= (ulong)groups * (ulong)chunk) return;
+  const long f = (long)(i % (ulong)chunk);
+  const long g = (long)(i / (ulong)chunk);
+  __global const float* rows = densities + g * density * frames + f0 + f;
+  __global float* e_out = scratch;
+  __global float* idx_out = scratch + (long)groups * n * chunk;
+  __global float* top_out = scratch + 2 * (long)groups * n * chunk;
+  float val[GPUSPEECH_MAX_TOP_N];
+  int idx[GPUSPEECH_MAX_TOP_N];
+  int count = 0;
+  bool has_nan = false;
+  for (int k = 0; k < density; ++k) {
+    const float v = rows[(long)k * frames];
+    if (isnan(v)) {
+      has_nan = true;
+      continue;
+    }
+    int p = count;
+    if (p == n) {
+      if (!(v > val[n - 1])) continue;
+      --p;
+    } else {
+      ++count;
+    }
+    for (; p > 0 && val[p - 1] < v; --p) {
+      val[p] = val[p - 1];
+      idx[p] = idx[p - 1];
+    }
+    val[p] = v;
+    idx[p] = k;
+  }
+  const float d1 = has_nan ? NAN : val[0];
+  top_out[g * chunk + f] = d1;
+  if (has_nan || d1 == -INFINITY) return;
+  for (int r = 0; r < count; ++r) {
+    e_out[(g * n + r) * chunk + f] = exp(val[r] - d1);
+    idx_out[(g * n + r) * chunk + f] = as_float(idx[r]);
+  }
+}
+
+__kernel void sum_ranked(__global const float* densities, int codebooks, int density,
+                         long frames, long f0, long chunk, int n,
+                         __global const float* codebook, __global const float* weights,
+                         int senones, int streams, __global const float* scratch,
+                         __global float* out, ulong out_offset) {
+  const ulong i = get_global_id(0);
+  if (i >= (ulong)chunk * (ulong)senones) return;
+  const long f = (long)(i % (ulong)chunk);
+  const int s = (int)(i / (ulong)chunk);
+  const long groups = (long)streams * codebooks;
+  const long c = clamped_index(codebook[s], 0, codebooks - 1);
+  float total = 0.0f;
+  for (int t = 0; t < streams; ++t) {
+    const long g = (long)t * codebooks + c;
+    const float d1 = scratch[2 * groups * n * chunk + g * chunk + f];
+    if (isnan(d1)) {
+      total += NAN;
+      continue;
+    }
+    if (d1 == -INFINITY) {
+      total += -INFINITY;
+      continue;
+    }
+    __global const float* w = weights + ((long)s * streams + t) * density;
+    __global const float* e = scratch + g * n * chunk + f;
+    __global const float* idx = scratch + groups * n * chunk + g * n * chunk + f;
+    float sum = 0.0f;
+    for (int r = 0; r < n; ++r) {
+      const float term = w[as_int(idx[r * chunk])] * e[r * chunk];
+      sum += term;
+    }
+    if (!(sum < GPUSPEECH_TOP_N_UNDERFLOW)) {
+      total += d1 + log(sum);
+      continue;
+    }
+    // Underflow guard, as above, the densities read again.
+    __global const float* rows = densities + g * density * frames + f0 + f;
+    float top = -INFINITY;
+    for (int r = 0; r < n; ++r) {
+      const int k = as_int(idx[r * chunk]);
+      const float v = log(w[k]) + rows[(long)k * frames];
+      top = (v > top || isnan(v)) ? v : top;
+    }
+    if (top == -INFINITY) {
+      total += -INFINITY;
+      continue;
+    }
+    float lsum = 0.0f;
+    for (int r = 0; r < n; ++r) {
+      const int k = as_int(idx[r * chunk]);
+      lsum += exp(log(w[k]) + rows[(long)k * frames] - top);
+    }
+    total += top + log(lsum);
+  }
+  out[out_offset + (ulong)(f0 + f) * (ulong)senones + (ulong)s] = total;
+}
+
 // Backend::floor_densities (common/backend.h), in place: one work-item per
 // (stream, frame), frames fastest, so neighbouring items read neighbouring
 // floats of each row. The maximum is exact in any order (a NaN never wins,
