@@ -13,4 +13,4 @@ $as_root apt-get install -y --no-install-recommends \
   gstreamer1.0-tools gstreamer1.0-plugins-base gstreamer1.0-plugins-good \
   libfst-dev ocl-icd-opencl-dev opencl-headers libclfft-dev pocl-opencl-icd \
   pocketsphinx pocketsphinx-en-us pocketsphinx-testdata sphinxbase-utils \
-  sctk sox flite espeak-ng
+  sctk sox flite espeak-ng gstreamer1.0-pocketsphinx
