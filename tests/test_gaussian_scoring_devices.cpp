@@ -13,6 +13,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <map>
 #include <memory>
 #include <random>
@@ -345,8 +346,16 @@ TEST_P(ScoringVsCpu, SenoneScoresTopNOperation) {
 // operations, so they agree to the bit: 126 codebooks of 128 (en-us's
 // three streams of 42, as one), ~40 senones a codebook, several chunks,
 // NaN and -inf.
-void expect_ranked_lists_equal_per_senone_ranking(Backend& ranked, Backend& per_senone,
-                                                  int64_t frames) {
+// `make` opens the backend twice: as it is, and with `path_env` set to 0,
+// which selects the per-senone kernel when the backend is made.
+void expect_ranked_lists_equal_per_senone_ranking(const std::function<BackendPtr()>& make,
+                                                  const char* path_env, int64_t frames) {
+  BackendPtr ranked_backend = make();
+  setenv(path_env, "0", 1);
+  BackendPtr per_senone_backend = make();
+  unsetenv(path_env);
+  Backend& ranked = *ranked_backend;
+  Backend& per_senone = *per_senone_backend;
   std::mt19937 rng(20261127);
   std::uniform_real_distribution<float> uni(0.f, 1.f);
   const int codebooks = 126, density = 128, senones = 5000;
@@ -393,11 +402,8 @@ TEST(TopNPaths, CudaRankedListsEqualPerSenoneRanking) {
     if (testing::backend_for_test("cuda").required) FAIL() << "cuda required, no device";
     GTEST_SKIP() << "no CUDA device";
   }
-  BackendPtr ranked = make_cuda_backend(0);
-  setenv("GPUSPEECH_CUDA_TOPN_RANKED", "0", 1);
-  BackendPtr per_senone = make_cuda_backend(0);
-  unsetenv("GPUSPEECH_CUDA_TOPN_RANKED");
-  expect_ranked_lists_equal_per_senone_ranking(*ranked, *per_senone, 700);
+  expect_ranked_lists_equal_per_senone_ranking([] { return make_cuda_backend(0); },
+                                               "GPUSPEECH_CUDA_TOPN_RANKED", 700);
 }
 #endif
 
@@ -408,11 +414,8 @@ TEST(TopNPaths, OpenclRankedListsEqualPerSenoneRanking) {
     if (b.required) FAIL() << b.problem;
     GTEST_SKIP() << b.problem;
   }
-  BackendPtr ranked = make_opencl_backend(0);
-  setenv("GPUSPEECH_OPENCL_TOPN_RANKED", "0", 1);
-  BackendPtr per_senone = make_opencl_backend(0);
-  unsetenv("GPUSPEECH_OPENCL_TOPN_RANKED");
-  expect_ranked_lists_equal_per_senone_ranking(*ranked, *per_senone, 200);
+  expect_ranked_lists_equal_per_senone_ranking([] { return make_opencl_backend(0); },
+                                               "GPUSPEECH_OPENCL_TOPN_RANKED", 200);
 }
 #endif
 

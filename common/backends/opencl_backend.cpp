@@ -883,29 +883,26 @@ class OpenclBackend : public Backend {
     return k;
   }
 
-  // Scratch of senone_scores_top_n's ranked lists, grown on demand (a
-  // buffer released while queued kernels use it lives until they finish).
-  void ensure_ranked(size_t bytes) {
-    if (bytes <= ranked_bytes_) return;
-    if (ranked_) clReleaseMemObject(ranked_);
-    ranked_ = nullptr;
-    ranked_bytes_ = 0;
+  // A scratch buffer of at least `bytes`, replaced by a larger one when it
+  // is too small (a buffer released while queued kernels use it lives until
+  // they finish).
+  void grow_scratch(cl_mem& buffer, size_t& held, size_t bytes, const char* what) {
+    if (bytes <= held) return;
+    if (buffer) clReleaseMemObject(buffer);
+    buffer = nullptr;
+    held = 0;
     cl_int err = CL_SUCCESS;
-    ranked_ = clCreateBuffer(context_, CL_MEM_READ_WRITE, bytes, nullptr, &err);
-    check_cl(err, "clCreateBuffer(ranked lists, " + std::to_string(bytes) + " bytes)");
-    ranked_bytes_ = bytes;
+    buffer = clCreateBuffer(context_, CL_MEM_READ_WRITE, bytes, nullptr, &err);
+    check_cl(err, std::string("clCreateBuffer(") + what + ", " + std::to_string(bytes) + " bytes)");
+    held = bytes;
   }
 
-  // Scratch for one chunk of complex FFT output, grown on demand.
+  // senone_scores_top_n's ranked lists.
+  void ensure_ranked(size_t bytes) { grow_scratch(ranked_, ranked_bytes_, bytes, "ranked lists"); }
+
+  // Scratch for one chunk of complex FFT output.
   void ensure_fft_bins(size_t bytes) {
-    if (bytes <= fft_bins_bytes_) return;
-    if (fft_bins_) clReleaseMemObject(fft_bins_);
-    fft_bins_ = nullptr;
-    fft_bins_bytes_ = 0;
-    cl_int err = CL_SUCCESS;
-    fft_bins_ = clCreateBuffer(context_, CL_MEM_READ_WRITE, bytes, nullptr, &err);
-    check_cl(err, "clCreateBuffer(fft scratch, " + std::to_string(bytes) + " bytes)");
-    fft_bins_bytes_ = bytes;
+    grow_scratch(fft_bins_, fft_bins_bytes_, bytes, "fft scratch");
   }
 
   // A batched real-to-complex plan for `rows` rows of `fft_size`, cached.
