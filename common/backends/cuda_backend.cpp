@@ -293,7 +293,7 @@ class CudaBackend : public Backend {
                  "real FFT + power kernel");
       return;
     }
-    float* complex_out = complex_scratch(static_cast<size_t>(rows * bins * 2));
+    float* complex_out = grow_scratch(complex_, static_cast<size_t>(rows * bins * 2));
     cufftHandle plan = plan_for(rows, fft_size);
     check_cufft(cufftExecR2C(plan, const_cast<float*>(in),
                              reinterpret_cast<cufftComplex*>(complex_out)),
@@ -516,8 +516,13 @@ class CudaBackend : public Backend {
       const int64_t chunk =
           top_n_ranked_chunk(codebooks, density, frames, top_n, senones, streams);
       if (chunk > 0) {
-        float* scratch = ranked_scratch(
-            static_cast<size_t>(top_n_ranked_floats(codebooks, density, top_n, streams, chunk)));
+        // Taken whole at the first use (the warm-up, when a stream is
+        // made), so that a stream once admitted asks for no more device
+        // memory here, whatever its later batches' lengths.
+        float* scratch = grow_scratch(
+            ranked_, static_cast<size_t>(std::max(
+                         kTopNRankedScratchFloats,
+                         top_n_ranked_floats(codebooks, density, top_n, streams, chunk))));
         check_cuda(cuda::launch_senone_scores_top_n_ranked(
                        ptr(densities, "senone_scores_top_n densities"), codebooks, density,
                        frames, top_n, ptr(codebook, "senone_scores_top_n codebook"),
@@ -653,26 +658,18 @@ class CudaBackend : public Backend {
     return p;
   }
 
-  float* complex_scratch(size_t n) {
-    if (!complex_ || complex_->size() < n) {
+  // A scratch buffer of at least n floats, grown (never shrunk) in place:
+  // the FFT's complex spectrum (complex_) and senone_scores_top_n's ranked
+  // lists (ranked_, at most kTopNRankedScratchFloats).
+  float* grow_scratch(std::unique_ptr<CudaBuffer>& scratch, size_t n) {
+    if (!scratch || scratch->size() < n) {
       // Free first (the old one may be large), once the stream is done
       // with it.
       check_cuda(cudaStreamSynchronize(stream_), "cudaStreamSynchronize");
-      complex_.reset();
-      complex_.reset(new CudaBuffer(this, n));
+      scratch.reset();
+      scratch.reset(new CudaBuffer(this, n));
     }
-    return complex_->ptr();
-  }
-
-  // senone_scores_top_n's ranked lists (at most kTopNRankedScratchFloats),
-  // grown as complex_scratch is.
-  float* ranked_scratch(size_t n) {
-    if (!ranked_ || ranked_->size() < n) {
-      check_cuda(cudaStreamSynchronize(stream_), "cudaStreamSynchronize");
-      ranked_.reset();
-      ranked_.reset(new CudaBuffer(this, n));
-    }
-    return ranked_->ptr();
+    return scratch->ptr();
   }
 
   cufftHandle plan_for(int64_t batch, int n) {

@@ -64,6 +64,50 @@ __global__ void senone_scores_kernel(const float* __restrict__ densities,
 constexpr int kMaxTopN = 16;                      // Backend::kMaxTopN
 constexpr float kTopNUnderflow = 8.67361738e-19f;  // Backend::kTopNUnderflow, 2^-60
 
+// The top-n selection of Backend::senone_scores: the n largest of a
+// codebook's `density` values (rows[k * stride]) into val/idx, largest
+// first, by insertion in Gaussian order, so that ties keep the lower
+// Gaussian and every backend selects the same ones in the same order.
+// NaNs are left out; returns whether there was one (the score is then NaN).
+__device__ __forceinline__ bool rank_top_n(const float* rows, int64_t stride, int density, int n,
+                                           float* val, int* idx, int* count_out) {
+  int count = 0;
+  bool has_nan = false;
+  for (int k = 0; k < density; ++k) {
+    const float v = rows[static_cast<int64_t>(k) * stride];
+    if (isnan(v)) {
+      has_nan = true;
+      continue;
+    }
+    int p = count;
+    if (p == n) {
+      if (!(v > val[n - 1])) continue;
+      --p;
+    } else {
+      ++count;
+    }
+    for (; p > 0 && val[p - 1] < v; --p) {
+      val[p] = val[p - 1];
+      idx[p] = idx[p - 1];
+    }
+    val[p] = v;
+    idx[p] = k;
+  }
+  *count_out = count;
+  return has_nan;
+}
+
+// ln sum_r exp(terms[r]) in two passes, the maximum first (a NaN term
+// stays): the top-n sum's fallback when its linear-domain sum underflows.
+__device__ __forceinline__ float log_sum_exp(const float* terms, int count) {
+  float top = -INFINITY;
+  for (int r = 0; r < count; ++r) top = (terms[r] > top || isnan(terms[r])) ? terms[r] : top;
+  if (top == -INFINITY) return -INFINITY;
+  float sum = 0.0f;
+  for (int r = 0; r < count; ++r) sum += expf(terms[r] - top);
+  return top + logf(sum);
+}
+
 // One thread per (frame, senone), frames fastest, as above; each thread
 // ranks its codebook's Gaussians itself by the insertion rule of the
 // definition (the same reads as a full mixture, far fewer exps), so every
@@ -88,28 +132,7 @@ __global__ void senone_scores_top_n_kernel(const float* __restrict__ densities, 
     for (int t = 0; t < streams; ++t) {
       const float* rows = densities + (static_cast<int64_t>(t) * codebooks + c) * density * frames + f;
       int count = 0;
-      bool has_nan = false;
-      for (int k = 0; k < density; ++k) {
-        const float v = rows[static_cast<int64_t>(k) * frames];
-        if (isnan(v)) {
-          has_nan = true;
-          continue;
-        }
-        int p = count;
-        if (p == n) {
-          if (!(v > val[n - 1])) continue;
-          --p;
-        } else {
-          ++count;
-        }
-        for (; p > 0 && val[p - 1] < v; --p) {
-          val[p] = val[p - 1];
-          idx[p] = idx[p - 1];
-        }
-        val[p] = v;
-        idx[p] = k;
-      }
-      if (has_nan) {
+      if (rank_top_n(rows, frames, density, n, val, idx, &count)) {
         total += NAN;
         continue;
       }
@@ -126,18 +149,8 @@ __global__ void senone_scores_top_n_kernel(const float* __restrict__ densities, 
         continue;
       }
       // Underflow guard: the same sum in the log domain.
-      float top = -INFINITY;
-      for (int r = 0; r < count; ++r) {
-        const float v = logf(w[idx[r]]) + val[r];
-        top = (v > top || isnan(v)) ? v : top;
-      }
-      if (top == -INFINITY) {
-        total += -INFINITY;
-        continue;
-      }
-      float lsum = 0.0f;
-      for (int r = 0; r < count; ++r) lsum += expf(logf(w[idx[r]]) + val[r] - top);
-      total += top + logf(lsum);
+      for (int r = 0; r < count; ++r) val[r] = logf(w[idx[r]]) + val[r];
+      total += log_sum_exp(val, count);
     }
     out[f * senones + s] = total;
   }
@@ -168,27 +181,7 @@ __global__ void rank_codebooks_kernel(const float* __restrict__ densities, int g
     float val[kMaxTopN];
     int idx[kMaxTopN];
     int count = 0;
-    bool has_nan = false;
-    for (int k = 0; k < density; ++k) {
-      const float v = rows[static_cast<int64_t>(k) * frames];
-      if (isnan(v)) {
-        has_nan = true;
-        continue;
-      }
-      int p = count;
-      if (p == n) {
-        if (!(v > val[n - 1])) continue;
-        --p;
-      } else {
-        ++count;
-      }
-      for (; p > 0 && val[p - 1] < v; --p) {
-        val[p] = val[p - 1];
-        idx[p] = idx[p - 1];
-      }
-      val[p] = v;
-      idx[p] = k;
-    }
+    const bool has_nan = rank_top_n(rows, frames, density, n, val, idx, &count);
     const float d1 = has_nan ? NAN : val[0];
     top_out[g * chunk + f] = d1;
     if (has_nan || d1 == -INFINITY) continue;
@@ -236,22 +229,12 @@ __global__ void sum_ranked_kernel(const float* __restrict__ densities, int codeb
       }
       // Underflow guard, as above, the densities read again.
       const float* rows = densities + g * density * frames + f0 + f;
-      float top = -INFINITY;
+      float terms[kMaxTopN];
       for (int r = 0; r < n; ++r) {
         const int k = idx[r * chunk];
-        const float v = logf(w[k]) + rows[static_cast<int64_t>(k) * frames];
-        top = (v > top || isnan(v)) ? v : top;
+        terms[r] = logf(w[k]) + rows[static_cast<int64_t>(k) * frames];
       }
-      if (top == -INFINITY) {
-        total += -INFINITY;
-        continue;
-      }
-      float lsum = 0.0f;
-      for (int r = 0; r < n; ++r) {
-        const int k = idx[r * chunk];
-        lsum += expf(logf(w[k]) + rows[static_cast<int64_t>(k) * frames] - top);
-      }
-      total += top + logf(lsum);
+      total += log_sum_exp(terms, n);
     }
     out[(f0 + f) * senones + s] = total;
   }

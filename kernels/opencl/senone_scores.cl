@@ -62,6 +62,50 @@ __kernel void senone_scores(__global const float* densities, int num_gaussians,
 #define GPUSPEECH_MAX_TOP_N 16
 #define GPUSPEECH_TOP_N_UNDERFLOW 8.67361738e-19f
 
+// The top-n selection of Backend::senone_scores: the n largest of a
+// codebook's `density` values (rows[k * stride]) into val/idx, largest
+// first, by insertion in Gaussian order (ties keep the lower Gaussian), so
+// every backend selects the same ones in the same order. NaNs are left
+// out; returns whether there was one (the score is then NaN).
+inline bool rank_top_n(__global const float* rows, long stride, int density, int n,
+                       float* val, int* idx, int* count_out) {
+  int count = 0;
+  bool has_nan = false;
+  for (int k = 0; k < density; ++k) {
+    const float v = rows[(long)k * stride];
+    if (isnan(v)) {
+      has_nan = true;
+      continue;
+    }
+    int p = count;
+    if (p == n) {
+      if (!(v > val[n - 1])) continue;
+      --p;
+    } else {
+      ++count;
+    }
+    for (; p > 0 && val[p - 1] < v; --p) {
+      val[p] = val[p - 1];
+      idx[p] = idx[p - 1];
+    }
+    val[p] = v;
+    idx[p] = k;
+  }
+  *count_out = count;
+  return has_nan;
+}
+
+// ln sum_r exp(terms[r]) in two passes, the maximum first (a NaN term
+// stays): the top-n sum's fallback when its linear-domain sum underflows.
+inline float log_sum_exp(const float* terms, int count) {
+  float top = -INFINITY;
+  for (int r = 0; r < count; ++r) top = (terms[r] > top || isnan(terms[r])) ? terms[r] : top;
+  if (top == -INFINITY) return -INFINITY;
+  float sum = 0.0f;
+  for (int r = 0; r < count; ++r) sum += exp(terms[r] - top);
+  return top + log(sum);
+}
+
 __kernel void senone_scores_top_n(__global const float* densities, int codebooks,
                                   int density, long frames, int top_n,
                                   __global const float* codebook,
@@ -79,28 +123,7 @@ __kernel void senone_scores_top_n(__global const float* densities, int codebooks
   for (int t = 0; t < streams; ++t) {
     __global const float* rows = densities + ((long)t * codebooks + c) * density * frames + f;
     int count = 0;
-    bool has_nan = false;
-    for (int k = 0; k < density; ++k) {
-      const float v = rows[(long)k * frames];
-      if (isnan(v)) {
-        has_nan = true;
-        continue;
-      }
-      int p = count;
-      if (p == n) {
-        if (!(v > val[n - 1])) continue;
-        --p;
-      } else {
-        ++count;
-      }
-      for (; p > 0 && val[p - 1] < v; --p) {
-        val[p] = val[p - 1];
-        idx[p] = idx[p - 1];
-      }
-      val[p] = v;
-      idx[p] = k;
-    }
-    if (has_nan) {
+    if (rank_top_n(rows, frames, density, n, val, idx, &count)) {
       total += NAN;
       continue;
     }
@@ -120,18 +143,8 @@ __kernel void senone_scores_top_n(__global const float* densities, int codebooks
       continue;
     }
     // Underflow guard: the same sum in the log domain.
-    float top = -INFINITY;
-    for (int r = 0; r < count; ++r) {
-      const float v = log(w[idx[r]]) + val[r];
-      top = (v > top || isnan(v)) ? v : top;
-    }
-    if (top == -INFINITY) {
-      total += -INFINITY;
-      continue;
-    }
-    float lsum = 0.0f;
-    for (int r = 0; r < count; ++r) lsum += exp(log(w[idx[r]]) + val[r] - top);
-    total += top + log(lsum);
+    for (int r = 0; r < count; ++r) val[r] = log(w[idx[r]]) + val[r];
+    total += log_sum_exp(val, count);
   }
   out[out_offset + (ulong)f * (ulong)senones + (ulong)s] = total;
 }
@@ -160,27 +173,7 @@ __kernel void rank_codebooks(__global const float* densities, int groups, int de
   float val[GPUSPEECH_MAX_TOP_N];
   int idx[GPUSPEECH_MAX_TOP_N];
   int count = 0;
-  bool has_nan = false;
-  for (int k = 0; k < density; ++k) {
-    const float v = rows[(long)k * frames];
-    if (isnan(v)) {
-      has_nan = true;
-      continue;
-    }
-    int p = count;
-    if (p == n) {
-      if (!(v > val[n - 1])) continue;
-      --p;
-    } else {
-      ++count;
-    }
-    for (; p > 0 && val[p - 1] < v; --p) {
-      val[p] = val[p - 1];
-      idx[p] = idx[p - 1];
-    }
-    val[p] = v;
-    idx[p] = k;
-  }
+  const bool has_nan = rank_top_n(rows, frames, density, n, val, idx, &count);
   const float d1 = has_nan ? NAN : val[0];
   top_out[g * chunk + f] = d1;
   if (has_nan || d1 == -INFINITY) return;
@@ -227,22 +220,12 @@ __kernel void sum_ranked(__global const float* densities, int codebooks, int den
     }
     // Underflow guard, as above, the densities read again.
     __global const float* rows = densities + g * density * frames + f0 + f;
-    float top = -INFINITY;
+    float terms[GPUSPEECH_MAX_TOP_N];
     for (int r = 0; r < n; ++r) {
       const int k = as_int(idx[r * chunk]);
-      const float v = log(w[k]) + rows[(long)k * frames];
-      top = (v > top || isnan(v)) ? v : top;
+      terms[r] = log(w[k]) + rows[(long)k * frames];
     }
-    if (top == -INFINITY) {
-      total += -INFINITY;
-      continue;
-    }
-    float lsum = 0.0f;
-    for (int r = 0; r < n; ++r) {
-      const int k = as_int(idx[r * chunk]);
-      lsum += exp(log(w[k]) + rows[(long)k * frames] - top);
-    }
-    total += top + log(lsum);
+    total += log_sum_exp(terms, n);
   }
   out[out_offset + (ulong)(f0 + f) * (ulong)senones + (ulong)s] = total;
 }
