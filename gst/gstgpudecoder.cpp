@@ -288,7 +288,6 @@ enum
 
 #define DEFAULT_BEAM 1e-42
 #define DEFAULT_WBEAM 7e-29
-#define DEFAULT_MAX_ACTIVE 30000
 #define DEFAULT_LW 6.5
 #define DEFAULT_WIP 0.65
 #define DEFAULT_SILPROB 0.005
@@ -307,7 +306,7 @@ struct Settings
   std::string hmm, dict, fdict, lm, jsgf, jsgf_rule, fsg, kws, cache_dir;
   gdouble beam = DEFAULT_BEAM;
   gdouble wbeam = DEFAULT_WBEAM;
-  gint max_active = DEFAULT_MAX_ACTIVE;
+  gint max_active = gpuspeech::SearchOptions ().max_active;
   /* gpuspeech::RecognizerConfig's default, the one place it is set. */
   gint top_n = gpuspeech::RecognizerConfig ().top_n;
   gdouble lw = DEFAULT_LW;
@@ -619,7 +618,8 @@ gst_gpu_decoder_class_init (GstGpuDecoderClass * klass)
   g_object_class_install_property (gobject_class, PROP_MAX_ACTIVE,
       g_param_spec_int ("max-active", "Most active states",
           "Most search graph states kept per frame (pocketsphinx -maxhmmpf, "
-          "Kaldi --max-active)", 1, G_MAXINT, DEFAULT_MAX_ACTIVE, rw));
+          "Kaldi --max-active)", 1, G_MAXINT,
+          gpuspeech::SearchOptions ().max_active, rw));
   g_object_class_install_property (gobject_class, PROP_TOP_N,
       g_param_spec_int ("top-n", "Gaussians per codebook",
           "Gaussian selection in scoring: the N most likely Gaussians of each "

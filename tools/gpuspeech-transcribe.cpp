@@ -71,7 +71,7 @@ language model under /usr/share/pocketsphinx/model/en-us):
 Search (pocketsphinx's defaults, except a narrower --beam):
   --beam X              beam, as a probability ratio (default 1e-42)
   --wbeam X             word-end beam (default 7e-29)
-  --maxactive N         most graph states kept per frame (default 30000)
+  --maxactive N         most graph states kept per frame (default 10000)
   --lw X                language weight (default 6.5)
   --wip X               word insertion penalty (default 0.65)
   --silprob X           silence probability (default 0.005)
