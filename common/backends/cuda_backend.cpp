@@ -518,11 +518,10 @@ class CudaBackend : public Backend {
       if (chunk > 0) {
         // Taken whole at the first use (the warm-up, when a stream is
         // made), so that a stream once admitted asks for no more device
-        // memory here, whatever its later batches' lengths.
-        float* scratch = grow_scratch(
-            ranked_, static_cast<size_t>(std::max(
-                         kTopNRankedScratchFloats,
-                         top_n_ranked_floats(codebooks, density, top_n, streams, chunk))));
+        // memory here, whatever its later batches' lengths; every chunk's
+        // lists fit in it (top_n_ranked_chunk).
+        float* scratch =
+            grow_scratch(ranked_, static_cast<size_t>(kTopNRankedScratchFloats));
         check_cuda(cuda::launch_senone_scores_top_n_ranked(
                        ptr(densities, "senone_scores_top_n densities"), codebooks, density,
                        frames, top_n, ptr(codebook, "senone_scores_top_n codebook"),

@@ -736,11 +736,9 @@ class OpenclBackend : public Backend {
                           : 0;
     if (chunk > 0) {
       const int n = std::min(top_n, density);
-      // Taken whole at the first use (a stream's warm-up), as on CUDA.
-      ensure_ranked(static_cast<size_t>(std::max(kTopNRankedScratchFloats,
-                                                 top_n_ranked_floats(codebooks, density, top_n,
-                                                                     streams, chunk))) *
-                    sizeof(cl_float));
+      // Taken whole at the first use (a stream's warm-up), as on CUDA;
+      // every chunk's lists fit in it (top_n_ranked_chunk).
+      ensure_ranked(static_cast<size_t>(kTopNRankedScratchFloats) * sizeof(cl_float));
       for (int64_t f0 = 0; f0 < frames; f0 += chunk) {
         const int64_t part = std::min(chunk, frames - f0);
         set_args(k_rank_, "rank_codebooks", d.mem(), cl_int(streams * codebooks),
