@@ -335,7 +335,8 @@ std::vector<float> Recognizer::compute_features(const float* samples, int64_t nu
   const FeatureOptions& features = m.features;
   if (!m.extractor) m.extractor = std::make_unique<FeatureExtractor>(features, *m.backend);
   FeatureMatrix feats = m.extractor->compute(samples, num_samples);
-  postprocess_utterance(features, feats);
+  const std::vector<uint8_t> learn = m.extractor->cmn_learn_rows();
+  postprocess_utterance(features, feats, &learn);
   m.timings.features += seconds_since(t0);
   return std::move(feats.data);
 }

@@ -22,7 +22,8 @@
  * every property set explicitly. It is read when the element goes from
  * READY to PAUSED; later property changes take effect at the next start.
  * When no property that shapes the features is set (only backend,
- * device-id, post-messages, remove-noise and remove-silence, if any) and
+ * device-id, post-messages, remove-noise, remove-silence, cmn-from-speech
+ * and cmn-init-frames, if any) and
  * downstream's caps name a `feat-params` file (gpudecoder does: its
  * model's), that file configures the element, with live CMN, so
  * `gpufeatures ! gpudecoder` needs no settings. That front end subtracts
@@ -31,7 +32,9 @@
  * on LibriVox, but costs a few words on a telephone band and with online
  * fMLLR, so a chain with `gpufmllr` should set remove-noise=false
  * (docs/benchmarks.md, issue 15 sections). remove-silence=true is refused:
- * a stream keeps every frame (docs/gpudecoder.md says why).
+ * a stream keeps every frame (docs/gpudecoder.md says why). Its live CMN
+ * still learns only from the frames the VAD calls speech
+ * (cmn-from-speech), as pocketsphinx's does.
  *
  * Sink caps: S16LE or F32LE (F32 scaled by 32768 to 16-bit units), mono, at
  * the configured sample rate. The element answers caps queries with that
@@ -256,6 +259,8 @@ enum
   PROP_DELTAS,
   PROP_CMN,
   PROP_CMN_INIT,
+  PROP_CMN_INIT_FRAMES,
+  PROP_CMN_FROM_SPEECH,
   PROP_CVN,
   PROP_VTLN_WARP,
   PROP_BACKEND,
@@ -287,6 +292,8 @@ struct Settings
   DeltaChoice deltas;
   gs::NormOptions::Cmn cmn;
   std::string cmn_init;
+  gint cmn_init_frames;
+  gboolean cmn_from_speech;
   gboolean cvn;
   gfloat vtln_warp;
   gpuspeech::BackendChoice backend;
@@ -313,6 +320,8 @@ struct Settings
     lifter = d.mfcc.lifter;
     deltas = DeltaChoice::kNone;
     cmn = d.norm.cmn;
+    cmn_init_frames = d.norm.live_init_frames;
+    cmn_from_speech = d.norm.live_from_speech;
     cvn = d.norm.cvn;
     vtln_warp = d.mel.vtln.warp;
     backend = gpuspeech::BackendChoice::kAuto;
@@ -437,6 +446,10 @@ build_options (const Settings & s, std::vector < std::string > *warnings,
   }
   if (s.is_set (PROP_CMN))
     o.norm.cmn = s.cmn;
+  if (s.is_set (PROP_CMN_INIT_FRAMES))
+    o.norm.live_init_frames = s.cmn_init_frames;
+  if (s.is_set (PROP_CMN_FROM_SPEECH))
+    o.norm.live_from_speech = s.cmn_from_speech;
   if (s.is_set (PROP_CVN))
     o.norm.cvn = s.cvn;
   if (s.is_set (PROP_VTLN_WARP))
@@ -687,6 +700,20 @@ gst_gpu_features_class_init (GstGpuFeaturesClass * klass)
           "padded with zeros to the feature dimension; NULL: start from the "
           "first frame (default: NULL, or feat.params' -cmninit)",
           NULL, rw));
+  g_object_class_install_property (gobject_class, PROP_CMN_INIT_FRAMES,
+      g_param_spec_int ("cmn-init-frames", "CMN start's weight",
+          "How many frames cmn-init counts as when live CMN starts (Sphinx "
+          "weighs it as its 500-frame window): with few, a stream's own "
+          "speech takes the mean over within a second or two",
+          1, G_MAXINT, d.norm.live_init_frames, rw));
+  g_object_class_install_property (gobject_class, PROP_CMN_FROM_SPEECH,
+      g_param_spec_boolean ("cmn-from-speech", "Live CMN from speech",
+          "Live CMN learns its running mean only from the frames Sphinx's "
+          "VAD calls speech, as pocketsphinx's CMN sees only the frames its "
+          "VAD keeps; every frame is still normalised and passed on (the "
+          "VAD's tracker runs for this even with remove-noise=false). "
+          "false: every frame counts",
+          d.norm.live_from_speech, rw));
   g_object_class_install_property (gobject_class, PROP_CVN,
       g_param_spec_boolean ("cvn", "CVN",
           "Variance normalisation over each utterance (needs cmn=batch)",
@@ -847,6 +874,12 @@ gst_gpu_features_set_property (GObject * object, guint prop_id,
       s.cmn_init = v ? v : "";
       break;
     }
+    case PROP_CMN_INIT_FRAMES:
+      s.cmn_init_frames = g_value_get_int (value);
+      break;
+    case PROP_CMN_FROM_SPEECH:
+      s.cmn_from_speech = g_value_get_boolean (value);
+      break;
     case PROP_CVN:
       s.cvn = g_value_get_boolean (value);
       break;
@@ -934,6 +967,12 @@ gst_gpu_features_get_property (GObject * object, guint prop_id,
     case PROP_CMN_INIT:
       g_value_set_string (value,
           s.cmn_init.empty ()? NULL : s.cmn_init.c_str ());
+      break;
+    case PROP_CMN_INIT_FRAMES:
+      g_value_set_int (value, s.cmn_init_frames);
+      break;
+    case PROP_CMN_FROM_SPEECH:
+      g_value_set_boolean (value, s.cmn_from_speech);
       break;
     case PROP_CVN:
       g_value_set_boolean (value, s.cvn);
@@ -1529,7 +1568,8 @@ adopt_downstream_front_end (GstGpuFeatures * self, Settings * settings)
    * end: they combine with adopting it. */
   const guint64 non_shaping = (1ull << PROP_BACKEND) |
       (1ull << PROP_DEVICE_ID) | (1ull << PROP_POST_MESSAGES) |
-      (1ull << PROP_REMOVE_NOISE) | (1ull << PROP_REMOVE_SILENCE);
+      (1ull << PROP_REMOVE_NOISE) | (1ull << PROP_REMOVE_SILENCE) |
+      (1ull << PROP_CMN_FROM_SPEECH) | (1ull << PROP_CMN_INIT_FRAMES);
   if (!settings->feat_params.empty ()
       || (settings->explicit_mask & ~non_shaping) != 0)
     return;

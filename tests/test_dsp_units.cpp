@@ -500,7 +500,7 @@ TEST(LiveCmn, StartsFromInitThenTracksTheRunningMean) {
   // With init given and window W, after n frames the estimate is
   // (W * init + sum of the n frames) / (W + n) while W + n < 2W.
   const int W = 10;
-  LiveCmn cmn(2, {5.0f, -5.0f}, W);
+  LiveCmn cmn(2, {5.0f, -5.0f}, W, W);
   double sum0 = 0, sum1 = 0;
   for (int n = 0; n < W - 1; ++n) {
     float f[2] = {static_cast<float>(n), static_cast<float>(2 * n)};
@@ -516,12 +516,32 @@ TEST(LiveCmn, StartsFromInitThenTracksTheRunningMean) {
   cmn.reset();
   EXPECT_EQ(cmn.mean()[0], 5.0f);
   // Without init the first frame is its own mean.
-  LiveCmn first(1, {}, W);
+  LiveCmn first(1, {}, W, W);
   float f = 3.0f;
   first.process(&f);
   EXPECT_EQ(f, 0.0f);
   EXPECT_EQ(first.mean()[0], 3.0f);
-  EXPECT_THROW(LiveCmn(3, {1.0f}, W), std::invalid_argument);
+  EXPECT_THROW(LiveCmn(3, {1.0f}, W, W), std::invalid_argument);
+  EXPECT_THROW(LiveCmn(1, {1.0f}, W, 0), std::invalid_argument);
+}
+
+TEST(LiveCmn, InitWeighsInitFramesAndSilentFramesDoNotLearn) {
+  // init weighted as 2 frames: after frames 10 and 40 the mean is
+  // (2 * 4 + 10 + 40) / 4; a frame that does not learn is normalised by
+  // the mean and leaves it alone.
+  LiveCmn cmn(1, {4.0f}, 500, 2);
+  float f = 10.0f;
+  cmn.process(&f);
+  EXPECT_FLOAT_EQ(f, 6.0f);
+  EXPECT_FLOAT_EQ(cmn.mean()[0], 6.0f);  // (8 + 10) / 3
+  float quiet = -50.0f;
+  cmn.process(&quiet, /*learn=*/false);
+  EXPECT_FLOAT_EQ(quiet, -56.0f);
+  EXPECT_FLOAT_EQ(cmn.mean()[0], 6.0f);
+  f = 40.0f;
+  cmn.process(&f);
+  EXPECT_FLOAT_EQ(f, 34.0f);
+  EXPECT_FLOAT_EQ(cmn.mean()[0], 14.5f);  // (8 + 10 + 40) / 4
 }
 
 // A minute of speech-like audio: a pulse train through a resonance, with
@@ -568,8 +588,15 @@ TEST(LiveCmn, ConvergesToBatchCmnOnALongUtterance) {
   // is far from this signal's mean.
   o.norm.cmn_init.assign(13, 0.0f);
   o.norm.cmn_init[0] = 40.0f;
+  // Weighted as Sphinx weighs it (the whole window), so that the start
+  // stays far off for seconds; the default weight is checked below.
+  const int default_init_frames = o.norm.live_init_frames;
+  o.norm.live_init_frames = o.norm.live_window;
   const FeatureMatrix live = compute_features(o, *cpu, audio.data(), audio.size());
   ASSERT_EQ(live.rows, batch.rows);
+  o.norm.live_init_frames = default_init_frames;
+  const FeatureMatrix live_light = compute_features(o, *cpu, audio.data(), audio.size());
+  ASSERT_EQ(live_light.rows, batch.rows);
 
   // Per dimension: the standard deviation, and the RMS difference between
   // live and batch normalisation over the first and the last 10 seconds.
@@ -597,6 +624,17 @@ TEST(LiveCmn, ConvergesToBatchCmnOnALongUtterance) {
       // ...having started far off (the test would pass vacuously otherwise).
       EXPECT_GT(early, 1.0 * sd) << "sd " << sd;
       EXPECT_LT(late, 0.1 * early);
+      // A start weighed as live_init_frames (100) is left behind sooner:
+      // c0's error over the first 10 s well below (measured: about half).
+      double light = 0;
+      for (int64_t t = 0; t < ten_s; ++t) {
+        const double e = live_light.row(t)[d] - batch.row(t)[d];
+        light += e * e;
+      }
+      light = std::sqrt(light / ten_s);
+      EXPECT_LT(light, 0.7 * early) << "init weight " << default_init_frames;
+      std::printf("c0 with the start weighed as %d frames: first 10 s %.4f\n",
+                  default_init_frames, light);
     }
     std::printf("dim %2d: sd %.3f  live-batch rms first 10 s %.4f, last 10 s %.4f\n", d, sd,
                 early, late);
@@ -624,7 +662,7 @@ TEST(Postprocess, NormalisesBeforeDeltas) {
   l.norm.cmn = NormOptions::Cmn::kLive;
   l.norm.live_window = 100;
   postprocess_utterance(l, a);
-  LiveCmn cmn(4, {}, 100);
+  LiveCmn cmn(4, {}, 100, l.norm.live_init_frames);
   for (int64_t t = 0; t < b.rows; ++t) cmn.process(b.row(t));
   EXPECT_EQ(a.data, b.data);
 }

@@ -70,6 +70,15 @@ TEST(FeatureSignature, EveryRelevantOptionChangesIt) {
   live_window.norm.live_window = 100;
   EXPECT_NE(feature_signature(live), feature_signature(live_init));
   EXPECT_NE(feature_signature(live), feature_signature(live_window));
+  // ...and so do the start's weight and what the mean learns from.
+  FeatureOptions live_light = live;
+  live_light.norm.live_init_frames = 30;
+  FeatureOptions live_every = live;
+  live_every.norm.live_from_speech = false;
+  EXPECT_NE(feature_signature(live), feature_signature(live_light));
+  EXPECT_NE(feature_signature(live), feature_signature(live_every));
+  EXPECT_NE(feature_signature(live).find("cmn-learns=speech"), std::string::npos);
+  EXPECT_NE(feature_signature(live_every).find("cmn-learns=every-frame"), std::string::npos);
 }
 
 TEST(FeatureSignature, IrrelevantOptionsDoNotChangeIt) {
@@ -131,7 +140,8 @@ TEST(FeatureSignatureMismatch, NamesRealDifferencesOnly) {
   // but CMN against none is; a key only upstream has is named too.
   const std::string base = "kind=mfcc;rate=16000;cmn=batch;cmn-init=40,3";
   EXPECT_EQ(feature_signature_mismatch(
-                "kind=mfcc;rate=16000;cmn=live;cmn-window=500;remove-noise=yes;vad-threshold=2",
+                "kind=mfcc;rate=16000;cmn=live;cmn-window=500;cmn-init-frames=30;"
+                "cmn-learns=speech;remove-noise=yes;vad-threshold=2",
                 base),
             "");
   EXPECT_EQ(feature_signature_mismatch("kind=mfcc;rate=16000;cmn=none", base),

@@ -377,6 +377,75 @@ TEST(StreamExtractor, LiveCmnConvergesToBatchCmn) {
   }
 }
 
+// NormOptions::live_from_speech: the running mean stands still while the
+// VAD says silence (the pauses would pull it to the noise floor) and learns
+// from speech; stream and whole utterance agree; turned off, the pauses
+// move it. Speech with long pauses of quiet noise between.
+TEST(StreamExtractor, LiveCmnLearnsOnlyFromSpeech) {
+  BackendPtr cpu = make_cpu_backend();
+  std::mt19937 gen(17);
+  std::normal_distribution<float> hiss(0.0f, 20.0f);
+  std::vector<float> audio;
+  auto pause = [&](double seconds) {
+    for (int i = 0; i < static_cast<int>(seconds * 16000); ++i) audio.push_back(hiss(gen));
+  };
+  auto say = [&](const char* f) {
+    for (float x : speech(f)) audio.push_back(x + hiss(gen));
+  };
+  pause(1.0);
+  say("sense_and_sensibility_01_austen_64kb-0870.wav");
+  pause(3.0);
+  say("sense_and_sensibility_01_austen_64kb-0880.wav");
+  pause(3.0);
+
+  FeatureOptions o = FeatureOptions::for_flavour(Flavour::kSphinx, FeatureKind::kMfcc);
+  o.delta.layout = DeltaOptions::Layout::kNone;
+  o.noise.remove_noise = true;
+  o.norm.cmn = NormOptions::Cmn::kLive;
+  o.norm.cmn_init = {41.0f, -5.29f, -0.12f, 5.09f, 2.48f, -4.07f, -1.37f,
+                     -1.78f, -5.08f, -2.05f, -6.45f, -1.42f, 1.17f};
+  ASSERT_TRUE(o.norm.live_from_speech);  // the default
+  FeatureOptions raw_opts = o;
+  raw_opts.norm.cmn = NormOptions::Cmn::kNone;
+  FeatureOptions every = o;
+  every.norm.live_from_speech = false;
+
+  const FeatureMatrix raw = compute_features(raw_opts, *cpu, audio.data(), audio.size());
+  const FeatureMatrix whole = compute_features(o, *cpu, audio.data(), audio.size());
+  StreamingFeatureExtractor ex(o, *cpu);
+  const FeatureMatrix streamed = stream(ex, audio, random_sizes(21, 3000));
+  EXPECT_TRUE(bitwise_equal(streamed, whole));
+  StreamingFeatureExtractor ex_every(every, *cpu);
+  const FeatureMatrix learned_all = stream(ex_every, audio, random_sizes(22, 3000));
+  ASSERT_EQ(raw.rows, whole.rows);
+  ASSERT_EQ(learned_all.rows, whole.rows);
+
+  FeatureExtractor fx(o, *cpu);
+  fx.compute(audio.data(), static_cast<int64_t>(audio.size()));
+  const std::vector<uint8_t> learn = fx.cmn_learn_rows();
+  ASSERT_EQ(learn.size(), static_cast<size_t>(whole.rows));
+  const int64_t learning = std::count(learn.begin(), learn.end(), 1);
+  EXPECT_GT(learning, whole.rows / 4) << "the VAD finds the speech";
+  EXPECT_LT(learning, whole.rows * 3 / 4) << "and the pauses";
+
+  // The mean c0 was normalised by, frame by frame: raw - normalised.
+  auto mean_c0 = [&](const FeatureMatrix& m, int64_t t) { return raw.row(t)[0] - m.row(t)[0]; };
+  // The last pause: from where the VAD has declared silence to the end.
+  int64_t from = whole.rows - 1;
+  while (from > 0 && learn[static_cast<size_t>(from - 1)] == 0) --from;
+  ASSERT_GT(whole.rows - from, 150) << "most of the last 3 s pause is silence";
+  double moved_gated = 0.0, moved_every = 0.0;
+  for (int64_t t = from + 1; t < whole.rows; ++t) {
+    moved_gated = std::max<double>(moved_gated, std::fabs(mean_c0(whole, t) - mean_c0(whole, from)));
+    moved_every = std::max<double>(moved_every,
+                                   std::fabs(mean_c0(learned_all, t) - mean_c0(learned_all, from)));
+  }
+  EXPECT_LT(moved_gated, 1e-3) << "the mean learnt from a silent frame";
+  EXPECT_GT(moved_every, 1.0) << "a pause should pull an ungated mean (else the test proves nothing)";
+  // And over the speech the gated mean did move from its start.
+  EXPECT_GT(std::fabs(mean_c0(whole, from) - o.norm.cmn_init[0]), 1.0);
+}
+
 // GPU backends: streaming matches the whole utterance on the same backend
 // (not bitwise: block sizes may change the GEMM's summation order).
 TEST(StreamExtractor, OtherBackendsMatchWholeUtterance) {

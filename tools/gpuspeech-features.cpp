@@ -105,6 +105,10 @@ Configuration (applied in this order: flavour/kind defaults, then
   --cvn[=BOOL]          variance normalisation (needs --cmn batch)
   --cmn-init A,B,...    live CMN's starting mean, one value per coefficient
   --cmn-window N        frames after which live CMN starts forgetting
+  --cmn-init-frames N   frames --cmn-init counts as in live CMN (default 100)
+  --cmn-from-speech[=BOOL]
+                        live CMN learns only from frames the VAD calls speech
+                        (default true)
   --min-max[=BOOL]      scale each dimension to [0, 1] over the utterance
   --remove-noise[=BOOL] Sphinx spectral noise subtraction (sphinx_fe's default
                         is yes; here it is off unless asked for)
@@ -366,6 +370,8 @@ const std::map<std::string, FeatureFlag>& feature_flags() {
           for (const std::string& x : split_commas(v)) o.norm.cmn_init.push_back(parse_float(f, x));
         }}},
       {"--cmn-window", {false, [](O& o, S f, S v) { o.norm.live_window = parse_int(f, v); }}},
+      {"--cmn-init-frames", {false, [](O& o, S f, S v) { o.norm.live_init_frames = parse_int(f, v); }}},
+      {"--cmn-from-speech", {true, [](O& o, S f, S v) { o.norm.live_from_speech = parse_bool(f, v); }}},
       {"--min-max", {true, [](O& o, S f, S v) { o.norm.min_max = parse_bool(f, v); }}},
       {"--remove-noise", {true, [](O& o, S f, S v) { o.noise.remove_noise = parse_bool(f, v); }}},
       {"--remove-silence",
@@ -618,6 +624,7 @@ class Runner {
     }
     // Several warps from one FFT: columns [k*base, (k+1)*base) are warp k.
     FeatureMatrix all = n ? extractor_->compute(x, n) : FeatureMatrix{};
+    const std::vector<uint8_t> learn = extractor_->cmn_learn_rows();
     const int base = extractor_->base_dim();
     for (size_t k = 0; k < cl_.warps.size(); ++k) {
       FeatureMatrix m;
@@ -627,7 +634,7 @@ class Runner {
       for (int64_t r = 0; r < m.rows; ++r)
         std::copy(all.row(r) + k * base, all.row(r) + (k + 1) * base, m.row(r));
       if (n) {
-        postprocess_utterance(opts_, m);
+        postprocess_utterance(opts_, m, &learn);
       } else {
         m = empty();
       }

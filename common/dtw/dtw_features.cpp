@@ -65,13 +65,15 @@ FeatureMatrix DtwFeatureComputer::log_spectrum(const float* samples, int64_t n) 
 FeatureMatrix DtwFeatureComputer::compute_untrimmed(const float* samples, int64_t n) {
   if (config_.kind == DtwFeatureKind::kSpectrum) return log_spectrum(samples, n);
   FeatureMatrix m = extractor_->compute(samples, n);
-  postprocess_utterance(config_.features, m);
+  const std::vector<uint8_t> learn = extractor_->cmn_learn_rows();
+  postprocess_utterance(config_.features, m, &learn);
   return m;
 }
 
 std::vector<FeatureMatrix> DtwFeatureComputer::compute_warped_untrimmed(const float* samples, int64_t n) {
   if (!warped_) return {compute_untrimmed(samples, n)};
   const FeatureMatrix all = warped_->compute(samples, n);
+  const std::vector<uint8_t> learn = warped_->cmn_learn_rows();
   const int base = warped_->base_dim();
   const int warps = warped_->num_warps();
   std::vector<FeatureMatrix> out(static_cast<size_t>(warps));
@@ -82,7 +84,7 @@ std::vector<FeatureMatrix> DtwFeatureComputer::compute_warped_untrimmed(const fl
     m.data.resize(static_cast<size_t>(all.rows) * base);
     for (int64_t r = 0; r < all.rows; ++r)
       std::copy(all.row(r) + k * base, all.row(r) + (k + 1) * base, m.row(r));
-    postprocess_utterance(config_.features, m);
+    postprocess_utterance(config_.features, m, &learn);
   }
   return out;
 }

@@ -161,6 +161,28 @@ struct NormOptions {
   // Starting mean for live CMN (Sphinx -cmninit); empty = first frame's.
   std::vector<float> cmn_init;
   int live_window = 500;  // frames after which live CMN starts forgetting
+  // Live CMN: how many frames cmn_init counts as when the running mean
+  // starts. Sphinx weighs it as the whole window (500 frames), so on a new
+  // channel the mean needs seconds of speech to move half way, and the
+  // first utterances are decoded with a mean that is not theirs. With 100
+  // (1 s of speech) and live_from_speech the live chain gained on every
+  // real LibriVox set and on six of nine degraded conditions; 30 gained
+  // more on the degraded ones but lost words on clean LibriVox
+  // (docs/benchmarks.md, "Live CMN from speech frames"). Must be >= 1.
+  int live_init_frames = 100;
+  // Live CMN learns its running mean only from the frames the Sphinx VAD
+  // (the noise tracker's decision with its hangover, NoiseOptions::vad_*)
+  // calls speech; every frame is still normalised. pocketsphinx's CMN sees
+  // only the frames its VAD keeps (-remove_silence), while a stream here
+  // keeps every frame, and without this the pauses pull the mean toward the
+  // noise floor (measured on issue 15's long recordings: docs/benchmarks.md,
+  // "Live CMN from speech frames"). The noise tracker then runs for its
+  // decisions even without noise.remove_noise (the bands pass unchanged).
+  // Takes effect where the decisions reach the normalisation
+  // (StreamingFeatureExtractor, compute_features,
+  // Recognizer::compute_features) and there is one warp; elsewhere every
+  // frame counts.
+  bool live_from_speech = true;
   bool min_max = false;   // scale each dimension to [0, 1] over the utterance
 };
 

@@ -136,6 +136,12 @@ FeatureExtractor::FeatureExtractor(const FeatureOptions& opts, Backend& backend,
     if (nwarps != 1)
       throw std::invalid_argument("Sphinx noise / silence removal needs a single VTLN warp");
     noise_ = std::make_unique<SphinxNoiseRemover>(num_bands_, opts_.noise);
+  } else if (opts_.norm.cmn == NormOptions::Cmn::kLive && opts_.norm.live_from_speech &&
+             nwarps == 1) {
+    // The trackers for their speech decisions alone (the bands pass
+    // unchanged): live CMN learns from speech. With several warps (DTW's
+    // test warps) there is no one decision, and every frame learns.
+    noise_ = std::make_unique<SphinxNoiseRemover>(num_bands_, opts_.noise);
   }
   scratch_ = new Scratch();
 }
@@ -375,11 +381,23 @@ void FeatureExtractor::drop_silence(FeatureMatrix& m, bool last_is_leftover) {
   kept_frames_ = std::move(keep);
 }
 
+std::vector<uint8_t> FeatureExtractor::cmn_learn_rows() const {
+  if (!noise_ || opts_.norm.cmn != NormOptions::Cmn::kLive || !opts_.norm.live_from_speech)
+    return {};
+  std::vector<uint8_t> states = speech_states_after_hangover(speech_flags_, opts_.noise);
+  if (kept_frames_.empty()) return states;
+  std::vector<uint8_t> kept(kept_frames_.size());
+  for (size_t k = 0; k < kept_frames_.size(); ++k)
+    kept[k] = states[static_cast<size_t>(kept_frames_[k])];
+  return kept;
+}
+
 FeatureMatrix compute_features(const FeatureOptions& opts, Backend& backend,
                                const float* samples, int64_t num_samples) {
   FeatureExtractor extractor(opts, backend);
   FeatureMatrix m = extractor.compute(samples, num_samples);
-  postprocess_utterance(opts, m);
+  const std::vector<uint8_t> learn = extractor.cmn_learn_rows();
+  postprocess_utterance(opts, m, &learn);
   return m;
 }
 

@@ -96,7 +96,8 @@ class FeatureExtractor {
                           int64_t stride) const;
 
   // Sphinx noise / silence removal (opts.noise). True when the host-side
-  // stage runs (remove_noise or remove_silence).
+  // stage runs: remove_noise or remove_silence, or live CMN from speech
+  // (NormOptions::live_from_speech, one warp), which needs its decisions.
   bool has_noise_stage() const { return noise_ != nullptr; }
   // compute_device() carries the noise trackers from call to call (one
   // stream, frames in order, one utterance per call); this starts them
@@ -110,6 +111,13 @@ class FeatureExtractor {
   // among the utterance's num_frames(n) frames (increasing). Empty when
   // compute() dropped nothing because remove_silence is off.
   const std::vector<int64_t>& kept_frames() const { return kept_frames_; }
+  // After compute(): for each frame returned, whether live CMN learns from
+  // it (the VAD's state after its hangover: speech_states_after_hangover
+  // over all the utterance's frames, then the kept ones), to pass to
+  // postprocess_utterance. Empty, meaning every frame, unless the options
+  // ask for live CMN from speech (NormOptions::live_from_speech) and the
+  // noise stage runs.
+  std::vector<uint8_t> cmn_learn_rows() const;
 
  private:
   struct Scratch;

@@ -165,6 +165,9 @@ std::string feature_signature(const FeatureOptions& o) {
     }
     w.put("cmn-init", init.empty() ? std::string("first-frame") : init);
     w.put("cmn-window", o.norm.live_window);
+    w.put("cmn-init-frames", o.norm.live_init_frames);
+    // What the running mean learns from.
+    w.put("cmn-learns", std::string(o.norm.live_from_speech ? "speech" : "every-frame"));
   }
   w.put("cvn", o.norm.cvn);
   w.put("min-max", o.norm.min_max);
@@ -202,7 +205,8 @@ std::map<std::string, std::string> parse_signature(const std::string& sig,
 }
 
 bool is_cmn_detail(const std::string& key) {
-  return key == "cmn" || key == "cmn-init" || key == "cmn-window";
+  return key == "cmn" || key == "cmn-init" || key == "cmn-window" ||
+         key == "cmn-init-frames" || key == "cmn-learns";
 }
 
 bool is_noise_stage_detail(const std::string& key) {

@@ -29,9 +29,9 @@ std::string feature_layout_name(const DeltaOptions& delta);
 // Y" items joined by "; " in the wanted signature's key order; empty when
 // they decode alike. Two kinds of keys are not compared, as they do not
 // change what the model expects:
-// - how cepstral means are normalised (cmn-init, cmn-window; and cmn only
-//   as "some" against "none"): live and batch CMN are interchangeable for
-//   decoding;
+// - how cepstral means are normalised (cmn-init, cmn-window,
+//   cmn-init-frames, cmn-learns; and cmn only as "some" against "none"):
+//   live and batch CMN are interchangeable for decoding;
 // - noise subtraction and silence removal (remove-noise, remove-silence,
 //   vad-*): the front end's choice, as pocketsphinx's -remove_noise does
 //   not depend on the model.

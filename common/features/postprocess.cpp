@@ -82,14 +82,17 @@ void apply_min_max(FeatureMatrix& feats) {
 // staying as smooth as Sphinx's (which rescales from 800 down to 500).
 // Because the update is per frame, chunking the stream cannot change it.
 
-LiveCmn::LiveCmn(int dim, std::vector<float> init, int window)
-    : dim_(dim), init_(std::move(init)), window_(window) {
+LiveCmn::LiveCmn(int dim, std::vector<float> init, int window, int init_frames)
+    : dim_(dim), init_(std::move(init)), window_(window), init_frames_(init_frames) {
   if (dim_ < 1)
     throw std::invalid_argument("live CMN: dimension must be >= 1, got " +
                                 std::to_string(dim_));
   if (window_ < 1)
     throw std::invalid_argument("live CMN: window must be >= 1 frame, got " +
                                 std::to_string(window_));
+  if (init_frames_ < 1)
+    throw std::invalid_argument("live CMN: the start's weight must be >= 1 frame, got " +
+                                std::to_string(init_frames_));
   if (!init_.empty() && static_cast<int>(init_.size()) != dim_)
     throw std::invalid_argument(
         "live CMN: cmn_init has " + std::to_string(init_.size()) +
@@ -106,16 +109,20 @@ void LiveCmn::reset() {
   if (started_) {
     for (int d = 0; d < dim_; ++d) {
       mean_[d] = init_[d];
-      sum_[d] = static_cast<double>(init_[d]) * window_;
+      sum_[d] = static_cast<double>(init_[d]) * init_frames_;
     }
-    count_ = window_;
+    count_ = init_frames_;
   }
 }
 
-void LiveCmn::process(float* frame) {
+void LiveCmn::process(float* frame, bool learn) {
   if (!started_) {
     for (int d = 0; d < dim_; ++d) mean_[d] = frame[d];
     started_ = true;
+  }
+  if (!learn) {
+    for (int d = 0; d < dim_; ++d) frame[d] -= mean_[d];
+    return;
   }
   for (int d = 0; d < dim_; ++d) {
     const float x = frame[d];
@@ -312,7 +319,8 @@ FeatureMatrix add_deltas(const FeatureMatrix& feats, const DeltaOptions& opts) {
   return out;
 }
 
-void postprocess_utterance(const FeatureOptions& opts, FeatureMatrix& feats) {
+void postprocess_utterance(const FeatureOptions& opts, FeatureMatrix& feats,
+                           const std::vector<uint8_t>* learn) {
   const NormOptions& norm = opts.norm;
   switch (norm.cmn) {
     case NormOptions::Cmn::kNone:
@@ -326,8 +334,14 @@ void postprocess_utterance(const FeatureOptions& opts, FeatureMatrix& feats) {
       if (norm.cvn)
         throw std::invalid_argument("cvn needs batch CMN (norm.cmn = batch)");
       if (feats.rows == 0) break;
-      LiveCmn cmn(feats.dim, norm.cmn_init, norm.live_window);
-      for (int64_t t = 0; t < feats.rows; ++t) cmn.process(feats.row(t));
+      LiveCmn cmn(feats.dim, norm.cmn_init, norm.live_window, norm.live_init_frames);
+      const bool gated = learn != nullptr && !learn->empty();
+      if (gated && learn->size() != static_cast<size_t>(feats.rows))
+        throw std::invalid_argument("live CMN: " + std::to_string(learn->size()) +
+                                    " speech decisions for " + std::to_string(feats.rows) +
+                                    " frames");
+      for (int64_t t = 0; t < feats.rows; ++t)
+        cmn.process(feats.row(t), !gated || (*learn)[static_cast<size_t>(t)] != 0);
       break;
     }
   }

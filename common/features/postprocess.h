@@ -3,6 +3,7 @@
 // cheap, sequential, and identical for every backend.
 #pragma once
 
+#include <cstdint>
 #include <vector>
 
 #include "common/features/feature_pipeline.h"
@@ -18,16 +19,22 @@ void apply_batch_cmn(FeatureMatrix& feats, bool cvn);
 void apply_min_max(FeatureMatrix& feats);
 
 // Live CMN for streams: keeps a running mean that starts from `init` (Sphinx
-// -cmninit, weighted as `window` frames; empty means the first frame, with
-// weight 1) and is updated after every frame, so the result depends only on
+// -cmninit, weighted as `init_frames` frames, NormOptions::live_init_frames;
+// empty means the first frame, with weight 1) and is updated after every
+// frame it learns from, so the result depends only on
 // the frame sequence, never on how audio was chunked. Whenever the weight
 // reaches 2 * window the sums are halved (back to `window`), so the estimate
 // averages the last window..2*window frames and follows a drifting channel.
 class LiveCmn {
  public:
-  LiveCmn(int dim, std::vector<float> init, int window);
-  // Normalises one frame in place with the current mean, then updates it.
-  void process(float* frame);
+  // Throws std::invalid_argument for dim, window or init_frames < 1, or an
+  // init of another dimension.
+  LiveCmn(int dim, std::vector<float> init, int window, int init_frames);
+  // Normalises one frame in place with the current mean, then, if `learn`,
+  // updates the mean with it (NormOptions::live_from_speech passes false
+  // for the frames the VAD calls silence). A frame that does not learn
+  // still starts the mean when there is no cmn_init.
+  void process(float* frame, bool learn = true);
   void reset();
   const std::vector<float>& mean() const { return mean_; }
 
@@ -35,6 +42,7 @@ class LiveCmn {
   int dim_;
   std::vector<float> init_;
   int window_;
+  int init_frames_;
   std::vector<double> sum_;
   double count_ = 0;
   std::vector<float> mean_;
@@ -61,6 +69,9 @@ void add_deltas_rows(const FeatureMatrix& feats, int64_t first, int64_t count,
 // Normalisation, then deltas, as opts.norm and opts.delta ask. kLive runs
 // LiveCmn over the rows in order, so a whole utterance and a stream of the
 // same audio give the same numbers.
-void postprocess_utterance(const FeatureOptions& opts, FeatureMatrix& feats);
+// `learn` (kLive only): one value per row, whether live CMN learns from it
+// (FeatureExtractor::cmn_learn_rows()); null or empty: every row.
+void postprocess_utterance(const FeatureOptions& opts, FeatureMatrix& feats,
+                           const std::vector<uint8_t>* learn = nullptr);
 
 }  // namespace gpuspeech

@@ -71,7 +71,6 @@ SphinxNoiseRemover::SphinxNoiseRemover(int num_filters, const NoiseOptions& opts
 void SphinxNoiseRemover::reset() { fresh_ = true; }
 
 bool SphinxNoiseRemover::process(float* bands) {
-  if (!opts_.remove_noise && !opts_.remove_silence) return true;
   const int n = num_filters_;
   if (fresh_) {
     slow_peak_ = 0.0;
@@ -108,12 +107,12 @@ bool SphinxNoiseRemover::process(float* bands) {
   slow_peak_ = slow_peak_ * factor + log_sum * (1.0 - factor);
   const bool quiet = slow_peak_ - kSpeechVolumeRange > log_sum;
 
-  bool speech = true;
-  if (opts_.remove_silence) {
-    // -vad_threshold is a float32 in sphinxbase, compared as a double.
-    const double threshold = static_cast<double>(opts_.vad_threshold);
-    speech = !(max_snr < threshold) && !quiet;
-  }
+  // -vad_threshold is a float32 in sphinxbase, compared as a double. The
+  // decision is made whenever the trackers run: with remove_noise alone
+  // no frame is dropped, but live CMN learns from it
+  // (NormOptions::live_from_speech).
+  const double threshold = static_cast<double>(opts_.vad_threshold);
+  const bool speech = !(max_snr < threshold) && !quiet;
 
   // Signal floor, then temporal masking: a band falling well below its
   // recent peak is replaced by a fraction of that peak (reverberation tails
@@ -196,6 +195,19 @@ void SphinxVad::push(bool is_speech, std::vector<int64_t>& keep) {
     keep.insert(keep.end(), ring_.begin(), ring_.end());
     ring_.clear();
   }
+}
+
+std::vector<uint8_t> speech_states_after_hangover(const std::vector<uint8_t>& decisions,
+                                                  const NoiseOptions& opts) {
+  SphinxVad vad(opts);
+  std::vector<int64_t> released;  // not needed here
+  std::vector<uint8_t> states(decisions.size());
+  for (size_t t = 0; t < decisions.size(); ++t) {
+    vad.push(decisions[t] != 0, released);
+    released.clear();
+    states[t] = vad.in_speech() ? 1 : 0;
+  }
+  return states;
 }
 
 void SphinxVad::push_final(bool is_speech, std::vector<int64_t>& keep) {

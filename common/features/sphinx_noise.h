@@ -55,8 +55,10 @@ class SphinxNoiseRemover {
   // noise-reduced energies. Returns the frame's own speech decision
   // (before any hangover): true when the largest per-band log SNR reaches
   // vad_threshold and the frame is not much quieter than the recent loud
-  // frames. When neither remove_noise nor remove_silence is set, nothing is
-  // tracked and every frame is speech, as in sphinxbase.
+  // frames. The trackers and the decision run whatever the options; with
+  // remove_noise off the bands are left as they are (FeatureExtractor then
+  // wants the decision alone: for remove_silence, or for live CMN from
+  // speech, NormOptions::live_from_speech).
   bool process(float* bands);
 
   // Forgets everything: the next frame re-initialises the trackers, as at
@@ -115,6 +117,8 @@ class SphinxVad {
   // released (sphinxbase drops them there).
   void push_final(bool is_speech, std::vector<int64_t>& keep);
 
+  // The state after the last push: what live CMN learns from
+  // (NormOptions::live_from_speech, speech_states_after_hangover below).
   bool in_speech() const { return in_speech_; }
   int64_t frames_seen() const { return next_frame_; }
   // Frames held back while in silence (at most vad_prespeech + 1).
@@ -137,5 +141,10 @@ class SphinxVad {
   int64_t next_frame_ = 0;
   std::deque<int64_t> ring_;
 };
+
+// SphinxVad's state (1 = in speech) after each of `decisions` in order, from
+// a fresh VAD: the frames live CMN learns from.
+std::vector<uint8_t> speech_states_after_hangover(const std::vector<uint8_t>& decisions,
+                                                  const NoiseOptions& opts);
 
 }  // namespace gpuspeech

@@ -46,7 +46,10 @@ StreamingFeatureExtractor::StreamingFeatureExtractor(const FeatureOptions& opts,
   live_cmn_enabled_ = !buffered_ && opts_.norm.cmn == NormOptions::Cmn::kLive;
   if (live_cmn_enabled_)
     live_cmn_ = std::make_unique<LiveCmn>(base_dim_, opts_.norm.cmn_init,
-                                          opts_.norm.live_window);
+                                          opts_.norm.live_window,
+                                          opts_.norm.live_init_frames);
+  if (live_cmn_ && opts_.norm.live_from_speech && extractor_.has_noise_stage())
+    cmn_vad_ = std::make_unique<SphinxVad>(opts_.noise);
   reset();
 }
 
@@ -71,6 +74,7 @@ void StreamingFeatureExtractor::reset() {
   utterance_ = FeatureMatrix{};
   utterance_.dim = base_dim_;
   if (live_cmn_) live_cmn_->reset();
+  if (cmn_vad_) cmn_vad_->reset();
   // Sphinx noise removal tracks the stream frame by frame; every frame
   // passes through compute_device exactly once and in order (no spectral
   // context without TRAPS), so restarting the trackers here matches
@@ -197,21 +201,35 @@ void StreamingFeatureExtractor::compute_spectral(int64_t t0, int64_t t1,
     backend_.download(*device_features_, block_host_.data(), kept,
                       static_cast<size_t>((c0 - a) * base_dim_));
     next_spectral_ = c1;
-    take_spectral(block_host_.data(), c1 - c0, out);
+    take_spectral(block_host_.data(), c1 - c0, c0 - a, out);
   }
 }
 
 void StreamingFeatureExtractor::take_spectral(const float* rows, int64_t count,
-                                              FeatureMatrix& out) {
+                                              int64_t first_decision, FeatureMatrix& out) {
   if (buffered_) {
     append_rows(utterance_, rows, count);
     return;
   }
   const int64_t first_new = history_.rows;
   append_rows(history_, rows, count);
-  if (live_cmn_)
-    for (int64_t r = first_new; r < history_.rows; ++r)
-      live_cmn_->process(history_.row(r));
+  if (live_cmn_) {
+    // The VAD's state after each frame's decision, as
+    // FeatureExtractor::cmn_learn_rows gives for a whole utterance.
+    const std::vector<uint8_t>& decisions = extractor_.speech_flags();
+    if (cmn_vad_ && decisions.size() < static_cast<size_t>(first_decision + count))
+      throw std::logic_error("StreamingFeatureExtractor: speech decisions do not match the frames");
+    for (int64_t r = first_new; r < history_.rows; ++r) {
+      bool learn = true;
+      if (cmn_vad_) {
+        const int64_t i = first_decision + (r - first_new);
+        cmn_vad_->push(decisions[static_cast<size_t>(i)] != 0, vad_released_);
+        vad_released_.clear();
+        learn = cmn_vad_->in_speech();
+      }
+      live_cmn_->process(history_.row(r), learn);
+    }
+  }
   emit_ready(/*at_end=*/false, out);
 }
 

@@ -51,7 +51,11 @@
 // Sphinx noise removal (NoiseOptions::remove_noise) runs frame by frame in
 // order, as on a whole utterance, and restarts at each reset()/flush().
 // remove_silence (dropping frames) is not supported: the constructor throws
-// std::invalid_argument.
+// std::invalid_argument. The tracker's speech decisions still reach live
+// CMN (the tracker runs for them even without remove_noise), which learns
+// only from the frames the VAD calls speech
+// (NormOptions::live_from_speech), as FeatureExtractor::cmn_learn_rows
+// gives them for a whole utterance.
 //
 // Not thread-safe; one extractor per stream.
 #pragma once
@@ -66,6 +70,7 @@
 #include "common/features/feature_pipeline.h"
 #include "common/features/feature_options.h"
 #include "common/features/postprocess.h"
+#include "common/features/sphinx_noise.h"
 
 namespace gpuspeech {
 
@@ -128,7 +133,10 @@ class StreamingFeatureExtractor {
   void compute_spectral(int64_t t0, int64_t t1, int64_t available,
                         FeatureMatrix& out);
   // Hands spectral rows to normalisation and deltas.
-  void take_spectral(const float* rows, int64_t count, FeatureMatrix& out);
+  // `first_decision`: the index of rows[0]'s speech decision in
+  // extractor_.speech_flags() (the block's spectral context comes first).
+  void take_spectral(const float* rows, int64_t count, int64_t first_decision,
+                     FeatureMatrix& out);
   void emit_ready(bool at_end, FeatureMatrix& out);
   void drop_consumed_samples();
   void prepare_out(FeatureMatrix& out) const;
@@ -159,6 +167,10 @@ class StreamingFeatureExtractor {
   FeatureMatrix history_;
   int64_t history_first_ = 0;
   std::unique_ptr<LiveCmn> live_cmn_;
+  // NormOptions::live_from_speech with the noise stage: the VAD whose state
+  // decides which frames live CMN learns from; null otherwise.
+  std::unique_ptr<SphinxVad> cmn_vad_;
+  std::vector<int64_t> vad_released_;  // scratch for SphinxVad::push
   // buffers_utterance() mode: every spectral frame of the utterance.
   FeatureMatrix utterance_;
 
