@@ -79,6 +79,9 @@ TEST(FeatureSignature, EveryRelevantOptionChangesIt) {
   EXPECT_NE(feature_signature(live), feature_signature(live_every));
   EXPECT_NE(feature_signature(live).find("cmn-learns=speech"), std::string::npos);
   EXPECT_NE(feature_signature(live_every).find("cmn-learns=every-frame"), std::string::npos);
+  FeatureOptions plp_live = FeatureOptions::for_flavour(Flavour::kHtk, FeatureKind::kPlp);
+  plp_live.norm.cmn = NormOptions::Cmn::kLive;
+  EXPECT_NE(feature_signature(plp_live).find("cmn-learns=every-frame"), std::string::npos);
 }
 
 TEST(FeatureSignature, IrrelevantOptionsDoNotChangeIt) {

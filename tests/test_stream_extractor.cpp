@@ -130,6 +130,25 @@ std::vector<Case> cases() {
     out.push_back({"htk_plp_vtln", o});
   }
   {
+    // Live CMN from speech applies to mfcc and fbank; PLP and TRAPS (whose
+    // blocks recompute context frames) learn from every frame.
+    FeatureOptions o = FeatureOptions::for_flavour(Flavour::kSphinx, FeatureKind::kTraps);
+    o.traps.context = 5;
+    o.traps.num_coeffs = 3;
+    o.norm.cmn = NormOptions::Cmn::kLive;
+    out.push_back({"sphinx_traps_live", o});
+  }
+  {
+    FeatureOptions o = FeatureOptions::for_flavour(Flavour::kHtk, FeatureKind::kPlp);
+    o.norm.cmn = NormOptions::Cmn::kLive;
+    out.push_back({"htk_plp_live", o});
+  }
+  {
+    FeatureOptions o = FeatureOptions::for_flavour(Flavour::kSphinx, FeatureKind::kFbank);
+    o.norm.cmn = NormOptions::Cmn::kLive;  // from speech, noise subtraction off
+    out.push_back({"sphinx_fbank_live_from_speech", o});
+  }
+  {
     FeatureOptions o = FeatureOptions::for_flavour(Flavour::kSphinx, FeatureKind::kTraps);
     o.traps.context = 10;
     o.traps.num_coeffs = 4;

@@ -112,6 +112,11 @@ namespace {
 }
 }  // namespace
 
+bool FeatureOptions::live_cmn_from_speech() const {
+  return norm.cmn == NormOptions::Cmn::kLive && norm.live_from_speech &&
+         (kind == FeatureKind::kMfcc || kind == FeatureKind::kFbank);
+}
+
 void FeatureOptions::validate() const {
   const FrameOptions& f = frame;
   if (!(f.sample_rate >= 1000.0f && f.sample_rate <= 384000.0f))

@@ -180,8 +180,8 @@ struct NormOptions {
   // decisions even without noise.remove_noise (the bands pass unchanged).
   // Takes effect where the decisions reach the normalisation
   // (StreamingFeatureExtractor, compute_features,
-  // Recognizer::compute_features) and there is one warp; elsewhere every
-  // frame counts.
+  // Recognizer::compute_features), for MFCC and fbank with one warp
+  // (FeatureOptions::live_cmn_from_speech); elsewhere every frame counts.
   bool live_from_speech = true;
   bool min_max = false;   // scale each dimension to [0, 1] over the utterance
 };
@@ -217,6 +217,11 @@ struct FeatureOptions {
   std::vector<int> stream_dims() const;
   // Throws std::invalid_argument naming the offending option.
   void validate() const;
+  // Whether live CMN learns from the VAD's speech frames only: cmn live with
+  // norm.live_from_speech, for the kinds the Sphinx noise tracker applies
+  // to (mfcc, fbank: its bands are the mel filterbank's; PLP and TRAPS
+  // learn from every frame).
+  bool live_cmn_from_speech() const;
 };
 
 const char* to_string(Flavour);

@@ -136,8 +136,7 @@ FeatureExtractor::FeatureExtractor(const FeatureOptions& opts, Backend& backend,
     if (nwarps != 1)
       throw std::invalid_argument("Sphinx noise / silence removal needs a single VTLN warp");
     noise_ = std::make_unique<SphinxNoiseRemover>(num_bands_, opts_.noise);
-  } else if (opts_.norm.cmn == NormOptions::Cmn::kLive && opts_.norm.live_from_speech &&
-             nwarps == 1) {
+  } else if (opts_.live_cmn_from_speech() && nwarps == 1) {
     // The trackers for their speech decisions alone (the bands pass
     // unchanged): live CMN learns from speech. With several warps (DTW's
     // test warps) there is no one decision, and every frame learns.
@@ -382,8 +381,7 @@ void FeatureExtractor::drop_silence(FeatureMatrix& m, bool last_is_leftover) {
 }
 
 std::vector<uint8_t> FeatureExtractor::cmn_learn_rows() const {
-  if (!noise_ || opts_.norm.cmn != NormOptions::Cmn::kLive || !opts_.norm.live_from_speech)
-    return {};
+  if (!noise_ || !opts_.live_cmn_from_speech()) return {};
   std::vector<uint8_t> states = speech_states_after_hangover(speech_flags_, opts_.noise);
   if (kept_frames_.empty()) return states;
   std::vector<uint8_t> kept(kept_frames_.size());

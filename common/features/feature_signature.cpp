@@ -167,7 +167,7 @@ std::string feature_signature(const FeatureOptions& o) {
     w.put("cmn-window", o.norm.live_window);
     w.put("cmn-init-frames", o.norm.live_init_frames);
     // What the running mean learns from.
-    w.put("cmn-learns", std::string(o.norm.live_from_speech ? "speech" : "every-frame"));
+    w.put("cmn-learns", std::string(o.live_cmn_from_speech() ? "speech" : "every-frame"));
   }
   w.put("cvn", o.norm.cvn);
   w.put("min-max", o.norm.min_max);

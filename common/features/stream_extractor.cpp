@@ -48,7 +48,7 @@ StreamingFeatureExtractor::StreamingFeatureExtractor(const FeatureOptions& opts,
     live_cmn_ = std::make_unique<LiveCmn>(base_dim_, opts_.norm.cmn_init,
                                           opts_.norm.live_window,
                                           opts_.norm.live_init_frames);
-  if (live_cmn_ && opts_.norm.live_from_speech && extractor_.has_noise_stage())
+  if (live_cmn_ && opts_.live_cmn_from_speech() && extractor_.has_noise_stage())
     cmn_vad_ = std::make_unique<SphinxVad>(opts_.noise);
   reset();
 }
