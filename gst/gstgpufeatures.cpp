@@ -711,7 +711,8 @@ gst_gpu_features_class_init (GstGpuFeaturesClass * klass)
           "Live CMN learns its running mean only from the frames Sphinx's "
           "VAD calls speech, as pocketsphinx's CMN sees only the frames its "
           "VAD keeps; every frame is still normalised and passed on (the "
-          "VAD's tracker runs for this even with remove-noise=false). "
+          "VAD's tracker runs for this even with remove-noise=false). For "
+          "kind mfcc and fbank; PLP and TRAPS learn from every frame. "
           "false: every frame counts",
           d.norm.live_from_speech, rw));
   g_object_class_install_property (gobject_class, PROP_CVN,
