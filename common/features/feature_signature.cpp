@@ -144,11 +144,13 @@ std::string feature_signature(const FeatureOptions& o) {
       (o.kind == FeatureKind::kPlp && o.plp.use_energy))
     w.put("energy-floor", o.mfcc.energy_floor);
 
-  if (o.noise.remove_noise || o.noise.remove_silence) {
+  // Live CMN from speech follows the VAD's decisions and hangover too.
+  const bool cmn_vad = o.live_cmn_from_speech();
+  if (o.noise.remove_noise || o.noise.remove_silence || cmn_vad) {
     w.put("remove-noise", o.noise.remove_noise);
     w.put("remove-silence", o.noise.remove_silence);
     w.put("vad-threshold", o.noise.vad_threshold);
-    if (o.noise.remove_silence) {
+    if (o.noise.remove_silence || cmn_vad) {
       w.put("vad-prespeech", o.noise.vad_prespeech);
       w.put("vad-postspeech", o.noise.vad_postspeech);
       w.put("vad-startspeech", o.noise.vad_startspeech);
