@@ -115,8 +115,8 @@ class FeatureExtractor {
   // it (the VAD's state after its hangover: speech_states_after_hangover
   // over all the utterance's frames, then the kept ones), to pass to
   // postprocess_utterance. Empty, meaning every frame, unless the options
-  // ask for live CMN from speech (NormOptions::live_from_speech) and the
-  // noise stage runs.
+  // ask for live CMN from speech (FeatureOptions::live_cmn_from_speech:
+  // MFCC or fbank) and the noise stage runs.
   std::vector<uint8_t> cmn_learn_rows() const;
 
  private:
