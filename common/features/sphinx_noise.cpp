@@ -197,16 +197,18 @@ void SphinxVad::push(bool is_speech, std::vector<int64_t>& keep) {
   }
 }
 
+bool SphinxVad::push_state(bool is_speech) {
+  update(is_speech);
+  if (in_speech_) ring_.clear();  // push() would have released it
+  return in_speech_;
+}
+
 std::vector<uint8_t> speech_states_after_hangover(const std::vector<uint8_t>& decisions,
                                                   const NoiseOptions& opts) {
   SphinxVad vad(opts);
-  std::vector<int64_t> released;  // not needed here
   std::vector<uint8_t> states(decisions.size());
-  for (size_t t = 0; t < decisions.size(); ++t) {
-    vad.push(decisions[t] != 0, released);
-    released.clear();
-    states[t] = vad.in_speech() ? 1 : 0;
-  }
+  for (size_t t = 0; t < decisions.size(); ++t)
+    states[t] = vad.push_state(decisions[t] != 0) ? 1 : 0;
   return states;
 }
 

@@ -117,8 +117,11 @@ class SphinxVad {
   // released (sphinxbase drops them there).
   void push_final(bool is_speech, std::vector<int64_t>& keep);
 
-  // The state after the last push: what live CMN learns from
-  // (NormOptions::live_from_speech, speech_states_after_hangover below).
+  // push() for a caller that wants the state alone, not the frames
+  // released: returns in_speech() after the decision. What live CMN learns
+  // from (NormOptions::live_from_speech); the ring is left as push leaves it.
+  bool push_state(bool is_speech);
+
   bool in_speech() const { return in_speech_; }
   int64_t frames_seen() const { return next_frame_; }
   // Frames held back while in silence (at most vad_prespeech + 1).

@@ -220,13 +220,8 @@ void StreamingFeatureExtractor::take_spectral(const float* rows, int64_t count,
     if (cmn_vad_ && decisions.size() < static_cast<size_t>(first_decision + count))
       throw std::logic_error("StreamingFeatureExtractor: speech decisions do not match the frames");
     for (int64_t r = first_new; r < history_.rows; ++r) {
-      bool learn = true;
-      if (cmn_vad_) {
-        const int64_t i = first_decision + (r - first_new);
-        cmn_vad_->push(decisions[static_cast<size_t>(i)] != 0, vad_released_);
-        vad_released_.clear();
-        learn = cmn_vad_->in_speech();
-      }
+      const size_t i = static_cast<size_t>(first_decision + (r - first_new));
+      const bool learn = !cmn_vad_ || cmn_vad_->push_state(decisions[i] != 0);
       live_cmn_->process(history_.row(r), learn);
     }
   }

@@ -170,7 +170,6 @@ class StreamingFeatureExtractor {
   // NormOptions::live_from_speech with the noise stage: the VAD whose state
   // decides which frames live CMN learns from; null otherwise.
   std::unique_ptr<SphinxVad> cmn_vad_;
-  std::vector<int64_t> vad_released_;  // scratch for SphinxVad::push
   // buffers_utterance() mode: every spectral frame of the utterance.
   FeatureMatrix utterance_;
 
