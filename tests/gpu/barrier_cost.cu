@@ -37,6 +37,25 @@ __global__ void block_sync_kernel(int iters, unsigned* sink) {
 
 #define CK(x) do { cudaError_t e = (x); if (e != cudaSuccess) { std::printf("%s: %s\n", #x, cudaGetErrorString(e)); return 1; } } while (0)
 
+// Runs `launch` once to warm up, then times a second run with events.
+// Returns the milliseconds, or a negative value after printing an error.
+template <class Launch>
+float warm_then_time(cudaEvent_t a, cudaEvent_t b, Launch launch) {
+  cudaError_t e = launch();
+  if (e == cudaSuccess) e = cudaDeviceSynchronize();
+  if (e == cudaSuccess) e = cudaEventRecord(a);
+  if (e == cudaSuccess) e = launch();
+  if (e == cudaSuccess) e = cudaEventRecord(b);
+  if (e == cudaSuccess) e = cudaEventSynchronize(b);
+  float ms = -1.0f;
+  if (e == cudaSuccess) e = cudaEventElapsedTime(&ms, a, b);
+  if (e != cudaSuccess) {
+    std::printf("timed launch: %s\n", cudaGetErrorString(e));
+    return -1.0f;
+  }
+  return ms;
+}
+
 int main() {
   cudaDeviceProp p;
   CK(cudaGetDeviceProperties(&p, 0));
@@ -51,14 +70,10 @@ int main() {
     const int blocks = per_sm * p.multiProcessorCount;
     for (int iters : {100, 2000}) {
       void* args[] = {&iters, &sink};
-      CK(cudaLaunchCooperativeKernel((void*)grid_sync_kernel, blocks, threads, args, 0, 0));
-      CK(cudaDeviceSynchronize());
-      cudaEventRecord(a);
-      CK(cudaLaunchCooperativeKernel((void*)grid_sync_kernel, blocks, threads, args, 0, 0));
-      cudaEventRecord(b);
-      CK(cudaEventSynchronize(b));
-      float ms;
-      cudaEventElapsedTime(&ms, a, b);
+      const float ms = warm_then_time(a, b, [&] {
+        return cudaLaunchCooperativeKernel((void*)grid_sync_kernel, blocks, threads, args, 0, 0);
+      });
+      if (ms < 0) return 1;
       std::printf("grid.sync    %3d blocks            iters %5d: %8.3f ms, %6.2f us per barrier\n",
                   blocks, iters, ms, 1000.0 * ms / iters);
     }
@@ -80,14 +95,9 @@ int main() {
     for (int clusters : {1, max_clusters}) {
       cfg.gridDim = dim3(C * clusters);
       for (int iters : {2000}) {
-        CK(cudaLaunchKernelEx(&cfg, cluster_sync_kernel, iters, sink));
-        CK(cudaDeviceSynchronize());
-        cudaEventRecord(a);
-        CK(cudaLaunchKernelEx(&cfg, cluster_sync_kernel, iters, sink));
-        cudaEventRecord(b);
-        CK(cudaEventSynchronize(b));
-        float ms;
-        cudaEventElapsedTime(&ms, a, b);
+        const float ms = warm_then_time(
+            a, b, [&] { return cudaLaunchKernelEx(&cfg, cluster_sync_kernel, iters, sink); });
+        if (ms < 0) return 1;
         std::printf("cluster.sync C=%2d clusters %4d (max %4d) iters %5d: %8.3f ms, %6.2f us per barrier\n",
                     C, clusters, max_clusters, iters, ms, 1000.0 * ms / iters);
       }
@@ -96,14 +106,11 @@ int main() {
   {
     int iters = 2000;
     const int blocks = 2 * p.multiProcessorCount;
-    block_sync_kernel<<<blocks, threads>>>(iters, sink);
-    CK(cudaDeviceSynchronize());
-    cudaEventRecord(a);
-    block_sync_kernel<<<blocks, threads>>>(iters, sink);
-    cudaEventRecord(b);
-    CK(cudaEventSynchronize(b));
-    float ms;
-    cudaEventElapsedTime(&ms, a, b);
+    const float ms = warm_then_time(a, b, [&] {
+      block_sync_kernel<<<blocks, threads>>>(iters, sink);
+      return cudaGetLastError();
+    });
+    if (ms < 0) return 1;
     std::printf("__syncthreads %3d blocks            iters %5d: %8.3f ms, %6.2f us per barrier\n",
                 blocks, iters, ms, 1000.0 * ms / iters);
   }
