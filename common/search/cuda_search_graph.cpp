@@ -38,55 +38,55 @@ std::shared_ptr<const CudaSearchGraph> CudaSearchGraph::upload(const SearchGraph
   } guard{stream};
   auto sync = [&] { check(cudaStreamSynchronize(stream), "cudaStreamSynchronize"); };
 
-  cuda_memory::upload(g->arc_begin_, graph.arc_begin, stream);
-  cuda_memory::upload(g->dest_, graph.arc_dest, stream);
-  cuda_memory::upload(g->ilabel_, graph.arc_ilabel, stream);
-  cuda_memory::upload(g->olabel_, graph.arc_olabel, stream);
-  cuda_memory::upload(g->cost_, graph.arc_cost, stream);
-
+  // The kernels' packed records (TpGraph): per state its first arc, arc
+  // count and flags; per arc its destination (with that state's flags),
+  // cost and labels; per arc its source state.
   const size_t n = static_cast<size_t>(graph.num_states());
-  for (size_t s = 0; s < n; ++s)
-    if (graph.arc_begin[s + 1] - graph.arc_begin[s] > cuda::kHeavyDegree) ++g->heavy_states_;
-  std::vector<uint8_t> flags(std::max<size_t>(n, 1), 0);
-  for (size_t s = 0; s < n; ++s)
+  const size_t arcs = static_cast<size_t>(graph.num_arcs());
+  if (n > cuda::kStateIndexMask)
+    throw BackendError("cuda search: the graph has " + std::to_string(n) +
+                       " states; the CUDA search takes at most " +
+                       std::to_string(cuda::kStateIndexMask));
+  std::vector<uint8_t> flags(n, 0);
+  for (size_t s = 0; s < n; ++s) {
+    const int64_t degree = graph.arc_begin[s + 1] - graph.arc_begin[s];
+    if (degree > cuda::kHeavyDegree) ++g->heavy_states_;
+    if (degree > static_cast<int64_t>(cuda::kStateIndexMask))
+      throw BackendError("cuda search: state " + std::to_string(s) + " has " +
+                         std::to_string(degree) + " arcs, more than the CUDA search takes");
     for (int64_t a = graph.arc_begin[s]; a < graph.arc_begin[s + 1]; ++a)
       if (graph.arc_ilabel[a] == 0) {
         flags[s] |= cuda::kStateEpsilon;
         if (graph.arc_olabel[a] != 0) flags[s] |= cuda::kStateWordArc;
       }
-  cuda_memory::upload(g->state_flags_, flags, stream);
-  sync();  // the host vectors go out of scope
-  // Each arc's source state, when it takes under a quarter of the free
-  // device memory; else the kernels binary-search the CSR offsets.
-  size_t free_bytes = 0, total_bytes = 0;
-  check(cudaMemGetInfo(&free_bytes, &total_bytes), "cudaMemGetInfo");
-  const size_t arcs = static_cast<size_t>(graph.num_arcs());
-  if (arcs * sizeof(int32_t) * 4 < free_bytes) {
-    std::vector<int32_t> src(arcs);
-    for (size_t s = 0; s < n; ++s)
-      for (int64_t a = graph.arc_begin[s]; a < graph.arc_begin[s + 1]; ++a)
-        src[a] = static_cast<int32_t>(s);
-    cuda_memory::upload(g->source_, src, stream);
-    sync();
   }
-  g->bytes_ = g->arc_begin_.size() * sizeof(int64_t) +
-              (g->dest_.size() + g->ilabel_.size() + g->olabel_.size() + g->source_.size()) *
-                  sizeof(int32_t) +
-              g->cost_.size() * sizeof(float) + g->state_flags_.size();
+  {
+    std::vector<uint2> states(std::max<size_t>(n, 1), uint2{0, 0});
+    std::vector<cuda::TpArc> packed(std::max<size_t>(arcs, 1), cuda::TpArc{0, 0.0f, 0, 0});
+    std::vector<int32_t> src(std::max<size_t>(arcs, 1), 0);
+    for (size_t s = 0; s < n; ++s) {
+      const auto degree = static_cast<uint32_t>(graph.arc_begin[s + 1] - graph.arc_begin[s]);
+      states[s] = uint2{static_cast<uint32_t>(graph.arc_begin[s]),
+                        degree | static_cast<uint32_t>(flags[s]) << cuda::kStateFlagShift};
+      for (int64_t a = graph.arc_begin[s]; a < graph.arc_begin[s + 1]; ++a) {
+        const auto d = static_cast<uint32_t>(graph.arc_dest[a]);
+        packed[a] = cuda::TpArc{d | static_cast<uint32_t>(flags[d]) << cuda::kStateFlagShift,
+                                graph.arc_cost[a], graph.arc_ilabel[a], graph.arc_olabel[a]};
+        src[a] = static_cast<int32_t>(s);
+      }
+    }
+    cuda_memory::upload(g->states_, states, stream);
+    cuda_memory::upload(g->arcs_, packed, stream);
+    cuda_memory::upload(g->source_, src, stream);
+    sync();  // the host vectors go out of scope
+  }
+  g->bytes_ = g->states_.size() * sizeof(uint2) + g->arcs_.size() * sizeof(cuda::TpArc) +
+              g->source_.size() * sizeof(int32_t);
   return g;
 }
 
 cuda::TpGraph CudaSearchGraph::view(int slots, bool rescoring) const {
-  return cuda::TpGraph{arc_begin_.get(),
-                       dest_.get(),
-                       ilabel_.get(),
-                       olabel_.get(),
-                       cost_.get(),
-                       source_.size() > 0 ? source_.get() : nullptr,
-                       state_flags_.get(),
-                       0,
-                       slots,
-                       rescoring ? 1 : 0,
+  return cuda::TpGraph{states_.get(), arcs_.get(), source_.get(), slots, rescoring ? 1 : 0,
                        num_arcs_};
 }
 

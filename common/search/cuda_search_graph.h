@@ -48,13 +48,11 @@ class CudaSearchGraph {
   uint32_t num_arcs_ = 0;
   size_t heavy_states_ = 0;
   size_t bytes_ = 0;
-  cuda_memory::DeviceArray<int64_t> arc_begin_;
-  cuda_memory::DeviceArray<int32_t> dest_, ilabel_, olabel_;
-  cuda_memory::DeviceArray<float> cost_;
-  cuda_memory::DeviceArray<int32_t> source_;        // per arc; empty if it would not fit
-  // Per state: cuda::kStateEpsilon (an epsilon arc) | cuda::kStateWordArc
-  // (an epsilon arc with a word label).
-  cuda_memory::DeviceArray<uint8_t> state_flags_;
+  // cuda::TpGraph's arrays: per state {first arc, arc count | flags}, per
+  // arc its packed record and its source state.
+  cuda_memory::DeviceArray<uint2> states_;
+  cuda_memory::DeviceArray<cuda::TpArc> arcs_;
+  cuda_memory::DeviceArray<int32_t> source_;
 };
 
 }  // namespace gpuspeech

@@ -675,7 +675,6 @@ void CudaSearcher::advance_device(const float* device_loglik, int64_t frames, in
 void CudaSearcher::enqueue_frame(bool start) {
   Impl& m = *impl_;
   cuda::TpGraph g = m.graph();
-  g.num_states = graph_.num_states();
   const cuda::TpState s = m.state();
   cuda::TpFrame* f = m.frame.get();
   check(cudaMemcpyAsync(m.frame.get(), m.host_frame.get(), sizeof(cuda::TpFrame),
@@ -851,7 +850,6 @@ void CudaSearcher::finish_frame(const cuda::TpCounters& hc, uint32_t expanded, b
 void CudaSearcher::enqueue_round(RoundHead head, int passes, bool prune, int chain_passes) {
   Impl& m = *impl_;
   cuda::TpGraph g = m.graph();
-  g.num_states = graph_.num_states();
   const cuda::TpState s = m.state();
   cuda::TpFrame* f = m.frame.get();
   const bool chain = chain_passes > 0;  // fused rounds only
@@ -908,7 +906,6 @@ void CudaSearcher::run_lane_round(RoundHead head, int passes, bool prune, bool c
   const bool chain = chain_passes > 0;
   cuda::TpLaneRound r{};
   r.graph = m.graph();
-  r.graph.num_states = graph_.num_states();
   r.state = m.state();
   r.frame = m.frame.get();
   if (head != RoundHead::kPrune) {

@@ -96,8 +96,40 @@ __device__ __forceinline__ void warp_min_into(uint32_t* target, uint32_t v) {
   if ((threadIdx.x & 31) == 0 && v != 0xFFFFFFFFu) atomicMin(target, v);
 }
 
+// Graph reads go through the read-only cache: the graph never changes
+// while kernels run.
 __device__ __forceinline__ int32_t source_of(const TpGraph& g, uint32_t arc) {
-  return g.source != nullptr ? g.source[arc] : search::arc_source(g.arc_begin, g.num_states, arc);
+  return __ldg(g.source + arc);
+}
+
+// Arc a, unpacked.
+struct Arc {
+  int32_t dest;
+  uint8_t dest_flags;  // kStateEpsilon | kStateWordArc of dest
+  float cost;
+  int32_t ilabel;
+  int32_t olabel;
+};
+__device__ __forceinline__ Arc load_arc(const TpGraph& g, uint32_t a) {
+  const int4 v = __ldg(reinterpret_cast<const int4*>(g.arcs) + a);
+  const uint32_t d = static_cast<uint32_t>(v.x);
+  return Arc{static_cast<int32_t>(d & kStateIndexMask),
+             static_cast<uint8_t>(d >> kStateFlagShift), __int_as_float(v.y), v.z, v.w};
+}
+
+// A graph state's arcs [begin, end) and flags.
+struct StateArcs {
+  uint32_t begin;
+  uint32_t end;
+  uint8_t flags;
+  __device__ uint32_t degree() const { return end - begin; }
+};
+__device__ __forceinline__ StateArcs state_arcs(const TpGraph& g, int32_t state) {
+  const uint2 d = __ldg(g.states + state);
+  return StateArcs{d.x, d.x + (d.y & kStateIndexMask), static_cast<uint8_t>(d.y >> kStateFlagShift)};
+}
+__device__ __forceinline__ uint8_t state_flags(const TpGraph& g, int32_t state) {
+  return static_cast<uint8_t>(__ldg(&g.states[state].y) >> kStateFlagShift);
 }
 
 // Where virtual state v's probe sequence begins (Fibonacci hashing: the
@@ -261,6 +293,7 @@ __device__ __forceinline__ void start_token(const TpState& s, const TpFrame& f) 
   s.counters->touched = 1;
   s.counters->changed[0] = 1;
   s.counters->best_emit_key = cost_key(0.0f);
+  s.counters->best_key = cost_key(0.0f);
 }
 
 __global__ void start_kernel(TpState s, const TpFrame* __restrict__ fp) { start_token(s, *fp); }
@@ -272,17 +305,21 @@ __device__ __forceinline__ int32_t graph_state(const TpGraph& g, int32_t v) {
 }
 
 __device__ __forceinline__ void emit_arcs(const TpGraph& g, const TpState& s, const TpFrame& f,
-                                          const TpToken& tok, int64_t first, int64_t step) {
+                                          const TpToken& tok, const StateArcs& r, uint32_t first,
+                                          uint32_t step) {
   const int32_t state = graph_state(g, tok.state);
   const int32_t slot = tok.state - state * g.slots;
-  const int64_t end = g.arc_begin[state + 1];
-  for (int64_t a = g.arc_begin[state] + first; a < end; a += step) {
-    const int32_t il = g.ilabel[a];
-    if (il == 0) continue;
-    const float c = search::emitting_cost(tok.cost, g.cost[a], f.acoustic_scale, f.loglik[il - 1]);
+  for (uint32_t a = r.begin + first; a < r.end; a += step) {
+    const Arc arc = load_arc(g, a);
+    if (arc.ilabel == 0) continue;
+    const float c = search::emitting_cost(tok.cost, arc.cost, f.acoustic_scale, f.loglik[arc.ilabel - 1]);
     if (!usable_cost(c)) continue;
-    offer(s, g.dest[a] * g.slots + slot, pack_candidate(c, static_cast<uint32_t>(a)));
+    offer(s, arc.dest * g.slots + slot, pack_candidate(c, a));
   }
+}
+__device__ __forceinline__ void emit_arcs(const TpGraph& g, const TpState& s, const TpFrame& f,
+                                          const TpToken& tok, uint32_t first, uint32_t step) {
+  emit_arcs(g, s, f, tok, state_arcs(g, graph_state(g, tok.state)), first, step);
 }
 
 // The phases below are written per item (a token, a touched entry, an
@@ -295,8 +332,7 @@ __device__ __forceinline__ void emit_arcs(const TpGraph& g, const TpState& s, co
 __device__ __forceinline__ void emit_item(const TpGraph& g, const TpState& s, const TpFrame& f,
                                           uint32_t i, int sub) {
   const TpToken tok = s.live[f.live_in][i];
-  const int32_t state = graph_state(g, tok.state);
-  const int64_t degree = g.arc_begin[state + 1] - g.arc_begin[state];
+  const StateArcs r = state_arcs(g, graph_state(g, tok.state));
   if (sub == 0) {  // the live token by its state, for the winners' sources
     const int32_t h = find_or_insert(s.prev_key, s.table_mask, s.table_shift, tok.state);
     if (h >= 0) {
@@ -306,14 +342,14 @@ __device__ __forceinline__ void emit_item(const TpGraph& g, const TpState& s, co
       note_overflow(s);
     }
   }
-  if (degree > kHeavyDegree) {
+  if (r.degree() > kHeavyDegree) {
     if (sub == 0) {
       TpToken* slot = list_slot(s, s.heavy, &s.counters->heavy, s.heavy_capacity);
       if (slot != nullptr) *slot = tok;
     }
     return;
   }
-  emit_arcs(g, s, f, tok, sub, kGroup);
+  emit_arcs(g, s, f, tok, r, sub, kGroup);
 }
 
 __device__ __forceinline__ void emit_phase(const Team& t, const TpGraph& g, const TpState& s, const TpFrame& f) {
@@ -340,18 +376,18 @@ __device__ __forceinline__ uint32_t emit_resolve_item(const TpGraph& g, const Tp
   {
     const int32_t e = s.touched[i];
     const int32_t d = s.key[e];
-    const uint8_t flags = g.state_flags[graph_state(g, d)];
     const uint64_t key = s.best[e];
     const float c = candidate_cost(key);
-    const uint32_t a = candidate_arc(key);
+    const uint32_t a = candidate_arc(key);  // an emitting arc: every offer here was one
+    const Arc arc = load_arc(g, a);
+    const uint8_t flags = arc.dest_flags;
     // The source keeps the slot (virtual state src * slots + d's slot),
     // and is one of the previous frame's live tokens.
     const int32_t src = source_of(g, a) * g.slots + (d - graph_state(g, d) * g.slots);
     const int32_t h = find_entry(s.prev_key, s.table_mask, s.table_shift, src);
     const TpToken from = h >= 0 ? live[s.prev_index[h]] : TpToken{src, 0.0f, -1, 0};
     int32_t rec = from.record;
-    const int32_t ol = g.olabel[a];
-    if (ol > 0) rec = stage_record(s, f, ol - 1, rec, c);
+    if (arc.olabel > 0) rec = stage_record(s, f, arc.olabel - 1, rec, c);
     s.record[e] = rec;
     TpToken t;
     t.state = e;
@@ -382,6 +418,7 @@ __device__ __forceinline__ void emit_resolve_phase(const Team& t, const TpGraph&
     best = k < best ? k : best;
   }
   warp_min_into(&s.counters->best_emit_key, best);
+  warp_min_into(&s.counters->best_key, best);
   if (t.rank == 0 && threadIdx.x == 0) s.counters->heavy = 0;
 }
 
@@ -398,18 +435,19 @@ __global__ void emit_resolve_kernel(TpGraph g, TpState s, const TpFrame* __restr
 // Epsilon arcs of one token; a destination whose value dropped joins the
 // pass's changed list once (the stamp says it already has).
 __device__ __forceinline__ void relax_arcs(const TpGraph& g, const TpState& s, const TpToken& tok,
-                                           int out, uint32_t pass_id, int64_t first,
-                                           int64_t step) {
+                                           int out, uint32_t pass_id, uint32_t first,
+                                           uint32_t step) {
   const int32_t v = s.key[tok.state];  // a changed token holds its entry
   const int32_t state = graph_state(g, v);
   const int32_t slot = v - state * g.slots;
-  const int64_t end = g.arc_begin[state + 1];
-  for (int64_t a = g.arc_begin[state] + first; a < end; a += step) {
-    if (g.ilabel[a] != 0) continue;
-    if (g.rescoring && g.olabel[a] != 0) continue;  // a word end: the word-end step's
-    const float c = add_cost(tok.cost, g.cost[a]);
+  const StateArcs r = state_arcs(g, state);
+  for (uint32_t a = r.begin + first; a < r.end; a += step) {
+    const Arc arc = load_arc(g, a);
+    if (arc.ilabel != 0) continue;
+    if (g.rescoring && arc.olabel != 0) continue;  // a word end: the word-end step's
+    const float c = add_cost(tok.cost, arc.cost);
     if (!usable_cost(c)) continue;
-    const int32_t e = offer(s, g.dest[a] * g.slots + slot, pack_candidate(c, static_cast<uint32_t>(a)));
+    const int32_t e = offer(s, arc.dest * g.slots + slot, pack_candidate(c, a));
     if (e >= 0 && atomicExch(s.stamp + e, pass_id) != pass_id) {
       TpToken* at = list_slot(s, s.changed[out], &s.counters->changed[out], s.changed_capacity);
       if (at != nullptr) at->state = e;
@@ -429,12 +467,12 @@ __device__ __forceinline__ void relax_item(const TpGraph& g, const TpState& s, c
     if (s.hist != nullptr) s.hist[tok.state] = tok.hist;
   }
   const int32_t state = graph_state(g, s.key[tok.state]);
-  if ((g.state_flags[state] & kStateEpsilon) == 0) return;
+  const StateArcs r = state_arcs(g, state);
+  if ((r.flags & kStateEpsilon) == 0) return;
   const float best_emit = key_cost(s.counters->best_emit_key);
   const bool fresh = tok.record >= f.first_record;
   if (!(tok.cost <= add_cost(best_emit, fresh ? f.word_end_beam : f.beam))) return;
-  const int64_t degree = g.arc_begin[state + 1] - g.arc_begin[state];
-  if (degree > kHeavyDegree) {
+  if (r.degree() > kHeavyDegree) {
     if (sub == 0) {
       TpToken* slot = list_slot(s, s.heavy, &s.counters->heavy, s.heavy_capacity);
       if (slot != nullptr) *slot = tok;
@@ -464,8 +502,8 @@ __device__ __forceinline__ void relax_heavy_phase(const Team& t, const TpGraph& 
 // Winner i of closure pass `pass` (in changed[1 - pass % 2]). The pass's
 // winners take their records from their sources' tokens as of the previous
 // pass (record[] is committed by the next relax kernel, so every read here
-// sees the previous pass).
-__device__ __forceinline__ void relax_resolve_item(const TpGraph& g, const TpState& s,
+// sees the previous pass). Returns its cost key, for the frame's best.
+__device__ __forceinline__ uint32_t relax_resolve_item(const TpGraph& g, const TpState& s,
                                                    const TpFrame& f, int pass, uint32_t i) {
   TpToken* list = s.changed[1 - (pass & 1)];
   {
@@ -478,15 +516,16 @@ __device__ __forceinline__ void relax_resolve_item(const TpGraph& g, const TpSta
     const int32_t src = source_of(g, a) * g.slots + (d - graph_state(g, d) * g.slots);
     const int32_t se = find_entry(s.key, s.table_mask, s.table_shift, src);
     int32_t rec = se >= 0 ? s.record[se] : -1;
-    const int32_t ol = g.olabel[a];
-    if (ol > 0) rec = stage_record(s, f, ol - 1, rec, c);
+    const Arc arc = load_arc(g, a);  // an epsilon arc: every offer here was one
+    if (arc.olabel > 0) rec = stage_record(s, f, arc.olabel - 1, rec, c);
     list[i].cost = c;
     list[i].record = rec;
     list[i].hist = 0;
     if (s.hist != nullptr) {
       list[i].hist = se >= 0 ? s.hist[se] : 0;
-      mark_changed(s, f, e, g.state_flags[graph_state(g, d)]);
+      mark_changed(s, f, e, arc.dest_flags);
     }
+    return cost_key(c);
   }
 }
 
@@ -507,8 +546,12 @@ __device__ __forceinline__ void relax_resolve_phase(const Team& t, const TpGraph
   const int out = 1 - in;
   const uint32_t n = s.counters->changed[out];
   const uint32_t listed = min(n, s.changed_capacity);
-  for (uint32_t i = t.rank * blockDim.x + threadIdx.x; i < listed; i += t.size * blockDim.x)
-    relax_resolve_item(g, s, f, pass, i);
+  uint32_t best = 0xFFFFFFFFu;
+  for (uint32_t i = t.rank * blockDim.x + threadIdx.x; i < listed; i += t.size * blockDim.x) {
+    const uint32_t k = relax_resolve_item(g, s, f, pass, i);
+    best = k < best ? k : best;
+  }
+  warp_min_into(&s.counters->best_key, best);
   if (t.rank == 0 && threadIdx.x == 0) relax_resolve_lane(s, pass);
 }
 
@@ -536,23 +579,12 @@ __device__ __forceinline__ bool prune_held_back(const TpState& s, bool gated) {
 
 // The pruning step's four parts are bodies shared by the separate kernels
 // (below) and the fused round kernel's phases.
-__device__ __forceinline__ void prune_best_body(const Team& t, const TpState& s) {
-  const uint32_t n = s.counters->touched;
-  uint32_t local = 0xFFFFFFFFu;
-  for (uint32_t i = t.rank * blockDim.x + threadIdx.x; i < n; i += t.size * blockDim.x) {
-    const uint32_t k = static_cast<uint32_t>(s.best[s.touched[i]] >> 32);
-    local = k < local ? k : local;
-  }
-  warp_min_into(&s.counters->best_key, local);
-}
-
-__global__ void prune_best_kernel(TpState s, bool gated) {
-  if (prune_held_back(s, gated)) return;
-  prune_best_body(grid_team(), s);
-}
-
-// What pruning compares costs with, from the frame's best cost (the
-// best-cost phase's counters->best_key): the best itself (histogram bins
+// What pruning compares costs with, from the frame's best cost
+// (counters->best_key, the minimum over every winner the frame's resolve
+// phases made, the start token's included: an entry's final value is the
+// last winner it got, and no winner is below its entry's final value, so
+// the minimum over winners is the minimum over touched entries without a
+// walk over them): the best itself (histogram bins
 // count from it) and the highest cost a token keeps, by the beam or, for a
 // fresh word end, the word-end beam. Every pruning phase, single-stream or
 // lanes, takes them from here.
@@ -728,15 +760,17 @@ __device__ __forceinline__ void collect_events_item(const TpGraph& g, const TpSt
     if (s.round_mark[ent] != f.round_id) return;
     const int32_t v = s.key[ent];
     const int32_t state = graph_state(g, v);
-    if ((g.state_flags[state] & kStateWordArc) == 0) return;
+    const StateArcs r = state_arcs(g, state);
+    if ((r.flags & kStateWordArc) == 0) return;
     const float cost = candidate_cost(s.best[ent]);
     const int32_t rec = s.record[ent];
     const bool fresh = rec >= f.first_record;
     const float best_emit = key_cost(s.counters->best_emit_key);
     if (!(cost <= add_cost(best_emit, fresh ? f.word_end_beam : f.beam))) return;
-    for (int64_t a = g.arc_begin[state]; a < g.arc_begin[state + 1]; ++a) {
-      if (g.ilabel[a] != 0 || g.olabel[a] == 0) continue;
-      const float c = add_cost(cost, g.cost[a]);
+    for (uint32_t a = r.begin; a < r.end; ++a) {
+      const Arc arc = load_arc(g, a);
+      if (arc.ilabel != 0 || arc.olabel == 0) continue;
+      const float c = add_cost(cost, arc.cost);
       if (!usable_cost(c)) continue;
       const uint32_t slot = atomicAdd(&s.counters->events, 1u);
       if (slot < s.event_capacity) {
@@ -746,7 +780,7 @@ __device__ __forceinline__ void collect_events_item(const TpGraph& g, const TpSt
         TpEvent* dst = s.event_stage != nullptr ? s.event_stage : s.events;
         int4* out = reinterpret_cast<int4*>(&dst[slot]);
         out[0] = make_int4(v, static_cast<int32_t>(a), __float_as_int(c), rec);
-        out[1] = make_int4(s.hist[ent], g.olabel[a] - 1, g.dest[a], 0);
+        out[1] = make_int4(s.hist[ent], arc.olabel - 1, arc.dest, 0);
       }
     }
   }
@@ -778,18 +812,19 @@ __device__ __forceinline__ void offer_events_phase(const Team& t, const TpGraph&
 }
 
 // Half 2b: each offer that holds its destination makes its record and
-// starts the round in changed[0] (empty: the last round settled).
-__device__ __forceinline__ void resolve_event_item(const TpGraph& g, const TpState& s,
-                                                   const TpFrame& f, uint32_t i) {
+// starts the round in changed[0] (empty: the last round settled). Returns
+// a winner's cost key (0xFFFFFFFF for the others), for the frame's best.
+__device__ __forceinline__ uint32_t resolve_event_item(const TpGraph& g, const TpState& s,
+                                                       const TpFrame& f, uint32_t i) {
   {
     const TpOffer o = s.offers[i];
-    if (!usable_cost(o.cost)) return;
+    if (!usable_cost(o.cost)) return 0xFFFFFFFFu;
     const int32_t e = find_entry(s.key, s.table_mask, s.table_shift, o.dest);
-    if (e < 0 || s.best[e] != pack_candidate(o.cost, g.num_arcs + i)) return;
+    if (e < 0 || s.best[e] != pack_candidate(o.cost, g.num_arcs + i)) return 0xFFFFFFFFu;
     const int32_t rec = stage_record(s, f, o.word, o.record, o.cost);
     s.record[e] = rec;
     s.hist[e] = o.hist;
-    mark_changed(s, f, e, g.state_flags[graph_state(g, o.dest)]);
+    mark_changed(s, f, e, state_flags(g, graph_state(g, o.dest)));
     TpToken t;
     t.state = e;
     t.cost = o.cost;
@@ -797,14 +832,19 @@ __device__ __forceinline__ void resolve_event_item(const TpGraph& g, const TpSta
     t.hist = o.hist;
     TpToken* slot = list_slot(s, s.changed[0], &s.counters->changed[0], s.changed_capacity);
     if (slot != nullptr) *slot = t;
+    return cost_key(o.cost);
   }
 }
 
 __device__ __forceinline__ void resolve_events_phase(const Team& t, const TpGraph& g, const TpState& s,
                                                      const TpFrame& f) {
   const uint32_t n = f.num_offers;
-  for (uint32_t i = t.rank * blockDim.x + threadIdx.x; i < n; i += t.size * blockDim.x)
-    resolve_event_item(g, s, f, i);
+  uint32_t best = 0xFFFFFFFFu;
+  for (uint32_t i = t.rank * blockDim.x + threadIdx.x; i < n; i += t.size * blockDim.x) {
+    const uint32_t k = resolve_event_item(g, s, f, i);
+    best = k < best ? k : best;
+  }
+  warp_min_into(&s.counters->best_key, best);
 }
 
 __global__ void offer_events_kernel(TpGraph g, TpState s, const TpFrame* __restrict__ fp) {
@@ -896,8 +936,6 @@ __device__ __forceinline__ void round_run(const cg::grid_group& grid, const Team
   if (!p.prune) return;
   grid.sync();  // the events are collected
   if (prune_held_back(s, true)) return;  // the same counters for every thread
-  prune_best_body(t, s);
-  grid.sync();
   prune_histogram_body(t, s, f, block_hist);
   grid.sync();
   if (t.rank == 0) prune_cutoff_body(s, f);
@@ -1141,14 +1179,16 @@ __device__ void lanes_round_body(const cg::grid_group& grid, const TpLaneRound* 
       },
       [&](int l, uint32_t i, int) {
         const TpLaneRound& r = rounds[l];
-        min_into(&r.state.counters->best_emit_key, emit_resolve_item(r.graph, r.state, *r.frame, i));
+        const uint32_t k = emit_resolve_item(r.graph, r.state, *r.frame, i);
+        min_into(&r.state.counters->best_emit_key, k);
+        min_into(&r.state.counters->best_key, k);
       });
   items += for_lane_items(
       L, prefix, 1,
       [&](int l) -> uint32_t { return steps[l].head == kRoundHeadOffers ? rounds[l].frame->num_offers : 0u; },
       [&](int l, uint32_t i, int) {
         const TpLaneRound& r = rounds[l];
-        resolve_event_item(r.graph, r.state, *r.frame, i);
+        min_into(&r.state.counters->best_key, resolve_event_item(r.graph, r.state, *r.frame, i));
       });
   for_lanes(L, [&](int l) {
     if (steps[l].head == kRoundHeadEmit) rounds[l].state.counters->heavy = 0;
@@ -1200,7 +1240,7 @@ __device__ void lanes_round_body(const cg::grid_group& grid, const TpLaneRound* 
         },
         [&](int l, uint32_t i, int) {
           const TpLaneRound& r = rounds[l];
-          relax_resolve_item(r.graph, r.state, *r.frame, pass, i);
+          min_into(&r.state.counters->best_key, relax_resolve_item(r.graph, r.state, *r.frame, pass, i));
         });
     for_lanes(L, [&](int l) {
       if (!closing(l)) return;
@@ -1242,20 +1282,14 @@ __device__ void lanes_prune(const cg::grid_group& grid, const TpLaneRound* round
   auto prunes = [&](int l) {
     return steps[l].head != kLaneIdle && steps[l].prune && !prune_held_back(rounds[l].state, true);
   };
+  // The frame's best cost is final (the resolve phases kept it), so the
+  // histogram is the first phase. Its count reads the gate (the phase
+  // changes none of the gate's counters); one thread a lane keeps the
+  // decision in the step for the later phases.
   for_lanes(L, [&](int l) { steps[l].pruned = prunes(l); });
   uint32_t items = for_lane_items(
       L, prefix, 1,
       [&](int l) -> uint32_t { return prunes(l) ? rounds[l].state.counters->touched : 0u; },
-      [&](int l, uint32_t i, int) {
-        const TpState& s = rounds[l].state;
-        min_into(&s.counters->best_key, static_cast<uint32_t>(s.best[s.touched[i]] >> 32));
-      });
-  grid.sync();
-  clock.lap(kLanePhasePruneBest);
-  clock.items(kLanePhasePruneBest, items);
-  items = for_lane_items(
-      L, prefix, 1,
-      [&](int l) -> uint32_t { return steps[l].pruned ? rounds[l].state.counters->touched : 0u; },
       [&](int l, uint32_t i, int) {
         const TpLaneRound& r = rounds[l];
         const TpState& s = r.state;
@@ -1521,7 +1555,6 @@ cudaError_t tp_lanes_round(const TpLaneRound* rounds, int lanes, void* scratch, 
 
 cudaError_t tp_prune(const TpState& s, const TpFrame* f, int bins, int blocks,
                      cudaStream_t stream, bool gated) {
-  prune_best_kernel<<<blocks, kThreads, 0, stream>>>(s, gated);
   prune_histogram_kernel<<<blocks, kThreads, bins * sizeof(uint32_t), stream>>>(s, f, gated);
   prune_cutoff_kernel<<<1, kCutoffThreads, 0, stream>>>(s, f, gated);
   prune_compact_kernel<<<blocks, kThreads, 0, stream>>>(s, f, gated);

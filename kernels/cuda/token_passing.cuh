@@ -56,19 +56,29 @@ constexpr int kMaxHistogramBins = 8192;
 // Tokens with more arcs than this are expanded by a whole block each.
 constexpr int kHeavyDegree = 64;
 
+// One arc as the kernels read it: a 16-byte record, so an arc is one
+// aligned load (one 32-byte sector) where the five arrays it replaced took
+// a sector each. The destination's state flags ride in dest's top bits: a
+// winner learns whether it starts the closure and whether it is a word end
+// from the arc it already loads for its output label.
+struct alignas(16) TpArc {
+  uint32_t dest;  // destination state | its flags << kStateFlagShift
+  float cost;
+  int32_t ilabel;
+  int32_t olabel;
+};
+// States and per-state arc counts must fit below the flags.
+constexpr int kStateFlagShift = 30;
+constexpr uint32_t kStateIndexMask = (1u << kStateFlagShift) - 1u;
+
 struct TpGraph {
-  const int64_t* arc_begin;
-  const int32_t* dest;
-  const int32_t* ilabel;
-  const int32_t* olabel;
-  const float* cost;
-  // The state each arc leaves (one load instead of a binary search over
-  // arc_begin when resolving winners); null: binary search.
+  // Per state: x its first arc (arcs are in CSR order), y its arc count |
+  // its flags << kStateFlagShift. One 8-byte load gives a token its range
+  // and flags.
+  const uint2* states;
+  const TpArc* arcs;
+  // The state each arc leaves, for resolving winners.
   const int32_t* source;
-  // Per state, kStateEpsilon | kStateWordArc: one byte load tells a winner
-  // both whether it starts the closure and whether it is a word end.
-  const uint8_t* state_flags;
-  int32_t num_states;
   // Word-end rescoring: tokens per state (1 without), whether word-label
   // arcs wait for the word-end step, and the arc count (event candidates'
   // arc fields are num_arcs + event index).
@@ -76,6 +86,7 @@ struct TpGraph {
   int32_t rescoring;
   uint32_t num_arcs;
 };
+// State flags (TpGraph::states and TpArc::dest, above the index).
 constexpr uint8_t kStateEpsilon = 1;  // the state has an epsilon arc
 constexpr uint8_t kStateWordArc = 2;  // one of them has a word label
 
@@ -123,7 +134,8 @@ struct TpCounters {
   uint32_t live[2];
   uint32_t records;        // staged this frame; above capacity = overflow
   uint32_t best_emit_key;  // cost key of the emitting step's best token
-  uint32_t best_key;       // cost key of the frame's best token
+  uint32_t best_key;       // cost key of the frame's best token: the minimum
+                           // over the resolve phases' winners (and the start token)
   uint32_t kept;           // tokens within their beam
   int32_t cut_bin;         // max-active cutoff bin
   uint32_t passes;         // closure passes that changed something
@@ -312,7 +324,6 @@ enum TpLanePhase {
   kLanePhaseRelaxHeavy,     // its heavy tokens
   kLanePhaseRelaxResolve,   // its winners
   kLanePhaseCollect,        // word-end events
-  kLanePhasePruneBest,      // pruning: the best cost
   kLanePhasePruneHistogram, // the histogram
   kLanePhasePruneCutoff,    // the max-active cutoff, a block a lane
   kLanePhasePruneCompact,   // the next live list, tables freed

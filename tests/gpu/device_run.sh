@@ -10,7 +10,7 @@
 #   .refaudio/         a copy of /usr/share/pocketsphinx/test/data
 # Writes logs and results under $OUT (default /tmp/gpuspeech-out).
 #
-# usage: tests/gpu/device_run.sh [all|build|test|refs|bench|profile|profile_bands|peer|decode|streams|memory|gpus|batch|lanes_ncu|soak|dtw|fmllr]...
+# usage: tests/gpu/device_run.sh [all|build|test|refs|bench|profile|profile_bands|peer|decode|streams|memory|gpus|batch|ab|ab_build|lanes_ncu|soak|dtw|fmllr]...
 set -u -o pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$ROOT"
@@ -81,6 +81,24 @@ if [ -n "$NV_OPENCL" ] && ls .debs/libclfft-dev_*.deb .debs/ocl-icd-*.deb >/dev/
   OPENCL_OPT=enabled
 fi
 
+# ab: an earlier tree's gpuspeech-bench against this one's, alternating,
+# for a change to the search. AB_BASE (default .peer/base.tar.gz, carried:
+# .peer/ is ignored by git) is `git archive <commit> | gzip` of the earlier
+# tree; its bench is built in build-ab-base while this tree builds, and
+# kept between warm calls like build-device. The step ab_build only builds
+# it (waited for at the end), for an ab run in a later warm call.
+AB_BUILD_PID=
+if [[ " $STEPS " == *" ab "* || " $STEPS " == *" ab_build "* ]] && [ ! -x build-ab-base/tools/gpuspeech-bench ]; then
+  note "ab: building ${AB_BASE:-.peer/base.tar.gz}'s gpuspeech-bench (background)"
+  rm -rf /tmp/ab-base-src && mkdir -p /tmp/ab-base-src &&
+    tar xzf "${AB_BASE:-.peer/base.tar.gz}" -C /tmp/ab-base-src || { echo "no base tree"; exit 1; }
+  ( find_meson >/dev/null && "${MESON[@]}" setup "$ROOT/build-ab-base" /tmp/ab-base-src \
+      -Dgstreamer=disabled -Dopencl=disabled -Dcuda=enabled -Dtests=disabled -Dfuzzers=disabled \
+      -Dbuildtype=release && ninja -C "$ROOT/build-ab-base" tools/gpuspeech-bench ) \
+    >"$OUT/ab-base-build.log" 2>&1 &
+  AB_BUILD_PID=$!
+fi
+
 if want build; then
   note "machine"
   nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.max.sm --format=csv
@@ -111,7 +129,7 @@ fi
 # The en-us graph (automatically pruned LM) takes minutes to compile: start
 # it as soon as the tool is built and let the tests run meanwhile.
 GRAPH_CACHE=/tmp/gpuspeech-graph-cache
-if (want decode || want fmllr || want streams || want memory || want gpus || want batch) && [ -x $BUILD/tools/gpuspeech-mkgraph ]; then
+if (want decode || want fmllr || want streams || want memory || want gpus || want batch || want ab) && [ -x $BUILD/tools/gpuspeech-mkgraph ]; then
   note "en-us graph compile (background)"
   TIMEV=(); [ -x /usr/bin/time ] && TIMEV=(/usr/bin/time -v)
   ( "${TIMEV[@]}" $BUILD/tools/gpuspeech-mkgraph --hmm .refmodel/en-us/en-us \
@@ -411,6 +429,30 @@ if want batch; then
   else echo "words or times DIFFER between the default streams and one stream"; status=1; fi
   }
 fi
+# Not part of "all" (see the ab note above): AB_REPS rounds of the base
+# build then this one, each without and with the lanes profile, AB_STREAMS
+# batched streams with AB_ARGS, on the LibriVox files BATCH_COPIES times
+# over. Compare within one command only.
+if [[ " $STEPS " == *" ab "* ]]; then
+  note "ab: ${AB_BASE:-.peer/base.tar.gz} against this tree"
+  [ -n "$AB_BUILD_PID" ] && { wait $AB_BUILD_PID || { echo "base build failed"; tail -30 "$OUT/ab-base-build.log"; status=1; }; AB_BUILD_PID=; }
+  [ -n "${MKGRAPH_PID:-}" ] && wait $MKGRAPH_PID
+  [ -d /tmp/batchfiles ] || librivox_copies /tmp/batchfiles ${BATCH_COPIES:-64}
+  M=(--hmm .refmodel/en-us/en-us --dict .refmodel/en-us/cmudict-en-us.dict --cache $GRAPH_CACHE
+     --lm .refmodel/en-us/en-us.lm.bin --backend cuda --search cuda)
+  read -ra ab_args <<<"${AB_ARGS:---maxactive 10000}"
+  for ((r = 1; r <= ${AB_REPS:-2}; r++)); do
+    for side in base new; do
+      B=$BUILD/tools/gpuspeech-bench; [ $side = base ] && B=build-ab-base/tools/gpuspeech-bench
+      for prof in 0 1; do
+        env GPUSPEECH_CUDA_BATCH=1 GPUSPEECH_LANES_PROFILE=$prof $B decode "${M[@]}" "${ab_args[@]}" \
+          --streams ${AB_STREAMS:-256} /tmp/batchfiles/*.wav 2>&1 |
+          grep -E '^decode: [0-9]|^device memory|^lanes kernel|^  [a-z-]+ +[0-9.]+ %|rror' |
+          sed "s|^|$side, rep $r, profile $prof: |" || status=1
+      done
+    done
+  done
+fi
 # Not part of "all": the lanes kernel under ncu (LANES_NCU_STREAMS batched
 # streams, LANES_NCU_SKIP launches skipped, then LANES_NCU_COUNT profiled;
 # the program is stopped after them), its sections written to lanes.txt.
@@ -467,4 +509,8 @@ if want dtw; then
   $BUILD/tools/gpuspeech-dtw --bench 10,100,1000,3000,10000 --backend cuda || status=1
 fi
 
+if [ -n "$AB_BUILD_PID" ] && kill -0 "$AB_BUILD_PID" 2>/dev/null; then
+  note "ab: waiting for the base build"
+  wait $AB_BUILD_PID || { echo "base build failed"; tail -30 "$OUT/ab-base-build.log"; status=1; }
+fi
 exit $status
