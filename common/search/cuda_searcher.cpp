@@ -156,11 +156,12 @@ struct CudaSearcher::Impl {
   // power of two, doubled when a frame overflows them.
   uint32_t table_entries = 0;
   size_t heavy_bound = 1;  // heavy tokens a pass can list (heavy virtual states)
-  DeviceArray<int32_t> key, prev_key, prev_index, prev_entry;
+  DeviceArray<int32_t> key;
   DeviceArray<unsigned long long> best;
   DeviceArray<int32_t> record, touched;
   DeviceArray<uint32_t> stamp, histogram;
   DeviceArray<cuda::TpToken> changed[2], live[2], heavy;
+  DeviceArray<cuda::TpWinner> winners;
   DeviceArray<cuda::TpRecord> staging;
   // The counters and the chain's outcome side by side, so that one copy
   // brings both back.
@@ -293,9 +294,8 @@ struct CudaSearcher::Impl {
     s.changed_capacity = static_cast<uint32_t>(changed[0].size());
     s.heavy_capacity = static_cast<uint32_t>(heavy.size());
     s.live_capacity = static_cast<uint32_t>(live[0].size());
-    s.prev_key = prev_key.get();
-    s.prev_index = prev_index.get();
-    s.prev_entry = prev_entry.get();
+    s.winners = winners.get();
+    s.winner_capacity = static_cast<uint32_t>(winners.size());
     s.staging = batcher ? lane_staging.device() : staging.get();
     s.staging_capacity = staging_half();
     s.histogram = histogram.get();
@@ -328,8 +328,6 @@ struct CudaSearcher::Impl {
     table_entries = entries;
     const size_t n = entries;
     key.resize(n);
-    prev_key.resize(n);
-    prev_index.resize(n);
     best.resize(n);
     record.resize(n);
     stamp.resize(n);
@@ -343,7 +341,11 @@ struct CudaSearcher::Impl {
     DeviceArray<cuda::TpToken> old_live = std::move(live[live_in]);
     live[0].resize(n / 2);
     live[1].resize(n / 2);
-    prev_entry.resize(n / 2);
+    // The emitting step's improving offers: at least one per entry it
+    // touched (at most half the table), a few more where a lower offer
+    // came later; past this the frame overflows and runs again with
+    // twice the tables.
+    winners.resize(n);
     if (live_count > 0)
       check(cudaMemcpyAsync(live[live_in].get(), old_live.get(),
                             live_count * sizeof(cuda::TpToken), cudaMemcpyDeviceToDevice, stream),
@@ -357,7 +359,6 @@ struct CudaSearcher::Impl {
       check(cudaMemsetAsync(round_mark.get(), 0, n * sizeof(uint32_t), stream), "cudaMemsetAsync");
     }
     check(cudaMemsetAsync(key.get(), 0xFF, n * sizeof(int32_t), stream), "cudaMemsetAsync");
-    check(cudaMemsetAsync(prev_key.get(), 0xFF, n * sizeof(int32_t), stream), "cudaMemsetAsync");
     check(cudaMemsetAsync(best.get(), 0xFF, n * sizeof(unsigned long long), stream),
           "cudaMemsetAsync");
     check(cudaMemsetAsync(stamp.get(), 0, n * sizeof(uint32_t), stream), "cudaMemsetAsync");
@@ -604,8 +605,6 @@ void CudaSearcher::reset() {
   check(cudaMemsetAsync(m.best.get(), 0xFF, m.best.size() * sizeof(unsigned long long), m.stream),
         "cudaMemsetAsync");
   check(cudaMemsetAsync(m.key.get(), 0xFF, m.key.size() * sizeof(int32_t), m.stream),
-        "cudaMemsetAsync");
-  check(cudaMemsetAsync(m.prev_key.get(), 0xFF, m.prev_key.size() * sizeof(int32_t), m.stream),
         "cudaMemsetAsync");
   records_ = WordRecordStore(options_.max_word_records);
   stats_ = SearchStats{};

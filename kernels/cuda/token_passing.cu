@@ -236,6 +236,7 @@ __device__ __forceinline__ void reset_counters(TpCounters* c, const TpFrame& f) 
   c->heavy = 0;
   c->live[1 - f.live_in] = 0;
   c->records = 0;
+  c->winners = 0;
   c->best_emit_key = 0xFFFFFFFFu;
   c->best_key = 0xFFFFFFFFu;
   c->kept = 0;
@@ -314,7 +315,15 @@ __device__ __forceinline__ void emit_arcs(const TpGraph& g, const TpState& s, co
     if (arc.ilabel == 0) continue;
     const float c = search::emitting_cost(tok.cost, arc.cost, f.acoustic_scale, f.loglik[arc.ilabel - 1]);
     if (!usable_cost(c)) continue;
-    offer(s, arc.dest * g.slots + slot, pack_candidate(c, a));
+    const int32_t e = offer(s, arc.dest * g.slots + slot, pack_candidate(c, a));
+    if (e < 0) continue;
+    // The offer lowered e's value: it may be e's winner, which takes the
+    // source token's record and history (TpWinner).
+    const uint32_t w = append_slot(&s.counters->winners);
+    if (w < s.winner_capacity)
+      *reinterpret_cast<int4*>(s.winners + w) = make_int4(e, static_cast<int32_t>(a), tok.record, tok.hist);
+    else  // the frame runs again with larger tables (and log)
+      note_overflow(s);
   }
 }
 __device__ __forceinline__ void emit_arcs(const TpGraph& g, const TpState& s, const TpFrame& f,
@@ -333,15 +342,6 @@ __device__ __forceinline__ void emit_item(const TpGraph& g, const TpState& s, co
                                           uint32_t i, int sub) {
   const TpToken tok = s.live[f.live_in][i];
   const StateArcs r = state_arcs(g, graph_state(g, tok.state));
-  if (sub == 0) {  // the live token by its state, for the winners' sources
-    const int32_t h = find_or_insert(s.prev_key, s.table_mask, s.table_shift, tok.state);
-    if (h >= 0) {
-      s.prev_index[h] = static_cast<int32_t>(i);
-      s.prev_entry[i] = h;
-    } else {  // cannot happen: live lists hold at most half a table
-      note_overflow(s);
-    }
-  }
   if (r.degree() > kHeavyDegree) {
     if (sub == 0) {
       TpToken* slot = list_slot(s, s.heavy, &s.counters->heavy, s.heavy_capacity);
@@ -368,50 +368,50 @@ __device__ __forceinline__ void emit_heavy_phase(const Team& t, const TpGraph& g
 }
 
 // The emitting step's winners: records, changed[0], the best cost.
-// Touched entry i of the emitting step: its record, history and place in
-// changed[0]; returns its cost key (the caller keeps the minimum).
+// Logged offer i (TpWinner): if it is its entry's winner, the entry's
+// record, history and place in changed[0]; returns the winner's cost key
+// (0xFFFFFFFF for an offer that a lower one superseded), the caller keeps
+// the minimum.
 __device__ __forceinline__ uint32_t emit_resolve_item(const TpGraph& g, const TpState& s,
                                                       const TpFrame& f, uint32_t i) {
-  const TpToken* live = s.live[f.live_in];
-  {
-    const int32_t e = s.touched[i];
-    const int32_t d = s.key[e];
-    const uint64_t key = s.best[e];
-    const float c = candidate_cost(key);
-    const uint32_t a = candidate_arc(key);  // an emitting arc: every offer here was one
-    const Arc arc = load_arc(g, a);
-    const uint8_t flags = arc.dest_flags;
-    // The source keeps the slot (virtual state src * slots + d's slot),
-    // and is one of the previous frame's live tokens.
-    const int32_t src = source_of(g, a) * g.slots + (d - graph_state(g, d) * g.slots);
-    const int32_t h = find_entry(s.prev_key, s.table_mask, s.table_shift, src);
-    const TpToken from = h >= 0 ? live[s.prev_index[h]] : TpToken{src, 0.0f, -1, 0};
-    int32_t rec = from.record;
-    if (arc.olabel > 0) rec = stage_record(s, f, arc.olabel - 1, rec, c);
-    s.record[e] = rec;
-    TpToken t;
-    t.state = e;
-    t.cost = c;
-    t.record = rec;
-    t.hist = 0;
-    if (s.hist != nullptr) {
-      t.hist = from.hist;
-      s.hist[e] = t.hist;
-      mark_changed(s, f, e, flags);
-    }
-    // Only tokens with epsilon arcs to relax start the closure (their
-    // records are final already).
-    if (flags & kStateEpsilon) {
-      TpToken* slot = list_slot(s, s.changed[0], &s.counters->changed[0], s.changed_capacity);
-      if (slot != nullptr) *slot = t;
-    }
-    return cost_key(c);
+  const int4 w = *reinterpret_cast<const int4*>(s.winners + i);
+  const int32_t e = w.x;
+  const uint64_t key = s.best[e];
+  const uint32_t a = candidate_arc(key);
+  if (a != static_cast<uint32_t>(w.y)) return 0xFFFFFFFFu;
+  const float c = candidate_cost(key);
+  const Arc arc = load_arc(g, a);  // an emitting arc: every offer here was one
+  int32_t rec = w.z;
+  if (arc.olabel > 0) rec = stage_record(s, f, arc.olabel - 1, rec, c);
+  s.record[e] = rec;
+  TpToken t;
+  t.state = e;
+  t.cost = c;
+  t.record = rec;
+  t.hist = 0;
+  if (s.hist != nullptr) {
+    t.hist = w.w;
+    s.hist[e] = t.hist;
+    mark_changed(s, f, e, arc.dest_flags);
   }
+  // Only tokens with epsilon arcs to relax start the closure (their
+  // records are final already).
+  if (arc.dest_flags & kStateEpsilon) {
+    TpToken* slot = list_slot(s, s.changed[0], &s.counters->changed[0], s.changed_capacity);
+    if (slot != nullptr) *slot = t;
+  }
+  return cost_key(c);
+}
+
+// The logged offers the emitting step left (past the log's capacity the
+// frame overflowed and runs again).
+__device__ __forceinline__ uint32_t emit_winner_items(const TpState& s) {
+  return min(s.counters->winners, s.winner_capacity);
 }
 
 __device__ __forceinline__ void emit_resolve_phase(const Team& t, const TpGraph& g, const TpState& s,
                                                    const TpFrame& f) {
-  const uint32_t n = s.counters->touched;
+  const uint32_t n = emit_winner_items(s);
   uint32_t best = 0xFFFFFFFFu;
   for (uint32_t i = t.rank * blockDim.x + threadIdx.x; i < n; i += t.size * blockDim.x) {
     const uint32_t k = emit_resolve_item(g, s, f, i);
@@ -727,13 +727,6 @@ __device__ __forceinline__ void prune_compact_body(const Team& t, const TpState&
   const PruneLimits lim = prune_limits(s, f);
   for (uint32_t i = t.rank * blockDim.x + threadIdx.x; i < n; i += t.size * blockDim.x)
     prune_compact_item(s, f, i, lim);
-  // The previous frame's live tokens leave the second table (an emitting
-  // step put them there; the start frame has none).
-  if (f.loglik != nullptr) {
-    const uint32_t n_in = s.counters->live[f.live_in];
-    for (uint32_t i = t.rank * blockDim.x + threadIdx.x; i < n_in; i += t.size * blockDim.x)
-      s.prev_key[s.prev_entry[i]] = kEmptyKey;
-  }
 }
 
 __global__ void prune_compact_kernel(TpState s, const TpFrame* __restrict__ fp, bool gated) {
@@ -1175,7 +1168,7 @@ __device__ void lanes_round_body(const cg::grid_group& grid, const TpLaneRound* 
   items = for_lane_items(
       L, prefix, 1,
       [&](int l) -> uint32_t {
-        return steps[l].head == kRoundHeadEmit ? rounds[l].state.counters->touched : 0u;
+        return steps[l].head == kRoundHeadEmit ? emit_winner_items(rounds[l].state) : 0u;
       },
       [&](int l, uint32_t i, int) {
         const TpLaneRound& r = rounds[l];
@@ -1315,19 +1308,6 @@ __device__ void lanes_prune(const cg::grid_group& grid, const TpLaneRound* round
         prune_compact_item(s, f, i, prune_limits(s, f));
       });
   clock.items(kLanePhasePruneCompact, items);
-  // The previous frame's live tokens leave the second table.
-  for_lane_items(
-      L, prefix, 1,
-      [&](int l) -> uint32_t {
-        const TpLaneRound& r = rounds[l];
-        return steps[l].pruned && r.frame->loglik != nullptr
-                   ? r.state.counters->live[r.frame->live_in]
-                   : 0u;
-      },
-      [&](int l, uint32_t i, int) {
-        const TpState& s = rounds[l].state;
-        s.prev_key[s.prev_entry[i]] = kEmptyKey;
-      });
   // The histogram is done with (the cutoff read it): cleared for a chained
   // next frame (tp_round clears it there; a frame begun by the host clears
   // it again).

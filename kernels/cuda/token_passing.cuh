@@ -21,11 +21,12 @@
 //                       whole block expands each
 //   live[2]             pruned live tokens of the previous / this frame
 //                       (virtual states: they outlive the table's entries)
-//   prev_key[h]         a second table, over the previous frame's live
-//   prev_index[h]       list: virtual state -> index in live[live_in], for
-//   prev_entry[i]       the emitting step's winners (their sources' records
-//                       and histories); prev_entry[i] is live token i's
-//                       slot, so pruning can free them
+//   winners             the emitting step's improving offers, each with
+//                       its entry, arc and the source token's record and
+//                       history: the entry's final winner is the one whose
+//                       arc its best candidate names, and it takes its
+//                       record and history from there (no lookup of the
+//                       source among the previous frame's tokens)
 //   staging             word records made this frame (index first_record + i)
 // A frame that fills more than half the table (table_limit) counts an
 // overflow; the host gives the stream a table twice the size and runs the
@@ -133,6 +134,8 @@ struct TpCounters {
   uint32_t heavy;
   uint32_t live[2];
   uint32_t records;        // staged this frame; above capacity = overflow
+  uint32_t winners;        // the emitting step's improving offers; above
+                           // capacity = overflow
   uint32_t best_emit_key;  // cost key of the emitting step's best token
   uint32_t best_key;       // cost key of the frame's best token: the minimum
                            // over the resolve phases' winners (and the start token)
@@ -157,6 +160,18 @@ struct TpChain {
   TpCounters prev;
 };
 
+// An offer of the emitting step that lowered its entry's value, logged by
+// the thread that made it, which has the source token at hand. Within one
+// emitting step an arc and an entry name one source token (the entry fixes
+// the slot, the arc the source state), so exactly one logged offer per
+// entry carries the arc of the entry's final candidate: the winner.
+struct alignas(16) TpWinner {
+  int32_t entry;
+  uint32_t arc;
+  int32_t record;  // the source token's
+  int32_t hist;
+};
+
 // A free entry of the state tables.
 constexpr int32_t kEmptyKey = -1;
 
@@ -178,10 +193,10 @@ struct TpState {
   uint32_t changed_capacity;
   uint32_t heavy_capacity;
   uint32_t live_capacity;
-  // The previous frame's live list by virtual state (same size as key[]).
-  int32_t* prev_key;
-  int32_t* prev_index;
-  int32_t* prev_entry;
+  // The emitting step's improving offers (TpWinner), winner_capacity of
+  // them.
+  TpWinner* winners;
+  uint32_t winner_capacity;
   // Word records of two frames: a frame writes its half (TpFrame::
   // staging_base) while the previous frame's are still on their way to the
   // host. staging_capacity is one half's.
@@ -352,8 +367,7 @@ size_t tp_lanes_scratch_bytes(int lanes);
 int tp_lanes_round_blocks(int sm_count, int max_per_sm, int max_lanes);
 
 // Step 3: beam, max-active histogram and cutoff, compaction into
-// live[1 - live_in]; frees every touched entry, and (after an emitting
-// step) the previous frame's entries of prev_key.
+// live[1 - live_in]; frees every touched entry.
 // `bins` = f->bins (sizes the per-block histogram in shared memory; at most
 // kMaxHistogramBins). `gated` (rescoring): does nothing unless the round
 // was the frame's last and complete: no word-end events, closure settled,
