@@ -40,7 +40,7 @@ std::shared_ptr<const CudaSearchGraph> CudaSearchGraph::upload(const SearchGraph
 
   // The kernels' packed records (TpGraph): per state its first arc, arc
   // count and flags; per arc its destination (with that state's flags),
-  // cost and labels; per arc its source state.
+  // cost and labels.
   const size_t n = static_cast<size_t>(graph.num_states());
   const size_t arcs = static_cast<size_t>(graph.num_arcs());
   if (n > cuda::kStateIndexMask)
@@ -63,7 +63,6 @@ std::shared_ptr<const CudaSearchGraph> CudaSearchGraph::upload(const SearchGraph
   {
     std::vector<uint2> states(std::max<size_t>(n, 1), uint2{0, 0});
     std::vector<cuda::TpArc> packed(std::max<size_t>(arcs, 1), cuda::TpArc{0, 0.0f, 0, 0});
-    std::vector<int32_t> src(std::max<size_t>(arcs, 1), 0);
     for (size_t s = 0; s < n; ++s) {
       const auto degree = static_cast<uint32_t>(graph.arc_begin[s + 1] - graph.arc_begin[s]);
       states[s] = uint2{static_cast<uint32_t>(graph.arc_begin[s]),
@@ -72,22 +71,18 @@ std::shared_ptr<const CudaSearchGraph> CudaSearchGraph::upload(const SearchGraph
         const auto d = static_cast<uint32_t>(graph.arc_dest[a]);
         packed[a] = cuda::TpArc{d | static_cast<uint32_t>(flags[d]) << cuda::kStateFlagShift,
                                 graph.arc_cost[a], graph.arc_ilabel[a], graph.arc_olabel[a]};
-        src[a] = static_cast<int32_t>(s);
       }
     }
     cuda_memory::upload(g->states_, states, stream);
     cuda_memory::upload(g->arcs_, packed, stream);
-    cuda_memory::upload(g->source_, src, stream);
     sync();  // the host vectors go out of scope
   }
-  g->bytes_ = g->states_.size() * sizeof(uint2) + g->arcs_.size() * sizeof(cuda::TpArc) +
-              g->source_.size() * sizeof(int32_t);
+  g->bytes_ = g->states_.size() * sizeof(uint2) + g->arcs_.size() * sizeof(cuda::TpArc);
   return g;
 }
 
 cuda::TpGraph CudaSearchGraph::view(int slots, bool rescoring) const {
-  return cuda::TpGraph{states_.get(), arcs_.get(), source_.get(), slots, rescoring ? 1 : 0,
-                       num_arcs_};
+  return cuda::TpGraph{states_.get(), arcs_.get(), slots, rescoring ? 1 : 0, num_arcs_};
 }
 
 }  // namespace gpuspeech

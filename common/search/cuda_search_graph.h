@@ -49,10 +49,9 @@ class CudaSearchGraph {
   size_t heavy_states_ = 0;
   size_t bytes_ = 0;
   // cuda::TpGraph's arrays: per state {first arc, arc count | flags}, per
-  // arc its packed record and its source state.
+  // arc its packed record.
   cuda_memory::DeviceArray<uint2> states_;
   cuda_memory::DeviceArray<cuda::TpArc> arcs_;
-  cuda_memory::DeviceArray<int32_t> source_;
 };
 
 }  // namespace gpuspeech

@@ -159,7 +159,7 @@ struct CudaSearcher::Impl {
   DeviceArray<int32_t> key;
   DeviceArray<unsigned long long> best;
   DeviceArray<int32_t> record, touched;
-  DeviceArray<uint32_t> stamp, histogram;
+  DeviceArray<uint32_t> histogram;
   DeviceArray<cuda::TpToken> changed[2], live[2], heavy;
   DeviceArray<cuda::TpWinner> winners;
   DeviceArray<cuda::TpRecord> staging;
@@ -236,7 +236,6 @@ struct CudaSearcher::Impl {
     double waited_;
     std::chrono::steady_clock::time_point t0_;
   };
-  uint32_t pass_id = 0;  // the last stamp id handed out
   int passes_per_batch = kInitialPassesPerBatch;
   int passes_needed = 0;  // the most any frame has needed
   int blocks = 1;  // grid size of the list kernels
@@ -256,7 +255,7 @@ struct CudaSearcher::Impl {
   // `staging`.
   MappedArray<cuda::TpRecord> lane_staging;
   // Work queued on `stream` that a lane's next round may read (scores,
-  // cleared tables, reset stamps): the round waits for it first.
+  // cleared tables): the round waits for it first.
   bool stream_pending = false;
   bool fused_rounds() const { return round_blocks > 0 || batcher != nullptr; }
 
@@ -281,7 +280,6 @@ struct CudaSearcher::Impl {
     s.key = key.get();
     s.best = best.get();
     s.record = record.get();
-    s.stamp = stamp.get();
     s.table_mask = table_entries - 1;
     s.table_shift = 32u - static_cast<uint32_t>(log2_entries());
     s.table_limit = table_entries / 2;
@@ -330,7 +328,6 @@ struct CudaSearcher::Impl {
     key.resize(n);
     best.resize(n);
     record.resize(n);
-    stamp.resize(n);
     touched.resize(n);
     // A frame that did not overflow touched at most half the table, so
     // its lists (of distinct entries each) hold at most that many, and it
@@ -341,10 +338,10 @@ struct CudaSearcher::Impl {
     DeviceArray<cuda::TpToken> old_live = std::move(live[live_in]);
     live[0].resize(n / 2);
     live[1].resize(n / 2);
-    // The emitting step's improving offers: at least one per entry it
-    // touched (at most half the table), a few more where a lower offer
-    // came later; past this the frame overflows and runs again with
-    // twice the tables.
+    // Improving offers: the emitting step's (at least one per entry it
+    // touched, at most half the table, a few more where a lower offer came
+    // later) in the whole log, a closure pass's in half of it; past that
+    // the frame overflows and runs again with twice the tables.
     winners.resize(n);
     if (live_count > 0)
       check(cudaMemcpyAsync(live[live_in].get(), old_live.get(),
@@ -361,7 +358,6 @@ struct CudaSearcher::Impl {
     check(cudaMemsetAsync(key.get(), 0xFF, n * sizeof(int32_t), stream), "cudaMemsetAsync");
     check(cudaMemsetAsync(best.get(), 0xFF, n * sizeof(unsigned long long), stream),
           "cudaMemsetAsync");
-    check(cudaMemsetAsync(stamp.get(), 0, n * sizeof(uint32_t), stream), "cudaMemsetAsync");
     sync();
     tables_fresh = true;
   }
@@ -388,18 +384,6 @@ struct CudaSearcher::Impl {
     else
       staging.resize(static_cast<size_t>(records) * 4);
     host_frame.get()->staging_base = staging_base();
-  }
-  // The first of `n` consecutive stamp ids for a frame's closure passes.
-  uint32_t take_pass_ids(int n) {
-    if (pass_id > 0xFFFFFFFFu - static_cast<uint32_t>(n) - 1) {  // would wrap
-      check(cudaMemsetAsync(stamp.get(), 0, stamp.size() * sizeof(uint32_t), stream),
-            "cudaMemsetAsync (stamps)");
-      stream_pending = true;
-      pass_id = 0;
-    }
-    const uint32_t base = pass_id + 1;
-    pass_id += static_cast<uint32_t>(n);
-    return base;
   }
   // A fresh closure-round id (round marks are reset when ids would wrap).
   uint32_t take_round_id() {
@@ -745,11 +729,10 @@ void CudaSearcher::run_frame(const float* device_row, int32_t boundary, const fl
   Impl& m = *impl_;
   const uint32_t expanded = m.live_count;
   const bool start = device_row == nullptr;
-  cuda::TpFrame& f = begin_frame(device_row, boundary);
+  begin_frame(device_row, boundary);
 
   cuda::TpCounters hc{};
   for (;;) {
-    f.pass_base = m.take_pass_ids(m.passes_per_batch);
     launch_frame(start);
     m.wait_for_round();
     hc = m.host_counters.get()->counters;
@@ -1036,7 +1019,6 @@ void CudaSearcher::run_frame_rescoring(const float* device_row, int32_t boundary
         resumed = false;
       } else {
         const bool chain = can_chain && head == RoundHead::kOffer && round_pruned;
-        f.pass_base = m.take_pass_ids(passes);
         if (chain) {
           cuda::TpFrame& next = m.host_frame.get()[1];
           next = f;
@@ -1044,7 +1026,6 @@ void CudaSearcher::run_frame_rescoring(const float* device_row, int32_t boundary
           next.boundary = boundary + 1;
           next.first_record = 0;  // the device's: f.first_record + this frame's records
           next.live_in = 1 - f.live_in;
-          next.pass_base = m.take_pass_ids(chain_passes);
           next.round_id = m.take_round_id();
           next.num_offers = 0;
           next.staging_base = (1 - m.staging_parity) * m.staging_half();

@@ -96,13 +96,8 @@ __device__ __forceinline__ void warp_min_into(uint32_t* target, uint32_t v) {
   if ((threadIdx.x & 31) == 0 && v != 0xFFFFFFFFu) atomicMin(target, v);
 }
 
-// Graph reads go through the read-only cache: the graph never changes
-// while kernels run.
-__device__ __forceinline__ int32_t source_of(const TpGraph& g, uint32_t arc) {
-  return __ldg(g.source + arc);
-}
-
-// Arc a, unpacked.
+// Arc a, unpacked. Graph reads go through the read-only cache: the graph
+// never changes while kernels run.
 struct Arc {
   int32_t dest;
   uint8_t dest_flags;  // kStateEpsilon | kStateWordArc of dest
@@ -237,6 +232,8 @@ __device__ __forceinline__ void reset_counters(TpCounters* c, const TpFrame& f) 
   c->live[1 - f.live_in] = 0;
   c->records = 0;
   c->winners = 0;
+  c->relax_winners[0] = 0;
+  c->relax_winners[1] = 0;
   c->best_emit_key = 0xFFFFFFFFu;
   c->best_key = 0xFFFFFFFFu;
   c->kept = 0;
@@ -305,6 +302,65 @@ __device__ __forceinline__ int32_t graph_state(const TpGraph& g, int32_t v) {
   return g.slots == 1 ? v : v / g.slots;
 }
 
+// The winner logs (TpWinner): the emitting step's takes the whole buffer;
+// closure pass p's takes half p % 2 (the emitting step's log is read
+// before pass 0 writes). Each has its own counter.
+struct WinnerLog {
+  TpWinner* base;
+  uint32_t* count;
+  uint32_t capacity;
+};
+__device__ __forceinline__ WinnerLog emit_log(const TpState& s) {
+  return WinnerLog{s.winners, &s.counters->winners, s.winner_capacity};
+}
+__device__ __forceinline__ WinnerLog relax_log(const TpState& s, int parity) {
+  const uint32_t half = s.winner_capacity / 2;
+  return WinnerLog{s.winners + parity * half, &s.counters->relax_winners[parity], half};
+}
+// The logged offers to resolve (past the log's capacity the frame
+// overflowed and runs again).
+__device__ __forceinline__ uint32_t log_items(const WinnerLog& w) { return min(*w.count, w.capacity); }
+
+// The offer of arc a from token `tok` lowered entry e's value: it may be
+// e's winner, which takes the source token's record and history.
+__device__ __forceinline__ void log_winner(const TpState& s, const WinnerLog& w, int32_t e, uint32_t a,
+                                           const TpToken& tok) {
+  const uint32_t i = append_slot(w.count);
+  if (i < w.capacity)
+    *reinterpret_cast<int4*>(w.base + i) = make_int4(e, static_cast<int32_t>(a), tok.record, tok.hist);
+  else  // the frame runs again with larger tables (and logs)
+    note_overflow(s);
+}
+
+// Logged offer i: if it is its entry's winner, the entry's record and
+// history, its round mark, and its token (returned in *t, its state's
+// flags in *flags); false for an offer that a lower one superseded.
+__device__ __forceinline__ bool resolve_winner(const TpGraph& g, const TpState& s, const TpFrame& f,
+                                               const WinnerLog& w, uint32_t i, TpToken* t,
+                                               uint8_t* flags) {
+  const int4 v = *reinterpret_cast<const int4*>(w.base + i);
+  const int32_t e = v.x;
+  const uint64_t key = s.best[e];
+  const uint32_t a = candidate_arc(key);
+  if (a != static_cast<uint32_t>(v.y)) return false;
+  const float c = candidate_cost(key);
+  const Arc arc = load_arc(g, a);
+  int32_t rec = v.z;
+  if (arc.olabel > 0) rec = stage_record(s, f, arc.olabel - 1, rec, c);
+  s.record[e] = rec;
+  t->state = e;
+  t->cost = c;
+  t->record = rec;
+  t->hist = 0;
+  if (s.hist != nullptr) {
+    t->hist = v.w;
+    s.hist[e] = v.w;
+    mark_changed(s, f, e, arc.dest_flags);
+  }
+  *flags = arc.dest_flags;
+  return true;
+}
+
 __device__ __forceinline__ void emit_arcs(const TpGraph& g, const TpState& s, const TpFrame& f,
                                           const TpToken& tok, const StateArcs& r, uint32_t first,
                                           uint32_t step) {
@@ -316,14 +372,7 @@ __device__ __forceinline__ void emit_arcs(const TpGraph& g, const TpState& s, co
     const float c = search::emitting_cost(tok.cost, arc.cost, f.acoustic_scale, f.loglik[arc.ilabel - 1]);
     if (!usable_cost(c)) continue;
     const int32_t e = offer(s, arc.dest * g.slots + slot, pack_candidate(c, a));
-    if (e < 0) continue;
-    // The offer lowered e's value: it may be e's winner, which takes the
-    // source token's record and history (TpWinner).
-    const uint32_t w = append_slot(&s.counters->winners);
-    if (w < s.winner_capacity)
-      *reinterpret_cast<int4*>(s.winners + w) = make_int4(e, static_cast<int32_t>(a), tok.record, tok.hist);
-    else  // the frame runs again with larger tables (and log)
-      note_overflow(s);
+    if (e >= 0) log_winner(s, emit_log(s), e, a, tok);
   }
 }
 __device__ __forceinline__ void emit_arcs(const TpGraph& g, const TpState& s, const TpFrame& f,
@@ -374,44 +423,21 @@ __device__ __forceinline__ void emit_heavy_phase(const Team& t, const TpGraph& g
 // the minimum.
 __device__ __forceinline__ uint32_t emit_resolve_item(const TpGraph& g, const TpState& s,
                                                       const TpFrame& f, uint32_t i) {
-  const int4 w = *reinterpret_cast<const int4*>(s.winners + i);
-  const int32_t e = w.x;
-  const uint64_t key = s.best[e];
-  const uint32_t a = candidate_arc(key);
-  if (a != static_cast<uint32_t>(w.y)) return 0xFFFFFFFFu;
-  const float c = candidate_cost(key);
-  const Arc arc = load_arc(g, a);  // an emitting arc: every offer here was one
-  int32_t rec = w.z;
-  if (arc.olabel > 0) rec = stage_record(s, f, arc.olabel - 1, rec, c);
-  s.record[e] = rec;
   TpToken t;
-  t.state = e;
-  t.cost = c;
-  t.record = rec;
-  t.hist = 0;
-  if (s.hist != nullptr) {
-    t.hist = w.w;
-    s.hist[e] = t.hist;
-    mark_changed(s, f, e, arc.dest_flags);
-  }
+  uint8_t flags = 0;
+  if (!resolve_winner(g, s, f, emit_log(s), i, &t, &flags)) return 0xFFFFFFFFu;
   // Only tokens with epsilon arcs to relax start the closure (their
   // records are final already).
-  if (arc.dest_flags & kStateEpsilon) {
+  if (flags & kStateEpsilon) {
     TpToken* slot = list_slot(s, s.changed[0], &s.counters->changed[0], s.changed_capacity);
     if (slot != nullptr) *slot = t;
   }
-  return cost_key(c);
-}
-
-// The logged offers the emitting step left (past the log's capacity the
-// frame overflowed and runs again).
-__device__ __forceinline__ uint32_t emit_winner_items(const TpState& s) {
-  return min(s.counters->winners, s.winner_capacity);
+  return cost_key(t.cost);
 }
 
 __device__ __forceinline__ void emit_resolve_phase(const Team& t, const TpGraph& g, const TpState& s,
                                                    const TpFrame& f) {
-  const uint32_t n = emit_winner_items(s);
+  const uint32_t n = log_items(emit_log(s));
   uint32_t best = 0xFFFFFFFFu;
   for (uint32_t i = t.rank * blockDim.x + threadIdx.x; i < n; i += t.size * blockDim.x) {
     const uint32_t k = emit_resolve_item(g, s, f, i);
@@ -432,11 +458,10 @@ __global__ void emit_resolve_kernel(TpGraph g, TpState s, const TpFrame* __restr
   emit_resolve_phase(grid_team(), g, s, *fp);
 }
 
-// Epsilon arcs of one token; a destination whose value dropped joins the
-// pass's changed list once (the stamp says it already has).
+// Epsilon arcs of one token of closure pass p; an offer that lowers its
+// destination's value goes to the pass's winner log (half p % 2).
 __device__ __forceinline__ void relax_arcs(const TpGraph& g, const TpState& s, const TpToken& tok,
-                                           int out, uint32_t pass_id, uint32_t first,
-                                           uint32_t step) {
+                                           int in, uint32_t first, uint32_t step) {
   const int32_t v = s.key[tok.state];  // a changed token holds its entry
   const int32_t state = graph_state(g, v);
   const int32_t slot = v - state * g.slots;
@@ -448,10 +473,7 @@ __device__ __forceinline__ void relax_arcs(const TpGraph& g, const TpState& s, c
     const float c = add_cost(tok.cost, arc.cost);
     if (!usable_cost(c)) continue;
     const int32_t e = offer(s, arc.dest * g.slots + slot, pack_candidate(c, a));
-    if (e >= 0 && atomicExch(s.stamp + e, pass_id) != pass_id) {
-      TpToken* at = list_slot(s, s.changed[out], &s.counters->changed[out], s.changed_capacity);
-      if (at != nullptr) at->state = e;
-    }
+    if (e >= 0) log_winner(s, relax_log(s, in), e, a, tok);
   }
 }
 
@@ -460,12 +482,6 @@ __device__ __forceinline__ void relax_item(const TpGraph& g, const TpState& s, c
                                            int pass, uint32_t i, int sub) {
   const int in = pass & 1;
   const TpToken tok = s.changed[in][i];
-  // The previous pass's records become the state's (no kernel of this
-  // pass reads record[] before the resolve kernel).
-  if (sub == 0) {
-    s.record[tok.state] = tok.record;
-    if (s.hist != nullptr) s.hist[tok.state] = tok.hist;
-  }
   const int32_t state = graph_state(g, s.key[tok.state]);
   const StateArcs r = state_arcs(g, state);
   if ((r.flags & kStateEpsilon) == 0) return;
@@ -479,7 +495,7 @@ __device__ __forceinline__ void relax_item(const TpGraph& g, const TpState& s, c
     }
     return;
   }
-  relax_arcs(g, s, tok, 1 - in, f.pass_base + static_cast<uint32_t>(pass), sub, kGroup);
+  relax_arcs(g, s, tok, in, sub, kGroup);
 }
 
 __device__ __forceinline__ void relax_phase(const Team& t, const TpGraph& g, const TpState& s, const TpFrame& f,
@@ -493,48 +509,40 @@ __device__ __forceinline__ void relax_phase(const Team& t, const TpGraph& g, con
 __device__ __forceinline__ void relax_heavy_phase(const Team& t, const TpGraph& g, const TpState& s,
                                                   const TpFrame& f, int pass) {
   const int in = pass & 1;
-  const uint32_t pass_id = f.pass_base + static_cast<uint32_t>(pass);
   const uint32_t n = min(s.counters->heavy, s.heavy_capacity);
   for (uint32_t h = t.rank; h < n; h += t.size)
-    relax_arcs(g, s, s.heavy[h], 1 - in, pass_id, threadIdx.x, blockDim.x);
+    relax_arcs(g, s, s.heavy[h], in, threadIdx.x, blockDim.x);
 }
 
-// Winner i of closure pass `pass` (in changed[1 - pass % 2]). The pass's
-// winners take their records from their sources' tokens as of the previous
-// pass (record[] is committed by the next relax kernel, so every read here
-// sees the previous pass). Returns its cost key, for the frame's best.
+// Logged offer i of closure pass `pass`: if it is its entry's winner, the
+// entry's record and history (its source's as of the previous pass: the
+// log carries them), and its token joins changed[1 - pass % 2] for the
+// next pass. Returns the winner's cost key (0xFFFFFFFF for a superseded
+// offer), for the frame's best.
 __device__ __forceinline__ uint32_t relax_resolve_item(const TpGraph& g, const TpState& s,
-                                                   const TpFrame& f, int pass, uint32_t i) {
-  TpToken* list = s.changed[1 - (pass & 1)];
-  {
-    const int32_t e = list[i].state;
-    const int32_t d = s.key[e];
-    const uint64_t key = s.best[e];
-    const float c = candidate_cost(key);
-    const uint32_t a = candidate_arc(key);
-    // The source changed earlier in this frame, so it has an entry.
-    const int32_t src = source_of(g, a) * g.slots + (d - graph_state(g, d) * g.slots);
-    const int32_t se = find_entry(s.key, s.table_mask, s.table_shift, src);
-    int32_t rec = se >= 0 ? s.record[se] : -1;
-    const Arc arc = load_arc(g, a);  // an epsilon arc: every offer here was one
-    if (arc.olabel > 0) rec = stage_record(s, f, arc.olabel - 1, rec, c);
-    list[i].cost = c;
-    list[i].record = rec;
-    list[i].hist = 0;
-    if (s.hist != nullptr) {
-      list[i].hist = se >= 0 ? s.hist[se] : 0;
-      mark_changed(s, f, e, arc.dest_flags);
-    }
-    return cost_key(c);
-  }
+                                                       const TpFrame& f, int pass, uint32_t i) {
+  const int in = pass & 1;
+  TpToken t;
+  uint8_t flags = 0;
+  if (!resolve_winner(g, s, f, relax_log(s, in), i, &t, &flags)) return 0xFFFFFFFFu;
+  TpToken* slot = list_slot(s, s.changed[1 - in], &s.counters->changed[1 - in], s.changed_capacity);
+  if (slot != nullptr) *slot = t;
+  return cost_key(t.cost);
+}
+__device__ __forceinline__ uint32_t relax_resolve_items(const TpState& s, int pass) {
+  return log_items(relax_log(s, pass & 1));
 }
 
-// A pass's counters, by one thread after its winners (same phase).
+// A pass's counters, by one thread beside its winners (same phase: it
+// touches nothing they read). The pass changed something exactly when
+// its log holds an offer (every entry whose value dropped has its winner
+// there).
 __device__ __forceinline__ void relax_resolve_lane(const TpState& s, int pass) {
   const int in = pass & 1;
-  const uint32_t n = s.counters->changed[1 - in];
+  const uint32_t n = s.counters->relax_winners[in];
   if (s.counters->changed[in] > 0) s.counters->passes_run += 1;
-  s.counters->changed[in] = 0;  // consumed; the next pass writes it
+  s.counters->changed[in] = 0;            // consumed; this phase's winners fill the other
+  s.counters->relax_winners[1 - in] = 0;  // the next pass's log
   s.counters->heavy = 0;
   s.counters->last_changed = n;
   if (n > 0) s.counters->passes += 1;
@@ -542,12 +550,9 @@ __device__ __forceinline__ void relax_resolve_lane(const TpState& s, int pass) {
 
 __device__ __forceinline__ void relax_resolve_phase(const Team& t, const TpGraph& g, const TpState& s,
                                                     const TpFrame& f, int pass) {
-  const int in = pass & 1;
-  const int out = 1 - in;
-  const uint32_t n = s.counters->changed[out];
-  const uint32_t listed = min(n, s.changed_capacity);
+  const uint32_t n = relax_resolve_items(s, pass);
   uint32_t best = 0xFFFFFFFFu;
-  for (uint32_t i = t.rank * blockDim.x + threadIdx.x; i < listed; i += t.size * blockDim.x) {
+  for (uint32_t i = t.rank * blockDim.x + threadIdx.x; i < n; i += t.size * blockDim.x) {
     const uint32_t k = relax_resolve_item(g, s, f, pass, i);
     best = k < best ? k : best;
   }
@@ -1168,7 +1173,7 @@ __device__ void lanes_round_body(const cg::grid_group& grid, const TpLaneRound* 
   items = for_lane_items(
       L, prefix, 1,
       [&](int l) -> uint32_t {
-        return steps[l].head == kRoundHeadEmit ? emit_winner_items(rounds[l].state) : 0u;
+        return steps[l].head == kRoundHeadEmit ? log_items(emit_log(rounds[l].state)) : 0u;
       },
       [&](int l, uint32_t i, int) {
         const TpLaneRound& r = rounds[l];
@@ -1216,9 +1221,7 @@ __device__ void lanes_round_body(const cg::grid_group& grid, const TpLaneRound* 
             },
             [&](int l, uint32_t h) {
               const TpLaneRound& r = rounds[l];
-              relax_arcs(r.graph, r.state, r.state.heavy[h], 1 - in,
-                         r.frame->pass_base + static_cast<uint32_t>(pass), threadIdx.x,
-                         blockDim.x);
+              relax_arcs(r.graph, r.state, r.state.heavy[h], in, threadIdx.x, blockDim.x);
             });
     if (items > 0) {
       grid.sync();
@@ -1227,10 +1230,7 @@ __device__ void lanes_round_body(const cg::grid_group& grid, const TpLaneRound* 
     }
     items = for_lane_items(
         L, prefix, 1,
-        [&](int l) -> uint32_t {
-          const TpState& s = rounds[l].state;
-          return closing(l) ? min(s.counters->changed[1 - in], s.changed_capacity) : 0u;
-        },
+        [&](int l) -> uint32_t { return closing(l) ? relax_resolve_items(rounds[l].state, pass) : 0u; },
         [&](int l, uint32_t i, int) {
           const TpLaneRound& r = rounds[l];
           min_into(&r.state.counters->best_key, relax_resolve_item(r.graph, r.state, *r.frame, pass, i));

@@ -11,7 +11,6 @@
 //   best[e]             packed (cost key, arc) candidate, kNoCandidate when
 //                       empty; atomicMin picks winners without races
 //   record[e]           the record of the entry's token (this frame)
-//   stamp[e]            id of the last closure pass that changed the entry
 //   touched             every entry that got a candidate this frame; the
 //                       pruning step frees them all, so the table is empty
 //                       between frames
@@ -21,12 +20,13 @@
 //                       whole block expands each
 //   live[2]             pruned live tokens of the previous / this frame
 //                       (virtual states: they outlive the table's entries)
-//   winners             the emitting step's improving offers, each with
-//                       its entry, arc and the source token's record and
-//                       history: the entry's final winner is the one whose
-//                       arc its best candidate names, and it takes its
-//                       record and history from there (no lookup of the
-//                       source among the previous frame's tokens)
+//   winners             the improving offers of the emitting step (the
+//                       whole buffer) and of closure pass p (half p % 2),
+//                       each with its entry, arc and the source token's
+//                       record and history: an entry's winner in a phase is
+//                       the logged offer whose arc its best candidate
+//                       names, and it takes its record and history from
+//                       there (no lookup of the source token)
 //   staging             word records made this frame (index first_record + i)
 // A frame that fills more than half the table (table_limit) counts an
 // overflow; the host gives the stream a table twice the size and runs the
@@ -78,8 +78,6 @@ struct TpGraph {
   // and flags.
   const uint2* states;
   const TpArc* arcs;
-  // The state each arc leaves, for resolving winners.
-  const int32_t* source;
   // Word-end rescoring: tokens per state (1 without), whether word-label
   // arcs wait for the word-end step, and the arc count (event candidates'
   // arc fields are num_arcs + event index).
@@ -136,6 +134,7 @@ struct TpCounters {
   uint32_t records;        // staged this frame; above capacity = overflow
   uint32_t winners;        // the emitting step's improving offers; above
                            // capacity = overflow
+  uint32_t relax_winners[2];  // closure pass p's, in [p % 2]
   uint32_t best_emit_key;  // cost key of the emitting step's best token
   uint32_t best_key;       // cost key of the frame's best token: the minimum
                            // over the resolve phases' winners (and the start token)
@@ -144,7 +143,8 @@ struct TpCounters {
   uint32_t passes;         // closure passes that changed something
   uint32_t passes_run;     // closure passes that had tokens to relax (the
                            // CPU searcher's count, which max_epsilon_passes bounds)
-  uint32_t last_changed;   // tokens changed by the last pass queued
+  uint32_t last_changed;   // improving offers of the last pass queued (non-zero
+                           // exactly when it changed a token)
   uint32_t events;         // word-end events of the round; above capacity = overflow
   uint32_t word_ends;      // entries in the round's word-end list; above
                            // capacity, the collection walks every touched entry
@@ -180,7 +180,6 @@ struct TpState {
   int32_t* key;
   unsigned long long* best;
   int32_t* record;
-  uint32_t* stamp;
   uint32_t table_mask;
   uint32_t table_shift;  // 32 - log2(entries): the hash keeps the top bits
   uint32_t table_limit;  // touched entries allowed before an overflow
@@ -193,8 +192,8 @@ struct TpState {
   uint32_t changed_capacity;
   uint32_t heavy_capacity;
   uint32_t live_capacity;
-  // The emitting step's improving offers (TpWinner), winner_capacity of
-  // them.
+  // The improving offers (TpWinner): winner_capacity for the emitting
+  // step, half of them for each closure pass.
   TpWinner* winners;
   uint32_t winner_capacity;
   // Word records of two frames: a frame writes its half (TpFrame::
@@ -237,7 +236,6 @@ struct TpFrame {
   int32_t boundary;      // frames consumed after this frame
   int32_t first_record;  // records >= this were made this frame
   int live_in;           // parity of the previous frame's live list
-  uint32_t pass_base;    // stamp id of closure pass 0 (pass p: pass_base + p)
   uint32_t round_id;     // rescoring: id of the closure round being run
   uint32_t num_offers;   // rescoring: offers of this round's word-end step
   int32_t start_state;   // the start frame's token (virtual state)
