@@ -123,20 +123,5 @@ GPUSPEECH_HOST_DEVICE int histogram_bin(float cost, float best, float bin_scale,
   return static_cast<int>(x);
 }
 
-// Index of the state an arc leaves: the last s with arc_begin[s] <= arc,
-// by binary search over the CSR offsets (num_states + 1 of them).
-GPUSPEECH_HOST_DEVICE int32_t arc_source(const int64_t* arc_begin,
-                                         int32_t num_states, int64_t arc) {
-  int32_t lo = 0, hi = num_states;  // arc_begin[lo] <= arc < arc_begin[hi]
-  while (hi - lo > 1) {
-    const int32_t mid = lo + (hi - lo) / 2;
-    if (arc_begin[mid] <= arc)
-      lo = mid;
-    else
-      hi = mid;
-  }
-  return lo;
-}
-
 }  // namespace search
 }  // namespace gpuspeech
