@@ -13,6 +13,8 @@
 # the same words behind each number.
 #
 # Usage: noisy_wer.sh WORKDIR N "VOICE..." NAME=COMMAND...
+#   NOISY_FIRST=K (default 1): use sentences K..N only, for a development
+#   set held out from the usual first 20 (for example K=21 with N=40).
 #   Each NAME=COMMAND is a column: COMMAND (split on spaces) is a
 #   gpuspeech-transcribe with any flags, run as
 #   COMMAND --backend cpu --search cpu --cache CACHE FILES...
@@ -35,6 +37,11 @@ for t in flite sox sctk pocketsphinx_batch; do
 done
 
 make_clean_set "$N" "${VOICES[@]}"
+FIRST=${NOISY_FIRST:-1}
+if [ "$FIRST" -gt 1 ]; then  # keep sentences FIRST..N (ids uttII-VOICE count from 1)
+  awk -v f="$FIRST" 'NR >= f' "$W/fileids" >"$W/fileids.kept" && mv "$W/fileids.kept" "$W/fileids"
+  awk -v f="$FIRST" 'NR >= f' "$W/ref.trn" >"$W/ref.kept" && mv "$W/ref.kept" "$W/ref.trn"
+fi
 make_noises
 degrade_all "$W/clean" "$W" 4.7 100 $(cat "$W/fileids")
 
