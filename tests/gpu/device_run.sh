@@ -88,15 +88,22 @@ fi
 # kept between warm calls like build-device. The step ab_build only builds
 # it (waited for at the end), for an ab run in a later warm call.
 AB_BUILD_PID=
-if [[ " $STEPS " == *" ab "* || " $STEPS " == *" ab_build "* ]] && [ ! -x build-ab-base/tools/gpuspeech-bench ]; then
-  note "ab: building ${AB_BASE:-.peer/base.tar.gz}'s gpuspeech-bench (background)"
-  rm -rf /tmp/ab-base-src && mkdir -p /tmp/ab-base-src &&
-    tar xzf "${AB_BASE:-.peer/base.tar.gz}" -C /tmp/ab-base-src || { echo "no base tree"; exit 1; }
-  ( find_meson >/dev/null && "${MESON[@]}" setup "$ROOT/build-ab-base" /tmp/ab-base-src \
-      -Dgstreamer=disabled -Dopencl=disabled -Dcuda=enabled -Dtests=disabled -Dfuzzers=disabled \
-      -Dbuildtype=release && ninja -C "$ROOT/build-ab-base" tools/gpuspeech-bench ) \
-    >"$OUT/ab-base-build.log" 2>&1 &
-  AB_BUILD_PID=$!
+if [[ " $STEPS " == *" ab "* || " $STEPS " == *" ab_build "* ]]; then
+  AB_TAR=${AB_BASE:-.peer/base.tar.gz}
+  [ -f "$AB_TAR" ] || { echo "ab: no base tree $AB_TAR"; exit 1; }
+  # A build of another base (an earlier warm call) is replaced.
+  ab_sum=$(md5sum <"$AB_TAR" | cut -d' ' -f1)
+  [ "$(cat build-ab-base/.base-sum 2>/dev/null)" = "$ab_sum" ] || rm -rf build-ab-base
+  if [ ! -x build-ab-base/tools/gpuspeech-bench ]; then
+    note "ab: building $AB_TAR's gpuspeech-bench (background)"
+    rm -rf /tmp/ab-base-src && mkdir -p /tmp/ab-base-src && tar xzf "$AB_TAR" -C /tmp/ab-base-src ||
+      { echo "ab: cannot unpack $AB_TAR"; exit 1; }
+    ( find_meson >/dev/null && "${MESON[@]}" setup "$ROOT/build-ab-base" /tmp/ab-base-src \
+        -Dgstreamer=disabled -Dopencl=disabled -Dcuda=enabled -Dtests=disabled -Dfuzzers=disabled \
+        -Dbuildtype=release && ninja -C "$ROOT/build-ab-base" tools/gpuspeech-bench &&
+        echo "$ab_sum" >"$ROOT/build-ab-base/.base-sum" ) >"$OUT/ab-base-build.log" 2>&1 &
+    AB_BUILD_PID=$!
+  fi
 fi
 
 if want build; then
@@ -434,7 +441,7 @@ fi
 # batched streams with AB_ARGS, on the LibriVox files BATCH_COPIES times
 # over. Compare within one command only.
 if [[ " $STEPS " == *" ab "* ]]; then
-  note "ab: ${AB_BASE:-.peer/base.tar.gz} against this tree"
+  note "ab: $AB_TAR against this tree"
   [ -n "$AB_BUILD_PID" ] && { wait $AB_BUILD_PID || { echo "base build failed"; tail -30 "$OUT/ab-base-build.log"; status=1; }; AB_BUILD_PID=; }
   [ -n "${MKGRAPH_PID:-}" ] && wait $MKGRAPH_PID
   [ -d /tmp/batchfiles ] || librivox_copies /tmp/batchfiles ${BATCH_COPIES:-64}
