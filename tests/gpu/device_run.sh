@@ -88,6 +88,12 @@ fi
 # kept between warm calls like build-device. The step ab_build only builds
 # it (waited for at the end), for an ab run in a later warm call.
 AB_BUILD_PID=
+# Waits for the base build started below, if one runs, and reports a failure.
+wait_ab_base() {
+  [ -n "$AB_BUILD_PID" ] || return 0
+  wait $AB_BUILD_PID || { echo "base build failed"; tail -30 "$OUT/ab-base-build.log"; status=1; }
+  AB_BUILD_PID=
+}
 if [[ " $STEPS " == *" ab "* || " $STEPS " == *" ab_build "* ]]; then
   AB_TAR=${AB_BASE:-.peer/base.tar.gz}
   [ -f "$AB_TAR" ] || { echo "ab: no base tree $AB_TAR"; exit 1; }
@@ -136,6 +142,10 @@ fi
 # The en-us graph (automatically pruned LM) takes minutes to compile: start
 # it as soon as the tool is built and let the tests run meanwhile.
 GRAPH_CACHE=/tmp/gpuspeech-graph-cache
+# The en-us model, dictionary and LM with that graph, decoded on CUDA (the
+# many-stream steps' common arguments).
+EN_US_CUDA=(--hmm .refmodel/en-us/en-us --dict .refmodel/en-us/cmudict-en-us.dict --cache $GRAPH_CACHE
+            --lm .refmodel/en-us/en-us.lm.bin --backend cuda --search cuda)
 if (want decode || want fmllr || want streams || want memory || want gpus || want batch || want ab) && [ -x $BUILD/tools/gpuspeech-mkgraph ]; then
   note "en-us graph compile (background)"
   TIMEV=(); [ -x /usr/bin/time ] && TIMEV=(/usr/bin/time -v)
@@ -390,8 +400,7 @@ if want batch; then
   # BATCH_IDENTITY_STREAMS batched streams against one stream alone.
   note "batch: the batched search against a launch per stream"
   [ -n "${MKGRAPH_PID:-}" ] && wait $MKGRAPH_PID
-  M=(--hmm .refmodel/en-us/en-us --dict .refmodel/en-us/cmudict-en-us.dict --cache $GRAPH_CACHE
-     --lm .refmodel/en-us/en-us.lm.bin --backend cuda --search cuda)
+  M=("${EN_US_CUDA[@]}")
   librivox_copies /tmp/batchfiles ${BATCH_COPIES:-64}
   for s in ${BATCH_STREAMS:-1 16 64 256}; do
     for mode in ${BATCH_MODES:-0 1}; do
@@ -442,11 +451,10 @@ fi
 # over. Compare within one command only.
 if [[ " $STEPS " == *" ab "* ]]; then
   note "ab: $AB_TAR against this tree"
-  [ -n "$AB_BUILD_PID" ] && { wait $AB_BUILD_PID || { echo "base build failed"; tail -30 "$OUT/ab-base-build.log"; status=1; }; AB_BUILD_PID=; }
+  wait_ab_base
   [ -n "${MKGRAPH_PID:-}" ] && wait $MKGRAPH_PID
   [ -d /tmp/batchfiles ] || librivox_copies /tmp/batchfiles ${BATCH_COPIES:-64}
-  M=(--hmm .refmodel/en-us/en-us --dict .refmodel/en-us/cmudict-en-us.dict --cache $GRAPH_CACHE
-     --lm .refmodel/en-us/en-us.lm.bin --backend cuda --search cuda)
+  M=("${EN_US_CUDA[@]}")
   read -ra ab_args <<<"${AB_ARGS:---maxactive 10000}"
   for ((r = 1; r <= ${AB_REPS:-2}; r++)); do
     for side in base new; do
@@ -484,8 +492,7 @@ fi
 if [[ " $STEPS " == *" soak "* ]]; then
   note "soak: long-lived batched CUDA streams, host and device memory"
   [ -n "${MKGRAPH_PID:-}" ] && wait $MKGRAPH_PID
-  M=(--hmm .refmodel/en-us/en-us --dict .refmodel/en-us/cmudict-en-us.dict --cache $GRAPH_CACHE
-     --lm .refmodel/en-us/en-us.lm.bin --backend cuda --search cuda)
+  M=("${EN_US_CUDA[@]}")
   GPUSPEECH_CUDA_BATCH=1 bash tests/bench/soak.sh $BUILD/tools/gpuspeech-bench ${SOAK_INTERVAL:-20} \
     "$OUT/soak.log" "${M[@]}" --streams ${SOAK_STREAMS:-64} --repeat ${SOAK_REPEAT:-3600} \
     $GPUSPEECH_AUDIO_DIR/librivox/*.wav | grep -E '^decode: [0-9]|^stages|^soak|rror' || status=1
@@ -516,8 +523,5 @@ if want dtw; then
   $BUILD/tools/gpuspeech-dtw --bench 10,100,1000,3000,10000 --backend cuda || status=1
 fi
 
-if [ -n "$AB_BUILD_PID" ] && kill -0 "$AB_BUILD_PID" 2>/dev/null; then
-  note "ab: waiting for the base build"
-  wait $AB_BUILD_PID || { echo "base build failed"; tail -30 "$OUT/ab-base-build.log"; status=1; }
-fi
+wait_ab_base  # ab_build alone: the background build must end before the script
 exit $status
