@@ -83,6 +83,7 @@ CudaRoundBatcher::CudaRoundBatcher(int device) : device_(device) {
   check(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device_),
         "cudaDeviceGetAttribute");
   min_width_ = env_int("GPUSPEECH_LANES_MIN_WIDTH", 1, 1, cuda::kMaxLanesPerLaunch);
+  cluster_ = env_int("GPUSPEECH_LANES_CLUSTER", 0, 0, 16);
   blocks_ = cooperative != 0
                 ? cuda::tp_lanes_round_blocks(sms, kLaneBlocksPerSm, cuda::kMaxLanesPerLaunch)
                 : 0;
@@ -232,9 +233,17 @@ void CudaRoundBatcher::launch_part(size_t first, size_t n) {
   check(cudaMemcpyAsync(device_rounds_.get(), host_rounds_.get(), n * sizeof(cuda::TpLaneRound),
                         cudaMemcpyHostToDevice, stream_),
         "cudaMemcpyAsync (lane rounds)");
-  check(cuda::tp_lanes_round(device_rounds_.get(), static_cast<int>(n), scratch_.get(), blocks_,
-                             stream_, profile_.get()),
-        "tp_lanes_round");
+  if (cluster_ > 0) {
+    int bins = 1;
+    for (size_t i = 0; i < n; ++i) bins = std::max(bins, host_rounds_.get()[i].frames[0].bins);
+    check(cuda::tp_lanes_cluster_round(device_rounds_.get(), static_cast<int>(n), cluster_, bins,
+                                       stream_),
+          "tp_lanes_cluster_round");
+  } else {
+    check(cuda::tp_lanes_round(device_rounds_.get(), static_cast<int>(n), scratch_.get(), blocks_,
+                               stream_, profile_.get()),
+          "tp_lanes_round");
+  }
   check(cudaStreamSynchronize(stream_), "cudaStreamSynchronize (lane rounds)");
 }
 

@@ -102,6 +102,9 @@ class CudaRoundBatcher {
   cudaStream_t stream_ = nullptr;
   int blocks_ = 0;  // the lanes kernel's grid (cooperative: all resident)
   int min_width_ = 1;  // rounds the launcher waits for (at most 20 ms), for measuring
+  // GPUSPEECH_LANES_CLUSTER=C (1-16): a cluster of C blocks per lane
+  // (tp_lanes_cluster_round, a prototype); 0: the cooperative lanes kernel.
+  int cluster_ = 0;
   cuda_memory::DeviceArray<unsigned char> scratch_;  // tp_lanes_scratch_bytes
   // GPUSPEECH_LANES_PROFILE: the kernel's counters, read after each launch.
   cuda_memory::DeviceArray<unsigned long long> profile_;

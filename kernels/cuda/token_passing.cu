@@ -884,7 +884,10 @@ __device__ __forceinline__ uint32_t heavy_count(const TpState& s) {
   return *static_cast<volatile const uint32_t*>(&s.counters->heavy);
 }
 
-__device__ __forceinline__ void round_body(const cg::grid_group& grid, const Team& t, const TpGraph& g,
+// `grid` is whatever barrier spans the blocks of the Team: the whole grid
+// (cg::grid_group) or, for the cluster lanes kernel, one cluster.
+template <class Barrier>
+__device__ __forceinline__ void round_body(const Barrier& grid, const Team& t, const TpGraph& g,
                                            const TpState& s, const TpFrame& f, int head,
                                            int max_passes, bool heavy, bool collect) {
   if (head == kRoundHeadEmit) {
@@ -924,7 +927,8 @@ __device__ __forceinline__ void round_body(const cg::grid_group& grid, const Tea
 // counters after the same barrier. `fp` is written here (the chained
 // frame's parameters replace the frame's), so it is read with plain loads
 // after barriers, never through the read-only cache.
-__device__ __forceinline__ void round_run(const cg::grid_group& grid, const Team& t, const TpGraph& g,
+template <class Barrier>
+__device__ __forceinline__ void round_run(const Barrier& grid, const Team& t, const TpGraph& g,
                                           const TpState& s, TpFrame* fp, const TpRoundParams& p,
                                           uint32_t* block_hist) {
   const bool chain = p.chain_passes > 0;
@@ -1421,6 +1425,65 @@ __global__ void lanes_round_kernel(const TpLaneRound* __restrict__ rounds, int L
   clock.lap(kLanePhaseOut);  // block 0's share only: no barrier follows
 }
 
+// ---------------------------------------------------------------------------
+// The batched search with a thread-block cluster per lane (stage S1 of
+// docs/search-lanes-plan.md, a prototype chosen by GPUSPEECH_LANES_CLUSTER):
+// each cluster runs its lane's round exactly as the single-stream round
+// kernel runs a stream's (round_run over the cluster's blocks, with
+// cluster barriers instead of grid barriers), so there is no scan over
+// the lanes in any phase and no lane waits for another's phases. The
+// launch is not cooperative: clusters start as the hardware finds room.
+__global__ void lanes_cluster_round_kernel(const TpLaneRound* __restrict__ rounds) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 900
+  __trap();  // clusters need sm_90; the batcher does not pick this kernel below it
+#else
+  extern __shared__ uint32_t block_hist[];
+  const cg::cluster_group cluster = cg::this_cluster();
+  const Team t{cluster.block_rank(), cluster.num_blocks()};
+  const TpLaneRound& r = rounds[blockIdx.x / cluster.num_blocks()];
+  // What the single-stream path queues before its round (as the lanes
+  // kernel's setup phase): the frame parameters, the frame's start.
+  if (t.rank == 0) {
+    constexpr int kFrameWords = sizeof(TpFrame) / sizeof(uint32_t);
+    for (int i = threadIdx.x; i < static_cast<int>(r.num_frames) * kFrameWords; i += blockDim.x)
+      reinterpret_cast<uint32_t*>(r.frame)[i] = reinterpret_cast<const uint32_t*>(r.frames)[i];
+    if (r.begin_frame) {
+      for (int i = threadIdx.x; i < r.frames[0].bins; i += blockDim.x) r.state.histogram[i] = 0;
+      if (threadIdx.x == 0) {
+        reset_counters(r.state.counters, r.frames[0]);
+        if (r.start) start_token(r.state, r.frames[0]);
+      }
+    }
+  }
+  cluster.sync();
+  if (r.run_round) {
+    TpRoundParams p = r.params;
+    p.next = r.frame + 1;  // the chained frame's parameters, copied above
+    round_run(cluster, t, r.graph, r.state, r.frame, p, block_hist);
+  }
+  cluster.sync();
+  // What the host reads: the counters, the chain's outcome, the events.
+  if (t.rank == 0) {
+    constexpr int kOutWords = sizeof(TpCounters) / sizeof(uint32_t);
+    uint32_t* out = reinterpret_cast<uint32_t*>(r.out);
+    const uint32_t* c = reinterpret_cast<const uint32_t*>(r.state.counters);
+    for (int i = threadIdx.x; i < kOutWords; i += blockDim.x) out[i] = c[i];
+    if (r.state.chain != nullptr) {
+      constexpr int kChainWords = sizeof(TpChain) / sizeof(uint32_t);
+      const uint32_t* ch = reinterpret_cast<const uint32_t*>(r.state.chain);
+      for (int i = threadIdx.x; i < kChainWords; i += blockDim.x) out[kOutWords + i] = ch[i];
+    }
+    if (r.state.event_stage != nullptr) {
+      const uint32_t n = min(r.state.counters->events, r.state.event_capacity);
+      const int4* from = reinterpret_cast<const int4*>(r.state.event_stage);
+      int4* to = reinterpret_cast<int4*>(r.state.events);
+      constexpr uint32_t kWords = sizeof(TpEvent) / sizeof(int4);
+      for (uint32_t i = threadIdx.x; i < n * kWords; i += blockDim.x) to[i] = from[i];
+    }
+  }
+#endif
+}
+
 __global__ void clear_touched_kernel(TpState s) {
   const uint32_t n = s.counters->touched;
   for (uint32_t i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {
@@ -1501,6 +1564,28 @@ cudaError_t tp_round(const TpGraph& g, const TpState& s, TpFrame* f, const TpRou
   return cudaLaunchKernelEx(&config, round_kernel, g, s, f, p);
 }
 
+cudaError_t tp_lanes_cluster_round(const TpLaneRound* rounds, int lanes, int cluster, int bins,
+                                   cudaStream_t stream) {
+  if (lanes <= 0) return cudaSuccess;
+  if (cluster > 8) {
+    const cudaError_t st =
+        cudaFuncSetAttribute(lanes_cluster_round_kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1);
+    if (st != cudaSuccess) return st;
+  }
+  cudaLaunchConfig_t config = {};
+  config.gridDim = dim3(static_cast<unsigned>(lanes * cluster));
+  config.blockDim = dim3(kThreads);
+  config.dynamicSmemBytes = static_cast<size_t>(bins) * sizeof(uint32_t);
+  config.stream = stream;
+  cudaLaunchAttribute attribute[1];
+  attribute[0].id = cudaLaunchAttributeClusterDimension;
+  attribute[0].val.clusterDim.x = static_cast<unsigned>(cluster);
+  attribute[0].val.clusterDim.y = 1;
+  attribute[0].val.clusterDim.z = 1;
+  config.attrs = attribute;
+  config.numAttrs = 1;
+  return cudaLaunchKernelEx(&config, lanes_cluster_round_kernel, rounds);
+}
 size_t tp_lanes_scratch_bytes(int lanes) {
   return static_cast<size_t>(lanes) * sizeof(TpLaneStep) + kLaneScratchWords * sizeof(uint32_t);
 }

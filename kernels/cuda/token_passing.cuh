@@ -358,6 +358,12 @@ constexpr int kLaneProfileWords = kLaneProfileLaunches + 4;
 // kLaneProfileWords counters in device memory that the launch adds to.
 cudaError_t tp_lanes_round(const TpLaneRound* rounds, int lanes, void* scratch, int blocks,
                            cudaStream_t stream, unsigned long long* profile = nullptr);
+// The same rounds with a thread-block cluster of `cluster` blocks (1-16)
+// per lane, each running its lane's round as tp_round does (stage S1 of
+// docs/search-lanes-plan.md; a prototype, GPUSPEECH_LANES_CLUSTER). Not
+// cooperative; no profile. `bins`: the largest histogram of the lanes.
+cudaError_t tp_lanes_cluster_round(const TpLaneRound* rounds, int lanes, int cluster, int bins,
+                                   cudaStream_t stream);
 size_t tp_lanes_scratch_bytes(int lanes);
 // The grid size for tp_lanes_round: blocks resident at once on `sm_count`
 // multiprocessors, at most max_per_sm each, with room for `max_lanes`
