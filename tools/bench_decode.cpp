@@ -411,12 +411,17 @@ int bench_decode(int argc, char** argv) {
   {  // the batched search (GPUSPEECH_CUDA_BATCH=1): its launches
     const CudaRoundBatcher::Stats b = CudaRoundBatcher::totals();
     if (b.launches > 0) {
-      std::printf("batched search: %llu rounds in %llu launches (%.1f a launch, at most %u; %d "
-                  "blocks); launcher busy %.3f s, waiting %.3f s; streams in the batcher %.3f s\n",
+      char kernel[64];
+      if (b.cluster > 0)
+        std::snprintf(kernel, sizeof kernel, "a cluster of %d blocks a round", b.cluster);
+      else
+        std::snprintf(kernel, sizeof kernel, "%d blocks, cooperative", b.blocks);
+      std::printf("batched search: %llu rounds in %llu launches (%.1f a launch, at most %u; %s); "
+                  "launcher busy %.3f s, waiting %.3f s; streams in the batcher %.3f s\n",
                   static_cast<unsigned long long>(b.rounds),
                   static_cast<unsigned long long>(b.launches),
                   static_cast<double>(b.rounds) / static_cast<double>(b.launches), b.widest,
-                  b.blocks, b.busy_s, b.waiting_s, b.in_run_s);
+                  kernel, b.busy_s, b.waiting_s, b.in_run_s);
       static const char* const kBins[] = {"1", "2-7", "8-31", "32-127", "128+"};
       std::printf("batched search launches by rounds in them:");
       for (int k = 0; k < CudaRoundBatcher::Stats::kWidthBins; ++k)

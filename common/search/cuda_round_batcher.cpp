@@ -22,6 +22,12 @@ namespace {
 // speed at 256 streams on the H100, 272-287x (docs/benchmarks.md): more
 // resident warps do not help.
 constexpr int kLaneBlocksPerSm = 2;
+// Blocks of a lane's cluster (the cluster kernel, sm_90): at 256 streams
+// on the H100, 4 / 8 / 12 / 16 blocks gave 486 / 607 / 616 / 625x against
+// the cooperative kernel's 467x (docs/benchmarks.md); 16 is the largest
+// cluster the hardware allows (a non-portable size: the device is asked,
+// and a smaller one taken if it refuses).
+constexpr int kLaneClusterBlocks = 16;
 
 int env_int(const char* name, int fallback, int lo, int hi) {
   const char* v = std::getenv(name);
@@ -40,6 +46,7 @@ void add_stats(CudaRoundBatcher::Stats& to, const CudaRoundBatcher::Stats& s) {
   to.rounds += s.rounds;
   to.widest = std::max(to.widest, s.widest);
   to.blocks = std::max(to.blocks, s.blocks);
+  to.cluster = std::max(to.cluster, s.cluster);
   to.busy_s += s.busy_s;
   to.waiting_s += s.waiting_s;
   to.in_run_s += s.in_run_s;
@@ -83,7 +90,8 @@ CudaRoundBatcher::CudaRoundBatcher(int device) : device_(device) {
   check(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device_),
         "cudaDeviceGetAttribute");
   min_width_ = env_int("GPUSPEECH_LANES_MIN_WIDTH", 1, 1, cuda::kMaxLanesPerLaunch);
-  cluster_ = env_int("GPUSPEECH_LANES_CLUSTER", 0, 0, 16);
+  if (const int w = env_int("GPUSPEECH_EMIT_GROUP", 0, 0, 32); w > 0 && (w & (w - 1)) == 0)
+    check(cuda::tp_set_emit_group(w), "tp_set_emit_group");
   blocks_ = cooperative != 0
                 ? cuda::tp_lanes_round_blocks(sms, kLaneBlocksPerSm, cuda::kMaxLanesPerLaunch)
                 : 0;
@@ -95,12 +103,22 @@ CudaRoundBatcher::CudaRoundBatcher(int device) : device_(device) {
   }
   const char* profile = std::getenv("GPUSPEECH_LANES_PROFILE");
   const char* log = std::getenv("GPUSPEECH_LANES_LOG");
+  const bool profiling = (profile != nullptr && std::string(profile) == "1") ||
+                         (log != nullptr && *log != '\0');
+  // A cluster of blocks per lane where the device has clusters (sm_90):
+  // each lane's round runs on its own cluster with cluster barriers, so no
+  // lane waits for another's phases (docs/search-lanes-plan.md, S1). The
+  // cooperative kernel (one grid over all lanes) stays for older devices,
+  // for GPUSPEECH_LANES_CLUSTER=0, and for the per-phase profile, which
+  // only it keeps.
+  const int wanted = env_int("GPUSPEECH_LANES_CLUSTER", kLaneClusterBlocks, 0, 16);
+  cluster_ = wanted > 0 && !profiling ? cuda::tp_lanes_cluster_size(wanted) : 0;
   if (log != nullptr && *log != '\0') {
     // One line a step: rounds, device ns and closure passes, then each
     // phase's ns (tp_lanes_round's profile; for measuring).
     launch_log_ = std::fopen((std::string(log) + "." + std::to_string(device_)).c_str(), "w");
   }
-  if ((profile != nullptr && std::string(profile) == "1") || launch_log_ != nullptr) {
+  if (profiling) {
     profile_.resize(cuda::kLaneProfileWords);
     check(cudaMemset(profile_.get(), 0, cuda::kLaneProfileWords * sizeof(unsigned long long)),
           "cudaMemset (lanes profile)");
@@ -140,6 +158,7 @@ CudaRoundBatcher::Stats CudaRoundBatcher::stats() const {
   std::lock_guard<std::mutex> lock(mutex_);
   Stats s = stats_;
   s.blocks = blocks_;
+  s.cluster = cluster_;
   return s;
 }
 
@@ -234,9 +253,12 @@ void CudaRoundBatcher::launch_part(size_t first, size_t n) {
                         cudaMemcpyHostToDevice, stream_),
         "cudaMemcpyAsync (lane rounds)");
   if (cluster_ > 0) {
-    int bins = 1;
-    for (size_t i = 0; i < n; ++i) bins = std::max(bins, host_rounds_.get()[i].frames[0].bins);
-    check(cuda::tp_lanes_cluster_round(device_rounds_.get(), static_cast<int>(n), cluster_, bins,
+    // A prune-only round carries no frame (its histogram is the frame's of
+    // an earlier launch): the largest histogram any lane has begun.
+    for (size_t i = 0; i < n; ++i)
+      if (host_rounds_.get()[i].num_frames > 0)
+        cluster_bins_ = std::max(cluster_bins_, host_rounds_.get()[i].frames[0].bins);
+    check(cuda::tp_lanes_cluster_round(device_rounds_.get(), static_cast<int>(n), cluster_, cluster_bins_,
                                        stream_),
           "tp_lanes_cluster_round");
   } else {

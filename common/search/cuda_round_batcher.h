@@ -59,7 +59,8 @@ class CudaRoundBatcher {
     uint64_t launches = 0;
     uint64_t rounds = 0;
     uint32_t widest = 0;    // the most rounds in one launch
-    int blocks = 0;         // the lanes kernel's grid
+    int blocks = 0;         // the cooperative lanes kernel's grid
+    int cluster = 0;        // blocks of a lane's cluster; 0: the cooperative kernel ran
     double busy_s = 0.0;    // the launcher in launches (copy, kernel, wait)
     double waiting_s = 0.0;  // the launcher waiting for rounds
     double in_run_s = 0.0;   // streams' threads in run(), summed over them
@@ -102,9 +103,11 @@ class CudaRoundBatcher {
   cudaStream_t stream_ = nullptr;
   int blocks_ = 0;  // the lanes kernel's grid (cooperative: all resident)
   int min_width_ = 1;  // rounds the launcher waits for (at most 20 ms), for measuring
-  // GPUSPEECH_LANES_CLUSTER=C (1-16): a cluster of C blocks per lane
-  // (tp_lanes_cluster_round, a prototype); 0: the cooperative lanes kernel.
+  // Blocks of each lane's cluster (tp_lanes_cluster_round): 16, or what
+  // GPUSPEECH_LANES_CLUSTER says (1-16), where the device allows; 0: the
+  // cooperative lanes kernel (tp_lanes_round).
   int cluster_ = 0;
+  int cluster_bins_ = 1;  // the largest histogram of the frames launched so far
   cuda_memory::DeviceArray<unsigned char> scratch_;  // tp_lanes_scratch_bytes
   // GPUSPEECH_LANES_PROFILE: the kernel's counters, read after each launch.
   cuda_memory::DeviceArray<unsigned long long> profile_;

@@ -657,7 +657,7 @@ void CudaSearcher::advance_device(const float* device_loglik, int64_t frames, in
 
 void CudaSearcher::enqueue_frame(bool start) {
   Impl& m = *impl_;
-  cuda::TpGraph g = m.graph();
+  const cuda::TpGraph g = m.graph();
   const cuda::TpState s = m.state();
   cuda::TpFrame* f = m.frame.get();
   check(cudaMemcpyAsync(m.frame.get(), m.host_frame.get(), sizeof(cuda::TpFrame),
@@ -831,7 +831,7 @@ void CudaSearcher::finish_frame(const cuda::TpCounters& hc, uint32_t expanded, b
 
 void CudaSearcher::enqueue_round(RoundHead head, int passes, bool prune, int chain_passes) {
   Impl& m = *impl_;
-  cuda::TpGraph g = m.graph();
+  const cuda::TpGraph g = m.graph();
   const cuda::TpState s = m.state();
   cuda::TpFrame* f = m.frame.get();
   const bool chain = chain_passes > 0;  // fused rounds only

@@ -8,10 +8,11 @@
 // arcs (word-end fan-out into a language model), which go to a heavy list
 // that a second kernel expands with a whole block per token.
 //
-// Two ways to run a round: the single-stream kernels (one stream's items
-// over the grid, the cooperative round kernel among them), and the lanes
-// kernel of the batched search (the last section: the items of many
-// streams, "lanes", over the grid in one launch).
+// Ways to run a round: the single-stream kernels (one stream's items over
+// the grid, the cooperative round kernel among them), and the two lanes
+// kernels of the batched search (the last sections): the cooperative one
+// walks the items of many streams, "lanes", over one grid; the cluster one
+// gives each lane a cluster of blocks that runs the single-stream round.
 #include "kernels/cuda/token_passing.cuh"
 
 #include <algorithm>
@@ -44,6 +45,10 @@ constexpr int kGroup = 8;
 // Groups per block: blockDim.x / kGroup (the lanes kernel's blocks may be
 // larger than kThreads).
 __device__ __forceinline__ uint32_t groups_per_block() { return blockDim.x / kGroup; }
+// Threads per token in the emitting step, every path (kGroup unless
+// tp_set_emit_group changed it: GPUSPEECH_EMIT_GROUP, a measurement knob;
+// the results do not depend on it).
+__constant__ int c_emit_group = kGroup;
 
 // The blocks that share one stream's work in a phase of the single-stream
 // kernels, and this block's rank among them (the whole grid).
@@ -332,6 +337,22 @@ __device__ __forceinline__ void log_winner(const TpState& s, const WinnerLog& w,
     note_overflow(s);
 }
 
+// Entry e's winner (at a state with these flags), committed: its record
+// and, with rescoring, its history and round mark. Returns it as a token.
+// Both kinds of winner come here: a logged offer's and the host's.
+__device__ __forceinline__ TpToken commit_winner(const TpState& s, const TpFrame& f, int32_t e,
+                                                 float cost, int32_t rec, int32_t hist,
+                                                 uint8_t flags) {
+  s.record[e] = rec;
+  TpToken t{e, cost, rec, 0};
+  if (s.hist != nullptr) {
+    t.hist = hist;
+    s.hist[e] = hist;
+    mark_changed(s, f, e, flags);
+  }
+  return t;
+}
+
 // Logged offer i: if it is its entry's winner, the entry's record and
 // history, its round mark, and its token (returned in *t, its state's
 // flags in *flags); false for an offer that a lower one superseded.
@@ -347,16 +368,7 @@ __device__ __forceinline__ bool resolve_winner(const TpGraph& g, const TpState& 
   const Arc arc = load_arc(g, a);
   int32_t rec = v.z;
   if (arc.olabel > 0) rec = stage_record(s, f, arc.olabel - 1, rec, c);
-  s.record[e] = rec;
-  t->state = e;
-  t->cost = c;
-  t->record = rec;
-  t->hist = 0;
-  if (s.hist != nullptr) {
-    t->hist = v.w;
-    s.hist[e] = v.w;
-    mark_changed(s, f, e, arc.dest_flags);
-  }
+  *t = commit_winner(s, f, e, c, rec, v.w, arc.dest_flags);
   *flags = arc.dest_flags;
   return true;
 }
@@ -388,7 +400,7 @@ __device__ __forceinline__ void emit_arcs(const TpGraph& g, const TpState& s, co
 // Emitting step, live token i, by the kGroup threads of a group (`sub`:
 // this thread's rank in the group).
 __device__ __forceinline__ void emit_item(const TpGraph& g, const TpState& s, const TpFrame& f,
-                                          uint32_t i, int sub) {
+                                          uint32_t i, int sub, int width) {
   const TpToken tok = s.live[f.live_in][i];
   const StateArcs r = state_arcs(g, graph_state(g, tok.state));
   if (r.degree() > kHeavyDegree) {
@@ -398,14 +410,15 @@ __device__ __forceinline__ void emit_item(const TpGraph& g, const TpState& s, co
     }
     return;
   }
-  emit_arcs(g, s, f, tok, r, sub, kGroup);
+  emit_arcs(g, s, f, tok, r, sub, width);
 }
 
 __device__ __forceinline__ void emit_phase(const Team& t, const TpGraph& g, const TpState& s, const TpFrame& f) {
   const uint32_t n = s.counters->live[f.live_in];
-  for (uint32_t i = t.rank * groups_per_block() + threadIdx.x / kGroup; i < n;
-       i += t.size * groups_per_block())
-    emit_item(g, s, f, i, threadIdx.x % kGroup);
+  const uint32_t width = c_emit_group;
+  const uint32_t groups = blockDim.x / width;
+  for (uint32_t i = t.rank * groups + threadIdx.x / width; i < n; i += t.size * groups)
+    emit_item(g, s, f, i, static_cast<int>(threadIdx.x % width), static_cast<int>(width));
 }
 
 // One block per heavy token, its threads striding over the arcs.
@@ -444,7 +457,6 @@ __device__ __forceinline__ void emit_resolve_phase(const Team& t, const TpGraph&
     best = k < best ? k : best;
   }
   warp_min_into(&s.counters->best_emit_key, best);
-  warp_min_into(&s.counters->best_key, best);
   if (t.rank == 0 && threadIdx.x == 0) s.counters->heavy = 0;
 }
 
@@ -585,8 +597,9 @@ __device__ __forceinline__ bool prune_held_back(const TpState& s, bool gated) {
 // The pruning step's four parts are bodies shared by the separate kernels
 // (below) and the fused round kernel's phases.
 // What pruning compares costs with, from the frame's best cost
-// (counters->best_key, the minimum over every winner the frame's resolve
-// phases made, the start token's included: an entry's final value is the
+// (min(best_key, best_emit_key): the minimum over every winner the frame's
+// resolve phases made, the emitting step's kept apart as the closure's beam
+// needs it alone, the start token's included: an entry's final value is the
 // last winner it got, and no winner is below its entry's final value, so
 // the minimum over winners is the minimum over touched entries without a
 // walk over them): the best itself (histogram bins
@@ -597,7 +610,8 @@ struct PruneLimits {
   float best, beam, word_end;
 };
 __device__ __forceinline__ PruneLimits prune_limits(const TpState& s, const TpFrame& f) {
-  const float best = key_cost(s.counters->best_key);
+  const uint32_t k = min(s.counters->best_key, s.counters->best_emit_key);
+  const float best = key_cost(k);
   return {best, add_cost(best, f.beam), add_cost(best, f.word_end_beam)};
 }
 
@@ -819,15 +833,9 @@ __device__ __forceinline__ uint32_t resolve_event_item(const TpGraph& g, const T
     if (!usable_cost(o.cost)) return 0xFFFFFFFFu;
     const int32_t e = find_entry(s.key, s.table_mask, s.table_shift, o.dest);
     if (e < 0 || s.best[e] != pack_candidate(o.cost, g.num_arcs + i)) return 0xFFFFFFFFu;
-    const int32_t rec = stage_record(s, f, o.word, o.record, o.cost);
-    s.record[e] = rec;
-    s.hist[e] = o.hist;
-    mark_changed(s, f, e, state_flags(g, graph_state(g, o.dest)));
-    TpToken t;
-    t.state = e;
-    t.cost = o.cost;
-    t.record = rec;
-    t.hist = o.hist;
+    // Offers come only with rescoring, so the history is kept.
+    const TpToken t = commit_winner(s, f, e, o.cost, stage_record(s, f, o.word, o.record, o.cost),
+                                    o.hist, state_flags(g, graph_state(g, o.dest)));
     TpToken* slot = list_slot(s, s.changed[0], &s.counters->changed[0], s.changed_capacity);
     if (slot != nullptr) *slot = t;
     return cost_key(o.cost);
@@ -1137,15 +1145,16 @@ __device__ void lanes_round_body(const cg::grid_group& grid, const TpLaneRound* 
                                  LaneClock& clock) {
   // The head: emitting step and offers (different lanes) side by side.
   if (blockIdx.x == 0 && threadIdx.x < 3) scratch[threadIdx.x] = 0;
+  const int emit_width = c_emit_group;
   uint32_t items = for_lane_items(
-      L, prefix, kGroup,
+      L, prefix, emit_width,
       [&](int l) -> uint32_t {
         const TpLaneRound& r = rounds[l];
         return steps[l].head == kRoundHeadEmit ? r.state.counters->live[r.frame->live_in] : 0u;
       },
       [&](int l, uint32_t i, int sub) {
         const TpLaneRound& r = rounds[l];
-        emit_item(r.graph, r.state, *r.frame, i, sub);
+        emit_item(r.graph, r.state, *r.frame, i, sub, emit_width);
       });
   items += for_lane_items(
       L, prefix, 1,
@@ -1183,7 +1192,6 @@ __device__ void lanes_round_body(const cg::grid_group& grid, const TpLaneRound* 
         const TpLaneRound& r = rounds[l];
         const uint32_t k = emit_resolve_item(r.graph, r.state, *r.frame, i);
         min_into(&r.state.counters->best_emit_key, k);
-        min_into(&r.state.counters->best_key, k);
       });
   items += for_lane_items(
       L, prefix, 1,
@@ -1427,7 +1435,7 @@ __global__ void lanes_round_kernel(const TpLaneRound* __restrict__ rounds, int L
 
 // ---------------------------------------------------------------------------
 // The batched search with a thread-block cluster per lane (stage S1 of
-// docs/search-lanes-plan.md, a prototype chosen by GPUSPEECH_LANES_CLUSTER):
+// docs/search-lanes-plan.md; the batcher's choice on sm_90 devices):
 // each cluster runs its lane's round exactly as the single-stream round
 // kernel runs a stream's (round_run over the cluster's blocks, with
 // cluster barriers instead of grid barriers), so there is no scan over
@@ -1598,6 +1606,44 @@ int tp_lanes_round_blocks(int sm_count, int max_per_sm, int max_lanes) {
       per_sm < 1)
     return 0;
   return std::min(per_sm, std::max(max_per_sm, 1)) * sm_count;
+}
+
+cudaError_t tp_set_emit_group(int width) {
+  return cudaMemcpyToSymbol(c_emit_group, &width, sizeof(width));
+}
+
+int tp_lanes_cluster_size(int wanted) {
+  // The kernel must hold sm_90 code (a build for older SMs only traps in
+  // it), and the device must place at least one cluster of that size.
+  cudaFuncAttributes attr{};
+  if (cudaFuncGetAttributes(&attr, lanes_cluster_round_kernel) != cudaSuccess || attr.binaryVersion < 90) {
+    cudaGetLastError();
+    return 0;
+  }
+  for (int c = wanted; c >= 1; c /= 2) {
+    if (c > 8 && cudaFuncSetAttribute(lanes_cluster_round_kernel,
+                                      cudaFuncAttributeNonPortableClusterSizeAllowed, 1) != cudaSuccess) {
+      cudaGetLastError();
+      continue;
+    }
+    cudaLaunchConfig_t config = {};
+    config.gridDim = dim3(static_cast<unsigned>(c));
+    config.blockDim = dim3(kThreads);
+    config.dynamicSmemBytes = kMaxHistogramBins * sizeof(uint32_t);
+    cudaLaunchAttribute attribute[1];
+    attribute[0].id = cudaLaunchAttributeClusterDimension;
+    attribute[0].val.clusterDim.x = static_cast<unsigned>(c);
+    attribute[0].val.clusterDim.y = 1;
+    attribute[0].val.clusterDim.z = 1;
+    config.attrs = attribute;
+    config.numAttrs = 1;
+    int clusters = 0;
+    if (cudaOccupancyMaxActiveClusters(&clusters, lanes_cluster_round_kernel, &config) == cudaSuccess &&
+        clusters > 0)
+      return c;
+    cudaGetLastError();
+  }
+  return 0;
 }
 
 cudaError_t tp_lanes_round(const TpLaneRound* rounds, int lanes, void* scratch, int blocks,

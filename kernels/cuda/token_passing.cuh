@@ -136,8 +136,9 @@ struct TpCounters {
                            // capacity = overflow
   uint32_t relax_winners[2];  // closure pass p's, in [p % 2]
   uint32_t best_emit_key;  // cost key of the emitting step's best token
-  uint32_t best_key;       // cost key of the frame's best token: the minimum
-                           // over the resolve phases' winners (and the start token)
+  uint32_t best_key;       // cost key of the best winner of the other resolve
+                           // phases (closure, host offers) and the start token;
+                           // the frame's best is min(best_key, best_emit_key)
   uint32_t kept;           // tokens within their beam
   int32_t cut_bin;         // max-active cutoff bin
   uint32_t passes;         // closure passes that changed something
@@ -358,12 +359,20 @@ constexpr int kLaneProfileWords = kLaneProfileLaunches + 4;
 // kLaneProfileWords counters in device memory that the launch adds to.
 cudaError_t tp_lanes_round(const TpLaneRound* rounds, int lanes, void* scratch, int blocks,
                            cudaStream_t stream, unsigned long long* profile = nullptr);
-// The same rounds with a thread-block cluster of `cluster` blocks (1-16)
-// per lane, each running its lane's round as tp_round does (stage S1 of
-// docs/search-lanes-plan.md; a prototype, GPUSPEECH_LANES_CLUSTER). Not
-// cooperative; no profile. `bins`: the largest histogram of the lanes.
+// The same rounds with a thread-block cluster of `cluster` blocks (1-16,
+// see tp_lanes_cluster_size) per lane, each running its lane's round as
+// tp_round does, with cluster barriers (sm_90; stage S1 of
+// docs/search-lanes-plan.md). Not cooperative: clusters start as room
+// frees. No profile. `bins`: the largest histogram of the lanes.
 cudaError_t tp_lanes_cluster_round(const TpLaneRound* rounds, int lanes, int cluster, int bins,
                                    cudaStream_t stream);
+// Threads per token in the emitting step of every path (1-32, a power of
+// two; default 8): a measurement knob, the results do not depend on it.
+cudaError_t tp_set_emit_group(int width);
+// The largest cluster size c <= wanted, halving, that tp_lanes_cluster_round
+// can launch on the current device (sm_90 code and room for one cluster);
+// 0 if none.
+int tp_lanes_cluster_size(int wanted);
 size_t tp_lanes_scratch_bytes(int lanes);
 // The grid size for tp_lanes_round: blocks resident at once on `sm_count`
 // multiprocessors, at most max_per_sm each, with room for `max_lanes`
