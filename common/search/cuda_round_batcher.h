@@ -1,13 +1,13 @@
 // The batched search across streams (issue 14, docs/search.md "Batched
 // search across streams"): one batcher per device gathers the closure
 // rounds that every batched CudaSearcher on the device asks for and runs
-// them in one cooperative launch (tp_lanes_round,
-// kernels/cuda/token_passing.cuh), each phase over the items of every
-// stream at once. Alone, each stream's frame is a chain of dependent
-// phases whose grid-wide barriers cost ~48 µs of device time, however
-// little it holds, and two streams' cooperative kernels do not share the
-// device; in one launch those barriers are paid once for all the streams
-// in it.
+// them together in one launch (kernels/cuda/token_passing.cuh): on sm_90
+// each lane (stream) on its own cluster of blocks (tp_lanes_cluster_round),
+// elsewhere in one cooperative grid whose phases walk the items of every
+// lane at once (tp_lanes_round). Alone, each stream's frame is a chain of
+// dependent phases whose grid-wide barriers cost ~48 µs of device time,
+// however little it holds, and two streams' cooperative kernels do not
+// share the device; in one launch the device holds many such chains.
 //
 // Continuous batching: a searcher's thread hands its round to run() and
 // sleeps. The launcher thread takes every round waiting when the device
