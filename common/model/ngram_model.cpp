@@ -102,13 +102,11 @@ int NgramModel::word_id(std::string_view word) const {
   return it == vocab_index_.end() ? kNoWord : it->second;
 }
 
+// The search the score walks with (ngram_view.h), on one level's words.
 long NgramModel::find_child(int lvl, uint32_t begin, uint32_t end, uint32_t w) const {
-  const std::vector<uint32_t>& words = levels_[lvl].words;
-  const uint32_t* first = words.data() + begin;
-  const uint32_t* last = words.data() + end;
-  const uint32_t* it = std::lower_bound(first, last, w);
-  if (it == last || *it != w) return -1;
-  return static_cast<long>(it - words.data());
+  NgramLevelView level;
+  level.words = levels_[lvl].words.data();
+  return static_cast<long>(ngram_find_child(level, begin, end, w));
 }
 
 // The recursion-free form of the formula in the header, ngram_score_log10
