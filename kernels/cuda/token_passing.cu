@@ -45,9 +45,9 @@ constexpr int kGroup = 8;
 // Groups per block: blockDim.x / kGroup (the lanes kernel's blocks may be
 // larger than kThreads).
 __device__ __forceinline__ uint32_t groups_per_block() { return blockDim.x / kGroup; }
-// Threads per token in the emitting step, every path (kGroup unless
-// tp_set_emit_group changed it: GPUSPEECH_EMIT_GROUP, a measurement knob;
-// the results do not depend on it).
+// Threads per token in the emitting step of every kernel (kGroup unless
+// tp_set_emit_group changed it: the batched search's batcher does so for
+// GPUSPEECH_EMIT_GROUP, a measurement knob; results do not depend on it).
 __constant__ int c_emit_group = kGroup;
 
 // The blocks that share one stream's work in a phase of the single-stream

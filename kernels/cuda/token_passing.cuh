@@ -366,8 +366,9 @@ cudaError_t tp_lanes_round(const TpLaneRound* rounds, int lanes, void* scratch, 
 // frees. No profile. `bins`: the largest histogram of the lanes.
 cudaError_t tp_lanes_cluster_round(const TpLaneRound* rounds, int lanes, int cluster, int bins,
                                    cudaStream_t stream);
-// Threads per token in the emitting step of every path (1-32, a power of
-// two; default 8): a measurement knob, the results do not depend on it.
+// Threads per token in the emitting step of every kernel on the current
+// device from now on (1-32, a power of two; default 8): a measurement knob
+// (the batcher's GPUSPEECH_EMIT_GROUP); the results do not depend on it.
 cudaError_t tp_set_emit_group(int width);
 // The largest cluster size c <= wanted, halving, that tp_lanes_cluster_round
 // can launch on the current device (sm_90 code and room for one cluster);
