@@ -106,11 +106,12 @@ CudaRoundBatcher::CudaRoundBatcher(int device) : device_(device) {
   // A cluster of blocks per lane where the device has clusters (sm_90):
   // each lane's round runs on its own cluster with cluster barriers, so no
   // lane waits for another's phases (docs/search-lanes-plan.md, S1). The
-  // cooperative kernel (one grid over all lanes) stays for older devices,
-  // for GPUSPEECH_LANES_CLUSTER=0, and for the per-phase profile, which
-  // only it keeps.
+  // cooperative kernel (one grid over all lanes) stays for older devices
+  // and for GPUSPEECH_LANES_CLUSTER=0. Their profiles differ: device time
+  // by phase for the cooperative kernel, lane time summed over lanes for
+  // the cluster kernel.
   const int wanted = env_int("GPUSPEECH_LANES_CLUSTER", kLaneClusterBlocks, 0, 16);
-  cluster_ = wanted > 0 && !profiling ? cuda::tp_lanes_cluster_size(wanted) : 0;
+  cluster_ = wanted > 0 ? cuda::tp_lanes_cluster_size(wanted) : 0;
   if (log != nullptr && *log != '\0') {
     // One line a step: rounds, device ns and closure passes, then each
     // phase's ns (tp_lanes_round's profile; for measuring).
@@ -121,6 +122,8 @@ CudaRoundBatcher::CudaRoundBatcher(int device) : device_(device) {
     check(cudaMemset(profile_.get(), 0, cuda::kLaneProfileWords * sizeof(unsigned long long)),
           "cudaMemset (lanes profile)");
   }
+  // (GPUSPEECH_LANES_LOG's lines are one launch's each only with one in
+  // flight; with more they mix the launches that overlapped.)
   const int in_flight = cluster_ > 0 ? env_int("GPUSPEECH_LANES_IN_FLIGHT", 2, 1, 4) : 1;
   for (int k = 0; k < in_flight; ++k) {
     auto slot = std::make_unique<Slot>();
@@ -242,7 +245,10 @@ void CudaRoundBatcher::launcher(Slot& slot) {
                        words[cuda::kLaneProfileNs + k] - before[cuda::kLaneProfileNs + k]);
         std::fprintf(launch_log_, "\n");
       }
-      std::copy(words, words + cuda::kLaneProfileWords, stats_.lanes_profile);
+      // The words only grow; with launches in flight another launcher may
+      // have stored a later reading already.
+      for (int k = 0; k < cuda::kLaneProfileWords; ++k)
+        stats_.lanes_profile[k] = std::max<uint64_t>(stats_.lanes_profile[k], words[k]);
     }
     const size_t w = slot.batch.size();
     const int bin = w < 2 ? 0 : w < 8 ? 1 : w < 32 ? 2 : w < 128 ? 3 : 4;
@@ -281,7 +287,7 @@ void CudaRoundBatcher::launch_part(Slot& slot, size_t first, size_t n, int bins)
         "cudaMemcpyAsync (lane rounds)");
   if (cluster_ > 0) {
     check(cuda::tp_lanes_cluster_round(slot.device_rounds.get(), static_cast<int>(n), cluster_, bins,
-                                       slot.stream),
+                                       slot.stream, profile_.get()),
           "tp_lanes_cluster_round");
   } else {
     check(cuda::tp_lanes_round(slot.device_rounds.get(), static_cast<int>(n), slot.scratch.get(), blocks_,

@@ -892,36 +892,79 @@ __device__ __forceinline__ uint32_t heavy_count(const TpState& s) {
   return *static_cast<volatile const uint32_t*>(&s.counters->heavy);
 }
 
+// Where a round's time goes, for round_body / round_run: `lap(phase)`
+// after each barrier adds the time since the last one to that phase
+// (kLanePhase*). The single-stream kernel keeps no clock; the cluster
+// lanes kernel keeps one per lane (ClusterClock, below).
+struct NoClock {
+  __device__ void lap(int) {}
+  __device__ void count(int) {}
+};
+// One lane's clock in the cluster kernel: its first thread reads the
+// global timer after each cluster barrier and adds to the launch's
+// profile words (TpLaneProfile), so they sum lane time over lanes.
+struct ClusterClock {
+  unsigned long long* acc;  // profile words, or null
+  bool on;                  // this thread keeps the clock
+  unsigned long long last;
+  __device__ static unsigned long long now() {
+    unsigned long long t;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+    return t;
+  }
+  __device__ void start() {
+    if (on) last = now();
+  }
+  __device__ void lap(int phase) {
+    if (!on) return;
+    const unsigned long long t = now();
+    atomicAdd(acc + kLaneProfileNs + phase, t - last);
+    last = t;
+  }
+  __device__ void count(int word) {
+    if (on) atomicAdd(acc + word, 1ull);
+  }
+};
+
 // `grid` is whatever barrier spans the blocks of the Team: the whole grid
 // (cg::grid_group) or, for the cluster lanes kernel, one cluster.
-template <class Barrier>
+template <class Barrier, class Clock>
 __device__ __forceinline__ void round_body(const Barrier& grid, const Team& t, const TpGraph& g,
                                            const TpState& s, const TpFrame& f, int head,
-                                           int max_passes, bool heavy, bool collect) {
+                                           int max_passes, bool heavy, bool collect, Clock& clock) {
   if (head == kRoundHeadEmit) {
     emit_phase(t, g, s, f);
     grid.sync();
+    clock.lap(kLanePhaseHead);
     if (heavy && heavy_count(s) > 0) {
       emit_heavy_phase(t, g, s, f);
       grid.sync();
+      clock.lap(kLanePhaseEmitHeavy);
     }
     emit_resolve_phase(t, g, s, f);
     grid.sync();
+    clock.lap(kLanePhaseEmitResolve);
   } else if (head == kRoundHeadOffers) {
     offer_events_phase(t, g, s, f);
     grid.sync();
+    clock.lap(kLanePhaseHead);
     resolve_events_phase(t, g, s, f);
     grid.sync();
+    clock.lap(kLanePhaseEmitResolve);
   }
   for (int pass = 0; pass < max_passes; ++pass) {
     relax_phase(t, g, s, f, pass);
     grid.sync();
+    clock.lap(kLanePhaseRelax);
+    clock.count(kLaneProfilePasses);
     if (heavy && heavy_count(s) > 0) {
       relax_heavy_phase(t, g, s, f, pass);
       grid.sync();
+      clock.lap(kLanePhaseRelaxHeavy);
     }
     relax_resolve_phase(t, g, s, f, pass);
     grid.sync();
+    clock.lap(kLanePhaseRelaxResolve);
     if (*static_cast<volatile const uint32_t*>(&s.counters->last_changed) == 0) break;
   }
   if (collect) collect_events_phase(t, g, s, f);
@@ -935,24 +978,28 @@ __device__ __forceinline__ void round_body(const Barrier& grid, const Team& t, c
 // counters after the same barrier. `fp` is written here (the chained
 // frame's parameters replace the frame's), so it is read with plain loads
 // after barriers, never through the read-only cache.
-template <class Barrier>
+template <class Barrier, class Clock>
 __device__ __forceinline__ void round_run(const Barrier& grid, const Team& t, const TpGraph& g,
                                           const TpState& s, TpFrame* fp, const TpRoundParams& p,
-                                          uint32_t* block_hist) {
+                                          uint32_t* block_hist, Clock& clock) {
   const bool chain = p.chain_passes > 0;
   if (chain && t.rank == 0 && threadIdx.x == 0) s.chain->go = 0;  // read after barriers
   const TpFrame f = load_frame_written(fp);
-  round_body(grid, t, g, s, f, p.head, p.max_passes, p.heavy, p.collect);
+  round_body(grid, t, g, s, f, p.head, p.max_passes, p.heavy, p.collect, clock);
   if (!p.prune) return;
   grid.sync();  // the events are collected
+  clock.lap(kLanePhaseCollect);
   if (prune_held_back(s, true)) return;  // the same counters for every thread
   prune_histogram_body(t, s, f, block_hist);
   grid.sync();
+  clock.lap(kLanePhasePruneHistogram);
   if (t.rank == 0) prune_cutoff_body(s, f);
   grid.sync();
+  clock.lap(kLanePhasePruneCutoff);
   prune_compact_body(t, s, f);
   if (!chain) return;
   grid.sync();  // the frame's counters are final
+  clock.lap(kLanePhasePruneCompact);
   if (t.rank == 0 && threadIdx.x == 0) {
     const TpCounters c = *s.counters;
     TpFrame n = load_frame_written(p.next);
@@ -966,17 +1013,20 @@ __device__ __forceinline__ void round_run(const Barrier& grid, const Team& t, co
   }
   grid.sync();
   if (*static_cast<volatile const uint32_t*>(&s.chain->go) == 0) return;
+  clock.count(kLaneProfileChained);
   const TpFrame nf = load_frame_written(fp);
   for (int i = t.rank * blockDim.x + threadIdx.x; i < nf.bins; i += t.size * blockDim.x)
     s.histogram[i] = 0;
   grid.sync();
-  round_body(grid, t, g, s, nf, kRoundHeadEmit, p.chain_passes, p.heavy, /*collect=*/true);
+  clock.lap(kLanePhaseChain);
+  round_body(grid, t, g, s, nf, kRoundHeadEmit, p.chain_passes, p.heavy, /*collect=*/true, clock);
 }
 
 // The cooperative round kernel: one stream's round over the whole grid.
 __global__ void round_kernel(TpGraph g, TpState s, TpFrame* fp, TpRoundParams p) {
   extern __shared__ uint32_t block_hist[];
-  round_run(cg::this_grid(), grid_team(), g, s, fp, p, block_hist);
+  NoClock clock;
+  round_run(cg::this_grid(), grid_team(), g, s, fp, p, block_hist, clock);
 }
 
 // ---------------------------------------------------------------------------
@@ -1441,7 +1491,8 @@ __global__ void lanes_round_kernel(const TpLaneRound* __restrict__ rounds, int L
 // cluster barriers instead of grid barriers), so there is no scan over
 // the lanes in any phase and no lane waits for another's phases. The
 // launch is not cooperative: clusters start as the hardware finds room.
-__global__ void lanes_cluster_round_kernel(const TpLaneRound* __restrict__ rounds) {
+__global__ void lanes_cluster_round_kernel(const TpLaneRound* __restrict__ rounds,
+                                           unsigned long long* profile) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 900
   __trap();  // clusters need sm_90; the batcher does not pick this kernel below it
 #else
@@ -1449,6 +1500,14 @@ __global__ void lanes_cluster_round_kernel(const TpLaneRound* __restrict__ round
   const cg::cluster_group cluster = cg::this_cluster();
   const Team t{cluster.block_rank(), cluster.num_blocks()};
   const TpLaneRound& r = rounds[blockIdx.x / cluster.num_blocks()];
+  // Per lane (GPUSPEECH_LANES_PROFILE): lane time by phase, summed over
+  // the lanes of every launch.
+  ClusterClock clock{profile, profile != nullptr && t.rank == 0 && threadIdx.x == 0, 0};
+  clock.start();
+  if (clock.on) {
+    atomicAdd(profile + kLaneProfileLanes, 1ull);
+    if (blockIdx.x == 0) atomicAdd(profile + kLaneProfileLaunches, 1ull);
+  }
   // What the single-stream path queues before its round (as the lanes
   // kernel's setup phase): the frame parameters, the frame's start.
   if (t.rank == 0) {
@@ -1464,12 +1523,15 @@ __global__ void lanes_cluster_round_kernel(const TpLaneRound* __restrict__ round
     }
   }
   cluster.sync();
+  clock.lap(kLanePhaseSetup);
   if (r.run_round) {
     TpRoundParams p = r.params;
     p.next = r.frame + 1;  // the chained frame's parameters, copied above
-    round_run(cluster, t, r.graph, r.state, r.frame, p, block_hist);
+    round_run(cluster, t, r.graph, r.state, r.frame, p, block_hist, clock);
   }
   cluster.sync();
+  // The round's last phase (the collection, or the compaction) ends here;
+  // with the copy below it is counted as "out" (no barrier follows it).
   // What the host reads: the counters, the chain's outcome, the events.
   if (t.rank == 0) {
     constexpr int kOutWords = sizeof(TpCounters) / sizeof(uint32_t);
@@ -1489,6 +1551,7 @@ __global__ void lanes_cluster_round_kernel(const TpLaneRound* __restrict__ round
       for (uint32_t i = threadIdx.x; i < n * kWords; i += blockDim.x) to[i] = from[i];
     }
   }
+  clock.lap(kLanePhaseOut);  // the first block's share of the copy
 #endif
 }
 
@@ -1573,7 +1636,7 @@ cudaError_t tp_round(const TpGraph& g, const TpState& s, TpFrame* f, const TpRou
 }
 
 cudaError_t tp_lanes_cluster_round(const TpLaneRound* rounds, int lanes, int cluster, int bins,
-                                   cudaStream_t stream) {
+                                   cudaStream_t stream, unsigned long long* profile) {
   if (lanes <= 0) return cudaSuccess;
   if (cluster > 8) {
     const cudaError_t st =
@@ -1592,7 +1655,7 @@ cudaError_t tp_lanes_cluster_round(const TpLaneRound* rounds, int lanes, int clu
   attribute[0].val.clusterDim.z = 1;
   config.attrs = attribute;
   config.numAttrs = 1;
-  return cudaLaunchKernelEx(&config, lanes_cluster_round_kernel, rounds);
+  return cudaLaunchKernelEx(&config, lanes_cluster_round_kernel, rounds, profile);
 }
 size_t tp_lanes_scratch_bytes(int lanes) {
   return static_cast<size_t>(lanes) * sizeof(TpLaneStep) + kLaneScratchWords * sizeof(uint32_t);
