@@ -897,6 +897,9 @@ __device__ __forceinline__ uint32_t heavy_count(const TpState& s) {
 // (kLanePhase*). The single-stream kernel keeps no clock; the cluster
 // lanes kernel keeps one per lane (ClusterClock, below).
 struct NoClock {
+  static constexpr bool on = false;
+  __device__ void init(unsigned long long*, bool) {}
+  __device__ void start() {}
   __device__ void lap(int) {}
   __device__ void count(int) {}
 };
@@ -904,9 +907,14 @@ struct NoClock {
 // global timer after each cluster barrier and adds to the launch's
 // profile words (TpLaneProfile), so they sum lane time over lanes.
 struct ClusterClock {
-  unsigned long long* acc;  // profile words, or null
+  unsigned long long* acc;  // profile words
   bool on;                  // this thread keeps the clock
   unsigned long long last;
+  __device__ void init(unsigned long long* profile, bool keeper) {
+    acc = profile;
+    on = profile != nullptr && keeper;
+    last = 0;
+  }
   __device__ static unsigned long long now() {
     unsigned long long t;
     asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
@@ -1491,6 +1499,10 @@ __global__ void lanes_round_kernel(const TpLaneRound* __restrict__ rounds, int L
 // cluster barriers instead of grid barriers), so there is no scan over
 // the lanes in any phase and no lane waits for another's phases. The
 // launch is not cooperative: clusters start as the hardware finds room.
+// Clock: NoClock, or ClusterClock for GPUSPEECH_LANES_PROFILE (its own
+// instance: the clock's registers would cost the plain kernel occupancy,
+// 72 against 64 a thread).
+template <class Clock>
 __global__ void lanes_cluster_round_kernel(const TpLaneRound* __restrict__ rounds,
                                            unsigned long long* profile) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 900
@@ -1502,7 +1514,8 @@ __global__ void lanes_cluster_round_kernel(const TpLaneRound* __restrict__ round
   const TpLaneRound& r = rounds[blockIdx.x / cluster.num_blocks()];
   // Per lane (GPUSPEECH_LANES_PROFILE): lane time by phase, summed over
   // the lanes of every launch.
-  ClusterClock clock{profile, profile != nullptr && t.rank == 0 && threadIdx.x == 0, 0};
+  Clock clock;
+  clock.init(profile, t.rank == 0 && threadIdx.x == 0);
   clock.start();
   if (clock.on) {
     atomicAdd(profile + kLaneProfileLanes, 1ull);
@@ -1638,9 +1651,10 @@ cudaError_t tp_round(const TpGraph& g, const TpState& s, TpFrame* f, const TpRou
 cudaError_t tp_lanes_cluster_round(const TpLaneRound* rounds, int lanes, int cluster, int bins,
                                    cudaStream_t stream, unsigned long long* profile) {
   if (lanes <= 0) return cudaSuccess;
+  const auto kernel = profile != nullptr ? lanes_cluster_round_kernel<ClusterClock>
+                                         : lanes_cluster_round_kernel<NoClock>;
   if (cluster > 8) {
-    const cudaError_t st =
-        cudaFuncSetAttribute(lanes_cluster_round_kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1);
+    const cudaError_t st = cudaFuncSetAttribute(kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1);
     if (st != cudaSuccess) return st;
   }
   cudaLaunchConfig_t config = {};
@@ -1655,7 +1669,7 @@ cudaError_t tp_lanes_cluster_round(const TpLaneRound* rounds, int lanes, int clu
   attribute[0].val.clusterDim.z = 1;
   config.attrs = attribute;
   config.numAttrs = 1;
-  return cudaLaunchKernelEx(&config, lanes_cluster_round_kernel, rounds, profile);
+  return cudaLaunchKernelEx(&config, kernel, rounds, profile);
 }
 size_t tp_lanes_scratch_bytes(int lanes) {
   return static_cast<size_t>(lanes) * sizeof(TpLaneStep) + kLaneScratchWords * sizeof(uint32_t);
@@ -1679,13 +1693,15 @@ int tp_lanes_cluster_size(int wanted) {
   // The kernel must hold sm_90 code (a build for older SMs only traps in
   // it), and the device must place at least one cluster of that size.
   cudaFuncAttributes attr{};
-  if (cudaFuncGetAttributes(&attr, lanes_cluster_round_kernel) != cudaSuccess || attr.binaryVersion < 90) {
+  // The plain kernel; the profiled one takes the same size (one block on
+  // each of the cluster's SMs fits either).
+  const auto kernel = lanes_cluster_round_kernel<NoClock>;
+  if (cudaFuncGetAttributes(&attr, kernel) != cudaSuccess || attr.binaryVersion < 90) {
     cudaGetLastError();
     return 0;
   }
   for (int c = wanted; c >= 1; c /= 2) {
-    if (c > 8 && cudaFuncSetAttribute(lanes_cluster_round_kernel,
-                                      cudaFuncAttributeNonPortableClusterSizeAllowed, 1) != cudaSuccess) {
+    if (c > 8 && cudaFuncSetAttribute(kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1) != cudaSuccess) {
       cudaGetLastError();
       continue;
     }
@@ -1701,7 +1717,7 @@ int tp_lanes_cluster_size(int wanted) {
     config.attrs = attribute;
     config.numAttrs = 1;
     int clusters = 0;
-    if (cudaOccupancyMaxActiveClusters(&clusters, lanes_cluster_round_kernel, &config) == cudaSuccess &&
+    if (cudaOccupancyMaxActiveClusters(&clusters, kernel, &config) == cudaSuccess &&
         clusters > 0)
       return c;
     cudaGetLastError();
