@@ -286,6 +286,59 @@ TEST(NgramModel, RandomArpaModelsScoreAsTheDefinitionSays) {
   EXPECT_GT(derived, 0u);
 }
 
+// What a device copy of a model will be: the view's arrays copied into
+// buffers of their own, nothing else. Scored through ngram_score_log10
+// (the function the kernels will call), every query must give the model's
+// float exactly, and the same n-gram length.
+TEST(NgramModel, ViewOverCopiedArraysScoresExactlyAsTheModel) {
+  const unsigned seed = test_seed();
+  SCOPED_TRACE("seed " + std::to_string(seed));
+  std::mt19937 rng(seed);
+  size_t queries = 0, backed_off = 0;
+  for (int trial = 0; trial < 100; ++trial) {
+    ReferenceLm lm;
+    int vocab = 0;
+    const NgramModel m = parse_arpa_lm(random_arpa(rng, lm, vocab), "random.arpa");
+    const NgramView original = m.view();
+    ASSERT_EQ(original.order, m.order());
+    ASSERT_EQ(original.vocabulary, m.vocabulary_size());
+    // The copies, and a view over them.
+    std::vector<std::vector<uint32_t>> words(m.order()), children(m.order());
+    std::vector<std::vector<float>> prob(m.order()), backoff(m.order());
+    NgramView copy = original;
+    for (int l = 0; l < m.order(); ++l) {
+      const NgramLevel& level = m.levels()[l];
+      words[l] = level.words;
+      children[l] = level.children;
+      prob[l] = level.log10_prob;
+      backoff[l] = level.log10_backoff;
+      copy.levels[l].words = words[l].empty() ? nullptr : words[l].data();
+      copy.levels[l].children = children[l].empty() ? nullptr : children[l].data();
+      copy.levels[l].log10_prob = prob[l].data();
+      copy.levels[l].log10_backoff = backoff[l].empty() ? nullptr : backoff[l].data();
+    }
+    std::uniform_int_distribution<int> word(0, vocab - 1);
+    for (int q = 0; q < 300; ++q) {
+      std::vector<int> h(std::uniform_int_distribution<int>(0, 4)(rng));
+      for (int& x : h) x = word(rng);
+      const int w = word(rng);
+      int length = 0;
+      const float expect = m.score_log10(h.data(), h.size(), w, &length);
+      // Most recent first, at most order - 1 words, as the view takes them.
+      const int k = std::min<int>(static_cast<int>(h.size()), m.order() - 1);
+      std::vector<int> recent(h.rbegin(), h.rbegin() + k);
+      int got_length = 0;
+      const float got = ngram_score_log10(copy, recent.data(), k, w, &got_length);
+      ASSERT_EQ(got, expect) << "trial " << trial << " query " << q;
+      ASSERT_EQ(got_length, length);
+      backed_off += length <= k;
+      ++queries;
+    }
+  }
+  std::printf("%zu queries through copied arrays, %zu of them backed off\n", queries, backed_off);
+  EXPECT_GT(backed_off, 0u);
+}
+
 TEST(NgramModel, HandWorkedBackoff) {
   // P(c | a b) listed; P(d | a b) = BO(a b) + BO(b) + P(d); P(c | x b) =
   // P(c | b) since "x b" is not listed (BO 1); "b c" is missing, so the

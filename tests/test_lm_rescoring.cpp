@@ -18,6 +18,7 @@
 #include "common/model/ngram_model.h"
 #include "common/search/cpu_searcher.h"
 #include "common/search/lm_rescorer.h"
+#include "common/search/search_arithmetic.h"
 #include "tests/rescoring_test_util.h"
 #include "tests/search_test_graphs.h"
 
@@ -87,6 +88,21 @@ TEST(LmRescorer, DeltasAreTheDifferenceOfTheTwoLmsScores) {
   EXPECT_EQ(r.num_histories(), 1u);
   EXPECT_THROW(r.word_end(5, 1), std::out_of_range);
   EXPECT_THROW(r.word_end(0, 6), std::out_of_range);
+}
+
+// The correction as the device will compute it (search::word_end_delta,
+// with a ln 10 literal) against the formula with the host's std::log, on
+// random scores: the same float every time.
+TEST(LmRescorer, DeltaArithmeticIsTheHostFormula) {
+  EXPECT_EQ(search::kLn10, std::log(10.0));
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<float> score(-9.0f, 0.0f), weight(0.5f, 20.0f);
+  for (int i = 0; i < 100000; ++i) {
+    const float lw = weight(rng), pruned = score(rng), full = score(rng);
+    const float expect = static_cast<float>(static_cast<double>(lw) * std::log(10.0) *
+                                            (static_cast<double>(pruned) - static_cast<double>(full)));
+    ASSERT_EQ(search::word_end_delta(lw, pruned, full), expect) << lw << " " << pruned << " " << full;
+  }
 }
 
 TEST(LmRescorer, RejectsGraphWordsMissingFromTheLm) {

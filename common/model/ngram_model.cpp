@@ -111,9 +111,9 @@ long NgramModel::find_child(int lvl, uint32_t begin, uint32_t end, uint32_t w) c
   return static_cast<long>(it - words.data());
 }
 
-// The recursion-free form of the formula in the header: the probability of
-// the longest listed n-gram ending in `word`, plus the back-offs of every
-// longer context that was not followed by it.
+// The recursion-free form of the formula in the header, ngram_score_log10
+// (ngram_view.h), after the ids are checked: the one definition the host
+// and the device share.
 float NgramModel::score_log10(const int* history, size_t history_len, int word,
                               int* ngram_length) const {
   if (levels_.empty()) throw std::out_of_range("NgramModel: empty model");
@@ -131,39 +131,29 @@ float NgramModel::score_log10(const int* history, size_t history_len, int word,
                               " out of range (vocabulary " + std::to_string(V) + ")");
     r[i] = h;
   }
-  float prob = levels_[0].log10_prob[word];
-  size_t matched = 1;
-  if (k > 0) {
-    uint32_t begin = levels_[0].children[word], end = levels_[0].children[word + 1];
-    for (size_t i = 0; i < k; ++i) {
-      const int lvl = static_cast<int>(i) + 1;
-      const long idx = find_child(lvl, begin, end, static_cast<uint32_t>(r[i]));
-      if (idx < 0) break;
-      prob = levels_[lvl].log10_prob[idx];
-      matched = i + 2;
-      if (lvl + 1 >= order()) break;
-      begin = levels_[lvl].children[idx];
-      end = levels_[lvl].children[idx + 1];
-    }
-    // Contexts of length matched..k were not followed by `word`: add their
-    // back-offs. Context c is r[c-1] ... r[0], stored at path r[0], r[1], ...
-    if (matched <= k) {
-      float bo = 0.0f;
-      if (matched <= 1) bo += levels_[0].log10_backoff[r[0]];
-      uint32_t cb = levels_[0].children[r[0]], ce = levels_[0].children[r[0] + 1];
-      for (size_t c = 2; c <= k; ++c) {
-        const int lvl = static_cast<int>(c) - 1;
-        const long idx = find_child(lvl, cb, ce, static_cast<uint32_t>(r[c - 1]));
-        if (idx < 0) break;  // longer contexts cannot be listed either
-        if (c >= matched) bo += levels_[lvl].log10_backoff[idx];
-        cb = levels_[lvl].children[idx];
-        ce = levels_[lvl].children[idx + 1];
-      }
-      prob += bo;
-    }
-  }
-  if (ngram_length) *ngram_length = static_cast<int>(matched);
+  int matched = 1;
+  const float prob = ngram_score_log10(view(), r, static_cast<int>(k), word, &matched);
+  if (ngram_length) *ngram_length = matched;
   return prob;
+}
+
+// Made on each call (a few pointers a level), so that a copied or moved
+// model, or one whose levels build() is still completing, never reads
+// another's arrays.
+NgramView NgramModel::view() const {
+  NgramView v;
+  v.order = order();
+  v.vocabulary = vocabulary_size();
+  for (int l = 0; l < v.order; ++l) {
+    const NgramLevel& level = levels_[l];
+    NgramLevelView& lv = v.levels[l];
+    lv.words = level.words.empty() ? nullptr : level.words.data();
+    lv.log10_prob = level.log10_prob.data();
+    lv.log10_backoff = level.log10_backoff.empty() ? nullptr : level.log10_backoff.data();
+    lv.children = level.children.empty() ? nullptr : level.children.data();
+    lv.size = static_cast<uint32_t>(level.size());
+  }
+  return v;
 }
 
 float NgramModel::score_log10(const std::vector<std::string>& history,

@@ -27,6 +27,8 @@
 #include <unordered_map>
 #include <vector>
 
+#include "common/model/ngram_view.h"
+
 namespace gpuspeech {
 
 // One order of the reversed trie. Unigrams (level 0) are indexed by word id
@@ -57,6 +59,7 @@ class NgramModel {
  public:
   static constexpr int kNoWord = -1;
   static constexpr int kMaxOrder = 10;
+  static_assert(kMaxOrder <= kNgramViewMaxOrder, "a view holds every order");
 
   NgramModel() = default;
 
@@ -115,6 +118,9 @@ class NgramModel {
 
   // Internal storage, for writers and tests.
   const std::vector<NgramLevel>& levels() const { return levels_; }
+  // The trie as plain arrays (ngram_view.h), valid while this model lives
+  // unchanged: what score_log10 reads, and what a device copy mirrors.
+  NgramView view() const;
 
  private:
   void index_vocabulary();

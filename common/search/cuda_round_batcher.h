@@ -1,12 +1,13 @@
 // The batched search across streams (issue 14, docs/search.md "Batched
 // search across streams"): one batcher per device gathers the closure
 // rounds that every batched CudaSearcher on the device asks for and runs
-// them together in one launch: each lane (stream) on its own cluster of
-// blocks (tp_lanes_cluster_round, sm_90), or, on older devices, in one
-// cooperative grid whose phases walk the items of every lane at once
-// (tp_lanes_round; kernels/cuda/token_passing.cuh). Alone, each stream's
-// frame is a chain of dependent phases, ~48 µs of device time however
-// little it holds; together the device is kept busy with many of them.
+// them together in one launch (kernels/cuda/token_passing.cuh): on sm_90
+// each lane (stream) on its own cluster of blocks (tp_lanes_cluster_round),
+// elsewhere in one cooperative grid whose phases walk the items of every
+// lane at once (tp_lanes_round). Alone, each stream's frame is a chain of
+// dependent phases whose grid-wide barriers cost ~48 µs of device time,
+// however little it holds, and two streams' cooperative kernels do not
+// share the device; in one launch the device holds many such chains.
 //
 // Continuous batching: a searcher's thread hands its round to run() and
 // sleeps. A launcher thread takes every round waiting, launches them

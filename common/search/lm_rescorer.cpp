@@ -6,6 +6,8 @@
 #include <stdexcept>
 #include <utility>
 
+#include "common/search/search_arithmetic.h"
+
 namespace gpuspeech {
 namespace {
 
@@ -93,11 +95,10 @@ int32_t LmRescorer::intern(History h) {
 }
 
 float LmRescorer::delta_of(const History& h, int full_word, int pruned_word) const {
-  const double full = full_->score_log10(h.full_words.data(), h.full_words.size(), full_word);
-  const double pruned =
+  const float full = full_->score_log10(h.full_words.data(), h.full_words.size(), full_word);
+  const float pruned =
       pruned_->score_log10(h.pruned_words.data(), h.pruned_words.size(), pruned_word);
-  return static_cast<float>(static_cast<double>(language_weight_) * std::log(10.0) *
-                            (pruned - full));
+  return search::word_end_delta(language_weight_, pruned, full);
 }
 
 LmRescorer::WordEnd LmRescorer::word_end(int32_t history, int32_t word) {

@@ -107,6 +107,27 @@ GPUSPEECH_HOST_DEVICE float emitting_cost(float cost, float arc_cost,
 #endif
 }
 
+// ln 10 as a double literal: the nearest double, which is what the host's
+// std::log(10.0) returns (tests/test_lm_rescoring.cpp checks it), and a
+// constant the device can use.
+constexpr double kLn10 = 2.302585092994045684;
+
+// Word-end rescoring's cost correction (lm_rescorer.h): the pruned LM's
+// cost, which the graph charged, replaced by the full LM's, both log10,
+// in double, rounded to float once: (lw * ln 10) * (pruned - full).
+GPUSPEECH_HOST_DEVICE float word_end_delta(float language_weight, float pruned_log10,
+                                           float full_log10) {
+#ifdef __CUDA_ARCH__
+  return __double2float_rn(__dmul_rn(__dmul_rn(static_cast<double>(language_weight), kLn10),
+                                     __dsub_rn(static_cast<double>(pruned_log10),
+                                               static_cast<double>(full_log10))));
+#else
+  const double scale = static_cast<double>(language_weight) * kLn10;
+  const double diff = static_cast<double>(pruned_log10) - static_cast<double>(full_log10);
+  return static_cast<float>(scale * diff);
+#endif
+}
+
 // Max-active histogram bin of a token within the beam: bins of width
 // beam / num_bins from the frame's best cost; bin_scale = num_bins / beam
 // (computed once, in float, by the caller).
