@@ -1511,7 +1511,19 @@ __global__ void lanes_cluster_round_kernel(const TpLaneRound* __restrict__ round
   extern __shared__ uint32_t block_hist[];
   const cg::cluster_group cluster = cg::this_cluster();
   const Team t{cluster.block_rank(), cluster.num_blocks()};
-  const TpLaneRound& r = rounds[blockIdx.x / cluster.num_blocks()];
+  // The lane's descriptor in this block's shared memory: every phase reads
+  // the graph's and the state's arrays and capacities through it, which
+  // from global memory would be a load each time (the single-stream
+  // kernel has them as kernel parameters).
+  __shared__ TpLaneRound lane;
+  {
+    static_assert(sizeof(TpLaneRound) % sizeof(uint32_t) == 0, "copied in words");
+    constexpr int kWords = sizeof(TpLaneRound) / sizeof(uint32_t);
+    const uint32_t* from = reinterpret_cast<const uint32_t*>(rounds + blockIdx.x / cluster.num_blocks());
+    for (int i = threadIdx.x; i < kWords; i += blockDim.x) reinterpret_cast<uint32_t*>(&lane)[i] = from[i];
+    __syncthreads();
+  }
+  const TpLaneRound& r = lane;
   // Per lane (GPUSPEECH_LANES_PROFILE): lane time by phase, summed over
   // the lanes of every launch.
   Clock clock;
