@@ -1389,6 +1389,46 @@ __device__ void lanes_prune(const cg::grid_group& grid, const TpLaneRound* round
       [&](int l, uint32_t i, int) { rounds[l].state.histogram[i] = 0; });
 }
 
+// What the single-stream path queues before a round, for one lane by one
+// block: the frame parameters, and at a frame's start its counters,
+// histogram and (at an utterance's start) the start token.
+__device__ __forceinline__ void lane_round_begin(const TpLaneRound& r) {
+  constexpr int kFrameWords = sizeof(TpFrame) / sizeof(uint32_t);
+  for (int i = threadIdx.x; i < static_cast<int>(r.num_frames) * kFrameWords; i += blockDim.x)
+    reinterpret_cast<uint32_t*>(r.frame)[i] = reinterpret_cast<const uint32_t*>(r.frames)[i];
+  if (r.begin_frame) {
+    for (int i = threadIdx.x; i < r.frames[0].bins; i += blockDim.x) r.state.histogram[i] = 0;
+    if (threadIdx.x == 0) {
+      reset_counters(r.state.counters, r.frames[0]);
+      if (r.start) start_token(r.state, r.frames[0]);
+    }
+  }
+}
+
+// What the host reads after a lane's round, copied by one block: the
+// counters, then the chain's outcome, then the lane's events, staged in
+// device memory by the collection (the last round body's: a chained round
+// begins only where the frame's last round had none), to the mapped
+// buffer the host reads.
+__device__ __forceinline__ void lane_round_out(const TpLaneRound& r) {
+  constexpr int kOutWords = sizeof(TpCounters) / sizeof(uint32_t);
+  uint32_t* out = reinterpret_cast<uint32_t*>(r.out);
+  const uint32_t* c = reinterpret_cast<const uint32_t*>(r.state.counters);
+  for (int i = threadIdx.x; i < kOutWords; i += blockDim.x) out[i] = c[i];
+  if (r.state.chain != nullptr) {
+    constexpr int kChainWords = sizeof(TpChain) / sizeof(uint32_t);
+    const uint32_t* ch = reinterpret_cast<const uint32_t*>(r.state.chain);
+    for (int i = threadIdx.x; i < kChainWords; i += blockDim.x) out[kOutWords + i] = ch[i];
+  }
+  if (r.state.event_stage != nullptr) {
+    const uint32_t n = min(r.state.counters->events, r.state.event_capacity);
+    const int4* from = reinterpret_cast<const int4*>(r.state.event_stage);
+    int4* to = reinterpret_cast<int4*>(r.state.events);
+    constexpr uint32_t kWords = sizeof(TpEvent) / sizeof(int4);
+    for (uint32_t i = threadIdx.x; i < n * kWords; i += blockDim.x) to[i] = from[i];
+  }
+}
+
 __global__ void lanes_round_kernel(const TpLaneRound* __restrict__ rounds, int L,
                                    TpLaneStep* steps, uint32_t* scratch,
                                    unsigned long long* profile) {
@@ -1402,16 +1442,7 @@ __global__ void lanes_round_kernel(const TpLaneRound* __restrict__ rounds, int L
   // parameters, the frame's start (counters, histogram, start token).
   for (int l = blockIdx.x; l < L; l += gridDim.x) {
     const TpLaneRound& r = rounds[l];
-    constexpr int kFrameWords = sizeof(TpFrame) / sizeof(uint32_t);
-    for (int i = threadIdx.x; i < static_cast<int>(r.num_frames) * kFrameWords; i += blockDim.x)
-      reinterpret_cast<uint32_t*>(r.frame)[i] = reinterpret_cast<const uint32_t*>(r.frames)[i];
-    if (r.begin_frame) {
-      for (int i = threadIdx.x; i < r.frames[0].bins; i += blockDim.x) r.state.histogram[i] = 0;
-      if (threadIdx.x == 0) {
-        reset_counters(r.state.counters, r.frames[0]);
-        if (r.start) start_token(r.state, r.frames[0]);
-      }
-    }
+    lane_round_begin(r);
     if (threadIdx.x == 0) {
       TpLaneStep st;
       st.head = r.run_round ? r.params.head : kLaneIdle;
@@ -1467,26 +1498,7 @@ __global__ void lanes_round_kernel(const TpLaneRound* __restrict__ rounds, int L
   }
   // What the host reads: the counters, then the chain's outcome.
   for (int l = blockIdx.x; l < L; l += gridDim.x) {
-    const TpLaneRound& r = rounds[l];
-    constexpr int kOutWords = sizeof(TpCounters) / sizeof(uint32_t);
-    uint32_t* out = reinterpret_cast<uint32_t*>(r.out);
-    const uint32_t* c = reinterpret_cast<const uint32_t*>(r.state.counters);
-    for (int i = threadIdx.x; i < kOutWords; i += blockDim.x) out[i] = c[i];
-    if (r.state.chain != nullptr) {
-      constexpr int kChainWords = sizeof(TpChain) / sizeof(uint32_t);
-      const uint32_t* ch = reinterpret_cast<const uint32_t*>(r.state.chain);
-      for (int i = threadIdx.x; i < kChainWords; i += blockDim.x) out[kOutWords + i] = ch[i];
-    }
-    // The lane's events, staged in device memory by the collection (the
-    // last round body's: a chained round begins only where the frame's
-    // last round had none), to the mapped buffer the host reads.
-    if (r.state.event_stage != nullptr) {
-      const uint32_t n = min(r.state.counters->events, r.state.event_capacity);
-      const int4* from = reinterpret_cast<const int4*>(r.state.event_stage);
-      int4* to = reinterpret_cast<int4*>(r.state.events);
-      constexpr uint32_t kWords = sizeof(TpEvent) / sizeof(int4);
-      for (uint32_t i = threadIdx.x; i < n * kWords; i += blockDim.x) to[i] = from[i];
-    }
+    lane_round_out(rounds[l]);
   }
   clock.lap(kLanePhaseOut);  // block 0's share only: no barrier follows
 }
@@ -1535,18 +1547,7 @@ __global__ void lanes_cluster_round_kernel(const TpLaneRound* __restrict__ round
   }
   // What the single-stream path queues before its round (as the lanes
   // kernel's setup phase): the frame parameters, the frame's start.
-  if (t.rank == 0) {
-    constexpr int kFrameWords = sizeof(TpFrame) / sizeof(uint32_t);
-    for (int i = threadIdx.x; i < static_cast<int>(r.num_frames) * kFrameWords; i += blockDim.x)
-      reinterpret_cast<uint32_t*>(r.frame)[i] = reinterpret_cast<const uint32_t*>(r.frames)[i];
-    if (r.begin_frame) {
-      for (int i = threadIdx.x; i < r.frames[0].bins; i += blockDim.x) r.state.histogram[i] = 0;
-      if (threadIdx.x == 0) {
-        reset_counters(r.state.counters, r.frames[0]);
-        if (r.start) start_token(r.state, r.frames[0]);
-      }
-    }
-  }
+  if (t.rank == 0) lane_round_begin(r);
   cluster.sync();
   clock.lap(kLanePhaseSetup);
   if (r.run_round) {
@@ -1558,24 +1559,7 @@ __global__ void lanes_cluster_round_kernel(const TpLaneRound* __restrict__ round
   // The round's last phase (the collection, or the compaction) ends here;
   // with the copy below it is counted as "out" (no barrier follows it).
   // What the host reads: the counters, the chain's outcome, the events.
-  if (t.rank == 0) {
-    constexpr int kOutWords = sizeof(TpCounters) / sizeof(uint32_t);
-    uint32_t* out = reinterpret_cast<uint32_t*>(r.out);
-    const uint32_t* c = reinterpret_cast<const uint32_t*>(r.state.counters);
-    for (int i = threadIdx.x; i < kOutWords; i += blockDim.x) out[i] = c[i];
-    if (r.state.chain != nullptr) {
-      constexpr int kChainWords = sizeof(TpChain) / sizeof(uint32_t);
-      const uint32_t* ch = reinterpret_cast<const uint32_t*>(r.state.chain);
-      for (int i = threadIdx.x; i < kChainWords; i += blockDim.x) out[kOutWords + i] = ch[i];
-    }
-    if (r.state.event_stage != nullptr) {
-      const uint32_t n = min(r.state.counters->events, r.state.event_capacity);
-      const int4* from = reinterpret_cast<const int4*>(r.state.event_stage);
-      int4* to = reinterpret_cast<int4*>(r.state.events);
-      constexpr uint32_t kWords = sizeof(TpEvent) / sizeof(int4);
-      for (uint32_t i = threadIdx.x; i < n * kWords; i += blockDim.x) to[i] = from[i];
-    }
-  }
+  if (t.rank == 0) lane_round_out(r);
   clock.lap(kLanePhaseOut);  // the first block's share of the copy
 #endif
 }
@@ -1663,12 +1647,9 @@ cudaError_t tp_round(const TpGraph& g, const TpState& s, TpFrame* f, const TpRou
 cudaError_t tp_lanes_cluster_round(const TpLaneRound* rounds, int lanes, int cluster, int bins,
                                    cudaStream_t stream, unsigned long long* profile) {
   if (lanes <= 0) return cudaSuccess;
+  // (tp_lanes_cluster_size allowed sizes above 8 on both instances, once.)
   const auto kernel = profile != nullptr ? lanes_cluster_round_kernel<ClusterClock>
                                          : lanes_cluster_round_kernel<NoClock>;
-  if (cluster > 8) {
-    const cudaError_t st = cudaFuncSetAttribute(kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1);
-    if (st != cudaSuccess) return st;
-  }
   cudaLaunchConfig_t config = {};
   config.gridDim = dim3(static_cast<unsigned>(lanes * cluster));
   config.blockDim = dim3(kThreads);
@@ -1713,7 +1694,11 @@ int tp_lanes_cluster_size(int wanted) {
     return 0;
   }
   for (int c = wanted; c >= 1; c /= 2) {
-    if (c > 8 && cudaFuncSetAttribute(kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1) != cudaSuccess) {
+    // Sizes above 8 are allowed here, once per device, on both instances
+    // (the plain one and the profiled one), not at each launch.
+    if (c > 8 && (cudaFuncSetAttribute(kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1) != cudaSuccess ||
+                  cudaFuncSetAttribute(lanes_cluster_round_kernel<ClusterClock>,
+                                       cudaFuncAttributeNonPortableClusterSizeAllowed, 1) != cudaSuccess)) {
       cudaGetLastError();
       continue;
     }
