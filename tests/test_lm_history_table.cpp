@@ -8,6 +8,8 @@
 // a table too small says so (-1) instead of writing out of bounds.
 #include <gtest/gtest.h>
 
+#include <cstdio>
+#include <cstdlib>
 #include <map>
 #include <memory>
 #include <random>
@@ -80,8 +82,12 @@ int32_t start_history(const RescoringSetup& s, const HostTable& t) {
 }
 
 TEST(LmHistoryTable, ThreadedWordEndsGiveTheRescorersFloatsAndHashes) {
-  const unsigned seed = std::random_device{}();
-  std::printf("seed %u\n", seed);
+  // GPUSPEECH_TEST_SEED repeats a run.
+  const char* env = std::getenv("GPUSPEECH_TEST_SEED");
+  const unsigned seed = env != nullptr && *env != '\0' ? static_cast<unsigned>(std::strtoul(env, nullptr, 10))
+                                                         : std::random_device{}();
+  std::printf("seed %u (GPUSPEECH_TEST_SEED=%u repeats this run)\n", seed, seed);
+  std::fflush(stdout);
   std::mt19937 rng(seed);
   size_t steps = 0;
   for (int trial = 0; trial < 20; ++trial) {

@@ -8,6 +8,8 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdio>
+#include <cstdlib>
 #include <map>
 #include <random>
 #include <set>
@@ -52,8 +54,12 @@ struct HostTable {
 };
 
 TEST(WordEndOffers, CountedOrderAndTableGiveTheHostsOffers) {
-  const unsigned seed = std::random_device{}();
-  std::printf("seed %u\n", seed);
+  // GPUSPEECH_TEST_SEED repeats a run.
+  const char* env = std::getenv("GPUSPEECH_TEST_SEED");
+  const unsigned seed = env != nullptr && *env != '\0' ? static_cast<unsigned>(std::strtoul(env, nullptr, 10))
+                                                         : std::random_device{}();
+  std::printf("seed %u (GPUSPEECH_TEST_SEED=%u repeats this run)\n", seed, seed);
+  std::fflush(stdout);
   std::mt19937 rng(seed);
   size_t compared = 0;
   for (int trial = 0; trial < 10; ++trial) {
@@ -64,8 +70,9 @@ TEST(WordEndOffers, CountedOrderAndTableGiveTheHostsOffers) {
     LmRescorer rescorer(lms.full, lms.pruned, graph.words, graph.word_is_filler, lw);
     SearchOptions o;
     o.lm_histories = std::uniform_int_distribution<int>(1, 5)(rng);
+    // Only its rescore_word_ends is used: no decoding, so no reset (whose
+    // start closure a random graph with large corrections may not settle).
     ProbeSearcher host(graph, o, &rescorer);
-    host.reset();
     const int K = host.slots();
 
     // The device's side: its history table and the rescoring's view.
