@@ -204,18 +204,24 @@ void print_lanes_profile(const CudaRoundBatcher::Stats& b) {
       "collect", "prune-histogram", "prune-cutoff", "prune-compact", "chain", "out"};
   double total_ns = 0;
   for (int k = 0; k < cuda::kLanePhases; ++k) total_ns += static_cast<double>(p[cuda::kLaneProfileNs + k]);
-  std::printf("lanes kernel profile: %llu launches, %.1f lanes a launch, %.2f closure passes a "
-              "launch, %.2f chained; %.3f s of kernel time (%.0f us a launch)\n",
-              static_cast<unsigned long long>(launches),
-              static_cast<double>(p[cuda::kLaneProfileLanes]) / static_cast<double>(launches),
-              static_cast<double>(p[cuda::kLaneProfilePasses]) / static_cast<double>(launches),
-              static_cast<double>(p[cuda::kLaneProfileChained]) / static_cast<double>(launches),
-              total_ns * 1e-9, total_ns * 1e-3 / static_cast<double>(launches));
+  // The cooperative kernel's clock is the device's (one per launch); the
+  // cluster kernel's is each lane's own, summed over lanes: per lane-round.
+  const bool per_lane = b.cluster > 0;
+  const double lanes = static_cast<double>(p[cuda::kLaneProfileLanes]);
+  const double per = per_lane ? std::max(lanes, 1.0) : static_cast<double>(launches);
+  const char* unit = per_lane ? "a lane" : "a launch";
+  std::printf("lanes kernel profile (%s): %llu launches, %.1f lanes a launch, %.2f closure passes "
+              "%s, %.2f chained; %.3f s of %s time (%.0f us %s)\n",
+              per_lane ? "cluster kernel, lane time" : "cooperative kernel, device time",
+              static_cast<unsigned long long>(launches), lanes / static_cast<double>(launches),
+              static_cast<double>(p[cuda::kLaneProfilePasses]) / per, unit,
+              static_cast<double>(p[cuda::kLaneProfileChained]) / per, total_ns * 1e-9,
+              per_lane ? "lane" : "kernel", total_ns * 1e-3 / per, unit);
   for (int k = 0; k < cuda::kLanePhases; ++k) {
     const double ns = static_cast<double>(p[cuda::kLaneProfileNs + k]);
-    std::printf("  %-16s %5.1f %%  %8.1f us a launch  %10.0f items a launch\n", kNames[k],
-                100.0 * ns / std::max(total_ns, 1.0), ns * 1e-3 / static_cast<double>(launches),
-                static_cast<double>(p[cuda::kLaneProfileItems + k]) / static_cast<double>(launches));
+    std::printf("  %-16s %5.1f %%  %8.1f us %s  %10.0f items %s\n", kNames[k],
+                100.0 * ns / std::max(total_ns, 1.0), ns * 1e-3 / per, unit,
+                static_cast<double>(p[cuda::kLaneProfileItems + k]) / per, unit);
   }
 }
 #endif

@@ -82,7 +82,6 @@ std::shared_ptr<CudaRoundBatcher> CudaRoundBatcher::for_device(int device) {
 
 CudaRoundBatcher::CudaRoundBatcher(int device) : device_(device) {
   check(cudaSetDevice(device_), "cudaSetDevice");
-  check(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "cudaStreamCreate");
   int cooperative = 0;
   check(cudaDeviceGetAttribute(&cooperative, cudaDevAttrCooperativeLaunch, device_),
         "cudaDeviceGetAttribute");
@@ -96,7 +95,6 @@ CudaRoundBatcher::CudaRoundBatcher(int device) : device_(device) {
                 ? cuda::tp_lanes_round_blocks(sms, kLaneBlocksPerSm, cuda::kMaxLanesPerLaunch)
                 : 0;
   if (blocks_ <= 0) {
-    cudaStreamDestroy(stream_);
     cuda_memory::forget_error();
     throw BackendError("cuda search: device " + std::to_string(device_) +
                        " cannot run the batched search (no cooperative launch)");
@@ -108,11 +106,12 @@ CudaRoundBatcher::CudaRoundBatcher(int device) : device_(device) {
   // A cluster of blocks per lane where the device has clusters (sm_90):
   // each lane's round runs on its own cluster with cluster barriers, so no
   // lane waits for another's phases (docs/search-lanes-plan.md, S1). The
-  // cooperative kernel (one grid over all lanes) stays for older devices,
-  // for GPUSPEECH_LANES_CLUSTER=0, and for the per-phase profile, which
-  // only it keeps.
+  // cooperative kernel (one grid over all lanes) stays for older devices
+  // and for GPUSPEECH_LANES_CLUSTER=0. Their profiles differ: device time
+  // by phase for the cooperative kernel, lane time summed over lanes for
+  // the cluster kernel.
   const int wanted = env_int("GPUSPEECH_LANES_CLUSTER", kLaneClusterBlocks, 0, 16);
-  cluster_ = wanted > 0 && !profiling ? cuda::tp_lanes_cluster_size(wanted) : 0;
+  cluster_ = wanted > 0 ? cuda::tp_lanes_cluster_size(wanted) : 0;
   if (log != nullptr && *log != '\0') {
     // One line a step: rounds, device ns and closure passes, then each
     // phase's ns (tp_lanes_round's profile; for measuring).
@@ -123,7 +122,22 @@ CudaRoundBatcher::CudaRoundBatcher(int device) : device_(device) {
     check(cudaMemset(profile_.get(), 0, cuda::kLaneProfileWords * sizeof(unsigned long long)),
           "cudaMemset (lanes profile)");
   }
-  thread_ = std::thread([this] { launcher(); });
+  // (GPUSPEECH_LANES_LOG's lines are one launch's each only with one in
+  // flight; with more they mix the launches that overlapped.)
+  const int in_flight = cluster_ > 0 ? env_int("GPUSPEECH_LANES_IN_FLIGHT", 2, 1, 4) : 1;
+  for (int k = 0; k < in_flight; ++k) {
+    auto slot = std::make_unique<Slot>();
+    const cudaError_t st = cudaStreamCreateWithFlags(&slot->stream, cudaStreamNonBlocking);
+    if (st != cudaSuccess) {
+      for (auto& made : slots_) cudaStreamDestroy(made->stream);
+      if (launch_log_ != nullptr) std::fclose(launch_log_);
+      cuda_memory::forget_error();
+      throw BackendError(std::string("cuda search: cudaStreamCreate failed for the round batcher: ") +
+                         cudaGetErrorName(st));
+    }
+    slots_.push_back(std::move(slot));
+  }
+  for (auto& slot : slots_) threads_.emplace_back([this, s = slot.get()] { launcher(*s); });
 }
 
 CudaRoundBatcher::~CudaRoundBatcher() {
@@ -132,26 +146,31 @@ CudaRoundBatcher::~CudaRoundBatcher() {
     stop_ = true;
   }
   work_.notify_all();
-  if (thread_.joinable()) thread_.join();
+  for (std::thread& t : threads_)
+    if (t.joinable()) t.join();
   {
     std::lock_guard<std::mutex> lock(totals_mutex);
     add_stats(totals_of_gone, stats());
   }
-  if (stream_ != nullptr) cudaStreamDestroy(stream_);
+  for (auto& slot : slots_)
+    if (slot->stream != nullptr) cudaStreamDestroy(slot->stream);
   if (launch_log_ != nullptr) std::fclose(launch_log_);
   cuda_memory::forget_error();  // errors of cleanup are not the next launch's
 }
 
 void CudaRoundBatcher::run(const cuda::TpLaneRound& round) {
   const auto t0 = std::chrono::steady_clock::now();
+  Ticket ticket;
   std::unique_lock<std::mutex> lock(mutex_);
   if (stop_) throw BackendError("cuda search: the round batcher has stopped");
-  const uint64_t step = next_step_;
   waiting_.push_back(round);
+  waiting_tickets_.push_back(&ticket);
   if (waiting_.size() == 1 || waiting_.size() == static_cast<size_t>(min_width_)) work_.notify_one();
-  done_[step & 1].wait(lock, [&] { return completed_step_ >= step; });
+  // The ticket lives here until its launcher has set `done` under the lock
+  // and let it go: the launcher touches no ticket after that.
+  ticket.cv.wait(lock, [&] { return ticket.done; });
   stats_.in_run_s += seconds_since(t0);
-  if (error_step_ == step) throw BackendError(error_);
+  if (!ticket.error.empty()) throw BackendError(ticket.error);
 }
 
 CudaRoundBatcher::Stats CudaRoundBatcher::stats() const {
@@ -162,7 +181,7 @@ CudaRoundBatcher::Stats CudaRoundBatcher::stats() const {
   return s;
 }
 
-void CudaRoundBatcher::launcher() {
+void CudaRoundBatcher::launcher(Slot& slot) {
   const cudaError_t set = cudaSetDevice(device_);
   using Clock = std::chrono::steady_clock;
   std::unique_lock<std::mutex> lock(mutex_);
@@ -174,13 +193,23 @@ void CudaRoundBatcher::launcher() {
                      [&] { return stop_ || waiting_.size() >= static_cast<size_t>(min_width_); });
     const Clock::time_point begin = Clock::now();
     stats_.waiting_s += std::chrono::duration<double>(begin - idle).count();
-    if (waiting_.empty()) break;  // stopping, nothing left to run
-    batch_.swap(waiting_);
+    if (waiting_.empty()) {
+      if (stop_) break;  // stopping, nothing left to run
+      continue;          // another launcher took them
+    }
+    slot.batch.swap(waiting_);
     waiting_.clear();
-    const uint64_t step = next_step_++;
+    slot.tickets.swap(waiting_tickets_);
+    waiting_tickets_.clear();
     stats_.launches += 1;
-    stats_.rounds += batch_.size();
-    stats_.widest = std::max<uint32_t>(stats_.widest, static_cast<uint32_t>(batch_.size()));
+    stats_.rounds += slot.batch.size();
+    stats_.widest = std::max<uint32_t>(stats_.widest, static_cast<uint32_t>(slot.batch.size()));
+    // A prune-only round carries no frame (its histogram is the one its
+    // lane began in an earlier launch, maybe another slot's): the largest
+    // histogram any lane has begun, kept here under the lock.
+    for (const cuda::TpLaneRound& r : slot.batch)
+      if (r.num_frames > 0) cluster_bins_ = std::max(cluster_bins_, r.frames[0].bins);
+    const int bins = cluster_bins_;
     lock.unlock();
     std::string error;
     if (set != cudaSuccess) {
@@ -188,15 +217,15 @@ void CudaRoundBatcher::launcher() {
               cudaGetErrorName(set);
     } else {
       try {
-        launch(batch_.size());
+        launch(slot, bins);
       } catch (const std::exception& e) {
         error = e.what();
       }
     }
     const double busy = std::chrono::duration<double>(Clock::now() - begin).count();
-    // The kernel's profile (GPUSPEECH_LANES_PROFILE / _LOG), read before the
-    // lock is taken again, so that streams handing in rounds do not wait
-    // for the copy.
+    // The kernel's profile (GPUSPEECH_LANES_PROFILE / _LOG; one slot then),
+    // read before the lock is taken again, so that streams handing in
+    // rounds do not wait for the copy.
     unsigned long long words[cuda::kLaneProfileWords];
     const bool profiled =
         profile_.get() != nullptr && error.empty() &&
@@ -209,64 +238,63 @@ void CudaRoundBatcher::launcher() {
         uint64_t ns = 0;
         for (int k = 0; k < cuda::kLanePhases; ++k)
           ns += words[cuda::kLaneProfileNs + k] - before[cuda::kLaneProfileNs + k];
-        std::fprintf(launch_log_, "%zu %llu %llu", batch_.size(), static_cast<unsigned long long>(ns),
+        std::fprintf(launch_log_, "%zu %llu %llu", slot.batch.size(), static_cast<unsigned long long>(ns),
                      words[cuda::kLaneProfilePasses] - before[cuda::kLaneProfilePasses]);
         for (int k = 0; k < cuda::kLanePhases; ++k)
           std::fprintf(launch_log_, " %llu",
                        words[cuda::kLaneProfileNs + k] - before[cuda::kLaneProfileNs + k]);
         std::fprintf(launch_log_, "\n");
       }
-      std::copy(words, words + cuda::kLaneProfileWords, stats_.lanes_profile);
+      // The words only grow; with launches in flight another launcher may
+      // have stored a later reading already.
+      for (int k = 0; k < cuda::kLaneProfileWords; ++k)
+        stats_.lanes_profile[k] = std::max<uint64_t>(stats_.lanes_profile[k], words[k]);
     }
-    const size_t w = batch_.size();
+    const size_t w = slot.batch.size();
     const int bin = w < 2 ? 0 : w < 8 ? 1 : w < 32 ? 2 : w < 128 ? 3 : 4;
     stats_.launches_by_width[bin] += 1;
     stats_.busy_by_width_s[bin] += busy;
-    if (!error.empty()) {
-      error_ = error;
-      error_step_ = step;
+    for (Ticket* t : slot.tickets) {
+      t->error = error;
+      t->done = true;
+      t->cv.notify_one();
     }
-    completed_step_ = step;
-    done_[step & 1].notify_all();
+    slot.tickets.clear();
   }
 }
 
-void CudaRoundBatcher::launch(size_t all) {
+void CudaRoundBatcher::launch(Slot& slot, int bins) {
   // At most kMaxLanesPerLaunch lanes a launch: more run one launch after
   // another within the step.
+  const size_t all = slot.batch.size();
   for (size_t first = 0; first < all; first += cuda::kMaxLanesPerLaunch) {
     const size_t n = std::min<size_t>(all - first, cuda::kMaxLanesPerLaunch);
-    launch_part(first, n);
+    launch_part(slot, first, n, bins);
   }
 }
 
-void CudaRoundBatcher::launch_part(size_t first, size_t n) {
-  if (host_rounds_.size() < n) {
+void CudaRoundBatcher::launch_part(Slot& slot, size_t first, size_t n, int bins) {
+  if (slot.host_rounds.size() < n) {
     const size_t room = std::min<size_t>(std::max<size_t>(n * 2, 64), cuda::kMaxLanesPerLaunch);
-    host_rounds_.resize(room);
-    device_rounds_.resize(room);
-    scratch_.resize(cuda::tp_lanes_scratch_bytes(static_cast<int>(room)));
+    slot.host_rounds.resize(room);
+    slot.device_rounds.resize(room);
+    if (cluster_ == 0) slot.scratch.resize(cuda::tp_lanes_scratch_bytes(static_cast<int>(room)));
   }
-  std::copy(batch_.begin() + static_cast<std::ptrdiff_t>(first),
-            batch_.begin() + static_cast<std::ptrdiff_t>(first + n), host_rounds_.get());
-  check(cudaMemcpyAsync(device_rounds_.get(), host_rounds_.get(), n * sizeof(cuda::TpLaneRound),
-                        cudaMemcpyHostToDevice, stream_),
+  std::copy(slot.batch.begin() + static_cast<std::ptrdiff_t>(first),
+            slot.batch.begin() + static_cast<std::ptrdiff_t>(first + n), slot.host_rounds.get());
+  check(cudaMemcpyAsync(slot.device_rounds.get(), slot.host_rounds.get(), n * sizeof(cuda::TpLaneRound),
+                        cudaMemcpyHostToDevice, slot.stream),
         "cudaMemcpyAsync (lane rounds)");
   if (cluster_ > 0) {
-    // A prune-only round carries no frame (its histogram is the frame's of
-    // an earlier launch): the largest histogram any lane has begun.
-    for (size_t i = 0; i < n; ++i)
-      if (host_rounds_.get()[i].num_frames > 0)
-        cluster_bins_ = std::max(cluster_bins_, host_rounds_.get()[i].frames[0].bins);
-    check(cuda::tp_lanes_cluster_round(device_rounds_.get(), static_cast<int>(n), cluster_, cluster_bins_,
-                                       stream_),
+    check(cuda::tp_lanes_cluster_round(slot.device_rounds.get(), static_cast<int>(n), cluster_, bins,
+                                       slot.stream, profile_.get()),
           "tp_lanes_cluster_round");
   } else {
-    check(cuda::tp_lanes_round(device_rounds_.get(), static_cast<int>(n), scratch_.get(), blocks_,
-                               stream_, profile_.get()),
+    check(cuda::tp_lanes_round(slot.device_rounds.get(), static_cast<int>(n), slot.scratch.get(), blocks_,
+                               slot.stream, profile_.get()),
           "tp_lanes_round");
   }
-  check(cudaStreamSynchronize(stream_), "cudaStreamSynchronize (lane rounds)");
+  check(cudaStreamSynchronize(slot.stream), "cudaStreamSynchronize (lane rounds)");
 }
 
 }  // namespace gpuspeech

@@ -10,12 +10,15 @@
 // share the device; in one launch the device holds many such chains.
 //
 // Continuous batching: a searcher's thread hands its round to run() and
-// sleeps. The launcher thread takes every round waiting when the device
-// is free, launches them together, waits once, and wakes their threads,
-// which rescore their word ends on their own cores and come back for the
-// next round while the device runs the rounds of others. Nothing waits
-// for a batch to fill, so a lone stream is not delayed by a timer, and a
-// stream is never in two launches at once, so its rounds keep their order.
+// sleeps. A launcher thread takes every round waiting, launches them
+// together, waits once, and wakes their threads, which rescore their word
+// ends on their own cores and come back for the next round while the
+// device runs the rounds of others. With the cluster kernel two launchers
+// (GPUSPEECH_LANES_IN_FLIGHT) keep two launches in flight on their own
+// CUDA streams, so rounds handed in during a launch start before it ends.
+// Nothing waits for a batch to fill, so a lone stream is not delayed by a
+// timer, and a stream is never in two launches at once (its thread waits
+// in run()), so its rounds keep their order.
 //
 // Every lane (stream) runs the same steps as the single-stream round on
 // its own tables and counters: its results do not depend on what else is
@@ -79,40 +82,52 @@ class CudaRoundBatcher {
   static Stats totals();
 
  private:
-  void launcher();
-  // Launches batch_[0, n) and waits; throws BackendError on failure.
-  void launch(size_t n);
-  void launch_part(size_t first, size_t n);
+  // A round handed in by run(), and what its thread waits for.
+  struct Ticket {
+    bool done = false;
+    std::string error;  // empty: the round ran
+    std::condition_variable cv;
+  };
+  // One launch in flight: its CUDA stream, its rounds, their descriptors
+  // in pinned memory and on the device. Each slot has its own launcher
+  // thread; the slots' launches overlap on the device.
+  struct Slot {
+    cudaStream_t stream = nullptr;
+    std::vector<cuda::TpLaneRound> batch;
+    std::vector<Ticket*> tickets;
+    cuda_memory::PinnedArray<cuda::TpLaneRound> host_rounds;
+    cuda_memory::DeviceArray<cuda::TpLaneRound> device_rounds;
+    cuda_memory::DeviceArray<unsigned char> scratch;  // tp_lanes_scratch_bytes
+  };
+  void launcher(Slot& slot);
+  // Launches slot.batch and waits; throws BackendError on failure.
+  void launch(Slot& slot, int bins);
+  void launch_part(Slot& slot, size_t first, size_t n, int bins);
 
   const int device_;
   mutable std::mutex mutex_;
-  std::condition_variable work_;     // the launcher: rounds are waiting, or stop
-  std::condition_variable done_[2];  // threads of step k wait on done_[k % 2]
-  std::vector<cuda::TpLaneRound> waiting_;  // rounds for step next_step_
-  uint64_t next_step_ = 1;       // the step the waiting rounds will run in
-  uint64_t completed_step_ = 0;  // every step up to this one has finished
-  std::string error_;            // the last failed step's error
-  uint64_t error_step_ = 0;      // and its number
+  std::condition_variable work_;  // the launchers: rounds are waiting, or stop
+  std::vector<cuda::TpLaneRound> waiting_;  // rounds for the next launch
+  std::vector<Ticket*> waiting_tickets_;    // and their threads' tickets
   bool stop_ = false;
   Stats stats_;
 
-  // The launcher's own: the descriptors in pinned memory and on the device.
-  std::vector<cuda::TpLaneRound> batch_;
-  cuda_memory::PinnedArray<cuda::TpLaneRound> host_rounds_;
-  cuda_memory::DeviceArray<cuda::TpLaneRound> device_rounds_;
-  cudaStream_t stream_ = nullptr;
-  int blocks_ = 0;  // the lanes kernel's grid (cooperative: all resident)
-  int min_width_ = 1;  // rounds the launcher waits for (at most 20 ms), for measuring
+  int blocks_ = 0;  // the cooperative lanes kernel's grid (all resident)
+  int min_width_ = 1;  // rounds a launcher waits for (at most 20 ms), for measuring
   // Blocks of each lane's cluster (tp_lanes_cluster_round): 16, or what
   // GPUSPEECH_LANES_CLUSTER says (1-16), where the device allows; 0: the
   // cooperative lanes kernel (tp_lanes_round).
   int cluster_ = 0;
-  int cluster_bins_ = 1;  // the largest histogram of the frames launched so far
-  cuda_memory::DeviceArray<unsigned char> scratch_;  // tp_lanes_scratch_bytes
-  // GPUSPEECH_LANES_PROFILE: the kernel's counters, read after each launch.
+  int cluster_bins_ = 1;  // the largest histogram of the frames taken so far (under mutex_)
+  // GPUSPEECH_LANES_PROFILE: the kernel's counters, read after each launch
+  // (the cooperative kernel, one slot only).
   cuda_memory::DeviceArray<unsigned long long> profile_;
   std::FILE* launch_log_ = nullptr;  // GPUSPEECH_LANES_LOG
-  std::thread thread_;
+  // Launches in flight at once: 2 with the cluster kernel
+  // (GPUSPEECH_LANES_IN_FLIGHT, 1-4); 1 with the cooperative one, whose
+  // launch fills the device.
+  std::vector<std::unique_ptr<Slot>> slots_;
+  std::vector<std::thread> threads_;
 };
 
 }  // namespace gpuspeech

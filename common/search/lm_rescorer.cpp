@@ -6,28 +6,14 @@
 #include <stdexcept>
 #include <utility>
 
+#include "common/search/history_hash.h"
 #include "common/search/search_arithmetic.h"
 
 namespace gpuspeech {
 namespace {
 
-// FNV-1a over the ids, then a murmur-style finaliser so that every bit of
-// the result depends on every word (the slot is hash % K for small K).
 uint32_t hash_words(const std::vector<int>& words) {
-  uint32_t h = 2166136261u;
-  for (int w : words) {
-    uint32_t u = static_cast<uint32_t>(w);
-    for (int b = 0; b < 4; ++b) {
-      h ^= (u >> (8 * b)) & 0xFFu;
-      h *= 16777619u;
-    }
-  }
-  h ^= h >> 16;
-  h *= 0x85EBCA6Bu;
-  h ^= h >> 13;
-  h *= 0xC2B2AE35u;
-  h ^= h >> 16;
-  return h;
+  return history_hash_of(words.data(), static_cast<int>(words.size()));
 }
 
 std::string key_of(const std::vector<int>& words) {

@@ -64,6 +64,13 @@ class LmRescorer {
   std::vector<std::string> history_words(int32_t history) const;
   size_t num_histories() const { return histories_.size(); }
 
+  // Graph word -> full-LM / pruned-LM id, -1 for fillers; the history
+  // length kept (N - 1): what a device copy of the rescoring needs.
+  const std::vector<int>& full_of_graph() const { return full_of_graph_; }
+  const std::vector<int>& pruned_of_graph() const { return pruned_of_graph_; }
+  int history_length() const { return static_cast<int>(keep_); }
+  std::shared_ptr<const NgramModel> full_lm_shared() const { return full_; }
+  std::shared_ptr<const NgramModel> pruned_lm_shared() const { return pruned_; }
   const NgramModel& full_lm() const { return *full_; }
   const NgramModel& pruned_lm() const { return *pruned_; }
   float language_weight() const { return language_weight_; }

@@ -892,36 +892,87 @@ __device__ __forceinline__ uint32_t heavy_count(const TpState& s) {
   return *static_cast<volatile const uint32_t*>(&s.counters->heavy);
 }
 
+// Where a round's time goes, for round_body / round_run: `lap(phase)`
+// after each barrier adds the time since the last one to that phase
+// (kLanePhase*). The single-stream kernel keeps no clock; the cluster
+// lanes kernel keeps one per lane (ClusterClock, below).
+struct NoClock {
+  static constexpr bool on = false;
+  __device__ void init(unsigned long long*, bool) {}
+  __device__ void start() {}
+  __device__ void lap(int) {}
+  __device__ void count(int) {}
+};
+// One lane's clock in the cluster kernel: its first thread reads the
+// global timer after each cluster barrier and adds to the launch's
+// profile words (TpLaneProfile), so they sum lane time over lanes.
+struct ClusterClock {
+  unsigned long long* acc;  // profile words
+  bool on;                  // this thread keeps the clock
+  unsigned long long last;
+  __device__ void init(unsigned long long* profile, bool keeper) {
+    acc = profile;
+    on = profile != nullptr && keeper;
+    last = 0;
+  }
+  __device__ static unsigned long long now() {
+    unsigned long long t;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+    return t;
+  }
+  __device__ void start() {
+    if (on) last = now();
+  }
+  __device__ void lap(int phase) {
+    if (!on) return;
+    const unsigned long long t = now();
+    atomicAdd(acc + kLaneProfileNs + phase, t - last);
+    last = t;
+  }
+  __device__ void count(int word) {
+    if (on) atomicAdd(acc + word, 1ull);
+  }
+};
+
 // `grid` is whatever barrier spans the blocks of the Team: the whole grid
 // (cg::grid_group) or, for the cluster lanes kernel, one cluster.
-template <class Barrier>
+template <class Barrier, class Clock>
 __device__ __forceinline__ void round_body(const Barrier& grid, const Team& t, const TpGraph& g,
                                            const TpState& s, const TpFrame& f, int head,
-                                           int max_passes, bool heavy, bool collect) {
+                                           int max_passes, bool heavy, bool collect, Clock& clock) {
   if (head == kRoundHeadEmit) {
     emit_phase(t, g, s, f);
     grid.sync();
+    clock.lap(kLanePhaseHead);
     if (heavy && heavy_count(s) > 0) {
       emit_heavy_phase(t, g, s, f);
       grid.sync();
+      clock.lap(kLanePhaseEmitHeavy);
     }
     emit_resolve_phase(t, g, s, f);
     grid.sync();
+    clock.lap(kLanePhaseEmitResolve);
   } else if (head == kRoundHeadOffers) {
     offer_events_phase(t, g, s, f);
     grid.sync();
+    clock.lap(kLanePhaseHead);
     resolve_events_phase(t, g, s, f);
     grid.sync();
+    clock.lap(kLanePhaseEmitResolve);
   }
   for (int pass = 0; pass < max_passes; ++pass) {
     relax_phase(t, g, s, f, pass);
     grid.sync();
+    clock.lap(kLanePhaseRelax);
+    clock.count(kLaneProfilePasses);
     if (heavy && heavy_count(s) > 0) {
       relax_heavy_phase(t, g, s, f, pass);
       grid.sync();
+      clock.lap(kLanePhaseRelaxHeavy);
     }
     relax_resolve_phase(t, g, s, f, pass);
     grid.sync();
+    clock.lap(kLanePhaseRelaxResolve);
     if (*static_cast<volatile const uint32_t*>(&s.counters->last_changed) == 0) break;
   }
   if (collect) collect_events_phase(t, g, s, f);
@@ -935,24 +986,28 @@ __device__ __forceinline__ void round_body(const Barrier& grid, const Team& t, c
 // counters after the same barrier. `fp` is written here (the chained
 // frame's parameters replace the frame's), so it is read with plain loads
 // after barriers, never through the read-only cache.
-template <class Barrier>
+template <class Barrier, class Clock>
 __device__ __forceinline__ void round_run(const Barrier& grid, const Team& t, const TpGraph& g,
                                           const TpState& s, TpFrame* fp, const TpRoundParams& p,
-                                          uint32_t* block_hist) {
+                                          uint32_t* block_hist, Clock& clock) {
   const bool chain = p.chain_passes > 0;
   if (chain && t.rank == 0 && threadIdx.x == 0) s.chain->go = 0;  // read after barriers
   const TpFrame f = load_frame_written(fp);
-  round_body(grid, t, g, s, f, p.head, p.max_passes, p.heavy, p.collect);
+  round_body(grid, t, g, s, f, p.head, p.max_passes, p.heavy, p.collect, clock);
   if (!p.prune) return;
   grid.sync();  // the events are collected
+  clock.lap(kLanePhaseCollect);
   if (prune_held_back(s, true)) return;  // the same counters for every thread
   prune_histogram_body(t, s, f, block_hist);
   grid.sync();
+  clock.lap(kLanePhasePruneHistogram);
   if (t.rank == 0) prune_cutoff_body(s, f);
   grid.sync();
+  clock.lap(kLanePhasePruneCutoff);
   prune_compact_body(t, s, f);
   if (!chain) return;
   grid.sync();  // the frame's counters are final
+  clock.lap(kLanePhasePruneCompact);
   if (t.rank == 0 && threadIdx.x == 0) {
     const TpCounters c = *s.counters;
     TpFrame n = load_frame_written(p.next);
@@ -966,17 +1021,20 @@ __device__ __forceinline__ void round_run(const Barrier& grid, const Team& t, co
   }
   grid.sync();
   if (*static_cast<volatile const uint32_t*>(&s.chain->go) == 0) return;
+  clock.count(kLaneProfileChained);
   const TpFrame nf = load_frame_written(fp);
   for (int i = t.rank * blockDim.x + threadIdx.x; i < nf.bins; i += t.size * blockDim.x)
     s.histogram[i] = 0;
   grid.sync();
-  round_body(grid, t, g, s, nf, kRoundHeadEmit, p.chain_passes, p.heavy, /*collect=*/true);
+  clock.lap(kLanePhaseChain);
+  round_body(grid, t, g, s, nf, kRoundHeadEmit, p.chain_passes, p.heavy, /*collect=*/true, clock);
 }
 
 // The cooperative round kernel: one stream's round over the whole grid.
 __global__ void round_kernel(TpGraph g, TpState s, TpFrame* fp, TpRoundParams p) {
   extern __shared__ uint32_t block_hist[];
-  round_run(cg::this_grid(), grid_team(), g, s, fp, p, block_hist);
+  NoClock clock;
+  round_run(cg::this_grid(), grid_team(), g, s, fp, p, block_hist, clock);
 }
 
 // ---------------------------------------------------------------------------
@@ -1331,6 +1389,46 @@ __device__ void lanes_prune(const cg::grid_group& grid, const TpLaneRound* round
       [&](int l, uint32_t i, int) { rounds[l].state.histogram[i] = 0; });
 }
 
+// What the single-stream path queues before a round, for one lane by one
+// block: the frame parameters, and at a frame's start its counters,
+// histogram and (at an utterance's start) the start token.
+__device__ __forceinline__ void lane_round_begin(const TpLaneRound& r) {
+  constexpr int kFrameWords = sizeof(TpFrame) / sizeof(uint32_t);
+  for (int i = threadIdx.x; i < static_cast<int>(r.num_frames) * kFrameWords; i += blockDim.x)
+    reinterpret_cast<uint32_t*>(r.frame)[i] = reinterpret_cast<const uint32_t*>(r.frames)[i];
+  if (r.begin_frame) {
+    for (int i = threadIdx.x; i < r.frames[0].bins; i += blockDim.x) r.state.histogram[i] = 0;
+    if (threadIdx.x == 0) {
+      reset_counters(r.state.counters, r.frames[0]);
+      if (r.start) start_token(r.state, r.frames[0]);
+    }
+  }
+}
+
+// What the host reads after a lane's round, copied by one block: the
+// counters, then the chain's outcome, then the lane's events, staged in
+// device memory by the collection (the last round body's: a chained round
+// begins only where the frame's last round had none), to the mapped
+// buffer the host reads.
+__device__ __forceinline__ void lane_round_out(const TpLaneRound& r) {
+  constexpr int kOutWords = sizeof(TpCounters) / sizeof(uint32_t);
+  uint32_t* out = reinterpret_cast<uint32_t*>(r.out);
+  const uint32_t* c = reinterpret_cast<const uint32_t*>(r.state.counters);
+  for (int i = threadIdx.x; i < kOutWords; i += blockDim.x) out[i] = c[i];
+  if (r.state.chain != nullptr) {
+    constexpr int kChainWords = sizeof(TpChain) / sizeof(uint32_t);
+    const uint32_t* ch = reinterpret_cast<const uint32_t*>(r.state.chain);
+    for (int i = threadIdx.x; i < kChainWords; i += blockDim.x) out[kOutWords + i] = ch[i];
+  }
+  if (r.state.event_stage != nullptr) {
+    const uint32_t n = min(r.state.counters->events, r.state.event_capacity);
+    const int4* from = reinterpret_cast<const int4*>(r.state.event_stage);
+    int4* to = reinterpret_cast<int4*>(r.state.events);
+    constexpr uint32_t kWords = sizeof(TpEvent) / sizeof(int4);
+    for (uint32_t i = threadIdx.x; i < n * kWords; i += blockDim.x) to[i] = from[i];
+  }
+}
+
 __global__ void lanes_round_kernel(const TpLaneRound* __restrict__ rounds, int L,
                                    TpLaneStep* steps, uint32_t* scratch,
                                    unsigned long long* profile) {
@@ -1344,16 +1442,7 @@ __global__ void lanes_round_kernel(const TpLaneRound* __restrict__ rounds, int L
   // parameters, the frame's start (counters, histogram, start token).
   for (int l = blockIdx.x; l < L; l += gridDim.x) {
     const TpLaneRound& r = rounds[l];
-    constexpr int kFrameWords = sizeof(TpFrame) / sizeof(uint32_t);
-    for (int i = threadIdx.x; i < static_cast<int>(r.num_frames) * kFrameWords; i += blockDim.x)
-      reinterpret_cast<uint32_t*>(r.frame)[i] = reinterpret_cast<const uint32_t*>(r.frames)[i];
-    if (r.begin_frame) {
-      for (int i = threadIdx.x; i < r.frames[0].bins; i += blockDim.x) r.state.histogram[i] = 0;
-      if (threadIdx.x == 0) {
-        reset_counters(r.state.counters, r.frames[0]);
-        if (r.start) start_token(r.state, r.frames[0]);
-      }
-    }
+    lane_round_begin(r);
     if (threadIdx.x == 0) {
       TpLaneStep st;
       st.head = r.run_round ? r.params.head : kLaneIdle;
@@ -1409,26 +1498,7 @@ __global__ void lanes_round_kernel(const TpLaneRound* __restrict__ rounds, int L
   }
   // What the host reads: the counters, then the chain's outcome.
   for (int l = blockIdx.x; l < L; l += gridDim.x) {
-    const TpLaneRound& r = rounds[l];
-    constexpr int kOutWords = sizeof(TpCounters) / sizeof(uint32_t);
-    uint32_t* out = reinterpret_cast<uint32_t*>(r.out);
-    const uint32_t* c = reinterpret_cast<const uint32_t*>(r.state.counters);
-    for (int i = threadIdx.x; i < kOutWords; i += blockDim.x) out[i] = c[i];
-    if (r.state.chain != nullptr) {
-      constexpr int kChainWords = sizeof(TpChain) / sizeof(uint32_t);
-      const uint32_t* ch = reinterpret_cast<const uint32_t*>(r.state.chain);
-      for (int i = threadIdx.x; i < kChainWords; i += blockDim.x) out[kOutWords + i] = ch[i];
-    }
-    // The lane's events, staged in device memory by the collection (the
-    // last round body's: a chained round begins only where the frame's
-    // last round had none), to the mapped buffer the host reads.
-    if (r.state.event_stage != nullptr) {
-      const uint32_t n = min(r.state.counters->events, r.state.event_capacity);
-      const int4* from = reinterpret_cast<const int4*>(r.state.event_stage);
-      int4* to = reinterpret_cast<int4*>(r.state.events);
-      constexpr uint32_t kWords = sizeof(TpEvent) / sizeof(int4);
-      for (uint32_t i = threadIdx.x; i < n * kWords; i += blockDim.x) to[i] = from[i];
-    }
+    lane_round_out(rounds[l]);
   }
   clock.lap(kLanePhaseOut);  // block 0's share only: no barrier follows
 }
@@ -1441,54 +1511,56 @@ __global__ void lanes_round_kernel(const TpLaneRound* __restrict__ rounds, int L
 // cluster barriers instead of grid barriers), so there is no scan over
 // the lanes in any phase and no lane waits for another's phases. The
 // launch is not cooperative: clusters start as the hardware finds room.
-__global__ void lanes_cluster_round_kernel(const TpLaneRound* __restrict__ rounds) {
+// Clock: NoClock, or ClusterClock for GPUSPEECH_LANES_PROFILE (its own
+// instance: the clock's registers would cost the plain kernel occupancy,
+// 72 against 64 a thread).
+template <class Clock>
+__global__ void lanes_cluster_round_kernel(const TpLaneRound* __restrict__ rounds,
+                                           unsigned long long* profile) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 900
   __trap();  // clusters need sm_90; the batcher does not pick this kernel below it
 #else
   extern __shared__ uint32_t block_hist[];
   const cg::cluster_group cluster = cg::this_cluster();
   const Team t{cluster.block_rank(), cluster.num_blocks()};
-  const TpLaneRound& r = rounds[blockIdx.x / cluster.num_blocks()];
+  // The lane's descriptor in this block's shared memory: every phase reads
+  // the graph's and the state's arrays and capacities through it, which
+  // from global memory would be a load each time (the single-stream
+  // kernel has them as kernel parameters).
+  __shared__ TpLaneRound lane;
+  {
+    static_assert(sizeof(TpLaneRound) % sizeof(uint32_t) == 0, "copied in words");
+    constexpr int kWords = sizeof(TpLaneRound) / sizeof(uint32_t);
+    const uint32_t* from = reinterpret_cast<const uint32_t*>(rounds + blockIdx.x / cluster.num_blocks());
+    for (int i = threadIdx.x; i < kWords; i += blockDim.x) reinterpret_cast<uint32_t*>(&lane)[i] = from[i];
+    __syncthreads();
+  }
+  const TpLaneRound& r = lane;
+  // Per lane (GPUSPEECH_LANES_PROFILE): lane time by phase, summed over
+  // the lanes of every launch.
+  Clock clock;
+  clock.init(profile, t.rank == 0 && threadIdx.x == 0);
+  clock.start();
+  if (clock.on) {
+    atomicAdd(profile + kLaneProfileLanes, 1ull);
+    if (blockIdx.x == 0) atomicAdd(profile + kLaneProfileLaunches, 1ull);
+  }
   // What the single-stream path queues before its round (as the lanes
   // kernel's setup phase): the frame parameters, the frame's start.
-  if (t.rank == 0) {
-    constexpr int kFrameWords = sizeof(TpFrame) / sizeof(uint32_t);
-    for (int i = threadIdx.x; i < static_cast<int>(r.num_frames) * kFrameWords; i += blockDim.x)
-      reinterpret_cast<uint32_t*>(r.frame)[i] = reinterpret_cast<const uint32_t*>(r.frames)[i];
-    if (r.begin_frame) {
-      for (int i = threadIdx.x; i < r.frames[0].bins; i += blockDim.x) r.state.histogram[i] = 0;
-      if (threadIdx.x == 0) {
-        reset_counters(r.state.counters, r.frames[0]);
-        if (r.start) start_token(r.state, r.frames[0]);
-      }
-    }
-  }
+  if (t.rank == 0) lane_round_begin(r);
   cluster.sync();
+  clock.lap(kLanePhaseSetup);
   if (r.run_round) {
     TpRoundParams p = r.params;
     p.next = r.frame + 1;  // the chained frame's parameters, copied above
-    round_run(cluster, t, r.graph, r.state, r.frame, p, block_hist);
+    round_run(cluster, t, r.graph, r.state, r.frame, p, block_hist, clock);
   }
   cluster.sync();
+  // The round's last phase (the collection, or the compaction) ends here;
+  // with the copy below it is counted as "out" (no barrier follows it).
   // What the host reads: the counters, the chain's outcome, the events.
-  if (t.rank == 0) {
-    constexpr int kOutWords = sizeof(TpCounters) / sizeof(uint32_t);
-    uint32_t* out = reinterpret_cast<uint32_t*>(r.out);
-    const uint32_t* c = reinterpret_cast<const uint32_t*>(r.state.counters);
-    for (int i = threadIdx.x; i < kOutWords; i += blockDim.x) out[i] = c[i];
-    if (r.state.chain != nullptr) {
-      constexpr int kChainWords = sizeof(TpChain) / sizeof(uint32_t);
-      const uint32_t* ch = reinterpret_cast<const uint32_t*>(r.state.chain);
-      for (int i = threadIdx.x; i < kChainWords; i += blockDim.x) out[kOutWords + i] = ch[i];
-    }
-    if (r.state.event_stage != nullptr) {
-      const uint32_t n = min(r.state.counters->events, r.state.event_capacity);
-      const int4* from = reinterpret_cast<const int4*>(r.state.event_stage);
-      int4* to = reinterpret_cast<int4*>(r.state.events);
-      constexpr uint32_t kWords = sizeof(TpEvent) / sizeof(int4);
-      for (uint32_t i = threadIdx.x; i < n * kWords; i += blockDim.x) to[i] = from[i];
-    }
-  }
+  if (t.rank == 0) lane_round_out(r);
+  clock.lap(kLanePhaseOut);  // the first block's share of the copy
 #endif
 }
 
@@ -1573,13 +1645,11 @@ cudaError_t tp_round(const TpGraph& g, const TpState& s, TpFrame* f, const TpRou
 }
 
 cudaError_t tp_lanes_cluster_round(const TpLaneRound* rounds, int lanes, int cluster, int bins,
-                                   cudaStream_t stream) {
+                                   cudaStream_t stream, unsigned long long* profile) {
   if (lanes <= 0) return cudaSuccess;
-  if (cluster > 8) {
-    const cudaError_t st =
-        cudaFuncSetAttribute(lanes_cluster_round_kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1);
-    if (st != cudaSuccess) return st;
-  }
+  // (tp_lanes_cluster_size allowed sizes above 8 on both instances, once.)
+  const auto kernel = profile != nullptr ? lanes_cluster_round_kernel<ClusterClock>
+                                         : lanes_cluster_round_kernel<NoClock>;
   cudaLaunchConfig_t config = {};
   config.gridDim = dim3(static_cast<unsigned>(lanes * cluster));
   config.blockDim = dim3(kThreads);
@@ -1592,7 +1662,7 @@ cudaError_t tp_lanes_cluster_round(const TpLaneRound* rounds, int lanes, int clu
   attribute[0].val.clusterDim.z = 1;
   config.attrs = attribute;
   config.numAttrs = 1;
-  return cudaLaunchKernelEx(&config, lanes_cluster_round_kernel, rounds);
+  return cudaLaunchKernelEx(&config, kernel, rounds, profile);
 }
 size_t tp_lanes_scratch_bytes(int lanes) {
   return static_cast<size_t>(lanes) * sizeof(TpLaneStep) + kLaneScratchWords * sizeof(uint32_t);
@@ -1616,13 +1686,19 @@ int tp_lanes_cluster_size(int wanted) {
   // The kernel must hold sm_90 code (a build for older SMs only traps in
   // it), and the device must place at least one cluster of that size.
   cudaFuncAttributes attr{};
-  if (cudaFuncGetAttributes(&attr, lanes_cluster_round_kernel) != cudaSuccess || attr.binaryVersion < 90) {
+  // The plain kernel; the profiled one takes the same size (one block on
+  // each of the cluster's SMs fits either).
+  const auto kernel = lanes_cluster_round_kernel<NoClock>;
+  if (cudaFuncGetAttributes(&attr, kernel) != cudaSuccess || attr.binaryVersion < 90) {
     cudaGetLastError();
     return 0;
   }
   for (int c = wanted; c >= 1; c /= 2) {
-    if (c > 8 && cudaFuncSetAttribute(lanes_cluster_round_kernel,
-                                      cudaFuncAttributeNonPortableClusterSizeAllowed, 1) != cudaSuccess) {
+    // Sizes above 8 are allowed here, once per device, on both instances
+    // (the plain one and the profiled one), not at each launch.
+    if (c > 8 && (cudaFuncSetAttribute(kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1) != cudaSuccess ||
+                  cudaFuncSetAttribute(lanes_cluster_round_kernel<ClusterClock>,
+                                       cudaFuncAttributeNonPortableClusterSizeAllowed, 1) != cudaSuccess)) {
       cudaGetLastError();
       continue;
     }
@@ -1638,7 +1714,7 @@ int tp_lanes_cluster_size(int wanted) {
     config.attrs = attribute;
     config.numAttrs = 1;
     int clusters = 0;
-    if (cudaOccupancyMaxActiveClusters(&clusters, lanes_cluster_round_kernel, &config) == cudaSuccess &&
+    if (cudaOccupancyMaxActiveClusters(&clusters, kernel, &config) == cudaSuccess &&
         clusters > 0)
       return c;
     cudaGetLastError();

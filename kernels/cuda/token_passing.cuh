@@ -363,9 +363,11 @@ cudaError_t tp_lanes_round(const TpLaneRound* rounds, int lanes, void* scratch, 
 // see tp_lanes_cluster_size) per lane, each running its lane's round as
 // tp_round does, with cluster barriers (sm_90; stage S1 of
 // docs/search-lanes-plan.md). Not cooperative: clusters start as room
-// frees. No profile. `bins`: the largest histogram of the lanes.
+// frees. `bins`: the largest histogram of the lanes. `profile` (or null):
+// the kLaneProfileWords counters, here lane time by phase summed over the
+// lanes (each lane's first thread times its own phases), not device time.
 cudaError_t tp_lanes_cluster_round(const TpLaneRound* rounds, int lanes, int cluster, int bins,
-                                   cudaStream_t stream);
+                                   cudaStream_t stream, unsigned long long* profile = nullptr);
 // Threads per token in the emitting step of every kernel on the current
 // device from now on (1-32, a power of two; default 8): a measurement knob
 // (the batcher's GPUSPEECH_EMIT_GROUP); the results do not depend on it.

@@ -1,0 +1,59 @@
+// Uploading an n-gram model's trie to a CUDA device (cuda_ngram_model.h).
+#include "common/search/cuda_ngram_model.h"
+
+#include <cuda_runtime.h>
+
+#include <string>
+#include <vector>
+
+#include "common/backend.h"
+
+namespace gpuspeech {
+
+using cuda_memory::check;
+
+std::shared_ptr<const CudaNgramModel> CudaNgramModel::upload(const NgramModel& lm, int device_id) {
+  int count = 0;
+  const cudaError_t st = cudaGetDeviceCount(&count);
+  if (st != cudaSuccess)
+    throw BackendError(std::string("cuda lm: no CUDA device: ") + cudaGetErrorString(st));
+  if (device_id < 0 || device_id >= count)
+    throw BackendError("cuda lm: device " + std::to_string(device_id) + " out of range (" +
+                       std::to_string(count) + " devices)");
+  if (lm.order() < 1 || lm.order() > kNgramViewMaxOrder)
+    throw BackendError("cuda lm: " + lm.source() + " has order " + std::to_string(lm.order()));
+  check(cudaSetDevice(device_id), "cudaSetDevice");
+  std::shared_ptr<CudaNgramModel> m(new CudaNgramModel());
+  m->device_ = device_id;
+  cudaStream_t stream = nullptr;
+  check(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "cudaStreamCreate");
+  struct StreamGuard {
+    cudaStream_t s;
+    ~StreamGuard() {
+      if (cudaStreamDestroy(s) != cudaSuccess) cuda_memory::forget_error();
+    }
+  } guard{stream};
+
+  const NgramView host = lm.view();
+  m->view_ = host;  // order and vocabulary; the pointers are replaced below
+  for (int l = 0; l < lm.order(); ++l) {
+    const NgramLevel& level = lm.levels()[l];
+    Level& d = m->levels_[l];
+    // An empty array stays null in the view, as on the host.
+    if (!level.words.empty()) cuda_memory::upload(d.words, level.words, stream);
+    if (!level.children.empty()) cuda_memory::upload(d.children, level.children, stream);
+    cuda_memory::upload(d.log10_prob, level.log10_prob, stream);
+    if (!level.log10_backoff.empty()) cuda_memory::upload(d.log10_backoff, level.log10_backoff, stream);
+    NgramLevelView& v = m->view_.levels[l];
+    v.words = level.words.empty() ? nullptr : d.words.get();
+    v.children = level.children.empty() ? nullptr : d.children.get();
+    v.log10_prob = d.log10_prob.get();
+    v.log10_backoff = level.log10_backoff.empty() ? nullptr : d.log10_backoff.get();
+    m->bytes_ += (level.words.size() + level.children.size()) * sizeof(uint32_t) +
+                 (level.log10_prob.size() + level.log10_backoff.size()) * sizeof(float);
+  }
+  check(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
+  return m;
+}
+
+}  // namespace gpuspeech
