@@ -125,8 +125,13 @@ CudaRoundBatcher::CudaRoundBatcher(int device) : device_(device) {
   // (GPUSPEECH_LANES_LOG's lines are one launch's each only with one in
   // flight; with more they mix the launches that overlapped.)
   const int in_flight = cluster_ > 0 ? env_int("GPUSPEECH_LANES_IN_FLIGHT", 2, 1, 4) : 1;
+  early_ = cluster_ > 0 && env_int("GPUSPEECH_LANES_EARLY", 1, 0, 1) == 1;
   for (int k = 0; k < in_flight; ++k) {
     auto slot = std::make_unique<Slot>();
+    if (early_) {
+      slot->done.resize(cuda::kMaxLanesPerLaunch);
+      std::fill(slot->done.host(), slot->done.host() + cuda::kMaxLanesPerLaunch, 0u);
+    }
     const cudaError_t st = cudaStreamCreateWithFlags(&slot->stream, cudaStreamNonBlocking);
     if (st != cudaSuccess) {
       for (auto& made : slots_) cudaStreamDestroy(made->stream);
@@ -218,6 +223,7 @@ void CudaRoundBatcher::launcher(Slot& slot) {
     } else {
       try {
         launch(slot, bins);
+        if (early_) wait_lanes(slot);
       } catch (const std::exception& e) {
         error = e.what();
       }
@@ -255,6 +261,7 @@ void CudaRoundBatcher::launcher(Slot& slot) {
     stats_.launches_by_width[bin] += 1;
     stats_.busy_by_width_s[bin] += busy;
     for (Ticket* t : slot.tickets) {
+      if (t == nullptr) continue;  // woken by its lane's flag (wait_lanes)
       t->error = error;
       t->done = true;
       t->cv.notify_one();
@@ -267,6 +274,7 @@ void CudaRoundBatcher::launch(Slot& slot, int bins) {
   // At most kMaxLanesPerLaunch lanes a launch: more run one launch after
   // another within the step.
   const size_t all = slot.batch.size();
+  if (early_ && ++slot.serial == 0) slot.serial = 1;  // 0 is the flags' initial value
   for (size_t first = 0; first < all; first += cuda::kMaxLanesPerLaunch) {
     const size_t n = std::min<size_t>(all - first, cuda::kMaxLanesPerLaunch);
     launch_part(slot, first, n, bins);
@@ -287,14 +295,55 @@ void CudaRoundBatcher::launch_part(Slot& slot, size_t first, size_t n, int bins)
         "cudaMemcpyAsync (lane rounds)");
   if (cluster_ > 0) {
     check(cuda::tp_lanes_cluster_round(slot.device_rounds.get(), static_cast<int>(n), cluster_, bins,
-                                       slot.stream, profile_.get()),
+                                       slot.stream, profile_.get(),
+                                       early_ ? slot.done.device() + first : nullptr, slot.serial),
           "tp_lanes_cluster_round");
+    // With flags the parts run back to back on the slot's stream; the
+    // launcher watches their lanes (wait_lanes).
+    if (early_) return;
   } else {
     check(cuda::tp_lanes_round(slot.device_rounds.get(), static_cast<int>(n), slot.scratch.get(), blocks_,
                                slot.stream, profile_.get()),
           "tp_lanes_round");
   }
   check(cudaStreamSynchronize(slot.stream), "cudaStreamSynchronize (lane rounds)");
+}
+
+void CudaRoundBatcher::wait_lanes(Slot& slot) {
+  // Lane i of the launch is slot.tickets[i] (the parts' flags lie end to
+  // end in slot.done). The flags are read with acquire order: the kernel
+  // fenced the lane's `out` and tables before storing its flag.
+  const unsigned int* done = slot.done.host();
+  const size_t n = slot.tickets.size();
+  size_t left = n;
+  int idle_scans = 0;
+  bool ended = false;  // the slot's stream has nothing left to run
+  while (left > 0) {
+    slot.ready.clear();
+    for (size_t i = 0; i < n; ++i)
+      if (slot.tickets[i] != nullptr && __atomic_load_n(done + i, __ATOMIC_ACQUIRE) == slot.serial)
+        slot.ready.push_back(i);
+    if (!slot.ready.empty()) {
+      std::lock_guard<std::mutex> lock(mutex_);
+      for (size_t i : slot.ready) {
+        Ticket* t = slot.tickets[i];
+        t->done = true;
+        t->cv.notify_one();
+        slot.tickets[i] = nullptr;  // its thread owns it again
+      }
+      left -= slot.ready.size();
+      idle_scans = 0;
+      continue;
+    }
+    if (ended) break;  // a lane ended without its flag, or the launch failed
+    // Asking the driver costs a lock the streams' threads also take: every
+    // 32 empty scans only. A failed launch ends the stream without flags.
+    if (++idle_scans % 32 == 0 && cudaStreamQuery(slot.stream) != cudaErrorNotReady) ended = true;
+  }
+  check(cudaStreamSynchronize(slot.stream), "cudaStreamSynchronize (lane rounds)");
+  if (left > 0)
+    throw BackendError("cuda search: " + std::to_string(left) +
+                       " lane(s) of a batched round ended without their completion flag");
 }
 
 }  // namespace gpuspeech

@@ -16,8 +16,10 @@
 // device runs the rounds of others. With the cluster kernel two launchers
 // (GPUSPEECH_LANES_IN_FLIGHT) keep two launches in flight on their own
 // CUDA streams, so rounds handed in during a launch start before it ends.
-// Nothing waits for a batch to fill, so a lone stream is not delayed by a
-// timer, and a stream is never in two launches at once (its thread waits
+// Each lane of the cluster kernel flags its own end in mapped memory, and
+// the launcher wakes its thread then, not when the launch's slowest lane
+// ends. Nothing waits for a batch to fill, so a lone stream is not delayed
+// by a timer, and a stream is never in two launches at once (its thread waits
 // in run()), so its rounds keep their order.
 //
 // Every lane (stream) runs the same steps as the single-stream round on
@@ -98,11 +100,20 @@ class CudaRoundBatcher {
     cuda_memory::PinnedArray<cuda::TpLaneRound> host_rounds;
     cuda_memory::DeviceArray<cuda::TpLaneRound> device_rounds;
     cuda_memory::DeviceArray<unsigned char> scratch;  // tp_lanes_scratch_bytes
+    // Lanes' completion flags (the cluster kernel with early_): lane i of
+    // the launch stores `serial` into done[i] when its round is over.
+    cuda_memory::MappedArray<unsigned int> done;
+    unsigned int serial = 0;
+    std::vector<size_t> ready;  // wait_lanes' scratch
   };
   void launcher(Slot& slot);
   // Launches slot.batch and waits; throws BackendError on failure.
   void launch(Slot& slot, int bins);
   void launch_part(Slot& slot, size_t first, size_t n, int bins);
+  // With completion flags: wakes each lane's thread as its flag appears
+  // (its ticket then leaves slot.tickets), then waits for the launch to
+  // end; throws BackendError if it failed.
+  void wait_lanes(Slot& slot);
 
   const int device_;
   mutable std::mutex mutex_;
@@ -119,6 +130,10 @@ class CudaRoundBatcher {
   // cooperative lanes kernel (tp_lanes_round).
   int cluster_ = 0;
   int cluster_bins_ = 1;  // the largest histogram of the frames taken so far (under mutex_)
+  // The cluster kernel's lanes flag their end and their threads go on
+  // before the launch's slowest lane ends (GPUSPEECH_LANES_EARLY, default
+  // 1; 0: every thread waits for its whole launch).
+  bool early_ = false;
   // GPUSPEECH_LANES_PROFILE: the kernel's counters, read after each launch
   // (the cooperative kernel, one slot only).
   cuda_memory::DeviceArray<unsigned long long> profile_;

@@ -1516,7 +1516,8 @@ __global__ void lanes_round_kernel(const TpLaneRound* __restrict__ rounds, int L
 // 72 against 64 a thread).
 template <class Clock>
 __global__ void lanes_cluster_round_kernel(const TpLaneRound* __restrict__ rounds,
-                                           unsigned long long* profile) {
+                                           unsigned long long* profile, unsigned int* done,
+                                           unsigned int serial) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 900
   __trap();  // clusters need sm_90; the batcher does not pick this kernel below it
 #else
@@ -1555,12 +1556,25 @@ __global__ void lanes_cluster_round_kernel(const TpLaneRound* __restrict__ round
     p.next = r.frame + 1;  // the chained frame's parameters, copied above
     round_run(cluster, t, r.graph, r.state, r.frame, p, block_hist, clock);
   }
+  // With a completion flag the lane's stream goes on (and its next round
+  // may start in another launch) while this launch still runs: every
+  // block's writes to the lane's tables must be visible device-wide first.
+  if (done != nullptr) __threadfence();
   cluster.sync();
   // The round's last phase (the collection, or the compaction) ends here;
   // with the copy below it is counted as "out" (no barrier follows it).
   // What the host reads: the counters, the chain's outcome, the events.
   if (t.rank == 0) lane_round_out(r);
   clock.lap(kLanePhaseOut);  // the first block's share of the copy
+  // The lane's completion flag (mapped host memory): written once the copy
+  // above is visible to the host, so the host may hand the lane's round
+  // back before the launch's slowest lane ends.
+  if (done != nullptr && t.rank == 0) {
+    __threadfence_system();
+    __syncthreads();
+    if (threadIdx.x == 0)
+      *reinterpret_cast<volatile unsigned int*>(done + blockIdx.x / cluster.num_blocks()) = serial;
+  }
 #endif
 }
 
@@ -1645,7 +1659,8 @@ cudaError_t tp_round(const TpGraph& g, const TpState& s, TpFrame* f, const TpRou
 }
 
 cudaError_t tp_lanes_cluster_round(const TpLaneRound* rounds, int lanes, int cluster, int bins,
-                                   cudaStream_t stream, unsigned long long* profile) {
+                                   cudaStream_t stream, unsigned long long* profile,
+                                   unsigned int* done, unsigned int serial) {
   if (lanes <= 0) return cudaSuccess;
   // (tp_lanes_cluster_size allowed sizes above 8 on both instances, once.)
   const auto kernel = profile != nullptr ? lanes_cluster_round_kernel<ClusterClock>
@@ -1662,7 +1677,7 @@ cudaError_t tp_lanes_cluster_round(const TpLaneRound* rounds, int lanes, int clu
   attribute[0].val.clusterDim.z = 1;
   config.attrs = attribute;
   config.numAttrs = 1;
-  return cudaLaunchKernelEx(&config, kernel, rounds, profile);
+  return cudaLaunchKernelEx(&config, kernel, rounds, profile, done, serial);
 }
 size_t tp_lanes_scratch_bytes(int lanes) {
   return static_cast<size_t>(lanes) * sizeof(TpLaneStep) + kLaneScratchWords * sizeof(uint32_t);

@@ -366,8 +366,12 @@ cudaError_t tp_lanes_round(const TpLaneRound* rounds, int lanes, void* scratch, 
 // frees. `bins`: the largest histogram of the lanes. `profile` (or null):
 // the kLaneProfileWords counters, here lane time by phase summed over the
 // lanes (each lane's first thread times its own phases), not device time.
+// `done` (or null): `lanes` flags in mapped host memory; lane i stores
+// `serial` into done[i] once its round and its `out` are visible to the
+// host and to later launches, before the launch as a whole ends.
 cudaError_t tp_lanes_cluster_round(const TpLaneRound* rounds, int lanes, int cluster, int bins,
-                                   cudaStream_t stream, unsigned long long* profile = nullptr);
+                                   cudaStream_t stream, unsigned long long* profile = nullptr,
+                                   unsigned int* done = nullptr, unsigned int serial = 0);
 // Threads per token in the emitting step of every kernel on the current
 // device from now on (1-32, a power of two; default 8): a measurement knob
 // (the batcher's GPUSPEECH_EMIT_GROUP); the results do not depend on it.
