@@ -417,9 +417,10 @@ int bench_decode(int argc, char** argv) {
   {  // the batched search (GPUSPEECH_CUDA_BATCH=1): its launches
     const CudaRoundBatcher::Stats b = CudaRoundBatcher::totals();
     if (b.launches > 0) {
-      char kernel[64];
+      char kernel[96];
       if (b.cluster > 0)
-        std::snprintf(kernel, sizeof kernel, "a cluster of %d blocks a round", b.cluster);
+        std::snprintf(kernel, sizeof kernel, "a cluster of %d blocks a round, %d clusters resident at most",
+                      b.cluster, b.resident);
       else
         std::snprintf(kernel, sizeof kernel, "%d blocks, cooperative", b.blocks);
       std::printf("batched search: %llu rounds in %llu launches (%.1f a launch, at most %u; %s); "

@@ -11,6 +11,7 @@
 #include <utility>
 
 #include "common/backend.h"
+#include "common/search/token_passing.h"
 #include "common/seconds_since.h"
 
 namespace gpuspeech {
@@ -47,6 +48,7 @@ void add_stats(CudaRoundBatcher::Stats& to, const CudaRoundBatcher::Stats& s) {
   to.widest = std::max(to.widest, s.widest);
   to.blocks = std::max(to.blocks, s.blocks);
   to.cluster = std::max(to.cluster, s.cluster);
+  to.resident = std::max(to.resident, s.resident);
   to.busy_s += s.busy_s;
   to.waiting_s += s.waiting_s;
   to.in_run_s += s.in_run_s;
@@ -112,6 +114,9 @@ CudaRoundBatcher::CudaRoundBatcher(int device) : device_(device) {
   // the cluster kernel.
   const int wanted = env_int("GPUSPEECH_LANES_CLUSTER", kLaneClusterBlocks, 0, 16);
   cluster_ = wanted > 0 ? cuda::tp_lanes_cluster_size(wanted) : 0;
+  // For the statistics: how many lanes can run at once (the default
+  // histogram's shared memory; registers usually decide).
+  if (cluster_ > 0) resident_ = cuda::tp_lanes_clusters_resident(cluster_, SearchOptions().histogram_bins);
   if (log != nullptr && *log != '\0') {
     // One line a step: rounds, device ns and closure passes, then each
     // phase's ns (tp_lanes_round's profile; for measuring).
@@ -183,6 +188,7 @@ CudaRoundBatcher::Stats CudaRoundBatcher::stats() const {
   Stats s = stats_;
   s.blocks = blocks_;
   s.cluster = cluster_;
+  s.resident = resident_;
   return s;
 }
 

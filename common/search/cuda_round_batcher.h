@@ -66,6 +66,7 @@ class CudaRoundBatcher {
     uint32_t widest = 0;    // the most rounds in one launch
     int blocks = 0;         // the cooperative lanes kernel's grid
     int cluster = 0;        // blocks of a lane's cluster; 0: the cooperative kernel ran
+    int resident = 0;       // clusters the device holds at once (default histogram); 0: unknown
     double busy_s = 0.0;    // the launcher in launches (copy, kernel, wait)
     double waiting_s = 0.0;  // the launcher waiting for rounds
     double in_run_s = 0.0;   // streams' threads in run(), summed over them
@@ -129,6 +130,7 @@ class CudaRoundBatcher {
   // GPUSPEECH_LANES_CLUSTER says (1-16), where the device allows; 0: the
   // cooperative lanes kernel (tp_lanes_round).
   int cluster_ = 0;
+  int resident_ = 0;  // Stats::resident
   int cluster_bins_ = 1;  // the largest histogram of the frames taken so far (under mutex_)
   // The cluster kernel's lanes flag their end and their threads go on
   // before the launch's slowest lane ends (GPUSPEECH_LANES_EARLY, default

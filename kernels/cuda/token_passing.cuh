@@ -380,6 +380,9 @@ cudaError_t tp_set_emit_group(int width);
 // can launch on the current device (sm_90 code and room for one cluster);
 // 0 if none.
 int tp_lanes_cluster_size(int wanted);
+// How many clusters of `cluster` blocks the device holds at once, with a
+// histogram of `bins` (cudaOccupancyMaxActiveClusters); 0 if unknown.
+int tp_lanes_clusters_resident(int cluster, int bins);
 size_t tp_lanes_scratch_bytes(int lanes);
 // The grid size for tp_lanes_round: blocks resident at once on `sm_count`
 // multiprocessors, at most max_per_sm each, with room for `max_lanes`
