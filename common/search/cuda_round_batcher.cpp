@@ -133,10 +133,6 @@ CudaRoundBatcher::CudaRoundBatcher(int device) : device_(device) {
   early_ = cluster_ > 0 && env_int("GPUSPEECH_LANES_EARLY", 1, 0, 1) == 1;
   for (int k = 0; k < in_flight; ++k) {
     auto slot = std::make_unique<Slot>();
-    if (early_) {
-      slot->done.resize(cuda::kMaxLanesPerLaunch);
-      std::fill(slot->done.host(), slot->done.host() + cuda::kMaxLanesPerLaunch, 0u);
-    }
     const cudaError_t st = cudaStreamCreateWithFlags(&slot->stream, cudaStreamNonBlocking);
     if (st != cudaSuccess) {
       for (auto& made : slots_) cudaStreamDestroy(made->stream);
@@ -280,7 +276,16 @@ void CudaRoundBatcher::launch(Slot& slot, int bins) {
   // At most kMaxLanesPerLaunch lanes a launch: more run one launch after
   // another within the step.
   const size_t all = slot.batch.size();
-  if (early_ && ++slot.serial == 0) slot.serial = 1;  // 0 is the flags' initial value
+  if (early_) {
+    // A flag per lane of the whole batch (the slot's last launch has
+    // ended: wait_lanes waited for its stream).
+    if (slot.done.size() < all) {
+      const size_t room = std::max<size_t>(all, 2 * slot.done.size());
+      slot.done.resize(room);
+      std::fill(slot.done.host(), slot.done.host() + room, 0u);
+    }
+    if (++slot.serial == 0) slot.serial = 1;  // 0 is the flags' initial value
+  }
   for (size_t first = 0; first < all; first += cuda::kMaxLanesPerLaunch) {
     const size_t n = std::min<size_t>(all - first, cuda::kMaxLanesPerLaunch);
     launch_part(slot, first, n, bins);
@@ -288,6 +293,9 @@ void CudaRoundBatcher::launch(Slot& slot, int bins) {
 }
 
 void CudaRoundBatcher::launch_part(Slot& slot, size_t first, size_t n, int bins) {
+  // Without a wait after each part (completion flags), the next part must
+  // not refill the descriptors before the last part's copy has run.
+  if (early_ && first > 0) check(cudaStreamSynchronize(slot.stream), "cudaStreamSynchronize (lane rounds)");
   if (slot.host_rounds.size() < n) {
     const size_t room = std::min<size_t>(std::max<size_t>(n * 2, 64), cuda::kMaxLanesPerLaunch);
     slot.host_rounds.resize(room);
