@@ -240,6 +240,7 @@ __device__ __forceinline__ void reset_counters(TpCounters* c, const TpFrame& f) 
   c->relax_winners[0] = 0;
   c->relax_winners[1] = 0;
   c->best_emit_key = 0xFFFFFFFFu;
+  c->emit_bound_key = 0xFFFFFFFFu;
   c->best_key = 0xFFFFFFFFu;
   c->kept = 0;
   c->cut_bin = f.bins;
@@ -378,11 +379,24 @@ __device__ __forceinline__ void emit_arcs(const TpGraph& g, const TpState& s, co
                                           uint32_t step) {
   const int32_t state = graph_state(g, tok.state);
   const int32_t slot = tok.state - state * g.slots;
+  // The CPU searcher's skip: a candidate more than `beam` above one
+  // already offered in this step is more than `beam` above the step's best,
+  // so it neither relaxes in the closure (word_end_beam <= beam) nor
+  // survives pruning, and it is not offered. The lowest offered candidate
+  // so far is the lane's emit_bound_key; which one a thread has seen
+  // depends on timing, but any offered candidate makes the rule exact.
+  uint32_t bound = *reinterpret_cast<const volatile uint32_t*>(&s.counters->emit_bound_key);
+  float skip_above = bound == 0xFFFFFFFFu ? __int_as_float(0x7f800000) : add_cost(key_cost(bound), f.beam);
   for (uint32_t a = r.begin + first; a < r.end; a += step) {
     const Arc arc = load_arc(g, a);
     if (arc.ilabel == 0) continue;
     const float c = search::emitting_cost(tok.cost, arc.cost, f.acoustic_scale, f.loglik[arc.ilabel - 1]);
-    if (!usable_cost(c)) continue;
+    if (!usable_cost(c) || c > skip_above) continue;
+    const uint32_t k = cost_key(c);
+    if (k < bound) {
+      bound = min(k, atomicMin(&s.counters->emit_bound_key, k));
+      skip_above = add_cost(key_cost(bound), f.beam);
+    }
     const int32_t e = offer(s, arc.dest * g.slots + slot, pack_candidate(c, a));
     if (e >= 0) log_winner(s, emit_log(s), e, a, tok);
   }

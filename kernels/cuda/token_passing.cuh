@@ -136,6 +136,8 @@ struct TpCounters {
                            // capacity = overflow
   uint32_t relax_winners[2];  // closure pass p's, in [p % 2]
   uint32_t best_emit_key;  // cost key of the emitting step's best token
+  uint32_t emit_bound_key;  // the lowest candidate the emitting step has offered so
+                            // far (its skip rule); 0xFFFFFFFF: none yet
   uint32_t best_key;       // cost key of the best winner of the other resolve
                            // phases (closure, host offers) and the start token;
                            // the frame's best is min(best_key, best_emit_key)
