@@ -77,12 +77,33 @@ std::shared_ptr<const CudaSearchGraph> CudaSearchGraph::upload(const SearchGraph
     cuda_memory::upload(g->arcs_, packed, stream);
     sync();  // the host vectors go out of scope
   }
-  g->bytes_ = g->states_.size() * sizeof(uint2) + g->arcs_.size() * sizeof(cuda::TpArc);
+  {
+    // The epsilon arcs' lists (TpGraph::eps_states, eps_arcs): per state its
+    // plain epsilon arcs, then its word-label ones, each in CSR order.
+    std::vector<uint2> eps_states(n + 1, uint2{0, 0});
+    std::vector<uint32_t> eps_arcs;
+    for (size_t s = 0; s < n; ++s) {
+      eps_states[s].x = static_cast<uint32_t>(eps_arcs.size());
+      for (int64_t a = graph.arc_begin[s]; a < graph.arc_begin[s + 1]; ++a)
+        if (graph.arc_ilabel[a] == 0 && graph.arc_olabel[a] == 0) eps_arcs.push_back(static_cast<uint32_t>(a));
+      eps_states[s].y = static_cast<uint32_t>(eps_arcs.size()) - eps_states[s].x;
+      for (int64_t a = graph.arc_begin[s]; a < graph.arc_begin[s + 1]; ++a)
+        if (graph.arc_ilabel[a] == 0 && graph.arc_olabel[a] != 0) eps_arcs.push_back(static_cast<uint32_t>(a));
+    }
+    eps_states[n].x = static_cast<uint32_t>(eps_arcs.size());
+    if (eps_arcs.empty()) eps_arcs.push_back(0);  // a device array of at least one
+    cuda_memory::upload(g->eps_states_, eps_states, stream);
+    cuda_memory::upload(g->eps_arcs_, eps_arcs, stream);
+    sync();
+  }
+  g->bytes_ = g->states_.size() * sizeof(uint2) + g->arcs_.size() * sizeof(cuda::TpArc) +
+              g->eps_states_.size() * sizeof(uint2) + g->eps_arcs_.size() * sizeof(uint32_t);
   return g;
 }
 
 cuda::TpGraph CudaSearchGraph::view(int slots, bool rescoring) const {
-  return cuda::TpGraph{states_.get(), arcs_.get(), slots, rescoring ? 1 : 0, num_arcs_};
+  return cuda::TpGraph{states_.get(),     arcs_.get(), eps_states_.get(), eps_arcs_.get(),
+                       slots,             rescoring ? 1 : 0, num_arcs_};
 }
 
 }  // namespace gpuspeech

@@ -128,6 +128,19 @@ __device__ __forceinline__ StateArcs state_arcs(const TpGraph& g, int32_t state)
   const uint2 d = __ldg(g.states + state);
   return StateArcs{d.x, d.x + (d.y & kStateIndexMask), static_cast<uint8_t>(d.y >> kStateFlagShift)};
 }
+// A graph state's epsilon arcs, as entries [begin, end) of g.eps_arcs: all
+// of them, or (rescoring: word-label arcs wait for the word-end step) the
+// plain ones only, or the word-label ones only.
+enum class EpsKind { kAll, kPlain, kWord };
+__device__ __forceinline__ StateArcs eps_arcs_of(const TpGraph& g, int32_t state, EpsKind kind) {
+  const uint2 d = __ldg(g.eps_states + state);
+  const uint32_t next = __ldg(&g.eps_states[state + 1].x);
+  switch (kind) {
+    case EpsKind::kPlain: return StateArcs{d.x, d.x + d.y, 0};
+    case EpsKind::kWord: return StateArcs{d.x + d.y, next, 0};
+    default: return StateArcs{d.x, next, 0};
+  }
+}
 __device__ __forceinline__ uint8_t state_flags(const TpGraph& g, int32_t state) {
   return static_cast<uint8_t>(__ldg(&g.states[state].y) >> kStateFlagShift);
 }
@@ -491,11 +504,11 @@ __device__ __forceinline__ void relax_arcs(const TpGraph& g, const TpState& s, c
   const int32_t v = s.key[tok.state];  // a changed token holds its entry
   const int32_t state = graph_state(g, v);
   const int32_t slot = v - state * g.slots;
-  const StateArcs r = state_arcs(g, state);
-  for (uint32_t a = r.begin + first; a < r.end; a += step) {
+  // Word-label arcs are the word-end step's when rescoring.
+  const StateArcs r = eps_arcs_of(g, state, g.rescoring ? EpsKind::kPlain : EpsKind::kAll);
+  for (uint32_t i = r.begin + first; i < r.end; i += step) {
+    const uint32_t a = __ldg(g.eps_arcs + i);
     const Arc arc = load_arc(g, a);
-    if (arc.ilabel != 0) continue;
-    if (g.rescoring && arc.olabel != 0) continue;  // a word end: the word-end step's
     const float c = add_cost(tok.cost, arc.cost);
     if (!usable_cost(c)) continue;
     const int32_t e = offer(s, arc.dest * g.slots + slot, pack_candidate(c, a));
@@ -509,11 +522,13 @@ __device__ __forceinline__ void relax_item(const TpGraph& g, const TpState& s, c
   const int in = pass & 1;
   const TpToken tok = s.changed[in][i];
   const int32_t state = graph_state(g, s.key[tok.state]);
-  const StateArcs r = state_arcs(g, state);
-  if ((r.flags & kStateEpsilon) == 0) return;
+  if ((state_flags(g, state) & kStateEpsilon) == 0) return;
   const float best_emit = key_cost(s.counters->best_emit_key);
   const bool fresh = tok.record >= f.first_record;
   if (!(tok.cost <= add_cost(best_emit, fresh ? f.word_end_beam : f.beam))) return;
+  // Heavy by the arcs it relaxes (at most its degree, so the graph's heavy
+  // states still cover it).
+  const StateArcs r = eps_arcs_of(g, state, g.rescoring ? EpsKind::kPlain : EpsKind::kAll);
   if (r.degree() > kHeavyDegree) {
     if (sub == 0) {
       TpToken* slot = list_slot(s, s.heavy, &s.counters->heavy, s.heavy_capacity);
@@ -786,16 +801,16 @@ __device__ __forceinline__ void collect_events_item(const TpGraph& g, const TpSt
     if (s.round_mark[ent] != f.round_id) return;
     const int32_t v = s.key[ent];
     const int32_t state = graph_state(g, v);
-    const StateArcs r = state_arcs(g, state);
-    if ((r.flags & kStateWordArc) == 0) return;
+    if ((state_flags(g, state) & kStateWordArc) == 0) return;
     const float cost = candidate_cost(s.best[ent]);
     const int32_t rec = s.record[ent];
     const bool fresh = rec >= f.first_record;
     const float best_emit = key_cost(s.counters->best_emit_key);
     if (!(cost <= add_cost(best_emit, fresh ? f.word_end_beam : f.beam))) return;
-    for (uint32_t a = r.begin; a < r.end; ++a) {
+    const StateArcs r = eps_arcs_of(g, state, EpsKind::kWord);
+    for (uint32_t i = r.begin; i < r.end; ++i) {
+      const uint32_t a = __ldg(g.eps_arcs + i);
       const Arc arc = load_arc(g, a);
-      if (arc.ilabel != 0 || arc.olabel == 0) continue;
       const float c = add_cost(cost, arc.cost);
       if (!usable_cost(c)) continue;
       const uint32_t slot = atomicAdd(&s.counters->events, 1u);
