@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "common/search/epsilon_arc_lists.h"
+
 namespace gpuspeech {
 
 using cuda_memory::check;
@@ -78,19 +80,11 @@ std::shared_ptr<const CudaSearchGraph> CudaSearchGraph::upload(const SearchGraph
     sync();  // the host vectors go out of scope
   }
   {
-    // The epsilon arcs' lists (TpGraph::eps_states, eps_arcs): per state its
-    // plain epsilon arcs, then its word-label ones, each in CSR order.
+    // The epsilon arcs' lists (TpGraph::eps_states, eps_arcs).
+    EpsilonArcLists lists = epsilon_arc_lists(graph);
     std::vector<uint2> eps_states(n + 1, uint2{0, 0});
-    std::vector<uint32_t> eps_arcs;
-    for (size_t s = 0; s < n; ++s) {
-      eps_states[s].x = static_cast<uint32_t>(eps_arcs.size());
-      for (int64_t a = graph.arc_begin[s]; a < graph.arc_begin[s + 1]; ++a)
-        if (graph.arc_ilabel[a] == 0 && graph.arc_olabel[a] == 0) eps_arcs.push_back(static_cast<uint32_t>(a));
-      eps_states[s].y = static_cast<uint32_t>(eps_arcs.size()) - eps_states[s].x;
-      for (int64_t a = graph.arc_begin[s]; a < graph.arc_begin[s + 1]; ++a)
-        if (graph.arc_ilabel[a] == 0 && graph.arc_olabel[a] != 0) eps_arcs.push_back(static_cast<uint32_t>(a));
-    }
-    eps_states[n].x = static_cast<uint32_t>(eps_arcs.size());
+    for (size_t s = 0; s <= n; ++s) eps_states[s] = uint2{lists.first[s], s < n ? lists.plain[s] : 0u};
+    std::vector<uint32_t>& eps_arcs = lists.arcs;
     if (eps_arcs.empty()) eps_arcs.push_back(0);  // a device array of at least one
     cuda_memory::upload(g->eps_states_, eps_states, stream);
     cuda_memory::upload(g->eps_arcs_, eps_arcs, stream);
