@@ -29,15 +29,8 @@ std::shared_ptr<const CudaSearchGraph> CudaSearchGraph::upload(const SearchGraph
   g->num_states_ = graph.num_states();
   g->num_arcs_ = static_cast<uint32_t>(graph.num_arcs());
 
-  cudaStream_t stream = nullptr;
-  check(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "cudaStreamCreate");
-  // The stream goes however the uploads end.
-  struct StreamGuard {
-    cudaStream_t s;
-    ~StreamGuard() {
-      if (cudaStreamDestroy(s) != cudaSuccess) cuda_memory::forget_error();
-    }
-  } guard{stream};
+  const cuda_memory::ScopedStream scoped;  // goes however the uploads end
+  const cudaStream_t stream = scoped.get();
   auto sync = [&] { check(cudaStreamSynchronize(stream), "cudaStreamSynchronize"); };
 
   // The kernels' packed records (TpGraph): per state its first arc, arc

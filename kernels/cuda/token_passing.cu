@@ -1687,6 +1687,25 @@ cudaError_t tp_round(const TpGraph& g, const TpState& s, TpFrame* f, const TpRou
   return cudaLaunchKernelEx(&config, round_kernel, g, s, f, p);
 }
 
+// The launch configuration of the cluster lanes kernel: `clusters`
+// clusters of `cluster` blocks, a histogram of `bins` in shared memory.
+// `attribute` is the caller's, kept alive with the configuration.
+static cudaLaunchConfig_t cluster_launch_config(int clusters, int cluster, size_t bins, cudaStream_t stream,
+                                                cudaLaunchAttribute* attribute) {
+  cudaLaunchConfig_t config = {};
+  config.gridDim = dim3(static_cast<unsigned>(clusters * cluster));
+  config.blockDim = dim3(kThreads);
+  config.dynamicSmemBytes = bins * sizeof(uint32_t);
+  config.stream = stream;
+  attribute->id = cudaLaunchAttributeClusterDimension;
+  attribute->val.clusterDim.x = static_cast<unsigned>(cluster);
+  attribute->val.clusterDim.y = 1;
+  attribute->val.clusterDim.z = 1;
+  config.attrs = attribute;
+  config.numAttrs = 1;
+  return config;
+}
+
 cudaError_t tp_lanes_cluster_round(const TpLaneRound* rounds, int lanes, int cluster, int bins,
                                    cudaStream_t stream, unsigned long long* profile,
                                    unsigned int* done, unsigned int serial) {
@@ -1694,18 +1713,9 @@ cudaError_t tp_lanes_cluster_round(const TpLaneRound* rounds, int lanes, int clu
   // (tp_lanes_cluster_size allowed sizes above 8 on both instances, once.)
   const auto kernel = profile != nullptr ? lanes_cluster_round_kernel<ClusterClock>
                                          : lanes_cluster_round_kernel<NoClock>;
-  cudaLaunchConfig_t config = {};
-  config.gridDim = dim3(static_cast<unsigned>(lanes * cluster));
-  config.blockDim = dim3(kThreads);
-  config.dynamicSmemBytes = static_cast<size_t>(bins) * sizeof(uint32_t);
-  config.stream = stream;
-  cudaLaunchAttribute attribute[1];
-  attribute[0].id = cudaLaunchAttributeClusterDimension;
-  attribute[0].val.clusterDim.x = static_cast<unsigned>(cluster);
-  attribute[0].val.clusterDim.y = 1;
-  attribute[0].val.clusterDim.z = 1;
-  config.attrs = attribute;
-  config.numAttrs = 1;
+  cudaLaunchAttribute attribute;
+  const cudaLaunchConfig_t config =
+      cluster_launch_config(lanes, cluster, static_cast<size_t>(bins), stream, &attribute);
   return cudaLaunchKernelEx(&config, kernel, rounds, profile, done, serial);
 }
 size_t tp_lanes_scratch_bytes(int lanes) {
@@ -1746,17 +1756,8 @@ int tp_lanes_cluster_size(int wanted) {
       cudaGetLastError();
       continue;
     }
-    cudaLaunchConfig_t config = {};
-    config.gridDim = dim3(static_cast<unsigned>(c));
-    config.blockDim = dim3(kThreads);
-    config.dynamicSmemBytes = kMaxHistogramBins * sizeof(uint32_t);
-    cudaLaunchAttribute attribute[1];
-    attribute[0].id = cudaLaunchAttributeClusterDimension;
-    attribute[0].val.clusterDim.x = static_cast<unsigned>(c);
-    attribute[0].val.clusterDim.y = 1;
-    attribute[0].val.clusterDim.z = 1;
-    config.attrs = attribute;
-    config.numAttrs = 1;
+    cudaLaunchAttribute attribute;
+    const cudaLaunchConfig_t config = cluster_launch_config(1, c, kMaxHistogramBins, nullptr, &attribute);
     int clusters = 0;
     if (cudaOccupancyMaxActiveClusters(&clusters, kernel, &config) == cudaSuccess &&
         clusters > 0)
@@ -1767,17 +1768,9 @@ int tp_lanes_cluster_size(int wanted) {
 }
 
 int tp_lanes_clusters_resident(int cluster, int bins) {
-  cudaLaunchConfig_t config = {};
-  config.gridDim = dim3(static_cast<unsigned>(cluster));
-  config.blockDim = dim3(kThreads);
-  config.dynamicSmemBytes = static_cast<size_t>(bins) * sizeof(uint32_t);
-  cudaLaunchAttribute attribute[1];
-  attribute[0].id = cudaLaunchAttributeClusterDimension;
-  attribute[0].val.clusterDim.x = static_cast<unsigned>(cluster);
-  attribute[0].val.clusterDim.y = 1;
-  attribute[0].val.clusterDim.z = 1;
-  config.attrs = attribute;
-  config.numAttrs = 1;
+  cudaLaunchAttribute attribute;
+  const cudaLaunchConfig_t config =
+      cluster_launch_config(1, cluster, static_cast<size_t>(bins), nullptr, &attribute);
   int clusters = 0;
   if (cudaOccupancyMaxActiveClusters(&clusters, lanes_cluster_round_kernel<NoClock>, &config) !=
       cudaSuccess) {
