@@ -20,32 +20,13 @@
 #include "common/model/ngram_model.h"
 #include "common/search/lm_history_table.h"
 #include "common/search/lm_rescorer.h"
+#include "tests/lm_history_host_table.h"
 #include "tests/rescoring_test_util.h"
 
 namespace gpuspeech {
 namespace {
 
-// The table's arrays on the host.
-struct HostTable {
-  std::vector<unsigned long long> keys;
-  std::vector<int32_t> full, pruned, lengths;
-  std::vector<uint32_t> hashes;
-  LmHistoryTable view;
-  explicit HostTable(uint32_t capacity)
-      : keys(capacity, 0ull), full(capacity * kLmHistoryMaxWords, -1),
-        pruned(capacity * kLmHistoryMaxWords, -1), lengths(capacity, 0), hashes(capacity, 0) {
-    view.keys = keys.data();
-    view.full_words = full.data();
-    view.pruned_words = pruned.data();
-    view.lengths = lengths.data();
-    view.hashes = hashes.data();
-    view.capacity = capacity;
-  }
-  std::vector<int32_t> words_of(int32_t id) const {
-    return std::vector<int32_t>(full.begin() + id * kLmHistoryMaxWords,
-                                full.begin() + id * kLmHistoryMaxWords + lengths[id]);
-  }
-};
+using HostTable = testing::HostHistoryTable;
 
 struct RescoringSetup {
   testing::LmPair lms;

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "common/search/content_hash.h"
+#include "common/search/epsilon_arc_lists.h"
 #include "common/search/search_graph.h"
 
 namespace gpuspeech {
@@ -214,6 +215,40 @@ TEST(ContentHash, SensitiveToEveryByteAndSplitInvariant) {
   b.update_field("bc");
   EXPECT_NE(a.hex(), b.hex());
   EXPECT_EQ(whole.hex().size(), 32u);
+}
+
+// The device search's epsilon-arc lists: per state exactly its epsilon arcs,
+// those without a word label first, each kind in CSR order, and nothing
+// else (an emitting arc in a list would be relaxed as if it were epsilon).
+TEST(SearchGraph, EpsilonArcListsHoldEachStatesEpsilonArcsInOrder) {
+  std::mt19937 rng(9090);
+  for (int round = 0; round < 20; ++round) {
+    const SearchGraph g = random_graph(rng, 1 + static_cast<int>(rng() % 300), 12, 5, 7);
+    const EpsilonArcLists l = epsilon_arc_lists(g);
+    const size_t n = static_cast<size_t>(g.num_states());
+    ASSERT_EQ(l.first.size(), n + 1);
+    ASSERT_EQ(l.plain.size(), n);
+    ASSERT_EQ(l.first[0], 0u);
+    ASSERT_EQ(l.first[n], l.arcs.size());
+    size_t epsilon = 0;
+    for (int32_t il : g.arc_ilabel) epsilon += il == 0 ? 1 : 0;
+    EXPECT_EQ(l.arcs.size(), epsilon) << "round " << round;
+    for (size_t s = 0; s < n; ++s) {
+      std::vector<uint32_t> plain, word;
+      for (int64_t a = g.arc_begin[s]; a < g.arc_begin[s + 1]; ++a) {
+        if (g.arc_ilabel[a] != 0) continue;
+        (g.arc_olabel[a] == 0 ? plain : word).push_back(static_cast<uint32_t>(a));
+      }
+      ASSERT_LE(l.first[s], l.first[s + 1]);
+      ASSERT_EQ(l.plain[s], plain.size()) << "state " << s;
+      const std::vector<uint32_t> got_plain(l.arcs.begin() + l.first[s],
+                                            l.arcs.begin() + l.first[s] + l.plain[s]);
+      const std::vector<uint32_t> got_word(l.arcs.begin() + l.first[s] + l.plain[s],
+                                           l.arcs.begin() + l.first[s + 1]);
+      EXPECT_EQ(got_plain, plain) << "state " << s;
+      EXPECT_EQ(got_word, word) << "state " << s;
+    }
+  }
 }
 
 }  // namespace

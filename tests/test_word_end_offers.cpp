@@ -20,6 +20,7 @@
 #include "common/search/lm_history_table.h"
 #include "common/search/lm_rescorer.h"
 #include "common/search/word_end_offers.h"
+#include "tests/lm_history_host_table.h"
 #include "tests/rescoring_test_util.h"
 
 namespace gpuspeech {
@@ -36,22 +37,7 @@ class ProbeSearcher : public CpuSearcher {
   using Searcher::WordEndOffer;
 };
 
-struct HostTable {
-  std::vector<unsigned long long> keys;
-  std::vector<int32_t> full, pruned, lengths;
-  std::vector<uint32_t> hashes;
-  LmHistoryTable view;
-  explicit HostTable(uint32_t capacity)
-      : keys(capacity, 0ull), full(capacity * kLmHistoryMaxWords, -1),
-        pruned(capacity * kLmHistoryMaxWords, -1), lengths(capacity, 0), hashes(capacity, 0) {
-    view.keys = keys.data();
-    view.full_words = full.data();
-    view.pruned_words = pruned.data();
-    view.lengths = lengths.data();
-    view.hashes = hashes.data();
-    view.capacity = capacity;
-  }
-};
+using HostTable = testing::HostHistoryTable;
 
 TEST(WordEndOffers, CountedOrderAndTableGiveTheHostsOffers) {
   // GPUSPEECH_TEST_SEED repeats a run.

@@ -13,13 +13,7 @@
 
 #include <stdint.h>
 
-#ifndef GPUSPEECH_HOST_DEVICE
-#ifdef __CUDACC__
-#define GPUSPEECH_HOST_DEVICE __host__ __device__ __forceinline__
-#else
-#define GPUSPEECH_HOST_DEVICE inline
-#endif
-#endif
+#include "common/host_device.h"
 
 namespace gpuspeech {
 

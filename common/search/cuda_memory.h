@@ -136,6 +136,23 @@ class MappedArray {
   size_t size_ = 0;
 };
 
+// A non-blocking CUDA stream for the length of a scope (uploads of shared
+// resources): made by the constructor (BackendError if it cannot be),
+// destroyed however the scope ends, an error of the destruction dropped.
+class ScopedStream {
+ public:
+  ScopedStream() { check(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "cudaStreamCreate"); }
+  ~ScopedStream() {
+    if (cudaStreamDestroy(stream_) != cudaSuccess) forget_error();
+  }
+  ScopedStream(const ScopedStream&) = delete;
+  ScopedStream& operator=(const ScopedStream&) = delete;
+  cudaStream_t get() const { return stream_; }
+
+ private:
+  cudaStream_t stream_ = nullptr;
+};
+
 template <typename T>
 inline void upload(DeviceArray<T>& dst, const std::vector<T>& src, cudaStream_t stream) {
   dst.resize(src.size());

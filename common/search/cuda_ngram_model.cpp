@@ -25,14 +25,8 @@ std::shared_ptr<const CudaNgramModel> CudaNgramModel::upload(const NgramModel& l
   check(cudaSetDevice(device_id), "cudaSetDevice");
   std::shared_ptr<CudaNgramModel> m(new CudaNgramModel());
   m->device_ = device_id;
-  cudaStream_t stream = nullptr;
-  check(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "cudaStreamCreate");
-  struct StreamGuard {
-    cudaStream_t s;
-    ~StreamGuard() {
-      if (cudaStreamDestroy(s) != cudaSuccess) cuda_memory::forget_error();
-    }
-  } guard{stream};
+  const cuda_memory::ScopedStream scoped;  // goes however the uploads end
+  const cudaStream_t stream = scoped.get();
 
   const NgramView host = lm.view();
   m->view_ = host;  // order and vocabulary; the pointers are replaced below

@@ -228,6 +228,10 @@ void CudaRoundBatcher::launcher(Slot& slot) {
         if (early_) wait_lanes(slot);
       } catch (const std::exception& e) {
         error = e.what();
+        // Without a wait after each part, a part launched before the
+        // failure may still run: no thread hears of the error (and frees
+        // its lane's tables) while its lane is on the device.
+        if (early_ && cudaStreamSynchronize(slot.stream) != cudaSuccess) cuda_memory::forget_error();
       }
     }
     const double busy = std::chrono::duration<double>(Clock::now() - begin).count();

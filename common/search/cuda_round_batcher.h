@@ -137,7 +137,9 @@ class CudaRoundBatcher {
   // 1; 0: every thread waits for its whole launch).
   bool early_ = false;
   // GPUSPEECH_LANES_PROFILE: the kernel's counters, read after each launch
-  // (the cooperative kernel, one slot only).
+  // (device time by phase for the cooperative kernel; lane time by phase,
+  // summed over lanes, for the cluster kernel, whose slots' readings are
+  // merged by maximum since the counters only grow).
   cuda_memory::DeviceArray<unsigned long long> profile_;
   std::FILE* launch_log_ = nullptr;  // GPUSPEECH_LANES_LOG
   // Launches in flight at once: 2 with the cluster kernel

@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "common/search/epsilon_arc_lists.h"
+
 namespace gpuspeech {
 
 using cuda_memory::check;
@@ -27,15 +29,8 @@ std::shared_ptr<const CudaSearchGraph> CudaSearchGraph::upload(const SearchGraph
   g->num_states_ = graph.num_states();
   g->num_arcs_ = static_cast<uint32_t>(graph.num_arcs());
 
-  cudaStream_t stream = nullptr;
-  check(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "cudaStreamCreate");
-  // The stream goes however the uploads end.
-  struct StreamGuard {
-    cudaStream_t s;
-    ~StreamGuard() {
-      if (cudaStreamDestroy(s) != cudaSuccess) cuda_memory::forget_error();
-    }
-  } guard{stream};
+  const cuda_memory::ScopedStream scoped;  // goes however the uploads end
+  const cudaStream_t stream = scoped.get();
   auto sync = [&] { check(cudaStreamSynchronize(stream), "cudaStreamSynchronize"); };
 
   // The kernels' packed records (TpGraph): per state its first arc, arc
@@ -77,12 +72,25 @@ std::shared_ptr<const CudaSearchGraph> CudaSearchGraph::upload(const SearchGraph
     cuda_memory::upload(g->arcs_, packed, stream);
     sync();  // the host vectors go out of scope
   }
-  g->bytes_ = g->states_.size() * sizeof(uint2) + g->arcs_.size() * sizeof(cuda::TpArc);
+  {
+    // The epsilon arcs' lists (TpGraph::eps_states, eps_arcs).
+    EpsilonArcLists lists = epsilon_arc_lists(graph);
+    std::vector<uint2> eps_states(n + 1, uint2{0, 0});
+    for (size_t s = 0; s <= n; ++s) eps_states[s] = uint2{lists.first[s], s < n ? lists.plain[s] : 0u};
+    std::vector<uint32_t>& eps_arcs = lists.arcs;
+    if (eps_arcs.empty()) eps_arcs.push_back(0);  // a device array of at least one
+    cuda_memory::upload(g->eps_states_, eps_states, stream);
+    cuda_memory::upload(g->eps_arcs_, eps_arcs, stream);
+    sync();
+  }
+  g->bytes_ = g->states_.size() * sizeof(uint2) + g->arcs_.size() * sizeof(cuda::TpArc) +
+              g->eps_states_.size() * sizeof(uint2) + g->eps_arcs_.size() * sizeof(uint32_t);
   return g;
 }
 
 cuda::TpGraph CudaSearchGraph::view(int slots, bool rescoring) const {
-  return cuda::TpGraph{states_.get(), arcs_.get(), slots, rescoring ? 1 : 0, num_arcs_};
+  return cuda::TpGraph{states_.get(),     arcs_.get(), eps_states_.get(), eps_arcs_.get(),
+                       slots,             rescoring ? 1 : 0, num_arcs_};
 }
 
 }  // namespace gpuspeech

@@ -52,6 +52,10 @@ class CudaSearchGraph {
   // arc its packed record.
   cuda_memory::DeviceArray<uint2> states_;
   cuda_memory::DeviceArray<cuda::TpArc> arcs_;
+  // cuda::TpGraph's epsilon-arc lists: per state (and one past the last)
+  // {first entry, plain epsilon arcs}, and the arcs' CSR indices.
+  cuda_memory::DeviceArray<uint2> eps_states_;
+  cuda_memory::DeviceArray<uint32_t> eps_arcs_;
 };
 
 }  // namespace gpuspeech

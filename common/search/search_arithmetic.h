@@ -21,11 +21,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#ifdef __CUDACC__
-#define GPUSPEECH_HOST_DEVICE __host__ __device__ __forceinline__
-#else
-#define GPUSPEECH_HOST_DEVICE inline
-#endif
+#include "common/host_device.h"
 
 namespace gpuspeech {
 namespace search {

@@ -128,6 +128,19 @@ __device__ __forceinline__ StateArcs state_arcs(const TpGraph& g, int32_t state)
   const uint2 d = __ldg(g.states + state);
   return StateArcs{d.x, d.x + (d.y & kStateIndexMask), static_cast<uint8_t>(d.y >> kStateFlagShift)};
 }
+// A graph state's epsilon arcs, as entries [begin, end) of g.eps_arcs: all
+// of them, or (rescoring: word-label arcs wait for the word-end step) the
+// plain ones only, or the word-label ones only.
+enum class EpsKind { kAll, kPlain, kWord };
+__device__ __forceinline__ StateArcs eps_arcs_of(const TpGraph& g, int32_t state, EpsKind kind) {
+  const uint2 d = __ldg(g.eps_states + state);
+  const uint32_t next = __ldg(&g.eps_states[state + 1].x);
+  switch (kind) {
+    case EpsKind::kPlain: return StateArcs{d.x, d.x + d.y, 0};
+    case EpsKind::kWord: return StateArcs{d.x + d.y, next, 0};
+    default: return StateArcs{d.x, next, 0};
+  }
+}
 __device__ __forceinline__ uint8_t state_flags(const TpGraph& g, int32_t state) {
   return static_cast<uint8_t>(__ldg(&g.states[state].y) >> kStateFlagShift);
 }
@@ -491,11 +504,11 @@ __device__ __forceinline__ void relax_arcs(const TpGraph& g, const TpState& s, c
   const int32_t v = s.key[tok.state];  // a changed token holds its entry
   const int32_t state = graph_state(g, v);
   const int32_t slot = v - state * g.slots;
-  const StateArcs r = state_arcs(g, state);
-  for (uint32_t a = r.begin + first; a < r.end; a += step) {
+  // Word-label arcs are the word-end step's when rescoring.
+  const StateArcs r = eps_arcs_of(g, state, g.rescoring ? EpsKind::kPlain : EpsKind::kAll);
+  for (uint32_t i = r.begin + first; i < r.end; i += step) {
+    const uint32_t a = __ldg(g.eps_arcs + i);
     const Arc arc = load_arc(g, a);
-    if (arc.ilabel != 0) continue;
-    if (g.rescoring && arc.olabel != 0) continue;  // a word end: the word-end step's
     const float c = add_cost(tok.cost, arc.cost);
     if (!usable_cost(c)) continue;
     const int32_t e = offer(s, arc.dest * g.slots + slot, pack_candidate(c, a));
@@ -509,11 +522,13 @@ __device__ __forceinline__ void relax_item(const TpGraph& g, const TpState& s, c
   const int in = pass & 1;
   const TpToken tok = s.changed[in][i];
   const int32_t state = graph_state(g, s.key[tok.state]);
-  const StateArcs r = state_arcs(g, state);
-  if ((r.flags & kStateEpsilon) == 0) return;
+  if ((state_flags(g, state) & kStateEpsilon) == 0) return;
   const float best_emit = key_cost(s.counters->best_emit_key);
   const bool fresh = tok.record >= f.first_record;
   if (!(tok.cost <= add_cost(best_emit, fresh ? f.word_end_beam : f.beam))) return;
+  // Heavy by the arcs it relaxes (at most its degree, so the graph's heavy
+  // states still cover it).
+  const StateArcs r = eps_arcs_of(g, state, g.rescoring ? EpsKind::kPlain : EpsKind::kAll);
   if (r.degree() > kHeavyDegree) {
     if (sub == 0) {
       TpToken* slot = list_slot(s, s.heavy, &s.counters->heavy, s.heavy_capacity);
@@ -786,16 +801,16 @@ __device__ __forceinline__ void collect_events_item(const TpGraph& g, const TpSt
     if (s.round_mark[ent] != f.round_id) return;
     const int32_t v = s.key[ent];
     const int32_t state = graph_state(g, v);
-    const StateArcs r = state_arcs(g, state);
-    if ((r.flags & kStateWordArc) == 0) return;
+    if ((state_flags(g, state) & kStateWordArc) == 0) return;
     const float cost = candidate_cost(s.best[ent]);
     const int32_t rec = s.record[ent];
     const bool fresh = rec >= f.first_record;
     const float best_emit = key_cost(s.counters->best_emit_key);
     if (!(cost <= add_cost(best_emit, fresh ? f.word_end_beam : f.beam))) return;
-    for (uint32_t a = r.begin; a < r.end; ++a) {
+    const StateArcs r = eps_arcs_of(g, state, EpsKind::kWord);
+    for (uint32_t i = r.begin; i < r.end; ++i) {
+      const uint32_t a = __ldg(g.eps_arcs + i);
       const Arc arc = load_arc(g, a);
-      if (arc.ilabel != 0 || arc.olabel == 0) continue;
       const float c = add_cost(cost, arc.cost);
       if (!usable_cost(c)) continue;
       const uint32_t slot = atomicAdd(&s.counters->events, 1u);
@@ -1672,6 +1687,25 @@ cudaError_t tp_round(const TpGraph& g, const TpState& s, TpFrame* f, const TpRou
   return cudaLaunchKernelEx(&config, round_kernel, g, s, f, p);
 }
 
+// The launch configuration of the cluster lanes kernel: `clusters`
+// clusters of `cluster` blocks, a histogram of `bins` in shared memory.
+// `attribute` is the caller's, kept alive with the configuration.
+static cudaLaunchConfig_t cluster_launch_config(int clusters, int cluster, size_t bins, cudaStream_t stream,
+                                                cudaLaunchAttribute* attribute) {
+  cudaLaunchConfig_t config = {};
+  config.gridDim = dim3(static_cast<unsigned>(clusters * cluster));
+  config.blockDim = dim3(kThreads);
+  config.dynamicSmemBytes = bins * sizeof(uint32_t);
+  config.stream = stream;
+  attribute->id = cudaLaunchAttributeClusterDimension;
+  attribute->val.clusterDim.x = static_cast<unsigned>(cluster);
+  attribute->val.clusterDim.y = 1;
+  attribute->val.clusterDim.z = 1;
+  config.attrs = attribute;
+  config.numAttrs = 1;
+  return config;
+}
+
 cudaError_t tp_lanes_cluster_round(const TpLaneRound* rounds, int lanes, int cluster, int bins,
                                    cudaStream_t stream, unsigned long long* profile,
                                    unsigned int* done, unsigned int serial) {
@@ -1679,18 +1713,9 @@ cudaError_t tp_lanes_cluster_round(const TpLaneRound* rounds, int lanes, int clu
   // (tp_lanes_cluster_size allowed sizes above 8 on both instances, once.)
   const auto kernel = profile != nullptr ? lanes_cluster_round_kernel<ClusterClock>
                                          : lanes_cluster_round_kernel<NoClock>;
-  cudaLaunchConfig_t config = {};
-  config.gridDim = dim3(static_cast<unsigned>(lanes * cluster));
-  config.blockDim = dim3(kThreads);
-  config.dynamicSmemBytes = static_cast<size_t>(bins) * sizeof(uint32_t);
-  config.stream = stream;
-  cudaLaunchAttribute attribute[1];
-  attribute[0].id = cudaLaunchAttributeClusterDimension;
-  attribute[0].val.clusterDim.x = static_cast<unsigned>(cluster);
-  attribute[0].val.clusterDim.y = 1;
-  attribute[0].val.clusterDim.z = 1;
-  config.attrs = attribute;
-  config.numAttrs = 1;
+  cudaLaunchAttribute attribute;
+  const cudaLaunchConfig_t config =
+      cluster_launch_config(lanes, cluster, static_cast<size_t>(bins), stream, &attribute);
   return cudaLaunchKernelEx(&config, kernel, rounds, profile, done, serial);
 }
 size_t tp_lanes_scratch_bytes(int lanes) {
@@ -1731,17 +1756,8 @@ int tp_lanes_cluster_size(int wanted) {
       cudaGetLastError();
       continue;
     }
-    cudaLaunchConfig_t config = {};
-    config.gridDim = dim3(static_cast<unsigned>(c));
-    config.blockDim = dim3(kThreads);
-    config.dynamicSmemBytes = kMaxHistogramBins * sizeof(uint32_t);
-    cudaLaunchAttribute attribute[1];
-    attribute[0].id = cudaLaunchAttributeClusterDimension;
-    attribute[0].val.clusterDim.x = static_cast<unsigned>(c);
-    attribute[0].val.clusterDim.y = 1;
-    attribute[0].val.clusterDim.z = 1;
-    config.attrs = attribute;
-    config.numAttrs = 1;
+    cudaLaunchAttribute attribute;
+    const cudaLaunchConfig_t config = cluster_launch_config(1, c, kMaxHistogramBins, nullptr, &attribute);
     int clusters = 0;
     if (cudaOccupancyMaxActiveClusters(&clusters, kernel, &config) == cudaSuccess &&
         clusters > 0)
@@ -1752,17 +1768,9 @@ int tp_lanes_cluster_size(int wanted) {
 }
 
 int tp_lanes_clusters_resident(int cluster, int bins) {
-  cudaLaunchConfig_t config = {};
-  config.gridDim = dim3(static_cast<unsigned>(cluster));
-  config.blockDim = dim3(kThreads);
-  config.dynamicSmemBytes = static_cast<size_t>(bins) * sizeof(uint32_t);
-  cudaLaunchAttribute attribute[1];
-  attribute[0].id = cudaLaunchAttributeClusterDimension;
-  attribute[0].val.clusterDim.x = static_cast<unsigned>(cluster);
-  attribute[0].val.clusterDim.y = 1;
-  attribute[0].val.clusterDim.z = 1;
-  config.attrs = attribute;
-  config.numAttrs = 1;
+  cudaLaunchAttribute attribute;
+  const cudaLaunchConfig_t config =
+      cluster_launch_config(1, cluster, static_cast<size_t>(bins), nullptr, &attribute);
   int clusters = 0;
   if (cudaOccupancyMaxActiveClusters(&clusters, lanes_cluster_round_kernel<NoClock>, &config) !=
       cudaSuccess) {

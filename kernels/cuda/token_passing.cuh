@@ -78,6 +78,15 @@ struct TpGraph {
   // and flags.
   const uint2* states;
   const TpArc* arcs;
+  // The epsilon arcs alone, for the closure and the word-end collection
+  // (most arcs of a state with epsilon arcs are emitting ones, which those
+  // phases would load only to pass over). Per state, num_states + 1 of
+  // them: x its first entry in eps_arcs, y how many of its epsilon arcs
+  // carry no word label; they come first, its word-label arcs after them,
+  // up to the next state's x. eps_arcs holds CSR arc indices, so ties
+  // still break on the arc's index and nothing in the results changes.
+  const uint2* eps_states;
+  const uint32_t* eps_arcs;
   // Word-end rescoring: tokens per state (1 without), whether word-label
   // arcs wait for the word-end step, and the arc count (event candidates'
   // arc fields are num_arcs + event index).

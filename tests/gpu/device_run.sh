@@ -475,7 +475,9 @@ if [[ " $STEPS " == *" lanes_ncu "* ]]; then
   note "lanes kernel under ncu"
   [ -n "${MKGRAPH_PID:-}" ] && wait $MKGRAPH_PID
   [ -d /tmp/batchfiles ] || librivox_copies /tmp/batchfiles ${BATCH_COPIES:-64}
-  GPUSPEECH_CUDA_BATCH=1 timeout 300 ncu --clock-control none -k regex:lanes_round_kernel \
+  # LANES_NCU_KERNEL: the kernel's name pattern (the cluster kernel on
+  # sm_90, lanes_round_kernel with GPUSPEECH_LANES_CLUSTER=0).
+  GPUSPEECH_CUDA_BATCH=1 timeout 300 ncu --clock-control none -k regex:${LANES_NCU_KERNEL:-lanes_cluster_round_kernel} \
     --launch-skip ${LANES_NCU_SKIP:-400} --launch-count ${LANES_NCU_COUNT:-2} --kill yes \
     --section SpeedOfLight --section MemoryWorkloadAnalysis --section WarpStateStats \
     --section Occupancy --section LaunchStats --section SchedulerStats \
@@ -484,7 +486,7 @@ if [[ " $STEPS " == *" lanes_ncu "* ]]; then
     --backend cuda --search cuda --streams ${LANES_NCU_STREAMS:-256} /tmp/batchfiles/*.wav \
     >"$OUT/lanes.txt" 2>&1
   echo "ncu status $?"
-  grep -vE '^==PROF==|^ *$|^ *-+ *$' "$OUT/lanes.txt" | grep -E 'lanes_round|Duration|Throughput|Hit Rate|Occupancy|Warp Cycles|Stall|Eligible|Issued Warp|No Eligible|Block Limit|Registers|Busy|Grid Size|Mem Pipes|L1/TEX|L2 |DRAM' | cut -c1-140 | head -80
+  grep -vE '^==PROF==|^ *$|^ *-+ *$' "$OUT/lanes.txt" | grep -E 'lanes_|Duration|Throughput|Hit Rate|Occupancy|Warp Cycles|Stall|Eligible|Issued Warp|No Eligible|Block Limit|Registers|Busy|Grid Size|Mem Pipes|L1/TEX|L2 |DRAM' | cut -c1-140 | head -80
 fi
 # Not part of "all": a soak of long-lived batched CUDA streams
 # (tests/bench/soak.sh), SOAK_STREAMS streams decoding the LibriVox files
