@@ -497,15 +497,12 @@ __global__ void emit_resolve_kernel(TpGraph g, TpState s, const TpFrame* __restr
   emit_resolve_phase(grid_team(), g, s, *fp);
 }
 
-// Epsilon arcs of one token of closure pass p; an offer that lowers its
+// Epsilon arcs r of one token of closure pass p (its entry's slot given:
+// the caller has loaded the entry already); an offer that lowers its
 // destination's value goes to the pass's winner log (half p % 2).
 __device__ __forceinline__ void relax_arcs(const TpGraph& g, const TpState& s, const TpToken& tok,
-                                           int in, uint32_t first, uint32_t step) {
-  const int32_t v = s.entries[tok.state].key;  // a changed token holds its entry
-  const int32_t state = graph_state(g, v);
-  const int32_t slot = v - state * g.slots;
-  // Word-label arcs are the word-end step's when rescoring.
-  const StateArcs r = eps_arcs_of(g, state, g.rescoring ? EpsKind::kPlain : EpsKind::kAll);
+                                           const StateArcs& r, int32_t slot, int in, uint32_t first,
+                                           uint32_t step) {
   for (uint32_t i = r.begin + first; i < r.end; i += step) {
     const uint32_t a = __ldg(g.eps_arcs + i);
     const Arc arc = load_arc(g, a);
@@ -516,19 +513,34 @@ __device__ __forceinline__ void relax_arcs(const TpGraph& g, const TpState& s, c
   }
 }
 
+// The closure's epsilon arcs of a state: word-label arcs are the word-end
+// step's when rescoring.
+__device__ __forceinline__ StateArcs closure_arcs(const TpGraph& g, int32_t state) {
+  return eps_arcs_of(g, state, g.rescoring ? EpsKind::kPlain : EpsKind::kAll);
+}
+
+// The same for a token alone (the heavy phase: its entry is loaded here).
+__device__ __forceinline__ void relax_arcs(const TpGraph& g, const TpState& s, const TpToken& tok,
+                                           int in, uint32_t first, uint32_t step) {
+  const int32_t v = s.entries[tok.state].key;  // a changed token holds its entry
+  const int32_t state = graph_state(g, v);
+  relax_arcs(g, s, tok, closure_arcs(g, state), v - state * g.slots, in, first, step);
+}
+
 // Closure pass `pass`, changed token i (of changed[pass % 2]), by a group.
 __device__ __forceinline__ void relax_item(const TpGraph& g, const TpState& s, const TpFrame& f,
                                            int pass, uint32_t i, int sub) {
   const int in = pass & 1;
   const TpToken tok = s.changed[in][i];
-  const int32_t state = graph_state(g, s.entries[tok.state].key);
+  const int32_t v = s.entries[tok.state].key;  // a changed token holds its entry
+  const int32_t state = graph_state(g, v);
   if ((state_flags(g, state) & kStateEpsilon) == 0) return;
   const float best_emit = key_cost(s.counters->best_emit_key);
   const bool fresh = tok.record >= f.first_record;
   if (!(tok.cost <= add_cost(best_emit, fresh ? f.word_end_beam : f.beam))) return;
   // Heavy by the arcs it relaxes (at most its degree, so the graph's heavy
   // states still cover it).
-  const StateArcs r = eps_arcs_of(g, state, g.rescoring ? EpsKind::kPlain : EpsKind::kAll);
+  const StateArcs r = closure_arcs(g, state);
   if (r.degree() > kHeavyDegree) {
     if (sub == 0) {
       TpToken* slot = list_slot(s, s.heavy, &s.counters->heavy, s.heavy_capacity);
@@ -536,7 +548,7 @@ __device__ __forceinline__ void relax_item(const TpGraph& g, const TpState& s, c
     }
     return;
   }
-  relax_arcs(g, s, tok, in, sub, kGroup);
+  relax_arcs(g, s, tok, r, v - state * g.slots, in, sub, kGroup);
 }
 
 __device__ __forceinline__ void relax_phase(const Team& t, const TpGraph& g, const TpState& s, const TpFrame& f,
