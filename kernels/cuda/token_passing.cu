@@ -1044,11 +1044,8 @@ __device__ __forceinline__ void round_body(const Barrier& grid, const Team& t, c
   // Every thread got the same solo_from (from the same counter after the
   // same barrier). The first block runs the remaining passes alone (the
   // same phases, so the same winners); the others wait for it at one
-  // barrier, which also makes its writes visible to them. The barrier
-  // before it: the solo passes rewrite last_changed, which every block
-  // must have read first.
+  // barrier, which also makes its writes visible to them.
   if (solo_from >= 0) {
-    grid.sync();
     if (t.rank == 0) {
       int unused;
       closure_passes(BlockBarrier{}, Team{0, 1}, g, s, f, solo_from, max_passes, heavy, 0u, clock,
