@@ -191,8 +191,6 @@ struct CudaSearcher::Impl {
   std::vector<WordEndEvent> event_list;  // host scratch, kept between frames
   std::vector<WordEndOffer> offer_list;
   uint32_t round_id = 0;  // the last round id handed out
-  // TpRoundParams::solo_tokens (GPUSPEECH_SOLO_PASSES, for measuring).
-  uint32_t solo_tokens = 0;
   RoundPolicy emit_policy, offer_policy;
   // Captured round graphs by (head, passes, prune, chained passes); they bake in the
   // buffers of `round_graphs_state` and are dropped when one moves.
@@ -559,10 +557,6 @@ CudaSearcher::CudaSearcher(const SearchGraph& graph, const SearchOptions& option
   m.host_records.resize(m.staging_half());
   if (m.fused_rounds())
     m.passes_per_batch = std::min(kFusedClosurePasses, options_.max_epsilon_passes);
-  // GPUSPEECH_SOLO_PASSES=N: closure passes after one that changed at
-  // most N entries run on one block (TpRoundParams::solo_tokens).
-  if (const char* solo_env = std::getenv("GPUSPEECH_SOLO_PASSES"))
-    m.solo_tokens = static_cast<uint32_t>(std::max(0, std::atoi(solo_env)));
   if (const char* chain_env = std::getenv("GPUSPEECH_CUDA_CHAIN"))
     m.chain_frames = std::string(chain_env) != "0";
   check(cudaMemsetAsync(m.counters.get(), 0, sizeof(CountersAndChain), m.stream),
@@ -664,7 +658,6 @@ void CudaSearcher::enqueue_frame(bool start) {
     p.head = start ? cuda::kRoundHeadNone : cuda::kRoundHeadEmit;
     p.max_passes = m.passes_per_batch;
     p.heavy = m.has_heavy;
-    p.solo_tokens = m.solo_tokens;
     check(cuda::tp_round(g, s, f, p, m.round_blocks, options_.histogram_bins, m.stream),
           "tp_round");
   } else {
@@ -846,7 +839,6 @@ void CudaSearcher::enqueue_round(RoundHead head, int passes, bool prune, int cha
                                            : cuda::kRoundHeadNone;
       p.max_passes = passes;
       p.heavy = m.has_heavy;
-      p.solo_tokens = m.solo_tokens;
       p.collect = true;
       p.prune = prune;
       p.chain_passes = chain_passes;
@@ -900,7 +892,6 @@ void CudaSearcher::run_lane_round(RoundHead head, int passes, bool prune, bool c
                                        : cuda::kRoundHeadNone;
   p.max_passes = head == RoundHead::kPrune ? 0 : passes;
   p.heavy = m.has_heavy;
-  p.solo_tokens = m.solo_tokens;
   p.collect = collect && head != RoundHead::kPrune;
   p.prune = prune;
   p.chain_passes = chain_passes;

@@ -977,48 +977,10 @@ struct ClusterClock {
 
 // `grid` is whatever barrier spans the blocks of the Team: the whole grid
 // (cg::grid_group) or, for the cluster lanes kernel, one cluster.
-// The closure's passes from `pass` on, as many as max_passes allows, until
-// one changes nothing: each pass's phases separated by `barrier` over the
-// blocks of `t` (all of the grid or cluster, or the first block alone).
-template <class Barrier, class Clock>
-__device__ __forceinline__ void closure_passes(const Barrier& barrier, const Team& t, const TpGraph& g,
-                                               const TpState& s, const TpFrame& f, int pass,
-                                               int max_passes, bool heavy, uint32_t solo_tokens,
-                                               Clock& clock, int* stopped_at) {
-  for (; pass < max_passes; ++pass) {
-    relax_phase(t, g, s, f, pass);
-    barrier.sync();
-    clock.lap(kLanePhaseRelax);
-    clock.count(kLaneProfilePasses);
-    if (heavy && heavy_count(s) > 0) {
-      relax_heavy_phase(t, g, s, f, pass);
-      barrier.sync();
-      clock.lap(kLanePhaseRelaxHeavy);
-    }
-    relax_resolve_phase(t, g, s, f, pass);
-    barrier.sync();
-    clock.lap(kLanePhaseRelaxResolve);
-    // Every thread reads the same count after the same barrier.
-    const uint32_t changed = *static_cast<volatile const uint32_t*>(&s.counters->last_changed);
-    if (changed == 0) break;
-    if (changed <= solo_tokens && pass + 1 < max_passes) {
-      *stopped_at = pass + 1;  // the rest on the first block
-      return;
-    }
-  }
-  *stopped_at = -1;  // settled, or out of passes
-}
-
-// The first block's barrier for closure_passes on that block alone.
-struct BlockBarrier {
-  __device__ void sync() const { __syncthreads(); }
-};
-
 template <class Barrier, class Clock>
 __device__ __forceinline__ void round_body(const Barrier& grid, const Team& t, const TpGraph& g,
                                            const TpState& s, const TpFrame& f, int head,
-                                           int max_passes, bool heavy, bool collect,
-                                           uint32_t solo_tokens, Clock& clock) {
+                                           int max_passes, bool heavy, bool collect, Clock& clock) {
   if (head == kRoundHeadEmit) {
     emit_phase(t, g, s, f);
     grid.sync();
@@ -1039,19 +1001,20 @@ __device__ __forceinline__ void round_body(const Barrier& grid, const Team& t, c
     grid.sync();
     clock.lap(kLanePhaseEmitResolve);
   }
-  int solo_from = -1;
-  closure_passes(grid, t, g, s, f, 0, max_passes, heavy, solo_tokens, clock, &solo_from);
-  // Every thread got the same solo_from (from the same counter after the
-  // same barrier). The first block runs the remaining passes alone (the
-  // same phases, so the same winners); the others wait for it at one
-  // barrier, which also makes its writes visible to them.
-  if (solo_from >= 0) {
-    if (t.rank == 0) {
-      int unused;
-      closure_passes(BlockBarrier{}, Team{0, 1}, g, s, f, solo_from, max_passes, heavy, 0u, clock,
-                     &unused);
-    }
+  for (int pass = 0; pass < max_passes; ++pass) {
+    relax_phase(t, g, s, f, pass);
     grid.sync();
+    clock.lap(kLanePhaseRelax);
+    clock.count(kLaneProfilePasses);
+    if (heavy && heavy_count(s) > 0) {
+      relax_heavy_phase(t, g, s, f, pass);
+      grid.sync();
+      clock.lap(kLanePhaseRelaxHeavy);
+    }
+    relax_resolve_phase(t, g, s, f, pass);
+    grid.sync();
+    clock.lap(kLanePhaseRelaxResolve);
+    if (*static_cast<volatile const uint32_t*>(&s.counters->last_changed) == 0) break;
   }
   if (collect) collect_events_phase(t, g, s, f);
 }
@@ -1071,7 +1034,7 @@ __device__ __forceinline__ void round_run(const Barrier& grid, const Team& t, co
   const bool chain = p.chain_passes > 0;
   if (chain && t.rank == 0 && threadIdx.x == 0) s.chain->go = 0;  // read after barriers
   const TpFrame f = load_frame_written(fp);
-  round_body(grid, t, g, s, f, p.head, p.max_passes, p.heavy, p.collect, p.solo_tokens, clock);
+  round_body(grid, t, g, s, f, p.head, p.max_passes, p.heavy, p.collect, clock);
   if (!p.prune) return;
   grid.sync();  // the events are collected
   clock.lap(kLanePhaseCollect);
@@ -1105,8 +1068,7 @@ __device__ __forceinline__ void round_run(const Barrier& grid, const Team& t, co
     s.histogram[i] = 0;
   grid.sync();
   clock.lap(kLanePhaseChain);
-  round_body(grid, t, g, s, nf, kRoundHeadEmit, p.chain_passes, p.heavy, /*collect=*/true, p.solo_tokens,
-             clock);
+  round_body(grid, t, g, s, nf, kRoundHeadEmit, p.chain_passes, p.heavy, /*collect=*/true, clock);
 }
 
 // The cooperative round kernel: one stream's round over the whole grid.

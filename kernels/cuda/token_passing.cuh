@@ -317,12 +317,6 @@ struct TpRoundParams {
   bool prune = false;
   int chain_passes = 0;
   const TpFrame* next = nullptr;  // with chain_passes: the next frame's parameters
-  // A closure pass whose predecessor changed at most this many entries
-  // runs on the first block alone, with block barriers, and the rest of the
-  // closure after it (0: never). Most later passes change a few dozen
-  // entries, too few to spread over every block, and a block barrier costs
-  // far less than a grid or cluster one.
-  uint32_t solo_tokens = 0;
 };
 cudaError_t tp_round(const TpGraph& g, const TpState& s, TpFrame* f, const TpRoundParams& p,
                      int blocks, int bins, cudaStream_t stream);
