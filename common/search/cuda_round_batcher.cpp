@@ -91,6 +91,7 @@ CudaRoundBatcher::CudaRoundBatcher(int device) : device_(device) {
   check(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device_),
         "cudaDeviceGetAttribute");
   min_width_ = env_int("GPUSPEECH_LANES_MIN_WIDTH", 1, 1, cuda::kMaxLanesPerLaunch);
+  part_width_ = env_int("GPUSPEECH_LANES_PART", cuda::kMaxLanesPerLaunch, 1, cuda::kMaxLanesPerLaunch);
   if (const int w = env_int("GPUSPEECH_EMIT_GROUP", 0, 0, 32); w > 0 && (w & (w - 1)) == 0)
     check(cuda::tp_set_emit_group(w), "tp_set_emit_group");
   blocks_ = cooperative != 0
@@ -277,8 +278,8 @@ void CudaRoundBatcher::launcher(Slot& slot) {
 }
 
 void CudaRoundBatcher::launch(Slot& slot, int bins) {
-  // At most kMaxLanesPerLaunch lanes a launch: more run one launch after
-  // another within the step.
+  // At most kMaxLanesPerLaunch lanes a launch (or GPUSPEECH_LANES_PART):
+  // more run one launch after another within the step.
   const size_t all = slot.batch.size();
   if (early_) {
     // A flag per lane of the whole batch (the slot's last launch has
@@ -290,8 +291,9 @@ void CudaRoundBatcher::launch(Slot& slot, int bins) {
     }
     if (++slot.serial == 0) slot.serial = 1;  // 0 is the flags' initial value
   }
-  for (size_t first = 0; first < all; first += cuda::kMaxLanesPerLaunch) {
-    const size_t n = std::min<size_t>(all - first, cuda::kMaxLanesPerLaunch);
+  const size_t part = static_cast<size_t>(part_width_);
+  for (size_t first = 0; first < all; first += part) {
+    const size_t n = std::min<size_t>(all - first, part);
     launch_part(slot, first, n, bins);
   }
 }

@@ -156,9 +156,8 @@ struct CudaSearcher::Impl {
   // power of two, doubled when a frame overflows them.
   uint32_t table_entries = 0;
   size_t heavy_bound = 1;  // heavy tokens a pass can list (heavy virtual states)
-  DeviceArray<int32_t> key;
-  DeviceArray<unsigned long long> best;
-  DeviceArray<int32_t> record, touched;
+  DeviceArray<cuda::TpEntry> entries;  // the state table (TpEntry)
+  DeviceArray<int32_t> touched;
   DeviceArray<uint32_t> histogram;
   DeviceArray<cuda::TpToken> changed[2], live[2], heavy;
   DeviceArray<cuda::TpWinner> winners;
@@ -179,8 +178,6 @@ struct CudaSearcher::Impl {
   PinnedArray<cuda::TpRecord> host_records;
   DeviceArray<float> scores;
   // Word-end rescoring only:
-  DeviceArray<int32_t> hist;
-  DeviceArray<uint32_t> round_mark;
   DeviceArray<int32_t> word_ends;
   MappedArray<cuda::TpEvent> events;
   DeviceArray<cuda::TpEvent> event_stage;  // batched only: TpState::event_stage
@@ -277,9 +274,7 @@ struct CudaSearcher::Impl {
   cuda::TpGraph graph() const { return device_graph->view(slots, rescoring); }
   cuda::TpState state() {
     cuda::TpState s;
-    s.key = key.get();
-    s.best = best.get();
-    s.record = record.get();
+    s.entries = entries.get();
     s.table_mask = table_entries - 1;
     s.table_shift = 32u - static_cast<uint32_t>(log2_entries());
     s.table_limit = table_entries / 2;
@@ -298,8 +293,7 @@ struct CudaSearcher::Impl {
     s.staging_capacity = staging_half();
     s.histogram = histogram.get();
     s.counters = &counters.get()->counters;
-    s.hist = rescoring ? hist.get() : nullptr;
-    s.round_mark = rescoring ? round_mark.get() : nullptr;
+    s.rescoring = rescoring;
     s.events = rescoring ? events.device() : nullptr;
     s.event_stage = rescoring && batcher ? event_stage.get() : nullptr;
     s.event_capacity = static_cast<uint32_t>(events.size());
@@ -314,20 +308,18 @@ struct CudaSearcher::Impl {
     while ((uint32_t{1} << b) < table_entries) ++b;
     return b;
   }
-  // Fresh state tables of `entries` entries (a power of two, at least 4),
+  // Fresh state tables of `count` entries (a power of two, at least 4),
   // empty; the previous frame's live list (live[live_in], live_count
   // tokens) is carried over, so that a frame can run again on them. The
   // captured graphs baked in the old buffers and are dropped.
-  void allocate_tables(uint32_t entries) {
+  void allocate_tables(uint32_t count) {
     Section timed(*this, &growth_seconds);
     sync();
     drop_graph();
     drop_round_graphs();
-    table_entries = entries;
-    const size_t n = entries;
-    key.resize(n);
-    best.resize(n);
-    record.resize(n);
+    table_entries = count;
+    const size_t n = count;
+    entries.resize(n);
     touched.resize(n);
     // A frame that did not overflow touched at most half the table, so
     // its lists (of distinct entries each) hold at most that many, and it
@@ -347,17 +339,11 @@ struct CudaSearcher::Impl {
       check(cudaMemcpyAsync(live[live_in].get(), old_live.get(),
                             live_count * sizeof(cuda::TpToken), cudaMemcpyDeviceToDevice, stream),
             "cudaMemcpyAsync (live tokens)");
-    if (rescoring) {
-      hist.resize(n);
-      round_mark.resize(n);
-      // Distinct entries of one round, so no more than a frame may touch:
-      // the list never overflows where the table did not.
-      word_ends.resize(n / 2);
-      check(cudaMemsetAsync(round_mark.get(), 0, n * sizeof(uint32_t), stream), "cudaMemsetAsync");
-    }
-    check(cudaMemsetAsync(key.get(), 0xFF, n * sizeof(int32_t), stream), "cudaMemsetAsync");
-    check(cudaMemsetAsync(best.get(), 0xFF, n * sizeof(unsigned long long), stream),
-          "cudaMemsetAsync");
+    // Distinct entries of one round, so no more than a frame may touch:
+    // the list never overflows where the table did not.
+    if (rescoring) word_ends.resize(n / 2);
+    // All free, no round mark (TpEntry).
+    check(cudaMemsetAsync(entries.get(), 0xFF, n * sizeof(cuda::TpEntry), stream), "cudaMemsetAsync");
     sync();
     tables_fresh = true;
   }
@@ -385,11 +371,13 @@ struct CudaSearcher::Impl {
       staging.resize(static_cast<size_t>(records) * 4);
     host_frame.get()->staging_base = staging_base();
   }
-  // A fresh closure-round id (round marks are reset when ids would wrap).
+  // A fresh closure-round id, 1 .. kNoRound - 1 (round marks are reset
+  // to kNoRound when ids would wrap: one 4-byte column of the entries).
   uint32_t take_round_id() {
-    if (round_id == 0xFFFFFFFFu) {
-      check(cudaMemsetAsync(round_mark.get(), 0, round_mark.size() * sizeof(uint32_t), stream),
-            "cudaMemsetAsync (round marks)");
+    if (round_id == cuda::kNoRound - 1) {
+      check(cudaMemset2DAsync(&entries.get()->round_mark, sizeof(cuda::TpEntry), 0xFF, sizeof(uint32_t),
+                              entries.size(), stream),
+            "cudaMemset2DAsync (round marks)");
       stream_pending = true;
       round_id = 0;
     }
@@ -427,7 +415,7 @@ struct CudaSearcher::Impl {
     return c.staging == s.staging && c.staging_capacity == s.staging_capacity &&
            c.events == s.events && c.event_stage == s.event_stage &&
            c.event_capacity == s.event_capacity &&
-           c.offers == s.offers && c.key == s.key;
+           c.offers == s.offers && c.entries == s.entries;
   }
 
   ~Impl() {
@@ -586,9 +574,9 @@ void CudaSearcher::reset() {
   Impl& m = *impl_;
   check(cudaSetDevice(m.device), "cudaSetDevice");
   // A frame cut short by an error may have left entries behind.
-  check(cudaMemsetAsync(m.best.get(), 0xFF, m.best.size() * sizeof(unsigned long long), m.stream),
-        "cudaMemsetAsync");
-  check(cudaMemsetAsync(m.key.get(), 0xFF, m.key.size() * sizeof(int32_t), m.stream),
+  // (Round marks too: kNoRound is no round's id, so a free entry's mark
+  // never matches.)
+  check(cudaMemsetAsync(m.entries.get(), 0xFF, m.entries.size() * sizeof(cuda::TpEntry), m.stream),
         "cudaMemsetAsync");
   records_ = WordRecordStore(options_.max_word_records);
   stats_ = SearchStats{};
@@ -696,7 +684,7 @@ void CudaSearcher::launch_frame(bool start) {
   }
   if (m.frame_graph == nullptr || m.graph_passes != m.passes_per_batch ||
       m.graph_staging != m.staging.get() || m.graph_staging_size != m.staging.size() ||
-      m.graph_table != m.key.get()) {
+      m.graph_table != m.entries.get()) {
     m.drop_graph();
     cudaGraph_t graph = nullptr;
     check(cudaStreamBeginCapture(m.stream, cudaStreamCaptureModeThreadLocal),
@@ -716,7 +704,7 @@ void CudaSearcher::launch_frame(bool start) {
     m.graph_passes = m.passes_per_batch;
     m.graph_staging = m.staging.get();
     m.graph_staging_size = m.staging.size();
-    m.graph_table = m.key.get();
+    m.graph_table = m.entries.get();
   }
   check(cudaGraphLaunch(m.frame_graph, m.stream), "cudaGraphLaunch");
 }

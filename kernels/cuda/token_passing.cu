@@ -151,29 +151,29 @@ __device__ __forceinline__ uint32_t table_home(uint32_t shift, int32_t v) {
   return (static_cast<uint32_t>(v) * 0x9E3779B1u) >> shift;
 }
 
-// v's entry in `keys` (mask + 1 entries, linear probing), claimed if v has
-// none; -1 if the table is full. Keys only go from free to taken between
+// v's entry in `entries` (mask + 1 of them, linear probing), claimed if v
+// has none; -1 if the table is full. Keys only go from free to taken between
 // barriers, so a stale read of a free key is corrected by the CAS.
-__device__ __forceinline__ int32_t find_or_insert(int32_t* keys, uint32_t mask, uint32_t shift,
+__device__ __forceinline__ int32_t find_or_insert(TpEntry* entries, uint32_t mask, uint32_t shift,
                                                   int32_t v) {
   uint32_t h = table_home(shift, v);
   for (uint32_t probe = 0; probe <= mask; ++probe, h = (h + 1) & mask) {
-    int32_t k = keys[h];
+    int32_t k = entries[h].key;
     if (k == v) return static_cast<int32_t>(h);
     if (k == kEmptyKey) {
-      k = atomicCAS(keys + h, kEmptyKey, v);
+      k = atomicCAS(&entries[h].key, kEmptyKey, v);
       if (k == kEmptyKey || k == v) return static_cast<int32_t>(h);
     }
   }
   return -1;
 }
 
-// v's entry in `keys`, or -1 if it has none (no insertion runs meanwhile).
-__device__ __forceinline__ int32_t find_entry(const int32_t* keys, uint32_t mask, uint32_t shift,
+// v's entry in `entries`, or -1 if it has none (no insertion runs meanwhile).
+__device__ __forceinline__ int32_t find_entry(const TpEntry* entries, uint32_t mask, uint32_t shift,
                                               int32_t v) {
   uint32_t h = table_home(shift, v);
   for (uint32_t probe = 0; probe <= mask; ++probe, h = (h + 1) & mask) {
-    const int32_t k = keys[h];
+    const int32_t k = entries[h].key;
     if (k == v) return static_cast<int32_t>(h);
     if (k == kEmptyKey) return -1;
   }
@@ -201,12 +201,12 @@ __device__ __forceinline__ TpToken* list_slot(const TpState& s, TpToken* list, u
 // the entry to the touched list. A full table loses the offer and counts
 // an overflow (the frame runs again with a larger table).
 __device__ __forceinline__ int32_t offer(const TpState& s, int32_t v, uint64_t key) {
-  const int32_t e = find_or_insert(s.key, s.table_mask, s.table_shift, v);
+  const int32_t e = find_or_insert(s.entries, s.table_mask, s.table_shift, v);
   if (e < 0) {
     note_overflow(s);
     return -1;
   }
-  const unsigned long long old = atomicMin(s.best + e, static_cast<unsigned long long>(key));
+  const unsigned long long old = atomicMin(&s.entries[e].best, static_cast<unsigned long long>(key));
   if (old == kNoCandidate) {
     // At most one append per entry, so the list never outgrows the table.
     const uint32_t t = append_slot(&s.counters->touched);
@@ -271,10 +271,10 @@ __device__ __forceinline__ void reset_counters(TpCounters* c, const TpFrame& f) 
 __device__ __forceinline__ void mark_changed(const TpState& s, const TpFrame& f, int32_t e,
                                              uint8_t flags) {
   if ((flags & kStateWordArc) == 0) {
-    s.round_mark[e] = f.round_id;
+    s.entries[e].round_mark = f.round_id;
     return;
   }
-  if (atomicExch(&s.round_mark[e], f.round_id) == f.round_id) return;
+  if (atomicExch(&s.entries[e].round_mark, f.round_id) == f.round_id) return;
   const uint32_t slot = atomicAdd(&s.counters->word_ends, 1u);
   if (slot < s.word_end_capacity) s.word_ends[slot] = e;
 }
@@ -288,15 +288,15 @@ __global__ void frame_begin_kernel(TpState s, const TpFrame* __restrict__ fp) {
 
 // The start token (the table is empty: its entry is its home slot).
 __device__ __forceinline__ void start_token(const TpState& s, const TpFrame& f) {
-  const int32_t e = find_or_insert(s.key, s.table_mask, s.table_shift, f.start_state);
-  s.best[e] = pack_candidate(0.0f, kNoArc);
-  s.record[e] = -1;
-  if (s.hist != nullptr) {
-    s.hist[e] = 0;
+  const int32_t e = find_or_insert(s.entries, s.table_mask, s.table_shift, f.start_state);
+  s.entries[e].best = pack_candidate(0.0f, kNoArc);
+  s.entries[e].record = -1;
+  if (s.rescoring) {
+    s.entries[e].hist = 0;
     // The graph is not at hand here: the start token joins the word-end
     // list whatever its state (the collection skips states without a
     // word arc).
-    s.round_mark[e] = f.round_id;
+    s.entries[e].round_mark = f.round_id;
     s.word_ends[0] = e;
     s.counters->word_ends = 1;
   }
@@ -357,11 +357,11 @@ __device__ __forceinline__ void log_winner(const TpState& s, const WinnerLog& w,
 __device__ __forceinline__ TpToken commit_winner(const TpState& s, const TpFrame& f, int32_t e,
                                                  float cost, int32_t rec, int32_t hist,
                                                  uint8_t flags) {
-  s.record[e] = rec;
+  s.entries[e].record = rec;
   TpToken t{e, cost, rec, 0};
-  if (s.hist != nullptr) {
+  if (s.rescoring) {
     t.hist = hist;
-    s.hist[e] = hist;
+    s.entries[e].hist = hist;
     mark_changed(s, f, e, flags);
   }
   return t;
@@ -375,7 +375,7 @@ __device__ __forceinline__ bool resolve_winner(const TpGraph& g, const TpState& 
                                                uint8_t* flags) {
   const int4 v = *reinterpret_cast<const int4*>(w.base + i);
   const int32_t e = v.x;
-  const uint64_t key = s.best[e];
+  const uint64_t key = s.entries[e].best;
   const uint32_t a = candidate_arc(key);
   if (a != static_cast<uint32_t>(v.y)) return false;
   const float c = candidate_cost(key);
@@ -497,15 +497,12 @@ __global__ void emit_resolve_kernel(TpGraph g, TpState s, const TpFrame* __restr
   emit_resolve_phase(grid_team(), g, s, *fp);
 }
 
-// Epsilon arcs of one token of closure pass p; an offer that lowers its
+// Epsilon arcs r of one token of closure pass p (its entry's slot given:
+// the caller has loaded the entry already); an offer that lowers its
 // destination's value goes to the pass's winner log (half p % 2).
 __device__ __forceinline__ void relax_arcs(const TpGraph& g, const TpState& s, const TpToken& tok,
-                                           int in, uint32_t first, uint32_t step) {
-  const int32_t v = s.key[tok.state];  // a changed token holds its entry
-  const int32_t state = graph_state(g, v);
-  const int32_t slot = v - state * g.slots;
-  // Word-label arcs are the word-end step's when rescoring.
-  const StateArcs r = eps_arcs_of(g, state, g.rescoring ? EpsKind::kPlain : EpsKind::kAll);
+                                           const StateArcs& r, int32_t slot, int in, uint32_t first,
+                                           uint32_t step) {
   for (uint32_t i = r.begin + first; i < r.end; i += step) {
     const uint32_t a = __ldg(g.eps_arcs + i);
     const Arc arc = load_arc(g, a);
@@ -516,19 +513,34 @@ __device__ __forceinline__ void relax_arcs(const TpGraph& g, const TpState& s, c
   }
 }
 
+// The closure's epsilon arcs of a state: word-label arcs are the word-end
+// step's when rescoring.
+__device__ __forceinline__ StateArcs closure_arcs(const TpGraph& g, int32_t state) {
+  return eps_arcs_of(g, state, g.rescoring ? EpsKind::kPlain : EpsKind::kAll);
+}
+
+// The same for a token alone (the heavy phase: its entry is loaded here).
+__device__ __forceinline__ void relax_arcs(const TpGraph& g, const TpState& s, const TpToken& tok,
+                                           int in, uint32_t first, uint32_t step) {
+  const int32_t v = s.entries[tok.state].key;  // a changed token holds its entry
+  const int32_t state = graph_state(g, v);
+  relax_arcs(g, s, tok, closure_arcs(g, state), v - state * g.slots, in, first, step);
+}
+
 // Closure pass `pass`, changed token i (of changed[pass % 2]), by a group.
 __device__ __forceinline__ void relax_item(const TpGraph& g, const TpState& s, const TpFrame& f,
                                            int pass, uint32_t i, int sub) {
   const int in = pass & 1;
   const TpToken tok = s.changed[in][i];
-  const int32_t state = graph_state(g, s.key[tok.state]);
+  const int32_t v = s.entries[tok.state].key;  // a changed token holds its entry
+  const int32_t state = graph_state(g, v);
   if ((state_flags(g, state) & kStateEpsilon) == 0) return;
   const float best_emit = key_cost(s.counters->best_emit_key);
   const bool fresh = tok.record >= f.first_record;
   if (!(tok.cost <= add_cost(best_emit, fresh ? f.word_end_beam : f.beam))) return;
   // Heavy by the arcs it relaxes (at most its degree, so the graph's heavy
   // states still cover it).
-  const StateArcs r = eps_arcs_of(g, state, g.rescoring ? EpsKind::kPlain : EpsKind::kAll);
+  const StateArcs r = closure_arcs(g, state);
   if (r.degree() > kHeavyDegree) {
     if (sub == 0) {
       TpToken* slot = list_slot(s, s.heavy, &s.counters->heavy, s.heavy_capacity);
@@ -536,7 +548,7 @@ __device__ __forceinline__ void relax_item(const TpGraph& g, const TpState& s, c
     }
     return;
   }
-  relax_arcs(g, s, tok, in, sub, kGroup);
+  relax_arcs(g, s, tok, r, v - state * g.slots, in, sub, kGroup);
 }
 
 __device__ __forceinline__ void relax_phase(const Team& t, const TpGraph& g, const TpState& s, const TpFrame& f,
@@ -646,7 +658,7 @@ __device__ __forceinline__ PruneLimits prune_limits(const TpState& s, const TpFr
 
 __device__ __forceinline__ bool within_beam(const TpState& s, const TpFrame& f, int32_t d, float c,
                                             const PruneLimits& lim) {
-  const bool fresh = s.record[d] >= f.first_record;
+  const bool fresh = s.entries[d].record >= f.first_record;
   return c <= (fresh ? lim.word_end : lim.beam);
 }
 
@@ -654,7 +666,7 @@ __device__ __forceinline__ bool within_beam(const TpState& s, const TpFrame& f, 
 __device__ __forceinline__ int prune_bin(const TpState& s, const TpFrame& f, uint32_t i,
                                          const PruneLimits& lim) {
   const int32_t d = s.touched[i];
-  const float c = candidate_cost(s.best[d]);
+  const float c = candidate_cost(s.entries[d].best);
   if (!within_beam(s, f, d, c, lim)) return -1;
   return search::histogram_bin(c, lim.best, f.bin_scale, f.bins);
 }
@@ -751,22 +763,22 @@ __device__ __forceinline__ void prune_compact_item(const TpState& s, const TpFra
   const int out = 1 - f.live_in;
   {
     const int32_t e = s.touched[i];
-    const float c = candidate_cost(s.best[e]);
+    const float c = candidate_cost(s.entries[e].best);
     if (within_beam(s, f, e, c, lim) &&
         search::histogram_bin(c, lim.best, f.bin_scale, f.bins) < cut) {
       TpToken t;
-      t.state = s.key[e];
+      t.state = s.entries[e].key;
       t.cost = c;
-      t.record = s.record[e];
-      t.hist = s.hist != nullptr ? s.hist[e] : 0;
+      t.record = s.entries[e].record;
+      t.hist = s.rescoring ? s.entries[e].hist : 0;
       const uint32_t j = append_slot(&s.counters->live[out]);
       if (j < s.live_capacity)
         s.live[out][j] = t;
       else  // only in a frame that overflowed the table (and runs again)
         note_overflow(s);
     }
-    s.best[e] = kNoCandidate;
-    s.key[e] = kEmptyKey;
+    s.entries[e].best = kNoCandidate;
+    s.entries[e].key = kEmptyKey;
   }
 }
 
@@ -798,12 +810,12 @@ __device__ __forceinline__ void collect_events_item(const TpGraph& g, const TpSt
                                                     const TpFrame& f, uint32_t i) {
   {
     const int32_t ent = word_end_list_whole(s) ? s.word_ends[i] : s.touched[i];
-    if (s.round_mark[ent] != f.round_id) return;
-    const int32_t v = s.key[ent];
+    if (s.entries[ent].round_mark != f.round_id) return;
+    const int32_t v = s.entries[ent].key;
     const int32_t state = graph_state(g, v);
     if ((state_flags(g, state) & kStateWordArc) == 0) return;
-    const float cost = candidate_cost(s.best[ent]);
-    const int32_t rec = s.record[ent];
+    const float cost = candidate_cost(s.entries[ent].best);
+    const int32_t rec = s.entries[ent].record;
     const bool fresh = rec >= f.first_record;
     const float best_emit = key_cost(s.counters->best_emit_key);
     if (!(cost <= add_cost(best_emit, fresh ? f.word_end_beam : f.beam))) return;
@@ -821,7 +833,7 @@ __device__ __forceinline__ void collect_events_item(const TpGraph& g, const TpSt
         TpEvent* dst = s.event_stage != nullptr ? s.event_stage : s.events;
         int4* out = reinterpret_cast<int4*>(&dst[slot]);
         out[0] = make_int4(v, static_cast<int32_t>(a), __float_as_int(c), rec);
-        out[1] = make_int4(s.hist[ent], arc.olabel - 1, arc.dest, 0);
+        out[1] = make_int4(s.entries[ent].hist, arc.olabel - 1, arc.dest, 0);
       }
     }
   }
@@ -860,8 +872,8 @@ __device__ __forceinline__ uint32_t resolve_event_item(const TpGraph& g, const T
   {
     const TpOffer o = s.offers[i];
     if (!usable_cost(o.cost)) return 0xFFFFFFFFu;
-    const int32_t e = find_entry(s.key, s.table_mask, s.table_shift, o.dest);
-    if (e < 0 || s.best[e] != pack_candidate(o.cost, g.num_arcs + i)) return 0xFFFFFFFFu;
+    const int32_t e = find_entry(s.entries, s.table_mask, s.table_shift, o.dest);
+    if (e < 0 || s.entries[e].best != pack_candidate(o.cost, g.num_arcs + i)) return 0xFFFFFFFFu;
     // Offers come only with rescoring, so the history is kept.
     const TpToken t = commit_winner(s, f, e, o.cost, stage_record(s, f, o.word, o.record, o.cost),
                                     o.hist, state_flags(g, graph_state(g, o.dest)));
@@ -1611,8 +1623,8 @@ __global__ void clear_touched_kernel(TpState s) {
   const uint32_t n = s.counters->touched;
   for (uint32_t i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {
     const int32_t e = s.touched[i];
-    s.best[e] = kNoCandidate;
-    s.key[e] = kEmptyKey;
+    s.entries[e].best = kNoCandidate;
+    s.entries[e].key = kEmptyKey;
   }
 }
 

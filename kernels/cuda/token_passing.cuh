@@ -6,11 +6,13 @@
 // Device state: a stream's token state is sized by what a frame reaches,
 // not by the graph (a graph of 22 M virtual states would otherwise cost
 // over 2 GB a stream). The states a frame touches get entries in a hash
-// table (open addressing, linear probing, keys claimed by atomicCAS):
-//   key[e]              the virtual state of entry e, kEmptyKey when free
-//   best[e]             packed (cost key, arc) candidate, kNoCandidate when
+// table (open addressing, linear probing, keys claimed by atomicCAS) of
+// TpEntry, one 32-byte sector each, so a probe, an offer and a winner's
+// commit touch one sector of the entry instead of one per field:
+//   entries[e].key      the virtual state of entry e, kEmptyKey when free
+//   entries[e].best     packed (cost key, arc) candidate, kNoCandidate when
 //                       empty; atomicMin picks winners without races
-//   record[e]           the record of the entry's token (this frame)
+//   entries[e].record   the record of the entry's token (this frame)
 //   touched             every entry that got a candidate this frame; the
 //                       pruning step frees them all, so the table is empty
 //                       between frames
@@ -33,8 +35,9 @@
 // frame again from the unchanged previous live list.
 // With word-end rescoring (token_passing.h) every state is a virtual state
 // (state * slots + slot), tokens carry an LM history id, and
-//   hist[e]             the history beside record[e]
-//   round_mark[e]       id of the closure round that last changed e
+//   entries[e].hist     the history beside the record
+//   entries[e].round_mark  id of the closure round that last changed e
+//                       (kNoRound when none: ids run from 1 to kNoRound - 1)
 //   word_ends           the round's changed entries at word-end states
 //   events              word-end events of the round (written by the device
 //                       straight into mapped host memory)
@@ -186,12 +189,25 @@ struct alignas(16) TpWinner {
 
 // A free entry of the state tables.
 constexpr int32_t kEmptyKey = -1;
+// A round mark no closure round has (round ids are 1 .. kNoRound - 1).
+constexpr uint32_t kNoRound = 0xFFFFFFFFu;
+
+// One entry of the state table. All bytes 0xFF is a free entry: key
+// kEmptyKey, best kNoCandidate, round_mark kNoRound (record and hist are
+// written before they are read).
+struct alignas(32) TpEntry {
+  unsigned long long best;
+  int32_t key;
+  int32_t record;
+  int32_t hist;         // word-end rescoring only
+  uint32_t round_mark;  // word-end rescoring only
+  uint32_t unused[2];
+};
+static_assert(sizeof(TpEntry) == 32, "one entry is one 32-byte sector");
 
 struct TpState {
   // The frame's state table (entries e < table_mask + 1, a power of two).
-  int32_t* key;
-  unsigned long long* best;
-  int32_t* record;
+  TpEntry* entries;
   uint32_t table_mask;
   uint32_t table_shift;  // 32 - log2(entries): the hash keeps the top bits
   uint32_t table_limit;  // touched entries allowed before an overflow
@@ -215,9 +231,9 @@ struct TpState {
   uint32_t staging_capacity;
   uint32_t* histogram;
   TpCounters* counters;
+  // Word-end rescoring (entries' hist and round_mark in use) or not.
+  bool rescoring;
   // Word-end rescoring only (null otherwise):
-  int32_t* hist;
-  uint32_t* round_mark;
   TpEvent* events;  // mapped host memory: what the host reads
   // Batched lanes only (null otherwise): device memory that the collection
   // writes the events to, event_capacity of them; the lanes kernel copies
