@@ -288,6 +288,7 @@ void Recognizer::push_features(const float* frames, int64_t num_frames) {
     const int64_t n = std::min(block, num_frames - f0);
     const float* x = frames + f0 * feature_dim;
     const auto t0 = std::chrono::steady_clock::now();
+    const double c0 = thread_cpu_seconds();
 #ifdef GPUSPEECH_HAVE_CUDA
     if (m.device_searcher != nullptr) {
       m.scorer->score(x, n, *m.device_scores);
@@ -296,6 +297,7 @@ void Recognizer::push_features(const float* frames, int64_t num_frames) {
 #endif
       m.scorer->score(x, n, m.scores.data());
     const auto t1 = std::chrono::steady_clock::now();
+    const double c1 = thread_cpu_seconds();
 #ifdef GPUSPEECH_HAVE_CUDA
     if (m.device_searcher != nullptr)
       m.device_searcher->advance_device(cuda_buffer_pointer(*m.device_scores), n, senones);
@@ -304,6 +306,8 @@ void Recognizer::push_features(const float* frames, int64_t num_frames) {
       m.searcher->advance(m.scores.data(), n, senones);
     m.timings.scoring += std::chrono::duration<double>(t1 - t0).count();
     m.timings.search += seconds_since(t1);
+    m.timings.scoring_cpu += c1 - c0;
+    m.timings.search_cpu += thread_cpu_seconds() - c1;
     if (keep) m.kept.insert(m.kept.end(), x, x + n * feature_dim);
     m.frames += n;
   }

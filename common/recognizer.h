@@ -130,6 +130,10 @@ struct RecognizerTimings {
   double features = 0.0;  // recognize() only
   double scoring = 0.0;
   double search = 0.0;
+  // The calling thread's CPU time in the same two stages (waits that block
+  // cost none; spinning ones do).
+  double scoring_cpu = 0.0;
+  double search_cpu = 0.0;
 };
 
 class Recognizer {

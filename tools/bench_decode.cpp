@@ -182,9 +182,11 @@ Utterance load_utterance(Recognizer& rec, const std::string& path) {
 // over utterances and streams.
 struct SearchParts {
   double rescoring = 0.0, device_wait = 0.0, growth = 0.0, collect = 0.0;
+  double rescoring_cpu = 0.0;
   int64_t frames_rerun = 0;  // frames that outgrew a buffer
   void add(const SearchStats& st) {
     rescoring += st.rescore_seconds;
+    rescoring_cpu += st.rescore_cpu_seconds;
     device_wait += st.device_wait_seconds;
     growth += st.buffer_growth_seconds;
     collect += st.garbage_collection_seconds;
@@ -380,12 +382,21 @@ int bench_decode(int argc, char** argv) {
       sum.features += rec->timings().features;
       sum.scoring += rec->timings().scoring;
       sum.search += rec->timings().search;
+      sum.scoring_cpu += rec->timings().scoring_cpu;
+      sum.search_cpu += rec->timings().search_cpu;
     }
     std::printf("stages summed over the streams: features %.3f s, scoring %.3f s, search %.3f s "
                 "(waiting for the device %.3f s, word-end rescoring %.3f s, growing buffers "
                 "%.3f s, collecting garbage %.3f s; %lld frames run again)\n",
                 sum.features, sum.scoring, sum.search, parts.device_wait, parts.rescoring,
                 parts.growth, parts.collect, static_cast<long long>(parts.frames_rerun));
+    // The same stages in CPU time of the streams' threads; the rest of the
+    // process's CPU is the other threads' (the batcher's launchers, the
+    // CUDA runtime's, the feed), and the streams' own outside the stages.
+    std::printf("host CPU, core-seconds: process %.3f; the streams' threads in scoring %.3f, in search "
+                "%.3f (word-end rescoring %.3f); the rest %.3f\n",
+                cpu, sum.scoring_cpu, sum.search_cpu, parts.rescoring_cpu,
+                cpu - sum.scoring_cpu - sum.search_cpu);
   }
   // Per device (the device each stream was placed on, or the one named):
   // streams, audio and busy time, for the balance of --device-id -1.

@@ -189,6 +189,7 @@ void Searcher::reset_rescorer() {
 void Searcher::rescore_word_ends(std::vector<WordEndEvent>& events,
                                  std::vector<WordEndOffer>& out) {
   const auto t0 = std::chrono::steady_clock::now();
+  const double c0 = thread_cpu_seconds();
   // (source, arc) order: sorting 16-byte (key, index) pairs moves less
   // than sorting the events themselves.
   const size_t n = events.size();
@@ -216,6 +217,7 @@ void Searcher::rescore_word_ends(std::vector<WordEndEvent>& events,
   stats_.word_end_events += static_cast<int64_t>(events.size());
   if (!events.empty()) ++stats_.rescore_rounds;
   stats_.rescore_seconds += seconds_since(t0);
+  stats_.rescore_cpu_seconds += thread_cpu_seconds() - c0;
 }
 
 int Searcher::best_token(const std::vector<SearchToken>& live, float* total,

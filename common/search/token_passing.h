@@ -242,6 +242,7 @@ struct SearchStats {
   int64_t word_end_events = 0;      // events rescored
   int64_t rescore_rounds = 0;       // word-end steps that found events
   double rescore_seconds = 0.0;     // host time in the rescorer and event handling
+  double rescore_cpu_seconds = 0.0; // the same, the thread's CPU time
   // Frames the CUDA searcher began on the device right behind the previous
   // frame's last round, without a host round trip between them.
   int64_t chained_frames = 0;
