@@ -3,7 +3,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdlib>
 #include <stdexcept>
 #include <utility>
 
@@ -48,12 +47,6 @@ LmRescorer::LmRescorer(std::shared_ptr<const NgramModel> full,
     full_of_graph_[w] = f;
     pruned_of_graph_[w] = p;
   }
-  if (const char* bits = std::getenv("GPUSPEECH_RESCORE_CACHE_BITS")) {
-    const int b = std::atoi(bits);
-    if (b < 8 || b > 20)
-      throw std::invalid_argument("GPUSPEECH_RESCORE_CACHE_BITS must be 8-20, got '" + std::string(bits) + "'");
-    cache_bits_ = b;
-  }
   full_end_ = full_->word_id("</s>");
   pruned_end_ = pruned_->word_id("</s>");
   reset();
@@ -63,7 +56,7 @@ void LmRescorer::reset() {
   histories_.clear();
   history_index_.clear();
   memo_.clear();
-  cache_.assign(size_t{1} << cache_bits_, CacheEntry{});
+  cache_.assign(kCacheEntries, CacheEntry{});
   History start;
   const int fs = full_->word_id("<s>");
   const int ps = pruned_->word_id("<s>");
@@ -103,9 +96,9 @@ LmRescorer::WordEnd LmRescorer::word_end(int32_t history, int32_t word) {
   if (f < 0) return WordEnd{0.0f, history, histories_[history].hash};  // a filler: transparent
   const uint64_t key = (static_cast<uint64_t>(static_cast<uint32_t>(history)) << 32) |
                        static_cast<uint32_t>(word);
-  // Fibonacci hashing of the key picks the cache entry: its top cache_bits_
+  // Fibonacci hashing of the key picks the cache entry: its top kCacheBits
   // bits, which depend on every bit of the key.
-  CacheEntry& entry = cache_[(key * 0x9E3779B97F4A7C15ull) >> (64 - cache_bits_)];
+  CacheEntry& entry = cache_[(key * 0x9E3779B97F4A7C15ull) >> (64 - kCacheBits)];
   if (entry.key == key) return entry.value;
   auto it = memo_.find(key);
   if (it != memo_.end()) {

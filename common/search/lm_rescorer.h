@@ -103,16 +103,14 @@ class LmRescorer {
     uint64_t key = ~uint64_t{0};
     WordEnd value;
   };
-  // log2 of the entries (the slot is the top cache_bits_ bits of the key's
-  // Fibonacci hash). 2^14 entries by default: a few hundred live pairs
-  // then rarely collide (well under one in ten share a slot), and the
-  // table (24-byte entries, 384 KiB) fits in a current core's L2 (1-2 MiB)
-  // and costs little to clear at each reset(). But every stream has its
-  // own: with hundreds of streams on a few cores, the tables of the
-  // streams a core takes in turn do not fit together, which
-  // GPUSPEECH_RESCORE_CACHE_BITS (8-20, for measuring) puts to the test.
-  static constexpr int kDefaultCacheBits = 14;
-  int cache_bits_ = kDefaultCacheBits;
+  // log2 of the entries (the slot is the top kCacheBits bits of the key's
+  // Fibonacci hash). 2^14 entries: a few hundred live pairs then rarely
+  // collide (well under one in ten share a slot), while the table (24-byte
+  // entries, 384 KiB) fits in a current core's L2 (1-2 MiB) and costs
+  // little to clear at each reset().
+  static constexpr int kCacheBits = 14;
+  static_assert(kCacheBits > 0 && kCacheBits < 32, "a slot index from a 64-bit hash's top bits");
+  static constexpr size_t kCacheEntries = size_t{1} << kCacheBits;
   std::vector<CacheEntry> cache_;
 };
 
