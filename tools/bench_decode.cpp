@@ -192,6 +192,14 @@ struct SearchParts {
     collect += st.garbage_collection_seconds;
     frames_rerun += st.frames_rerun;
   }
+  void merge(const SearchParts& o) {
+    rescoring += o.rescoring;
+    rescoring_cpu += o.rescoring_cpu;
+    device_wait += o.device_wait;
+    growth += o.growth;
+    collect += o.collect;
+    frames_rerun += o.frames_rerun;
+  }
 };
 
 #ifdef GPUSPEECH_HAVE_CUDA
@@ -279,7 +287,7 @@ int bench_decode(int argc, char** argv) {
   std::vector<double> lags;
   std::vector<double> last_lags(static_cast<size_t>(o.streams), 0.0);
   double busy = 0.0, audio = 0.0;
-  SearchParts parts;  // batch mode
+  SearchParts parts;  // summed over utterances and streams
   // Per stream (each written by its own thread only): audio decoded and
   // busy time, summed per device after the run.
   std::vector<double> stream_audio(static_cast<size_t>(o.streams), 0.0);
@@ -319,11 +327,13 @@ int bench_decode(int argc, char** argv) {
     const int64_t total = static_cast<int64_t>(o.seconds / frame_s);
     std::vector<double> my_lags;
     double my_busy = 0.0;
+    SearchParts my_parts;  // each utterance's, taken before the reset that clears them
     rec.reset();
     int64_t pushed = 0, in_utt = 0, since_partial = 0;
     while (pushed < total) {
       if (in_utt == u.frames) {  // the file ends: its result, then again
         rec.finish();
+        my_parts.add(rec.search_stats());
         rec.reset();
         in_utt = 0;
       }
@@ -345,9 +355,11 @@ int bench_decode(int argc, char** argv) {
       in_utt += n;
     }
     rec.finish();
+    my_parts.add(rec.search_stats());
     stream_audio[static_cast<size_t>(k)] = static_cast<double>(pushed) * frame_s;
     stream_busy[static_cast<size_t>(k)] = my_busy;
     std::lock_guard<std::mutex> lock(mutex);
+    parts.merge(my_parts);
     lags.insert(lags.end(), my_lags.begin(), my_lags.end());
     last_lags[static_cast<size_t>(k)] = my_lags.empty() ? 0.0 : my_lags.back();
     busy += my_busy;
