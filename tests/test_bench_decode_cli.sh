@@ -41,6 +41,18 @@ if run --streams 2 --repeat 3 "$DATA/goforward.raw" "$DATA/goforward.raw" >"$T/o
   else
     fail "batch: no stages line: $(cat "$T/out")"
   fi
+  # The host CPU line: the streams' threads did use CPU in scoring or
+  # search, and no more than the whole process (thread and process clocks
+  # tick apart, so a little slack).
+  cpu_line=$(grep '^host CPU, core-seconds: process ' "$T/out")
+  if echo "$cpu_line" | awk '{ gsub(/[;,()]/, " ");
+        for (i = 1; i <= NF; ++i) { if ($i == "process") p = $(i + 1); if ($i == "scoring") sc = $(i + 1);
+                                    if ($i == "search") se = $(i + 1) }
+        exit !(sc + se > 0 && se >= 0 && sc + se <= 1.05 * p + 0.05) }'; then
+    pass "batch: the host CPU line: $cpu_line"
+  else
+    fail "batch: host CPU line missing or inconsistent: $(cat "$T/out")"
+  fi
 else
   fail "batch, 2 streams: status $?: $(cat "$T/err")"
 fi
