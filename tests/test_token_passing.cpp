@@ -618,6 +618,53 @@ TEST(TokenPassing, WordRecordStoreCollectsAndFindsCommonAncestors) {
   EXPECT_EQ(st[roots[1]].depth, 3);
 }
 
+// Depths are filled in only when a common-ancestor search needs them: on
+// random record trees, with appends, searches and a collection between
+// them, every search agrees with intersecting the chains themselves.
+TEST(TokenPassing, WordRecordStoreLazyDepthsGiveTheSameAncestors) {
+  std::mt19937 rng(20261127u);
+  for (int trial = 0; trial < 20; ++trial) {
+    WordRecordStore st(1 << 20);
+    auto brute = [&](const std::vector<int32_t>& lasts) {
+      // The deepest record on every chain: the last entry that all the
+      // chains (oldest first) share at the same place.
+      std::vector<std::vector<int32_t>> chains;
+      for (int32_t l : lasts) chains.push_back(st.chain(l));
+      int32_t shared = -1;
+      for (size_t k = 0;; ++k) {
+        bool all = !chains.empty();
+        for (const auto& c : chains) all = all && k < c.size() && c[k] == chains[0][k];
+        if (!all) break;
+        shared = chains[0][k];
+      }
+      return shared;
+    };
+    for (int step = 0; step < 300; ++step) {
+      const int32_t n = static_cast<int32_t>(st.size());
+      // Mostly recent predecessors, as a search makes them; some roots.
+      std::uniform_int_distribution<int32_t> recent(std::max(0, n - 40), std::max(0, n - 1));
+      const int32_t prev = (n == 0 || rng() % 10 == 0) ? -1 : recent(rng);
+      st.append(step, step, prev, 0.0f);
+      if (step % 7 == 0) {
+        std::vector<int32_t> lasts;
+        const int m = 1 + static_cast<int>(rng() % 6);
+        std::uniform_int_distribution<int32_t> any(0, static_cast<int32_t>(st.size()) - 1);
+        for (int j = 0; j < m; ++j) lasts.push_back(any(rng));
+        const int32_t want = brute(lasts);
+        EXPECT_EQ(st.common_ancestor(lasts), want) << "trial " << trial << " step " << step;
+      }
+      if (step == 150) {  // keep the chains of a few records, renumbered
+        int32_t roots[4];
+        std::uniform_int_distribution<int32_t> any(0, static_cast<int32_t>(st.size()) - 1);
+        for (int32_t& r : roots) r = any(rng);
+        st.collect(roots, 4);
+        EXPECT_EQ(st.common_ancestor({roots[0], roots[1], roots[2], roots[3]}),
+                  brute({roots[0], roots[1], roots[2], roots[3]}));
+      }
+    }
+  }
+}
+
 // The rescorer's canonical event order: the radix sort must give exactly
 // what std::sort gives on the (key, index) pairs, for short and long
 // lists, keys that differ only in some bytes, and repeated keys (indices

@@ -53,7 +53,6 @@ int32_t WordRecordStore::append(int32_t word, int32_t frame, int32_t prev, float
   r.word = word;
   r.frame = frame;
   r.prev = prev;
-  r.depth = prev >= 0 ? records_[prev].depth + 1 : 1;
   r.cost = cost;
   records_.push_back(r);
   return static_cast<int32_t>(records_.size() - 1);
@@ -90,15 +89,30 @@ std::vector<int32_t> WordRecordStore::chain(int32_t last) const {
   return out;
 }
 
-int32_t WordRecordStore::common_ancestor(const std::vector<int32_t>& lasts) const {
+int32_t WordRecordStore::depth_of(int32_t r) {
+  if (r < 0) return 0;
+  if (records_[r].depth > 0) return records_[r].depth;
+  // Up the chain to the first record whose depth is known (or past the
+  // first record), then down again numbering: each record is numbered once.
+  depth_path_.clear();
+  int32_t q = r;
+  while (q >= 0 && records_[q].depth == 0) {
+    depth_path_.push_back(q);
+    q = records_[q].prev;
+  }
+  int32_t d = q >= 0 ? records_[q].depth : 0;
+  for (auto it = depth_path_.rbegin(); it != depth_path_.rend(); ++it) records_[*it].depth = ++d;
+  return d;
+}
+
+int32_t WordRecordStore::common_ancestor(const std::vector<int32_t>& lasts) {
   if (lasts.empty()) return -1;
   int32_t a = lasts[0];
   for (size_t i = 1; i < lasts.size() && a >= 0; ++i) {
     int32_t b = lasts[i];
     if (b == a) continue;
-    auto depth = [&](int32_t r) { return r >= 0 ? records_[r].depth : 0; };
-    while (depth(b) > depth(a)) b = records_[b].prev;
-    while (depth(a) > depth(b)) a = records_[a].prev;
+    while (depth_of(b) > depth_of(a)) b = records_[b].prev;
+    while (depth_of(a) > depth_of(b)) a = records_[a].prev;
     while (a != b) {
       a = records_[a].prev;
       b = records_[b].prev;

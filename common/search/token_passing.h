@@ -147,7 +147,11 @@ struct WordRecord {
   int32_t word = 0;   // graph word id (output label - 1)
   int32_t frame = 0;  // frame boundary at which the label was passed
   int32_t prev = -1;  // earlier record on the same path, -1 if none
-  int32_t depth = 0;  // number of records on the chain up to this one
+  // Number of records on the chain up to this one; 0 until a common
+  // ancestor search first needs it (WordRecordStore::depth_of), so that an
+  // append does not read its predecessor, which is a cache miss at most
+  // appends with many streams on a core.
+  int32_t depth = 0;
   float cost = 0.0f;  // path cost when the label was passed
 };
 
@@ -171,11 +175,15 @@ class WordRecordStore {
   // Record indices from the oldest to `last` (empty for -1).
   std::vector<int32_t> chain(int32_t last) const;
   // The deepest record on every one of the chains ending at `lasts`, or -1
-  // if they share none.
-  int32_t common_ancestor(const std::vector<int32_t>& lasts) const;
+  // if they share none. Fills in the depths of the records it passes.
+  int32_t common_ancestor(const std::vector<int32_t>& lasts);
 
  private:
+  // Record r's depth (0 for -1), computed now if not yet known.
+  int32_t depth_of(int32_t r);
+
   std::vector<WordRecord> records_;
+  std::vector<int32_t> depth_path_;  // depth_of's scratch
   int64_t capacity_;
 };
 
