@@ -192,14 +192,6 @@ struct SearchParts {
     collect += st.garbage_collection_seconds;
     frames_rerun += st.frames_rerun;
   }
-  void merge(const SearchParts& o) {
-    rescoring += o.rescoring;
-    rescoring_cpu += o.rescoring_cpu;
-    device_wait += o.device_wait;
-    growth += o.growth;
-    collect += o.collect;
-    frames_rerun += o.frames_rerun;
-  }
 };
 
 #ifdef GPUSPEECH_HAVE_CUDA
@@ -327,13 +319,17 @@ int bench_decode(int argc, char** argv) {
     const int64_t total = static_cast<int64_t>(o.seconds / frame_s);
     std::vector<double> my_lags;
     double my_busy = 0.0;
-    SearchParts my_parts;  // each utterance's, taken before the reset that clears them
     rec.reset();
     int64_t pushed = 0, in_utt = 0, since_partial = 0;
     while (pushed < total) {
       if (in_utt == u.frames) {  // the file ends: its result, then again
         rec.finish();
-        my_parts.add(rec.search_stats());
+        {
+          // Each utterance's, before the reset that clears them (one short
+          // lock an utterance, as in batch mode).
+          std::lock_guard<std::mutex> lock(mutex);
+          parts.add(rec.search_stats());
+        }
         rec.reset();
         in_utt = 0;
       }
@@ -355,11 +351,10 @@ int bench_decode(int argc, char** argv) {
       in_utt += n;
     }
     rec.finish();
-    my_parts.add(rec.search_stats());
     stream_audio[static_cast<size_t>(k)] = static_cast<double>(pushed) * frame_s;
     stream_busy[static_cast<size_t>(k)] = my_busy;
     std::lock_guard<std::mutex> lock(mutex);
-    parts.merge(my_parts);
+    parts.add(rec.search_stats());
     lags.insert(lags.end(), my_lags.begin(), my_lags.end());
     last_lags[static_cast<size_t>(k)] = my_lags.empty() ? 0.0 : my_lags.back();
     busy += my_busy;

@@ -149,8 +149,8 @@ struct WordRecord {
   int32_t prev = -1;  // earlier record on the same path, -1 if none
   // Number of records on the chain up to this one; 0 until a common
   // ancestor search first needs it (WordRecordStore::depth_of), so that an
-  // append does not read its predecessor, which is a cache miss at most
-  // appends with many streams on a core.
+  // append does not read its predecessor (likely a cache miss with many
+  // streams on a core; not measured apart).
   int32_t depth = 0;
   float cost = 0.0f;  // path cost when the label was passed
 };
