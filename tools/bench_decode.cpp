@@ -184,7 +184,12 @@ struct SearchParts {
   double rescoring = 0.0, device_wait = 0.0, growth = 0.0, collect = 0.0;
   double rescoring_cpu = 0.0;
   int64_t frames_rerun = 0;  // frames that outgrew a buffer
+  // Word-end rounds, and those whose events the host sorted (the batched
+  // CUDA lanes hand most over in order).
+  int64_t rescore_rounds = 0, rescore_rounds_sorted = 0;
   void add(const SearchStats& st) {
+    rescore_rounds += st.rescore_rounds;
+    rescore_rounds_sorted += st.rescore_rounds_sorted;
     rescoring += st.rescore_seconds;
     rescoring_cpu += st.rescore_cpu_seconds;
     device_wait += st.device_wait_seconds;
@@ -404,6 +409,11 @@ int bench_decode(int argc, char** argv) {
                 "%.3f (word-end rescoring %.3f); the rest %.3f\n",
                 cpu, sum.scoring_cpu, sum.search_cpu, parts.rescoring_cpu,
                 cpu - sum.scoring_cpu - sum.search_cpu);
+    if (parts.rescore_rounds > 0)
+      std::printf("word-end rounds: %lld, %lld of them sorted on the host (the others' events "
+                  "came in order)\n",
+                  static_cast<long long>(parts.rescore_rounds),
+                  static_cast<long long>(parts.rescore_rounds_sorted));
   }
   // Per device (the device each stream was placed on, or the one named):
   // streams, audio and busy time, for the balance of --device-id -1.

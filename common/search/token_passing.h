@@ -249,6 +249,7 @@ struct SearchStats {
   // Word-end rescoring:
   int64_t word_end_events = 0;      // events rescored
   int64_t rescore_rounds = 0;       // word-end steps that found events
+  int64_t rescore_rounds_sorted = 0;  // of them, those whose events the host had to sort
   double rescore_seconds = 0.0;     // host time in the rescorer and event handling
   double rescore_cpu_seconds = 0.0; // the same, the thread's CPU time
   // Frames the CUDA searcher began on the device right behind the previous

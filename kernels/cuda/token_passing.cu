@@ -20,6 +20,7 @@
 #include <cooperative_groups.h>
 
 #include "common/search/search_arithmetic.h"
+#include "common/search/word_end_offers.h"
 
 namespace cg = cooperative_groups;
 
@@ -1446,12 +1447,59 @@ __device__ __forceinline__ void lane_round_begin(const TpLaneRound& r) {
   }
 }
 
+// A lane's events in (source, arc) order, the order in which the host
+// makes their offers (Searcher::rescore_word_ends): sorting them here, by
+// one block in shared memory, spares the host its radix sort, which was
+// more than half of the instructions of a stream's word-end rescoring
+// (callgrind, LibriVox; docs/benchmarks.md "Events sorted on the
+// device"). Up to kSortedEvents events; a round with more is copied as it
+// came and the host sorts it (it checks the order either way). The keys
+// are distinct (one event per table entry and word arc), so the order is
+// total and the same as the host's.
+constexpr uint32_t kSortedEvents = 2048;
+struct EventOrder {
+  unsigned long long key[kSortedEvents];
+  uint16_t index[kSortedEvents];
+};
+static_assert(kSortedEvents <= 65536, "event indices are 16-bit");
+
+// Bitonic sort of the n keys of `stage` (with their indices) into `o`, by
+// the whole block; n <= kSortedEvents. Padding keys (all ones) sort last:
+// a real key's source is a non-negative int32, so its top bit is clear.
+__device__ __forceinline__ void sort_event_keys(const TpEvent* stage, uint32_t n, EventOrder& o) {
+  uint32_t size = 2;
+  while (size < n) size <<= 1;
+  for (uint32_t i = threadIdx.x; i < size; i += blockDim.x) {
+    o.key[i] = i < n ? word_end_event_key(stage[i].source, stage[i].arc) : ~0ull;
+    o.index[i] = static_cast<uint16_t>(i);
+  }
+  __syncthreads();
+  for (uint32_t k = 2; k <= size; k <<= 1) {
+    for (uint32_t j = k >> 1; j > 0; j >>= 1) {
+      for (uint32_t i = threadIdx.x; i < size; i += blockDim.x) {
+        const uint32_t partner = i ^ j;
+        if (partner <= i) continue;
+        const unsigned long long a = o.key[i], b = o.key[partner];
+        // Ascending where bit k of i is clear, descending where it is set.
+        if ((a > b) == ((i & k) == 0)) {
+          o.key[i] = b;
+          o.key[partner] = a;
+          const uint16_t t = o.index[i];
+          o.index[i] = o.index[partner];
+          o.index[partner] = t;
+        }
+      }
+      __syncthreads();
+    }
+  }
+}
+
 // What the host reads after a lane's round, copied by one block: the
 // counters, then the chain's outcome, then the lane's events, staged in
 // device memory by the collection (the last round body's: a chained round
 // begins only where the frame's last round had none), to the mapped
-// buffer the host reads.
-__device__ __forceinline__ void lane_round_out(const TpLaneRound& r) {
+// buffer the host reads, in the host's order where they fit `order`.
+__device__ __forceinline__ void lane_round_out(const TpLaneRound& r, EventOrder& order) {
   constexpr int kOutWords = sizeof(TpCounters) / sizeof(uint32_t);
   uint32_t* out = reinterpret_cast<uint32_t*>(r.out);
   const uint32_t* c = reinterpret_cast<const uint32_t*>(r.state.counters);
@@ -1466,7 +1514,15 @@ __device__ __forceinline__ void lane_round_out(const TpLaneRound& r) {
     const int4* from = reinterpret_cast<const int4*>(r.state.event_stage);
     int4* to = reinterpret_cast<int4*>(r.state.events);
     constexpr uint32_t kWords = sizeof(TpEvent) / sizeof(int4);
-    for (uint32_t i = threadIdx.x; i < n * kWords; i += blockDim.x) to[i] = from[i];
+    if (n > 1 && n <= kSortedEvents) {
+      sort_event_keys(r.state.event_stage, n, order);
+      // Coalesced stores across PCIe, gathered from device memory.
+      for (uint32_t i = threadIdx.x; i < n * kWords; i += blockDim.x)
+        to[i] = from[order.index[i / kWords] * kWords + i % kWords];
+      __syncthreads();  // `order` is read before another lane's sort overwrites it
+    } else {
+      for (uint32_t i = threadIdx.x; i < n * kWords; i += blockDim.x) to[i] = from[i];
+    }
   }
 }
 
@@ -1538,8 +1594,9 @@ __global__ void lanes_round_kernel(const TpLaneRound* __restrict__ rounds, int L
     clock.lap(kLanePhaseCollect);
   }
   // What the host reads: the counters, then the chain's outcome.
+  __shared__ EventOrder order;
   for (int l = blockIdx.x; l < L; l += gridDim.x) {
-    lane_round_out(rounds[l]);
+    lane_round_out(rounds[l], order);
   }
   clock.lap(kLanePhaseOut);  // block 0's share only: no barrier follows
 }
@@ -1605,7 +1662,8 @@ __global__ void lanes_cluster_round_kernel(const TpLaneRound* __restrict__ round
   // The round's last phase (the collection, or the compaction) ends here;
   // with the copy below it is counted as "out" (no barrier follows it).
   // What the host reads: the counters, the chain's outcome, the events.
-  if (t.rank == 0) lane_round_out(r);
+  __shared__ EventOrder order;
+  if (t.rank == 0) lane_round_out(r, order);
   clock.lap(kLanePhaseOut);  // the first block's share of the copy
   // The lane's completion flag (mapped host memory): written once the copy
   // above is visible to the host, so the host may hand the lane's round
@@ -1756,6 +1814,16 @@ int tp_lanes_cluster_size(int wanted) {
   // each of the cluster's SMs fits either).
   const auto kernel = lanes_cluster_round_kernel<NoClock>;
   if (cudaFuncGetAttributes(&attr, kernel) != cudaSuccess || attr.binaryVersion < 90) {
+    cudaGetLastError();
+    return 0;
+  }
+  // The largest histogram beside the kernel's static shared memory (the
+  // event order's 20 KiB among it) passes the 48 KiB a block gets without
+  // asking; both instances ask for it once here.
+  const int hist_bytes = kMaxHistogramBins * static_cast<int>(sizeof(uint32_t));
+  if (cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, hist_bytes) != cudaSuccess ||
+      cudaFuncSetAttribute(lanes_cluster_round_kernel<ClusterClock>,
+                           cudaFuncAttributeMaxDynamicSharedMemorySize, hist_bytes) != cudaSuccess) {
     cudaGetLastError();
     return 0;
   }
