@@ -200,7 +200,7 @@ TEST(TokenPassingCuda, IdenticalToCpuWithRescoring) {
     EXPECT_GT(st.chained_frames, 0);
   }
   // Batched lanes hand over their events in the host's order, but for
-  // rounds with more than the device sorts (kSortedEvents).
+  // rounds with more than the device orders (kPlacedEvents).
   const char* batch = std::getenv("GPUSPEECH_CUDA_BATCH");
   std::printf("word-end rounds: %lld, %lld sorted on the host\n",
               static_cast<long long>(st.rescore_rounds),

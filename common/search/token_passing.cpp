@@ -206,7 +206,7 @@ void Searcher::rescore_word_ends(std::vector<WordEndEvent>& events,
   const auto t0 = std::chrono::steady_clock::now();
   const double c0 = thread_cpu_seconds();
   // (source, arc) order. The batched CUDA lanes hand most rounds' events
-  // over in that order already (lane_round_out in token_passing.cu), and
+  // over in that order already (place_events in token_passing.cu), and
   // a check is a fraction of a sort; otherwise sorting 16-byte (key,
   // index) pairs moves less than sorting the events themselves.
   const size_t n = events.size();

@@ -1448,58 +1448,44 @@ __device__ __forceinline__ void lane_round_begin(const TpLaneRound& r) {
 }
 
 // A lane's events in (source, arc) order, the order in which the host
-// makes their offers (Searcher::rescore_word_ends): sorting them here, by
-// one block in shared memory, spares the host its radix sort, which was
-// more than half of the instructions of a stream's word-end rescoring
-// (callgrind, LibriVox; docs/benchmarks.md "Events sorted on the
-// device"). Up to kSortedEvents events; a round with more is copied as it
-// came and the host sorts it (it checks the order either way). The keys
-// are distinct (one event per table entry and word arc), so the order is
-// total and the same as the host's.
-constexpr uint32_t kSortedEvents = 2048;
-struct EventOrder {
-  unsigned long long key[kSortedEvents];
-  uint16_t index[kSortedEvents];
-};
-static_assert(kSortedEvents <= 65536, "event indices are 16-bit");
+// makes their offers (Searcher::rescore_word_ends): putting them there on
+// the device spares the host its radix sort, which was more than half of
+// the instructions of a stream's word-end rescoring (callgrind, LibriVox;
+// docs/benchmarks.md "Word-end events in order from the device"). Every
+// block of the lane's cluster takes part: each holds all the keys in
+// shared memory, and each event's place is the number of smaller keys
+// (the keys are distinct, one event per table entry and word arc, so the
+// places are a permutation and the order is the host's). Up to
+// kPlacedEvents events; a round with more is copied as it came and the
+// host sorts it (it checks the order either way).
+constexpr uint32_t kPlacedEvents = 2048;
 
-// Bitonic sort of the n keys of `stage` (with their indices) into `o`, by
-// the whole block; n <= kSortedEvents. Padding keys (all ones) sort last:
-// a real key's source is a non-negative int32, so its top bit is clear.
-__device__ __forceinline__ void sort_event_keys(const TpEvent* stage, uint32_t n, EventOrder& o) {
-  uint32_t size = 2;
-  while (size < n) size <<= 1;
-  for (uint32_t i = threadIdx.x; i < size; i += blockDim.x) {
-    o.key[i] = i < n ? word_end_event_key(stage[i].source, stage[i].arc) : ~0ull;
-    o.index[i] = static_cast<uint16_t>(i);
-  }
+// Stores the lane's n staged events at their places in the mapped buffer
+// the host reads; `keys` is the block's shared memory for kPlacedEvents.
+__device__ __forceinline__ void place_events(const Team& t, const TpState& s, uint32_t n,
+                                             unsigned long long* keys) {
+  for (uint32_t i = threadIdx.x; i < n; i += blockDim.x)
+    keys[i] = word_end_event_key(s.event_stage[i].source, s.event_stage[i].arc);
   __syncthreads();
-  for (uint32_t k = 2; k <= size; k <<= 1) {
-    for (uint32_t j = k >> 1; j > 0; j >>= 1) {
-      for (uint32_t i = threadIdx.x; i < size; i += blockDim.x) {
-        const uint32_t partner = i ^ j;
-        if (partner <= i) continue;
-        const unsigned long long a = o.key[i], b = o.key[partner];
-        // Ascending where bit k of i is clear, descending where it is set.
-        if ((a > b) == ((i & k) == 0)) {
-          o.key[i] = b;
-          o.key[partner] = a;
-          const uint16_t t = o.index[i];
-          o.index[i] = o.index[partner];
-          o.index[partner] = t;
-        }
-      }
-      __syncthreads();
-    }
+  const int4* from = reinterpret_cast<const int4*>(s.event_stage);
+  int4* to = reinterpret_cast<int4*>(s.events);
+  static_assert(sizeof(TpEvent) == 2 * sizeof(int4), "an event is two 16-byte words");
+  for (uint32_t i = t.rank * blockDim.x + threadIdx.x; i < n; i += t.size * blockDim.x) {
+    const unsigned long long key = keys[i];
+    uint32_t place = 0;
+#pragma unroll 8
+    for (uint32_t j = 0; j < n; ++j) place += keys[j] < key ? 1u : 0u;
+    to[2 * place] = from[2 * i];
+    to[2 * place + 1] = from[2 * i + 1];
   }
 }
 
 // What the host reads after a lane's round, copied by one block: the
-// counters, then the chain's outcome, then the lane's events, staged in
-// device memory by the collection (the last round body's: a chained round
-// begins only where the frame's last round had none), to the mapped
-// buffer the host reads, in the host's order where they fit `order`.
-__device__ __forceinline__ void lane_round_out(const TpLaneRound& r, EventOrder& order) {
+// counters, then the chain's outcome, then (unless place_events has put
+// them in order) the lane's events, staged in device memory by the
+// collection (the last round body's: a chained round begins only where
+// the frame's last round had none), to the mapped buffer the host reads.
+__device__ __forceinline__ void lane_round_out(const TpLaneRound& r, bool events_placed) {
   constexpr int kOutWords = sizeof(TpCounters) / sizeof(uint32_t);
   uint32_t* out = reinterpret_cast<uint32_t*>(r.out);
   const uint32_t* c = reinterpret_cast<const uint32_t*>(r.state.counters);
@@ -1509,20 +1495,12 @@ __device__ __forceinline__ void lane_round_out(const TpLaneRound& r, EventOrder&
     const uint32_t* ch = reinterpret_cast<const uint32_t*>(r.state.chain);
     for (int i = threadIdx.x; i < kChainWords; i += blockDim.x) out[kOutWords + i] = ch[i];
   }
-  if (r.state.event_stage != nullptr) {
+  if (r.state.event_stage != nullptr && !events_placed) {
     const uint32_t n = min(r.state.counters->events, r.state.event_capacity);
     const int4* from = reinterpret_cast<const int4*>(r.state.event_stage);
     int4* to = reinterpret_cast<int4*>(r.state.events);
     constexpr uint32_t kWords = sizeof(TpEvent) / sizeof(int4);
-    if (n > 1 && n <= kSortedEvents) {
-      sort_event_keys(r.state.event_stage, n, order);
-      // Coalesced stores across PCIe, gathered from device memory.
-      for (uint32_t i = threadIdx.x; i < n * kWords; i += blockDim.x)
-        to[i] = from[order.index[i / kWords] * kWords + i % kWords];
-      __syncthreads();  // `order` is read before another lane's sort overwrites it
-    } else {
-      for (uint32_t i = threadIdx.x; i < n * kWords; i += blockDim.x) to[i] = from[i];
-    }
+    for (uint32_t i = threadIdx.x; i < n * kWords; i += blockDim.x) to[i] = from[i];
   }
 }
 
@@ -1594,9 +1572,8 @@ __global__ void lanes_round_kernel(const TpLaneRound* __restrict__ rounds, int L
     clock.lap(kLanePhaseCollect);
   }
   // What the host reads: the counters, then the chain's outcome.
-  __shared__ EventOrder order;
   for (int l = blockIdx.x; l < L; l += gridDim.x) {
-    lane_round_out(rounds[l], order);
+    lane_round_out(rounds[l], /*events_placed=*/false);
   }
   clock.lap(kLanePhaseOut);  // block 0's share only: no barrier follows
 }
@@ -1660,10 +1637,25 @@ __global__ void lanes_cluster_round_kernel(const TpLaneRound* __restrict__ round
   if (done != nullptr) __threadfence();
   cluster.sync();
   // The round's last phase (the collection, or the compaction) ends here;
-  // with the copy below it is counted as "out" (no barrier follows it).
-  // What the host reads: the counters, the chain's outcome, the events.
-  __shared__ EventOrder order;
-  if (t.rank == 0) lane_round_out(r, order);
+  // with what follows it is counted as "out".
+  // The events in the host's order, by every block (the count, read after
+  // the barrier, is the same for all, and so is the decision).
+  __shared__ unsigned long long event_keys[kPlacedEvents];
+  const uint32_t events =
+      r.state.event_stage != nullptr ? min(r.state.counters->events, r.state.event_capacity) : 0u;
+  const bool placed = events > 1 && events <= kPlacedEvents;
+  if (placed) {
+    place_events(t, r.state, events, event_keys);
+    // With a completion flag, every block's stores to the host's buffer
+    // are visible before the first block raises the flag.
+    if (done != nullptr) {
+      __threadfence_system();
+      cluster.sync();
+    }
+  }
+  // What the host reads: the counters, the chain's outcome, the events
+  // (unless placed above).
+  if (t.rank == 0) lane_round_out(r, placed);
   clock.lap(kLanePhaseOut);  // the first block's share of the copy
   // The lane's completion flag (mapped host memory): written once the copy
   // above is visible to the host, so the host may hand the lane's round
@@ -1818,7 +1810,7 @@ int tp_lanes_cluster_size(int wanted) {
     return 0;
   }
   // The largest histogram beside the kernel's static shared memory (the
-  // event order's 20 KiB among it) passes the 48 KiB a block gets without
+  // event keys' 16 KiB among it) passes the 48 KiB a block gets without
   // asking; both instances ask for it once here.
   const int hist_bytes = kMaxHistogramBins * static_cast<int>(sizeof(uint32_t));
   if (cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, hist_bytes) != cudaSuccess ||
