@@ -199,14 +199,16 @@ TEST(TokenPassingCuda, IdenticalToCpuWithRescoring) {
   if (chaining_expected()) {
     EXPECT_GT(st.chained_frames, 0);
   }
-  // Batched lanes hand over their events in the host's order, but for
-  // rounds with more than the device orders (kPlacedEvents).
+  // Batched lanes of the cluster kernel hand over their events in the
+  // host's order, but for rounds with more than the device orders
+  // (kPlacedEvents); the cooperative lanes kernel (GPUSPEECH_LANES_CLUSTER=0,
+  // devices below sm_90) and the single-stream path leave it to the host.
   const char* batch = std::getenv("GPUSPEECH_CUDA_BATCH");
   std::printf("word-end rounds: %lld, %lld sorted on the host\n",
               static_cast<long long>(st.rescore_rounds),
               static_cast<long long>(st.rescore_rounds_sorted));
   EXPECT_GT(st.rescore_rounds, 0);
-  if (batch != nullptr && std::string(batch) == "1") {
+  if (batch != nullptr && std::string(batch) == "1" && CudaRoundBatcher::totals().cluster > 0) {
     EXPECT_LT(st.rescore_rounds_sorted * 10, st.rescore_rounds);
   }
 }
