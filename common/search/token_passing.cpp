@@ -211,9 +211,12 @@ void Searcher::rescore_word_ends(std::vector<WordEndEvent>& events,
   // index) pairs moves less than sorting the events themselves.
   const size_t n = events.size();
   bool in_order = true;
-  for (size_t i = 1; i < n && in_order; ++i)
-    in_order = word_end_event_key(events[i - 1].source, events[i - 1].arc) <
-               word_end_event_key(events[i].source, events[i].arc);
+  uint64_t prev_key = 0;
+  for (size_t i = 0; i < n && in_order; ++i) {
+    const uint64_t key = word_end_event_key(events[i].source, events[i].arc);
+    in_order = i == 0 || prev_key < key;
+    prev_key = key;
+  }
   if (!in_order) {
     sort_scratch_.resize(n);
     for (size_t i = 0; i < n; ++i)
