@@ -1462,6 +1462,15 @@ constexpr uint32_t kPlacedEvents = 2048;
 
 // Stores the lane's n staged events at their places in the mapped buffer
 // the host reads; `keys` is the block's shared memory for kPlacedEvents.
+// A warp places one event at a time: its 32 threads count the smaller
+// keys in a stripe each and add their counts. A thread an event (the
+// first version) walked all n keys alone, about 800 dependent steps for a
+// frame's events, which put about 10 µs on the lane-round; a warp an event
+// does the same comparisons in n / 32 steps and a reduction. The events go
+// to the cluster's warps in turn (warp w of block rank r takes w * blocks +
+// r first), so every block has its share whatever n is. blockDim.x is a
+// multiple of 32 and `i` is the same for the whole warp, so the warp's
+// threads all reach the reduction.
 __device__ __forceinline__ void place_events(const Team& t, const TpState& s, uint32_t n,
                                              unsigned long long* keys) {
   for (uint32_t i = threadIdx.x; i < n; i += blockDim.x)
@@ -1470,22 +1479,24 @@ __device__ __forceinline__ void place_events(const Team& t, const TpState& s, ui
   const int4* from = reinterpret_cast<const int4*>(s.event_stage);
   int4* to = reinterpret_cast<int4*>(s.events);
   static_assert(sizeof(TpEvent) == 2 * sizeof(int4), "an event is two 16-byte words");
-  for (uint32_t i = t.rank * blockDim.x + threadIdx.x; i < n; i += t.size * blockDim.x) {
+  const uint32_t lane = threadIdx.x & 31u;
+  const uint32_t warps = blockDim.x >> 5;
+  for (uint32_t i = (threadIdx.x >> 5) * t.size + t.rank; i < n; i += warps * t.size) {
     const unsigned long long key = keys[i];
-    uint32_t place = 0;
-#pragma unroll 8
-    for (uint32_t j = 0; j < n; ++j) place += keys[j] < key ? 1u : 0u;
-    to[2 * place] = from[2 * i];
-    to[2 * place + 1] = from[2 * i + 1];
+    uint32_t smaller = 0;
+    for (uint32_t j = lane; j < n; j += 32) smaller += keys[j] < key ? 1u : 0u;
+    const uint32_t place = __reduce_add_sync(0xffffffffu, smaller);
+    if (lane < 2) to[2 * place + lane] = from[2 * i + lane];
   }
 }
 
 // What the host reads after a lane's round, copied by one block: the
-// counters, then the chain's outcome, then (unless place_events has put
-// them in order) the lane's events, staged in device memory by the
-// collection (the last round body's: a chained round begins only where
-// the frame's last round had none), to the mapped buffer the host reads.
-__device__ __forceinline__ void lane_round_out(const TpLaneRound& r, bool events_placed) {
+// counters, then the chain's outcome, then the first `copy_events` of the
+// lane's events as they came (0 where place_events has put them in order),
+// staged in device memory by the collection (the last round body's: a
+// chained round begins only where the frame's last round had none), to the
+// mapped buffer the host reads.
+__device__ __forceinline__ void lane_round_out(const TpLaneRound& r, uint32_t copy_events) {
   constexpr int kOutWords = sizeof(TpCounters) / sizeof(uint32_t);
   uint32_t* out = reinterpret_cast<uint32_t*>(r.out);
   const uint32_t* c = reinterpret_cast<const uint32_t*>(r.state.counters);
@@ -1495,13 +1506,19 @@ __device__ __forceinline__ void lane_round_out(const TpLaneRound& r, bool events
     const uint32_t* ch = reinterpret_cast<const uint32_t*>(r.state.chain);
     for (int i = threadIdx.x; i < kChainWords; i += blockDim.x) out[kOutWords + i] = ch[i];
   }
-  if (r.state.event_stage != nullptr && !events_placed) {
-    const uint32_t n = min(r.state.counters->events, r.state.event_capacity);
+  if (copy_events > 0) {
     const int4* from = reinterpret_cast<const int4*>(r.state.event_stage);
     int4* to = reinterpret_cast<int4*>(r.state.events);
     constexpr uint32_t kWords = sizeof(TpEvent) / sizeof(int4);
-    for (uint32_t i = threadIdx.x; i < n * kWords; i += blockDim.x) to[i] = from[i];
+    for (uint32_t i = threadIdx.x; i < copy_events * kWords; i += blockDim.x) to[i] = from[i];
   }
+}
+
+// The lane's staged events the host reads: all of the round's, up to the
+// staging's capacity (a round with more is rerun by the host); none
+// without a staging.
+__device__ __forceinline__ uint32_t lane_events_out(const TpState& s) {
+  return s.event_stage != nullptr ? min(s.counters->events, s.event_capacity) : 0u;
 }
 
 __global__ void lanes_round_kernel(const TpLaneRound* __restrict__ rounds, int L,
@@ -1573,7 +1590,7 @@ __global__ void lanes_round_kernel(const TpLaneRound* __restrict__ rounds, int L
   }
   // What the host reads: the counters, then the chain's outcome.
   for (int l = blockIdx.x; l < L; l += gridDim.x) {
-    lane_round_out(rounds[l], /*events_placed=*/false);
+    lane_round_out(rounds[l], lane_events_out(rounds[l].state));
   }
   clock.lap(kLanePhaseOut);  // block 0's share only: no barrier follows
 }
@@ -1641,8 +1658,7 @@ __global__ void lanes_cluster_round_kernel(const TpLaneRound* __restrict__ round
   // The events in the host's order, by every block (the count, read after
   // the barrier, is the same for all, and so is the decision).
   __shared__ unsigned long long event_keys[kPlacedEvents];
-  const uint32_t events =
-      r.state.event_stage != nullptr ? min(r.state.counters->events, r.state.event_capacity) : 0u;
+  const uint32_t events = lane_events_out(r.state);
   const bool placed = events > 1 && events <= kPlacedEvents;
   if (placed) {
     place_events(t, r.state, events, event_keys);
@@ -1655,7 +1671,7 @@ __global__ void lanes_cluster_round_kernel(const TpLaneRound* __restrict__ round
   }
   // What the host reads: the counters, the chain's outcome, the events
   // (unless placed above).
-  if (t.rank == 0) lane_round_out(r, placed);
+  if (t.rank == 0) lane_round_out(r, placed ? 0u : events);
   clock.lap(kLanePhaseOut);  // the first block's share of the copy
   // The lane's completion flag (mapped host memory): written once the copy
   // above is visible to the host, so the host may hand the lane's round
