@@ -168,21 +168,42 @@ CudaRoundBatcher::~CudaRoundBatcher() {
 void CudaRoundBatcher::run(const cuda::TpLaneRound& round) {
   const auto t0 = std::chrono::steady_clock::now();
   Ticket ticket;
-  std::unique_lock<std::mutex> lock(mutex_);
-  if (stop_) throw BackendError("cuda search: the round batcher has stopped");
-  waiting_.push_back(round);
-  waiting_tickets_.push_back(&ticket);
-  if (waiting_.size() == 1 || waiting_.size() == static_cast<size_t>(min_width_)) work_.notify_one();
-  // The ticket lives here until its launcher has set `done` under the lock
-  // and let it go: the launcher touches no ticket after that.
-  ticket.cv.wait(lock, [&] { return ticket.done; });
-  stats_.in_run_s += seconds_since(t0);
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (stop_) throw BackendError("cuda search: the round batcher has stopped");
+    waiting_.push_back(round);
+    waiting_tickets_.push_back(&ticket);
+    if (waiting_.size() == 1 || waiting_.size() == static_cast<size_t>(min_width_)) work_.notify_one();
+  }
+  // The ticket lives here until its launcher has set `done` under the
+  // ticket's lock and let it go (wake): the launcher touches no ticket
+  // after that.
+  {
+    std::unique_lock<std::mutex> lock(ticket.mutex);
+    ticket.cv.wait(lock, [&] { return ticket.done; });
+  }
+  in_run_ns_.fetch_add(
+      static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                std::chrono::steady_clock::now() - t0)
+                                .count()),
+      std::memory_order_relaxed);
   if (!ticket.error.empty()) throw BackendError(ticket.error);
+}
+
+void CudaRoundBatcher::wake(Ticket* t, const std::string& error) {
+  // Notified under the ticket's lock: once the lock is let go the thread
+  // may see `done`, return and destroy the ticket, its condition variable
+  // with it.
+  std::lock_guard<std::mutex> lock(t->mutex);
+  t->error = error;
+  t->done = true;
+  t->cv.notify_one();
 }
 
 CudaRoundBatcher::Stats CudaRoundBatcher::stats() const {
   std::lock_guard<std::mutex> lock(mutex_);
   Stats s = stats_;
+  s.in_run_s = 1e-9 * static_cast<double>(in_run_ns_.load(std::memory_order_relaxed));
   s.blocks = blocks_;
   s.cluster = cluster_;
   s.resident = resident_;
@@ -236,6 +257,10 @@ void CudaRoundBatcher::launcher(Slot& slot) {
       }
     }
     const double busy = std::chrono::duration<double>(Clock::now() - begin).count();
+    // The rounds' threads, woken before the statistics below take the lock.
+    for (Ticket* t : slot.tickets)
+      if (t != nullptr) wake(t, error);  // null: woken by its lane's flag (wait_lanes)
+    slot.tickets.clear();
     // The kernel's profile (GPUSPEECH_LANES_PROFILE / _LOG; one slot then),
     // read before the lock is taken again, so that streams handing in
     // rounds do not wait for the copy.
@@ -267,13 +292,6 @@ void CudaRoundBatcher::launcher(Slot& slot) {
     const int bin = w < 2 ? 0 : w < 8 ? 1 : w < 32 ? 2 : w < 128 ? 3 : 4;
     stats_.launches_by_width[bin] += 1;
     stats_.busy_by_width_s[bin] += busy;
-    for (Ticket* t : slot.tickets) {
-      if (t == nullptr) continue;  // woken by its lane's flag (wait_lanes)
-      t->error = error;
-      t->done = true;
-      t->cv.notify_one();
-    }
-    slot.tickets.clear();
   }
 }
 
@@ -344,11 +362,8 @@ void CudaRoundBatcher::wait_lanes(Slot& slot) {
       if (slot.tickets[i] != nullptr && __atomic_load_n(done + i, __ATOMIC_ACQUIRE) == slot.serial)
         slot.ready.push_back(i);
     if (!slot.ready.empty()) {
-      std::lock_guard<std::mutex> lock(mutex_);
       for (size_t i : slot.ready) {
-        Ticket* t = slot.tickets[i];
-        t->done = true;
-        t->cv.notify_one();
+        wake(slot.tickets[i], std::string());
         slot.tickets[i] = nullptr;  // its thread owns it again
       }
       left -= slot.ready.size();

@@ -29,6 +29,7 @@
 // Built only with CUDA (GPUSPEECH_HAVE_CUDA).
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
 #include <cstdio>
 #include <cstdint>
@@ -86,11 +87,18 @@ class CudaRoundBatcher {
 
  private:
   // A round handed in by run(), and what its thread waits for.
+  // Each has its own lock: its thread sleeps on it and the launcher wakes
+  // it without the batcher's lock, so a woken thread does not queue again
+  // for the lock that every stream's hand-in and the other launcher take.
   struct Ticket {
-    bool done = false;
-    std::string error;  // empty: the round ran
+    std::mutex mutex;
     std::condition_variable cv;
+    bool done = false;  // under `mutex`
+    std::string error;  // empty: the round ran
   };
+  // Marks `t` done and wakes its thread. After this the launcher must not
+  // touch the ticket: its thread may return from run() at once.
+  static void wake(Ticket* t, const std::string& error);
   // One launch in flight: its CUDA stream, its rounds, their descriptors
   // in pinned memory and on the device. Each slot has its own launcher
   // thread; the slots' launches overlap on the device.
@@ -123,6 +131,7 @@ class CudaRoundBatcher {
   std::vector<Ticket*> waiting_tickets_;    // and their threads' tickets
   bool stop_ = false;
   Stats stats_;
+  std::atomic<uint64_t> in_run_ns_{0};  // Stats::in_run_s, added without the lock
 
   int blocks_ = 0;  // the cooperative lanes kernel's grid (all resident)
   int min_width_ = 1;  // rounds a launcher waits for (at most 20 ms), for measuring
