@@ -29,6 +29,13 @@ constexpr int kLaneBlocksPerSm = 2;
 // cluster the hardware allows (a non-portable size: the device is asked,
 // and a smaller one taken if it refuses).
 constexpr int kLaneClusterBlocks = 16;
+// Blocks an SM the cluster kernel is compiled for, by capping its
+// registers (tp_set_lanes_min_blocks): at 256 streams on the H100, 4 (the
+// compiler's 56 registers, 28 clusters resident) / 5 (35) / 6 (42) gave
+// 1 057 and 1 121x / 1 133 and 1 171x / 1 237 and 1 206x; each lane-round
+// takes longer (188 / 204 / 223 µs) but more run at once (docs/benchmarks.md,
+// "A lock per ticket, and more lanes resident").
+constexpr int kLaneMinBlocks = 6;
 
 int env_int(const char* name, int fallback, int lo, int hi) {
   const char* v = std::getenv(name);
@@ -114,6 +121,7 @@ CudaRoundBatcher::CudaRoundBatcher(int device) : device_(device) {
   // by phase for the cooperative kernel, lane time summed over lanes for
   // the cluster kernel.
   const int wanted = env_int("GPUSPEECH_LANES_CLUSTER", kLaneClusterBlocks, 0, 16);
+  cuda::tp_set_lanes_min_blocks(env_int("GPUSPEECH_LANES_MIN_BLOCKS", kLaneMinBlocks, 0, 6));
   cluster_ = wanted > 0 ? cuda::tp_lanes_cluster_size(wanted) : 0;
   // For the statistics: how many lanes can run at once (the default
   // histogram's shared memory; registers usually decide).

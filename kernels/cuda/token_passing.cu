@@ -1606,10 +1606,12 @@ __global__ void lanes_round_kernel(const TpLaneRound* __restrict__ rounds, int L
 // Clock: NoClock, or ClusterClock for GPUSPEECH_LANES_PROFILE (its own
 // instance: the clock's registers would cost the plain kernel occupancy,
 // 72 against 64 a thread).
+// The kernel's body is lanes_cluster_round, below; its instances differ
+// only in the registers the compiler may give a thread.
 template <class Clock>
-__global__ void lanes_cluster_round_kernel(const TpLaneRound* __restrict__ rounds,
-                                           unsigned long long* profile, unsigned int* done,
-                                           unsigned int serial) {
+__device__ __forceinline__ void lanes_cluster_round(const TpLaneRound* __restrict__ rounds,
+                                                    unsigned long long* profile, unsigned int* done,
+                                                    unsigned int serial) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 900
   __trap();  // clusters need sm_90; the batcher does not pick this kernel below it
 #else
@@ -1683,6 +1685,44 @@ __global__ void lanes_cluster_round_kernel(const TpLaneRound* __restrict__ round
       *reinterpret_cast<volatile unsigned int*>(done + blockIdx.x / cluster.num_blocks()) = serial;
   }
 #endif
+}
+
+template <class Clock>
+__global__ void lanes_cluster_round_kernel(const TpLaneRound* __restrict__ rounds,
+                                           unsigned long long* profile, unsigned int* done,
+                                           unsigned int serial) {
+  lanes_cluster_round<Clock>(rounds, profile, done, serial);
+}
+
+// The same with at least `MinBlocks` blocks an SM by registers (at most
+// 65 536 / (MinBlocks * 256) a thread; the plain instance takes 56, so 4
+// blocks an SM, 28 clusters of 16 on the H100): more lanes resident, each
+// with fewer registers. The batcher's default is 6 (42 clusters of 16).
+template <class Clock, int MinBlocks>
+__global__ void __launch_bounds__(kThreads, MinBlocks)
+    lanes_cluster_round_capped_kernel(const TpLaneRound* __restrict__ rounds, unsigned long long* profile,
+                                      unsigned int* done, unsigned int serial) {
+  lanes_cluster_round<Clock>(rounds, profile, done, serial);
+}
+
+using ClusterRoundKernel = void (*)(const TpLaneRound*, unsigned long long*, unsigned int*, unsigned int);
+
+// tp_set_lanes_min_blocks's choice, for this process.
+int lanes_min_blocks = 0;
+
+// The cluster kernel's instance for this process's register cap, with the
+// lane clock (`profiled`) or without.
+ClusterRoundKernel cluster_round_kernel(bool profiled) {
+  switch (lanes_min_blocks) {
+    case 5:
+      return profiled ? lanes_cluster_round_capped_kernel<ClusterClock, 5>
+                      : lanes_cluster_round_capped_kernel<NoClock, 5>;
+    case 6:
+      return profiled ? lanes_cluster_round_capped_kernel<ClusterClock, 6>
+                      : lanes_cluster_round_capped_kernel<NoClock, 6>;
+    default:
+      return profiled ? lanes_cluster_round_kernel<ClusterClock> : lanes_cluster_round_kernel<NoClock>;
+  }
 }
 
 __global__ void clear_touched_kernel(TpState s) {
@@ -1789,8 +1829,7 @@ cudaError_t tp_lanes_cluster_round(const TpLaneRound* rounds, int lanes, int clu
                                    unsigned int* done, unsigned int serial) {
   if (lanes <= 0) return cudaSuccess;
   // (tp_lanes_cluster_size allowed sizes above 8 on both instances, once.)
-  const auto kernel = profile != nullptr ? lanes_cluster_round_kernel<ClusterClock>
-                                         : lanes_cluster_round_kernel<NoClock>;
+  const ClusterRoundKernel kernel = cluster_round_kernel(profile != nullptr);
   cudaLaunchAttribute attribute;
   const cudaLaunchConfig_t config =
       cluster_launch_config(lanes, cluster, static_cast<size_t>(bins), stream, &attribute);
@@ -1814,13 +1853,16 @@ cudaError_t tp_set_emit_group(int width) {
   return cudaMemcpyToSymbol(c_emit_group, &width, sizeof(width));
 }
 
+void tp_set_lanes_min_blocks(int blocks) { lanes_min_blocks = blocks == 5 || blocks == 6 ? blocks : 0; }
+
 int tp_lanes_cluster_size(int wanted) {
   // The kernel must hold sm_90 code (a build for older SMs only traps in
   // it), and the device must place at least one cluster of that size.
   cudaFuncAttributes attr{};
   // The plain kernel; the profiled one takes the same size (one block on
   // each of the cluster's SMs fits either).
-  const auto kernel = lanes_cluster_round_kernel<NoClock>;
+  const ClusterRoundKernel kernel = cluster_round_kernel(false);
+  const ClusterRoundKernel profiled = cluster_round_kernel(true);
   if (cudaFuncGetAttributes(&attr, kernel) != cudaSuccess || attr.binaryVersion < 90) {
     cudaGetLastError();
     return 0;
@@ -1830,8 +1872,7 @@ int tp_lanes_cluster_size(int wanted) {
   // asking; both instances ask for it once here.
   const int hist_bytes = kMaxHistogramBins * static_cast<int>(sizeof(uint32_t));
   if (cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, hist_bytes) != cudaSuccess ||
-      cudaFuncSetAttribute(lanes_cluster_round_kernel<ClusterClock>,
-                           cudaFuncAttributeMaxDynamicSharedMemorySize, hist_bytes) != cudaSuccess) {
+      cudaFuncSetAttribute(profiled, cudaFuncAttributeMaxDynamicSharedMemorySize, hist_bytes) != cudaSuccess) {
     cudaGetLastError();
     return 0;
   }
@@ -1839,8 +1880,8 @@ int tp_lanes_cluster_size(int wanted) {
     // Sizes above 8 are allowed here, once per device, on both instances
     // (the plain one and the profiled one), not at each launch.
     if (c > 8 && (cudaFuncSetAttribute(kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1) != cudaSuccess ||
-                  cudaFuncSetAttribute(lanes_cluster_round_kernel<ClusterClock>,
-                                       cudaFuncAttributeNonPortableClusterSizeAllowed, 1) != cudaSuccess)) {
+                  cudaFuncSetAttribute(profiled, cudaFuncAttributeNonPortableClusterSizeAllowed, 1) !=
+                      cudaSuccess)) {
       cudaGetLastError();
       continue;
     }
@@ -1860,8 +1901,7 @@ int tp_lanes_clusters_resident(int cluster, int bins) {
   const cudaLaunchConfig_t config =
       cluster_launch_config(1, cluster, static_cast<size_t>(bins), nullptr, &attribute);
   int clusters = 0;
-  if (cudaOccupancyMaxActiveClusters(&clusters, lanes_cluster_round_kernel<NoClock>, &config) !=
-      cudaSuccess) {
+  if (cudaOccupancyMaxActiveClusters(&clusters, cluster_round_kernel(false), &config) != cudaSuccess) {
     cudaGetLastError();
     return 0;
   }

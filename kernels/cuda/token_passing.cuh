@@ -403,6 +403,13 @@ cudaError_t tp_lanes_cluster_round(const TpLaneRound* rounds, int lanes, int clu
 // device from now on (1-32, a power of two; default 8): a measurement knob
 // (the batcher's GPUSPEECH_EMIT_GROUP); the results do not depend on it.
 cudaError_t tp_set_emit_group(int width);
+// Which instance of the cluster kernel this process launches from now on
+// (before tp_lanes_cluster_size): 0, the compiler's registers (56 a
+// thread: 4 blocks an SM), or 5 or 6, at least that many blocks an SM by
+// registers, so more lanes are resident, each with fewer registers. The
+// batcher asks for 6 (GPUSPEECH_LANES_MIN_BLOCKS to measure others); the
+// results do not depend on it.
+void tp_set_lanes_min_blocks(int blocks);
 // The largest cluster size c <= wanted, halving, that tp_lanes_cluster_round
 // can launch on the current device (sm_90 code and room for one cluster);
 // 0 if none.
