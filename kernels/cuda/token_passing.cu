@@ -16,6 +16,7 @@
 #include "kernels/cuda/token_passing.cuh"
 
 #include <algorithm>
+#include <atomic>
 
 #include <cooperative_groups.h>
 
@@ -1604,10 +1605,9 @@ __global__ void lanes_round_kernel(const TpLaneRound* __restrict__ rounds, int L
 // the lanes in any phase and no lane waits for another's phases. The
 // launch is not cooperative: clusters start as the hardware finds room.
 // Clock: NoClock, or ClusterClock for GPUSPEECH_LANES_PROFILE (its own
-// instance: the clock's registers would cost the plain kernel occupancy,
-// 72 against 64 a thread).
-// The kernel's body is lanes_cluster_round, below; its instances differ
-// only in the registers the compiler may give a thread.
+// instance, so that the plain kernel carries no clock code).
+// This is the kernel's body; the kernels below (the plain one and the
+// register-capped ones) differ only in the registers a thread may use.
 template <class Clock>
 __device__ __forceinline__ void lanes_cluster_round(const TpLaneRound* __restrict__ rounds,
                                                     unsigned long long* profile, unsigned int* done,
@@ -1707,13 +1707,14 @@ __global__ void __launch_bounds__(kThreads, MinBlocks)
 
 using ClusterRoundKernel = void (*)(const TpLaneRound*, unsigned long long*, unsigned int*, unsigned int);
 
-// tp_set_lanes_min_blocks's choice, for this process.
-int lanes_min_blocks = 0;
+// tp_set_lanes_min_blocks's choice, for this process (each device's
+// batcher sets it, with the same value, while others may launch).
+std::atomic<int> lanes_min_blocks{0};
 
 // The cluster kernel's instance for this process's register cap, with the
 // lane clock (`profiled`) or without.
 ClusterRoundKernel cluster_round_kernel(bool profiled) {
-  switch (lanes_min_blocks) {
+  switch (lanes_min_blocks.load(std::memory_order_relaxed)) {
     case 5:
       return profiled ? lanes_cluster_round_capped_kernel<ClusterClock, 5>
                       : lanes_cluster_round_capped_kernel<NoClock, 5>;
@@ -1853,7 +1854,9 @@ cudaError_t tp_set_emit_group(int width) {
   return cudaMemcpyToSymbol(c_emit_group, &width, sizeof(width));
 }
 
-void tp_set_lanes_min_blocks(int blocks) { lanes_min_blocks = blocks == 5 || blocks == 6 ? blocks : 0; }
+void tp_set_lanes_min_blocks(int blocks) {
+  lanes_min_blocks.store(blocks == 5 || blocks == 6 ? blocks : 0, std::memory_order_relaxed);
+}
 
 int tp_lanes_cluster_size(int wanted) {
   // The kernel must hold sm_90 code (a build for older SMs only traps in
