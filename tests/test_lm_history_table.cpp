@@ -5,6 +5,7 @@
 // kernel's threads between barriers), must give every step's correction
 // and next history's hash exactly as the host's rescorer does, and each
 // table entry must hold the words of the host's history it stands for;
+// the sentence end's correction after each history must be the host's too;
 // a table too small says so (-1) instead of writing out of bounds.
 #include <gtest/gtest.h>
 
@@ -130,6 +131,13 @@ TEST(LmHistoryTable, ThreadedWordEndsGiveTheRescorersFloatsAndHashes) {
         ++steps;
       }
     }
+    // The sentence end's correction after every history reached, as the
+    // host's rescorer gives it.
+    const int32_t full_end = s.lms.full->word_id("</s>"), pruned_end = s.lms.pruned->word_id("</s>");
+    for (const auto& [id, host_id] : host_of)
+      ASSERT_EQ(lm_end_delta(s.view, table.view, id, full_end, pruned_end), host.end_delta(host_id))
+          << "trial " << trial << " history " << id;
+    ASSERT_EQ(lm_end_delta(s.view, table.view, start, -1, pruned_end), 0.0f);
     // As many entries as the host has histories.
     size_t used = 0;
     for (unsigned long long k : table.keys) used += k != 0;

@@ -137,4 +137,29 @@ GPUSPEECH_HOST_DEVICE LmWordEnd lm_word_end(const LmRescoringView& v, const LmHi
   return r;
 }
 
+// LmRescorer::end_delta for history id `history`: the correction of the
+// sentence end (`full_end` and `pruned_end`, "</s>" in each LM; 0 where
+// either LM lacks it) after that history. The host needs it for results
+// once histories live in a device table (S8 step 5: the best token's
+// total at partial and final results, and n-best lists), over a host copy
+// of the table's words and lengths. The same two back-off walks as
+// lm_word_end's correction, in the same order, so the same float.
+GPUSPEECH_HOST_DEVICE float lm_end_delta(const LmRescoringView& v, const LmHistoryTable& t,
+                                         int32_t history, int32_t full_end, int32_t pruned_end) {
+  if (full_end < 0 || pruned_end < 0) return 0.0f;
+  const int n = t.lengths[history];
+  const int32_t* hf = t.full_words + history * kLmHistoryMaxWords;
+  const int32_t* hp = t.pruned_words + history * kLmHistoryMaxWords;
+  int rf[kLmHistoryMaxWords], rp[kLmHistoryMaxWords];  // most recent first
+  for (int i = 0; i < n; ++i) {
+    rf[i] = hf[n - 1 - i];
+    rp[i] = hp[n - 1 - i];
+  }
+  const int kf = n < v.full.order - 1 ? n : v.full.order - 1;
+  const int kp = n < v.pruned.order - 1 ? n : v.pruned.order - 1;
+  const float full = ngram_score_log10(v.full, rf, kf, full_end);
+  const float pruned = ngram_score_log10(v.pruned, rp, kp, pruned_end);
+  return search::word_end_delta(v.language_weight, pruned, full);
+}
+
 }  // namespace gpuspeech
