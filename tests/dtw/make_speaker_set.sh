@@ -7,9 +7,13 @@
 #   OUT/tests/WORD_VOICE_VARIANT.wav      the same words by the test voices,
 #                                         each as spoken and perturbed twice
 #   OUT/oov/WORD_VOICE_VARIANT.wav        out-of-vocabulary words by the test
-#                                         voices (for rejection)
+#                                         voices (for rejection), two syllables
+#   OUT/oov1/WORD_VOICE_VARIANT.wav       one-syllable out-of-vocabulary words:
+#                                         the command words have one syllable
+#                                         each, so the two-syllable ones alone
+#                                         would flatter a rule that counts them
 #   OUT/ref.trn                           "WORD (WORD_VOICE_VARIANT)" per test
-#   OUT/oov.trn                           " (WORD_VOICE_VARIANT)" per OOV file
+#   OUT/oov.trn, OUT/oov1.trn             " (WORD_VOICE_VARIANT)" per OOV file
 #
 # Voices are named "flite:NAME" or "espeak:VOICE+VARIANT" (espeak-ng
 # --voices lists languages, --voices=variant the variants). In file names
@@ -37,16 +41,18 @@ template_voices=${2:-"flite:rms flite:slt espeak:en-us+m1 espeak:en+f2 espeak:en
 test_voices=${3:-"flite:awb flite:kal16 flite:kal espeak:en-us+f3 espeak:en+m7 espeak:en-gb-x-rp+m4"}
 words="yes no up down left right stop go on off start back"
 oov_words="hello water music table seven open number happy window paper"
+oov1_words="red five cat home blue fish book jump light six"
 
 for tool in flite espeak-ng sox; do
   command -v "$tool" >/dev/null 2>&1 || { echo "make_speaker_set.sh: $tool not found" >&2; exit 77; }
 done
 
-mkdir -p "$out/templates" "$out/tests" "$out/oov"
+mkdir -p "$out/templates" "$out/tests" "$out/oov" "$out/oov1"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 : > "$out/ref.trn"
 : > "$out/oov.trn"
+: > "$out/oov1.trn"
 
 file_name() {  # voice -> name usable in a file name (no '_', '+', ':')
   echo "${1#*:}" | tr '+_-' '...'
@@ -104,13 +110,14 @@ for v in $test_voices; do
     done
     i=$((i + 1))
   done
-  i=0
   for w in $oov_words; do
-    base="$out/oov/${w}_${name}"
-    speak "$v" "$w" "${base}_plain.wav"
+    speak "$v" "$w" "$out/oov/${w}_${name}_plain.wav"
     echo " (${w}_${name}_plain)" >> "$out/oov.trn"
-    i=$((i + 1))
+  done
+  for w in $oov1_words; do
+    speak "$v" "$w" "$out/oov1/${w}_${name}_plain.wav"
+    echo " (${w}_${name}_plain)" >> "$out/oov1.trn"
   done
 done
 echo "make_speaker_set.sh: $(ls "$out/templates" | wc -l) templates, $(ls "$out/tests" | wc -l) tests," \
-  "$(ls "$out/oov" | wc -l) out-of-vocabulary files in $out" >&2
+  "$(ls "$out/oov" | wc -l) + $(ls "$out/oov1" | wc -l) out-of-vocabulary files in $out" >&2
