@@ -23,7 +23,9 @@
  *                             templates (+inf when none reachable)
  *   runner-up (string)        nearest other label ("" if none)
  *   runner-up-distance (double)
- *   rejected (boolean)        score above the threshold, or none reachable
+ *   rejected (boolean)        score above the threshold, none reachable,
+ *                             or (syllable-check) a syllable count none of
+ *                             the word's templates has
  *   template (string)         path of the best template
  *   utterance (uint)          index in the stream, from 0
  *   timestamp, duration (uint64)  where the utterance lies (stream time, ns)
@@ -42,6 +44,8 @@
  *   reject-scale  reject above this many times the templates' own scale,
  *              the upper quartile of same-word template distances (0 = off;
  *              see docs/dtw.md)
+ *   syllable-check  with reject or reject-scale: also reject a word whose
+ *              syllable count none of its templates has (TRUE)
  *   warps      VTLN test warps ("" = the kind's default, "1" = none)
  *   k-nearest  a word's score: mean of its k nearest templates (2)
  *   rescore    re-rank this many best words by the power mean of the local
@@ -98,6 +102,7 @@ enum {
   PROP_RESCORE,
   PROP_LIFTER,
   PROP_AVERAGING,
+  PROP_SYLLABLE_CHECK,
 };
 
 /* Everything built at READY and the per-stream state. */
@@ -139,6 +144,7 @@ struct _GstGpuDtw {
   gint rescore;
   gint lifter;
   gchar *averaging;
+  gboolean syllable_check;
   DtwState *state;
 };
 
@@ -265,6 +271,12 @@ gst_gpu_dtw_class_init (GstGpuDtwClass * klass)
           "| only (replaces them)",
           gs::to_string (gs::WordRecognizerOptions::defaults ().averaging),
           rw));
+  g_object_class_install_property (gobject_class, PROP_SYLLABLE_CHECK,
+      g_param_spec_boolean ("syllable-check", "Syllable check",
+          "With rejection on (reject or reject-scale): also reject a word "
+          "whose count of syllables (loudness peaks of the 300-3000 Hz band) "
+          "none of the winning word's templates has (docs/dtw.md)",
+          dd.syllable_check, rw));
 
   gst_element_class_set_static_metadata (element_class,
       "DTW template matching", "Filter/Analyzer/Audio",
@@ -311,6 +323,7 @@ gst_gpu_dtw_init (GstGpuDtw * self)
   self->lifter = -1;
   self->averaging = g_strdup (gs::to_string (gs::WordRecognizerOptions::
           defaults ().averaging));
+  self->syllable_check = gs::DtwDecisionOptions ().syllable_check;
   self->state = NULL;
 }
 
@@ -363,6 +376,9 @@ gst_gpu_dtw_set_property (GObject * object, guint prop_id,
     case PROP_RESCORE: self->rescore = g_value_get_int (value); break;
     case PROP_LIFTER: self->lifter = g_value_get_int (value); break;
     case PROP_AVERAGING: replace_string (&self->averaging, value); break;
+    case PROP_SYLLABLE_CHECK:
+      self->syllable_check = g_value_get_boolean (value);
+      break;
     default:
       G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
       break;
@@ -396,6 +412,9 @@ gst_gpu_dtw_get_property (GObject * object, guint prop_id, GValue * value,
     case PROP_RESCORE: g_value_set_int (value, self->rescore); break;
     case PROP_LIFTER: g_value_set_int (value, self->lifter); break;
     case PROP_AVERAGING: g_value_set_string (value, self->averaging); break;
+    case PROP_SYLLABLE_CHECK:
+      g_value_set_boolean (value, self->syllable_check);
+      break;
     default:
       G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
       break;
@@ -425,6 +444,7 @@ gst_gpu_dtw_setup (GstGpuDtw * self)
   const gint k_nearest = self->k_nearest, lifter = self->lifter;
   const gint rescore = self->rescore;
   const std::string averaging = self->averaging ? self->averaging : "";
+  const gboolean syllable_check = self->syllable_check;
   GST_OBJECT_UNLOCK (self);
 
   if (templates.empty ()) {
@@ -453,6 +473,7 @@ gst_gpu_dtw_setup (GstGpuDtw * self)
     ro.dtw.band = band;
     ro.decision.k_nearest = k_nearest;
     ro.decision.rescore_words = rescore;
+    ro.decision.syllable_check = syllable_check != FALSE;
     ro.averaging = gs::parse_template_averaging (averaging);
     if (reject > 0.0f && reject_scale > 0.0f)
       throw std::invalid_argument ("set reject (a distance) or reject-scale "

@@ -86,6 +86,9 @@ Matching:
                         between templates of the same word, see docs/dtw.md)
                         | off (default) | a distance X
   --reject-scale S      the scale of --reject auto (default 0.8)
+  --syllable-check on|off  with --reject: also reject a word whose syllable
+                        count none of the chosen word's templates has
+                        (default on; docs/dtw.md)
 
 Devices:
   --backend B           auto | cuda | opencl | cpu (default cpu): where
@@ -241,6 +244,10 @@ Args parse_args(int argc, char** argv) {
           a.decision.reject_distance = static_cast<float>(parse_double(f, v));
           if (!(a.decision.reject_distance > 0.0f)) usage_error("--reject: must be auto, off or a distance > 0");
         }
+      } else if (f == "--syllable-check") {
+        const std::string v = value(i, f);
+        if (v != "on" && v != "off") usage_error("--syllable-check: must be on or off");
+        a.decision.syllable_check = v == "on";
       } else if (f == "--reject-scale") {
         a.decision.reject_scale = static_cast<float>(parse_double(f, value(i, f)));
         if (!(a.decision.reject_scale > 0.0f)) usage_error("--reject-scale: must be > 0");
@@ -459,7 +466,8 @@ int run(int argc, char** argv) {
                      m.distance,
                      m.template_index >= 0 ? lib[static_cast<size_t>(m.template_index)].path.c_str() : "-",
                      m.runner_up.empty() ? "-" : m.runner_up.c_str(), m.runner_up_distance,
-                     m.rejected ? ", rejected" : "", static_cast<long long>(r.frames),
+                     r.syllables_rejected ? ", rejected (syllables)" : m.rejected ? ", rejected" : "",
+                     static_cast<long long>(r.frames),
                      static_cast<long long>(r.kept.begin), static_cast<long long>(r.kept.end));
     } catch (const std::exception& e) {
       error(e.what());

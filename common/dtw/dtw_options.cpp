@@ -51,7 +51,7 @@ std::string DtwDecisionOptions::fingerprint() const {
   const char* mode = reject == Reject::kOff ? "off" : reject == Reject::kFixed ? "fixed" : "templates";
   return "k=" + std::to_string(k_nearest) + ";reject=" + mode + ";reject-distance=" + num(reject_distance) +
          ";reject-scale=" + num(reject_scale) + ";rescore=" + std::to_string(rescore_words) + "," +
-         num(rescore_power) + "," + num(rescore_weight);
+         num(rescore_power) + "," + num(rescore_weight) + ";syllables=" + (syllable_check ? "on" : "off");
 }
 
 void EndpointOptions::validate() const {

@@ -64,6 +64,7 @@ std::vector<DtwTemplate> average_templates(const TemplateLibrary& library, const
     DtwTemplate avg;
     avg.label = label;
     avg.path = "<average of " + label + ">";
+    avg.syllables = library[members[medoid]].syllables;  // its time axis is the medoid's
     avg.features.rows = m.rows;
     avg.features.dim = dim;
     avg.features.data.resize(m.data.size());

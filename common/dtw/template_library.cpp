@@ -11,6 +11,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "common/dtw/syllable_count.h"
 #include "common/search/content_hash.h"
 #include "common/search/graph_cache.h"
 
@@ -18,7 +19,9 @@ namespace gpuspeech {
 namespace {
 
 // Bump when the file layout or the feature code changes meaning.
-constexpr const char* kCacheFormat = "gpuspeech-dtw-features-1";
+// Format 2 keeps the template's syllable count in the header word that
+// format 1 left zero.
+constexpr const char* kCacheFormat = "gpuspeech-dtw-features-2";
 constexpr char kMagic[8] = {'G', 'S', 'D', 'T', 'W', 'F', '1', '\0'};
 
 bool is_directory(const std::string& p) {
@@ -101,17 +104,18 @@ std::vector<Entry> read_list(const std::string& list) {
   return out;
 }
 
-bool read_cache(const std::string& path, FeatureMatrix* m) {
+bool read_cache(const std::string& path, FeatureMatrix* m, int* syllables) {
   std::ifstream in(path, std::ios::binary);
   if (!in) return false;
   char magic[8];
   int64_t rows = 0;
-  int32_t dim = 0, pad = 0;
+  int32_t dim = 0, count = 0;
   if (!in.read(magic, 8) || std::memcmp(magic, kMagic, 8) != 0) return false;
   if (!in.read(reinterpret_cast<char*>(&rows), 8) || !in.read(reinterpret_cast<char*>(&dim), 4) ||
-      !in.read(reinterpret_cast<char*>(&pad), 4))
+      !in.read(reinterpret_cast<char*>(&count), 4))
     return false;
-  if (rows < 1 || dim < 1 || rows > (int64_t{1} << 32) / dim) return false;
+  if (rows < 1 || dim < 1 || rows > (int64_t{1} << 32) / dim || count < 0) return false;
+  *syllables = count;
   m->rows = rows;
   m->dim = dim;
   m->data.resize(static_cast<size_t>(rows * dim));
@@ -123,15 +127,16 @@ bool read_cache(const std::string& path, FeatureMatrix* m) {
 }
 
 // Written to a temporary name and renamed, so a reader never sees half a file.
-void write_cache(const std::string& path, const FeatureMatrix& m, std::vector<std::string>* log) {
+void write_cache(const std::string& path, const FeatureMatrix& m, int syllables,
+                 std::vector<std::string>* log) {
   const std::string tmp = path + ".tmp" + std::to_string(::getpid());
   {
     std::ofstream out(tmp, std::ios::binary);
-    const int32_t dim = m.dim, pad = 0;
+    const int32_t dim = m.dim, count = syllables;
     out.write(kMagic, 8);
     out.write(reinterpret_cast<const char*>(&m.rows), 8);
     out.write(reinterpret_cast<const char*>(&dim), 4);
-    out.write(reinterpret_cast<const char*>(&pad), 4);
+    out.write(reinterpret_cast<const char*>(&count), 4);
     out.write(reinterpret_cast<const char*>(m.data.data()),
               static_cast<std::streamsize>(m.data.size() * sizeof(float)));
     if (!out) {
@@ -202,7 +207,8 @@ TemplateLibrary TemplateLibrary::load(const std::string& source, const TemplateL
     h.update_field(fingerprint);
     h.update(bytes.data(), bytes.size());
     const std::string cache_path = cache_dir.empty() ? "" : cache_dir + "/dtw-" + h.hex() + ".feat";
-    if (!cache_path.empty() && read_cache(cache_path, &t.features) && t.features.dim == lib.dim_) {
+    if (!cache_path.empty() && read_cache(cache_path, &t.features, &t.syllables) &&
+        t.features.dim == lib.dim_) {
       ++lib.cache_hits_;
       if (log) log->push_back(e.path + ": features from the cache " + cache_path);
       lib.templates_.push_back(std::move(t));
@@ -228,11 +234,12 @@ TemplateLibrary TemplateLibrary::load(const std::string& source, const TemplateL
     if (u.features.rows < 1)
       throw TemplateError(e.path + ": too short for one frame of features");
     t.features = std::move(u.features);
+    t.syllables = count_syllables(audio.samples.data() + u.kept.begin, u.kept.end - u.kept.begin, rate);
     if (log)
       log->push_back(e.path + ": " + std::to_string(t.features.rows) + " frames (samples " +
                      std::to_string(u.kept.begin) + ".." + std::to_string(u.kept.end) + " of " +
                      std::to_string(audio.samples.size()) + ")");
-    if (!cache_path.empty()) write_cache(cache_path, t.features, log);
+    if (!cache_path.empty()) write_cache(cache_path, t.features, t.syllables, log);
     lib.templates_.push_back(std::move(t));
   }
   return lib;

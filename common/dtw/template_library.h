@@ -41,6 +41,9 @@ struct DtwTemplate {
   std::string label;
   std::string path;
   FeatureMatrix features;
+  // Syllables of the recording's kept samples (syllable_count.h), for
+  // rejection; 0 = not known.
+  int syllables = 0;
 };
 
 // Every template's frames back to back, for the engines (dtw_engine.h):

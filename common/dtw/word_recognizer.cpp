@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "common/dtw/path_rescoring.h"
+#include "common/dtw/syllable_count.h"
 #include "common/dtw/template_averaging.h"
 #include "common/dtw/template_calibration.h"
 
@@ -96,7 +97,25 @@ WordRecognizer::Result WordRecognizer::recognise(const float* samples, int64_t n
     return r;
   }
   r.decision = decide(warped);
+  if (threshold_ > 0.0f && opts_.decision.syllable_check && !r.decision.rejected) {
+    r.syllables = count_syllables(samples + r.kept.begin, r.kept.end - r.kept.begin,
+                                  opts_.library.features.features.frame.sample_rate);
+    r.decision.rejected = !syllables_fit(r.decision.label, r.syllables);
+    r.syllables_rejected = r.decision.rejected;
+  }
   return r;
+}
+
+bool WordRecognizer::syllables_fit(const std::string& label, int syllables) const {
+  // A word none of whose templates has a count (0: under three frames of
+  // level to count in) cannot say no.
+  bool known = false;
+  for (const DtwTemplate& t : library_.templates()) {
+    if (t.label != label || t.syllables <= 0) continue;
+    if (t.syllables == syllables) return true;
+    known = true;
+  }
+  return !known;
 }
 
 }  // namespace gpuspeech

@@ -60,10 +60,19 @@ class WordRecognizer {
     SpeechSegment kept;        // the samples the features came from
     bool speech_found = true;  // false: trimming found no speech, all kept
     int64_t frames = 0;        // feature frames of the utterance
+    // With rejection and DtwDecisionOptions::syllable_check on: the kept
+    // samples' syllables (syllable_count.h; 0 otherwise), and whether the
+    // word was rejected for them (none of its templates has that count).
+    int syllables = 0;
+    bool syllables_rejected = false;
   };
   Result recognise(const float* samples, int64_t n, bool endpointed = false);
-  // The decision for features already computed (one matrix per test warp).
+  // The decision for features already computed (one matrix per test warp);
+  // no syllable check (it needs the samples).
   MatchDecision decide(const std::vector<FeatureMatrix>& warped);
+  // Whether `syllables` is the count of one of `label`'s templates (true
+  // when none of them has a known count).
+  bool syllables_fit(const std::string& label, int syllables) const;
 
   const TemplateLibrary& library() const { return library_; }
   const std::vector<std::string>& labels() const { return labels_; }
