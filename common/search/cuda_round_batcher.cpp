@@ -23,12 +23,16 @@ namespace {
 // speed at 256 streams on the H100, 272-287x (docs/benchmarks.md): more
 // resident warps do not help.
 constexpr int kLaneBlocksPerSm = 2;
-// Blocks of a lane's cluster (the cluster kernel, sm_90): at 256 streams
-// on the H100, 4 / 8 / 12 / 16 blocks gave 486 / 607 / 616 / 625x against
-// the cooperative kernel's 467x (docs/benchmarks.md); 16 is the largest
-// cluster the hardware allows (a non-portable size: the device is asked,
-// and a smaller one taken if it refuses).
-constexpr int kLaneClusterBlocks = 16;
+// Blocks of a lane's cluster (the cluster kernel, sm_90). When a lane's
+// round was the whole cost, wider was faster (256 streams on the H100, 4 /
+// 8 / 12 / 16 blocks: 486 / 607 / 616 / 625x); since lanes wait on each
+// other less, how many run at once counts more: at 6 blocks an SM, 8
+// blocks keep 92 clusters resident against 16 blocks' 42, and gave 1 474.8x
+// against 1 353.8x (means of 3 alternating runs on the H200; docs/
+// benchmarks.md, "Clusters of 8 and the pipeline launcher"). 16 is the
+// largest cluster the hardware allows (a non-portable size: the device is
+// asked, and a smaller one taken if it refuses).
+constexpr int kLaneClusterBlocks = 8;
 // Blocks an SM the cluster kernel is compiled for, by capping its
 // registers (tp_set_lanes_min_blocks): at 256 streams on the H100, 4 (the
 // compiler's 56 registers, 28 clusters resident) / 5 (35) / 6 (42) gave
@@ -138,8 +142,14 @@ CudaRoundBatcher::CudaRoundBatcher(int device) : device_(device) {
   }
   // (GPUSPEECH_LANES_LOG's lines are one launch's each only with one in
   // flight; with more they mix the launches that overlapped.)
-  const int in_flight = cluster_ > 0 ? env_int("GPUSPEECH_LANES_IN_FLIGHT", 2, 1, 4) : 1;
   early_ = cluster_ > 0 && env_int("GPUSPEECH_LANES_EARLY", 1, 0, 1) == 1;
+  pipeline_ = early_ && env_int("GPUSPEECH_LANES_PIPELINE", 0, 0, 1) == 1;
+  room_ = static_cast<size_t>(env_int("GPUSPEECH_LANES_ROOM", 2 * std::max(resident_, 1), 1, 1 << 20));
+  // The pipeline's slots are launches in flight on their own CUDA streams
+  // (GPUSPEECH_LANES_IN_FLIGHT up to 32, default 16), all under one thread.
+  const int in_flight = pipeline_      ? env_int("GPUSPEECH_LANES_IN_FLIGHT", 16, 1, 32)
+                        : cluster_ > 0 ? env_int("GPUSPEECH_LANES_IN_FLIGHT", 2, 1, 4)
+                                       : 1;
   for (int k = 0; k < in_flight; ++k) {
     auto slot = std::make_unique<Slot>();
     const cudaError_t st = cudaStreamCreateWithFlags(&slot->stream, cudaStreamNonBlocking);
@@ -152,7 +162,10 @@ CudaRoundBatcher::CudaRoundBatcher(int device) : device_(device) {
     }
     slots_.push_back(std::move(slot));
   }
-  for (auto& slot : slots_) threads_.emplace_back([this, s = slot.get()] { launcher(*s); });
+  if (pipeline_)
+    threads_.emplace_back([this] { pipeline(); });
+  else
+    for (auto& slot : slots_) threads_.emplace_back([this, s = slot.get()] { launcher(*s); });
 }
 
 CudaRoundBatcher::~CudaRoundBatcher() {
@@ -181,6 +194,7 @@ void CudaRoundBatcher::run(const cuda::TpLaneRound& round) {
     if (stop_) throw BackendError("cuda search: the round batcher has stopped");
     waiting_.push_back(round);
     waiting_tickets_.push_back(&ticket);
+    waiting_count_.store(waiting_.size(), std::memory_order_release);
     if (waiting_.size() == 1 || waiting_.size() == static_cast<size_t>(min_width_)) work_.notify_one();
   }
   // The ticket lives here until its launcher has set `done` under the
@@ -218,6 +232,23 @@ CudaRoundBatcher::Stats CudaRoundBatcher::stats() const {
   return s;
 }
 
+int CudaRoundBatcher::take_waiting(Slot& slot) {
+  slot.batch.swap(waiting_);
+  waiting_.clear();
+  slot.tickets.swap(waiting_tickets_);
+  waiting_tickets_.clear();
+  waiting_count_.store(0, std::memory_order_release);
+  stats_.launches += 1;
+  stats_.rounds += slot.batch.size();
+  stats_.widest = std::max<uint32_t>(stats_.widest, static_cast<uint32_t>(slot.batch.size()));
+  // A prune-only round carries no frame (its histogram is the one its
+  // lane began in an earlier launch, maybe another slot's): the largest
+  // histogram any lane has begun, kept here under the lock.
+  for (const cuda::TpLaneRound& r : slot.batch)
+    if (r.num_frames > 0) cluster_bins_ = std::max(cluster_bins_, r.frames[0].bins);
+  return cluster_bins_;
+}
+
 void CudaRoundBatcher::launcher(Slot& slot) {
   const cudaError_t set = cudaSetDevice(device_);
   using Clock = std::chrono::steady_clock;
@@ -234,19 +265,7 @@ void CudaRoundBatcher::launcher(Slot& slot) {
       if (stop_) break;  // stopping, nothing left to run
       continue;          // another launcher took them
     }
-    slot.batch.swap(waiting_);
-    waiting_.clear();
-    slot.tickets.swap(waiting_tickets_);
-    waiting_tickets_.clear();
-    stats_.launches += 1;
-    stats_.rounds += slot.batch.size();
-    stats_.widest = std::max<uint32_t>(stats_.widest, static_cast<uint32_t>(slot.batch.size()));
-    // A prune-only round carries no frame (its histogram is the one its
-    // lane began in an earlier launch, maybe another slot's): the largest
-    // histogram any lane has begun, kept here under the lock.
-    for (const cuda::TpLaneRound& r : slot.batch)
-      if (r.num_frames > 0) cluster_bins_ = std::max(cluster_bins_, r.frames[0].bins);
-    const int bins = cluster_bins_;
+    const int bins = take_waiting(slot);
     lock.unlock();
     std::string error;
     if (set != cudaSuccess) {
@@ -269,38 +288,42 @@ void CudaRoundBatcher::launcher(Slot& slot) {
     for (Ticket* t : slot.tickets)
       if (t != nullptr) wake(t, error);  // null: woken by its lane's flag (wait_lanes)
     slot.tickets.clear();
-    // The kernel's profile (GPUSPEECH_LANES_PROFILE / _LOG; one slot then),
-    // read before the lock is taken again, so that streams handing in
-    // rounds do not wait for the copy.
-    unsigned long long words[cuda::kLaneProfileWords];
-    const bool profiled =
-        profile_.get() != nullptr && error.empty() &&
-        cudaMemcpy(words, profile_.get(), sizeof words, cudaMemcpyDeviceToHost) == cudaSuccess;
-    lock.lock();
-    stats_.busy_s += busy;
-    if (profiled) {
-      const uint64_t* before = stats_.lanes_profile;  // the sums up to the last launch
-      if (launch_log_ != nullptr) {
-        uint64_t ns = 0;
-        for (int k = 0; k < cuda::kLanePhases; ++k)
-          ns += words[cuda::kLaneProfileNs + k] - before[cuda::kLaneProfileNs + k];
-        std::fprintf(launch_log_, "%zu %llu %llu", slot.batch.size(), static_cast<unsigned long long>(ns),
-                     words[cuda::kLaneProfilePasses] - before[cuda::kLaneProfilePasses]);
-        for (int k = 0; k < cuda::kLanePhases; ++k)
-          std::fprintf(launch_log_, " %llu",
-                       words[cuda::kLaneProfileNs + k] - before[cuda::kLaneProfileNs + k]);
-        std::fprintf(launch_log_, "\n");
-      }
-      // The words only grow; with launches in flight another launcher may
-      // have stored a later reading already.
-      for (int k = 0; k < cuda::kLaneProfileWords; ++k)
-        stats_.lanes_profile[k] = std::max<uint64_t>(stats_.lanes_profile[k], words[k]);
-    }
-    const size_t w = slot.batch.size();
-    const int bin = w < 2 ? 0 : w < 8 ? 1 : w < 32 ? 2 : w < 128 ? 3 : 4;
-    stats_.launches_by_width[bin] += 1;
-    stats_.busy_by_width_s[bin] += busy;
+    record_launch(slot, busy, error, lock);
   }
+}
+
+void CudaRoundBatcher::record_launch(const Slot& slot, double seconds, const std::string& error,
+                                     std::unique_lock<std::mutex>& lock) {
+  // The kernel's profile (GPUSPEECH_LANES_PROFILE / _LOG; one slot then),
+  // read before the lock is taken, so that streams handing in rounds do
+  // not wait for the copy.
+  unsigned long long words[cuda::kLaneProfileWords];
+  const bool profiled =
+      profile_.get() != nullptr && error.empty() &&
+      cudaMemcpy(words, profile_.get(), sizeof words, cudaMemcpyDeviceToHost) == cudaSuccess;
+  lock.lock();
+  stats_.busy_s += seconds;
+  if (profiled) {
+    const uint64_t* before = stats_.lanes_profile;  // the sums up to the last launch
+    if (launch_log_ != nullptr) {
+      uint64_t ns = 0;
+      for (int k = 0; k < cuda::kLanePhases; ++k)
+        ns += words[cuda::kLaneProfileNs + k] - before[cuda::kLaneProfileNs + k];
+      std::fprintf(launch_log_, "%zu %llu %llu", slot.batch.size(), static_cast<unsigned long long>(ns),
+                   words[cuda::kLaneProfilePasses] - before[cuda::kLaneProfilePasses]);
+      for (int k = 0; k < cuda::kLanePhases; ++k)
+        std::fprintf(launch_log_, " %llu", words[cuda::kLaneProfileNs + k] - before[cuda::kLaneProfileNs + k]);
+      std::fprintf(launch_log_, "\n");
+    }
+    // The words only grow; with launches in flight another launch may
+    // have stored a later reading already.
+    for (int k = 0; k < cuda::kLaneProfileWords; ++k)
+      stats_.lanes_profile[k] = std::max<uint64_t>(stats_.lanes_profile[k], words[k]);
+  }
+  const size_t w = slot.batch.size();
+  const int bin = w < 2 ? 0 : w < 8 ? 1 : w < 32 ? 2 : w < 128 ? 3 : 4;
+  stats_.launches_by_width[bin] += 1;
+  stats_.busy_by_width_s[bin] += seconds;
 }
 
 void CudaRoundBatcher::launch(Slot& slot, int bins) {
@@ -353,6 +376,116 @@ void CudaRoundBatcher::launch_part(Slot& slot, size_t first, size_t n, int bins)
           "tp_lanes_round");
   }
   check(cudaStreamSynchronize(slot.stream), "cudaStreamSynchronize (lane rounds)");
+}
+
+void CudaRoundBatcher::pipeline() {
+  const cudaError_t set = cudaSetDevice(device_);
+  using Clock = std::chrono::steady_clock;
+  size_t in_flight = 0;  // lanes launched and not yet flagged
+  size_t busy = 0;       // slots with a launch on the device
+  std::unique_lock<std::mutex> lock(mutex_, std::defer_lock);
+  for (;;) {
+    // Launch what waits, on a free slot, while the device has room: the
+    // clusters beyond the resident ones start as others end, so `room_`
+    // only keeps launches from growing narrow when the device is full.
+    if (waiting_count_.load(std::memory_order_acquire) > 0 && busy < slots_.size() && in_flight < room_) {
+      Slot* slot = nullptr;
+      for (auto& s : slots_)
+        if (!s->busy) {
+          slot = s.get();
+          break;
+        }
+      lock.lock();
+      if (waiting_.empty()) {  // (a stale count)
+        lock.unlock();
+        continue;
+      }
+      const int bins = take_waiting(*slot);
+      lock.unlock();
+      slot->began = Clock::now();
+      std::string error;
+      if (set != cudaSuccess) {
+        error = std::string("cuda search: cudaSetDevice failed for the round batcher: ") + cudaGetErrorName(set);
+      } else {
+        try {
+          launch(*slot, bins);
+        } catch (const std::exception& e) {
+          error = e.what();
+          if (cudaStreamSynchronize(slot->stream) != cudaSuccess) cuda_memory::forget_error();
+        }
+      }
+      if (!error.empty()) {
+        for (Ticket* t : slot->tickets) wake(t, error);
+        slot->tickets.clear();
+        continue;
+      }
+      slot->busy = true;
+      slot->left = slot->tickets.size();
+      slot->idle_scans = 0;
+      in_flight += slot->left;
+      ++busy;
+      continue;
+    }
+    if (busy == 0) {
+      lock.lock();
+      const Clock::time_point idle = Clock::now();
+      work_.wait(lock, [&] { return stop_ || !waiting_.empty(); });
+      stats_.waiting_s += std::chrono::duration<double>(Clock::now() - idle).count();
+      const bool done = stop_ && waiting_.empty();
+      lock.unlock();
+      if (done) break;
+      continue;
+    }
+    // One scan of every lane in flight: wake the threads of those that
+    // flagged their end (read with acquire order: the kernel fenced the
+    // lane's `out` and tables first), free the slots whose launch ended.
+    const auto wake_flagged = [&](Slot& slot) {
+      const unsigned int* done = slot.done.host();
+      bool woke = false;
+      for (size_t i = 0; i < slot.tickets.size(); ++i) {
+        Ticket* t = slot.tickets[i];
+        if (t == nullptr || __atomic_load_n(done + i, __ATOMIC_ACQUIRE) != slot.serial) continue;
+        wake(t, std::string());
+        slot.tickets[i] = nullptr;  // its thread owns it again
+        --slot.left;
+        --in_flight;
+        woke = true;
+      }
+      return woke;
+    };
+    for (auto& sp : slots_) {
+      Slot& slot = *sp;
+      if (!slot.busy) continue;
+      // Asking the driver costs a lock the streams' threads also take:
+      // once every lane has flagged (the launch's last blocks may still be
+      // running), or every 32 scans without news (a failed launch ends
+      // without flags).
+      if (wake_flagged(slot)) slot.idle_scans = 0;
+      if (slot.left > 0 && ++slot.idle_scans % 32 != 0) continue;
+      const cudaError_t q = cudaStreamQuery(slot.stream);
+      if (q == cudaErrorNotReady) continue;
+      // The flags of lanes that ended between the scan and the query.
+      if (q == cudaSuccess && slot.left > 0) wake_flagged(slot);
+      std::string error;
+      if (q != cudaSuccess) {
+        error = std::string("cuda search: a batched launch failed: ") + cudaGetErrorName(q);
+        cuda_memory::forget_error();
+      } else if (slot.left > 0) {
+        error = "cuda search: " + std::to_string(slot.left) +
+                " lane(s) of a batched round ended without their completion flag";
+      }
+      for (Ticket* t : slot.tickets)
+        if (t != nullptr) wake(t, error);
+      slot.tickets.clear();
+      in_flight -= slot.left;
+      slot.left = 0;
+      slot.busy = false;
+      --busy;
+      const double seconds = std::chrono::duration<double>(Clock::now() - slot.began).count();
+      record_launch(slot, seconds, error, lock);
+      lock.unlock();
+    }
+  }
 }
 
 void CudaRoundBatcher::wait_lanes(Slot& slot) {

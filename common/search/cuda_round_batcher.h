@@ -30,6 +30,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstdio>
 #include <cstdint>
@@ -114,8 +115,28 @@ class CudaRoundBatcher {
     cuda_memory::MappedArray<unsigned int> done;
     unsigned int serial = 0;
     std::vector<size_t> ready;  // wait_lanes' scratch
+    // The pipeline's (GPUSPEECH_LANES_PIPELINE) view of the slot: a launch
+    // of it is on the device, its lanes not yet flagged, when it began.
+    bool busy = false;
+    size_t left = 0;
+    uint32_t idle_scans = 0;
+    std::chrono::steady_clock::time_point began;
   };
   void launcher(Slot& slot);
+  // One thread for every slot (GPUSPEECH_LANES_PIPELINE=1, the cluster
+  // kernel with completion flags): it launches the waiting rounds on a
+  // free slot as soon as the device has room for them, and watches the
+  // flags of every lane in flight, waking each lane's thread as its flag
+  // appears. No launch waits for another's slowest lane
+  // (docs/search-lanes-plan.md, S10).
+  void pipeline();
+  // Moves the waiting rounds into `slot` (under mutex_) and returns the
+  // histogram size to launch them with.
+  int take_waiting(Slot& slot);
+  // Adds an ended launch of `slot` to the statistics (and the launch log);
+  // returns with `lock` (on mutex_, unlocked on entry) held.
+  void record_launch(const Slot& slot, double seconds, const std::string& error,
+                     std::unique_lock<std::mutex>& lock);
   // Launches slot.batch and waits; throws BackendError on failure.
   void launch(Slot& slot, int bins);
   void launch_part(Slot& slot, size_t first, size_t n, int bins);
@@ -159,6 +180,12 @@ class CudaRoundBatcher {
   // launch fills the device.
   std::vector<std::unique_ptr<Slot>> slots_;
   std::vector<std::thread> threads_;
+  // The pipeline: lanes in flight at most before it holds rounds back
+  // (GPUSPEECH_LANES_ROOM; default twice the resident clusters), and the
+  // rounds waiting, readable without the lock.
+  bool pipeline_ = false;
+  size_t room_ = 0;
+  std::atomic<size_t> waiting_count_{0};
 };
 
 }  // namespace gpuspeech

@@ -90,6 +90,26 @@ GPUSPEECH_HOST_DEVICE int32_t lm_history_intern(const LmHistoryTable& t, const i
   return -1;
 }
 
+// The cost correction of word `full` (its id in the full LM) and `pruned`
+// (in the pruned LM) after history id `history`: both LMs' back-off walks
+// over at most order - 1 of the history's words, most recent first.
+GPUSPEECH_HOST_DEVICE float lm_history_delta(const LmRescoringView& v, const LmHistoryTable& t,
+                                             int32_t history, int32_t full, int32_t pruned) {
+  const int n = t.lengths[history];
+  const int32_t* hf = t.full_words + history * kLmHistoryMaxWords;
+  const int32_t* hp = t.pruned_words + history * kLmHistoryMaxWords;
+  int rf[kLmHistoryMaxWords], rp[kLmHistoryMaxWords];
+  for (int i = 0; i < n; ++i) {
+    rf[i] = hf[n - 1 - i];
+    rp[i] = hp[n - 1 - i];
+  }
+  const int kf = n < v.full.order - 1 ? n : v.full.order - 1;
+  const int kp = n < v.pruned.order - 1 ? n : v.pruned.order - 1;
+  const float full_log10 = ngram_score_log10(v.full, rf, kf, full);
+  const float pruned_log10 = ngram_score_log10(v.pruned, rp, kp, pruned);
+  return search::word_end_delta(v.language_weight, pruned_log10, full_log10);
+}
+
 struct LmWordEnd {
   float delta = 0.0f;     // cost correction
   int32_t history = 0;    // history id after the word; -1: the table is full
@@ -111,17 +131,7 @@ GPUSPEECH_HOST_DEVICE LmWordEnd lm_word_end(const LmRescoringView& v, const LmHi
   const int n = t.lengths[history];
   const int32_t* hf = t.full_words + history * kLmHistoryMaxWords;
   const int32_t* hp = t.pruned_words + history * kLmHistoryMaxWords;
-  // Most recent first, at most order - 1 words of each LM.
-  int rf[kLmHistoryMaxWords], rp[kLmHistoryMaxWords];
-  for (int i = 0; i < n; ++i) {
-    rf[i] = hf[n - 1 - i];
-    rp[i] = hp[n - 1 - i];
-  }
-  const int kf = n < v.full.order - 1 ? n : v.full.order - 1;
-  const int kp = n < v.pruned.order - 1 ? n : v.pruned.order - 1;
-  const float full = ngram_score_log10(v.full, rf, kf, f);
-  const float pruned = ngram_score_log10(v.pruned, rp, kp, p);
-  r.delta = search::word_end_delta(v.language_weight, pruned, full);
+  r.delta = lm_history_delta(v, t, history, f, p);
   // The next history: the last `words` of history + word.
   int32_t nf[kLmHistoryMaxWords + 1], np[kLmHistoryMaxWords + 1];
   for (int i = 0; i < n; ++i) {
@@ -142,24 +152,12 @@ GPUSPEECH_HOST_DEVICE LmWordEnd lm_word_end(const LmRescoringView& v, const LmHi
 // either LM lacks it) after that history. The host needs it for results
 // once histories live in a device table (S8 step 5: the best token's
 // total at partial and final results, and n-best lists), over a host copy
-// of the table's words and lengths. The same two back-off walks as
-// lm_word_end's correction, in the same order, so the same float.
+// of the table's words and lengths. lm_word_end's correction for a word
+// that is the sentence end, so the same float.
 GPUSPEECH_HOST_DEVICE float lm_end_delta(const LmRescoringView& v, const LmHistoryTable& t,
                                          int32_t history, int32_t full_end, int32_t pruned_end) {
   if (full_end < 0 || pruned_end < 0) return 0.0f;
-  const int n = t.lengths[history];
-  const int32_t* hf = t.full_words + history * kLmHistoryMaxWords;
-  const int32_t* hp = t.pruned_words + history * kLmHistoryMaxWords;
-  int rf[kLmHistoryMaxWords], rp[kLmHistoryMaxWords];  // most recent first
-  for (int i = 0; i < n; ++i) {
-    rf[i] = hf[n - 1 - i];
-    rp[i] = hp[n - 1 - i];
-  }
-  const int kf = n < v.full.order - 1 ? n : v.full.order - 1;
-  const int kp = n < v.pruned.order - 1 ? n : v.pruned.order - 1;
-  const float full = ngram_score_log10(v.full, rf, kf, full_end);
-  const float pruned = ngram_score_log10(v.pruned, rp, kp, pruned_end);
-  return search::word_end_delta(v.language_weight, pruned, full);
+  return lm_history_delta(v, t, history, full_end, pruned_end);
 }
 
 }  // namespace gpuspeech
