@@ -159,7 +159,7 @@ class CudaRoundBatcher {
   // Lanes a launch at most (GPUSPEECH_LANES_PART, for measuring: with
   // launches in flight it caps how many lanes share the device at once).
   int part_width_ = cuda::kMaxLanesPerLaunch;
-  // Blocks of each lane's cluster (tp_lanes_cluster_round): 16, or what
+  // Blocks of each lane's cluster (tp_lanes_cluster_round): 8, or what
   // GPUSPEECH_LANES_CLUSTER says (1-16), where the device allows; 0: the
   // cooperative lanes kernel (tp_lanes_round).
   int cluster_ = 0;
