@@ -14,7 +14,7 @@ enum class BackendChoice { kAuto = 0, kCuda = 1, kOpenCL = 2, kCpu = 3 };
 GType backend_choice_get_type (void);
 #define GPUSPEECH_TYPE_BACKEND_CHOICE (gpuspeech::backend_choice_get_type ())
 
-/* The name common/backend_registry.h opens: "auto", "cuda", "opencl",
+/* The name common/backends/backend_registry.h opens: "auto", "cuda", "opencl",
  * "cpu". */
 const char *backend_choice_name (BackendChoice choice);
 

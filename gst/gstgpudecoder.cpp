@@ -7,7 +7,7 @@
  * (`audio/x-gpuspeech-features`, docs/feature-caps.md), scores them with a
  * Sphinx acoustic model on a CUDA or OpenCL device or the CPU (the `backend`
  * property) and searches a graph compiled from an n-gram language model, a
- * JSGF or FSG grammar or a keyphrase list (common/recognizer.h). Results go
+ * JSGF or FSG grammar or a keyphrase list (common/engine/recognizer.h). Results go
  * to the bus as element messages and out of the src pad as timed text
  * (`text/x-raw, format=utf8`), SubRip (`application/x-subtitle`), WebVTT
  * (`application/x-subtitle-vtt`) or JSON lines (`application/x-json`).
@@ -184,9 +184,9 @@
 
 #include "common/engine/endpointing.h"
 #include "common/features/feature_signature.h"
-#include "common/recognizer.h"
-#include "common/result_json.h"
-#include "common/subtitle_format.h"
+#include "common/engine/recognizer.h"
+#include "common/output/result_json.h"
+#include "common/output/subtitle_format.h"
 #include "gpuspeech_alignment_event.h"
 #include "gpuspeech_backend_choice.h"
 #include "gstgpufeatures.h"
@@ -1332,7 +1332,7 @@ push_gap_until (GstGpuDecoder * self, StreamState * st, GstClockTime until)
   gst_pad_push_event (self->srcpad, gst_event_new_gap (from, until - from));
 }
 
-/* A final result as one line of JSON (common/result_json.h), times in
+/* A final result as one line of JSON (common/output/result_json.h), times in
  * seconds of stream time. */
 static std::string
 result_json (GstGpuDecoder * self, StreamState * st,

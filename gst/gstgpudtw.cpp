@@ -71,7 +71,7 @@
 #include <string>
 #include <vector>
 
-#include "common/backend_registry.h"
+#include "common/backends/backend_registry.h"
 #include "common/dtw/dtw_engine.h"
 #include "common/dtw/word_recognizer.h"
 #include "common/dtw/dtw_features.h"

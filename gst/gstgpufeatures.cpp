@@ -105,7 +105,7 @@
 #include <string>
 #include <vector>
 
-#include "common/backend_registry.h"
+#include "common/backends/backend_registry.h"
 #include "common/features/feat_params.h"
 #include "common/features/feature_signature.h"
 #include "common/features/feature_options.h"

@@ -148,11 +148,11 @@
 #include <string>
 #include <vector>
 
-#include "common/backend_registry.h"
+#include "common/backends/backend_registry.h"
 #include "common/fmllr/fmllr_io.h"
 #include "common/fmllr/online_fmllr.h"
 #include "common/model/acoustic_model.h"
-#include "common/recognizer.h"
+#include "common/engine/recognizer.h"
 #include "gpuspeech_alignment_event.h"
 #include "gpuspeech_backend_choice.h"
 #include "gstgpufeatures.h"

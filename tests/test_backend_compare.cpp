@@ -17,8 +17,8 @@
 #include <string>
 #include <vector>
 
-#include "common/backend_compare.h"
-#include "common/backend_registry.h"
+#include "common/backends/backend_compare.h"
+#include "common/backends/backend_registry.h"
 #include "common/features/feature_pipeline.h"
 #include "common/features/feature_options.h"
 #include "tests/test_backends.h"

@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "common/backend_registry.h"
+#include "common/backends/backend_registry.h"
 
 namespace gpuspeech::testing {
 

@@ -9,8 +9,8 @@
 #include <cstdlib>
 #include <string>
 
-#include "common/backend_compare.h"
-#include "common/backend_registry.h"
+#include "common/backends/backend_compare.h"
+#include "common/backends/backend_registry.h"
 #include "tests/test_backends.h"
 
 namespace gpuspeech {

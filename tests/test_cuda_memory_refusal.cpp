@@ -14,8 +14,8 @@
 #include <cuda_runtime.h>
 #endif
 
-#include "common/recognizer.h"
-#include "common/wav_reader.h"
+#include "common/engine/recognizer.h"
+#include "common/features/wav_reader.h"
 #include "tests/test_backends.h"
 
 namespace gpuspeech {

@@ -8,7 +8,7 @@
 #include <random>
 #include <vector>
 
-#include "common/backend_registry.h"
+#include "common/backends/backend_registry.h"
 #include "common/features/feature_pipeline.h"
 #include "common/features/lpc.h"
 #include "common/features/mel_filterbank.h"

@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-#include "common/backend_registry.h"
+#include "common/backends/backend_registry.h"
 #include "common/dtw/dtw.h"
 #include "common/dtw/dtw_engine.h"
 #include "common/dtw/template_averaging.h"

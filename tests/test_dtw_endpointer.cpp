@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "common/dtw/endpointer.h"
-#include "common/wav_reader.h"
+#include "common/features/wav_reader.h"
 #include "tests/test_backends.h"
 
 namespace gpuspeech {

@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "common/backend.h"
+#include "common/backends/backend.h"
 #include "common/dtw/dtw.h"
 #include "common/dtw/dtw_engine.h"
 #include "tests/test_backends.h"

@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "common/backend_registry.h"
+#include "common/backends/backend_registry.h"
 #include "common/dtw/template_library.h"
 #include "common/dtw/template_matcher.h"
 #include "tests/test_backends.h"

@@ -9,7 +9,7 @@
 #include <string>
 #include <unistd.h>
 
-#include "common/backend_registry.h"
+#include "common/backends/backend_registry.h"
 #include "common/fmllr/fmllr_estimate.h"
 #include "common/fmllr/fmllr_io.h"
 #include "common/fmllr/fmllr_stats.h"

@@ -8,7 +8,7 @@
 #include <cstdio>
 #include <random>
 
-#include "common/backend_registry.h"
+#include "common/backends/backend_registry.h"
 #include "common/fmllr/fmllr_estimate.h"
 #include "common/fmllr/fmllr_stats.h"
 #include "common/fmllr/fmllr_transform.h"

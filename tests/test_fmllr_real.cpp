@@ -18,14 +18,14 @@
 #include <limits>
 #include <string>
 
-#include "common/backend_registry.h"
+#include "common/backends/backend_registry.h"
 #include "common/features/feature_pipeline.h"
 #include "common/fmllr/fmllr_estimate.h"
 #include "common/fmllr/fmllr_stats.h"
 #include "common/fmllr/fmllr_transform.h"
-#include "common/gaussian_scoring.h"
+#include "common/scoring/gaussian_scoring.h"
 #include "common/model/acoustic_model.h"
-#include "common/wav_reader.h"
+#include "common/features/wav_reader.h"
 #include "tests/test_backends.h"
 
 namespace gpuspeech {

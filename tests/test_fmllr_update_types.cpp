@@ -11,7 +11,7 @@
 #include <random>
 #include <vector>
 
-#include "common/backend_registry.h"
+#include "common/backends/backend_registry.h"
 #include "common/fmllr/fmllr_estimate.h"
 #include "common/fmllr/fmllr_stats.h"
 #include "common/fmllr/fmllr_transform.h"

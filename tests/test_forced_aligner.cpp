@@ -27,10 +27,10 @@
 
 #include "common/model/acoustic_model.h"
 #include "common/model/dictionary.h"
-#include "common/recognizer.h"
+#include "common/engine/recognizer.h"
 #include "common/search/forced_aligner.h"
 #include "common/search/phone_context.h"
-#include "common/wav_reader.h"
+#include "common/features/wav_reader.h"
 #include "tests/gaussian_reference.h"
 #include "tests/test_backends.h"
 

@@ -20,9 +20,9 @@
 #include <string>
 #include <vector>
 
-#include "common/backend_compare.h"
-#include "common/backend_registry.h"
-#include "common/gaussian_scoring.h"
+#include "common/backends/backend_compare.h"
+#include "common/backends/backend_registry.h"
+#include "common/scoring/gaussian_scoring.h"
 #include "tests/gaussian_reference.h"
 #include "tests/test_backends.h"
 

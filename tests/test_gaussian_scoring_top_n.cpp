@@ -25,10 +25,10 @@
 #include <string>
 #include <vector>
 
-#include "common/backend_compare.h"
-#include "common/backend_registry.h"
+#include "common/backends/backend_compare.h"
+#include "common/backends/backend_registry.h"
 #include "common/features/feature_pipeline.h"
-#include "common/gaussian_scoring.h"
+#include "common/scoring/gaussian_scoring.h"
 #include "common/model/acoustic_model.h"
 #include "common/model/gaussian_mixtures.h"
 #include "tests/gaussian_reference.h"

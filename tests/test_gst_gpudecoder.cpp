@@ -21,7 +21,7 @@
 #include <vector>
 
 #include "common/model/mdef.h"
-#include "common/wav_reader.h"
+#include "common/features/wav_reader.h"
 #include "gst/gpuspeech_alignment_event.h"
 #include "test_backends.h"
 

@@ -22,7 +22,7 @@
 #include "common/features/feat_params.h"
 #include "common/features/feature_writer.h"
 #include "common/features/feature_options.h"
-#include "common/wav_reader.h"
+#include "common/features/wav_reader.h"
 #include "test_backends.h"
 
 namespace gpuspeech {

@@ -20,7 +20,7 @@
 #include <string>
 #include <vector>
 
-#include "common/backend_registry.h"
+#include "common/backends/backend_registry.h"
 #include "common/fmllr/fmllr_io.h"
 #include "common/fmllr/online_fmllr.h"
 #include "tests/fmllr_test_util.h"

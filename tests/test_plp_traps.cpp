@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "common/backend_registry.h"
+#include "common/backends/backend_registry.h"
 #include "tests/test_backends.h"
 #include "common/features/cepstral_transform.h"
 #include "common/features/feature_pipeline.h"

@@ -7,7 +7,7 @@
 #include <map>
 #include <string>
 
-#include "common/backend_registry.h"
+#include "common/backends/backend_registry.h"
 #include "tests/reference_check.h"
 #include "tests/test_backends.h"
 

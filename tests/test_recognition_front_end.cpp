@@ -15,8 +15,8 @@
 #include <vector>
 
 #include "common/features/feature_writer.h"
-#include "common/recognizer.h"
-#include "common/wav_reader.h"
+#include "common/engine/recognizer.h"
+#include "common/features/wav_reader.h"
 #include "tests/test_backends.h"
 
 namespace gpuspeech {

@@ -19,15 +19,15 @@
 #include <thread>
 #include <vector>
 
-#include "common/backend_registry.h"
+#include "common/backends/backend_registry.h"
 #include "common/engine/resource_cache.h"
 #include "common/engine/stream_count.h"
 #include "common/engine/stream_maker.h"
 #ifdef GPUSPEECH_HAVE_CUDA
 #include "common/search/cuda_search_graph.h"
 #endif
-#include "common/recognizer.h"
-#include "common/wav_reader.h"
+#include "common/engine/recognizer.h"
+#include "common/features/wav_reader.h"
 #include "tests/test_backends.h"
 
 namespace gpuspeech {

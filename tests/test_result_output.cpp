@@ -8,7 +8,7 @@
 #include <string>
 
 #include "common/engine/endpointing.h"
-#include "common/result_json.h"
+#include "common/output/result_json.h"
 
 namespace gpuspeech {
 namespace {

@@ -14,11 +14,11 @@
 #include <string>
 #include <vector>
 
-#include "common/backend_registry.h"
+#include "common/backends/backend_registry.h"
 #include "common/features/feature_pipeline.h"
 #include "common/features/feature_writer.h"
 #include "common/features/sphinx_noise.h"
-#include "common/wav_reader.h"
+#include "common/features/wav_reader.h"
 #include "tests/test_backends.h"
 
 namespace gpuspeech {

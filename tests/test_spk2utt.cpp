@@ -1,10 +1,10 @@
-// Kaldi spk2utt parsing (common/spk2utt.h): good files, and each malformed
+// Kaldi spk2utt parsing (common/fmllr/spk2utt.h): good files, and each malformed
 // case naming the file and line.
 #include <gtest/gtest.h>
 
 #include <string>
 
-#include "common/spk2utt.h"
+#include "common/fmllr/spk2utt.h"
 
 namespace gpuspeech {
 namespace {

@@ -12,11 +12,11 @@
 #include <string>
 #include <vector>
 
-#include "common/backend_registry.h"
+#include "common/backends/backend_registry.h"
 #include "common/features/feature_pipeline.h"
 #include "common/features/postprocess.h"
 #include "common/features/stream_extractor.h"
-#include "common/wav_reader.h"
+#include "common/features/wav_reader.h"
 #include "test_backends.h"
 
 namespace gpuspeech {

@@ -1,4 +1,4 @@
-// Cue grouping and SRT / WebVTT text (common/subtitle_format.h): exact
+// Cue grouping and SRT / WebVTT text (common/output/subtitle_format.h): exact
 // output for hand-made word lists, the limits, and that cutting a growing
 // word list piece by piece gives the cues of cutting it whole.
 #include <gtest/gtest.h>
@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "common/subtitle_format.h"
+#include "common/output/subtitle_format.h"
 
 namespace gpuspeech {
 namespace {

@@ -33,15 +33,15 @@
 
 #include <unistd.h>
 
-#include "common/backend_registry.h"
+#include "common/backends/backend_registry.h"
 #include "common/features/feature_pipeline.h"
 #include "common/features/feature_writer.h"
 #include "common/features/mel_filterbank.h"
 #include "common/model/acoustic_model.h"
 #include "common/features/postprocess.h"
-#include "common/recognizer.h"
+#include "common/engine/recognizer.h"
 #include "common/features/stream_extractor.h"
-#include "common/wav_reader.h"
+#include "common/features/wav_reader.h"
 #include "tests/test_backends.h"
 
 namespace gpuspeech {

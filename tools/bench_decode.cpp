@@ -44,13 +44,13 @@
 #include <thread>
 #include <vector>
 
-#include "common/backend_registry.h"
+#include "common/backends/backend_registry.h"
 #include "common/engine/stream_maker.h"
-#include "common/recognizer.h"
+#include "common/engine/recognizer.h"
 #ifdef GPUSPEECH_HAVE_CUDA
 #include "common/search/cuda_round_batcher.h"
 #endif
-#include "common/wav_reader.h"
+#include "common/features/wav_reader.h"
 
 namespace gpuspeech {
 

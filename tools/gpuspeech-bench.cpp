@@ -69,12 +69,12 @@
 #include <thread>
 #include <vector>
 
-#include "common/backend_registry.h"
+#include "common/backends/backend_registry.h"
 #include "common/features/feature_pipeline.h"
 #include "common/fmllr/fmllr_estimate.h"
 #include "common/fmllr/fmllr_stats.h"
 #include "common/fmllr/fmllr_transform.h"
-#include "common/gaussian_scoring.h"
+#include "common/scoring/gaussian_scoring.h"
 #include "common/model/gaussian_mixtures.h"
 #include "common/features/feature_options.h"
 

@@ -16,13 +16,13 @@
 #include <utility>
 #include <vector>
 
-#include "common/backend_registry.h"
+#include "common/backends/backend_registry.h"
 #include "common/features/feat_params.h"
 #include "common/features/feature_pipeline.h"
 #include "common/features/feature_writer.h"
 #include "common/features/feature_options.h"
 #include "common/features/postprocess.h"
-#include "common/wav_reader.h"
+#include "common/features/wav_reader.h"
 
 #ifndef GPUSPEECH_VERSION
 #define GPUSPEECH_VERSION "unknown"

@@ -18,7 +18,7 @@
 #include <thread>
 #include <vector>
 
-#include "common/backend_registry.h"
+#include "common/backends/backend_registry.h"
 #include "common/engine/stream_count.h"
 #include "common/engine/stream_maker.h"
 #include "common/features/feature_pipeline.h"
@@ -29,9 +29,9 @@
 #include "common/fmllr/fmllr_transform.h"
 #include "common/fmllr/online_fmllr.h"
 #include "common/model/acoustic_model.h"
-#include "common/recognizer.h"
-#include "common/spk2utt.h"
-#include "common/wav_reader.h"
+#include "common/engine/recognizer.h"
+#include "common/fmllr/spk2utt.h"
+#include "common/features/wav_reader.h"
 
 #ifndef GPUSPEECH_VERSION
 #define GPUSPEECH_VERSION "unknown"

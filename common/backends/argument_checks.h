@@ -8,7 +8,7 @@
 #include <cstdint>
 #include <string>
 
-#include "common/backend.h"
+#include "common/backends/backend.h"
 
 namespace gpuspeech {
 

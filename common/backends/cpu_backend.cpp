@@ -16,8 +16,8 @@
 #include <emmintrin.h>
 #endif
 
-#include "common/backend.h"
-#include "common/backend_registry.h"
+#include "common/backends/backend.h"
+#include "common/backends/backend_registry.h"
 #include "common/backends/argument_checks.h"
 #include "common/backends/spectral_bands_composition.h"
 #include "common/features/fft.h"

@@ -26,8 +26,8 @@
 #include <utility>
 #include <vector>
 
-#include "common/backend.h"
-#include "common/backend_registry.h"
+#include "common/backends/backend.h"
+#include "common/backends/backend_registry.h"
 #include "common/backends/argument_checks.h"
 #include "common/backends/spectral_bands_composition.h"
 #include "kernels/cuda/feature_kernels.cuh"

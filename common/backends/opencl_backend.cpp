@@ -1,6 +1,6 @@
 // The OpenCL backend: clFFT for the FFT, our own kernels (kernels/opencl/*.cl,
 // embedded at build time) for everything else. Semantics follow
-// common/backend.h exactly; the CPU backend is the reference the tests
+// common/backends/backend.h exactly; the CPU backend is the reference the tests
 // compare against (backend_compare.h).
 //
 // The kernel program is compiled on first use, not when the backend is
@@ -20,7 +20,7 @@
 #include <utility>
 #include <vector>
 
-#include "common/backend_registry.h"
+#include "common/backends/backend_registry.h"
 #include "common/backends/argument_checks.h"
 #include "common/backends/spectral_bands_composition.h"
 #include "kernels/opencl/opencl_kernels.h"

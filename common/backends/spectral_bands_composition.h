@@ -7,7 +7,7 @@
 
 #include <cstdint>
 
-#include "common/backend.h"
+#include "common/backends/backend.h"
 
 namespace gpuspeech {
 

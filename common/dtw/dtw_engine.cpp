@@ -6,7 +6,7 @@
 #include <stdexcept>
 #include <thread>
 
-#include "common/backend.h"
+#include "common/backends/backend.h"
 #include "common/dtw/dtw.h"
 
 namespace gpuspeech {

@@ -7,7 +7,7 @@
 #include <stdexcept>
 #include <string>
 
-#include "common/backend.h"
+#include "common/backends/backend.h"
 #include "common/dtw/dtw_engine.h"
 #include "kernels/cuda/dtw.cuh"
 

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "common/backend.h"
+#include "common/backends/backend.h"
 #include "common/dtw/dtw_engine.h"
 #include "kernels/opencl/opencl_kernels.h"
 

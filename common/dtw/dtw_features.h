@@ -9,11 +9,11 @@
 #include <string>
 #include <vector>
 
-#include "common/backend.h"
+#include "common/backends/backend.h"
 #include "common/dtw/dtw_options.h"
 #include "common/dtw/endpointer.h"
 #include "common/features/feature_pipeline.h"
-#include "common/wav_reader.h"
+#include "common/features/wav_reader.h"
 
 namespace gpuspeech {
 

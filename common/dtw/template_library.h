@@ -27,7 +27,7 @@
 #include <string>
 #include <vector>
 
-#include "common/backend.h"
+#include "common/backends/backend.h"
 #include "common/dtw/dtw_features.h"
 
 namespace gpuspeech {

@@ -5,7 +5,7 @@
 #include <string>
 #include <thread>
 
-#include "common/backend_registry.h"
+#include "common/backends/backend_registry.h"
 
 namespace gpuspeech {
 

@@ -8,7 +8,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "common/recognizer.h"
+#include "common/engine/recognizer.h"
 
 namespace gpuspeech {
 

@@ -11,7 +11,7 @@
 #include <memory>
 #include <vector>
 
-#include "common/recognizer.h"
+#include "common/engine/recognizer.h"
 
 namespace gpuspeech {
 

@@ -31,7 +31,7 @@
 #include <memory>
 #include <vector>
 
-#include "common/backend.h"
+#include "common/backends/backend.h"
 #include "common/features/feature_options.h"
 
 namespace gpuspeech {

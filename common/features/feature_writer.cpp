@@ -8,7 +8,7 @@
 #include <fstream>
 #include <limits>
 
-#include "common/wav_reader.h"  // read_file_bytes
+#include "common/features/wav_reader.h"  // read_file_bytes
 
 namespace gpuspeech {
 

@@ -66,7 +66,7 @@
 #include <random>
 #include <vector>
 
-#include "common/backend.h"
+#include "common/backends/backend.h"
 #include "common/features/feature_pipeline.h"
 #include "common/features/feature_options.h"
 #include "common/features/postprocess.h"

@@ -158,7 +158,7 @@ UnsupervisedPosteriors::UnsupervisedPosteriors(const GaussianMixtures& gm, Backe
     const std::vector<float>& mean = gm.means[static_cast<size_t>(s)];
     const std::vector<float>& var = gm.variances[static_cast<size_t>(s)];
     // Centred expansion: float32 rounding of x² / var terms stays small
-    // (the reason is in common/gaussian_scoring.h).
+    // (the reason is in common/scoring/gaussian_scoring.h).
     st.centre.assign(static_cast<size_t>(sd), 0.0);
     for (int64_t g = 0; g < per_stream_; ++g)
       for (int j = 0; j < sd; ++j) st.centre[static_cast<size_t>(j)] += mean[static_cast<size_t>(g * sd + j)];

@@ -42,7 +42,7 @@
 #include <string>
 #include <vector>
 
-#include "common/backend.h"
+#include "common/backends/backend.h"
 #include "common/model/gaussian_mixtures.h"
 
 namespace gpuspeech {
@@ -95,7 +95,7 @@ GaussianPosteriors supervised_posteriors(const GaussianMixtures& mixtures, const
 // top_n highest densities of each frame kept and normalised (Gaussian
 // selection, as in acoustic scoring). All densities come from one GEMM per
 // stream on the backend ([x², x, 1] expansion around the stream's mean of
-// means, as common/gaussian_scoring.h does); the top-n selection runs on the
+// means, as common/scoring/gaussian_scoring.h does); the top-n selection runs on the
 // host over the downloaded densities.
 class UnsupervisedPosteriors {
  public:

@@ -9,7 +9,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "common/backend.h"
+#include "common/backends/backend.h"
 
 namespace gpuspeech {
 

@@ -59,7 +59,7 @@
 #include <string>
 #include <vector>
 
-#include "common/backend.h"
+#include "common/backends/backend.h"
 #include "common/fmllr/fmllr_estimate.h"
 #include "common/fmllr/fmllr_stats.h"
 #include "common/fmllr/fmllr_transform.h"

@@ -11,7 +11,7 @@
 // Continuous models have one codebook per senone (c(s) = s), semi-continuous
 // one codebook shared by all senones, PTM one codebook per base phone.
 // AcousticModel (acoustic_model.h) builds this from a Sphinx model directory;
-// GaussianScorer (common/gaussian_scoring.h) evaluates it on a backend.
+// GaussianScorer (common/scoring/gaussian_scoring.h) evaluates it on a backend.
 #pragma once
 
 #include <cstdint>

@@ -4,7 +4,7 @@
 #include <string>
 #include <vector>
 
-#include "common/backend.h"
+#include "common/backends/backend.h"
 #include "kernels/cuda/lm_word_ends.cuh"
 
 namespace gpuspeech {

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "common/backend.h"
+#include "common/backends/backend.h"
 
 namespace gpuspeech {
 namespace cuda_memory {

@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "common/backend.h"
+#include "common/backends/backend.h"
 
 namespace gpuspeech {
 

@@ -10,7 +10,7 @@
 #include <map>
 #include <utility>
 
-#include "common/backend.h"
+#include "common/backends/backend.h"
 #include "common/search/token_passing.h"
 #include "common/seconds_since.h"
 

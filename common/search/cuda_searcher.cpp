@@ -18,8 +18,8 @@
 #include <utility>
 #include <vector>
 
-#include "common/backend.h"
-#include "common/backend_registry.h"
+#include "common/backends/backend.h"
+#include "common/backends/backend_registry.h"
 #include "common/search/lm_rescorer.h"
 #include "common/search/search_arithmetic.h"
 #include "common/search/cuda_memory.h"

@@ -1,5 +1,5 @@
 // CUDA kernels of the feature pipeline. See feature_kernels.cuh for the
-// contract and common/backend.h for the meaning of each operation; the CPU
+// contract and common/backends/backend.h for the meaning of each operation; the CPU
 // backend (common/backends/cpu_backend.cpp) is the reference these follow.
 #include "kernels/cuda/feature_kernels.cuh"
 #include "kernels/cuda/real_fft_device.cuh"

@@ -6,7 +6,7 @@
 // (cudaGetLastError after the launch); the caller turns a failure into a
 // BackendError naming the wrapper. Sizes and bounds are validated by the
 // caller; these functions trust their arguments. The semantics of each
-// operation are those of the same-named Backend method (common/backend.h).
+// operation are those of the same-named Backend method (common/backends/backend.h).
 #pragma once
 
 #include <cuda_runtime.h>

@@ -1,4 +1,4 @@
-// Backend::extended_outer_products on the device (common/backend.h): the
+// Backend::extended_outer_products on the device (common/backends/backend.h): the
 // second-order terms of the constrained-MLLR statistics, built next to the
 // GEMM that weights them instead of on the host and uploaded.
 #pragma once

@@ -1,5 +1,5 @@
 // CUDA kernels of acoustic scoring; see scoring_kernels.cuh and
-// Backend::senone_scores in common/backend.h. The CPU backend
+// Backend::senone_scores in common/backends/backend.h. The CPU backend
 // (common/backends/cpu_backend.cpp) is the reference: the same two-pass
 // log-sum-exp, entries in the same order, full-precision expf/logf.
 #include "kernels/cuda/scoring_kernels.cuh"

@@ -1,5 +1,5 @@
 // frame_signal: cuts, cleans and windows frames (Backend::frame_signal and
-// FramingSpec in common/backend.h give the exact definition).
+// FramingSpec in common/backends/backend.h give the exact definition).
 //
 // One work-group per output row: the group first reduces the frame's sum (for
 // DC removal) and then its energy in local memory, then every work-item

@@ -1,4 +1,4 @@
-// Backend::senone_scores (see common/backend.h for the definition): each
+// Backend::senone_scores (see common/backends/backend.h for the definition): each
 // senone's log-likelihood as a sum over streams of log-sum-exps of weighted
 // Gaussian log densities, over a CSR list of mixture components.
 //
@@ -50,7 +50,7 @@ __kernel void senone_scores(__global const float* densities, int num_gaussians,
   out[out_offset + (ulong)f * (ulong)senones + (ulong)s] = total;
 }
 
-// Backend::senone_scores_top_n (common/backend.h): each senone's mixture
+// Backend::senone_scores_top_n (common/backends/backend.h): each senone's mixture
 // over the top_n Gaussians of its codebook with the highest densities, as
 // d_1 + ln sum_i w(k_i) exp(d_i - d_1). One work-item per (frame, senone),
 // frames fastest, as above; each item ranks its codebook's Gaussians itself
@@ -230,7 +230,7 @@ __kernel void sum_ranked(__global const float* densities, int codebooks, int den
   out[out_offset + (ulong)(f0 + f) * (ulong)senones + (ulong)s] = total;
 }
 
-// Backend::floor_densities (common/backend.h), in place: one work-item per
+// Backend::floor_densities (common/backends/backend.h), in place: one work-item per
 // (stream, frame), frames fastest, so neighbouring items read neighbouring
 // floats of each row. The maximum is exact in any order (a NaN never wins,
 // as on the CPU); the floor is the definition's three rounded operations,

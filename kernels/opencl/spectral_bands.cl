@@ -1,5 +1,5 @@
 // spectral_bands: the fused front end (Backend::spectral_bands and BandsSpec
-// in common/backend.h), the design of kernels/cuda/spectral_bands.cu in
+// in common/backends/backend.h), the design of kernels/cuda/spectral_bands.cu in
 // OpenCL C: framing, real FFT, |X|^2 (or |X|), the sparse filterbank, the
 // optional unary op and the optional projection (MFCC's DCT), with only the
 // bands or their projection (and the energy) written to global memory.

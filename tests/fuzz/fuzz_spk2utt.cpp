@@ -1,4 +1,4 @@
-// libFuzzer target: Kaldi spk2utt files (common/spk2utt.h, read by
+// libFuzzer target: Kaldi spk2utt files (common/fmllr/spk2utt.h, read by
 // gpuspeech-transcribe --spk2utt) on arbitrary bytes. Every input must either
 // parse or throw Spk2UttError "fuzz.spk2utt:LINE: ..." with LINE a line the
 // input has. A parsed map must keep the promises of the header (speakers
@@ -11,7 +11,7 @@
 #include <set>
 #include <string>
 
-#include "common/spk2utt.h"
+#include "common/fmllr/spk2utt.h"
 
 namespace {
 

@@ -5,7 +5,7 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "common/wav_reader.h"
+#include "common/features/wav_reader.h"
 
 namespace {
 

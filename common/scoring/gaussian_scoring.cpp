@@ -1,4 +1,4 @@
-#include "common/gaussian_scoring.h"
+#include "common/scoring/gaussian_scoring.h"
 
 #include <algorithm>
 #include <cmath>

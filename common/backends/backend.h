@@ -225,7 +225,7 @@ class Backend {
                                DeviceBuffer& ceps) = 0;
 
   // Acoustic scoring's second stage: senone log-likelihoods from Gaussian
-  // log densities (common/gaussian_scoring.h runs the first stage as GEMMs).
+  // log densities (common/scoring/gaussian_scoring.h runs the first stage as GEMMs).
   //
   // densities: num_gaussians (>= 1) x frames, gaussian-major: densities[g * frames
   //   + f] is Gaussian g's log density at frame f of the block.

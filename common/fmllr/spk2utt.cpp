@@ -1,4 +1,4 @@
-#include "common/spk2utt.h"
+#include "common/fmllr/spk2utt.h"
 
 #include <cerrno>
 #include <cstring>

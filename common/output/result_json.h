@@ -12,7 +12,7 @@
 #include <functional>
 #include <string>
 
-#include "common/recognizer.h"
+#include "common/engine/recognizer.h"
 
 namespace gpuspeech {
 

@@ -1,6 +1,6 @@
 // The recognition engine (recognizer.h): loading, the search graph (compiled
 // or cached), scoring blocks of frames and feeding the searcher.
-#include "common/recognizer.h"
+#include "common/engine/recognizer.h"
 
 #include <algorithm>
 #include <cerrno>
@@ -15,11 +15,11 @@
 #include <utility>
 #include <vector>
 
-#include "common/backend_registry.h"
+#include "common/backends/backend_registry.h"
 #include "common/engine/device_placement.h"
 #include "common/engine/resource_cache.h"
 #include "common/features/feature_pipeline.h"
-#include "common/gaussian_scoring.h"
+#include "common/scoring/gaussian_scoring.h"
 #include "common/model/acoustic_model.h"
 #include "common/model/dictionary.h"
 #include "common/features/postprocess.h"

@@ -31,7 +31,7 @@
 #include <string>
 #include <vector>
 
-#include "common/backend.h"
+#include "common/backends/backend.h"
 #include "common/engine/recognition_resources.h"
 #include "common/features/feature_options.h"
 #include "common/model/acoustic_model.h"

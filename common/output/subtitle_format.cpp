@@ -1,5 +1,5 @@
 // Cue grouping and SRT / WebVTT text (subtitle_format.h).
-#include "common/subtitle_format.h"
+#include "common/output/subtitle_format.h"
 
 #include <algorithm>
 #include <cinttypes>

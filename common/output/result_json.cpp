@@ -1,5 +1,5 @@
 // See result_json.h.
-#include "common/result_json.h"
+#include "common/output/result_json.h"
 
 #include <charconv>
 #include <cmath>

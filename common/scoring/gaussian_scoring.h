@@ -42,7 +42,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "common/backend.h"
+#include "common/backends/backend.h"
 #include "common/model/gaussian_mixtures.h"
 
 namespace gpuspeech {
