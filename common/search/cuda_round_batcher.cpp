@@ -143,7 +143,7 @@ CudaRoundBatcher::CudaRoundBatcher(int device) : device_(device) {
   // (GPUSPEECH_LANES_LOG's lines are one launch's each only with one in
   // flight; with more they mix the launches that overlapped.)
   early_ = cluster_ > 0 && env_int("GPUSPEECH_LANES_EARLY", 1, 0, 1) == 1;
-  pipeline_ = early_ && env_int("GPUSPEECH_LANES_PIPELINE", 0, 0, 1) == 1;
+  pipeline_ = early_ && env_int("GPUSPEECH_LANES_PIPELINE", 1, 0, 1) == 1;
   room_ = static_cast<size_t>(env_int("GPUSPEECH_LANES_ROOM", 2 * std::max(resident_, 1), 1, 1 << 20));
   // The pipeline's slots are launches in flight on their own CUDA streams
   // (GPUSPEECH_LANES_IN_FLIGHT up to 32, default 16), all under one thread.
@@ -267,22 +267,7 @@ void CudaRoundBatcher::launcher(Slot& slot) {
     }
     const int bins = take_waiting(slot);
     lock.unlock();
-    std::string error;
-    if (set != cudaSuccess) {
-      error = std::string("cuda search: cudaSetDevice failed for the round batcher: ") +
-              cudaGetErrorName(set);
-    } else {
-      try {
-        launch(slot, bins);
-        if (early_) wait_lanes(slot);
-      } catch (const std::exception& e) {
-        error = e.what();
-        // Without a wait after each part, a part launched before the
-        // failure may still run: no thread hears of the error (and frees
-        // its lane's tables) while its lane is on the device.
-        if (early_ && cudaStreamSynchronize(slot.stream) != cudaSuccess) cuda_memory::forget_error();
-      }
-    }
+    const std::string error = start_launch(slot, bins, set, early_);
     const double busy = std::chrono::duration<double>(Clock::now() - begin).count();
     // The rounds' threads, woken before the statistics below take the lock.
     for (Ticket* t : slot.tickets)
@@ -290,6 +275,22 @@ void CudaRoundBatcher::launcher(Slot& slot) {
     slot.tickets.clear();
     record_launch(slot, busy, error, lock);
   }
+}
+
+std::string CudaRoundBatcher::start_launch(Slot& slot, int bins, cudaError_t set, bool wait) {
+  if (set != cudaSuccess)
+    return std::string("cuda search: cudaSetDevice failed for the round batcher: ") + cudaGetErrorName(set);
+  try {
+    launch(slot, bins);
+    if (wait) wait_lanes(slot);
+  } catch (const std::exception& e) {
+    // Without a wait after each part, a part launched before the failure
+    // may still run: no thread hears of the error (and frees its lane's
+    // tables) while its lane is on the device.
+    if (early_ && cudaStreamSynchronize(slot.stream) != cudaSuccess) cuda_memory::forget_error();
+    return e.what();
+  }
+  return std::string();
 }
 
 void CudaRoundBatcher::record_launch(const Slot& slot, double seconds, const std::string& error,
@@ -403,17 +404,7 @@ void CudaRoundBatcher::pipeline() {
       const int bins = take_waiting(*slot);
       lock.unlock();
       slot->began = Clock::now();
-      std::string error;
-      if (set != cudaSuccess) {
-        error = std::string("cuda search: cudaSetDevice failed for the round batcher: ") + cudaGetErrorName(set);
-      } else {
-        try {
-          launch(*slot, bins);
-        } catch (const std::exception& e) {
-          error = e.what();
-          if (cudaStreamSynchronize(slot->stream) != cudaSuccess) cuda_memory::forget_error();
-        }
-      }
+      const std::string error = start_launch(*slot, bins, set, false);
       if (!error.empty()) {
         for (Ticket* t : slot->tickets) wake(t, error);
         slot->tickets.clear();

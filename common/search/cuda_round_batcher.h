@@ -10,17 +10,19 @@
 // share the device; in one launch the device holds many such chains.
 //
 // Continuous batching: a searcher's thread hands its round to run() and
-// sleeps. A launcher thread takes every round waiting, launches them
-// together, waits once, and wakes their threads, which rescore their word
-// ends on their own cores and come back for the next round while the
-// device runs the rounds of others. With the cluster kernel two launchers
-// (GPUSPEECH_LANES_IN_FLIGHT) keep two launches in flight on their own
-// CUDA streams, so rounds handed in during a launch start before it ends.
-// Each lane of the cluster kernel flags its own end in mapped memory, and
-// the launcher wakes its thread then, not when the launch's slowest lane
-// ends. Nothing waits for a batch to fill, so a lone stream is not delayed
-// by a timer, and a stream is never in two launches at once (its thread waits
-// in run()), so its rounds keep their order.
+// sleeps. With the cluster kernel one pipeline thread launches every
+// round waiting on a free slot (up to 16 launches in flight, each on its
+// own CUDA stream) as soon as the device has room, and watches the lanes
+// in flight: each lane flags its own end in mapped memory, and the thread
+// wakes that lane's stream then, not when its launch's slowest lane ends.
+// The woken threads rescore their word ends on their own cores and come
+// back for the next round while the device runs the rounds of others.
+// GPUSPEECH_LANES_PIPELINE=0 gives the older shape: two launcher threads,
+// each launching what waits and watching its own launch; without the
+// cluster kernel one launcher waits for each launch to end. Nothing
+// waits for a batch to fill, so a lone stream is not delayed by a timer,
+// and a stream is never in two launches at once (its thread waits in
+// run()), so its rounds keep their order.
 //
 // Every lane (stream) runs the same steps as the single-stream round on
 // its own tables and counters: its results do not depend on what else is
@@ -101,8 +103,9 @@ class CudaRoundBatcher {
   // touch the ticket: its thread may return from run() at once.
   static void wake(Ticket* t, const std::string& error);
   // One launch in flight: its CUDA stream, its rounds, their descriptors
-  // in pinned memory and on the device. Each slot has its own launcher
-  // thread; the slots' launches overlap on the device.
+  // in pinned memory and on the device. The pipeline thread serves every
+  // slot (or each slot has its own launcher thread); the slots' launches
+  // overlap on the device.
   struct Slot {
     cudaStream_t stream = nullptr;
     std::vector<cuda::TpLaneRound> batch;
@@ -123,16 +126,21 @@ class CudaRoundBatcher {
     std::chrono::steady_clock::time_point began;
   };
   void launcher(Slot& slot);
-  // One thread for every slot (GPUSPEECH_LANES_PIPELINE=1, the cluster
-  // kernel with completion flags): it launches the waiting rounds on a
-  // free slot as soon as the device has room for them, and watches the
-  // flags of every lane in flight, waking each lane's thread as its flag
-  // appears. No launch waits for another's slowest lane
+  // One thread for every slot (the default with the cluster kernel and
+  // completion flags; GPUSPEECH_LANES_PIPELINE=0 for launchers): it
+  // launches the waiting rounds on a free slot as soon as the device has
+  // room for them, and watches the flags of every lane in flight, waking
+  // each lane's thread as its flag appears. No launch waits for another's slowest lane
   // (docs/search-lanes-plan.md, S10).
   void pipeline();
   // Moves the waiting rounds into `slot` (under mutex_) and returns the
   // histogram size to launch them with.
   int take_waiting(Slot& slot);
+  // Launches the rounds taken into `slot` (`set`: the thread's
+  // cudaSetDevice result) and, with `wait`, waits for their lanes' flags;
+  // returns the error for the rounds' threads, empty on success. After a
+  // failure nothing of the launch is left on the device.
+  std::string start_launch(Slot& slot, int bins, cudaError_t set, bool wait);
   // Adds an ended launch of `slot` to the statistics (and the launch log);
   // returns with `lock` (on mutex_, unlocked on entry) held.
   void record_launch(const Slot& slot, double seconds, const std::string& error,
