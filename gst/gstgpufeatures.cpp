@@ -22,8 +22,8 @@
  * every property set explicitly. It is read when the element goes from
  * READY to PAUSED; later property changes take effect at the next start.
  * When no property that shapes the features is set (only backend,
- * device-id, post-messages, remove-noise, remove-silence, cmn-from-speech
- * and cmn-init-frames, if any) and
+ * device-id, post-messages, remove-noise, remove-silence, cmn-from-speech,
+ * cmn-skip-negative-c0 and cmn-init-frames, if any) and
  * downstream's caps name a `feat-params` file (gpudecoder does: its
  * model's), that file configures the element, with live CMN, so
  * `gpufeatures ! gpudecoder` needs no settings. That front end subtracts
@@ -34,7 +34,9 @@
  * (docs/benchmarks.md, issue 15 sections). remove-silence=true is refused:
  * a stream keeps every frame (docs/gpudecoder.md says why). Its live CMN
  * still learns only from the frames the VAD calls speech
- * (cmn-from-speech), as pocketsphinx's does.
+ * (cmn-from-speech), as pocketsphinx's does. cmn-skip-negative-c0=true
+ * also leaves frames with a negative c0 (digital silence) out of the mean,
+ * as Sphinx's CMN does (off by default, by measurement: docs/benchmarks.md).
  *
  * Sink caps: S16LE or F32LE (F32 scaled by 32768 to 16-bit units), mono, at
  * the configured sample rate. The element answers caps queries with that
@@ -261,6 +263,7 @@ enum
   PROP_CMN_INIT,
   PROP_CMN_INIT_FRAMES,
   PROP_CMN_FROM_SPEECH,
+  PROP_CMN_SKIP_NEGATIVE_C0,
   PROP_CVN,
   PROP_VTLN_WARP,
   PROP_BACKEND,
@@ -294,6 +297,7 @@ struct Settings
   std::string cmn_init;
   gint cmn_init_frames;
   gboolean cmn_from_speech;
+  gboolean cmn_skip_negative_c0;
   gboolean cvn;
   gfloat vtln_warp;
   gpuspeech::BackendChoice backend;
@@ -322,6 +326,7 @@ struct Settings
     cmn = d.norm.cmn;
     cmn_init_frames = d.norm.live_init_frames;
     cmn_from_speech = d.norm.live_from_speech;
+    cmn_skip_negative_c0 = d.norm.skip_negative_c0;
     cvn = d.norm.cvn;
     vtln_warp = d.mel.vtln.warp;
     backend = gpuspeech::BackendChoice::kAuto;
@@ -450,6 +455,8 @@ build_options (const Settings & s, std::vector < std::string > *warnings,
     o.norm.live_init_frames = s.cmn_init_frames;
   if (s.is_set (PROP_CMN_FROM_SPEECH))
     o.norm.live_from_speech = s.cmn_from_speech;
+  if (s.is_set (PROP_CMN_SKIP_NEGATIVE_C0))
+    o.norm.skip_negative_c0 = s.cmn_skip_negative_c0;
   if (s.is_set (PROP_CVN))
     o.norm.cvn = s.cvn;
   if (s.is_set (PROP_VTLN_WARP))
@@ -715,6 +722,14 @@ gst_gpu_features_class_init (GstGpuFeaturesClass * klass)
           "kind mfcc and fbank; PLP and TRAPS learn from every frame. "
           "false: every frame counts",
           d.norm.live_from_speech, rw));
+  g_object_class_install_property (gobject_class, PROP_CMN_SKIP_NEGATIVE_C0,
+      g_param_spec_boolean ("cmn-skip-negative-c0", "CMN skips negative c0",
+          "CMN (batch or live) leaves frames whose c0 is negative (digital "
+          "silence and near-silence) out of the mean it subtracts, as "
+          "Sphinx's CMN does; every frame is still normalised. Sphinx MFCC "
+          "only. Helps where digital silence follows the speech, costs a "
+          "little on noisy audio (docs/benchmarks.md)",
+          d.norm.skip_negative_c0, rw));
   g_object_class_install_property (gobject_class, PROP_CVN,
       g_param_spec_boolean ("cvn", "CVN",
           "Variance normalisation over each utterance (needs cmn=batch)",
@@ -881,6 +896,9 @@ gst_gpu_features_set_property (GObject * object, guint prop_id,
     case PROP_CMN_FROM_SPEECH:
       s.cmn_from_speech = g_value_get_boolean (value);
       break;
+    case PROP_CMN_SKIP_NEGATIVE_C0:
+      s.cmn_skip_negative_c0 = g_value_get_boolean (value);
+      break;
     case PROP_CVN:
       s.cvn = g_value_get_boolean (value);
       break;
@@ -974,6 +992,9 @@ gst_gpu_features_get_property (GObject * object, guint prop_id,
       break;
     case PROP_CMN_FROM_SPEECH:
       g_value_set_boolean (value, s.cmn_from_speech);
+      break;
+    case PROP_CMN_SKIP_NEGATIVE_C0:
+      g_value_set_boolean (value, s.cmn_skip_negative_c0);
       break;
     case PROP_CVN:
       g_value_set_boolean (value, s.cvn);
@@ -1570,7 +1591,8 @@ adopt_downstream_front_end (GstGpuFeatures * self, Settings * settings)
   const guint64 non_shaping = (1ull << PROP_BACKEND) |
       (1ull << PROP_DEVICE_ID) | (1ull << PROP_POST_MESSAGES) |
       (1ull << PROP_REMOVE_NOISE) | (1ull << PROP_REMOVE_SILENCE) |
-      (1ull << PROP_CMN_FROM_SPEECH) | (1ull << PROP_CMN_INIT_FRAMES);
+      (1ull << PROP_CMN_FROM_SPEECH) | (1ull << PROP_CMN_INIT_FRAMES) |
+      (1ull << PROP_CMN_SKIP_NEGATIVE_C0);
   if (!settings->feat_params.empty ()
       || (settings->explicit_mask & ~non_shaping) != 0)
     return;

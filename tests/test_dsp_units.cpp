@@ -544,6 +544,88 @@ TEST(LiveCmn, InitWeighsInitFramesAndSilentFramesDoNotLearn) {
   EXPECT_FLOAT_EQ(cmn.mean()[0], 14.5f);  // (8 + 10 + 40) / 4
 }
 
+TEST(Cmvn, BatchMeanSkipsNegativeC0RowsAsSphinxDoes) {
+  // Rows of speech (c0 in 30..60) and of digital silence (c0 = -46): with
+  // skip_negative_c0 the mean is the speech rows' alone, yet every row is
+  // normalised by it; without, the silent rows pull c0's mean down.
+  uint32_t seed;
+  std::mt19937 gen = fresh_rng(&seed);
+  SCOPED_TRACE("random seed " + std::to_string(seed));
+  std::uniform_real_distribution<float> u(-10.0f, 10.0f);
+  FeatureMatrix m;
+  m.dim = 3;
+  m.rows = 300;
+  m.data.resize(static_cast<size_t>(m.rows * m.dim));
+  double speech[3] = {0, 0, 0};
+  int n_speech = 0;
+  for (int64_t t = 0; t < m.rows; ++t) {
+    const bool silent = t % 7 == 3;
+    m.row(t)[0] = silent ? -46.0f : 45.0f + 1.5f * u(gen);
+    m.row(t)[1] = u(gen) + (silent ? -20.0f : 5.0f);
+    m.row(t)[2] = u(gen);
+    if (!silent) {
+      for (int d = 0; d < 3; ++d) speech[d] += m.row(t)[d];
+      ++n_speech;
+    }
+  }
+  const FeatureMatrix orig = m;
+  FeatureMatrix every = m;
+  apply_batch_cmn(m, false, /*skip_negative_c0=*/true);
+  apply_batch_cmn(every, false);
+  for (int64_t t = 0; t < m.rows; ++t)
+    for (int d = 0; d < 3; ++d)
+      EXPECT_NEAR(m.row(t)[d], orig.row(t)[d] - speech[d] / n_speech, 1e-3) << t << " " << d;
+  // The plain mean lies below the speech's in c0 by about (45 + 46) / 7.
+  EXPECT_GT(every.row(0)[0] - m.row(0)[0], 10.0f);
+  // Every row silent: the mean of all rows, not a division by zero.
+  FeatureMatrix quiet = orig;
+  for (int64_t t = 0; t < quiet.rows; ++t) quiet.row(t)[0] = -46.0f - (t % 3);
+  FeatureMatrix quiet_every = quiet;
+  apply_batch_cmn(quiet, false, true);
+  apply_batch_cmn(quiet_every, false);
+  for (int64_t t = 0; t < quiet.rows; ++t)
+    for (int d = 0; d < 3; ++d) EXPECT_EQ(quiet.row(t)[d], quiet_every.row(t)[d]);
+}
+
+TEST(LiveCmn, NegativeC0FramesDoNotLearnWhenAsked) {
+  LiveCmn cmn(2, {40.0f, 1.0f}, 500, 2, /*skip_negative_c0=*/true);
+  float silent[2] = {-46.0f, 3.0f};
+  cmn.process(silent);  // normalised, but the mean stays the start's
+  EXPECT_FLOAT_EQ(silent[0], -86.0f);
+  EXPECT_FLOAT_EQ(silent[1], 2.0f);
+  EXPECT_FLOAT_EQ(cmn.mean()[0], 40.0f);
+  float speech[2] = {43.0f, 4.0f};
+  cmn.process(speech);
+  EXPECT_FLOAT_EQ(cmn.mean()[0], 41.0f);  // (2 * 40 + 43) / 3
+  EXPECT_FLOAT_EQ(cmn.mean()[1], 2.0f);   // (2 * 1 + 4) / 3
+  LiveCmn plain(2, {40.0f, 1.0f}, 500, 2);
+  float again[2] = {-46.0f, 3.0f};
+  plain.process(again);
+  EXPECT_NEAR(plain.mean()[0], (80.0 - 46.0) / 3.0, 1e-5);
+}
+
+TEST(Cmvn, SkippingNegativeC0IsForSphinxMfccOnly) {
+  FeatureOptions sphinx = FeatureOptions::for_flavour(Flavour::kSphinx, FeatureKind::kMfcc);
+  sphinx.norm.cmn = NormOptions::Cmn::kBatch;
+  EXPECT_FALSE(sphinx.cmn_skips_negative_c0());  // off by default
+  sphinx.norm.skip_negative_c0 = true;
+  EXPECT_TRUE(sphinx.cmn_skips_negative_c0());
+  FeatureOptions fbank = FeatureOptions::for_flavour(Flavour::kSphinx, FeatureKind::kFbank);
+  fbank.norm.cmn = NormOptions::Cmn::kBatch;
+  fbank.norm.skip_negative_c0 = true;
+  EXPECT_FALSE(fbank.cmn_skips_negative_c0());
+  FeatureOptions kaldi = FeatureOptions::for_flavour(Flavour::kKaldi, FeatureKind::kMfcc);
+  kaldi.norm.cmn = NormOptions::Cmn::kBatch;
+  kaldi.norm.skip_negative_c0 = true;
+  EXPECT_FALSE(kaldi.cmn_skips_negative_c0());
+  FeatureOptions none = sphinx;
+  none.norm.cmn = NormOptions::Cmn::kNone;
+  EXPECT_FALSE(none.cmn_skips_negative_c0());
+  FeatureOptions off = sphinx;
+  off.norm.skip_negative_c0 = false;
+  EXPECT_FALSE(off.cmn_skips_negative_c0());
+}
+
 // A minute of speech-like audio: a pulse train through a resonance, with
 // pitch, formant and loudness redrawn every 20 ms (15% of the segments
 // near-silent). Stationary over a few seconds, but never frame to frame.

@@ -82,6 +82,14 @@ TEST(FeatureSignature, EveryRelevantOptionChangesIt) {
   FeatureOptions plp_live = FeatureOptions::for_flavour(Flavour::kHtk, FeatureKind::kPlp);
   plp_live.norm.cmn = NormOptions::Cmn::kLive;
   EXPECT_NE(feature_signature(plp_live).find("cmn-learns=every-frame"), std::string::npos);
+  // A mean that skips frames with a negative c0 (Sphinx's rule) is another
+  // stream; the default (every frame) is not named, so older signatures
+  // still match.
+  FeatureOptions live_skip = live;
+  live_skip.norm.skip_negative_c0 = true;
+  EXPECT_NE(feature_signature(live), feature_signature(live_skip));
+  EXPECT_EQ(feature_signature(live).find("cmn-mean-of"), std::string::npos);
+  EXPECT_NE(feature_signature(live_skip).find("cmn-mean-of=nonnegative-c0"), std::string::npos);
 }
 
 TEST(FeatureSignature, IrrelevantOptionsDoNotChangeIt) {

@@ -109,6 +109,10 @@ Configuration (applied in this order: flavour/kind defaults, then
   --cmn-from-speech[=BOOL]
                         live CMN learns only from frames the VAD calls speech
                         (default true)
+  --cmn-skip-negative-c0[=BOOL]
+                        CMN leaves frames with a negative c0 (digital silence)
+                        out of its mean, as Sphinx's CMN does; Sphinx MFCC
+                        only (default false)
   --min-max[=BOOL]      scale each dimension to [0, 1] over the utterance
   --remove-noise[=BOOL] Sphinx spectral noise subtraction (sphinx_fe's default
                         is yes; here it is off unless asked for)
@@ -372,6 +376,7 @@ const std::map<std::string, FeatureFlag>& feature_flags() {
       {"--cmn-window", {false, [](O& o, S f, S v) { o.norm.live_window = parse_int(f, v); }}},
       {"--cmn-init-frames", {false, [](O& o, S f, S v) { o.norm.live_init_frames = parse_int(f, v); }}},
       {"--cmn-from-speech", {true, [](O& o, S f, S v) { o.norm.live_from_speech = parse_bool(f, v); }}},
+      {"--cmn-skip-negative-c0", {true, [](O& o, S f, S v) { o.norm.skip_negative_c0 = parse_bool(f, v); }}},
       {"--min-max", {true, [](O& o, S f, S v) { o.norm.min_max = parse_bool(f, v); }}},
       {"--remove-noise", {true, [](O& o, S f, S v) { o.noise.remove_noise = parse_bool(f, v); }}},
       {"--remove-silence",

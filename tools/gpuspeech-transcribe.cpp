@@ -135,6 +135,11 @@ Front end (pocketsphinx's defaults: both on; not for --mfc input):
   --no-remove-silence   decode every frame instead of dropping those the
                         voice activity detector calls silence (pocketsphinx
                         -remove_silence no)
+  --cmn-skip-negative-c0
+                        leave frames with a negative c0 (digital silence)
+                        out of the CMN mean, as Sphinx's CMN does: better
+                        where zeros follow the speech, worse on noisy audio
+                        (docs/benchmarks.md)
 
 Devices:
   --backend B           scoring backend: auto (default) | cuda | opencl | cpu
@@ -854,6 +859,8 @@ int run(int argc, char** argv) {
     } else if (a == "--no-remove-silence") {
       config.remove_silence = false;
       front_end_flag = a;
+    } else if (a == "--cmn-skip-negative-c0") {
+      config.cmn_skip_negative_c0 = true;
     } else if (a == "--no-rescore") {
       config.rescore_with_full_lm = false;
     } else if (a == "--lm-histories") {

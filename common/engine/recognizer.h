@@ -98,6 +98,10 @@ struct RecognizerConfig : ResourceOptions {
   // remove_silence off; see docs/gpudecoder.md.
   bool remove_noise = true;
   bool remove_silence = true;
+  // CMN leaves frames with a negative c0 (digital silence) out of its
+  // mean, as Sphinx's CMN does (NormOptions::skip_negative_c0; off by
+  // default, by measurement).
+  bool cmn_skip_negative_c0 = false;
   // With the CUDA search: this stream's closure rounds run as lanes of its
   // device's shared launches (the batched search, cuda_round_batcher.h)
   // instead of launches of its own. Same words and times; faster when

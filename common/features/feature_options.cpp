@@ -117,6 +117,11 @@ bool FeatureOptions::live_cmn_from_speech() const {
          (kind == FeatureKind::kMfcc || kind == FeatureKind::kFbank);
 }
 
+bool FeatureOptions::cmn_skips_negative_c0() const {
+  return norm.cmn != NormOptions::Cmn::kNone && norm.skip_negative_c0 &&
+         flavour == Flavour::kSphinx && kind == FeatureKind::kMfcc;
+}
+
 void FeatureOptions::validate() const {
   const FrameOptions& f = frame;
   if (!(f.sample_rate >= 1000.0f && f.sample_rate <= 384000.0f))

@@ -183,6 +183,20 @@ struct NormOptions {
   // Recognizer::compute_features), for MFCC and fbank with one warp
   // (FeatureOptions::live_cmn_from_speech); elsewhere every frame counts.
   bool live_from_speech = true;
+  // Sphinx's CMN (batch and live) leaves every frame whose c0 is negative
+  // out of the mean it subtracts, while normalising every frame. In Sphinx's
+  // scale c0 is the log energy: a frame of digital silence gives about -46
+  // and speech 30-60, so 20-40 frames of zeros after an utterance (the
+  // VAD's hangover keeps them) pull a 5 s utterance's c0 mean down by 4-8.
+  // Off by default, by measurement (docs/benchmarks.md, "Codecs, clipping
+  // and digital silence after the speech"): on issue 15's sets it gains
+  // 1-7 points where zeros follow the speech (codecs, GSM, clipping) but
+  // loses 2-6 on the noisy rows, whose 0.4 s of leading zeros leave about
+  // 11 zero frames in the VAD's pre-speech window, and a word on LibriVox
+  // with zeros first. Takes effect for Sphinx MFCC only
+  // (FeatureOptions::cmn_skips_negative_c0): other flavours scale c0
+  // otherwise, and fbank has no c0.
+  bool skip_negative_c0 = false;
   bool min_max = false;   // scale each dimension to [0, 1] over the utterance
 };
 
@@ -222,6 +236,9 @@ struct FeatureOptions {
   // to (mfcc, fbank: its bands are the mel filterbank's; PLP and TRAPS
   // learn from every frame).
   bool live_cmn_from_speech() const;
+  // Whether CMN leaves frames with a negative c0 out of its mean:
+  // norm.skip_negative_c0 for Sphinx MFCC (cmn batch or live).
+  bool cmn_skips_negative_c0() const;
 };
 
 const char* to_string(Flavour);

@@ -171,6 +171,9 @@ std::string feature_signature(const FeatureOptions& o) {
     // What the running mean learns from.
     w.put("cmn-learns", std::string(o.live_cmn_from_speech() ? "speech" : "every-frame"));
   }
+  // Named only where it applies and is on (not the default), so that the
+  // signatures of streams made before it existed still read the same.
+  if (o.cmn_skips_negative_c0()) w.put("cmn-mean-of", std::string("nonnegative-c0"));
   w.put("cvn", o.norm.cvn);
   w.put("min-max", o.norm.min_max);
   w.put("deltas", feature_layout_name(o.delta));

@@ -10,17 +10,25 @@
 
 namespace gpuspeech {
 
-void apply_batch_cmn(FeatureMatrix& feats, bool cvn) {
+void apply_batch_cmn(FeatureMatrix& feats, bool cvn, bool skip_negative_c0) {
   const int dim = feats.dim;
   if (feats.rows <= 0 || dim <= 0) return;
   std::vector<double> sum(dim, 0.0), sum_sq(dim, 0.0);
-  for (int64_t t = 0; t < feats.rows; ++t) {
-    const float* x = feats.row(t);
-    for (int d = 0; d < dim; ++d) sum[d] += x[d];
+  int64_t counted = 0;
+  for (int pass = 0; pass < 2 && counted == 0; ++pass) {
+    // Pass 0 skips the rows with a negative c0 if asked; pass 1 (only when
+    // every row was skipped) takes them all, as a mean of nothing is no mean.
+    const bool skip = skip_negative_c0 && pass == 0;
+    for (int64_t t = 0; t < feats.rows; ++t) {
+      const float* x = feats.row(t);
+      if (skip && x[0] < 0.0f) continue;
+      for (int d = 0; d < dim; ++d) sum[d] += x[d];
+      ++counted;
+    }
   }
   const double n = static_cast<double>(feats.rows);
   std::vector<double> mean(dim);
-  for (int d = 0; d < dim; ++d) mean[d] = sum[d] / n;
+  for (int d = 0; d < dim; ++d) mean[d] = sum[d] / static_cast<double>(counted);
   // Variance from the centred values (two passes), not E[x^2] - E[x]^2,
   // which cancels badly when the mean is large against the spread.
   std::vector<double> scale(dim, 1.0);
@@ -82,8 +90,13 @@ void apply_min_max(FeatureMatrix& feats) {
 // staying as smooth as Sphinx's (which rescales from 800 down to 500).
 // Because the update is per frame, chunking the stream cannot change it.
 
-LiveCmn::LiveCmn(int dim, std::vector<float> init, int window, int init_frames)
-    : dim_(dim), init_(std::move(init)), window_(window), init_frames_(init_frames) {
+LiveCmn::LiveCmn(int dim, std::vector<float> init, int window, int init_frames,
+                 bool skip_negative_c0)
+    : dim_(dim),
+      init_(std::move(init)),
+      window_(window),
+      init_frames_(init_frames),
+      skip_negative_c0_(skip_negative_c0) {
   if (dim_ < 1)
     throw std::invalid_argument("live CMN: dimension must be >= 1, got " +
                                 std::to_string(dim_));
@@ -120,6 +133,7 @@ void LiveCmn::process(float* frame, bool learn) {
     for (int d = 0; d < dim_; ++d) mean_[d] = frame[d];
     started_ = true;
   }
+  if (skip_negative_c0_ && frame[0] < 0.0f) learn = false;
   if (!learn) {
     for (int d = 0; d < dim_; ++d) frame[d] -= mean_[d];
     return;
@@ -328,13 +342,14 @@ void postprocess_utterance(const FeatureOptions& opts, FeatureMatrix& feats,
         throw std::invalid_argument("cvn needs batch CMN (norm.cmn = batch)");
       break;
     case NormOptions::Cmn::kBatch:
-      apply_batch_cmn(feats, norm.cvn);
+      apply_batch_cmn(feats, norm.cvn, opts.cmn_skips_negative_c0());
       break;
     case NormOptions::Cmn::kLive: {
       if (norm.cvn)
         throw std::invalid_argument("cvn needs batch CMN (norm.cmn = batch)");
       if (feats.rows == 0) break;
-      LiveCmn cmn(feats.dim, norm.cmn_init, norm.live_window, norm.live_init_frames);
+      LiveCmn cmn(feats.dim, norm.cmn_init, norm.live_window, norm.live_init_frames,
+                  opts.cmn_skips_negative_c0());
       const bool gated = learn != nullptr && !learn->empty();
       if (gated && learn->size() != static_cast<size_t>(feats.rows))
         throw std::invalid_argument("live CMN: " + std::to_string(learn->size()) +

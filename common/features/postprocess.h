@@ -13,7 +13,10 @@ namespace gpuspeech {
 
 // Subtracts the per-dimension mean over all rows; with cvn also divides by
 // the standard deviation (dimensions with zero variance are left at 0).
-void apply_batch_cmn(FeatureMatrix& feats, bool cvn);
+// With `skip_negative_c0` the mean is over the rows whose first value (c0)
+// is >= 0 only, as Sphinx's CMN takes it (NormOptions::skip_negative_c0),
+// or over all rows when none is; every row is normalised either way.
+void apply_batch_cmn(FeatureMatrix& feats, bool cvn, bool skip_negative_c0 = false);
 
 // Scales each dimension to [0, 1] over the utterance (constant dims -> 0).
 void apply_min_max(FeatureMatrix& feats);
@@ -29,7 +32,10 @@ class LiveCmn {
  public:
   // Throws std::invalid_argument for dim, window or init_frames < 1, or an
   // init of another dimension.
-  LiveCmn(int dim, std::vector<float> init, int window, int init_frames);
+  // With `skip_negative_c0` a frame whose c0 (its first value) is negative
+  // never learns (NormOptions::skip_negative_c0).
+  LiveCmn(int dim, std::vector<float> init, int window, int init_frames,
+          bool skip_negative_c0 = false);
   // Normalises one frame in place with the current mean, then, if `learn`,
   // updates the mean with it (NormOptions::live_from_speech passes false
   // for the frames the VAD calls silence). A frame that does not learn
@@ -43,6 +49,7 @@ class LiveCmn {
   std::vector<float> init_;
   int window_;
   int init_frames_;
+  bool skip_negative_c0_;
   std::vector<double> sum_;
   double count_ = 0;
   std::vector<float> mean_;

@@ -47,7 +47,8 @@ StreamingFeatureExtractor::StreamingFeatureExtractor(const FeatureOptions& opts,
   if (live_cmn_enabled_)
     live_cmn_ = std::make_unique<LiveCmn>(base_dim_, opts_.norm.cmn_init,
                                           opts_.norm.live_window,
-                                          opts_.norm.live_init_frames);
+                                          opts_.norm.live_init_frames,
+                                          opts_.cmn_skips_negative_c0());
   if (live_cmn_ && opts_.live_cmn_from_speech() && extractor_.has_noise_stage())
     cmn_vad_ = std::make_unique<SphinxVad>(opts_.noise);
   reset();

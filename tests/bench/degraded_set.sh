@@ -16,10 +16,20 @@
 #              that noise colour at that SNR, 0.4 s of zeros before
 #   phone      300-3400 Hz band at 8 kHz, resampled back to 16 kHz, white
 #              noise at 20 dB, 0.4 s of zeros before
+#   clipped    peaks normalised to -1 dBFS, then 12 dB more gain: every
+#              sample beyond full scale clipped (as an overdriven input
+#              gives it), 0.4 s of zeros before and after
+#   gsm        the 8 kHz GSM 06.10 full-rate telephone codec (sox), back to
+#              16 kHz, 0.4 s of zeros before and after
+#   opus16     Opus at 16 kb/s through GStreamer's opusenc (Ogg), decoded by
+#              decodebin, 0.4 s of zeros before and after
+#   mp3        MP3 at 32 kb/s CBR through GStreamer's lamemp3enc, decoded by
+#              decodebin, 0.4 s of zeros before and after
+# The zeros are added after decoding, so they stay exact digital silence.
 # SNR is the ratio of the RMS of the clean file (with its pauses) to the
 # RMS of the noise added. DEGRADED_CONDITIONS, set before this file is
 # sourced, picks some of them (the scripts' tables then have those rows).
-DEGRADED_CONDITIONS=${DEGRADED_CONDITIONS:-"clean farfield pink20 pink10 white20 white10 brown20 brown10 phone"}
+DEGRADED_CONDITIONS=${DEGRADED_CONDITIONS:-"clean farfield pink20 pink10 white20 white10 brown20 brown10 phone clipped gsm opus16 mp3"}
 
 degraded_die() { echo "$(basename "$0"): $*" >&2; exit 1; }
 
@@ -72,6 +82,21 @@ add_noise() {
     sox -R "$W/tmp-mix.wav" "$out" pad 0.4 0
 }
 
+# degraded_codec IN OUT EXT ENCODER: IN through a GStreamer ENCODER (a
+# gst-launch fragment ending in the encoded stream) into $W/tmp.EXT, decoded
+# again by decodebin to 16 kHz 16-bit mono, then 0.4 s of zeros before and
+# after.
+degraded_codec() {
+  local in=$1 out=$2 ext=$3 encoder=$4
+  command -v gst-launch-1.0 >/dev/null || degraded_die "missing gst-launch-1.0 (for the codec conditions)"
+  # shellcheck disable=SC2086 # the encoder fragment is split into elements on purpose
+  gst-launch-1.0 -q filesrc location="$in" ! wavparse ! audioconvert ! audioresample ! $encoder ! \
+    filesink location="$W/tmp.$ext" >/dev/null &&
+    gst-launch-1.0 -q filesrc location="$W/tmp.$ext" ! decodebin ! audioconvert ! audioresample ! \
+      audio/x-raw,format=S16LE,rate=16000,channels=1 ! wavenc ! filesink location="$W/tmp-dec.wav" >/dev/null &&
+    sox -R "$W/tmp-dec.wav" -b 16 "$out" pad 0.4 0.4
+}
+
 # degrade COND IN OUT OFFSET_S: IN under condition COND (not clean) as OUT.
 degrade() {
   local cond=$1 in=$2 out=$3 offset=$4
@@ -83,6 +108,16 @@ degrade() {
       sox -R "$in" "$W/tmp-8k.wav" sinc 300-3400 rate 8000 &&
         sox -R "$W/tmp-8k.wav" -b 16 "$W/tmp-tel.wav" rate 16000 &&
         add_noise "$W/tmp-tel.wav" "$out" white 20 "$offset" ;;
+    clipped)
+      sox -R "$in" "$W/tmp-norm.wav" gain -n -1 &&
+        sox -R "$W/tmp-norm.wav" "$W/tmp-clip.wav" vol 12 dB 2>/dev/null &&
+        sox -R "$W/tmp-clip.wav" "$out" pad 0.4 0.4 ;;
+    gsm)
+      sox -R "$in" -r 8000 "$W/tmp.gsm" &&
+        sox -R "$W/tmp.gsm" -r 16000 -b 16 "$W/tmp-gsm.wav" &&
+        sox -R "$W/tmp-gsm.wav" "$out" pad 0.4 0.4 ;;
+    opus16) degraded_codec "$in" "$out" ogg "opusenc bitrate=16000 ! oggmux" ;;
+    mp3) degraded_codec "$in" "$out" mp3 "lamemp3enc target=bitrate bitrate=32 cbr=true" ;;
     *) add_noise "$in" "$out" "${cond%[0-9][0-9]}" "${cond#"${cond%[0-9][0-9]}"}" "$offset" ;;
   esac
 }
