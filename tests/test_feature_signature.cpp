@@ -155,6 +155,15 @@ TEST(FeatureSignatureMismatch, NamesRealDifferencesOnly) {
                 "cmn-learns=speech;remove-noise=yes;vad-threshold=2",
                 base),
             "");
+  // Nor is what the mean is taken over (gpufeatures cmn-skip-negative-c0
+  // feeding a gpudecoder whose model asks for plain batch CMN).
+  FeatureOptions skip = model;
+  skip.norm.cmn = NormOptions::Cmn::kLive;
+  skip.norm.skip_negative_c0 = true;
+  FeatureOptions batch = model;
+  batch.norm.cmn = NormOptions::Cmn::kBatch;
+  EXPECT_NE(feature_signature(skip).find("cmn-mean-of="), std::string::npos);
+  EXPECT_EQ(feature_signature_mismatch(feature_signature(skip), feature_signature(batch)), "");
   EXPECT_EQ(feature_signature_mismatch("kind=mfcc;rate=16000;cmn=none", base),
             "cmn: upstream none, model batch");
   EXPECT_EQ(feature_signature_mismatch("kind=plp;rate=16000;cmn=batch;extra=1", base),

@@ -211,7 +211,7 @@ std::map<std::string, std::string> parse_signature(const std::string& sig,
 
 bool is_cmn_detail(const std::string& key) {
   return key == "cmn" || key == "cmn-init" || key == "cmn-window" ||
-         key == "cmn-init-frames" || key == "cmn-learns";
+         key == "cmn-init-frames" || key == "cmn-learns" || key == "cmn-mean-of";
 }
 
 bool is_noise_stage_detail(const std::string& key) {
