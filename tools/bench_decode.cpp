@@ -457,6 +457,9 @@ int bench_decode(int argc, char** argv) {
                   static_cast<unsigned long long>(b.launches),
                   static_cast<double>(b.rounds) / static_cast<double>(b.launches), b.widest,
                   kernel, b.busy_s, b.waiting_s, b.in_run_s);
+      std::printf("streams in the batcher, by where their rounds were: until launched %.3f s, "
+                  "launched until their flag was seen %.3f s, flagged until running %.3f s\n",
+                  b.until_launched_s, b.until_flagged_s, b.until_running_s);
       static const char* const kBins[] = {"1", "2-7", "8-31", "32-127", "128+"};
       std::printf("batched search launches by rounds in them:");
       for (int k = 0; k < CudaRoundBatcher::Stats::kWidthBins; ++k)

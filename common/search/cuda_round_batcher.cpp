@@ -40,6 +40,15 @@ constexpr int kLaneClusterBlocks = 8;
 // takes longer (188 / 204 / 223 µs) but more run at once (docs/benchmarks.md,
 // "A lock per ticket, and more lanes resident").
 constexpr int kLaneMinBlocks = 6;
+// The pipeline's threads, and the lanes it keeps in flight at most per
+// cluster the device holds at once. With one thread and room for twice the
+// resident clusters, a round at 512 streams waited 1.0-1.3 ms to be
+// launched; two threads and four times the clusters halve that wait, but
+// the round then waits about as much longer on the device: +2.7 to +5 %
+// at 256, 512 and 1 024 streams, in 5 of 7 alternating pairs on the H200
+// (docs/benchmarks.md, "Where a round waits").
+constexpr int kLanePipelines = 2;
+constexpr int kLaneRoomPerResident = 4;
 
 int env_int(const char* name, int fallback, int lo, int hi) {
   const char* v = std::getenv(name);
@@ -63,6 +72,9 @@ void add_stats(CudaRoundBatcher::Stats& to, const CudaRoundBatcher::Stats& s) {
   to.busy_s += s.busy_s;
   to.waiting_s += s.waiting_s;
   to.in_run_s += s.in_run_s;
+  to.until_launched_s += s.until_launched_s;
+  to.until_flagged_s += s.until_flagged_s;
+  to.until_running_s += s.until_running_s;
   for (int w = 0; w < cuda::kLaneProfileWords; ++w) to.lanes_profile[w] += s.lanes_profile[w];
   for (int b = 0; b < CudaRoundBatcher::Stats::kWidthBins; ++b) {
     to.launches_by_width[b] += s.launches_by_width[b];
@@ -144,7 +156,7 @@ CudaRoundBatcher::CudaRoundBatcher(int device) : device_(device) {
   // flight; with more they mix the launches that overlapped.)
   early_ = cluster_ > 0 && env_int("GPUSPEECH_LANES_EARLY", 1, 0, 1) == 1;
   pipeline_ = early_ && env_int("GPUSPEECH_LANES_PIPELINE", 1, 0, 1) == 1;
-  room_ = static_cast<size_t>(env_int("GPUSPEECH_LANES_ROOM", 2 * std::max(resident_, 1), 1, 1 << 20));
+  room_ = static_cast<size_t>(env_int("GPUSPEECH_LANES_ROOM", kLaneRoomPerResident * std::max(resident_, 1), 1, 1 << 20));
   // The pipeline's slots are launches in flight on their own CUDA streams
   // (GPUSPEECH_LANES_IN_FLIGHT up to 32, default 16), all under one thread.
   const int in_flight = pipeline_      ? env_int("GPUSPEECH_LANES_IN_FLIGHT", 16, 1, 32)
@@ -162,8 +174,18 @@ CudaRoundBatcher::CudaRoundBatcher(int device) : device_(device) {
     }
     slots_.push_back(std::move(slot));
   }
-  if (pipeline_)
-    threads_.emplace_back([this] { pipeline(); });
+  if (pipeline_) {
+    // GPUSPEECH_LANES_PIPELINES threads share the slots, each serving its
+    // own share: one thread's scans, launches and wake-ups are each
+    // round's serial path, and at 256 streams one thread makes 160 000
+    // wake-ups a second.
+    const size_t threads = std::min<size_t>(
+        slots_.size(), static_cast<size_t>(env_int("GPUSPEECH_LANES_PIPELINES", kLanePipelines, 1, 8)));
+    for (size_t k = 0; k < threads; ++k) {
+      const size_t first = k * slots_.size() / threads, last = (k + 1) * slots_.size() / threads;
+      threads_.emplace_back([this, first, last] { pipeline(first, last); });
+    }
+  }
   else
     for (auto& slot : slots_) threads_.emplace_back([this, s = slot.get()] { launcher(*s); });
 }
@@ -204,11 +226,17 @@ void CudaRoundBatcher::run(const cuda::TpLaneRound& round) {
     std::unique_lock<std::mutex> lock(ticket.mutex);
     ticket.cv.wait(lock, [&] { return ticket.done; });
   }
-  in_run_ns_.fetch_add(
-      static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
-                                std::chrono::steady_clock::now() - t0)
-                                .count()),
-      std::memory_order_relaxed);
+  const auto t1 = std::chrono::steady_clock::now();
+  const auto ns = [](std::chrono::steady_clock::duration d) {
+    return static_cast<uint64_t>(std::max<int64_t>(
+        0, std::chrono::duration_cast<std::chrono::nanoseconds>(d).count()));
+  };
+  in_run_ns_.fetch_add(ns(t1 - t0), std::memory_order_relaxed);
+  if (ticket.error.empty()) {  // (a failed launch may not have set them)
+    until_launched_ns_.fetch_add(ns(ticket.taken - t0), std::memory_order_relaxed);
+    until_flagged_ns_.fetch_add(ns(ticket.flagged - ticket.taken), std::memory_order_relaxed);
+    until_running_ns_.fetch_add(ns(t1 - ticket.flagged), std::memory_order_relaxed);
+  }
   if (!ticket.error.empty()) throw BackendError(ticket.error);
 }
 
@@ -216,7 +244,9 @@ void CudaRoundBatcher::wake(Ticket* t, const std::string& error) {
   // Notified under the ticket's lock: once the lock is let go the thread
   // may see `done`, return and destroy the ticket, its condition variable
   // with it.
+  const auto now = std::chrono::steady_clock::now();
   std::lock_guard<std::mutex> lock(t->mutex);
+  t->flagged = now;
   t->error = error;
   t->done = true;
   t->cv.notify_one();
@@ -226,6 +256,9 @@ CudaRoundBatcher::Stats CudaRoundBatcher::stats() const {
   std::lock_guard<std::mutex> lock(mutex_);
   Stats s = stats_;
   s.in_run_s = 1e-9 * static_cast<double>(in_run_ns_.load(std::memory_order_relaxed));
+  s.until_launched_s = 1e-9 * static_cast<double>(until_launched_ns_.load(std::memory_order_relaxed));
+  s.until_flagged_s = 1e-9 * static_cast<double>(until_flagged_ns_.load(std::memory_order_relaxed));
+  s.until_running_s = 1e-9 * static_cast<double>(until_running_ns_.load(std::memory_order_relaxed));
   s.blocks = blocks_;
   s.cluster = cluster_;
   s.resident = resident_;
@@ -238,6 +271,8 @@ int CudaRoundBatcher::take_waiting(Slot& slot) {
   slot.tickets.swap(waiting_tickets_);
   waiting_tickets_.clear();
   waiting_count_.store(0, std::memory_order_release);
+  const auto now = std::chrono::steady_clock::now();
+  for (Ticket* t : slot.tickets) t->taken = now;
   stats_.launches += 1;
   stats_.rounds += slot.batch.size();
   stats_.widest = std::max<uint32_t>(stats_.widest, static_cast<uint32_t>(slot.batch.size()));
@@ -379,21 +414,24 @@ void CudaRoundBatcher::launch_part(Slot& slot, size_t first, size_t n, int bins)
   check(cudaStreamSynchronize(slot.stream), "cudaStreamSynchronize (lane rounds)");
 }
 
-void CudaRoundBatcher::pipeline() {
+void CudaRoundBatcher::pipeline(size_t first_slot, size_t last_slot) {
   const cudaError_t set = cudaSetDevice(device_);
   using Clock = std::chrono::steady_clock;
-  size_t in_flight = 0;  // lanes launched and not yet flagged
-  size_t busy = 0;       // slots with a launch on the device
+  const size_t mine = last_slot - first_slot;
+  size_t busy = 0;  // this thread's slots with a launch on the device
   std::unique_lock<std::mutex> lock(mutex_, std::defer_lock);
+  // Lanes launched and not yet flagged, over every pipeline thread.
+  const auto landed = [&](size_t n) { lanes_in_flight_.fetch_sub(n, std::memory_order_relaxed); };
   for (;;) {
     // Launch what waits, on a free slot, while the device has room: the
     // clusters beyond the resident ones start as others end, so `room_`
     // only keeps launches from growing narrow when the device is full.
-    if (waiting_count_.load(std::memory_order_acquire) > 0 && busy < slots_.size() && in_flight < room_) {
+    if (waiting_count_.load(std::memory_order_acquire) > 0 && busy < mine &&
+        lanes_in_flight_.load(std::memory_order_relaxed) < room_) {
       Slot* slot = nullptr;
-      for (auto& s : slots_)
-        if (!s->busy) {
-          slot = s.get();
+      for (size_t k = first_slot; k < last_slot; ++k)
+        if (!slots_[k]->busy) {
+          slot = slots_[k].get();
           break;
         }
       lock.lock();
@@ -413,14 +451,19 @@ void CudaRoundBatcher::pipeline() {
       slot->busy = true;
       slot->left = slot->tickets.size();
       slot->idle_scans = 0;
-      in_flight += slot->left;
+      lanes_in_flight_.fetch_add(slot->left, std::memory_order_relaxed);
       ++busy;
       continue;
     }
     if (busy == 0) {
       lock.lock();
       const Clock::time_point idle = Clock::now();
-      work_.wait(lock, [&] { return stop_ || !waiting_.empty(); });
+      if (!stop_ && !waiting_.empty())
+        // Rounds wait, but other pipeline threads' lanes fill the room:
+        // they wake no one as their lanes land, so look again shortly.
+        work_.wait_for(lock, std::chrono::microseconds(50));
+      else
+        work_.wait(lock, [&] { return stop_ || !waiting_.empty(); });
       stats_.waiting_s += std::chrono::duration<double>(Clock::now() - idle).count();
       const bool done = stop_ && waiting_.empty();
       lock.unlock();
@@ -439,13 +482,13 @@ void CudaRoundBatcher::pipeline() {
         wake(t, std::string());
         slot.tickets[i] = nullptr;  // its thread owns it again
         --slot.left;
-        --in_flight;
+        landed(1);
         woke = true;
       }
       return woke;
     };
-    for (auto& sp : slots_) {
-      Slot& slot = *sp;
+    for (size_t k = first_slot; k < last_slot; ++k) {
+      Slot& slot = *slots_[k];
       if (!slot.busy) continue;
       // Asking the driver costs a lock the streams' threads also take:
       // once every lane has flagged (the launch's last blocks may still be
@@ -468,7 +511,7 @@ void CudaRoundBatcher::pipeline() {
       for (Ticket* t : slot.tickets)
         if (t != nullptr) wake(t, error);
       slot.tickets.clear();
-      in_flight -= slot.left;
+      landed(slot.left);
       slot.left = 0;
       slot.busy = false;
       --busy;

@@ -10,9 +10,9 @@
 // share the device; in one launch the device holds many such chains.
 //
 // Continuous batching: a searcher's thread hands its round to run() and
-// sleeps. With the cluster kernel one pipeline thread launches every
-// round waiting on a free slot (up to 16 launches in flight, each on its
-// own CUDA stream) as soon as the device has room, and watches the lanes
+// sleeps. With the cluster kernel two pipeline threads (each with half of
+// 16 slots, a launch in flight on its own CUDA stream per slot) launch
+// every round waiting as soon as the device has room, and watch the lanes
 // in flight: each lane flags its own end in mapped memory, and the thread
 // wakes that lane's stream then, not when its launch's slowest lane ends.
 // The woken threads rescore their word ends on their own cores and come
@@ -74,6 +74,13 @@ class CudaRoundBatcher {
     double busy_s = 0.0;    // the launcher in launches (copy, kernel, wait)
     double waiting_s = 0.0;  // the launcher waiting for rounds
     double in_run_s = 0.0;   // streams' threads in run(), summed over them
+    // in_run_s split by where a round was (summed over rounds): handed in
+    // until a launch took it; taken until its lane's flag was seen (the
+    // launch's copy and start, the wait for a free cluster, the lane's own
+    // time, the scan that finds the flag); seen until its thread ran again.
+    double until_launched_s = 0.0;
+    double until_flagged_s = 0.0;
+    double until_running_s = 0.0;
     // Launches and their busy time by width: 1, 2-7, 8-31, 32-127, 128+ rounds.
     static constexpr int kWidthBins = 5;
     uint64_t launches_by_width[kWidthBins] = {};
@@ -98,6 +105,9 @@ class CudaRoundBatcher {
     std::condition_variable cv;
     bool done = false;  // under `mutex`
     std::string error;  // empty: the round ran
+    // For Stats: when a launch took the round (written under mutex_) and
+    // when its end was seen (under `mutex`, before `done`).
+    std::chrono::steady_clock::time_point taken, flagged;
   };
   // Marks `t` done and wakes its thread. After this the launcher must not
   // touch the ticket: its thread may return from run() at once.
@@ -132,7 +142,8 @@ class CudaRoundBatcher {
   // room for them, and watches the flags of every lane in flight, waking
   // each lane's thread as its flag appears. No launch waits for another's slowest lane
   // (docs/search-lanes-plan.md, S10).
-  void pipeline();
+  // Each pipeline thread serves the slots [first_slot, last_slot).
+  void pipeline(size_t first_slot, size_t last_slot);
   // Moves the waiting rounds into `slot` (under mutex_) and returns the
   // histogram size to launch them with.
   int take_waiting(Slot& slot);
@@ -161,6 +172,7 @@ class CudaRoundBatcher {
   bool stop_ = false;
   Stats stats_;
   std::atomic<uint64_t> in_run_ns_{0};  // Stats::in_run_s, added without the lock
+  std::atomic<uint64_t> until_launched_ns_{0}, until_flagged_ns_{0}, until_running_ns_{0};
 
   int blocks_ = 0;  // the cooperative lanes kernel's grid (all resident)
   int min_width_ = 1;  // rounds a launcher waits for (at most 20 ms), for measuring
@@ -189,11 +201,12 @@ class CudaRoundBatcher {
   std::vector<std::unique_ptr<Slot>> slots_;
   std::vector<std::thread> threads_;
   // The pipeline: lanes in flight at most before it holds rounds back
-  // (GPUSPEECH_LANES_ROOM; default twice the resident clusters), and the
-  // rounds waiting, readable without the lock.
+  // (GPUSPEECH_LANES_ROOM; default four times the resident clusters), and
+  // the rounds waiting, readable without the lock.
   bool pipeline_ = false;
   size_t room_ = 0;
   std::atomic<size_t> waiting_count_{0};
+  std::atomic<size_t> lanes_in_flight_{0};  // launched, not yet flagged (every pipeline thread)
 };
 
 }  // namespace gpuspeech
