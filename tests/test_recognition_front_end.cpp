@@ -11,11 +11,13 @@
 #include <cmath>
 #include <cstdint>
 #include <fstream>
+#include <random>
 #include <string>
 #include <vector>
 
 #include "common/features/feature_writer.h"
 #include "common/engine/recognizer.h"
+#include "common/features/postprocess.h"
 #include "common/features/wav_reader.h"
 #include "tests/test_backends.h"
 
@@ -137,6 +139,38 @@ TEST(RecognitionFrontEnd, DefaultsMatchSphinxFeNoiseAndSilenceRemoval) {
       }
     }
   }
+}
+
+// Cepstra handed in as such (gpuspeech-transcribe --mfc) get the stream's
+// CMN rule too: with cmn_skip_negative_c0 the frames whose c0 is negative
+// stay out of the mean, as on audio. Random cepstra, c0 of either sign.
+TEST(RecognitionFrontEnd, CepstraInputFollowsTheCmnRule) {
+  if (!have_inputs()) GTEST_SKIP() << "pocketsphinx-testdata or pocketsphinx-en-us not installed";
+  RecognizerConfig rule_config = goforward_config();
+  rule_config.cmn_skip_negative_c0 = true;
+  Recognizer rule(rule_config);
+  Recognizer plain(goforward_config());
+  ASSERT_TRUE(rule.feature_options().cmn_skips_negative_c0());
+  ASSERT_FALSE(plain.feature_options().cmn_skips_negative_c0());
+  const int dim = 13;
+  const int64_t rows = 300;
+  std::mt19937 rng(std::random_device{}());
+  std::uniform_real_distribution<float> c0(-40.0f, 20.0f), rest(-3.0f, 3.0f);
+  std::vector<float> cep(static_cast<size_t>(rows * dim));
+  for (int64_t t = 0; t < rows; ++t)
+    for (int d = 0; d < dim; ++d) cep[static_cast<size_t>(t * dim + d)] = d == 0 ? c0(rng) : rest(rng);
+  const std::vector<float> with_rule = rule.features_from_cepstra(cep.data(), rows, dim);
+  const std::vector<float> without = plain.features_from_cepstra(cep.data(), rows, dim);
+  // What the options say, applied here: the same numbers exactly.
+  for (Recognizer* r : {&rule, &plain}) {
+    FeatureMatrix want;
+    want.rows = rows;
+    want.dim = dim;
+    want.data = cep;
+    postprocess_utterance(r->feature_options(), want);
+    EXPECT_EQ(want.data, r == &rule ? with_rule : without);
+  }
+  EXPECT_GT(max_abs_diff(with_rule, without), 1.0) << "the rule changed nothing";
 }
 
 // goforward after 2 s of faint noise: silence removal drops most of that

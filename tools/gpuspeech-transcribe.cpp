@@ -129,7 +129,8 @@ Speaker adaptation (feature-space MLLR, docs/transcribe.md):
                         with 2 aligned frames a parameter: offset, diag from
                         156 frames, full from 3120; the gpufmllr element's rule)
 
-Front end (pocketsphinx's defaults: both on; not for --mfc input):
+Front end (pocketsphinx's defaults: both on; noise and silence removal
+not for --mfc input, the CMN rule for both):
   --no-remove-noise     no spectral noise subtraction (pocketsphinx
                         -remove_noise no)
   --no-remove-silence   decode every frame instead of dropping those the

@@ -440,7 +440,10 @@ int64_t Recognizer::features_kept_from() const { return impl_->kept_from; }
 
 std::vector<float> Recognizer::features_from_cepstra(const float* cepstra, int64_t num_frames,
                                                     int dim) {
-  const FeatureOptions& opts = impl_->res->feature_options();
+  // The stream's own options: the model's front end with this recognizer's CMN rule
+  // (RecognizerConfig::cmn_skip_negative_c0); noise removal works on spectra
+  // and has nothing to do here.
+  const FeatureOptions& opts = impl_->features;
   if (dim != opts.base_dim())
     throw std::invalid_argument("recognizer: the model's front end makes " +
                                 std::to_string(opts.base_dim()) +
