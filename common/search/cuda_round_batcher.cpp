@@ -158,7 +158,8 @@ CudaRoundBatcher::CudaRoundBatcher(int device) : device_(device) {
   pipeline_ = early_ && env_int("GPUSPEECH_LANES_PIPELINE", 1, 0, 1) == 1;
   room_ = static_cast<size_t>(env_int("GPUSPEECH_LANES_ROOM", kLaneRoomPerResident * std::max(resident_, 1), 1, 1 << 20));
   // The pipeline's slots are launches in flight on their own CUDA streams
-  // (GPUSPEECH_LANES_IN_FLIGHT up to 32, default 16), all under one thread.
+  // (GPUSPEECH_LANES_IN_FLIGHT up to 32, default 16), shared out among its
+  // threads.
   const int in_flight = pipeline_      ? env_int("GPUSPEECH_LANES_IN_FLIGHT", 16, 1, 32)
                         : cluster_ > 0 ? env_int("GPUSPEECH_LANES_IN_FLIGHT", 2, 1, 4)
                                        : 1;
@@ -185,9 +186,9 @@ CudaRoundBatcher::CudaRoundBatcher(int device) : device_(device) {
       const size_t first = k * slots_.size() / threads, last = (k + 1) * slots_.size() / threads;
       threads_.emplace_back([this, first, last] { pipeline(first, last); });
     }
-  }
-  else
+  } else {
     for (auto& slot : slots_) threads_.emplace_back([this, s = slot.get()] { launcher(*s); });
+  }
 }
 
 CudaRoundBatcher::~CudaRoundBatcher() {
