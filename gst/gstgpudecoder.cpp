@@ -288,7 +288,7 @@ enum
 
 #define DEFAULT_BEAM 1e-42
 #define DEFAULT_WBEAM 7e-29
-#define DEFAULT_LW 6.5
+#define DEFAULT_LW -1.0 /* gpuspeech::kLanguageWeightByKind */
 #define DEFAULT_WIP 0.65
 #define DEFAULT_SILPROB 0.005
 #define DEFAULT_FILLPROB 1e-8
@@ -628,8 +628,9 @@ gst_gpu_decoder_class_init (GstGpuDecoderClass * klass)
           0, gpuspeech::Backend::kMaxTopN, gpuspeech::RecognizerConfig ().top_n, rw));
   g_object_class_install_property (gobject_class, PROP_LW,
       g_param_spec_double ("lw", "Language weight",
-          "Language model weight (pocketsphinx -lw)",
-          0.0, 1000.0, DEFAULT_LW, rw));
+          "Language model weight (pocketsphinx -lw); -1: 7.5 with an n-gram "
+          "LM, 6.5 with a grammar or keyphrases",
+          -1.0, 1000.0, DEFAULT_LW, rw));
   g_object_class_install_property (gobject_class, PROP_WIP,
       g_param_spec_double ("wip", "Word insertion penalty",
           "Word insertion penalty, a probability (pocketsphinx -wip)",

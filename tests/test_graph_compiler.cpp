@@ -114,7 +114,7 @@ TEST_F(TinyFixture, CostsOfHandWorkedPaths) {
   const SearchGraph g = compile_grammar_graph(mdef, tmats, dict, grammar, opt, &report);
   ASSERT_NO_THROW(g.validate());
   EXPECT_EQ(g.num_senones, 14);
-  const double lw = opt.language_weight, wip = nl(opt.word_insertion_penalty);
+  const double lw = opt.for_grammar().language_weight, wip = nl(opt.word_insertion_penalty);
   const double g_ab = lw * nl(0.7) + wip, g_ba = lw * nl(0.5) + wip, g_end = lw * nl(0.5);
 
   // "ab ba": A(SIL,B,b) 6 6 7; B(A,B,e) 10 11 11; B(B,A,b) is missing and
@@ -315,7 +315,7 @@ TEST_F(TinyFixture, OptionsChangeCosts) {
   EXPECT_NEAR(r.cost, phone_cost(1, 1, 1) + phone_cost(2, 1, 1) + 2.0 * nl(0.7) + nl(0.5) +
                           2.0 * nl(0.5), 1e-3);
   GraphCompileOptions bad = opt;
-  bad.language_weight = -1;
+  bad.language_weight = 0;
   EXPECT_THROW(compile_grammar_graph(mdef, tmats, dict, grammar, bad), std::invalid_argument);
 }
 
@@ -354,7 +354,7 @@ TEST_F(TinyFixture, NgramCostsMatchTheLm) {
     double want = 0;
     for (int i = 0; i <= k; ++i) {
       const int w = i < k ? words[rng() % words.size()] : eos;
-      want += opt.language_weight * -lm.score_ln(ids.data(), ids.size(), w);
+      want += opt.for_ngram().language_weight * -lm.score_ln(ids.data(), ids.size(), w);
       ids.push_back(w);
       if (i < k) {
         sentence.push_back(lm.word(w));

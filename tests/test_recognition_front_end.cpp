@@ -149,7 +149,9 @@ TEST(RecognitionFrontEnd, CepstraInputFollowsTheCmnRule) {
   RecognizerConfig rule_config = goforward_config();
   rule_config.cmn_skip_negative_c0 = true;
   Recognizer rule(rule_config);
-  Recognizer plain(goforward_config());
+  RecognizerConfig plain_config = goforward_config();
+  plain_config.cmn_skip_negative_c0 = false;
+  Recognizer plain(plain_config);
   ASSERT_TRUE(rule.feature_options().cmn_skips_negative_c0());
   ASSERT_FALSE(plain.feature_options().cmn_skips_negative_c0());
   const int dim = 13;

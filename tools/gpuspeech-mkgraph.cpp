@@ -39,7 +39,7 @@ Inputs:
   --fsg FILE            Sphinx FSG grammar
 
 Scores (pocketsphinx's options and defaults):
-  --lw X                language weight (6.5)
+  --lw X                language weight (7.5 for an LM, 6.5 for a grammar)
   --wip X               word insertion penalty, a probability (0.65)
   --silprob X           silence probability (0.005)
   --fillprob X          filler probability (1e-8)

@@ -72,7 +72,8 @@ Search (pocketsphinx's defaults, except a narrower --beam):
   --beam X              beam, as a probability ratio (default 1e-42)
   --wbeam X             word-end beam (default 7e-29)
   --maxactive N         most graph states kept per frame (default 10000)
-  --lw X                language weight (default 6.5)
+  --lw X                language weight (default 7.5 with an n-gram LM, 6.5
+                        with a grammar or keyphrases)
   --wip X               word insertion penalty (default 0.65)
   --silprob X           silence probability (default 0.005)
   --fillprob X          filler probability (default 1e-8)
@@ -136,11 +137,11 @@ not for --mfc input, the CMN rule for both):
   --no-remove-silence   decode every frame instead of dropping those the
                         voice activity detector calls silence (pocketsphinx
                         -remove_silence no)
-  --cmn-skip-negative-c0
-                        leave frames with a negative c0 (digital silence)
-                        out of the CMN mean, as Sphinx's CMN does: better
-                        where zeros follow the speech, worse on noisy audio
-                        (docs/benchmarks.md)
+  --no-cmn-skip-negative-c0
+                        take the CMN mean over every frame; by default
+                        (--cmn-skip-negative-c0) frames with a negative c0
+                        (digital silence) are left out, as Sphinx's CMN
+                        does (docs/benchmarks.md)
 
 Devices:
   --backend B           scoring backend: auto (default) | cuda | opencl | cpu
@@ -862,6 +863,8 @@ int run(int argc, char** argv) {
       front_end_flag = a;
     } else if (a == "--cmn-skip-negative-c0") {
       config.cmn_skip_negative_c0 = true;
+    } else if (a == "--no-cmn-skip-negative-c0") {
+      config.cmn_skip_negative_c0 = false;
     } else if (a == "--no-rescore") {
       config.rescore_with_full_lm = false;
     } else if (a == "--lm-histories") {

@@ -66,8 +66,12 @@ constexpr const char* kModelFiles[] = {"mdef",      "means",   "variances", "mix
 }  // namespace
 
 std::string ResourceOptions::sharing_key() const {
+  // The language weight resolved: left to the kind and given as the
+  // kind's value make the same graph.
+  const GraphCompileOptions resolved =
+      grammar_kind == GrammarKind::kNgram ? graph.for_ngram() : graph.for_grammar();
   std::string key = "v1;kind=" + std::string(to_string(grammar_kind)) + ";rule=" + jsgf_rule +
-                    ";graph=" + graph.fingerprint() + ";prune=" + lm_prune.fingerprint() +
+                    ";graph=" + resolved.fingerprint() + ";prune=" + lm_prune.fingerprint() +
                     ";rescore=" + (rescore_with_full_lm ? "1" : "0") + ";";
   for (const char* f : kModelFiles) append_file_identity(key, model_dir + "/" + f);
   append_file_identity(key, dictionary);
@@ -179,7 +183,7 @@ SearchGraph obtain_graph(const ResourceOptions& c, const AcousticModel& am, std:
   }
   if (usable.empty()) check_words(list, dict);  // throws, naming the words
   list.phrases = std::move(usable);
-  const WordGrammar wg = keyphrase_grammar(list, am.mdef(), dict, c.graph.language_weight);
+  const WordGrammar wg = keyphrase_grammar(list, am.mdef(), dict, c.graph.for_grammar().language_weight);
   GraphCompileReport report;
   SearchGraph g = compile_grammar_graph(am.mdef(), am.transitions(), dict, wg, c.graph, &report);
   append_log(log, report.summary());
@@ -246,7 +250,7 @@ std::shared_ptr<const RecognitionResources> RecognitionResources::load(
 std::unique_ptr<LmRescorer> RecognitionResources::make_rescorer() const {
   if (!rescores()) return nullptr;
   return std::make_unique<LmRescorer>(full_lm_, pruned_lm_, graph_.words, graph_.word_is_filler,
-                                      options_.graph.language_weight);
+                                      options_.graph.for_ngram().language_weight);
 }
 
 const Dictionary& RecognitionResources::alignment_dictionary(bool* loaded) const {

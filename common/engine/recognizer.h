@@ -99,9 +99,11 @@ struct RecognizerConfig : ResourceOptions {
   bool remove_noise = true;
   bool remove_silence = true;
   // CMN leaves frames with a negative c0 (digital silence) out of its
-  // mean, as Sphinx's CMN does (NormOptions::skip_negative_c0; off by
-  // default, by measurement).
-  bool cmn_skip_negative_c0 = false;
+  // mean, as Sphinx's CMN does (NormOptions::skip_negative_c0). On by
+  // default: with the n-gram LM's language weight of 7.5 it gained on
+  // most degraded conditions and on LibriVox (docs/benchmarks.md, "The
+  // language weight by the graph's kind").
+  bool cmn_skip_negative_c0 = true;
   // With the CUDA search: this stream's closure rounds run as lanes of its
   // device's shared launches (the batched search, cuda_round_batcher.h)
   // instead of launches of its own. Same words and times; faster when

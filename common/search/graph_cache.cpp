@@ -95,7 +95,10 @@ std::string graph_cache_key(const GraphSources& src, const GraphBuildOptions& op
   h.update_field(kCacheFormat);
   h.update_field(to_string(src.kind));
   h.update_field(src.kind == GraphSourceKind::kJsgf ? src.jsgf_rule : std::string());
-  h.update_field(opt.compile.fingerprint());
+  // The language weight resolved, so that leaving it to the kind and
+  // giving the kind's value share an entry.
+  h.update_field((src.kind == GraphSourceKind::kNgram ? opt.compile.for_ngram() : opt.compile.for_grammar())
+                     .fingerprint());
   h.update_field(src.kind != GraphSourceKind::kNgram ? std::string()
                  : opt.prune.prunes() ? opt.prune.fingerprint()
                                       : "auto above " + std::to_string(opt.auto_prune_above) + ": " +

@@ -47,9 +47,23 @@ int64_t peak_rss_bytes() {
   return static_cast<int64_t>(ru.ru_maxrss) * 1024;  // Linux reports KiB
 }
 
+GraphCompileOptions GraphCompileOptions::for_ngram() const {
+  GraphCompileOptions o = *this;
+  if (o.language_weight == kLanguageWeightByKind) o.language_weight = kNgramLanguageWeight;
+  return o;
+}
+
+GraphCompileOptions GraphCompileOptions::for_grammar() const {
+  GraphCompileOptions o = *this;
+  if (o.language_weight == kLanguageWeightByKind) o.language_weight = kGrammarLanguageWeight;
+  return o;
+}
+
 void GraphCompileOptions::validate() const {
   auto bad = [](const std::string& why) { throw std::invalid_argument("graph options: " + why); };
-  if (!(language_weight > 0) || !std::isfinite(language_weight)) bad("language weight must be > 0");
+  if (language_weight != kLanguageWeightByKind &&
+      (!(language_weight > 0) || !std::isfinite(language_weight)))
+    bad("language weight must be > 0");
   if (!(word_insertion_penalty > 0) || !std::isfinite(word_insertion_penalty))
     bad("word insertion penalty must be > 0");
   if (!(silence_prob > 0 && silence_prob <= 1)) bad("silence probability must be in (0, 1]");
@@ -1181,7 +1195,7 @@ SearchGraph compile_grammar_graph(const ModelDefinition& mdef, const TransitionM
                                   const Dictionary& dict, const WordGrammar& grammar,
                                   const GraphCompileOptions& options, GraphCompileReport* report) {
   Stopwatch sw;
-  Compiler c(mdef, tmats, dict, options, report);
+  Compiler c(mdef, tmats, dict, options.for_grammar(), report);
   SearchGraph g = c.compile_grammar(grammar);
   if (report) {
     report->seconds = sw.seconds();
@@ -1194,7 +1208,7 @@ SearchGraph compile_ngram_graph(const ModelDefinition& mdef, const TransitionMat
                                 const Dictionary& dict, const NgramModel& lm,
                                 const GraphCompileOptions& options, GraphCompileReport* report) {
   Stopwatch sw;
-  Compiler c(mdef, tmats, dict, options, report);
+  Compiler c(mdef, tmats, dict, options.for_ngram(), report);
   SearchGraph g = c.compile_ngram(lm);
   if (report) {
     report->seconds = sw.seconds();

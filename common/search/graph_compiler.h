@@ -61,9 +61,25 @@ namespace gpuspeech {
 class NgramModel;
 struct TransitionMatrices;
 
+// The language weight a graph gets unless one is given, by its kind.
+// Grammars: 6.5, pocketsphinx's -lw, with which its grammar search (one
+// pass) runs. N-gram LMs: 7.5. pocketsphinx searches them at 6.5 first
+// and then rescores with the exact LM at -fwdflatlw 8.5 and -bestpathlw
+// 9.5; our one pass applies the exact LM at every word end, and 7.5 beat
+// 6.5 on a held-out development set of degraded speech, on the test set
+// and on LibriVox (docs/benchmarks.md, "The language weight by the graph's
+// kind").
+constexpr float kGrammarLanguageWeight = 6.5f;
+constexpr float kNgramLanguageWeight = 7.5f;
+// GraphCompileOptions::language_weight left to the graph's kind.
+constexpr float kLanguageWeightByKind = -1.0f;
+
 struct GraphCompileOptions {
-  // pocketsphinx's defaults (-lw, -wip, -silprob, -fillprob, -pip).
-  float language_weight = 6.5f;
+  // -lw; kLanguageWeightByKind: kNgramLanguageWeight or
+  // kGrammarLanguageWeight, as for_ngram() and for_grammar() resolve it
+  // (the compilers and the graph cache do). The rest: pocketsphinx's
+  // defaults (-wip, -silprob, -fillprob, -pip).
+  float language_weight = kLanguageWeightByKind;
   float word_insertion_penalty = 0.65f;  // a probability: -ln(wip) per word
   float silence_prob = 0.005f;
   float filler_prob = 1e-8f;
@@ -91,6 +107,11 @@ struct GraphCompileOptions {
   // Called after each stage with a one-line description (progress for long
   // builds); not part of what the graph depends on.
   std::function<void(const std::string&)> progress;
+
+  // These options with the language weight resolved for an n-gram LM or
+  // a grammar (unchanged when it was given).
+  GraphCompileOptions for_ngram() const;
+  GraphCompileOptions for_grammar() const;
 
   // Throws std::invalid_argument naming the bad field.
   void validate() const;
