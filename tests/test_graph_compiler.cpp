@@ -109,6 +109,29 @@ struct TinyFixture : public ::testing::Test {
   GraphCompileOptions opt;
 };
 
+// The language weight left to the graph's kind: 7.5 for an n-gram LM, 6.5
+// for a grammar; a weight given stays; 0 is refused, the "by kind" value
+// is not.
+TEST(GraphCompileOptions, LanguageWeightByKind) {
+  const GraphCompileOptions unset;
+  EXPECT_EQ(unset.language_weight, kLanguageWeightByKind);
+  EXPECT_NO_THROW(unset.validate());
+  EXPECT_EQ(unset.for_ngram().language_weight, 7.5f);
+  EXPECT_EQ(unset.for_grammar().language_weight, 6.5f);
+  GraphCompileOptions given;
+  given.language_weight = 9.0f;
+  EXPECT_EQ(given.for_ngram().language_weight, 9.0f);
+  EXPECT_EQ(given.for_grammar().language_weight, 9.0f);
+  EXPECT_EQ(unset.for_ngram().fingerprint(), [] {
+    GraphCompileOptions o;
+    o.language_weight = 7.5f;
+    return o.fingerprint();
+  }());
+  GraphCompileOptions zero;
+  zero.language_weight = 0.0f;
+  EXPECT_THROW(zero.validate(), std::invalid_argument);
+}
+
 TEST_F(TinyFixture, CostsOfHandWorkedPaths) {
   GraphCompileReport report;
   const SearchGraph g = compile_grammar_graph(mdef, tmats, dict, grammar, opt, &report);
@@ -587,6 +610,11 @@ TEST(EnUsGraphs, CacheByContent) {
   const GraphBuildResult third = build_search_graph(src, other);
   EXPECT_FALSE(third.from_cache);
   EXPECT_NE(third.graph.source_hash, first.graph.source_hash);
+  // A grammar's weight left to its kind and given as the kind's value are
+  // one entry.
+  GraphBuildOptions given = opt;
+  given.compile.language_weight = kGrammarLanguageWeight;
+  EXPECT_TRUE(build_search_graph(src, given).from_cache);
   {
     std::FILE* f = std::fopen(first.cache_path.c_str(), "r+b");
     ASSERT_NE(f, nullptr);
