@@ -38,7 +38,7 @@ Inputs:
   --rule NAME           JSGF rule to use (default: the first public rule)
   --fsg FILE            Sphinx FSG grammar
 
-Scores (pocketsphinx's options and defaults):
+Scores (pocketsphinx's options and defaults, but --lw 7.5 for an LM):
   --lw X                language weight (7.5 for an LM, 6.5 for a grammar)
   --wip X               word insertion penalty, a probability (0.65)
   --silprob X           silence probability (0.005)
