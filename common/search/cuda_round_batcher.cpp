@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <ctime>
 #include <map>
 #include <utility>
 
@@ -17,6 +18,12 @@
 namespace gpuspeech {
 using cuda_memory::check;
 namespace {
+int64_t realtime_ns() {
+  timespec now{};
+  clock_gettime(CLOCK_REALTIME, &now);
+  return static_cast<int64_t>(now.tv_sec) * 1000000000LL + now.tv_nsec;
+}
+
 // Blocks of the lanes kernel per multiprocessor (256 threads each). Its 94
 // registers a thread leave room for two. Compiled for 3, 4, 6 or 8 blocks
 // (80 down to 32 registers; 6 and 8 spill to the stack) it gave the same
@@ -152,6 +159,16 @@ CudaRoundBatcher::CudaRoundBatcher(int device) : device_(device) {
     check(cudaMemset(profile_.get(), 0, cuda::kLaneProfileWords * sizeof(unsigned long long)),
           "cudaMemset (lanes profile)");
   }
+  if (const char* path = std::getenv("GPUSPEECH_LANES_TIMELINE"); path != nullptr && *path != '\0' && cluster_ > 0) {
+    const int spans = env_int("GPUSPEECH_LANES_TIMELINE_SPANS", 1 << 22, 1, 1 << 26);
+    timeline_spans_.resize(static_cast<size_t>(spans));
+    timeline_count_.resize(1);
+    check(cudaMemset(timeline_count_.get(), 0, sizeof(unsigned int)), "cudaMemset (lanes timeline)");
+    check(cuda::tp_set_lanes_timeline(timeline_spans_.get(), static_cast<unsigned int>(spans),
+                                      timeline_count_.get()),
+          "tp_set_lanes_timeline");
+    timeline_path_ = path;
+  }
   // (GPUSPEECH_LANES_LOG's lines are one launch's each only with one in
   // flight; with more they mix the launches that overlapped.)
   early_ = cluster_ > 0 && env_int("GPUSPEECH_LANES_EARLY", 1, 0, 1) == 1;
@@ -203,10 +220,41 @@ CudaRoundBatcher::~CudaRoundBatcher() {
     std::lock_guard<std::mutex> lock(totals_mutex);
     add_stats(totals_of_gone, stats());
   }
+  if (!timeline_path_.empty()) write_timeline();
   for (auto& slot : slots_)
     if (slot->stream != nullptr) cudaStreamDestroy(slot->stream);
   if (launch_log_ != nullptr) std::fclose(launch_log_);
   cuda_memory::forget_error();  // errors of cleanup are not the next launch's
+}
+
+void CudaRoundBatcher::write_timeline() {
+  // (A measurement: failures here only lose the files.)
+  cudaSetDevice(device_);
+  cudaDeviceSynchronize();
+  unsigned int count = 0;
+  cudaMemcpy(&count, timeline_count_.get(), sizeof count, cudaMemcpyDeviceToHost);
+  const size_t n = std::min<size_t>(count, timeline_spans_.size());
+  std::vector<cuda::TpLaneSpan> spans(n);
+  if (n > 0) cudaMemcpy(spans.data(), timeline_spans_.get(), n * sizeof(cuda::TpLaneSpan), cudaMemcpyDeviceToHost);
+  cuda::tp_set_lanes_timeline(nullptr, 0, nullptr);
+  const std::string base = timeline_path_ + "." + std::to_string(device_);
+  if (std::FILE* f = std::fopen((base + ".spans").c_str(), "wb")) {
+    if (n > 0) std::fwrite(spans.data(), sizeof(cuda::TpLaneSpan), n, f);
+    std::fclose(f);
+  }
+  std::lock_guard<std::mutex> lock(timeline_mutex_);
+  if (std::FILE* f = std::fopen((base + ".launches").c_str(), "wb")) {
+    if (!timeline_launches_.empty())
+      std::fwrite(timeline_launches_.data(), sizeof(LaunchStamp), timeline_launches_.size(), f);
+    std::fclose(f);
+  }
+  if (std::FILE* f = std::fopen((base + ".seen").c_str(), "wb")) {
+    if (!timeline_seen_.empty()) std::fwrite(timeline_seen_.data(), sizeof(SeenStamp), timeline_seen_.size(), f);
+    std::fclose(f);
+  }
+  std::fprintf(stderr, "lanes timeline: %zu spans (%u lanes ran), %zu launches, %zu flags seen -> %s.{spans,launches,seen}\n",
+               n, count, timeline_launches_.size(), timeline_seen_.size(), base.c_str());
+  cuda_memory::forget_error();
 }
 
 void CudaRoundBatcher::run(const cuda::TpLaneRound& round) {
@@ -367,6 +415,7 @@ void CudaRoundBatcher::launch(Slot& slot, int bins) {
   // At most kMaxLanesPerLaunch lanes a launch (or GPUSPEECH_LANES_PART):
   // more run one launch after another within the step.
   const size_t all = slot.batch.size();
+  if (!timeline_path_.empty()) slot.taken_ns = realtime_ns();
   if (early_) {
     // A flag per lane of the whole batch (the slot's last launch has
     // ended: wait_lanes waited for its stream).
@@ -394,6 +443,7 @@ void CudaRoundBatcher::launch_part(Slot& slot, size_t first, size_t n, int bins)
     slot.device_rounds.resize(room);
     if (cluster_ == 0) slot.scratch.resize(cuda::tp_lanes_scratch_bytes(static_cast<int>(room)));
   }
+  const int64_t copy_ns = timeline_path_.empty() ? 0 : realtime_ns();
   std::copy(slot.batch.begin() + static_cast<std::ptrdiff_t>(first),
             slot.batch.begin() + static_cast<std::ptrdiff_t>(first + n), slot.host_rounds.get());
   check(cudaMemcpyAsync(slot.device_rounds.get(), slot.host_rounds.get(), n * sizeof(cuda::TpLaneRound),
@@ -404,6 +454,12 @@ void CudaRoundBatcher::launch_part(Slot& slot, size_t first, size_t n, int bins)
                                        slot.stream, profile_.get(),
                                        early_ ? slot.done.device() + first : nullptr, slot.serial),
           "tp_lanes_cluster_round");
+    if (!timeline_path_.empty()) {
+      const LaunchStamp stamp{reinterpret_cast<uint64_t>(slot.device_rounds.get()), slot.serial,
+                              static_cast<uint32_t>(n), slot.taken_ns, copy_ns, realtime_ns()};
+      std::lock_guard<std::mutex> lock(timeline_mutex_);
+      timeline_launches_.push_back(stamp);
+    }
     // With flags the parts run back to back on the slot's stream; the
     // launcher watches their lanes (wait_lanes).
     if (early_) return;
@@ -480,6 +536,9 @@ void CudaRoundBatcher::pipeline(size_t first_slot, size_t last_slot) {
       for (size_t i = 0; i < slot.tickets.size(); ++i) {
         Ticket* t = slot.tickets[i];
         if (t == nullptr || __atomic_load_n(done + i, __ATOMIC_ACQUIRE) != slot.serial) continue;
+        if (!timeline_path_.empty())
+          slot.seen.push_back({reinterpret_cast<uint64_t>(slot.device_rounds.get()), slot.serial,
+                               static_cast<uint32_t>(i), realtime_ns()});
         wake(t, std::string());
         slot.tickets[i] = nullptr;  // its thread owns it again
         --slot.left;
@@ -517,6 +576,11 @@ void CudaRoundBatcher::pipeline(size_t first_slot, size_t last_slot) {
       slot.busy = false;
       --busy;
       const double seconds = std::chrono::duration<double>(Clock::now() - slot.began).count();
+      if (!slot.seen.empty()) {
+        std::lock_guard<std::mutex> stamps(timeline_mutex_);
+        timeline_seen_.insert(timeline_seen_.end(), slot.seen.begin(), slot.seen.end());
+        slot.seen.clear();
+      }
       record_launch(slot, seconds, error, lock);
       lock.unlock();
     }

@@ -96,6 +96,23 @@ class CudaRoundBatcher {
   static Stats totals();
 
  private:
+  // GPUSPEECH_LANES_TIMELINE's host stamps (see timeline_path_ below).
+  // Host times are CLOCK_REALTIME, ns.
+  struct LaunchStamp {
+    uint64_t launch;   // the descriptors' device address (TpLaneSpan::launch)
+    uint32_t serial;   // TpLaneSpan::serial
+    uint32_t lanes;
+    int64_t taken_ns;   // its rounds taken from the waiting ones
+    int64_t host_ns;    // before the descriptors' copy and the launch call
+    int64_t called_ns;  // the launch call returned
+  };
+  // A lane's flag seen by the launcher (PATH.<device>.seen).
+  struct SeenStamp {
+    uint64_t launch;
+    uint32_t serial;
+    uint32_t lane;
+    int64_t host_ns;
+  };
   // A round handed in by run(), and what its thread waits for.
   // Each has its own lock: its thread sleeps on it and the launcher wakes
   // it without the batcher's lock, so a woken thread does not queue again
@@ -134,6 +151,8 @@ class CudaRoundBatcher {
     size_t left = 0;
     uint32_t idle_scans = 0;
     std::chrono::steady_clock::time_point began;
+    int64_t taken_ns = 0;  // GPUSPEECH_LANES_TIMELINE: when launch() began
+    std::vector<SeenStamp> seen;  // and the flags seen, merged when its launch ends
   };
   void launcher(Slot& slot);
   // One thread for every slot (the default with the cluster kernel and
@@ -195,6 +214,18 @@ class CudaRoundBatcher {
   // merged by maximum since the counters only grow).
   cuda_memory::DeviceArray<unsigned long long> profile_;
   std::FILE* launch_log_ = nullptr;  // GPUSPEECH_LANES_LOG
+  // GPUSPEECH_LANES_TIMELINE=PATH (cluster kernel, for measuring): every
+  // lane's span on the device (cuda::TpLaneSpan, device memory; at most
+  // GPUSPEECH_LANES_TIMELINE_SPANS of them) and every launch's host time,
+  // written to PATH.<device>.spans and PATH.<device>.launches when the
+  // batcher ends (tests/bench/lanes_timeline.py reads them).
+  std::string timeline_path_;
+  cuda_memory::DeviceArray<cuda::TpLaneSpan> timeline_spans_;
+  cuda_memory::DeviceArray<unsigned int> timeline_count_;
+  std::mutex timeline_mutex_;
+  std::vector<LaunchStamp> timeline_launches_;  // under timeline_mutex_
+  std::vector<SeenStamp> timeline_seen_;        // under timeline_mutex_
+  void write_timeline();
   // Launches in flight at once: 2 with the cluster kernel
   // (GPUSPEECH_LANES_IN_FLIGHT, 1-4); 1 with the cooperative one, whose
   // launch fills the device.

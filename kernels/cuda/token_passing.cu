@@ -1608,6 +1608,15 @@ __global__ void lanes_round_kernel(const TpLaneRound* __restrict__ rounds, int L
 // instance, so that the plain kernel carries no clock code).
 // This is the kernel's body; the kernels below (the plain one and the
 // register-capped ones) differ only in the registers a thread may use.
+// GPUSPEECH_LANES_TIMELINE (tp_set_lanes_timeline): where each lane's
+// span is logged, or null (off). One load a lane when off.
+struct LaneTimeline {
+  TpLaneSpan* spans;
+  unsigned int capacity;
+  unsigned int* count;
+};
+__device__ LaneTimeline g_lane_timeline;
+
 template <class Clock>
 __device__ __forceinline__ void lanes_cluster_round(const TpLaneRound* __restrict__ rounds,
                                                     unsigned long long* profile, unsigned int* done,
@@ -1631,6 +1640,10 @@ __device__ __forceinline__ void lanes_cluster_round(const TpLaneRound* __restric
     __syncthreads();
   }
   const TpLaneRound& r = lane;
+  // The lane's start (GPUSPEECH_LANES_TIMELINE), kept in shared memory so
+  // that no register is held across the round for it.
+  __shared__ unsigned long long span_start;
+  if (g_lane_timeline.spans != nullptr && t.rank == 0 && threadIdx.x == 0) span_start = ClusterClock::now();
   // Per lane (GPUSPEECH_LANES_PROFILE): lane time by phase, summed over
   // the lanes of every launch.
   Clock clock;
@@ -1683,6 +1696,26 @@ __device__ __forceinline__ void lanes_cluster_round(const TpLaneRound* __restric
     __syncthreads();
     if (threadIdx.x == 0)
       *reinterpret_cast<volatile unsigned int*>(done + blockIdx.x / cluster.num_blocks()) = serial;
+  }
+  // The lane's span, from its first block's start to its flag.
+  if (t.rank == 0 && threadIdx.x == 0) {
+    const LaneTimeline log = g_lane_timeline;
+    if (log.spans != nullptr) {
+      const unsigned int at = atomicAdd(log.count, 1u);
+      if (at < log.capacity) {
+        unsigned int sm;
+        asm volatile("mov.u32 %0, %%smid;" : "=r"(sm));
+        TpLaneSpan span;
+        span.start_ns = span_start;
+        span.end_ns = ClusterClock::now();
+        span.launch = reinterpret_cast<unsigned long long>(rounds);
+        span.serial = serial;
+        span.lane = blockIdx.x / cluster.num_blocks();
+        span.lanes = gridDim.x / cluster.num_blocks();
+        span.sm = sm;
+        log.spans[at] = span;
+      }
+    }
   }
 #endif
 }
@@ -1848,6 +1881,11 @@ int tp_lanes_round_blocks(int sm_count, int max_per_sm, int max_lanes) {
       per_sm < 1)
     return 0;
   return std::min(per_sm, std::max(max_per_sm, 1)) * sm_count;
+}
+
+cudaError_t tp_set_lanes_timeline(TpLaneSpan* spans, unsigned int capacity, unsigned int* count) {
+  const LaneTimeline log{spans, capacity, count};
+  return cudaMemcpyToSymbol(g_lane_timeline, &log, sizeof(log));
 }
 
 cudaError_t tp_set_emit_group(int width) {

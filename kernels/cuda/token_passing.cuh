@@ -399,6 +399,24 @@ cudaError_t tp_lanes_round(const TpLaneRound* rounds, int lanes, void* scratch, 
 cudaError_t tp_lanes_cluster_round(const TpLaneRound* rounds, int lanes, int cluster, int bins,
                                    cudaStream_t stream, unsigned long long* profile = nullptr,
                                    unsigned int* done = nullptr, unsigned int serial = 0);
+// One lane's time on the device in the cluster kernel (a measurement:
+// GPUSPEECH_LANES_TIMELINE): from its first block's start to its
+// completion flag, by the device's global timer (ns), with its launch
+// (the descriptors' device address and the launch's serial) and where it
+// ran (the first block's SM).
+struct TpLaneSpan {
+  unsigned long long start_ns;
+  unsigned long long end_ns;
+  unsigned long long launch;
+  unsigned int serial;
+  unsigned int lane;
+  unsigned int lanes;  // the launch's lanes
+  unsigned int sm;
+};
+// Every cluster-kernel lane on the current device from now on appends its
+// span to `spans` (device memory) while *count (device memory, the next
+// free index) is below `capacity`; null spans turns it off.
+cudaError_t tp_set_lanes_timeline(TpLaneSpan* spans, unsigned int capacity, unsigned int* count);
 // Threads per token in the emitting step of every kernel on the current
 // device from now on (1-32, a power of two; default 8): a measurement knob
 // (the batcher's GPUSPEECH_EMIT_GROUP); the results do not depend on it.
