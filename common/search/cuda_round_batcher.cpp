@@ -457,6 +457,7 @@ void CudaRoundBatcher::launch_part(Slot& slot, size_t first, size_t n, int bins)
     if (!timeline_path_.empty()) {
       const LaunchStamp stamp{reinterpret_cast<uint64_t>(slot.device_rounds.get()), slot.serial,
                               static_cast<uint32_t>(n), slot.taken_ns, copy_ns, realtime_ns()};
+      slot.scan_ns = stamp.called_ns;  // no flag of this launch before its call returned
       std::lock_guard<std::mutex> lock(timeline_mutex_);
       timeline_launches_.push_back(stamp);
     }
@@ -538,7 +539,7 @@ void CudaRoundBatcher::pipeline(size_t first_slot, size_t last_slot) {
         if (t == nullptr || __atomic_load_n(done + i, __ATOMIC_ACQUIRE) != slot.serial) continue;
         if (!timeline_path_.empty())
           slot.seen.push_back({reinterpret_cast<uint64_t>(slot.device_rounds.get()), slot.serial,
-                               static_cast<uint32_t>(i), realtime_ns()});
+                               static_cast<uint32_t>(i), realtime_ns(), slot.scan_ns, slot.prev_scan_ns});
         wake(t, std::string());
         slot.tickets[i] = nullptr;  // its thread owns it again
         --slot.left;
@@ -550,6 +551,10 @@ void CudaRoundBatcher::pipeline(size_t first_slot, size_t last_slot) {
     for (size_t k = first_slot; k < last_slot; ++k) {
       Slot& slot = *slots_[k];
       if (!slot.busy) continue;
+      if (!timeline_path_.empty()) {
+        slot.prev_scan_ns = slot.scan_ns;
+        slot.scan_ns = realtime_ns();
+      }
       // Asking the driver costs a lock the streams' threads also take:
       // once every lane has flagged (the launch's last blocks may still be
       // running), or every 32 scans without news (a failed launch ends

@@ -106,12 +106,17 @@ class CudaRoundBatcher {
     int64_t host_ns;    // before the descriptors' copy and the launch call
     int64_t called_ns;  // the launch call returned
   };
-  // A lane's flag seen by the launcher (PATH.<device>.seen).
+  // A lane's flag seen by the pipeline (PATH.<device>.seen). The flag
+  // appeared after the slot's previous scan and before this one, so
+  // scan_ns - prev_scan_ns bounds how late the scan found it, on the
+  // host's clock alone.
   struct SeenStamp {
     uint64_t launch;
     uint32_t serial;
     uint32_t lane;
-    int64_t host_ns;
+    int64_t host_ns;       // just before its thread was woken
+    int64_t scan_ns;       // the scan of the slot that found it began
+    int64_t prev_scan_ns;  // the slot's scan before (or its launch call's return)
   };
   // A round handed in by run(), and what its thread waits for.
   // Each has its own lock: its thread sleeps on it and the launcher wakes
@@ -152,6 +157,7 @@ class CudaRoundBatcher {
     uint32_t idle_scans = 0;
     std::chrono::steady_clock::time_point began;
     int64_t taken_ns = 0;  // GPUSPEECH_LANES_TIMELINE: when launch() began
+    int64_t scan_ns = 0, prev_scan_ns = 0;  // the pipeline's scans of the slot
     std::vector<SeenStamp> seen;  // and the flags seen, merged when its launch ends
   };
   void launcher(Slot& slot);

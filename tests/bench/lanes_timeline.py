@@ -23,7 +23,7 @@ from collections import defaultdict
 
 SPAN = struct.Struct("<QQQIIII")    # cuda::TpLaneSpan
 LAUNCH = struct.Struct("<QIIqqq")   # CudaRoundBatcher::LaunchStamp
-SEEN = struct.Struct("<QIIq")       # CudaRoundBatcher::SeenStamp
+SEEN = struct.Struct("<QIIqqq")     # CudaRoundBatcher::SeenStamp
 
 
 def read(path, layout):
@@ -151,6 +151,19 @@ def main():
         k0 = min(by_launch[key])
         if running_at.get((k0[2], k0[3], k0[4]), 999) < resident_or(resident, 92) * 2 // 3:
             a_d_free.append(v)
+    # D's bound on the host's clock: the flag appeared after the slot's
+    # previous scan, and was seen (its thread about to be woken) at seen.
+    d_max = sorted(x[3] - x[5] for x in seen if x[5] > 0)
+    gap = sorted(x[4] - x[5] for x in seen if x[5] > 0)
+    wake_order = sorted(x[3] - x[4] for x in seen)
+    if d_max:
+        print("D at most (flag seen less the slot's scan before), mean %.1f us, p50 %.1f, p90 %.1f, p99 %.1f; "
+              "scans of a slot apart when one found a flag: mean %.1f us, p50 %.1f, p90 %.1f; "
+              "scan start to the lane's wake: mean %.1f us, p90 %.1f"
+              % (sum(d_max) / len(d_max) * 1e-3, percentile(d_max, 50) * 1e-3, percentile(d_max, 90) * 1e-3,
+                 percentile(d_max, 99) * 1e-3, sum(gap) / len(gap) * 1e-3, percentile(gap, 50) * 1e-3,
+                 percentile(gap, 90) * 1e-3, sum(wake_order) / len(wake_order) * 1e-3,
+                 percentile(wake_order, 90) * 1e-3))
     for name, v in (("every lane", a_d), ("lanes of launches that started with room to spare", a_d_free)):
         v.sort()
         if v:
