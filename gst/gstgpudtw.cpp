@@ -26,6 +26,8 @@
  *   rejected (boolean)        score above the threshold, none reachable,
  *                             or (syllable-check) a syllable count none of
  *                             the word's templates has
+ *   band-limited (boolean)    (band-match) the utterance had nothing above
+ *                             4 kHz and was matched at that band
  *   template (string)         path of the best template
  *   utterance (uint)          index in the stream, from 0
  *   timestamp, duration (uint64)  where the utterance lies (stream time, ns)
@@ -46,6 +48,9 @@
  *              see docs/dtw.md)
  *   syllable-check  with reject or reject-scale: also reject a word whose
  *              syllable count none of its templates has (TRUE)
+ *   band-match  an utterance that passed through a narrow channel (8 kHz
+ *              audio resampled) is matched against templates cut at 4 kHz
+ *              (TRUE; docs/dtw.md)
  *   warps      VTLN test warps ("" = the kind's default, "1" = none)
  *   k-nearest  a word's score: mean of its k nearest templates (2)
  *   rescore    re-rank this many best words by the power mean of the local
@@ -103,6 +108,7 @@ enum {
   PROP_LIFTER,
   PROP_AVERAGING,
   PROP_SYLLABLE_CHECK,
+  PROP_BAND_MATCH,
 };
 
 /* Everything built at READY and the per-stream state. */
@@ -145,6 +151,7 @@ struct _GstGpuDtw {
   gint lifter;
   gchar *averaging;
   gboolean syllable_check;
+  gboolean band_match;
   DtwState *state;
 };
 
@@ -277,6 +284,12 @@ gst_gpu_dtw_class_init (GstGpuDtwClass * klass)
           "whose count of syllables (loudness peaks of the 300-3000 Hz band) "
           "none of the winning word's templates has (docs/dtw.md)",
           dd.syllable_check, rw));
+  g_object_class_install_property (gobject_class, PROP_BAND_MATCH,
+      g_param_spec_boolean ("band-match", "Band matching",
+          "An utterance with nothing above 4 kHz (8 kHz audio resampled, a "
+          "telephone) is matched against the templates' features cut at "
+          "4 kHz, its own the same (docs/dtw.md)",
+          gs::WordRecognizerOptions::defaults ().band_match, rw));
 
   gst_element_class_set_static_metadata (element_class,
       "DTW template matching", "Filter/Analyzer/Audio",
@@ -324,6 +337,7 @@ gst_gpu_dtw_init (GstGpuDtw * self)
   self->averaging = g_strdup (gs::to_string (gs::WordRecognizerOptions::
           defaults ().averaging));
   self->syllable_check = gs::DtwDecisionOptions ().syllable_check;
+  self->band_match = gs::WordRecognizerOptions::defaults ().band_match;
   self->state = NULL;
 }
 
@@ -379,6 +393,9 @@ gst_gpu_dtw_set_property (GObject * object, guint prop_id,
     case PROP_SYLLABLE_CHECK:
       self->syllable_check = g_value_get_boolean (value);
       break;
+    case PROP_BAND_MATCH:
+      self->band_match = g_value_get_boolean (value);
+      break;
     default:
       G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
       break;
@@ -415,6 +432,9 @@ gst_gpu_dtw_get_property (GObject * object, guint prop_id, GValue * value,
     case PROP_SYLLABLE_CHECK:
       g_value_set_boolean (value, self->syllable_check);
       break;
+    case PROP_BAND_MATCH:
+      g_value_set_boolean (value, self->band_match);
+      break;
     default:
       G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
       break;
@@ -445,6 +465,7 @@ gst_gpu_dtw_setup (GstGpuDtw * self)
   const gint rescore = self->rescore;
   const std::string averaging = self->averaging ? self->averaging : "";
   const gboolean syllable_check = self->syllable_check;
+  const gboolean band_match = self->band_match;
   GST_OBJECT_UNLOCK (self);
 
   if (templates.empty ()) {
@@ -474,6 +495,7 @@ gst_gpu_dtw_setup (GstGpuDtw * self)
     ro.decision.k_nearest = k_nearest;
     ro.decision.rescore_words = rescore;
     ro.decision.syllable_check = syllable_check != FALSE;
+    ro.band_match = band_match != FALSE;
     ro.averaging = gs::parse_template_averaging (averaging);
     if (reject > 0.0f && reject_scale > 0.0f)
       throw std::invalid_argument ("set reject (a distance) or reject-scale "
@@ -580,6 +602,7 @@ handle_segment (GstGpuDtw * self, const gs::SpeechSegment & seg)
   if (to <= from)
     return GST_FLOW_OK;
   gs::MatchDecision m;
+  gboolean band_limited = FALSE;
   try {
     /* Utterances come endpointed: no second trim. */
     const gs::WordRecognizer::Result r =
@@ -588,6 +611,7 @@ handle_segment (GstGpuDtw * self, const gs::SpeechSegment & seg)
     if (r.frames < 1)
       return GST_FLOW_OK;
     m = r.decision;
+    band_limited = r.band_limited;
   } catch (const std::exception & e) {
     GST_ELEMENT_ERROR (self, STREAM, FAILED, ("gpudtw: matching failed: %s",
             e.what ()), (NULL));
@@ -602,6 +626,7 @@ handle_segment (GstGpuDtw * self, const gs::SpeechSegment & seg)
       "runner-up", G_TYPE_STRING, m.runner_up.c_str (),
       "runner-up-distance", G_TYPE_DOUBLE, (gdouble) m.runner_up_distance,
       "rejected", G_TYPE_BOOLEAN, (gboolean) m.rejected,
+      "band-limited", G_TYPE_BOOLEAN, band_limited,
       "template", G_TYPE_STRING, m.template_index >= 0 ?
       st->recognizer->library ()[(size_t) m.
       template_index].path.c_str () : "",

@@ -44,10 +44,18 @@ if run --templates "$T/tpl" "$T"/test/t1.wav "$T"/test/t2.wav "$T"/test/t3.wav "
 else
   fail "directory of templates: status $?, got '$(cat "$T/out")': $(cat "$T/err")"
 fi
-if ls "$T/cache/dtw/"dtw-*.feat >/dev/null 2>&1 && [ "$(ls "$T/cache/dtw/" | wc -l)" -eq 4 ]; then
-  pass "one cache entry per template"
+# The test tones have nothing above 4 kHz, so band matching also made the
+# templates' features cut at 4 kHz: an entry per template and band.
+if ls "$T/cache/dtw/"dtw-*.feat >/dev/null 2>&1 && [ "$(ls "$T/cache/dtw/" | wc -l)" -eq 8 ]; then
+  pass "one cache entry per template and band"
 else
   fail "cache: $(ls -R "$T/cache" 2>&1)"
+fi
+if "$TOOL" --backend cpu --cache "$T/cache-wide" --band-match off --templates "$T/tpl" "$T/test/t1.wav" \
+     >"$T/out" 2>"$T/err" && [ "$(cat "$T/out")" = "up (t1)" ] && [ "$(ls "$T/cache-wide/dtw/" | wc -l)" -eq 4 ]; then
+  pass "--band-match off: the configured band only"
+else
+  fail "--band-match off: $(cat "$T/out") $(cat "$T/err") $(ls -R "$T/cache-wide" 2>&1)"
 fi
 run -v --templates "$T/tpl" "$T/test/t1.wav" >"$T/out" 2>"$T/err"
 if grep -q '4 from the cache' "$T/err" && grep -q 'best up .*runner-up ' "$T/err"; then

@@ -62,6 +62,7 @@ struct Result {
   std::string label;
   double distance;
   bool rejected;
+  bool band_limited;
   guint64 timestamp, duration;
 };
 
@@ -118,6 +119,9 @@ class GpuDtwTest : public ::testing::Test {
         gboolean rej = FALSE;
         gst_structure_get_boolean(s, "rejected", &rej);
         r.rejected = rej;
+        gboolean band = FALSE;
+        EXPECT_TRUE(gst_structure_get_boolean(s, "band-limited", &band));
+        r.band_limited = band;
         gst_structure_get_uint64(s, "timestamp", &r.timestamp);
         gst_structure_get_uint64(s, "duration", &r.duration);
         EXPECT_TRUE(gst_structure_has_field(s, "runner-up"));
@@ -163,6 +167,27 @@ TEST_F(GpuDtwTest, OneMessageAndTextPerWordWhateverTheChunking) {
     EXPECT_EQ(texts[0], "up");
     EXPECT_EQ(texts[1], "down");
     EXPECT_EQ(pts[0], r[0].timestamp);
+  }
+}
+
+// The chirps lie below 1.5 kHz with a faint noise floor around them: with
+// band matching on (the default) they are band-limited and matched against
+// the templates cut at 4 kHz; off, against the templates as they are. The
+// words are the same either way.
+TEST_F(GpuDtwTest, BandMatchingSaysWhichBandMatched) {
+  for (bool on : {true, false}) {
+    GstHarness* h = make(on ? "" : "band-match=false");
+    std::vector<Result> r;
+    std::vector<std::string> texts;
+    std::vector<GstClockTime> pts;
+    run(h, 4000, &r, &texts, &pts);
+    gst_harness_teardown(h);
+    SCOPED_TRACE(on ? "band-match on" : "band-match off");
+    ASSERT_EQ(r.size(), 2u);
+    EXPECT_EQ(r[0].label, "up");
+    EXPECT_EQ(r[1].label, "down");
+    EXPECT_EQ(r[0].band_limited, on);
+    EXPECT_EQ(r[1].band_limited, on);
   }
 }
 

@@ -89,6 +89,10 @@ Matching:
   --syllable-check on|off  with --reject: also reject a word whose syllable
                         count none of the chosen word's templates has
                         (default on; docs/dtw.md)
+  --band-match on|off   a test that passed through a narrow channel (8 kHz
+                        audio resampled: nothing above 4 kHz) is matched
+                        against the templates' features cut at 4 kHz, its
+                        own the same (default on; docs/dtw.md)
 
 Devices:
   --backend B           auto | cuda | opencl | cpu (default cpu): where
@@ -176,6 +180,7 @@ struct Args {
   int lifter = -1;  // -1 = the default of the feature kind
   int plp_order = 0;  // 0 = the default
   TemplateAveraging averaging = WordRecognizerOptions::defaults().averaging;
+  bool band_match = WordRecognizerOptions::defaults().band_match;
 };
 
 Args parse_args(int argc, char** argv) {
@@ -248,6 +253,10 @@ Args parse_args(int argc, char** argv) {
         const std::string v = value(i, f);
         if (v != "on" && v != "off") usage_error("--syllable-check: must be on or off");
         a.decision.syllable_check = v == "on";
+      } else if (f == "--band-match") {
+        const std::string v = value(i, f);
+        if (v != "on" && v != "off") usage_error("--band-match: must be on or off");
+        a.band_match = v == "on";
       } else if (f == "--reject-scale") {
         a.decision.reject_scale = static_cast<float>(parse_double(f, value(i, f)));
         if (!(a.decision.reject_scale > 0.0f)) usage_error("--reject-scale: must be > 0");
@@ -396,6 +405,7 @@ int run(int argc, char** argv) {
   ro.dtw = a.dtw;
   ro.decision = a.decision;
   ro.averaging = a.averaging;
+  ro.band_match = a.band_match;
   ro.engine = a.backend;
   ro.device_id = a.device_id;
   ro.threads = a.threads;
@@ -461,13 +471,13 @@ int run(int argc, char** argv) {
       std::printf("%s (%s)\n", m.rejected ? "" : m.label.c_str(), utterance_id(path).c_str());
       std::fflush(stdout);
       if (a.verbose)
-        std::fprintf(stderr, "%s: %s: best %s %.4f (%s), runner-up %s %.4f%s; %lld frames (samples %lld..%lld)\n",
+        std::fprintf(stderr, "%s: %s: best %s %.4f (%s), runner-up %s %.4f%s%s; %lld frames (samples %lld..%lld)\n",
                      kProgram, utterance_id(path).c_str(), m.label.empty() ? "-" : m.label.c_str(),
                      m.distance,
                      m.template_index >= 0 ? lib[static_cast<size_t>(m.template_index)].path.c_str() : "-",
                      m.runner_up.empty() ? "-" : m.runner_up.c_str(), m.runner_up_distance,
                      r.syllables_rejected ? ", rejected (syllables)" : m.rejected ? ", rejected" : "",
-                     static_cast<long long>(r.frames),
+                     r.band_limited ? ", band-limited" : "", static_cast<long long>(r.frames),
                      static_cast<long long>(r.kept.begin), static_cast<long long>(r.kept.end));
     } catch (const std::exception& e) {
       error(e.what());

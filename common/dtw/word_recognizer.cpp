@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "common/dtw/path_rescoring.h"
+#include "common/features/mel_filterbank.h"
 #include "common/dtw/syllable_count.h"
 #include "common/dtw/template_averaging.h"
 #include "common/dtw/template_calibration.h"
@@ -48,47 +49,84 @@ void WordRecognizerOptions::validate() const {
 
 WordRecognizer::WordRecognizer(const std::string& source, const WordRecognizerOptions& opts, Backend& backend,
                                std::vector<std::string>* log)
-    : opts_(opts) {
+    : opts_(opts), source_(source), backend_(backend) {
   opts_.validate();
-  library_ = TemplateLibrary::load(source, opts_.library, backend, log);
+  load_set(wide_, opts_.library, log);
+}
+
+void WordRecognizer::load_set(TemplateSet& set, const TemplateLibraryOptions& library,
+                              std::vector<std::string>* log) {
+  set.library = TemplateLibrary::load(source_, library, backend_, log);
   // From the recordings themselves: an average is not an independent voice.
-  threshold_ = rejection_threshold(library_, opts_.dtw, opts_.decision);
+  set.threshold = rejection_threshold(set.library, opts_.dtw, opts_.decision);
   if (opts_.averaging != TemplateAveraging::kNone) {
-    std::vector<DtwTemplate> averages = average_templates(library_, opts_.dtw);
+    std::vector<DtwTemplate> averages = average_templates(set.library, opts_.dtw);
     if (opts_.averaging == TemplateAveraging::kOnly) {
-      TemplateLibrary kept = library_.empty_copy();
-      for (const DtwTemplate& t : library_.templates()) {
+      TemplateLibrary kept = set.library.empty_copy();
+      for (const DtwTemplate& t : set.library.templates()) {
         bool averaged = false;
         for (const DtwTemplate& a : averages) averaged = averaged || a.label == t.label;
         if (!averaged) kept.add(t);
       }
-      library_ = std::move(kept);
+      set.library = std::move(kept);
     }
-    for (DtwTemplate& a : averages) library_.add(std::move(a));
+    for (DtwTemplate& a : averages) set.library.add(std::move(a));
   }
-  labels_ = library_.labels();
-  features_ = std::make_unique<DtwFeatureComputer>(opts_.library.features, backend);
-  engine_ = make_dtw_engine(opts_.engine, opts_.dtw, opts_.device_id, opts_.threads);
-  engine_->set_templates(library_.pack());
+  set.labels = set.library.labels();
+  set.features = std::make_unique<DtwFeatureComputer>(library.features, backend_);
+  set.engine = make_dtw_engine(opts_.engine, opts_.dtw, opts_.device_id, opts_.threads);
+  set.engine->set_templates(set.library.pack());
 }
 
-MatchDecision WordRecognizer::decide(const std::vector<FeatureMatrix>& warped) {
+WordRecognizer::TemplateSet* WordRecognizer::narrow_set() {
+  if (narrow_tried_) return narrow_.get();
+  narrow_tried_ = true;
+  const DtwFeatureConfig& wide = opts_.library.features;
+  if (!opts_.band_match || wide.kind == DtwFeatureKind::kSpectrum) return nullptr;
+  const float rate = wide.features.frame.sample_rate;
+  const double top = resolve_high_freq(wide.features.mel.high_freq, rate);
+  const double edge = opts_.band_limit.edge_hz;
+  if (!(edge < top)) return nullptr;
+  TemplateLibraryOptions library = opts_.library;
+  MelOptions& mel = library.features.features.mel;
+  // The VTLN knee keeps its place relative to the band's top.
+  const double knee = mel.vtln.high_cutoff > 0.0f ? mel.vtln.high_cutoff : 0.5 * rate + mel.vtln.high_cutoff;
+  mel.high_freq = static_cast<float>(edge);
+  mel.vtln.high_cutoff = static_cast<float>(knee * edge / top);
+  narrow_ = std::make_unique<TemplateSet>();
+  load_set(*narrow_, library, nullptr);
+  return narrow_.get();
+}
+
+MatchDecision WordRecognizer::decide_with(TemplateSet& set, const std::vector<FeatureMatrix>& warped) {
   std::vector<std::vector<float>> per_warp;
-  for (const FeatureMatrix& f : warped) per_warp.push_back(engine_->match(f.data.data(), f.rows));
-  MatchDecision m =
-      decide_rescored(warped, per_warp, library_.templates(), labels_, opts_.dtw, opts_.decision, threshold_);
+  for (const FeatureMatrix& f : warped) per_warp.push_back(set.engine->match(f.data.data(), f.rows));
+  MatchDecision m = decide_rescored(warped, per_warp, set.library.templates(), set.labels, opts_.dtw,
+                                    opts_.decision, set.threshold);
   last_per_warp_ = std::move(per_warp);
   return m;
 }
 
+MatchDecision WordRecognizer::decide(const std::vector<FeatureMatrix>& warped) {
+  return decide_with(wide_, warped);
+}
+
 WordRecognizer::Result WordRecognizer::recognise(const float* samples, int64_t n, bool endpointed) {
   Result r;
+  const float rate = opts_.library.features.features.frame.sample_rate;
+  TemplateSet* set = &wide_;
+  if (opts_.band_match && is_band_limited(samples, n, rate, opts_.band_limit)) {
+    if (TemplateSet* narrow = narrow_set()) {
+      set = narrow;
+      r.band_limited = true;
+    }
+  }
   std::vector<FeatureMatrix> warped;
   if (endpointed) {
     r.kept = {0, n};
-    warped = features_->compute_warped_untrimmed(samples, n);
+    warped = set->features->compute_warped_untrimmed(samples, n);
   } else {
-    warped = features_->compute_warped(samples, n, &r.kept, &r.speech_found);
+    warped = set->features->compute_warped(samples, n, &r.kept, &r.speech_found);
   }
   r.frames = warped.empty() ? 0 : warped[0].rows;
   if (r.frames < 1) {
@@ -96,10 +134,9 @@ WordRecognizer::Result WordRecognizer::recognise(const float* samples, int64_t n
     r.decision.rejected = true;
     return r;
   }
-  r.decision = decide(warped);
-  if (threshold_ > 0.0f && opts_.decision.syllable_check && !r.decision.rejected) {
-    r.syllables = count_syllables(samples + r.kept.begin, r.kept.end - r.kept.begin,
-                                  opts_.library.features.features.frame.sample_rate);
+  r.decision = decide_with(*set, warped);
+  if (set->threshold > 0.0f && opts_.decision.syllable_check && !r.decision.rejected) {
+    r.syllables = count_syllables(samples + r.kept.begin, r.kept.end - r.kept.begin, rate);
     r.decision.rejected = !syllables_fit(r.decision.label, r.syllables);
     r.syllables_rejected = r.decision.rejected;
   }
@@ -110,7 +147,7 @@ bool WordRecognizer::syllables_fit(const std::string& label, int syllables) cons
   // A word none of whose templates has a count (0: under three frames of
   // level to count in) cannot say no.
   bool known = false;
-  for (const DtwTemplate& t : library_.templates()) {
+  for (const DtwTemplate& t : wide_.library.templates()) {
     if (t.label != label || t.syllables <= 0) continue;
     if (t.syllables == syllables) return true;
     known = true;
