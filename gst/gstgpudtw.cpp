@@ -127,6 +127,7 @@ struct DtwState {
   gint64 pending_start = 0;
   guint utterance = 0;
   std::vector<float> scratch;
+  bool band_match_warned = false;
 };
 
 struct _GstGpuDtw {
@@ -612,6 +613,12 @@ handle_segment (GstGpuDtw * self, const gs::SpeechSegment & seg)
       return GST_FLOW_OK;
     m = r.decision;
     band_limited = r.band_limited;
+    if (!st->band_match_warned && !st->recognizer->band_match_error ().empty ()) {
+      st->band_match_warned = true;
+      GST_ELEMENT_WARNING (self, STREAM, FAILED,
+          ("gpudtw: band-limited utterances are matched as wide-band ones: %s",
+              st->recognizer->band_match_error ().c_str ()), (NULL));
+    }
   } catch (const std::exception & e) {
     GST_ELEMENT_ERROR (self, STREAM, FAILED, ("gpudtw: matching failed: %s",
             e.what ()), (NULL));

@@ -108,13 +108,16 @@ TEST(Warps, ParseAndValidate) {
 }
 
 // A vowel-like sound: harmonics of f0 shaped by two formants.
-std::vector<float> vowel(double f0, double f1, double f2, double seconds, int rate = 16000) {
+// Harmonics of f0 below max_hz (7 kHz: wide band; below 4 kHz: as from a
+// narrow channel), shaped by two formants.
+std::vector<float> vowel(double f0, double f1, double f2, double seconds, int rate = 16000,
+                         double max_hz = 7000.0) {
   std::vector<float> s(static_cast<size_t>(0.3 * rate), 0.0f);
   const auto n = static_cast<size_t>(seconds * rate);
   for (size_t k = 0; k < n; ++k) {
     const double t = static_cast<double>(k) / rate;
     double v = 0.0;
-    for (int h = 1; h * f0 < 7000; ++h) {
+    for (int h = 1; h * f0 < max_hz; ++h) {
       const double f = h * f0;
       const double g = 1.0 / (1.0 + std::pow((f - f1) / 120.0, 2)) + 0.5 / (1.0 + std::pow((f - f2) / 200.0, 2));
       v += g * std::sin(2 * M_PI * f * t);
@@ -229,6 +232,47 @@ TEST_F(DecisionLibraryTest, OneTemplatePerWordCannotCalibrate) {
   WordRecognizerOptions o = opts_;
   o.decision = d;
   EXPECT_THROW(WordRecognizer(dir_ + "/one", o, *cpu_), std::invalid_argument);
+}
+
+// Band matching (band_limit.h): a vowel with no harmonic above 3.6 kHz is
+// band-limited and matched against the (wide-band) templates cut at 4 kHz.
+// A cut set that cannot be made (an edge below the VTLN's lower knee)
+// leaves it to the wide set, as band matching off does, and says why.
+TEST_F(DecisionLibraryTest, BandMatchingAndItsFallBack) {
+  std::vector<float> x = vowel(150, 740, 1250, 0.4, 16000, 3600.0);
+  // Faded in and out over 30 ms: an abrupt onset is a click, whose
+  // spectrum reaches past 4 kHz.
+  const size_t begin = static_cast<size_t>(0.3 * 16000), len = static_cast<size_t>(0.4 * 16000), fade = 480;
+  for (size_t k = 0; k < fade; ++k) {
+    const float g = 0.5f - 0.5f * std::cos(static_cast<float>(M_PI) * k / fade);
+    x[begin + k] *= g;
+    x[begin + len - 1 - k] *= g;
+  }
+  const int64_t n = static_cast<int64_t>(x.size());
+  ASSERT_TRUE(is_band_limited(x.data(), n, 16000.0f));
+  WordRecognizer on(dir_ + "/two", opts_, *cpu_);
+  const WordRecognizer::Result a = on.recognise(x.data(), n);
+  EXPECT_TRUE(a.band_limited);
+  EXPECT_EQ(a.decision.label, "ah");
+  EXPECT_TRUE(on.band_match_error().empty());
+
+  WordRecognizerOptions o = opts_;
+  o.band_match = false;
+  WordRecognizer off(dir_ + "/two", o, *cpu_);
+  const WordRecognizer::Result b = off.recognise(x.data(), n);
+  EXPECT_FALSE(b.band_limited);
+  EXPECT_EQ(b.decision.label, "ah");
+  // The cut features are other numbers.
+  EXPECT_NE(a.decision.distance, b.decision.distance);
+
+  o = opts_;
+  o.band_limit.edge_hz = 150.0f;
+  WordRecognizer broken(dir_ + "/two", o, *cpu_);
+  const WordRecognizer::Result c = broken.recognise(x.data(), n);
+  EXPECT_FALSE(c.band_limited);
+  EXPECT_FALSE(broken.band_match_error().empty());
+  EXPECT_EQ(c.decision.label, b.decision.label);
+  EXPECT_EQ(c.decision.distance, b.decision.distance);
 }
 
 TEST_F(DecisionLibraryTest, AveragingAlignsToTheMedoid) {

@@ -485,6 +485,9 @@ int run(int argc, char** argv) {
     }
   }
   if (dump) std::fclose(dump);
+  if (!rec->band_match_error().empty())
+    std::fprintf(stderr, "%s: warning: band-limited files were matched as wide-band ones: %s\n", kProgram,
+                 rec->band_match_error().c_str());
   std::fprintf(stderr, "%s: %zu file(s), %d rejected, %d failed; features and DTW %.3f s against %zu templates\n", kProgram,
                a.files.size(), rejected, failed, t_match, lib.size());
   return failed ? 1 : 0;

@@ -4,10 +4,10 @@
 #include <utility>
 
 #include "common/dtw/path_rescoring.h"
-#include "common/features/mel_filterbank.h"
 #include "common/dtw/syllable_count.h"
 #include "common/dtw/template_averaging.h"
 #include "common/dtw/template_calibration.h"
+#include "common/features/mel_filterbank.h"
 
 namespace gpuspeech {
 
@@ -93,8 +93,16 @@ WordRecognizer::TemplateSet* WordRecognizer::narrow_set() {
   const double knee = mel.vtln.high_cutoff > 0.0f ? mel.vtln.high_cutoff : 0.5 * rate + mel.vtln.high_cutoff;
   mel.high_freq = static_cast<float>(edge);
   mel.vtln.high_cutoff = static_cast<float>(knee * edge / top);
-  narrow_ = std::make_unique<TemplateSet>();
-  load_set(*narrow_, library, nullptr);
+  // A set that cannot be made (say, test warps whose knees leave the
+  // narrow band) leaves band-limited tests to the wide set, as without
+  // band matching, and says why (band_match_error).
+  try {
+    auto set = std::make_unique<TemplateSet>();
+    load_set(*set, library, nullptr);
+    narrow_ = std::move(set);
+  } catch (const std::exception& e) {
+    band_match_error_ = e.what();
+  }
   return narrow_.get();
 }
 

@@ -97,6 +97,9 @@ class WordRecognizer {
   const WordRecognizerOptions& options() const { return opts_; }
   // The threshold in force for wide-band tests: 0 = none.
   float reject_threshold() const { return wide_.threshold; }
+  // Why the band-limited set could not be made (band-limited tests are
+  // then matched as wide-band ones); empty when it was, or was not needed.
+  const std::string& band_match_error() const { return band_match_error_; }
   // Every template's distance per test warp of the last decision (one list
   // per warp, in config order, templates as in the set that decided): for
   // offline analysis (--dump-distances).
@@ -126,6 +129,7 @@ class WordRecognizer {
   TemplateSet wide_;
   std::unique_ptr<TemplateSet> narrow_;
   bool narrow_tried_ = false;
+  std::string band_match_error_;
   std::vector<std::vector<float>> last_per_warp_;
 };
 
