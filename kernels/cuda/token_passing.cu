@@ -1597,6 +1597,15 @@ __global__ void lanes_round_kernel(const TpLaneRound* __restrict__ rounds, int L
 }
 
 // ---------------------------------------------------------------------------
+// GPUSPEECH_LANES_TIMELINE (tp_set_lanes_timeline): where each lane's
+// span is logged, or null (off). One load a lane when off.
+struct LaneTimeline {
+  TpLaneSpan* spans;
+  unsigned int capacity;
+  unsigned int* count;
+};
+__device__ LaneTimeline g_lane_timeline;
+
 // The batched search with a thread-block cluster per lane (stage S1 of
 // docs/search-lanes-plan.md; the batcher's choice on sm_90 devices):
 // each cluster runs its lane's round exactly as the single-stream round
@@ -1608,15 +1617,6 @@ __global__ void lanes_round_kernel(const TpLaneRound* __restrict__ rounds, int L
 // instance, so that the plain kernel carries no clock code).
 // This is the kernel's body; the kernels below (the plain one and the
 // register-capped ones) differ only in the registers a thread may use.
-// GPUSPEECH_LANES_TIMELINE (tp_set_lanes_timeline): where each lane's
-// span is logged, or null (off). One load a lane when off.
-struct LaneTimeline {
-  TpLaneSpan* spans;
-  unsigned int capacity;
-  unsigned int* count;
-};
-__device__ LaneTimeline g_lane_timeline;
-
 template <class Clock>
 __device__ __forceinline__ void lanes_cluster_round(const TpLaneRound* __restrict__ rounds,
                                                     unsigned long long* profile, unsigned int* done,
