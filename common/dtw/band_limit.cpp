@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "common/features/fft.h"
+#include "common/features/window.h"
 
 namespace gpuspeech {
 
@@ -14,9 +15,8 @@ double high_band_ratio_db(const float* samples, int64_t n, float sample_rate, co
   constexpr int kSize = 512;
   constexpr int kHop = 256;
   if (n <= 0 || !(sample_rate > 2.0f * opts.high_band_hz[1])) return 0.0;
-  const double pi = std::acos(-1.0);
   const RealFft<double> fft(kSize);
-  std::vector<double> frame(kSize), window;
+  std::vector<double> frame(kSize);
   std::vector<std::complex<double>> bins(kSize / 2 + 1);
   const double hz_per_bin = static_cast<double>(sample_rate) / kSize;
   const auto bin_of = [&](float hz) { return static_cast<int>(std::lround(hz / hz_per_bin)); };
@@ -26,8 +26,7 @@ double high_band_ratio_db(const float* samples, int64_t n, float sample_rate, co
   // the low band's power into the high band. A recording shorter than a
   // frame is one frame with a window of its own length, zero-padded.
   const int len = static_cast<int>(std::min<int64_t>(n, kSize));
-  window.resize(static_cast<size_t>(len));
-  for (int i = 0; i < len; ++i) window[i] = 0.5 - 0.5 * std::cos(2.0 * pi * (i + 0.5) / len);
+  const std::vector<double> window = make_window(WindowType::kHanning, len);
   double low = 0.0, high = 0.0;
   for (int64_t start = 0; start == 0 || start + kSize <= n; start += kHop) {
     for (int i = 0; i < kSize; ++i) frame[i] = i < len ? window[i] * samples[start + i] : 0.0;
