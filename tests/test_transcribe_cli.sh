@@ -168,6 +168,14 @@ if run --jsgf "$DATA/cards/cards.gram" --streams 1 --times "${MANY[@]}" >"$T/one
 else
   fail "--streams 3: $(diff "$T/one.trn" "$T/three.trn" | head -5) $(cat "$T/err3")"
 fi
+# --stream-nice: the streams' threads at a lower priority, the same results.
+if run --jsgf "$DATA/cards/cards.gram" --streams 3 --stream-nice 7 --times "${MANY[@]}" >"$T/nice.trn" 2>"$T/errn" &&
+   cmp -s "$T/one.trn" "$T/nice.trn" && ! grep -q warning "$T/errn"; then
+  pass "--stream-nice 7: the same 15 results, no warning"
+else
+  fail "--stream-nice 7: $(diff "$T/one.trn" "$T/nice.trn" | head -5) $(cat "$T/errn")"
+fi
+expect_error "--stream-nice 20" 2 "--stream-nice must be 0 to 19" --stream-nice 20 --jsgf "$DATA/goforward.gram" "$DATA/goforward.raw"
 # A bad file on one stream fails alone: the others go on, order kept.
 printf 'not audio' >"$T/many/bad.wav"
 run --jsgf "$DATA/cards/cards.gram" --streams 2 "${MANY[0]}" "$T/many/bad.wav" "${MANY[1]}" \

@@ -6,7 +6,7 @@
 //                          [--batched-search on|off|auto]
 //       [--device-id N] [--hmm DIR] [--dict FILE] [--lm FILE | --jsgf FILE]
 //       [--cache DIR] [--live] [--seconds S] [--block-ms 100]
-//       [--partial-ms 200] [--repeat N] FILE...
+//       [--partial-ms 200] [--repeat N] [--stream-nice N] FILE...
 //
 // Every stream is a Recognizer on the shared resources (the first loads
 // them), on its own thread. Batch (default): the FILEs, --repeat times
@@ -26,7 +26,9 @@
 // Features are computed before the clock starts (the front end is not what
 // this measures). With --device-id -1 the streams are placed over every
 // CUDA device (device_placement.h), and each device's streams, audio and
-// busy time are reported. The RESULT line is for scripts.
+// busy time are reported. --stream-nice N runs each stream's thread at
+// nice value N (common/engine/thread_priority.h). The RESULT line is for
+// scripts.
 #include "tools/bench_decode.h"
 
 #include <sys/resource.h>
@@ -46,6 +48,7 @@
 
 #include "common/backends/backend_registry.h"
 #include "common/engine/stream_maker.h"
+#include "common/engine/thread_priority.h"
 #include "common/engine/recognizer.h"
 #ifdef GPUSPEECH_HAVE_CUDA
 #include "common/search/cuda_round_batcher.h"
@@ -67,6 +70,7 @@ struct DecodeBenchOptions {
   int block_ms = 100;
   int partial_ms = 200;
   int repeat = 1;  // batch mode: the file list this many times over
+  int stream_nice = 0;  // --stream-nice: each stream's thread's nice value
   std::vector<std::string> files;
 };
 
@@ -76,7 +80,8 @@ struct DecodeBenchOptions {
                "usage: gpuspeech-bench decode [--streams N] [--backend B] [--search S] "
                "[--device-id N] [--batched-search on|off|auto] [--maxactive N] [--topn N]\n"
                "       [--hmm DIR] [--dict FILE] [--lm FILE | --jsgf FILE] [--cache DIR]\n"
-               "       [--live] [--seconds S] [--block-ms MS] [--partial-ms MS] [--repeat N] FILE...\n",
+               "       [--live] [--seconds S] [--block-ms MS] [--partial-ms MS] [--repeat N]\n"
+               "       [--stream-nice N] FILE...\n",
                error.c_str());
   std::exit(2);
 }
@@ -124,6 +129,7 @@ DecodeBenchOptions parse_decode_args(int argc, char** argv) {
     } else if (a == "--block-ms") o.block_ms = int_arg(a, value(), 10, 10000);
     else if (a == "--partial-ms") o.partial_ms = int_arg(a, value(), 10, 100000);
     else if (a == "--repeat") o.repeat = int_arg(a, value(), 1, 1000000);
+    else if (a == "--stream-nice") o.stream_nice = int_arg(a, value(), 0, 19);
     else if (!a.empty() && a[0] == '-') decode_usage("unknown option " + a);
     else o.files.push_back(a);
   }
@@ -369,6 +375,9 @@ int bench_decode(int argc, char** argv) {
   for (int k = 0; k < o.streams; ++k)
     threads.emplace_back([&, k] {
       try {
+        if (o.stream_nice > 0)
+          if (const std::string why = set_thread_nice(o.stream_nice); !why.empty())
+            throw std::runtime_error("--stream-nice: " + why);
         if (o.live) live_stream(k);
         else batch_stream(k);
       } catch (const std::exception& e) {
