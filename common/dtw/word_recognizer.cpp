@@ -78,15 +78,22 @@ void WordRecognizer::load_set(TemplateSet& set, const TemplateLibraryOptions& li
   set.engine->set_templates(set.library.pack());
 }
 
+bool WordRecognizer::narrow_set_possible() const {
+  if (!opts_.band_match || (narrow_tried_ && !narrow_)) return false;
+  const DtwFeatureConfig& wide = opts_.library.features;
+  if (wide.kind == DtwFeatureKind::kSpectrum) return false;
+  const float rate = wide.features.frame.sample_rate;
+  return opts_.band_limit.edge_hz < resolve_high_freq(wide.features.mel.high_freq, rate);
+}
+
 WordRecognizer::TemplateSet* WordRecognizer::narrow_set() {
   if (narrow_tried_) return narrow_.get();
+  if (!narrow_set_possible()) return nullptr;
   narrow_tried_ = true;
   const DtwFeatureConfig& wide = opts_.library.features;
-  if (!opts_.band_match || wide.kind == DtwFeatureKind::kSpectrum) return nullptr;
   const float rate = wide.features.frame.sample_rate;
   const double top = resolve_high_freq(wide.features.mel.high_freq, rate);
   const double edge = opts_.band_limit.edge_hz;
-  if (!(edge < top)) return nullptr;
   TemplateLibraryOptions library = opts_.library;
   MelOptions& mel = library.features.features.mel;
   // The VTLN knee keeps its place relative to the band's top.
@@ -123,7 +130,9 @@ WordRecognizer::Result WordRecognizer::recognise(const float* samples, int64_t n
   Result r;
   const float rate = opts_.library.features.features.frame.sample_rate;
   TemplateSet* set = &wide_;
-  if (opts_.band_match && is_band_limited(samples, n, rate, opts_.band_limit)) {
+  // The spectrum is looked at only while a cut set exists or may still be
+  // made: without one a band-limited test goes to the wide set anyway.
+  if (narrow_set_possible() && is_band_limited(samples, n, rate, opts_.band_limit)) {
     if (TemplateSet* narrow = narrow_set()) {
       set = narrow;
       r.band_limited = true;

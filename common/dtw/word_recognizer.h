@@ -122,6 +122,10 @@ class WordRecognizer {
   // cannot change anything (off, kind spectrum, or the edge at or above the
   // configured filterbank's top).
   TemplateSet* narrow_set();
+  // Whether a band-limited test could still go to a cut set: band matching
+  // on, a kind and an edge that allow one, and no failed attempt to make
+  // it. When not, recognise() skips the spectrum check.
+  bool narrow_set_possible() const;
 
   WordRecognizerOptions opts_;
   std::string source_;
