@@ -22,9 +22,14 @@
 #include "tests/test_backends.h"
 
 #ifdef GPUSPEECH_HAVE_CUDA
+#include <cuda_runtime.h>
+
 #include <memory>
+#include <functional>
+#include <stdexcept>
 #include <thread>
 
+#include "common/engine/fiber_pool.h"
 #include "common/search/cuda_round_batcher.h"
 #include "common/search/cuda_searcher.h"
 #endif
@@ -455,6 +460,38 @@ TEST(TokenPassingCuda, LanesInSharedLaunchesAgreeWithCpu) {
               static_cast<unsigned long long>(after.rounds - before.rounds),
               static_cast<unsigned long long>(after.launches - before.launches), after.widest);
   EXPECT_GT(after.widest, 1u);  // the streams did share launches
+  EXPECT_GT(after.rounds - before.rounds, after.launches - before.launches);
+}
+// The same streams as fibers on three worker threads (fiber_pool.h): a
+// stream waiting for its round gives its thread to the others, and is
+// resumed by the batcher instead of woken.
+TEST(TokenPassingCuda, LanesFromFibersAgreeWithCpu) {
+  if (!cuda_usable()) GTEST_SKIP() << "no usable CUDA device";
+  const char* was = std::getenv("GPUSPEECH_CUDA_BATCH");
+  const std::string saved = was != nullptr ? was : "";
+  ::setenv("GPUSPEECH_CUDA_BATCH", "1", 1);
+  const std::shared_ptr<CudaRoundBatcher> batcher = CudaRoundBatcher::for_device(0);
+  const CudaRoundBatcher::Stats before = batcher->stats();
+  constexpr int kStreams = 12;
+  std::vector<std::function<void()>> tasks;
+  for (int k = 0; k < kStreams; ++k)
+    tasks.push_back([k] {
+      if (cudaSetDevice(0) != cudaSuccess) throw std::runtime_error("cudaSetDevice");
+      if (k % 3 == 0)
+        plain_trials(900 + k, 3);
+      else
+        rescoring_trials(1100 + k, 2);
+    });
+  const std::vector<std::exception_ptr> errors = run_fibers(std::move(tasks), 3);
+  if (was != nullptr)
+    ::setenv("GPUSPEECH_CUDA_BATCH", saved.c_str(), 1);
+  else
+    ::unsetenv("GPUSPEECH_CUDA_BATCH");
+  for (int k = 0; k < kStreams; ++k) EXPECT_FALSE(errors[k]) << "stream " << k << " threw";
+  const CudaRoundBatcher::Stats after = batcher->stats();
+  std::printf("lanes from fibers: %llu rounds in %llu launches, at most %u in one\n",
+              static_cast<unsigned long long>(after.rounds - before.rounds),
+              static_cast<unsigned long long>(after.launches - before.launches), after.widest);
   EXPECT_GT(after.rounds - before.rounds, after.launches - before.launches);
 }
 #else

@@ -6,7 +6,7 @@
 //                          [--batched-search on|off|auto]
 //       [--device-id N] [--hmm DIR] [--dict FILE] [--lm FILE | --jsgf FILE]
 //       [--cache DIR] [--live] [--seconds S] [--block-ms 100]
-//       [--partial-ms 200] [--repeat N] [--stream-nice N] FILE...
+//       [--partial-ms 200] [--repeat N] [--stream-nice N] [--fibers T] FILE...
 //
 // Every stream is a Recognizer on the shared resources (the first loads
 // them), on its own thread. Batch (default): the FILEs, --repeat times
@@ -27,8 +27,11 @@
 // this measures). With --device-id -1 the streams are placed over every
 // CUDA device (device_placement.h), and each device's streams, audio and
 // busy time are reported. --stream-nice N runs each stream's thread at
-// nice value N (common/engine/thread_priority.h). The RESULT line is for
-// scripts.
+// nice value N (common/engine/thread_priority.h). --fibers T (batch mode)
+// runs the streams as fibers on T threads (common/engine/fiber_pool.h)
+// instead of a thread each; the per-stage thread CPU figures then also
+// count the other fibers that ran on a stream's thread while it waited.
+// The RESULT line is for scripts.
 #include "tools/bench_decode.h"
 
 #include <sys/resource.h>
@@ -39,6 +42,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <stdexcept>
@@ -48,6 +52,7 @@
 
 #include "common/backends/backend_registry.h"
 #include "common/engine/stream_maker.h"
+#include "common/engine/fiber_pool.h"
 #include "common/engine/thread_priority.h"
 #include "common/engine/recognizer.h"
 #ifdef GPUSPEECH_HAVE_CUDA
@@ -71,6 +76,7 @@ struct DecodeBenchOptions {
   int partial_ms = 200;
   int repeat = 1;  // batch mode: the file list this many times over
   int stream_nice = 0;  // --stream-nice: each stream's thread's nice value
+  int fibers = 0;       // --fibers T: the streams as fibers on T threads (batch mode); 0: a thread each
   std::vector<std::string> files;
 };
 
@@ -81,7 +87,7 @@ struct DecodeBenchOptions {
                "[--device-id N] [--batched-search on|off|auto] [--maxactive N] [--topn N]\n"
                "       [--hmm DIR] [--dict FILE] [--lm FILE | --jsgf FILE] [--cache DIR]\n"
                "       [--live] [--seconds S] [--block-ms MS] [--partial-ms MS] [--repeat N]\n"
-               "       [--stream-nice N] FILE...\n",
+               "       [--stream-nice N] [--fibers T] FILE...\n",
                error.c_str());
   std::exit(2);
 }
@@ -130,10 +136,12 @@ DecodeBenchOptions parse_decode_args(int argc, char** argv) {
     else if (a == "--partial-ms") o.partial_ms = int_arg(a, value(), 10, 100000);
     else if (a == "--repeat") o.repeat = int_arg(a, value(), 1, 1000000);
     else if (a == "--stream-nice") o.stream_nice = int_arg(a, value(), 0, 19);
+    else if (a == "--fibers") o.fibers = int_arg(a, value(), 1, 1024);
     else if (!a.empty() && a[0] == '-') decode_usage("unknown option " + a);
     else o.files.push_back(a);
   }
   if (o.files.empty()) decode_usage("no input files");
+  if (o.fibers > 0 && o.live) decode_usage("--fibers runs batch mode only (live streams pace themselves by sleeping)");
   try {
     o.config.batched_search = batched_search_for(o.batched_mode, o.streams);
   } catch (const std::invalid_argument& e) {
@@ -371,21 +379,27 @@ int bench_decode(int argc, char** argv) {
     busy += my_busy;
     audio += static_cast<double>(pushed) * frame_s;
   };
-  std::vector<std::thread> threads;
-  for (int k = 0; k < o.streams; ++k)
-    threads.emplace_back([&, k] {
-      try {
-        if (o.stream_nice > 0)
-          if (const std::string why = set_thread_nice(o.stream_nice); !why.empty())
-            throw std::runtime_error("--stream-nice: " + why);
-        if (o.live) live_stream(k);
-        else batch_stream(k);
-      } catch (const std::exception& e) {
-        std::lock_guard<std::mutex> lock(mutex);
-        errors.push_back("stream " + std::to_string(k) + ": " + e.what());
-      }
-    });
-  for (std::thread& t : threads) t.join();
+  const auto stream = [&](int k) {
+    try {
+      if (o.stream_nice > 0)
+        if (const std::string why = set_thread_nice(o.stream_nice); !why.empty())
+          throw std::runtime_error("--stream-nice: " + why);
+      if (o.live) live_stream(k);
+      else batch_stream(k);
+    } catch (const std::exception& e) {
+      std::lock_guard<std::mutex> lock(mutex);
+      errors.push_back("stream " + std::to_string(k) + ": " + e.what());
+    }
+  };
+  if (o.fibers > 0) {
+    std::vector<std::function<void()>> tasks;
+    for (int k = 0; k < o.streams; ++k) tasks.push_back([&stream, k] { stream(k); });
+    run_fibers(std::move(tasks), o.fibers);  // (each task catches its own)
+  } else {
+    std::vector<std::thread> threads;
+    for (int k = 0; k < o.streams; ++k) threads.emplace_back(stream, k);
+    for (std::thread& t : threads) t.join();
+  }
   const double wall = std::chrono::duration<double>(Clock::now() - t0).count();
   const double cpu = cpu_seconds() - cpu0;
   for (const std::string& e : errors) std::fprintf(stderr, "gpuspeech-bench decode: %s\n", e.c_str());

@@ -12,6 +12,7 @@
 #include <utility>
 
 #include "common/backends/backend.h"
+#include "common/engine/fiber_pool.h"
 #include "common/search/token_passing.h"
 #include "common/seconds_since.h"
 
@@ -260,6 +261,9 @@ void CudaRoundBatcher::write_timeline() {
 void CudaRoundBatcher::run(const cuda::TpLaneRound& round) {
   const auto t0 = std::chrono::steady_clock::now();
   Ticket ticket;
+  // On a fiber (common/engine/fiber_pool.h) the wait gives the thread to
+  // the worker's other streams instead of sleeping.
+  ticket.fiber = current_fiber();
   {
     std::lock_guard<std::mutex> lock(mutex_);
     if (stop_) throw BackendError("cuda search: the round batcher has stopped");
@@ -271,7 +275,9 @@ void CudaRoundBatcher::run(const cuda::TpLaneRound& round) {
   // The ticket lives here until its launcher has set `done` under the
   // ticket's lock and let it go (wake): the launcher touches no ticket
   // after that.
-  {
+  if (ticket.fiber != nullptr) {
+    suspend_fiber();
+  } else {
     std::unique_lock<std::mutex> lock(ticket.mutex);
     ticket.cv.wait(lock, [&] { return ticket.done; });
   }
@@ -294,6 +300,12 @@ void CudaRoundBatcher::wake(Ticket* t, const std::string& error) {
   // may see `done`, return and destroy the ticket, its condition variable
   // with it.
   const auto now = std::chrono::steady_clock::now();
+  if (t->fiber != nullptr) {
+    t->flagged = now;
+    t->error = error;
+    resume_fiber(t->fiber);  // from here the ticket may be gone
+    return;
+  }
   std::lock_guard<std::mutex> lock(t->mutex);
   t->flagged = now;
   t->error = error;

@@ -47,6 +47,8 @@
 
 namespace gpuspeech {
 
+class Fiber;
+
 class CudaRoundBatcher {
  public:
   // The batcher of `device`, made on first use and shared by every
@@ -126,6 +128,9 @@ class CudaRoundBatcher {
     std::mutex mutex;
     std::condition_variable cv;
     bool done = false;  // under `mutex`
+    // The waiting stream's fiber (common/engine/fiber_pool.h), or null: a
+    // fiber is resumed instead of notified.
+    Fiber* fiber = nullptr;
     std::string error;  // empty: the round ran
     // For Stats: when a launch took the round (written under mutex_) and
     // when its end was seen (under `mutex`, before `done`).
