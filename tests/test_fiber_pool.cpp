@@ -48,6 +48,7 @@ TEST(FiberPool, RunsEveryTaskOnceAndReportsErrorsPerTask) {
 TEST(FiberPool, OnlyFibersHaveAFiberToSuspend) {
   EXPECT_EQ(current_fiber(), nullptr);
   EXPECT_THROW(suspend_fiber(), std::logic_error);
+  EXPECT_THROW(yield_fiber(), std::logic_error);
   std::vector<Fiber*> seen(4, nullptr);
   std::vector<std::function<void()>> tasks;
   for (int k = 0; k < 4; ++k) tasks.push_back([&seen, k] { seen[k] = current_fiber(); });
@@ -56,6 +57,26 @@ TEST(FiberPool, OnlyFibersHaveAFiberToSuspend) {
     EXPECT_NE(seen[k], nullptr);
     for (int j = 0; j < k; ++j) EXPECT_NE(seen[j], seen[k]);
   }
+}
+
+// A fiber that yields lets the others of its thread run in turn, and goes
+// on at once when it is alone.
+TEST(FiberPool, YieldingTakesTurns) {
+  std::vector<int> order;  // one worker: no lock needed
+  std::vector<std::function<void()>> tasks;
+  for (int k = 0; k < 3; ++k)
+    tasks.push_back([&order, k] {
+      for (int i = 0; i < 3; ++i) {
+        order.push_back(k);
+        yield_fiber();
+      }
+    });
+  tasks.push_back([&order] {
+    order.push_back(9);
+  });
+  const std::vector<std::exception_ptr> errors = run_fibers(std::move(tasks), 1);
+  for (const std::exception_ptr& e : errors) EXPECT_FALSE(e);
+  EXPECT_EQ(order, (std::vector<int>{0, 1, 2, 9, 0, 1, 2, 0, 1, 2}));
 }
 
 // The batcher's shape: a fiber hands a request to a server thread and

@@ -29,6 +29,7 @@
 #include "common/backends/backend.h"
 #include "common/backends/backend_registry.h"
 #include "common/backends/argument_checks.h"
+#include "common/backends/cuda_stream_wait.h"
 #include "common/backends/spectral_bands_composition.h"
 #include "kernels/cuda/feature_kernels.cuh"
 #include "kernels/cuda/outer_products.cuh"
@@ -226,12 +227,12 @@ class CudaBackend : public Backend {
       check_cuda(cudaMemcpyAsync(dst, s + src_offset, n * sizeof(float),
                                  cudaMemcpyDeviceToHost, stream_),
                  "cudaMemcpyAsync (download)");
-    check_cuda(cudaStreamSynchronize(stream_), "cudaStreamSynchronize");
+    check_cuda(wait_for_stream(stream_), "cudaStreamSynchronize");
   }
 
   void synchronize() override {
     select_device();
-    check_cuda(cudaStreamSynchronize(stream_), "cudaStreamSynchronize");
+    check_cuda(wait_for_stream(stream_), "cudaStreamSynchronize");
   }
 
   void frame_signal(const DeviceBuffer& signal, const FramingSpec& spec,

@@ -150,6 +150,13 @@ void suspend_fiber() {
   finish_switch(f->fake_stack, &w->stack_bottom, &w->stack_size);
 }
 
+void yield_fiber() {
+  Fiber* f = t_current;
+  if (f == nullptr) throw std::logic_error("yield_fiber: not on a fiber");
+  resume_fiber(f);  // behind the fibers already ready
+  suspend_fiber();
+}
+
 void resume_fiber(Fiber* f) {
   Worker* w = f->worker;
   // Notified under the lock: once it is let go the worker may run the

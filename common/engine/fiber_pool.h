@@ -42,6 +42,11 @@ Fiber* current_fiber();
 // then goes on at its worker's next turn.
 void suspend_fiber();
 
+// Lets the worker's other ready fibers run, then goes on (at once if
+// there are none): for a fiber that polls for something, such as a CUDA
+// stream's end, instead of blocking its thread.
+void yield_fiber();
+
 // Makes `f` ready again; callable from any thread. After it returns the
 // caller must not touch what `f`'s stack holds: the fiber may already run.
 void resume_fiber(Fiber* f);

@@ -20,6 +20,7 @@
 
 #include "common/backends/backend.h"
 #include "common/backends/backend_registry.h"
+#include "common/backends/cuda_stream_wait.h"
 #include "common/search/lm_rescorer.h"
 #include "common/search/search_arithmetic.h"
 #include "common/search/cuda_memory.h"
@@ -385,7 +386,7 @@ struct CudaSearcher::Impl {
   }
   void sync() {
     const auto t0 = std::chrono::steady_clock::now();
-    check(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
+    check(wait_for_stream(stream), "cudaStreamSynchronize");
     wait_seconds += seconds_since(t0);
     records_landed = true;
     stream_pending = false;
