@@ -175,6 +175,14 @@ if run --jsgf "$DATA/cards/cards.gram" --streams 3 --stream-nice 7 --times "${MA
 else
   fail "--stream-nice 7: $(diff "$T/one.trn" "$T/nice.trn" | head -5) $(cat "$T/errn")"
 fi
+# --fibers: the streams as fibers on fewer threads, the same results.
+if run --jsgf "$DATA/cards/cards.gram" --streams 3 --fibers 2 --times "${MANY[@]}" >"$T/fib.trn" 2>"$T/errf" &&
+   cmp -s "$T/one.trn" "$T/fib.trn"; then
+  pass "--fibers 2: the same 15 results"
+else
+  fail "--fibers 2: $(diff "$T/one.trn" "$T/fib.trn" | head -5) $(cat "$T/errf")"
+fi
+expect_error "--fibers 0" 2 "--fibers must be 1 to 1024" --fibers 0 --jsgf "$DATA/goforward.gram" "$DATA/goforward.raw"
 expect_error "--stream-nice 20" 2 "--stream-nice must be 0 to 19" --stream-nice 20 --jsgf "$DATA/goforward.gram" "$DATA/goforward.raw"
 # A bad file on one stream fails alone: the others go on, order kept.
 printf 'not audio' >"$T/many/bad.wav"

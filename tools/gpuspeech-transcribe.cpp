@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <atomic>
 #include <map>
 #include <memory>
@@ -20,6 +21,7 @@
 
 #include "common/backends/backend_registry.h"
 #include "common/engine/stream_count.h"
+#include "common/engine/fiber_pool.h"
 #include "common/engine/stream_maker.h"
 #include "common/engine/thread_priority.h"
 #include "common/features/feature_pipeline.h"
@@ -159,6 +161,10 @@ Devices:
                         Results are printed in the order of the FILEs and
                         are identical whatever N. --fmllr decodes with one
                         stream.
+  --fibers T            run the streams as fibers on T threads instead of a
+                        thread each (common/engine/fiber_pool.h): a stream
+                        waiting for the batched cuda search gives its thread
+                        to the others. Same output.
   --stream-nice N       run each stream's thread at nice value N (0-19,
                         default 0: the process's own). With hundreds of
                         streams on the batched cuda search, 5-19 lets the
@@ -449,7 +455,7 @@ FileOutcome transcribe_file(Transcriber& tr, const std::string& path) {
 // result is printed as soon as every file before it has been, so the
 // output is in the order of `files` whatever the timing.
 void transcribe_files(std::vector<Transcriber>& streams, const std::vector<std::string>& files,
-                      size_t* last_stream, int stream_nice) {
+                      size_t* last_stream, int stream_nice, int fibers) {
   std::vector<FileOutcome> outcomes(files.size());
   std::vector<uint8_t> done(files.size(), 0);
   std::atomic<size_t> next{0};
@@ -486,6 +492,12 @@ void transcribe_files(std::vector<Transcriber>& streams, const std::vector<std::
       }
     }
   };
+  if (fibers > 0) {
+    std::vector<std::function<void()>> tasks;
+    for (size_t k = 0; k < streams.size(); ++k) tasks.push_back([&work, k] { work(k); });
+    run_fibers(std::move(tasks), fibers);  // (transcribe_file catches a file's errors)
+    return;
+  }
   std::vector<std::thread> threads;
   for (size_t k = 1; k < streams.size(); ++k) threads.emplace_back(work, k);
   work(0);
@@ -817,6 +829,7 @@ int run(int argc, char** argv) {
   bool fmllr_tuned = false;  // an --fmllr-* option given
   int streams_wanted = 0;    // --streams; 0 = the default
   int stream_nice = 0;       // --stream-nice
+  int fibers = 0;            // --fibers; 0 = a thread per stream
   std::string batched_mode = "auto";  // --batched-search
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
@@ -898,6 +911,9 @@ int run(int argc, char** argv) {
     } else if (a == "--streams") {
       streams_wanted = parse_int(a, value());
       if (streams_wanted < 1) usage_error("--streams must be at least 1");
+    } else if (a == "--fibers") {
+      fibers = parse_int(a, value());
+      if (fibers < 1 || fibers > 1024) usage_error("--fibers must be 1 to 1024");
     } else if (a == "--stream-nice") {
       stream_nice = parse_int(a, value());
       if (stream_nice < 0 || stream_nice > 19) usage_error("--stream-nice must be 0 to 19");
@@ -963,6 +979,8 @@ int run(int argc, char** argv) {
     usage_error("--fmllr apply needs --fmllr-dir DIR (the transforms to apply)");
   if (fmllr_mode != FmllrMode::kNone && streams_wanted > 1)
     usage_error("--fmllr decodes with one stream; --streams applies without it");
+  if (fmllr_mode != FmllrMode::kNone && fibers > 0)
+    usage_error("--fibers applies to the plain mode's streams, not to --fmllr");
   if (fmllr_mode == FmllrMode::kApply && fmllr_tuned)
     usage_error("--fmllr-min-frames, --fmllr-em-passes, --fmllr-redecode and --fmllr-update apply to --fmllr two-pass only");
 
@@ -1035,7 +1053,7 @@ int run(int argc, char** argv) {
   const auto t_decode = clock::now();
   size_t last_stream = 0;  // the stream of the last file printed
   if (fmllr_mode == FmllrMode::kNone) {
-    transcribe_files(trs, files, &last_stream, stream_nice);
+    transcribe_files(trs, files, &last_stream, stream_nice, fibers);
   } else {
     Transcriber& tr = trs[0];
     for (const Speaker& spk : speakers) {
