@@ -222,7 +222,7 @@ void print_lanes_profile(const CudaRoundBatcher::Stats& b) {
   if (launches == 0) return;
   static const char* const kNames[cuda::kLanePhases] = {
       "setup", "head", "emit-heavy", "emit-resolve", "relax", "relax-heavy", "relax-resolve",
-      "collect", "prune-histogram", "prune-cutoff", "prune-compact", "chain", "out"};
+      "collect", "rescore", "prune-histogram", "prune-cutoff", "prune-compact", "chain", "out"};
   double total_ns = 0;
   for (int k = 0; k < cuda::kLanePhases; ++k) total_ns += static_cast<double>(p[cuda::kLaneProfileNs + k]);
   // The cooperative kernel's clock is the device's (one per launch); the

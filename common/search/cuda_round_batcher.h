@@ -65,6 +65,10 @@ class CudaRoundBatcher {
   // work pending that the round reads (scores, cleared tables). Throws
   // BackendError if the launch failed.
   void run(const cuda::TpLaneRound& round);
+  // Blocks of each lane's cluster (the cluster kernel, which runs a lane's
+  // round as the single-stream round kernel does); 0: the cooperative
+  // lanes kernel runs them.
+  int cluster() const { return cluster_; }
 
   struct Stats {
     uint64_t launches = 0;

@@ -23,6 +23,7 @@
 #include "common/backends/cuda_stream_wait.h"
 #include "common/search/lm_rescorer.h"
 #include "common/search/search_arithmetic.h"
+#include "common/search/cuda_lm_rescoring.h"
 #include "common/search/cuda_memory.h"
 #include "common/search/cuda_round_batcher.h"
 #include "common/search/cuda_search_graph.h"
@@ -84,6 +85,10 @@ constexpr int kMaxCachedRoundGraphs = 32;
 // when the closure settles) a batch costs only the passes it runs, so it is
 // made large enough that continuations are rare. Even (see RoundPolicy).
 constexpr int kFusedClosurePasses = 64;
+// LM histories a stream's device table starts with (word ends rescored on
+// the device); it doubles when full, the frame run again. An utterance of
+// LibriVox reaches a few thousand distinct histories.
+constexpr uint32_t kInitialLmHistories = 1u << 12;
 
 // Batch size and pruning choice for one kind of round (emitting rounds and
 // offer rounds differ: the emitting step changes thousands of tokens, the
@@ -183,10 +188,42 @@ struct CudaSearcher::Impl {
   MappedArray<cuda::TpEvent> events;
   DeviceArray<cuda::TpEvent> event_stage;  // batched only: TpState::event_stage
   // Grows the event buffer and, for batched lanes, its device stage with it
-  // (the kernel's copy-out assumes they hold the same count).
+  // (the kernel's copy-out assumes they hold the same count); with word
+  // ends rescored on the device, the stage (which the rescoring reads) and
+  // the offers it writes.
   void resize_events(size_t n) {
     events.resize(n);
-    if (batcher) event_stage.resize(n);
+    if (batcher || lm_on_device) event_stage.resize(n);
+    if (lm_on_device) {
+      lm_offers.resize(n);
+      upload_lm();
+    }
+  }
+  // Word-end rescoring on the device (docs/search-lanes-plan.md, S8 step
+  // 5): both LMs (shared by every stream on the device), this stream's
+  // history table, the offers, and the TpLm the kernels read them through.
+  bool lm_on_device = false;
+  std::shared_ptr<const CudaLmRescoring> lm_rescoring;
+  std::unique_ptr<CudaLmHistoryTable> lm_table;
+  DeviceArray<cuda::TpLm> lm;
+  DeviceArray<cuda::TpOffer> lm_offers;
+  DeviceArray<int32_t> lm_map;  // a grown table's renaming
+  // The table's words on the host (refresh_history_words), and the host's
+  // view of both LMs for lm_end_delta.
+  bool lm_words_stale = true;
+  std::vector<int32_t> lm_full_words, lm_pruned_words, lm_lengths;
+  LmHistoryTable lm_host_table;
+  LmRescoringView lm_host_view;
+  int32_t lm_full_end = -1, lm_pruned_end = -1;
+  // A TpLm changes only when the table or the offers move.
+  void upload_lm() {
+    cuda::TpLm v;
+    v.view = lm_rescoring->view();
+    v.table = lm_table->view();
+    v.offers = lm_offers.get();
+    if (lm.size() == 0) lm.resize(1);
+    check(cudaMemcpyAsync(lm.get(), &v, sizeof(v), cudaMemcpyHostToDevice, stream), "cudaMemcpyAsync (lm)");
+    sync();  // `v` is on this stack
   }
   MappedArray<cuda::TpOffer> offers;
   std::vector<WordEndEvent> event_list;  // host scratch, kept between frames
@@ -296,12 +333,13 @@ struct CudaSearcher::Impl {
     s.counters = &counters.get()->counters;
     s.rescoring = rescoring;
     s.events = rescoring ? events.device() : nullptr;
-    s.event_stage = rescoring && batcher ? event_stage.get() : nullptr;
+    s.event_stage = rescoring && (batcher || lm_on_device) ? event_stage.get() : nullptr;
     s.event_capacity = static_cast<uint32_t>(events.size());
     s.word_ends = rescoring ? word_ends.get() : nullptr;
     s.word_end_capacity = static_cast<uint32_t>(word_ends.size());
-    s.offers = rescoring ? offers.device() : nullptr;
+    s.offers = lm_on_device ? lm_offers.get() : rescoring ? offers.device() : nullptr;
     s.chain = rescoring ? &counters.get()->chain : nullptr;
+    s.lm = lm_on_device ? lm.get() : nullptr;
     return s;
   }
   int log2_entries() const {
@@ -374,15 +412,20 @@ struct CudaSearcher::Impl {
   }
   // A fresh closure-round id, 1 .. kNoRound - 1 (round marks are reset
   // to kNoRound when ids would wrap: one 4-byte column of the entries).
-  uint32_t take_round_id() {
-    if (round_id == cuda::kNoRound - 1) {
+  uint32_t take_round_id() { return take_round_ids(1); }
+  // The first of `n` fresh ids (a frame whose word-end rounds run on the
+  // device takes one for each round it may run).
+  uint32_t take_round_ids(uint32_t n) {
+    if (round_id > cuda::kNoRound - 1 - n) {
       check(cudaMemset2DAsync(&entries.get()->round_mark, sizeof(cuda::TpEntry), 0xFF, sizeof(uint32_t),
                               entries.size(), stream),
             "cudaMemset2DAsync (round marks)");
       stream_pending = true;
       round_id = 0;
     }
-    return ++round_id;
+    const uint32_t first = round_id + 1;
+    round_id += n;
+    return first;
   }
   void sync() {
     const auto t0 = std::chrono::steady_clock::now();
@@ -416,7 +459,7 @@ struct CudaSearcher::Impl {
     return c.staging == s.staging && c.staging_capacity == s.staging_capacity &&
            c.events == s.events && c.event_stage == s.event_stage &&
            c.event_capacity == s.event_capacity &&
-           c.offers == s.offers && c.entries == s.entries;
+           c.offers == s.offers && c.entries == s.entries && c.lm == s.lm;
   }
 
   ~Impl() {
@@ -552,6 +595,32 @@ CudaSearcher::CudaSearcher(const SearchGraph& graph, const SearchOptions& option
     m.staging.resize(0);
     if (m.rescoring) m.event_stage.resize(m.events.size());
   }
+  // Word ends rescored on the device (GPUSPEECH_CUDA_RESCORE=device): with
+  // the fused round kernel or the batcher's cluster kernel, which run a
+  // round through round_run and its word-end loop (the cooperative lanes
+  // kernel has none), and an LM whose histories the device table holds.
+  if (const char* rescore_env = std::getenv("GPUSPEECH_CUDA_RESCORE");
+      m.rescoring && rescore_env != nullptr && std::string(rescore_env) == "device" && m.fused_rounds() &&
+      (!m.batcher || m.batcher->cluster() > 0) && rescorer_->history_length() <= kLmHistoryMaxWords) {
+    m.lm_on_device = true;
+    m.lm_rescoring = CudaLmRescoring::shared(*rescorer_, &graph_, device_id);
+    // GPUSPEECH_CUDA_TINY_BUFFERS=1: a table that fills and grows (tests).
+    const char* tiny = std::getenv("GPUSPEECH_CUDA_TINY_BUFFERS");
+    const bool tiny_table = tiny != nullptr && std::string(tiny) == "1";
+    m.lm_table = std::make_unique<CudaLmHistoryTable>(*m.lm_rescoring, tiny_table ? 4u : kInitialLmHistories);
+    m.event_stage.resize(m.events.size());
+    m.lm_offers.resize(m.events.size());
+    m.upload_lm();
+    LmRescoringView& v = m.lm_host_view;
+    v.full = rescorer_->full_lm().view();
+    v.pruned = rescorer_->pruned_lm().view();
+    v.full_of_graph = rescorer_->full_of_graph().data();
+    v.pruned_of_graph = rescorer_->pruned_of_graph().data();
+    v.words = rescorer_->history_length();
+    v.language_weight = rescorer_->language_weight();
+    m.lm_full_end = rescorer_->full_lm().word_id("</s>");
+    m.lm_pruned_end = rescorer_->pruned_lm().word_id("</s>");
+  }
   // Room for a frame's records from the start, so that no frame short of
   // outgrowing the staging buffer waits for a pinned allocation
   // (finish_frame grows it, once the records it holds are flushed).
@@ -570,6 +639,37 @@ CudaSearcher::~CudaSearcher() = default;
 std::string CudaSearcher::device_name() const { return impl_->device_name; }
 
 bool CudaSearcher::batched() const { return impl_->batcher != nullptr; }
+
+bool CudaSearcher::rescores_on_device() const { return impl_->lm_on_device; }
+
+void CudaSearcher::refresh_history_words() const {
+  Impl& m = *impl_;
+  if (!m.lm_words_stale) return;
+  m.lm_table->copy_words(m.stream, m.lm_full_words, m.lm_pruned_words, m.lm_lengths, m.lm_host_table);
+  m.lm_words_stale = false;
+}
+
+float CudaSearcher::history_end_delta(int32_t history) const {
+  const Impl& m = *impl_;
+  if (!m.lm_on_device) return Searcher::history_end_delta(history);
+  refresh_history_words();
+  if (history < 0 || static_cast<uint32_t>(history) >= m.lm_host_table.capacity)
+    throw std::out_of_range("cuda search: unknown LM history " + std::to_string(history));
+  return lm_end_delta(m.lm_host_view, m.lm_host_table, history, m.lm_full_end, m.lm_pruned_end);
+}
+
+std::vector<std::string> CudaSearcher::history_words(int32_t history) const {
+  const Impl& m = *impl_;
+  if (!m.lm_on_device) return Searcher::history_words(history);
+  refresh_history_words();
+  if (history < 0 || static_cast<uint32_t>(history) >= m.lm_host_table.capacity)
+    throw std::out_of_range("cuda search: unknown LM history " + std::to_string(history));
+  std::vector<std::string> out;
+  const int n = m.lm_host_table.lengths[history];
+  for (int i = 0; i < n; ++i)
+    out.push_back(rescorer_->full_lm().word(m.lm_host_table.full_words[history * kLmHistoryMaxWords + i]));
+  return out;
+}
 
 void CudaSearcher::reset() {
   Impl& m = *impl_;
@@ -599,6 +699,13 @@ void CudaSearcher::reset() {
     start = start * slots_ + static_cast<int32_t>(rescorer_->history_hash(LmRescorer::kStartHistory) %
                                                   static_cast<uint32_t>(slots_));
   m.host_frame.get()->start_state = start;
+  m.host_frame.get()->start_history = 0;
+  if (m.lm_on_device) {  // an empty table but for the start history
+    m.lm_table->reset(m.stream);
+    m.stream_pending = true;
+    m.lm_words_stale = true;
+    m.host_frame.get()->start_history = m.lm_table->start();
+  }
   run_frame(nullptr, 0, nullptr);
   started_ = true;
 }
@@ -712,7 +819,10 @@ void CudaSearcher::launch_frame(bool start) {
 
 void CudaSearcher::run_frame(const float* device_row, int32_t boundary, const float* next_row) {
   if (rescorer_ != nullptr) {
-    run_frame_rescoring(device_row, boundary, next_row);
+    if (impl_->lm_on_device)
+      run_frame_device_lm(device_row, boundary, next_row);
+    else
+      run_frame_rescoring(device_row, boundary, next_row);
     return;
   }
   Impl& m = *impl_;
@@ -825,7 +935,10 @@ void CudaSearcher::enqueue_round(RoundHead head, int passes, bool prune, int cha
   cuda::TpFrame* f = m.frame.get();
   const bool chain = chain_passes > 0;  // fused rounds only
   bool pruned_in_round = false;
-  if (head != RoundHead::kPrune) {
+  // Pruning alone is a round of no passes when it chains the next frame
+  // (word ends rescored on the device: the frame's rounds ran in the
+  // launch before).
+  if (head != RoundHead::kPrune || (chain && m.fused_rounds())) {
     // The frame's parameters (and the next frame's, if chained).
     check(cudaMemcpyAsync(m.frame.get(), m.host_frame.get(), (chain ? 2 : 1) * sizeof(cuda::TpFrame),
                           cudaMemcpyHostToDevice, m.stream),
@@ -838,12 +951,16 @@ void CudaSearcher::enqueue_round(RoundHead head, int passes, bool prune, int cha
       p.head = head == RoundHead::kEmit    ? cuda::kRoundHeadEmit
                : head == RoundHead::kOffer ? cuda::kRoundHeadOffers
                                            : cuda::kRoundHeadNone;
-      p.max_passes = passes;
+      p.max_passes = head == RoundHead::kPrune ? 0 : passes;
       p.heavy = m.has_heavy;
-      p.collect = true;
+      p.collect = head != RoundHead::kPrune;
       p.prune = prune;
       p.chain_passes = chain_passes;
       p.next = chain ? m.frame.get() + 1 : nullptr;
+      if (m.lm_on_device) {
+        p.word_end_rounds = options_.max_epsilon_passes;
+        p.pass_limit = options_.max_epsilon_passes;
+      }
       check(cuda::tp_round(g, s, f, p, m.round_blocks, options_.histogram_bins, m.stream),
             "tp_round");
       pruned_in_round = prune;
@@ -879,7 +996,7 @@ void CudaSearcher::run_lane_round(RoundHead head, int passes, bool prune, bool c
   r.graph = m.graph();
   r.state = m.state();
   r.frame = m.frame.get();
-  if (head != RoundHead::kPrune) {
+  if (head != RoundHead::kPrune || chain) {
     r.num_frames = chain ? 2 : 1;
     r.frames[0] = m.host_frame.get()[0];
     if (chain) r.frames[1] = m.host_frame.get()[1];
@@ -897,6 +1014,10 @@ void CudaSearcher::run_lane_round(RoundHead head, int passes, bool prune, bool c
   p.prune = prune;
   p.chain_passes = chain_passes;
   p.next = chain ? m.frame.get() + 1 : nullptr;
+  if (m.lm_on_device) {
+    p.word_end_rounds = options_.max_epsilon_passes;
+    p.pass_limit = options_.max_epsilon_passes;
+  }
   r.out = m.lane_out.device();
   const auto t0 = std::chrono::steady_clock::now();
   m.batcher->run(r);
@@ -1110,6 +1231,122 @@ void CudaSearcher::run_frame_rescoring(const float* device_row, int32_t boundary
   }
 
   if (chained_next) ++stats_.chained_frames;
+  finish_frame(hc, expanded, start);
+}
+
+void CudaSearcher::run_frame_device_lm(const float* device_row, int32_t boundary,
+                                       const float* next_row) {
+  Impl& m = *impl_;
+  const uint32_t expanded = m.live_count;
+  const bool start = device_row == nullptr;
+  // This frame's rounds may have run already, chained behind the previous
+  // frame's pruning (below): their counters are at hand, unpruned.
+  bool resumed = m.chained;
+  m.chained = false;
+  cuda::TpFrame& f = begin_frame(device_row, boundary);
+  const int limit = options_.max_epsilon_passes;
+  // The device's loop takes round ids f.round_id + 1 .. + limit.
+  const uint32_t ids = static_cast<uint32_t>(limit) + 1;
+  // A round's closure runs until it settles, up to the frame's whole
+  // budget (an even count, at least two: the host loop's rule).
+  const int passes = std::max(2, limit) + (std::max(2, limit) & 1);
+  const bool can_chain = next_row != nullptr && m.chain_frames && !start;
+  // The next frame's parameters for a round that chains it.
+  auto prepare_next = [&]() {
+    cuda::TpFrame& next = m.host_frame.get()[1];
+    next = f;
+    next.loglik = next_row;
+    next.boundary = boundary + 1;
+    next.first_record = 0;  // the device's: f.first_record + this frame's records
+    next.live_in = 1 - f.live_in;
+    next.round_id = m.take_round_ids(ids);
+    next.num_offers = 0;
+    next.staging_base = (1 - m.staging_parity) * m.staging_half();
+    next.record_limit = static_cast<int32_t>(
+        std::min<int64_t>(records_.capacity(), std::numeric_limits<int32_t>::max()));
+  };
+  // Runs a round that prunes (gated) and may chain the next frame; the
+  // frame's own counters come back (the chain's copy when it chained).
+  auto run_pruning_round = [&](RoundHead head, int round_passes) -> cuda::TpCounters {
+    const bool chain = can_chain;
+    if (chain) prepare_next();
+    launch_round(head, round_passes, /*prune=*/true, chain ? passes : 0);
+    m.wait_for_round();
+    cuda::TpCounters c = m.host_counters.get()->counters;
+    if (chain && m.host_counters.get()->chain.go != 0) {
+      m.chained = true;
+      m.chained_counters = c;
+      m.chained_round_id = m.host_frame.get()[1].round_id;
+      c = m.host_counters.get()->chain.prev;
+    }
+    return c;
+  };
+  cuda::TpCounters hc{};
+  for (;;) {  // attempts: a frame that outgrew a buffer runs again
+    bool rounds_only = false;  // the chained rounds ran; pruning has not
+    if (resumed) {
+      resumed = false;
+      hc = m.chained_counters;
+      f.round_id = m.chained_round_id;
+      f.num_offers = 0;
+      rounds_only = true;
+    } else {
+      f.round_id = m.take_round_ids(ids);
+      f.num_offers = 0;
+      hc = run_pruning_round(start ? RoundHead::kStart : RoundHead::kEmit, passes);
+    }
+    const int passes_run = static_cast<int>(hc.passes_run);
+    bool again = true;
+    if (hc.overflow != 0) {  // the state table overflowed
+      m.grow_tables();
+    } else if (hc.records > m.staging_half()) {  // records overflowed
+      m.grow_staging(hc.records);
+    } else if (passes_run > limit || (hc.last_changed != 0 && passes_run >= limit)) {
+      throw std::runtime_error("search: epsilon closure did not settle after " + std::to_string(limit) +
+                               " passes at frame " + std::to_string(boundary) +
+                               " (a negative-cost epsilon cycle in the graph?)");
+    } else if (hc.last_changed != 0) {  // cannot happen: a round's passes are the budget
+      throw std::logic_error("cuda search: a closure round stopped unsettled within its budget");
+    } else if (hc.events > m.events.size()) {  // events overflowed
+      Impl::Section timed(m, &m.growth_seconds);
+      m.resize_events(static_cast<size_t>(hc.events) * 2);
+    } else if (hc.history_full != 0) {  // the LM history table is full
+      Impl::Section timed(m, &m.growth_seconds);
+      m.lm_table->grow(m.stream, m.lm_map);
+      m.upload_lm();
+      // The previous frame's tokens, which the frame runs again from, by
+      // their new ids.
+      check(cuda::tp_remap_histories(m.live[m.live_in].get(), m.live_count, m.lm_map.get(), m.stream),
+            "tp_remap_histories");
+      m.sync();
+      m.lm_words_stale = true;
+    } else if (hc.events != 0) {  // the device's loop stopped with events left
+      if (hc.word_end_rounds > static_cast<uint32_t>(limit))
+        throw std::runtime_error("search: word-end rounds did not settle after " + std::to_string(limit) +
+                                 " at frame " + std::to_string(boundary));
+      throw std::length_error("search: too many word-end events in one frame (" + std::to_string(hc.events) +
+                              ")");
+    } else {
+      again = false;
+    }
+    if (!again) {
+      // The frame's rounds are done. Chained ones still need their pruning,
+      // which may chain the next frame in turn.
+      if (rounds_only) hc = run_pruning_round(RoundHead::kPrune, 0);
+      break;
+    }
+    ++stats_.frames_rerun;
+    // Undo the abandoned attempt's candidates (new tables have none); the
+    // previous frame's live list is untouched, so the rerun is exact.
+    if (!m.tables_fresh) {
+      check(cuda::tp_clear_touched(m.state(), m.blocks, m.stream), "tp_clear_touched");
+      m.stream_pending = true;
+    }
+  }
+  stats_.word_end_events += hc.word_end_events;
+  stats_.rescore_rounds += hc.word_end_rounds;
+  if (m.chained) ++stats_.chained_frames;
+  m.lm_words_stale = true;
   finish_frame(hc, expanded, start);
 }
 

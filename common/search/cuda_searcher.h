@@ -63,6 +63,13 @@ class CudaSearcher : public Searcher {
                bool = false) = delete;
   // Whether the rounds run as a lane of the device's batcher.
   bool batched() const;
+  // Whether word ends are rescored on the device, inside the rounds
+  // (docs/search-lanes-plan.md, S8 step 5), rather than by the host's
+  // rescorer between rounds. GPUSPEECH_CUDA_RESCORE=device asks for it; it
+  // needs the fused round kernel (or the batcher's cluster kernel) and an
+  // LM of order 3 or less, else the host rescores.
+  bool rescores_on_device() const;
+  std::vector<std::string> history_words(int32_t history) const override;
   ~CudaSearcher() override;
 
   const char* name() const override { return "cuda"; }
@@ -93,6 +100,13 @@ class CudaSearcher : public Searcher {
   void run_frame(const float* device_row, int32_t boundary, const float* next_row);
   // run_frame with word-end rescoring: rounds with host round trips.
   void run_frame_rescoring(const float* device_row, int32_t boundary, const float* next_row);
+  // run_frame with word-end rescoring on the device: the frame's rounds
+  // in one launch, its pruning with the next frame's rounds in the next.
+  void run_frame_device_lm(const float* device_row, int32_t boundary, const float* next_row);
+  float history_end_delta(int32_t history) const override;
+  // The device history table's words on the host (for end deltas and
+  // history_words), copied if a frame has run since the last copy.
+  void refresh_history_words() const;
   // Queues a rescoring round: head, `passes` closure passes, the word-end
   // events, (gated) pruning if `prune`, then if `chain_passes` > 0 the
   // next frame's emitting round with that many passes if this round ends

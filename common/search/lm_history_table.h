@@ -31,6 +31,10 @@ struct LmHistoryTable {
   int32_t* lengths = nullptr;          // words in the history (0..words)
   uint32_t* hashes = nullptr;          // history_hash_of(full words)
   uint32_t capacity = 0;               // a power of two
+  // Slots an insertion probes before it calls the table full (0: all). A
+  // bound keeps a crowded table from making one word end walk thousands
+  // of slots; the device's tables grow when it is reached.
+  uint32_t probe_limit = 0;
 };
 
 // What the word-end step needs besides the table: both LMs, the graph's
@@ -66,8 +70,8 @@ GPUSPEECH_HOST_DEVICE unsigned long long lm_history_cas(unsigned long long* p,
 }
 
 // The id of the history `full` / `pruned` (n words, oldest first), added
-// if new; -1 when the table is full (the caller runs the frame again with a
-// larger one). The entry's words are written by the thread that added it:
+// if new; -1 when the table is full, or probe_limit slots were taken (the
+// caller runs the frame again with a larger one). The entry's words are written by the thread that added it:
 // another thread that finds the key in the same phase gets the id but
 // must not read the entry before the next barrier (it has the words).
 GPUSPEECH_HOST_DEVICE int32_t lm_history_intern(const LmHistoryTable& t, const int32_t* full,
@@ -75,7 +79,8 @@ GPUSPEECH_HOST_DEVICE int32_t lm_history_intern(const LmHistoryTable& t, const i
   const unsigned long long key = lm_history_key(full, n);
   const uint32_t mask = t.capacity - 1;
   uint32_t slot = hash & mask;
-  for (uint32_t probe = 0; probe < t.capacity; ++probe, slot = (slot + 1) & mask) {
+  const uint32_t probes = t.probe_limit != 0 && t.probe_limit < t.capacity ? t.probe_limit : t.capacity;
+  for (uint32_t probe = 0; probe < probes; ++probe, slot = (slot + 1) & mask) {
     const unsigned long long held = lm_history_cas(t.keys + slot, 0ull, key);
     if (held == key) return static_cast<int32_t>(slot);
     if (held != 0ull) continue;

@@ -193,8 +193,15 @@ int Searcher::max_active_cutoff_bin(const std::vector<uint32_t>& histogram, int6
 float Searcher::final_total(const SearchToken& t) const {
   float c = search::add_cost(t.cost, graph_.final_cost[t.state]);
   if (rescorer_ != nullptr && search::usable_cost(c))
-    c = search::add_cost(c, rescorer_->end_delta(t.history));
+    c = search::add_cost(c, history_end_delta(t.history));
   return c;
+}
+
+float Searcher::history_end_delta(int32_t history) const { return rescorer_->end_delta(history); }
+
+std::vector<std::string> Searcher::history_words(int32_t history) const {
+  if (rescorer_ == nullptr) return {};
+  return rescorer_->history_words(history);
 }
 
 void Searcher::reset_rescorer() {

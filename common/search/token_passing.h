@@ -345,6 +345,11 @@ class Searcher {
 
   // The live tokens, in an unspecified order (tests, diagnostics).
   std::vector<SearchToken> live_tokens() { return fetch_live(); }
+  // The words of a live token's LM history (full-LM spellings, oldest
+  // first; empty without a rescorer): what a history id stands for, which
+  // is what two searchers can be compared on (the CUDA searcher's ids,
+  // with word ends rescored on the device, are its own table's).
+  virtual std::vector<std::string> history_words(int32_t history) const;
 
   // The senones the next frame can score: those on the emitting arcs that
   // leave live states, sorted, each once. A scorer that evaluates only
@@ -389,6 +394,10 @@ class Searcher {
   void reset_rescorer();
   // A token's total for best/n-best: cost + final cost (+ end delta).
   float final_total(const SearchToken& t) const;
+  // The sentence end's correction after LM history `history`
+  // (LmRescorer::end_delta); a searcher whose history ids are not the
+  // rescorer's answers for its own.
+  virtual float history_end_delta(int32_t history) const;
   // rescore_word_ends' scratch: ((source, arc) key, event index), and the
   // sort's working space.
   std::vector<std::pair<uint64_t, uint32_t>> sort_scratch_, sort_scratch_spare_;

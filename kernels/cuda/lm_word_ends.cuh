@@ -18,6 +18,13 @@ namespace cuda {
 cudaError_t lm_history_reset(const LmHistoryTable& table, int length, int32_t full, int32_t pruned,
                              cudaStream_t stream);
 
+// Empties `to` (a larger table) and adds every history of `from` to it:
+// map[i] = the new id of old id i (-1 for a free slot of `from`, and
+// where `to` could not take it, each such counted in *failed, device
+// memory). Asynchronous on `stream`.
+cudaError_t lm_history_rehash(const LmHistoryTable& from, const LmHistoryTable& to, int32_t* map,
+                              unsigned int* failed, cudaStream_t stream);
+
 // out[q] = lm_word_end(rescoring, table, histories[q], words[q]) for q < n,
 // all in one launch (one phase: every history named must have been added
 // by an earlier launch). Asynchronous on `stream`.

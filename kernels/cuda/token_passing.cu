@@ -264,6 +264,9 @@ __device__ __forceinline__ void reset_counters(TpCounters* c, const TpFrame& f) 
   c->last_changed = 0;
   begin_round_collection(c);
   c->overflow = 0;
+  c->word_end_rounds = 0;
+  c->word_end_events = 0;
+  c->history_full = 0;
 }
 
 // Winner e (at a state with these flags) changed in this round. Its round
@@ -294,7 +297,7 @@ __device__ __forceinline__ void start_token(const TpState& s, const TpFrame& f) 
   s.entries[e].best = pack_candidate(0.0f, kNoArc);
   s.entries[e].record = -1;
   if (s.rescoring) {
-    s.entries[e].hist = 0;
+    s.entries[e].hist = f.start_history;
     // The graph is not at hand here: the start token joins the word-end
     // list whatever its state (the collection skips states without a
     // word arc).
@@ -307,7 +310,7 @@ __device__ __forceinline__ void start_token(const TpState& s, const TpFrame& f) 
   t.state = e;
   t.cost = 0.0f;
   t.record = -1;
-  t.hist = 0;
+  t.hist = s.rescoring ? f.start_history : 0;
   s.changed[0][0] = t;
   s.counters->touched = 1;
   s.counters->changed[0] = 1;
@@ -977,6 +980,10 @@ struct ClusterClock {
   }
 };
 
+// Events whose (source, arc) keys fit in a block's shared memory (16 KiB)
+// for ordering them: place_events and the device's word-end rescoring.
+constexpr uint32_t kPlacedEvents = 2048;
+
 // `grid` is whatever barrier spans the blocks of the Team: the whole grid
 // (cg::grid_group) or, for the cluster lanes kernel, one cluster.
 template <class Barrier, class Clock>
@@ -1021,6 +1028,113 @@ __device__ __forceinline__ void round_body(const Barrier& grid, const Team& t, c
   if (collect) collect_events_phase(t, g, s, f);
 }
 
+// Word-end rescoring on the device (TpState::lm; docs/search-lanes-plan.md,
+// S8 step 5), the host's Searcher::rescore_word_ends for one round's n
+// staged events: each event's offer (lm_word_end: two trie walks and a
+// probe of the stream's history table; word_end_offer) at its place in
+// (source, arc) order, so that offer i's tie-break (num_arcs + i) is the
+// host's. The team's warps take the events 32 at a time: each lane
+// rescores one, then the warp places the 32 in turn, its lanes counting
+// the smaller keys in stripes (as place_events does) and the event's own
+// lane storing the offer. `keys`: the block's shared memory for
+// kPlacedEvents keys; a round with more counts over the staged events in
+// global memory, slower and the same. A history the table cannot take
+// raises counters->history_full (the round's offers are then not used).
+__device__ __forceinline__ void rescore_events_phase(const Team& t, const TpGraph& g, const TpState& s,
+                                                     uint32_t n, unsigned long long* keys) {
+  const TpEvent* ev = s.event_stage;
+  const bool shared_keys = n <= kPlacedEvents;  // the same for every thread
+  if (shared_keys) {
+    for (uint32_t i = threadIdx.x; i < n; i += blockDim.x) keys[i] = word_end_event_key(ev[i].source, ev[i].arc);
+    __syncthreads();
+  }
+  const TpLm& lm = *s.lm;
+  const uint32_t lane = threadIdx.x & 31u;
+  const uint32_t warps = (blockDim.x >> 5) * t.size;
+  // base is the same for the whole warp, so all its lanes reach the
+  // shuffles and reductions.
+  for (uint32_t base = ((threadIdx.x >> 5) * t.size + t.rank) * 32u; base < n; base += warps * 32u) {
+    const uint32_t i = base + lane;
+    unsigned long long key = 0;
+    TpOffer o{};
+    if (i < n) {
+      const TpEvent e = ev[i];
+      key = word_end_event_key(e.source, e.arc);
+      const LmWordEnd we = lm_word_end(lm.view, lm.table, e.hist, e.word);
+      if (we.history < 0) atomicOr(&s.counters->history_full, 1u);
+      const WordEndOfferFields f = word_end_offer(e.dest, e.cost, e.word, e.record, we, g.slots);
+      o.dest = f.dest;
+      o.cost = f.cost;
+      o.word = f.word;
+      o.record = f.record;
+      o.hist = f.history;
+    }
+    const uint32_t m = n - base < 32u ? n - base : 32u;
+    for (uint32_t j = 0; j < m; ++j) {
+      const unsigned long long kj = __shfl_sync(0xffffffffu, key, static_cast<int>(j));
+      uint32_t smaller = 0;
+      if (shared_keys) {
+        for (uint32_t q = lane; q < n; q += 32) smaller += keys[q] < kj ? 1u : 0u;
+      } else {
+        for (uint32_t q = lane; q < n; q += 32)
+          smaller += word_end_event_key(ev[q].source, ev[q].arc) < kj ? 1u : 0u;
+      }
+      const uint32_t place = __reduce_add_sync(0xffffffffu, smaller);
+      if (lane == j) lm.offers[place] = o;
+    }
+  }
+}
+
+__device__ __forceinline__ uint32_t volatile_counter(const uint32_t* p) {
+  return *static_cast<volatile const uint32_t*>(p);
+}
+
+// The frame's word-end loop in the launch (TpRoundParams::word_end_rounds
+// says when it runs and when it stops), after a round body that collected
+// its events: rescore, barrier, then the offers' closure round (its head,
+// passes and collection, as the host's kRoundHeadOffers round runs them),
+// until a collection finds no events. Every thread reads the same counters
+// after the same barrier, so all leave together. Ends after a barrier.
+template <class Barrier, class Clock>
+__device__ __forceinline__ void word_end_loop(const Barrier& grid, const Team& t, const TpGraph& g,
+                                              const TpState& s, const TpFrame& f, const TpRoundParams& p,
+                                              unsigned long long* keys, Clock& clock) {
+  TpCounters* c = s.counters;
+  TpFrame rf = f;
+  for (int round = 1;; ++round) {
+    grid.sync();  // the collection is complete
+    clock.lap(kLanePhaseCollect);
+    const uint32_t n = volatile_counter(&c->events);
+    if (n == 0 || n > s.event_capacity) return;
+    if (volatile_counter(&c->last_changed) != 0 || volatile_counter(&c->overflow) != 0 ||
+        volatile_counter(&c->records) > s.staging_capacity ||
+        volatile_counter(&c->passes_run) > static_cast<uint32_t>(p.pass_limit))
+      return;
+    if (round > p.word_end_rounds || static_cast<uint64_t>(g.num_arcs) + n >= kNoArc) {
+      if (t.rank == 0 && threadIdx.x == 0) c->word_end_rounds = static_cast<uint32_t>(round);
+      return;  // the host reports it, as its own loop would
+    }
+    rescore_events_phase(t, g, s, n, keys);
+    if (t.rank == 0 && threadIdx.x == 0) {
+      c->word_end_rounds = static_cast<uint32_t>(round);
+      c->word_end_events += n;
+    }
+    grid.sync();  // the offers are written; history_full is final
+    clock.lap(kLanePhaseRescore);
+    if (volatile_counter(&c->history_full) != 0) return;
+    rf.round_id = f.round_id + static_cast<uint32_t>(round);
+    rf.num_offers = n;
+    const int run = static_cast<int>(volatile_counter(&c->passes_run));
+    int passes = p.pass_limit - run > 2 ? p.pass_limit - run : 2;
+    passes += passes & 1;
+    round_body(grid, t, g, s, rf, kRoundHeadOffers, passes, p.heavy, /*collect=*/true, clock);
+  }
+}
+
+__device__ __forceinline__ bool rescores_on_device(const TpState& s, const TpRoundParams& p, bool collect) {
+  return s.lm != nullptr && collect && p.word_end_rounds > 0;
+}
+
 // A round: the body above, then with `prune` (rescoring), as tp_prune
 // with `gated` does, the pruning step as four phases when the round ended
 // its frame; with chain_passes > 0 also the next frame (tp_round in
@@ -1032,11 +1146,13 @@ __device__ __forceinline__ void round_body(const Barrier& grid, const Team& t, c
 template <class Barrier, class Clock>
 __device__ __forceinline__ void round_run(const Barrier& grid, const Team& t, const TpGraph& g,
                                           const TpState& s, TpFrame* fp, const TpRoundParams& p,
-                                          uint32_t* block_hist, Clock& clock) {
+                                          uint32_t* block_hist, unsigned long long* event_keys,
+                                          Clock& clock) {
   const bool chain = p.chain_passes > 0;
   if (chain && t.rank == 0 && threadIdx.x == 0) s.chain->go = 0;  // read after barriers
   const TpFrame f = load_frame_written(fp);
   round_body(grid, t, g, s, f, p.head, p.max_passes, p.heavy, p.collect, clock);
+  if (rescores_on_device(s, p, p.collect)) word_end_loop(grid, t, g, s, f, p, event_keys, clock);
   if (!p.prune) return;
   grid.sync();  // the events are collected
   clock.lap(kLanePhaseCollect);
@@ -1071,13 +1187,15 @@ __device__ __forceinline__ void round_run(const Barrier& grid, const Team& t, co
   grid.sync();
   clock.lap(kLanePhaseChain);
   round_body(grid, t, g, s, nf, kRoundHeadEmit, p.chain_passes, p.heavy, /*collect=*/true, clock);
+  if (rescores_on_device(s, p, true)) word_end_loop(grid, t, g, s, nf, p, event_keys, clock);
 }
 
 // The cooperative round kernel: one stream's round over the whole grid.
 __global__ void round_kernel(TpGraph g, TpState s, TpFrame* fp, TpRoundParams p) {
   extern __shared__ uint32_t block_hist[];
+  __shared__ unsigned long long event_keys[kPlacedEvents];  // word ends rescored on the device
   NoClock clock;
-  round_run(cg::this_grid(), grid_team(), g, s, fp, p, block_hist, clock);
+  round_run(cg::this_grid(), grid_team(), g, s, fp, p, block_hist, event_keys, clock);
 }
 
 // ---------------------------------------------------------------------------
@@ -1458,8 +1576,7 @@ __device__ __forceinline__ void lane_round_begin(const TpLaneRound& r) {
 // (the keys are distinct, one event per table entry and word arc, so the
 // places are a permutation and the order is the host's). Up to
 // kPlacedEvents events; a round with more is copied as it came and the
-// host sorts it (it checks the order either way).
-constexpr uint32_t kPlacedEvents = 2048;
+// host sorts it (it checks the order either way). (kPlacedEvents, above.)
 
 // Stores the lane's n staged events at their places in the mapped buffer
 // the host reads; `keys` is the block's shared memory for kPlacedEvents.
@@ -1658,10 +1775,13 @@ __device__ __forceinline__ void lanes_cluster_round(const TpLaneRound* __restric
   if (t.rank == 0) lane_round_begin(r);
   cluster.sync();
   clock.lap(kLanePhaseSetup);
+  // The round's events' keys, for their order: the device's rescoring
+  // (in the round) and place_events (after it).
+  __shared__ unsigned long long event_keys[kPlacedEvents];
   if (r.run_round) {
     TpRoundParams p = r.params;
     p.next = r.frame + 1;  // the chained frame's parameters, copied above
-    round_run(cluster, t, r.graph, r.state, r.frame, p, block_hist, clock);
+    round_run(cluster, t, r.graph, r.state, r.frame, p, block_hist, event_keys, clock);
   }
   // With a completion flag the lane's stream goes on (and its next round
   // may start in another launch) while this launch still runs: every
@@ -1672,7 +1792,6 @@ __device__ __forceinline__ void lanes_cluster_round(const TpLaneRound* __restric
   // with what follows it is counted as "out".
   // The events in the host's order, by every block (the count, read after
   // the barrier, is the same for all, and so is the decision).
-  __shared__ unsigned long long event_keys[kPlacedEvents];
   const uint32_t events = lane_events_out(r.state);
   const bool placed = events > 1 && events <= kPlacedEvents;
   if (placed) {
@@ -1759,6 +1878,11 @@ ClusterRoundKernel cluster_round_kernel(bool profiled) {
   }
 }
 
+__global__ void remap_histories_kernel(TpToken* tokens, uint32_t n, const int32_t* __restrict__ map) {
+  for (uint32_t i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x)
+    tokens[i].hist = map[tokens[i].hist];
+}
+
 __global__ void clear_touched_kernel(TpState s) {
   const uint32_t n = s.counters->touched;
   for (uint32_t i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {
@@ -1785,6 +1909,13 @@ cudaError_t tp_offer_events(const TpGraph& g, const TpState& s, const TpFrame* f
 
 cudaError_t tp_clear_touched(const TpState& s, int blocks, cudaStream_t stream) {
   clear_touched_kernel<<<blocks, kThreads, 0, stream>>>(s);
+  return cudaGetLastError();
+}
+
+cudaError_t tp_remap_histories(TpToken* tokens, uint32_t n, const int32_t* map, cudaStream_t stream) {
+  if (n == 0) return cudaSuccess;
+  const uint32_t blocks = std::min<uint32_t>((n + kThreads - 1) / kThreads, 1024u);
+  remap_histories_kernel<<<blocks, kThreads, 0, stream>>>(tokens, n, map);
   return cudaGetLastError();
 }
 

@@ -52,6 +52,8 @@
 
 #include <cstdint>
 
+#include "common/search/lm_history_table.h"
+
 namespace gpuspeech {
 namespace cuda {
 
@@ -131,6 +133,18 @@ struct TpOffer {
   int32_t hist;
 };
 
+// Word-end rescoring on the device (docs/search-lanes-plan.md, S8 step 5):
+// what a stream's rounds rescore with, in device memory. Both LMs and the
+// graph words' ids (shared by every stream on the device), the stream's
+// history table (its ids are the tokens' histories), and the offers the
+// rescoring writes and the next closure round reads (TpState::offers
+// points to the same array).
+struct TpLm {
+  LmRescoringView view;
+  LmHistoryTable table;
+  TpOffer* offers;  // event_capacity of them
+};
+
 struct TpRecord {
   int32_t word;
   int32_t frame;
@@ -164,6 +178,10 @@ struct TpCounters {
   uint32_t word_ends;      // entries in the round's word-end list; above
                            // capacity, the collection walks every touched entry
   uint32_t overflow;       // non-zero: the state table filled past table_limit
+  // Word-end rescoring on the device (TpState::lm) only:
+  uint32_t word_end_rounds;  // the frame's rounds that found events (rescored on the device)
+  uint32_t word_end_events;  // events rescored on the device this frame
+  uint32_t history_full;     // non-zero: the history table could not take a history
 };
 
 // A frame chained to the end of the previous one (tp_round with
@@ -248,6 +266,10 @@ struct TpState {
   uint32_t word_end_capacity;
   const TpOffer* offers;
   TpChain* chain;  // the outcome of tp_round's chaining (rescoring only)
+  // Word-end rescoring on the device (device memory), or null: the host
+  // rescores. With it the word-end step loops inside the round (tp_round,
+  // TpRoundParams::word_end_rounds), and event_stage holds the events.
+  const TpLm* lm;
 };
 
 // Per-frame parameters, in device memory: the host writes them before each
@@ -267,6 +289,7 @@ struct TpFrame {
   uint32_t round_id;     // rescoring: id of the closure round being run
   uint32_t num_offers;   // rescoring: offers of this round's word-end step
   int32_t start_state;   // the start frame's token (virtual state)
+  int32_t start_history;  // and its LM history (0, or the device table's start id)
   uint32_t staging_base;  // this frame's half of the staging buffer
   // Chained frames only: records a frame may begin at before the host must
   // collect garbage (the store's capacity); at or past it no frame chains.
@@ -317,6 +340,20 @@ struct TpRoundParams {
   bool prune = false;
   int chain_passes = 0;
   const TpFrame* next = nullptr;  // with chain_passes: the next frame's parameters
+  // Word-end rescoring on the device (TpState::lm set, collect): after the
+  // collection, while it found events and at most word_end_rounds times,
+  // the events are put in (source, arc) order, rescored (lm_word_end) and
+  // offered, and a closure round with ids round_id + 1, + 2, ... follows,
+  // of max(2, pass_limit - passes run) passes rounded up to even, its
+  // events collected again: what the host's loop in run_frame_rescoring
+  // does, in the launch. It stops with events left (pruning then held
+  // back) when a round's closure is unsettled or has run past pass_limit,
+  // a buffer overflowed, the history table is full (counters->
+  // history_full), there are word_end_rounds rounds with events, or the
+  // events would make offer indices reach kNoArc; the host reads which.
+  // The host hands a frame word_end_rounds + 1 round ids.
+  int word_end_rounds = 0;
+  int pass_limit = 0;
 };
 cudaError_t tp_round(const TpGraph& g, const TpState& s, TpFrame* f, const TpRoundParams& p,
                      int blocks, int bins, cudaStream_t stream);
@@ -365,6 +402,7 @@ enum TpLanePhase {
   kLanePhaseRelaxHeavy,     // its heavy tokens
   kLanePhaseRelaxResolve,   // its winners
   kLanePhaseCollect,        // word-end events
+  kLanePhaseRescore,        // word ends rescored on the device (TpLm), each round's
   kLanePhasePruneHistogram, // the histogram
   kLanePhasePruneCutoff,    // the max-active cutoff, a block a lane
   kLanePhasePruneCompact,   // the next live list, tables freed
@@ -466,6 +504,9 @@ cudaError_t tp_offer_events(const TpGraph& g, const TpState& s, const TpFrame* f
                             cudaStream_t stream);
 // Frees every touched entry (a frame abandoned before pruning).
 cudaError_t tp_clear_touched(const TpState& s, int blocks, cudaStream_t stream);
+// The histories of `n` tokens renamed: tokens[i].hist = map[tokens[i].hist]
+// (a history table grown, lm_history_rehash).
+cudaError_t tp_remap_histories(TpToken* tokens, uint32_t n, const int32_t* map, cudaStream_t stream);
 
 }  // namespace cuda
 }  // namespace gpuspeech
