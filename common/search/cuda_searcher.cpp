@@ -416,6 +416,15 @@ struct CudaSearcher::Impl {
   // The first of `n` fresh ids (a frame whose word-end rounds run on the
   // device takes one for each round it may run).
   uint32_t take_round_ids(uint32_t n) {
+    reserve_round_ids(n);
+    const uint32_t first = round_id + 1;
+    round_id += n;
+    return first;
+  }
+  // Room for `n` more ids without a wrap, the marks reset first if not:
+  // ids taken together then come from one run between two resets, so no
+  // round runs with an id from before a reset after it.
+  void reserve_round_ids(uint32_t n) {
     if (round_id > cuda::kNoRound - 1 - n) {
       check(cudaMemset2DAsync(&entries.get()->round_mark, sizeof(cuda::TpEntry), 0xFF, sizeof(uint32_t),
                               entries.size(), stream),
@@ -423,9 +432,6 @@ struct CudaSearcher::Impl {
       stream_pending = true;
       round_id = 0;
     }
-    const uint32_t first = round_id + 1;
-    round_id += n;
-    return first;
   }
   void sync() {
     const auto t0 = std::chrono::steady_clock::now();
@@ -1291,6 +1297,7 @@ void CudaSearcher::run_frame_device_lm(const float* device_row, int32_t boundary
       f.num_offers = 0;
       rounds_only = true;
     } else {
+      m.reserve_round_ids(2 * ids);  // this frame's and a chained frame's
       f.round_id = m.take_round_ids(ids);
       f.num_offers = 0;
       hc = run_pruning_round(start ? RoundHead::kStart : RoundHead::kEmit, passes);

@@ -1037,13 +1037,13 @@ __device__ __forceinline__ void round_body(const Barrier& grid, const Team& t, c
 // rescores one, then the warp places the 32 in turn, its lanes counting
 // the smaller keys in stripes (as place_events does) and the event's own
 // lane storing the offer. `keys`: the block's shared memory for
-// kPlacedEvents keys; a round with more counts over the staged events in
-// global memory, slower and the same. A history the table cannot take
+// kPlacedEvents keys, or null; a round with more (or without them) counts
+// over the staged events in global memory, slower and the same. A history the table cannot take
 // raises counters->history_full (the round's offers are then not used).
 __device__ __forceinline__ void rescore_events_phase(const Team& t, const TpGraph& g, const TpState& s,
                                                      uint32_t n, unsigned long long* keys) {
   const TpEvent* ev = s.event_stage;
-  const bool shared_keys = n <= kPlacedEvents;  // the same for every thread
+  const bool shared_keys = keys != nullptr && n <= kPlacedEvents;  // the same for every thread
   if (shared_keys) {
     for (uint32_t i = threadIdx.x; i < n; i += blockDim.x) keys[i] = word_end_event_key(ev[i].source, ev[i].arc);
     __syncthreads();
@@ -1191,11 +1191,13 @@ __device__ __forceinline__ void round_run(const Barrier& grid, const Team& t, co
 }
 
 // The cooperative round kernel: one stream's round over the whole grid.
+// (Word ends rescored on the device order their events by keys in global
+// memory here: 16 KiB of keys in shared memory beside the largest
+// histogram would pass the 48 KiB a block gets without asking.)
 __global__ void round_kernel(TpGraph g, TpState s, TpFrame* fp, TpRoundParams p) {
   extern __shared__ uint32_t block_hist[];
-  __shared__ unsigned long long event_keys[kPlacedEvents];  // word ends rescored on the device
   NoClock clock;
-  round_run(cg::this_grid(), grid_team(), g, s, fp, p, block_hist, event_keys, clock);
+  round_run(cg::this_grid(), grid_team(), g, s, fp, p, block_hist, /*event_keys=*/nullptr, clock);
 }
 
 // ---------------------------------------------------------------------------
