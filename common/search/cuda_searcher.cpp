@@ -89,6 +89,10 @@ constexpr int kFusedClosurePasses = 64;
 // the device); it doubles when full, the frame run again. An utterance of
 // LibriVox reaches a few thousand distinct histories.
 constexpr uint32_t kInitialLmHistories = 1u << 12;
+// log2 of the word-end memo's entries (TpLm): a frame asks for a few
+// hundred (history, word) pairs, most of them the last frame's, so 4 096
+// entries (64 KiB a stream) rarely collide.
+constexpr int kLmMemoBits = 12;
 
 // Batch size and pruning choice for one kind of round (emitting rounds and
 // offer rounds differ: the emitting step changes thousands of tokens, the
@@ -196,6 +200,8 @@ struct CudaSearcher::Impl {
     if (batcher || lm_on_device) event_stage.resize(n);
     if (lm_on_device) {
       lm_offers.resize(n);
+      lm_unsorted.resize(n);
+      lm_misses.resize(n);
       upload_lm();
     }
   }
@@ -206,7 +212,10 @@ struct CudaSearcher::Impl {
   std::shared_ptr<const CudaLmRescoring> lm_rescoring;
   std::unique_ptr<CudaLmHistoryTable> lm_table;
   DeviceArray<cuda::TpLm> lm;
-  DeviceArray<cuda::TpOffer> lm_offers;
+  DeviceArray<cuda::TpOffer> lm_offers, lm_unsorted;
+  DeviceArray<cuda::TpLmMiss> lm_misses;
+  DeviceArray<unsigned long long> lm_memo_keys;  // TpLm's memo
+  DeviceArray<uint2> lm_memo_values;
   DeviceArray<int32_t> lm_map;  // a grown table's renaming
   // The table's words on the host (refresh_history_words), and the host's
   // view of both LMs for lm_end_delta.
@@ -221,9 +230,20 @@ struct CudaSearcher::Impl {
     v.view = lm_rescoring->view();
     v.table = lm_table->view();
     v.offers = lm_offers.get();
+    v.unsorted = lm_unsorted.get();
+    v.misses = lm_misses.get();
+    v.memo_keys = lm_memo_keys.get();
+    v.memo_values = lm_memo_values.get();
+    v.memo_bits = kLmMemoBits;
     if (lm.size() == 0) lm.resize(1);
     check(cudaMemcpyAsync(lm.get(), &v, sizeof(v), cudaMemcpyHostToDevice, stream), "cudaMemcpyAsync (lm)");
     sync();  // `v` is on this stack
+  }
+  // Forgets the memo's word ends (their history ids change with the table).
+  void clear_lm_memo() {
+    check(cudaMemsetAsync(lm_memo_keys.get(), 0xFF, lm_memo_keys.size() * sizeof(unsigned long long), stream),
+          "cudaMemsetAsync (lm memo)");
+    stream_pending = true;
   }
   MappedArray<cuda::TpOffer> offers;
   std::vector<WordEndEvent> event_list;  // host scratch, kept between frames
@@ -616,6 +636,11 @@ CudaSearcher::CudaSearcher(const SearchGraph& graph, const SearchOptions& option
     m.lm_table = std::make_unique<CudaLmHistoryTable>(*m.lm_rescoring, tiny_table ? 4u : kInitialLmHistories);
     m.event_stage.resize(m.events.size());
     m.lm_offers.resize(m.events.size());
+    m.lm_unsorted.resize(m.events.size());
+    m.lm_misses.resize(m.events.size());
+    m.lm_memo_keys.resize(size_t{1} << kLmMemoBits);
+    m.lm_memo_values.resize(size_t{1} << kLmMemoBits);
+    m.clear_lm_memo();
     m.upload_lm();
     LmRescoringView& v = m.lm_host_view;
     v.full = rescorer_->full_lm().view();
@@ -708,6 +733,7 @@ void CudaSearcher::reset() {
   m.host_frame.get()->start_history = 0;
   if (m.lm_on_device) {  // an empty table but for the start history
     m.lm_table->reset(m.stream);
+    m.clear_lm_memo();
     m.stream_pending = true;
     m.lm_words_stale = true;
     m.host_frame.get()->start_history = m.lm_table->start();
@@ -1320,6 +1346,7 @@ void CudaSearcher::run_frame_device_lm(const float* device_row, int32_t boundary
     } else if (hc.history_full != 0) {  // the LM history table is full
       Impl::Section timed(m, &m.growth_seconds);
       m.lm_table->grow(m.stream, m.lm_map);
+      m.clear_lm_memo();
       m.upload_lm();
       // The previous frame's tokens, which the frame runs again from, by
       // their new ids.

@@ -1030,58 +1030,93 @@ __device__ __forceinline__ void round_body(const Barrier& grid, const Team& t, c
 
 // Word-end rescoring on the device (TpState::lm; docs/search-lanes-plan.md,
 // S8 step 5), the host's Searcher::rescore_word_ends for one round's n
-// staged events: each event's offer (lm_word_end: two trie walks and a
-// probe of the stream's history table; word_end_offer) at its place in
-// (source, arc) order, so that offer i's tie-break (num_arcs + i) is the
-// host's. The team's warps take the events 32 at a time: each lane
-// rescores one, then the warp places the 32 in turn, its lanes counting
-// the smaller keys in stripes (as place_events does) and the event's own
-// lane storing the offer. `keys`: the block's shared memory for
-// kPlacedEvents keys, or null; a round with more (or without them) counts
-// over the staged events in global memory, slower and the same. A history the table cannot take
-// raises counters->history_full (the round's offers are then not used).
+// staged events, in two phases. First, a thread an event: its word end
+// from the stream's memo, or computed (lm_word_end: two trie walks and a
+// probe of the history table) and noted for the memo; its offer
+// (word_end_offer) by event. Each block also loads the events' (source,
+// arc) keys into its shared memory (`keys`, kPlacedEvents of them, or
+// null: the keys are then read from the staged events in global memory,
+// slower and the same). A history the table cannot take raises
+// counters->history_full (the round's offers are then not used).
+__device__ __forceinline__ unsigned long long lm_memo_key(int32_t history, int32_t word) {
+  return (static_cast<unsigned long long>(static_cast<uint32_t>(history)) << 32) | static_cast<uint32_t>(word);
+}
+__device__ __forceinline__ uint32_t lm_memo_slot(const TpLm& lm, unsigned long long key) {
+  return static_cast<uint32_t>((key * 0x9E3779B97F4A7C15ull) >> (64 - lm.memo_bits));
+}
+
 __device__ __forceinline__ void rescore_events_phase(const Team& t, const TpGraph& g, const TpState& s,
                                                      uint32_t n, unsigned long long* keys) {
   const TpEvent* ev = s.event_stage;
-  const bool shared_keys = keys != nullptr && n <= kPlacedEvents;  // the same for every thread
-  if (shared_keys) {
+  if (keys != nullptr && n <= kPlacedEvents)  // the same for every thread
     for (uint32_t i = threadIdx.x; i < n; i += blockDim.x) keys[i] = word_end_event_key(ev[i].source, ev[i].arc);
-    __syncthreads();
+  const TpLm& lm = *s.lm;
+  for (uint32_t i = t.rank * blockDim.x + threadIdx.x; i < n; i += t.size * blockDim.x) {
+    const TpEvent e = ev[i];
+    const unsigned long long mk = lm_memo_key(e.hist, e.word);
+    const uint32_t slot = lm_memo_slot(lm, mk);
+    TpLmMiss miss{kLmMemoEmpty, 0.0f, 0};
+    LmWordEnd we;
+    if (lm.memo_keys[slot] == mk) {  // filled in an earlier phase
+      const uint2 v = lm.memo_values[slot];
+      we.delta = __uint_as_float(v.x);
+      we.history = static_cast<int32_t>(v.y);
+      we.history_hash = lm.table.hashes[we.history];
+    } else {
+      we = lm_word_end(lm.view, lm.table, e.hist, e.word);
+      if (we.history < 0)
+        atomicOr(&s.counters->history_full, 1u);
+      else
+        miss = TpLmMiss{mk, we.delta, we.history};
+    }
+    lm.misses[i] = miss;
+    const WordEndOfferFields f = word_end_offer(e.dest, e.cost, e.word, e.record, we, g.slots);
+    TpOffer o;
+    o.dest = f.dest;
+    o.cost = f.cost;
+    o.word = f.word;
+    o.record = f.record;
+    o.hist = f.history;
+    lm.unsorted[i] = o;
   }
+}
+
+// Second, each event's offer at its place in (source, arc) order, so that
+// offer i's tie-break (num_arcs + i) is the host's: a warp an event, its
+// lanes counting the smaller keys in stripes (as place_events does); and
+// the memo takes the word ends the first phase computed. Nothing reads the
+// memo in this phase, so a slot is claimed (kLmMemoBusy), written and
+// keyed by one thread, and two events that missed the same slot in one
+// round leave one consistent entry.
+__device__ __forceinline__ void place_offers_phase(const Team& t, const TpState& s, uint32_t n,
+                                                   const unsigned long long* keys) {
+  const TpEvent* ev = s.event_stage;
+  const bool shared_keys = keys != nullptr && n <= kPlacedEvents;
   const TpLm& lm = *s.lm;
   const uint32_t lane = threadIdx.x & 31u;
-  const uint32_t warps = (blockDim.x >> 5) * t.size;
-  // base is the same for the whole warp, so all its lanes reach the
-  // shuffles and reductions.
-  for (uint32_t base = ((threadIdx.x >> 5) * t.size + t.rank) * 32u; base < n; base += warps * 32u) {
-    const uint32_t i = base + lane;
-    unsigned long long key = 0;
-    TpOffer o{};
-    if (i < n) {
-      const TpEvent e = ev[i];
-      key = word_end_event_key(e.source, e.arc);
-      const LmWordEnd we = lm_word_end(lm.view, lm.table, e.hist, e.word);
-      if (we.history < 0) atomicOr(&s.counters->history_full, 1u);
-      const WordEndOfferFields f = word_end_offer(e.dest, e.cost, e.word, e.record, we, g.slots);
-      o.dest = f.dest;
-      o.cost = f.cost;
-      o.word = f.word;
-      o.record = f.record;
-      o.hist = f.history;
+  const uint32_t warps = blockDim.x >> 5;
+  // i is the same for the whole warp, so all its lanes reach the reduction.
+  for (uint32_t i = (threadIdx.x >> 5) * t.size + t.rank; i < n; i += warps * t.size) {
+    const unsigned long long key = shared_keys ? keys[i] : word_end_event_key(ev[i].source, ev[i].arc);
+    uint32_t smaller = 0;
+    if (shared_keys) {
+      for (uint32_t q = lane; q < n; q += 32) smaller += keys[q] < key ? 1u : 0u;
+    } else {
+      for (uint32_t q = lane; q < n; q += 32) smaller += word_end_event_key(ev[q].source, ev[q].arc) < key ? 1u : 0u;
     }
-    const uint32_t m = n - base < 32u ? n - base : 32u;
-    for (uint32_t j = 0; j < m; ++j) {
-      const unsigned long long kj = __shfl_sync(0xffffffffu, key, static_cast<int>(j));
-      uint32_t smaller = 0;
-      if (shared_keys) {
-        for (uint32_t q = lane; q < n; q += 32) smaller += keys[q] < kj ? 1u : 0u;
-      } else {
-        for (uint32_t q = lane; q < n; q += 32)
-          smaller += word_end_event_key(ev[q].source, ev[q].arc) < kj ? 1u : 0u;
-      }
-      const uint32_t place = __reduce_add_sync(0xffffffffu, smaller);
-      if (lane == j) lm.offers[place] = o;
-    }
+    const uint32_t place = __reduce_add_sync(0xffffffffu, smaller);
+    if (lane == 0) lm.offers[place] = lm.unsorted[i];
+  }
+  for (uint32_t i = t.rank * blockDim.x + threadIdx.x; i < n; i += t.size * blockDim.x) {
+    const TpLmMiss m = lm.misses[i];
+    if (m.key == kLmMemoEmpty) continue;
+    const uint32_t slot = lm_memo_slot(lm, m.key);
+    const unsigned long long held = *static_cast<volatile unsigned long long*>(lm.memo_keys + slot);
+    if (held == m.key || held == kLmMemoBusy) continue;
+    if (atomicCAS(lm.memo_keys + slot, held, kLmMemoBusy) != held) continue;
+    lm.memo_values[slot] = make_uint2(__float_as_uint(m.delta), static_cast<uint32_t>(m.next));
+    __threadfence();
+    atomicExch(lm.memo_keys + slot, m.key);
   }
 }
 
@@ -1119,9 +1154,12 @@ __device__ __forceinline__ void word_end_loop(const Barrier& grid, const Team& t
       c->word_end_rounds = static_cast<uint32_t>(round);
       c->word_end_events += n;
     }
-    grid.sync();  // the offers are written; history_full is final
+    grid.sync();  // the offers are made; history_full is final
     clock.lap(kLanePhaseRescore);
     if (volatile_counter(&c->history_full) != 0) return;
+    place_offers_phase(t, s, n, keys);
+    grid.sync();  // the offers are in order
+    clock.lap(kLanePhaseRescore);
     rf.round_id = f.round_id + static_cast<uint32_t>(round);
     rf.num_offers = n;
     const int run = static_cast<int>(volatile_counter(&c->passes_run));

@@ -139,10 +139,31 @@ struct TpOffer {
 // history table (its ids are the tokens' histories), and the offers the
 // rescoring writes and the next closure round reads (TpState::offers
 // points to the same array).
+// A word end the rescoring computed rather than found in the stream's
+// memo (TpLm::cache_*), for the memo to take in the next phase; key
+// kLmMemoEmpty where there is nothing to add.
+struct TpLmMiss {
+  unsigned long long key;  // (history << 32) | graph word
+  float delta;
+  int32_t next;  // the history after the word
+};
+constexpr unsigned long long kLmMemoEmpty = ~0ull;
+constexpr unsigned long long kLmMemoBusy = ~0ull - 1;
+
 struct TpLm {
   LmRescoringView view;
   LmHistoryTable table;
-  TpOffer* offers;  // event_capacity of them
+  TpOffer* offers;    // event_capacity of them, in (source, arc) order
+  TpOffer* unsorted;  // the same, by event (before they are placed)
+  TpLmMiss* misses;   // by event
+  // The stream's memo of word ends, (history, word) -> (delta, next
+  // history), direct-mapped, 2^memo_bits entries (keys kLmMemoEmpty when
+  // free). A search asks for the same few hundred pairs frame after frame,
+  // and a hit costs two loads where a word end costs two trie walks (tens
+  // of dependent loads). Cleared with the table (reset, growth).
+  unsigned long long* memo_keys;
+  uint2* memo_values;  // (delta's bits, next history)
+  int memo_bits;
 };
 
 struct TpRecord {
