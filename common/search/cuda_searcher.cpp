@@ -86,8 +86,9 @@ constexpr int kMaxCachedRoundGraphs = 32;
 // made large enough that continuations are rare. Even (see RoundPolicy).
 constexpr int kFusedClosurePasses = 64;
 // LM histories a stream's device table starts with (word ends rescored on
-// the device); it doubles when full, the frame run again. An utterance of
-// LibriVox reaches a few thousand distinct histories.
+// the device); it doubles when full, the frame run again. LibriVox's
+// utterances outgrew 4 096 once a stream (256 frames run again at 256
+// streams, 2026-11-29).
 constexpr uint32_t kInitialLmHistories = 1u << 12;
 // log2 of the word-end memo's entries (TpLm): a frame asks for a few
 // hundred (history, word) pairs, most of them the last frame's, so 4 096
