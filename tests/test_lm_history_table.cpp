@@ -6,7 +6,8 @@
 // and next history's hash exactly as the host's rescorer does, and each
 // table entry must hold the words of the host's history it stands for;
 // the sentence end's correction after each history must be the host's too;
-// a table too small says so (-1) instead of writing out of bounds.
+// a table too small says so (-1) instead of writing out of bounds. Every
+// other trial scores through the LMs' n-gram hashes (ngram_hash.h).
 #include <gtest/gtest.h>
 
 #include <cstdio>
@@ -18,6 +19,7 @@
 #include <thread>
 #include <vector>
 
+#include "common/model/ngram_hash_table.h"
 #include "common/model/ngram_model.h"
 #include "common/search/lm_history_table.h"
 #include "common/search/lm_rescorer.h"
@@ -34,10 +36,12 @@ struct RescoringSetup {
   std::vector<std::string> graph_words;
   std::vector<uint8_t> fillers;
   std::vector<int32_t> full_of_graph, pruned_of_graph;
+  // With `hashed`, both LMs scored through their n-gram hashes.
+  std::shared_ptr<const NgramHashTable> full_hash, pruned_hash;
   LmRescoringView view;
 };
 
-RescoringSetup make_setup(std::mt19937& rng, int words, float lw) {
+RescoringSetup make_setup(std::mt19937& rng, int words, float lw, bool hashed = false) {
   RescoringSetup s;
   s.lms = testing::random_lm_pair(rng, words);
   for (int i = 0; i < words; ++i) s.graph_words.push_back("w" + std::to_string(i));
@@ -53,6 +57,12 @@ RescoringSetup make_setup(std::mt19937& rng, int words, float lw) {
   s.view.pruned_of_graph = s.pruned_of_graph.data();
   s.view.words = std::max(s.lms.full->order(), s.lms.pruned->order()) - 1;
   s.view.language_weight = lw;
+  if (hashed) {
+    s.full_hash = std::make_shared<const NgramHashTable>(*s.lms.full);
+    s.pruned_hash = std::make_shared<const NgramHashTable>(*s.lms.pruned);
+    s.view.full_hash = s.full_hash->view();
+    s.view.pruned_hash = s.pruned_hash->view();
+  }
   return s;
 }
 
@@ -75,7 +85,9 @@ TEST(LmHistoryTable, ThreadedWordEndsGiveTheRescorersFloatsAndHashes) {
   for (int trial = 0; trial < 20; ++trial) {
     const int words = std::uniform_int_distribution<int>(3, 12)(rng);
     const float lw = std::uniform_real_distribution<float>(1.0f, 12.0f)(rng);
-    const RescoringSetup s = make_setup(rng, words, lw);
+    // Every other trial scores through the n-gram hashes (the device's
+    // default): the same floats as the tries.
+    const RescoringSetup s = make_setup(rng, words, lw, trial % 2 == 1);
     LmRescorer host(s.lms.full, s.lms.pruned, s.graph_words, s.fillers, lw);
     HostTable table(1024);
     const int32_t start = start_history(s, table);

@@ -3,7 +3,8 @@
 // query must give the host's float exactly and the same n-gram length, on
 // the real LMs of pocketsphinx (en-us, the turtle and tidigits models), for
 // queries drawn from listed n-grams (their paths in the trie) and at random
-// (mostly back-off). Word-end rescoring on the device (docs/search-lanes-
+// (mostly back-off); and the same queries through the device's n-gram
+// hash (ngram_hash.h). Word-end rescoring on the device (docs/search-lanes-
 // plan.md, S8) relies on this. Skips without a CUDA device (fails where
 // GPUSPEECH_REQUIRE_BACKENDS names cuda).
 #include <gtest/gtest.h>
@@ -101,6 +102,20 @@ void expect_device_scores_as_host(const NgramModel& lm, int queries, unsigned se
     ASSERT_EQ(got[q], want[q]) << lm.source() << " query " << q << " seed " << seed;
     ASSERT_EQ(got_length[q], want_length[q]) << lm.source() << " query " << q;
     listed_hits += want_length[q] > 1;
+  }
+  // The same queries through the device's n-gram hash (every model here
+  // is of order 3 or less, so each has one).
+  ASSERT_NE(device->hash_view().slots, nullptr) << lm.source();
+  ASSERT_EQ(cudaMemset(d_scores.get(), 0xff, queries * sizeof(float)), cudaSuccess);
+  ASSERT_EQ(cuda::ngram_hash_score_queries(device->hash_view(), d_recent.get(), stride, d_ks.get(), d_words.get(),
+                                           queries, d_scores.get(), d_length.get(), nullptr),
+            cudaSuccess);
+  ASSERT_EQ(cudaMemcpy(got.data(), d_scores.get(), queries * sizeof(float), cudaMemcpyDeviceToHost), cudaSuccess);
+  ASSERT_EQ(cudaMemcpy(got_length.data(), d_length.get(), queries * sizeof(int), cudaMemcpyDeviceToHost),
+            cudaSuccess);
+  for (int q = 0; q < queries; ++q) {
+    ASSERT_EQ(got[q], want[q]) << lm.source() << " hash query " << q << " seed " << seed;
+    ASSERT_EQ(got_length[q], want_length[q]) << lm.source() << " hash query " << q;
   }
   std::printf("%s: %d queries on the device, %d through listed n-grams of order 2 or more\n",
               lm.source().c_str(), queries, listed_hits);

@@ -182,7 +182,14 @@ if run --jsgf "$DATA/cards/cards.gram" --streams 3 --fibers 2 --times "${MANY[@]
 else
   fail "--fibers 2: $(diff "$T/one.trn" "$T/fib.trn" | head -5) $(cat "$T/errf")"
 fi
-expect_error "--fibers 0" 2 "--fibers must be 1 to 1024" --fibers 0 --jsgf "$DATA/goforward.gram" "$DATA/goforward.raw"
+# --fibers 0: a thread a stream (the default here: no batched cuda search).
+if run --jsgf "$DATA/cards/cards.gram" --streams 3 --fibers 0 --times "${MANY[@]}" >"$T/fib0.trn" 2>"$T/errf0" &&
+   cmp -s "$T/one.trn" "$T/fib0.trn"; then
+  pass "--fibers 0: the same 15 results"
+else
+  fail "--fibers 0: $(diff "$T/one.trn" "$T/fib0.trn" | head -5) $(cat "$T/errf0")"
+fi
+expect_error "--fibers 1025" 2 "--fibers must be 0 to 1024" --fibers 1025 --jsgf "$DATA/goforward.gram" "$DATA/goforward.raw"
 expect_error "--stream-nice 20" 2 "--stream-nice must be 0 to 19" --stream-nice 20 --jsgf "$DATA/goforward.gram" "$DATA/goforward.raw"
 # A bad file on one stream fails alone: the others go on, order kept.
 printf 'not audio' >"$T/many/bad.wav"

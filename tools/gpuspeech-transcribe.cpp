@@ -164,7 +164,10 @@ Devices:
   --fibers T            run the streams as fibers on T threads instead of a
                         thread each (common/engine/fiber_pool.h): a stream
                         waiting for the batched cuda search gives its thread
-                        to the others. Same output.
+                        to the others. Same output. 0: a thread a stream.
+                        Default: one per CPU core when the batched cuda
+                        search runs more streams than there are cores, else
+                        0.
   --stream-nice N       run each stream's thread at nice value N (0-19,
                         default 0: the process's own). With hundreds of
                         streams on the batched cuda search, 5-19 lets the
@@ -829,7 +832,7 @@ int run(int argc, char** argv) {
   bool fmllr_tuned = false;  // an --fmllr-* option given
   int streams_wanted = 0;    // --streams; 0 = the default
   int stream_nice = 0;       // --stream-nice
-  int fibers = 0;            // --fibers; 0 = a thread per stream
+  int fibers = -1;           // --fibers; 0 = a thread per stream, -1 = the default
   std::string batched_mode = "auto";  // --batched-search
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
@@ -913,7 +916,7 @@ int run(int argc, char** argv) {
       if (streams_wanted < 1) usage_error("--streams must be at least 1");
     } else if (a == "--fibers") {
       fibers = parse_int(a, value());
-      if (fibers < 1 || fibers > 1024) usage_error("--fibers must be 1 to 1024");
+      if (fibers < 0 || fibers > 1024) usage_error("--fibers must be 0 to 1024");
     } else if (a == "--stream-nice") {
       stream_nice = parse_int(a, value());
       if (stream_nice < 0 || stream_nice > 19) usage_error("--stream-nice must be 0 to 19");
@@ -1049,6 +1052,19 @@ int run(int argc, char** argv) {
       std::fprintf(stderr, "\n");
     }
   }
+
+  // Fibers by default where they were measured to pay: the batched cuda
+  // search with more streams than cores (+12-18 % at 256 streams on 16
+  // cores, docs/benchmarks.md "Streams as fibers on a few threads").
+  if (fibers < 0) {
+    const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+    const bool batched_cuda = std::string(rec.search_backend()) == "cuda" && config.batched_search;
+    fibers = fmllr_mode == FmllrMode::kNone && batched_cuda && num_streams > static_cast<size_t>(cores)
+                 ? std::min(cores, 1024)
+                 : 0;
+  }
+  if (verbose && fibers > 0)
+    std::fprintf(stderr, "%s: %zu streams as fibers on %d threads\n", kProgram, num_streams, fibers);
 
   const auto t_decode = clock::now();
   size_t last_stream = 0;  // the stream of the last file printed

@@ -1,6 +1,7 @@
 // Word-end rescoring's data on a CUDA device (cuda_lm_rescoring.h).
 #include "common/search/cuda_lm_rescoring.h"
 
+#include <cstdlib>
 #include <map>
 #include <mutex>
 #include <string>
@@ -32,6 +33,15 @@ std::shared_ptr<const CudaLmRescoring> CudaLmRescoring::upload(const LmRescorer&
   check(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
   r->view_.full = r->full_->view();
   r->view_.pruned = r->pruned_->view();
+  // Scores through the n-gram hashes where both LMs have one (the same
+  // floats, shorter waits: S8 step 6). GPUSPEECH_CUDA_LM_LOOKUP=trie walks
+  // the tries instead, for measuring one against the other.
+  const char* lookup = std::getenv("GPUSPEECH_CUDA_LM_LOOKUP");
+  const bool trie = lookup != nullptr && std::string(lookup) == "trie";
+  if (!trie && r->full_->hash_view().slots != nullptr && r->pruned_->hash_view().slots != nullptr) {
+    r->view_.full_hash = r->full_->hash_view();
+    r->view_.pruned_hash = r->pruned_->hash_view();
+  }
   r->view_.full_of_graph = r->full_of_graph_.get();
   r->view_.pruned_of_graph = r->pruned_of_graph_.get();
   r->view_.words = rescorer.history_length();

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "common/backends/backend.h"
+#include "common/model/ngram_hash_table.h"
 
 namespace gpuspeech {
 
@@ -45,6 +46,17 @@ std::shared_ptr<const CudaNgramModel> CudaNgramModel::upload(const NgramModel& l
     v.log10_backoff = level.log10_backoff.empty() ? nullptr : d.log10_backoff.get();
     m->bytes_ += (level.words.size() + level.children.size()) * sizeof(uint32_t) +
                  (level.log10_prob.size() + level.log10_backoff.size()) * sizeof(float);
+  }
+  if (NgramHashTable::fits(lm)) {
+    const NgramHashTable table(lm);
+    cuda_memory::upload(m->hash_slots_, table.slots(), stream);
+    m->hash_view_ = table.view();
+    m->hash_view_.slots = m->hash_slots_.get();
+    m->hash_view_.unigram_log10_prob = m->view_.levels[0].log10_prob;
+    m->hash_view_.unigram_log10_backoff = m->view_.levels[0].log10_backoff;
+    m->bytes_ += table.bytes();
+    // The table's host memory goes when this scope ends: wait for the copy.
+    check(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
   }
   check(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
   return m;

@@ -1,6 +1,7 @@
 // An n-gram model's trie in one CUDA device's memory (the arrays of
-// NgramModel::view, ngram_view.h), for word-end rescoring on the device
-// (docs/search-lanes-plan.md, S8). Immutable once uploaded, so every stream
+// NgramModel::view, ngram_view.h), and, for models it fits (order 3 or
+// less), its n-gram hash (ngram_hash.h), for word-end rescoring on the
+// device (docs/search-lanes-plan.md, S8). Immutable once uploaded, so every stream
 // on the device can read one copy, as with CudaSearchGraph.
 //
 // Built only with CUDA (GPUSPEECH_HAVE_CUDA).
@@ -9,6 +10,7 @@
 #include <cstdint>
 #include <memory>
 
+#include "common/model/ngram_hash.h"
 #include "common/model/ngram_model.h"
 #include "common/model/ngram_view.h"
 #include "common/search/cuda_memory.h"
@@ -24,6 +26,9 @@ class CudaNgramModel {
   int device() const { return device_; }
   // The trie with device pointers: for kernels only.
   const NgramView& view() const { return view_; }
+  // The hash with device pointers (the unigrams are the trie's), or a
+  // view with null slots where the model does not fit one.
+  const NgramHashView& hash_view() const { return hash_view_; }
   // Device bytes held.
   size_t bytes() const { return bytes_; }
 
@@ -38,6 +43,8 @@ class CudaNgramModel {
   size_t bytes_ = 0;
   Level levels_[kNgramViewMaxOrder];
   NgramView view_;
+  cuda_memory::DeviceArray<NgramHashEntry> hash_slots_;
+  NgramHashView hash_view_;
 };
 
 }  // namespace gpuspeech

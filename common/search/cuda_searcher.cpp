@@ -88,8 +88,8 @@ constexpr int kFusedClosurePasses = 64;
 // LM histories a stream's device table starts with (word ends rescored on
 // the device); it doubles when full, the frame run again. LibriVox's
 // utterances outgrew 4 096 once a stream (256 frames run again at 256
-// streams, 2026-11-29).
-constexpr uint32_t kInitialLmHistories = 1u << 12;
+// streams, 2026-11-29), so it starts at 16 384 (512 KiB a stream).
+constexpr uint32_t kInitialLmHistories = 1u << 14;
 // log2 of the word-end memo's entries (TpLm): a frame asks for a few
 // hundred (history, word) pairs, most of them the last frame's, so 4 096
 // entries (64 KiB a stream) rarely collide.

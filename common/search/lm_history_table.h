@@ -15,6 +15,7 @@
 
 #include <stdint.h>
 
+#include "common/model/ngram_hash.h"
 #include "common/model/ngram_view.h"
 #include "common/search/history_hash.h"
 #include "common/search/search_arithmetic.h"
@@ -41,6 +42,10 @@ struct LmHistoryTable {
 // words in each, and the rescoring's constants.
 struct LmRescoringView {
   NgramView full, pruned;
+  // The same LMs' n-gram hashes (ngram_hash.h), or null slots: scores are
+  // then walked in the tries. The same floats either way; the hash's
+  // lookups do not wait for each other (S8 step 6).
+  NgramHashView full_hash, pruned_hash;
   const int32_t* full_of_graph = nullptr;    // graph word -> full-LM id; -1: a filler
   const int32_t* pruned_of_graph = nullptr;  // graph word -> pruned-LM id
   int words = 0;                             // N - 1: history length kept (0..2)
@@ -69,6 +74,17 @@ GPUSPEECH_HOST_DEVICE unsigned long long lm_history_cas(unsigned long long* p,
 #endif
 }
 
+// *p, read without a read-modify-write: most probes meet a slot that some
+// thread keyed long before, and an atomic swap on it would serialise the
+// threads that look the same history up.
+GPUSPEECH_HOST_DEVICE unsigned long long lm_history_load(const unsigned long long* p) {
+#ifdef __CUDA_ARCH__
+  return *static_cast<const volatile unsigned long long*>(p);
+#else
+  return __atomic_load_n(p, __ATOMIC_ACQUIRE);
+#endif
+}
+
 // The id of the history `full` / `pruned` (n words, oldest first), added
 // if new; -1 when the table is full, or probe_limit slots were taken (the
 // caller runs the frame again with a larger one). The entry's words are written by the thread that added it:
@@ -81,7 +97,10 @@ GPUSPEECH_HOST_DEVICE int32_t lm_history_intern(const LmHistoryTable& t, const i
   uint32_t slot = hash & mask;
   const uint32_t probes = t.probe_limit != 0 && t.probe_limit < t.capacity ? t.probe_limit : t.capacity;
   for (uint32_t probe = 0; probe < probes; ++probe, slot = (slot + 1) & mask) {
-    const unsigned long long held = lm_history_cas(t.keys + slot, 0ull, key);
+    unsigned long long held = lm_history_load(t.keys + slot);
+    if (held == key) return static_cast<int32_t>(slot);
+    if (held != 0ull) continue;
+    held = lm_history_cas(t.keys + slot, 0ull, key);
     if (held == key) return static_cast<int32_t>(slot);
     if (held != 0ull) continue;
     for (int i = 0; i < kLmHistoryMaxWords; ++i) {
@@ -110,8 +129,11 @@ GPUSPEECH_HOST_DEVICE float lm_history_delta(const LmRescoringView& v, const LmH
   }
   const int kf = n < v.full.order - 1 ? n : v.full.order - 1;
   const int kp = n < v.pruned.order - 1 ? n : v.pruned.order - 1;
-  const float full_log10 = ngram_score_log10(v.full, rf, kf, full);
-  const float pruned_log10 = ngram_score_log10(v.pruned, rp, kp, pruned);
+  const float full_log10 = v.full_hash.slots != nullptr ? ngram_hash_score_log10(v.full_hash, rf, kf, full)
+                                                        : ngram_score_log10(v.full, rf, kf, full);
+  const float pruned_log10 = v.pruned_hash.slots != nullptr
+                                 ? ngram_hash_score_log10(v.pruned_hash, rp, kp, pruned)
+                                 : ngram_score_log10(v.pruned, rp, kp, pruned);
   return search::word_end_delta(v.language_weight, pruned_log10, full_log10);
 }
 

@@ -1031,9 +1031,10 @@ __device__ __forceinline__ void round_body(const Barrier& grid, const Team& t, c
 // Word-end rescoring on the device (TpState::lm; docs/search-lanes-plan.md,
 // S8 step 5), the host's Searcher::rescore_word_ends for one round's n
 // staged events, in two phases. First, a thread an event: its word end
-// from the stream's memo, or computed (lm_word_end: two trie walks and a
-// probe of the history table) and noted for the memo; its offer
-// (word_end_offer) by event. Each block also loads the events' (source,
+// from the stream's memo, or computed (lm_word_end: both LMs' scores, by
+// n-gram hash lookups or trie walks (S8 step 6), and a probe of the
+// history table) and noted for the memo; its offer (word_end_offer) by
+// event. Each block also loads the events' (source,
 // arc) keys into its shared memory (`keys`, kPlacedEvents of them, or
 // null: the keys are then read from the staged events in global memory,
 // slower and the same). A history the table cannot take raises

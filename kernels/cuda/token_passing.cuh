@@ -159,8 +159,10 @@ struct TpLm {
   // The stream's memo of word ends, (history, word) -> (delta, next
   // history), direct-mapped, 2^memo_bits entries (keys kLmMemoEmpty when
   // free). A search asks for the same few hundred pairs frame after frame,
-  // and a hit costs two loads where a word end costs two trie walks (tens
-  // of dependent loads). Cleared with the table (reset, growth).
+  // and a hit costs two loads where a word end costs both LMs' scores (a
+  // few hash lookups each, or tens of dependent loads through the tries)
+  // and a probe of the history table. Cleared with the table (reset,
+  // growth).
   unsigned long long* memo_keys;
   uint2* memo_values;  // (delta's bits, next history)
   int memo_bits;
