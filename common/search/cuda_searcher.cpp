@@ -626,9 +626,9 @@ CudaSearcher::CudaSearcher(const SearchGraph& graph, const SearchOptions& option
   // batcher's cluster kernel, which run a round through round_run and its
   // word-end loop (the cooperative lanes kernel has none), and an LM whose
   // histories the device table holds. By default for batched streams,
-  // where it was measured faster than the host's rescoring (+7-8 % at 256
-  // and 512 streams, with 40 % less host CPU: docs/benchmarks.md, "N-gram
-  // lookups by hash"); GPUSPEECH_CUDA_RESCORE=device or host chooses.
+  // where it was measured faster than the host's rescoring (+6.6 % at 256
+  // streams, +8.2 % at 512, with 40 % less host CPU: docs/benchmarks.md,
+  // "N-gram lookups by hash"); GPUSPEECH_CUDA_RESCORE=device or host chooses.
   const char* rescore_env = std::getenv("GPUSPEECH_CUDA_RESCORE");
   const std::string rescore_where = rescore_env != nullptr ? rescore_env : "";
   const bool rescore_on_device = rescore_where == "device" || (rescore_where != "host" && batched);
