@@ -71,17 +71,15 @@ std::vector<std::tuple<int32_t, float, std::string>> canonical_live(Searcher& s)
   return out;
 }
 
-// Whether word ends should be rescored on the device in this run: batched
-// by default, a stream alone with GPUSPEECH_CUDA_RESCORE=device, neither
-// with =host; it needs the fused round kernel and, batched, the cluster
-// kernel.
+// Whether word ends should be rescored on the device in this run: by
+// default, not with GPUSPEECH_CUDA_RESCORE=host; it needs the fused round
+// kernel and, batched, the cluster kernel.
 bool device_rescoring_expected() {
   const char* rescore = std::getenv("GPUSPEECH_CUDA_RESCORE");
   const char* closure = std::getenv("GPUSPEECH_CUDA_CLOSURE");
   const char* batch = std::getenv("GPUSPEECH_CUDA_BATCH");
-  const std::string where = rescore != nullptr ? rescore : "";
   const bool batched = batch != nullptr && std::string(batch) == "1";
-  if (where == "host" || (where != "device" && !batched)) return false;
+  if (rescore != nullptr && std::string(rescore) == "host") return false;
   if (closure != nullptr && std::string(closure) == "passes") return false;
   if (batched) return CudaRoundBatcher::for_device(0)->cluster() > 0;
   return true;

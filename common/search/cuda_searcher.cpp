@@ -625,13 +625,13 @@ CudaSearcher::CudaSearcher(const SearchGraph& graph, const SearchOptions& option
   // Word ends rescored on the device: with the fused round kernel or the
   // batcher's cluster kernel, which run a round through round_run and its
   // word-end loop (the cooperative lanes kernel has none), and an LM whose
-  // histories the device table holds. By default for batched streams,
-  // where it was measured faster than the host's rescoring (+6.6 % at 256
-  // streams, +8.2 % at 512, with 40 % less host CPU: docs/benchmarks.md,
-  // "N-gram lookups by hash"); GPUSPEECH_CUDA_RESCORE=device or host chooses.
+  // histories the device table holds. By default, where it was measured
+  // faster than the host's rescoring (+6.6 % at 256 batched streams, +8.2 %
+  // at 512, with 40 % less host CPU; +8 % for a stream alone:
+  // docs/benchmarks.md, "N-gram lookups by hash");
+  // GPUSPEECH_CUDA_RESCORE=host turns it off.
   const char* rescore_env = std::getenv("GPUSPEECH_CUDA_RESCORE");
-  const std::string rescore_where = rescore_env != nullptr ? rescore_env : "";
-  const bool rescore_on_device = rescore_where == "device" || (rescore_where != "host" && batched);
+  const bool rescore_on_device = rescore_env == nullptr || std::string(rescore_env) != "host";
   if (m.rescoring && rescore_on_device && m.fused_rounds() && (!m.batcher || m.batcher->cluster() > 0) &&
       rescorer_->history_length() <= kLmHistoryMaxWords) {
     m.lm_on_device = true;

@@ -65,9 +65,8 @@ class CudaSearcher : public Searcher {
   bool batched() const;
   // Whether word ends are rescored on the device, inside the rounds
   // (docs/search-lanes-plan.md, S8 step 5), rather than by the host's
-  // rescorer between rounds. The default for batched streams; for a stream
-  // alone, GPUSPEECH_CUDA_RESCORE=device asks for it (=host turns it off
-  // for both). It needs the fused round kernel (or the batcher's cluster
+  // rescorer between rounds: the default, which GPUSPEECH_CUDA_RESCORE=host
+  // turns off. It needs the fused round kernel (or the batcher's cluster
   // kernel) and an LM of order 3 or less, else the host rescores.
   bool rescores_on_device() const;
   std::vector<std::string> history_words(int32_t history) const override;
