@@ -627,7 +627,7 @@ CudaSearcher::CudaSearcher(const SearchGraph& graph, const SearchOptions& option
   // word-end loop (the cooperative lanes kernel has none), and an LM whose
   // histories the device table holds. By default, where it was measured
   // faster than the host's rescoring (+6.6 % at 256 batched streams, +8.2 %
-  // at 512, with 40 % less host CPU; +8 % for a stream alone:
+  // at 512, with 40 % less host CPU; +11 % for a stream alone:
   // docs/benchmarks.md, "N-gram lookups by hash");
   // GPUSPEECH_CUDA_RESCORE=host turns it off.
   const char* rescore_env = std::getenv("GPUSPEECH_CUDA_RESCORE");
