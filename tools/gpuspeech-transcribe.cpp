@@ -1054,8 +1054,10 @@ int run(int argc, char** argv) {
   }
 
   // Fibers by default where they were measured to pay: the batched cuda
-  // search with more streams than cores (+12-18 % at 256 streams on 16
-  // cores, docs/benchmarks.md "Streams as fibers on a few threads").
+  // search with more streams than cores (256 streams on 16 cores: +12-18 %
+  // with the host's rescoring, about 1 % with the device's, the default
+  // now; docs/benchmarks.md, "Streams as fibers on a few threads" and
+  // "N-gram lookups by hash").
   if (fibers < 0) {
     const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
     const bool batched_cuda = std::string(rec.search_backend()) == "cuda" && config.batched_search;
