@@ -10,7 +10,7 @@
 #   .refaudio/         a copy of /usr/share/pocketsphinx/test/data
 # Writes logs and results under $OUT (default /tmp/gpuspeech-out).
 #
-# usage: tests/gpu/device_run.sh [all|build|test|refs|bench|profile|profile_bands|peer|decode|streams|memory|gpus|batch|ab|ab_build|lanes_ncu|soak|dtw|fmllr]...
+# usage: tests/gpu/device_run.sh [all|build|test|refs|bench|profile|profile_bands|peer|decode|streams|memory|gpus|batch|ab|ab_build|lanes_ncu|soak|dtw|fmllr|rescore]...
 set -u -o pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$ROOT"
@@ -146,7 +146,8 @@ GRAPH_CACHE=/tmp/gpuspeech-graph-cache
 # many-stream steps' common arguments).
 EN_US_CUDA=(--hmm .refmodel/en-us/en-us --dict .refmodel/en-us/cmudict-en-us.dict --cache $GRAPH_CACHE
             --lm .refmodel/en-us/en-us.lm.bin --backend cuda --search cuda)
-if (want decode || want fmllr || want streams || want memory || want gpus || want batch || want ab) && [ -x $BUILD/tools/gpuspeech-mkgraph ]; then
+if (want decode || want fmllr || want streams || want memory || want gpus || want batch || want ab ||
+    [[ " $STEPS " == *" rescore "* ]]) && [ -x $BUILD/tools/gpuspeech-mkgraph ]; then
   note "en-us graph compile (background)"
   TIMEV=(); [ -x /usr/bin/time ] && TIMEV=(/usr/bin/time -v)
   ( "${TIMEV[@]}" $BUILD/tools/gpuspeech-mkgraph --hmm .refmodel/en-us/en-us \
@@ -445,6 +446,45 @@ if want batch; then
   else echo "words or times DIFFER between the default streams and one stream"; status=1; fi
   }
 fi
+# Not part of "all": where word ends are rescored (docs/benchmarks.md,
+# "N-gram lookups by hash, and word ends on the device by default"), the
+# commands of that section's runs. RESCORE_REPS rounds, alternating, of
+# 256 batched streams on 16 fibers (LibriVox x205): the host's rescoring,
+# the device's through the n-gram hashes (the default) and through the
+# tries; then the lanes profile of each; a stream alone on 200 files,
+# host against device; 256 streams fed live for 20 s, host against device.
+if [[ " $STEPS " == *" rescore "* ]]; then
+  note "rescore: word ends on the host, on the device by hash, on the device by trie"
+  [ -n "${MKGRAPH_PID:-}" ] && wait $MKGRAPH_PID
+  M=("${EN_US_CUDA[@]}" --maxactive 10000)
+  librivox_copies /tmp/rescorefiles 205
+  librivox_copies /tmp/rescorefiles1 40
+  B=$BUILD/tools/gpuspeech-bench
+  SIDES=("host GPUSPEECH_CUDA_RESCORE=host" "device-hash GPUSPEECH_CUDA_RESCORE=device"
+         "device-trie GPUSPEECH_CUDA_RESCORE=device GPUSPEECH_CUDA_LM_LOOKUP=trie")
+  for ((r = 1; r <= ${RESCORE_REPS:-2}; r++)); do
+    for side in "${SIDES[@]}"; do
+      read -ra kv <<<"$side"
+      env GPUSPEECH_CUDA_BATCH=1 "${kv[@]:1}" $B decode "${M[@]}" --streams 256 --fibers 16 \
+        /tmp/rescorefiles/*.wav 2>&1 | grep -E '^decode: [0-9]|^batched search|^device memory|rror' |
+        sed "s|^|${kv[0]}, rep $r: |" || status=1
+    done
+  done
+  for side in "${SIDES[@]}"; do
+    read -ra kv <<<"$side"
+    env GPUSPEECH_CUDA_BATCH=1 GPUSPEECH_LANES_PROFILE=1 "${kv[@]:1}" $B decode "${M[@]}" --streams 256 \
+      --fibers 16 /tmp/rescorefiles/*.wav 2>&1 |
+      grep -E '^decode: [0-9]|^lanes kernel|^  [a-z-]+ +[0-9.]+ %|rror' | sed "s|^|${kv[0]}, profiled: |" || status=1
+  done
+  for side in "${SIDES[@]:0:2}"; do
+    read -ra kv <<<"$side"
+    env "${kv[@]:1}" $B decode "${M[@]}" --streams 1 /tmp/rescorefiles1/*.wav 2>&1 |
+      grep -E '^decode: [0-9]|rror' | sed "s|^|${kv[0]}, a stream alone: |" || status=1
+    env "${kv[@]:1}" $B decode "${M[@]}" --streams 256 --live --seconds 20 /tmp/rescorefiles/*.wav 2>&1 |
+      grep -E '^decode: [0-9]|^live|rror' | sed "s|^|${kv[0]}, live 256: |" || status=1
+  done
+fi
+
 # Not part of "all" (see the ab note above): AB_REPS rounds of the base
 # build then this one, each without and with the lanes profile, AB_STREAMS
 # batched streams with AB_ARGS, on the LibriVox files BATCH_COPIES times
