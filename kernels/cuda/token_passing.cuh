@@ -133,14 +133,8 @@ struct TpOffer {
   int32_t hist;
 };
 
-// Word-end rescoring on the device (docs/search-lanes-plan.md, S8 step 5):
-// what a stream's rounds rescore with, in device memory. Both LMs and the
-// graph words' ids (shared by every stream on the device), the stream's
-// history table (its ids are the tokens' histories), and the offers the
-// rescoring writes and the next closure round reads (TpState::offers
-// points to the same array).
 // A word end the rescoring computed rather than found in the stream's
-// memo (TpLm::cache_*), for the memo to take in the next phase; key
+// memo (TpLm::memo_*), for the memo to take in the next phase; key
 // kLmMemoEmpty where there is nothing to add.
 struct TpLmMiss {
   unsigned long long key;  // (history << 32) | graph word
@@ -150,6 +144,12 @@ struct TpLmMiss {
 constexpr unsigned long long kLmMemoEmpty = ~0ull;
 constexpr unsigned long long kLmMemoBusy = ~0ull - 1;
 
+// Word-end rescoring on the device (docs/search-lanes-plan.md, S8 step 5):
+// what a stream's rounds rescore with, in device memory. Both LMs and the
+// graph words' ids (shared by every stream on the device), the stream's
+// history table (its ids are the tokens' histories), and the offers the
+// rescoring writes and the next closure round reads (TpState::offers
+// points to the same array).
 struct TpLm {
   LmRescoringView view;
   LmHistoryTable table;
