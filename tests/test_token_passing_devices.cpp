@@ -169,8 +169,10 @@ TEST(TokenPassingCuda, IdenticalToCpuOnRandomGraphs) {
 // their LM histories included, for K = 1 .. 4 slots, with ties, heavy
 // states, pruning that bites and garbage collection. Random searches,
 // compared after every block of 15 frames; returns the CUDA searchers'
-// statistics summed over the trials.
-SearchStats rescoring_trials(uint32_t seed, int trials) {
+// statistics summed over the trials. `long_chains`, if given, is set when
+// a searcher chained several frames a launch with the device's rescoring
+// (so that frames ended inside chains).
+SearchStats rescoring_trials(uint32_t seed, int trials, bool* long_chains = nullptr) {
   std::mt19937 rng(seed);
   SearchStats sum;
   for (int trial = 0; trial < trials; ++trial) {
@@ -207,6 +209,14 @@ SearchStats rescoring_trials(uint32_t seed, int trials) {
     }
     expect_same_nbest(cpu, gpu, 4, what);
     sum.chained_frames += gpu.stats().chained_frames;
+    sum.chained_frames_ended += gpu.stats().chained_frames_ended;
+    // Chains of several frames end frames inside the launch only when the
+    // device rescores (the host's rescoring needs its round trips).
+    if (!gpu.rescores_on_device() || gpu.max_chained_frames() < 2) {
+      EXPECT_EQ(gpu.stats().chained_frames_ended, 0) << what;
+    } else if (long_chains != nullptr) {
+      *long_chains = true;
+    }
     sum.rescore_rounds += gpu.stats().rescore_rounds;
     sum.rescore_rounds_sorted += gpu.stats().rescore_rounds_sorted;
     sum.frames_rerun += gpu.stats().frames_rerun;
@@ -227,10 +237,21 @@ bool chaining_expected() {
 
 TEST(TokenPassingCuda, IdenticalToCpuWithRescoring) {
   if (!cuda_usable()) GTEST_SKIP() << "no usable CUDA device";
-  const SearchStats st = rescoring_trials(314, 12);
+  bool long_chains = false;
+  const SearchStats st = rescoring_trials(314, 12, &long_chains);
   EXPECT_GT(st.collections, 0);  // the record store filled (max_word_records 64)
   if (chaining_expected()) {
     EXPECT_GT(st.chained_frames, 0);
+  }
+  // Chains of several frames (a stream alone by default, the *_chain3
+  // entries batched too) with the device's rescoring end frames inside
+  // the launch.
+  if (long_chains) {
+    EXPECT_GT(st.chained_frames_ended, 0);
+  }
+  const char* chain = std::getenv("GPUSPEECH_CUDA_CHAIN");
+  if (chain != nullptr && std::atoi(chain) >= 2 && device_rescoring_expected()) {
+    EXPECT_TRUE(long_chains);
   }
   // Batched lanes of the cluster kernel hand over their events in the
   // host's order, but for rounds with more than the device orders
@@ -251,11 +272,15 @@ TEST(TokenPassingCuda, IdenticalToCpuWithRescoring) {
 TEST(TokenPassingCuda, RescoringAgreesWhenBuffersOverflow) {
   if (!cuda_usable()) GTEST_SKIP() << "no usable CUDA device";
   ::setenv("GPUSPEECH_CUDA_TINY_BUFFERS", "1", 1);
-  const SearchStats st = rescoring_trials(2718, 8);
+  bool long_chains = false;
+  const SearchStats st = rescoring_trials(2718, 8, &long_chains);
   ::unsetenv("GPUSPEECH_CUDA_TINY_BUFFERS");
   EXPECT_GT(st.frames_rerun, 0);
   if (chaining_expected()) {
     EXPECT_GT(st.chained_frames, 0);
+  }
+  if (long_chains) {
+    EXPECT_GT(st.chained_frames_ended, 0);
   }
 }
 

@@ -51,8 +51,19 @@ constexpr int64_t kScoreBlockFrames = 256;
 // Closure passes queued per frame to begin with; then as many as the
 // deepest closure so far needed (a frame that needs more runs again).
 constexpr int kInitialPassesPerBatch = 2;
-// Word records one frame may stage to begin with (each half of staging).
+// Word records one frame may stage to begin with (each slot of staging).
 constexpr size_t kInitialStagingRecords = size_t{1} << 14;
+// Frames a rescoring round chains behind its own by default (when the
+// caller has their scores; GPUSPEECH_CUDA_CHAIN=N sets N, 0 none, at most
+// cuda::kMaxChainedFrames). A stream in launches of its own gains from
+// four: a launch and a wait for every four frames instead of every one,
+// +7-11 % for a stream alone and +6 % for 8 such streams (H200, en-us,
+// LibriVox; docs/benchmarks.md, "Chains of several frames a launch").
+// Batched streams stay at one: there the device is shared by hundreds of
+// lanes and longer lanes gained nothing (level at 32 and 64 streams,
+// -4.5 % at 256, -1.5 % at 512), though 8 batched streams gained 12 %.
+constexpr int kDefaultChainedFramesAlone = 4;
+constexpr int kDefaultChainedFramesBatched = 1;
 // State-table entries a stream starts with: 2^16 entries hold frames that
 // touch up to 32 768 states, at about 80 bytes an entry (token_passing.cuh);
 // more where pruning keeps more tokens. A frame's emitting step and closure
@@ -177,15 +188,26 @@ struct CudaSearcher::Impl {
   // brings both back.
   DeviceArray<CountersAndChain> counters;
   PinnedArray<CountersAndChain> host_counters;
-  // Set when a frame ended by chaining the next one: the next frame's
-  // emitting round has run, with these counters and this round id.
+  // Frames the last launch ran to their end beyond its own (chained and
+  // pruned there): their final counters, in order, done_next the first
+  // the host has not finished yet.
+  cuda::TpCounters done_frames[cuda::kMaxChainedFrames];
+  int done_count = 0;
+  int done_next = 0;
+  // Set when the last launch's last chained frame ran its rounds (not its
+  // pruning): its counters and first round id, for when its turn comes.
   bool chained = false;
   cuda::TpCounters chained_counters{};
   uint32_t chained_round_id = 0;
-  int staging_parity = 0;  // the half of `staging` the next frame writes
-  // GPUSPEECH_CUDA_CHAIN=0 turns chaining off (for comparing the two in
-  // one build, docs/benchmarks.md).
-  bool chain_frames = true;
+  // Staging slots (TpState::staging): one per frame a launch may write
+  // records for, 1 + chain_length; staging_slot is the next frame's.
+  int staging_slots = 2;
+  int staging_slot = 0;
+  // Frames a round may chain (kDefaultChainedFrames, GPUSPEECH_CUDA_CHAIN;
+  // 0 turns chaining off, for comparing in one build, docs/benchmarks.md).
+  int chain_length = 1;
+  // Floats from one frame's scores to the next's (run_frame's next_rows).
+  int64_t row_stride = 0;
   PinnedArray<cuda::TpRecord> host_records;
   DeviceArray<float> scores;
   // Word-end rescoring only:
@@ -251,9 +273,10 @@ struct CudaSearcher::Impl {
   std::vector<WordEndOffer> offer_list;
   uint32_t round_id = 0;  // the last round id handed out
   RoundPolicy emit_policy, offer_policy;
-  // Captured round graphs by (head, passes, prune, chained passes); they bake in the
-  // buffers of `round_graphs_state` and are dropped when one moves.
-  std::map<std::tuple<int, int, bool, int>, cudaGraphExec_t> round_graphs;
+  // Captured round graphs by (head, passes, prune, chained passes, chained
+  // frames); they bake in the buffers of `round_graphs_state` and are
+  // dropped when one moves.
+  std::map<std::tuple<int, int, bool, int, int>, cudaGraphExec_t> round_graphs;
   cuda::TpState round_graphs_state{};
   int slots = 1;
   bool rescoring = false;
@@ -316,8 +339,9 @@ struct CudaSearcher::Impl {
   bool fused_rounds() const { return round_blocks > 0 || batcher != nullptr; }
 
   // The frame's parameters: written on the host, copied to the device by
-  // the frame's first operation. Two: [1] is the next frame's when a round
-  // chains it (rescoring, fused rounds), copied with [0] in one transfer.
+  // the frame's first operation. 1 + kMaxChainedFrames: [1 ..] are the
+  // next frames' when a round chains them (rescoring, fused rounds),
+  // copied with [0] in one transfer.
   PinnedArray<cuda::TpFrame> host_frame;
   DeviceArray<cuda::TpFrame> frame;
 
@@ -349,7 +373,7 @@ struct CudaSearcher::Impl {
     s.winners = winners.get();
     s.winner_capacity = static_cast<uint32_t>(winners.size());
     s.staging = batcher ? lane_staging.device() : staging.get();
-    s.staging_capacity = staging_half();
+    s.staging_capacity = staging_slot_records();
     s.histogram = histogram.get();
     s.counters = &counters.get()->counters;
     s.rescoring = rescoring;
@@ -414,21 +438,26 @@ struct CudaSearcher::Impl {
                                std::to_string(kMaxTableEntries / 2) + " states");
     allocate_tables(table_entries * 2);
   }
-  // Records one frame may stage: half the buffer (staging's comment).
-  uint32_t staging_half() const {
-    return static_cast<uint32_t>((batcher ? lane_staging.size() : staging.size()) / 2);
+  // Records one frame may stage: a slot of the buffer (staging's comment).
+  uint32_t staging_slot_records() const {
+    return static_cast<uint32_t>((batcher ? lane_staging.size() : staging.size()) /
+                                 static_cast<size_t>(staging_slots));
   }
-  uint32_t staging_base() const { return staging_parity * staging_half(); }
-  // Room for at least `records` in each half, the records on their way to
-  // the host landed first (the old buffer is freed); the frame being run
-  // again writes its half of the new buffer.
+  // Where the frame `ahead` frames after the next one stages its records.
+  uint32_t staging_base(int ahead = 0) const {
+    return static_cast<uint32_t>((staging_slot + ahead) % staging_slots) * staging_slot_records();
+  }
+  // Room for at least twice `records` in each slot, the records on their
+  // way to the host landed first (the old buffer is freed); the frame
+  // being run again writes its slot of the new buffer.
   void grow_staging(uint32_t records) {
     Section timed(*this, &growth_seconds);
     sync();
+    const size_t n = static_cast<size_t>(records) * 2 * static_cast<size_t>(staging_slots);
     if (batcher)
-      lane_staging.resize(static_cast<size_t>(records) * 4);
+      lane_staging.resize(n);
     else
-      staging.resize(static_cast<size_t>(records) * 4);
+      staging.resize(n);
     host_frame.get()->staging_base = staging_base();
   }
   // A fresh closure-round id, 1 .. kNoRound - 1 (round marks are reset
@@ -551,9 +580,10 @@ CudaSearcher::CudaSearcher(const SearchGraph& graph, const SearchOptions& option
     // rarely reach another word end in the same frame).
     m.offer_policy.prune = true;
   }
-  // Two halves (TpState::staging); a frame makes hundreds of records, and
-  // one that makes more runs again with a larger buffer.
-  m.staging.resize(2 * std::min<size_t>(std::max<size_t>(n, 1024), kInitialStagingRecords));
+  // Records a staging slot holds (TpState::staging; a slot per frame in
+  // flight, allocated once the chain's length is known, below); a frame
+  // makes hundreds, and one that makes more runs again with more room.
+  size_t slot_records = std::min<size_t>(std::max<size_t>(n, 1024), kInitialStagingRecords);
   // The state tables start at what pruning lets a frame touch and double
   // when a frame overflows them (each doubling costs that frame a second
   // run), so a stream holds what its search reaches, not the graph: at most
@@ -572,16 +602,15 @@ CudaSearcher::CudaSearcher(const SearchGraph& graph, const SearchOptions& option
   // buffers' usual sizes make rare.
   if (const char* tiny = std::getenv("GPUSPEECH_CUDA_TINY_BUFFERS");
       tiny != nullptr && std::string(tiny) == "1") {
-    m.staging.resize(2 * 4);
+    slot_records = 4;
     if (m.rescoring) m.events.resize(2);
     entries = 4;
   }
   m.counters.resize(1);
   m.host_counters.resize(1);
-  m.frame.resize(2);
-  m.host_frame.resize(2);
-  m.host_frame.get()[0] = cuda::TpFrame{};
-  m.host_frame.get()[1] = cuda::TpFrame{};
+  m.frame.resize(1 + cuda::kMaxChainedFrames);
+  m.host_frame.resize(1 + cuda::kMaxChainedFrames);
+  for (int i = 0; i <= cuda::kMaxChainedFrames; ++i) m.host_frame.get()[i] = cuda::TpFrame{};
   // Grid-stride list kernels: a few blocks per SM cover lists of any
   // length; blocks with nothing to do exit at once.
   m.blocks = 4 * m.sm_count;
@@ -615,6 +644,12 @@ CudaSearcher::CudaSearcher(const SearchGraph& graph, const SearchOptions& option
   // search test both ways).
   if (const char* batch_env = std::getenv("GPUSPEECH_CUDA_BATCH"))
     batched = std::string(batch_env) == "1";
+  // Frames a rescoring round chains, and a staging slot for each.
+  m.chain_length = batched ? kDefaultChainedFramesBatched : kDefaultChainedFramesAlone;
+  if (const char* chain_env = std::getenv("GPUSPEECH_CUDA_CHAIN"))
+    m.chain_length = std::clamp(std::atoi(chain_env), 0, cuda::kMaxChainedFrames);
+  m.staging_slots = 1 + std::max(1, m.chain_length);
+  m.staging.resize(static_cast<size_t>(m.staging_slots) * slot_records);
   if (batched) {
     m.batcher = CudaRoundBatcher::for_device(device_id);
     m.lane_out.resize(1);
@@ -661,11 +696,16 @@ CudaSearcher::CudaSearcher(const SearchGraph& graph, const SearchOptions& option
   // Room for a frame's records from the start, so that no frame short of
   // outgrowing the staging buffer waits for a pinned allocation
   // (finish_frame grows it, once the records it holds are flushed).
-  m.host_records.resize(m.staging_half());
+  m.host_records.resize(m.staging_slot_records());
   if (m.fused_rounds())
     m.passes_per_batch = std::min(kFusedClosurePasses, options_.max_epsilon_passes);
-  if (const char* chain_env = std::getenv("GPUSPEECH_CUDA_CHAIN"))
-    m.chain_frames = std::string(chain_env) != "0";
+  // Only rescoring rounds chain frames; the host's rescoring and the
+  // cooperative lanes kernel (TpLaneRound) one at most. (The staging keeps
+  // its slots: a few spare ones cost little.)
+  if (!m.rescoring || !m.fused_rounds())
+    m.chain_length = 0;
+  else if (!m.lm_on_device || (m.batcher && m.batcher->cluster() == 0))
+    m.chain_length = std::min(m.chain_length, 1);
   check(cudaMemsetAsync(m.counters.get(), 0, sizeof(CountersAndChain), m.stream),
         "cudaMemsetAsync");
   m.allocate_tables(entries);
@@ -678,6 +718,8 @@ std::string CudaSearcher::device_name() const { return impl_->device_name; }
 bool CudaSearcher::batched() const { return impl_->batcher != nullptr; }
 
 bool CudaSearcher::rescores_on_device() const { return impl_->lm_on_device; }
+
+int CudaSearcher::max_chained_frames() const { return impl_->chain_length; }
 
 void CudaSearcher::refresh_history_words() const {
   Impl& m = *impl_;
@@ -726,8 +768,10 @@ void CudaSearcher::reset() {
   started_ = false;  // until the start token's closure is done
   m.sync();  // no copy into host_records may still be running
   m.pending_records = 0;
+  m.done_count = 0;
+  m.done_next = 0;
   m.chained = false;
-  m.staging_parity = 0;
+  m.staging_slot = 0;
   m.live_in = 1;  // the start frame writes live[0]
   m.live_count = 0;
   reset_rescorer();
@@ -744,7 +788,7 @@ void CudaSearcher::reset() {
     m.lm_words_stale = true;
     m.host_frame.get()->start_history = m.lm_table->start();
   }
-  run_frame(nullptr, 0, nullptr);
+  run_frame(nullptr, 0, nullptr, 0);
   started_ = true;
 }
 
@@ -762,10 +806,11 @@ void CudaSearcher::advance(const float* loglik, int64_t frames, int64_t columns)
                             cudaMemcpyHostToDevice, m.stream),
             "cudaMemcpyAsync (scores)");
       m.stream_pending = true;
+      m.row_stride = columns;
       for (int64_t f = 0; f < n; ++f) {
         collect_garbage_if_full();
         run_frame(m.scores.get() + f * columns, frames_ + 1,
-                  f + 1 < n ? m.scores.get() + (f + 1) * columns : nullptr);
+                  f + 1 < n ? m.scores.get() + (f + 1) * columns : nullptr, n - f - 1);
       }
     }
   } catch (...) {
@@ -777,11 +822,12 @@ void CudaSearcher::advance(const float* loglik, int64_t frames, int64_t columns)
 void CudaSearcher::advance_device(const float* device_loglik, int64_t frames, int64_t columns) {
   check_advance(device_loglik, frames, columns);
   check(cudaSetDevice(impl_->device), "cudaSetDevice");
+  impl_->row_stride = columns;
   try {
     for (int64_t f = 0; f < frames; ++f) {
       collect_garbage_if_full();
       run_frame(device_loglik + f * columns, frames_ + 1,
-                f + 1 < frames ? device_loglik + (f + 1) * columns : nullptr);
+                f + 1 < frames ? device_loglik + (f + 1) * columns : nullptr, frames - f - 1);
     }
   } catch (...) {
     started_ = false;
@@ -820,7 +866,7 @@ void CudaSearcher::enqueue_frame(bool start) {
 void CudaSearcher::launch_frame(bool start) {
   Impl& m = *impl_;
   if (m.batcher) {  // pruning gated as in a rescoring round (run_frame clears a rerun's entries)
-    run_lane_round(start ? RoundHead::kStart : RoundHead::kEmit, m.passes_per_batch, true, false, 0);
+    run_lane_round(start ? RoundHead::kStart : RoundHead::kEmit, m.passes_per_batch, true, false, 0, 0);
     return;
   }
   m.tables_fresh = false;
@@ -855,12 +901,13 @@ void CudaSearcher::launch_frame(bool start) {
   check(cudaGraphLaunch(m.frame_graph, m.stream), "cudaGraphLaunch");
 }
 
-void CudaSearcher::run_frame(const float* device_row, int32_t boundary, const float* next_row) {
+void CudaSearcher::run_frame(const float* device_row, int32_t boundary, const float* next_rows,
+                             int64_t ahead) {
   if (rescorer_ != nullptr) {
     if (impl_->lm_on_device)
-      run_frame_device_lm(device_row, boundary, next_row);
+      run_frame_device_lm(device_row, boundary, next_rows, ahead);
     else
-      run_frame_rescoring(device_row, boundary, next_row);
+      run_frame_rescoring(device_row, boundary, next_rows, ahead);
     return;
   }
   Impl& m = *impl_;
@@ -875,7 +922,7 @@ void CudaSearcher::run_frame(const float* device_row, int32_t boundary, const fl
     hc = m.host_counters.get()->counters;
     // A lane's pruning is gated: an attempt that runs again left its
     // entries in the table (new tables have none).
-    const bool rerun = hc.overflow != 0 || hc.records > m.staging_half() || hc.last_changed != 0;
+    const bool rerun = hc.overflow != 0 || hc.records > m.staging_slot_records() || hc.last_changed != 0;
     if (rerun && m.batcher && hc.overflow == 0) {
       check(cuda::tp_clear_touched(m.state(), m.blocks, m.stream), "tp_clear_touched");
       m.sync();
@@ -885,7 +932,7 @@ void CudaSearcher::run_frame(const float* device_row, int32_t boundary, const fl
       ++stats_.frames_rerun;
       continue;
     }
-    if (hc.records > m.staging_half()) {  // records overflowed: rerun with room
+    if (hc.records > m.staging_slot_records()) {  // records overflowed: rerun with room
       m.grow_staging(hc.records);
       ++stats_.frames_rerun;
       continue;
@@ -951,7 +998,7 @@ void CudaSearcher::finish_frame(const cuda::TpCounters& hc, uint32_t expanded, b
     m.pending_records = hc.records;
     m.records_landed = false;
   }
-  m.staging_parity = 1 - m.staging_parity;
+  m.staging_slot = (m.staging_slot + 1) % m.staging_slots;
   m.live_in = 1 - m.live_in;
   m.live_count = hc.live[m.live_in];
   if (!start) {
@@ -966,7 +1013,8 @@ void CudaSearcher::finish_frame(const cuda::TpCounters& hc, uint32_t expanded, b
   stats_.max_live_tokens = std::max<int64_t>(stats_.max_live_tokens, m.live_count);
 }
 
-void CudaSearcher::enqueue_round(RoundHead head, int passes, bool prune, int chain_passes) {
+void CudaSearcher::enqueue_round(RoundHead head, int passes, bool prune, int chain_passes,
+                                 int chain_frames) {
   Impl& m = *impl_;
   const cuda::TpGraph g = m.graph();
   const cuda::TpState s = m.state();
@@ -977,8 +1025,9 @@ void CudaSearcher::enqueue_round(RoundHead head, int passes, bool prune, int cha
   // (word ends rescored on the device: the frame's rounds ran in the
   // launch before).
   if (head != RoundHead::kPrune || (chain && m.fused_rounds())) {
-    // The frame's parameters (and the next frame's, if chained).
-    check(cudaMemcpyAsync(m.frame.get(), m.host_frame.get(), (chain ? 2 : 1) * sizeof(cuda::TpFrame),
+    // The frame's parameters (and the next frames', if chained).
+    const size_t frames = chain ? 1 + static_cast<size_t>(chain_frames) : 1;
+    check(cudaMemcpyAsync(m.frame.get(), m.host_frame.get(), frames * sizeof(cuda::TpFrame),
                           cudaMemcpyHostToDevice, m.stream),
           "cudaMemcpyAsync (frame)");
     if (head == RoundHead::kStart || head == RoundHead::kEmit)
@@ -994,6 +1043,7 @@ void CudaSearcher::enqueue_round(RoundHead head, int passes, bool prune, int cha
       p.collect = head != RoundHead::kPrune;
       p.prune = prune;
       p.chain_passes = chain_passes;
+      p.chain_frames = chain ? chain_frames : 1;
       p.next = chain ? m.frame.get() + 1 : nullptr;
       if (m.lm_on_device) {
         p.word_end_rounds = options_.max_epsilon_passes;
@@ -1025,7 +1075,7 @@ void CudaSearcher::enqueue_round(RoundHead head, int passes, bool prune, int cha
 }
 
 void CudaSearcher::run_lane_round(RoundHead head, int passes, bool prune, bool collect,
-                                  int chain_passes) {
+                                  int chain_passes, int chain_frames) {
   Impl& m = *impl_;
   m.tables_fresh = false;
   if (m.stream_pending) m.sync();  // what the round reads from this stream
@@ -1035,9 +1085,8 @@ void CudaSearcher::run_lane_round(RoundHead head, int passes, bool prune, bool c
   r.state = m.state();
   r.frame = m.frame.get();
   if (head != RoundHead::kPrune || chain) {
-    r.num_frames = chain ? 2 : 1;
-    r.frames[0] = m.host_frame.get()[0];
-    if (chain) r.frames[1] = m.host_frame.get()[1];
+    r.num_frames = chain ? 1 + static_cast<uint32_t>(chain_frames) : 1;
+    for (uint32_t i = 0; i < r.num_frames; ++i) r.frames[i] = m.host_frame.get()[i];
   }
   r.begin_frame = head == RoundHead::kStart || head == RoundHead::kEmit;
   r.start = head == RoundHead::kStart;
@@ -1051,6 +1100,7 @@ void CudaSearcher::run_lane_round(RoundHead head, int passes, bool prune, bool c
   p.collect = collect && head != RoundHead::kPrune;
   p.prune = prune;
   p.chain_passes = chain_passes;
+  p.chain_frames = chain ? chain_frames : 1;
   p.next = chain ? m.frame.get() + 1 : nullptr;
   if (m.lm_on_device) {
     p.word_end_rounds = options_.max_epsilon_passes;
@@ -1064,15 +1114,17 @@ void CudaSearcher::run_lane_round(RoundHead head, int passes, bool prune, bool c
               sizeof(CountersAndChain));
 }
 
-void CudaSearcher::launch_round(RoundHead head, int passes, bool prune, int chain_passes) {
+void CudaSearcher::launch_round(RoundHead head, int passes, bool prune, int chain_passes,
+                                int chain_frames) {
   Impl& m = *impl_;
+  if (chain_passes == 0) chain_frames = 0;  // one graph per round shape
   if (m.batcher) {
-    run_lane_round(head, passes, prune, true, chain_passes);
+    run_lane_round(head, passes, prune, true, chain_passes, chain_frames);
     return;
   }
   m.tables_fresh = false;
   if (head == RoundHead::kStart) {  // once per utterance: no graph
-    enqueue_round(head, passes, prune, chain_passes);
+    enqueue_round(head, passes, prune, chain_passes, chain_frames);
     return;
   }
   const cuda::TpState s = m.state();
@@ -1080,14 +1132,14 @@ void CudaSearcher::launch_round(RoundHead head, int passes, bool prune, int chai
     m.drop_round_graphs();
     m.round_graphs_state = s;
   }
-  const auto key = std::make_tuple(static_cast<int>(head), passes, prune, chain_passes);
+  const auto key = std::make_tuple(static_cast<int>(head), passes, prune, chain_passes, chain_frames);
   auto it = m.round_graphs.find(key);
   if (it == m.round_graphs.end()) {
     cudaGraph_t graph = nullptr;
     check(cudaStreamBeginCapture(m.stream, cudaStreamCaptureModeThreadLocal),
           "cudaStreamBeginCapture");
     try {
-      enqueue_round(head, passes, prune, chain_passes);
+      enqueue_round(head, passes, prune, chain_passes, chain_frames);
     } catch (...) {
       cudaStreamEndCapture(m.stream, &graph);
       if (graph != nullptr) cudaGraphDestroy(graph);
@@ -1105,7 +1157,7 @@ void CudaSearcher::launch_round(RoundHead head, int passes, bool prune, int chai
 }
 
 void CudaSearcher::run_frame_rescoring(const float* device_row, int32_t boundary,
-                                       const float* next_row) {
+                                       const float* next_rows, int64_t ahead) {
   Impl& m = *impl_;
   const uint32_t expanded = m.live_count;
   const bool start = device_row == nullptr;
@@ -1128,7 +1180,8 @@ void CudaSearcher::run_frame_rescoring(const float* device_row, int32_t boundary
   // graph prunes (it runs on the device only if that round ends this
   // frame: nearly every offer round does), saving a host round trip per
   // frame. Needs the next frame's scores and the fused round kernel.
-  const bool can_chain = next_row != nullptr && m.fused_rounds() && m.chain_frames && !start;
+  const bool can_chain =
+      next_rows != nullptr && ahead > 0 && m.fused_rounds() && m.chain_length > 0 && !start;
   const int chain_passes = round_passes(kFusedClosurePasses, 0);
 
   // Each round is one graph launch and one wait: the round's head (the
@@ -1170,17 +1223,17 @@ void CudaSearcher::run_frame_rescoring(const float* device_row, int32_t boundary
         if (chain) {
           cuda::TpFrame& next = m.host_frame.get()[1];
           next = f;
-          next.loglik = next_row;
+          next.loglik = next_rows;
           next.boundary = boundary + 1;
           next.first_record = 0;  // the device's: f.first_record + this frame's records
           next.live_in = 1 - f.live_in;
           next.round_id = m.take_round_id();
           next.num_offers = 0;
-          next.staging_base = (1 - m.staging_parity) * m.staging_half();
+          next.staging_base = m.staging_base(1);
           next.record_limit = static_cast<int32_t>(
               std::min<int64_t>(records_.capacity(), std::numeric_limits<int32_t>::max()));
         }
-        launch_round(head, passes, round_pruned, chain ? chain_passes : 0);
+        launch_round(head, passes, round_pruned, chain ? chain_passes : 0, 1);
         m.wait_for_round();
         hc = m.host_counters.get()->counters;
         if (chain && m.host_counters.get()->chain.go != 0) {
@@ -1190,7 +1243,7 @@ void CudaSearcher::run_frame_rescoring(const float* device_row, int32_t boundary
           m.chained = true;
           m.chained_counters = hc;
           m.chained_round_id = m.host_frame.get()[1].round_id;
-          hc = m.host_counters.get()->chain.prev;
+          hc = m.host_counters.get()->chain.prev[0];
           chained_next = true;
         }
       }
@@ -1201,7 +1254,7 @@ void CudaSearcher::run_frame_rescoring(const float* device_row, int32_t boundary
         again = true;
         break;
       }
-      if (hc.records > m.staging_half()) {  // records overflowed
+      if (hc.records > m.staging_slot_records()) {  // records overflowed
         m.grow_staging(hc.records);
         ++stats_.frames_rerun;
         again = true;
@@ -1263,7 +1316,7 @@ void CudaSearcher::run_frame_rescoring(const float* device_row, int32_t boundary
     }
   }
   if (!pruned) {  // the last round's graph had no pruning
-    launch_round(RoundHead::kPrune, 0, true, 0);
+    launch_round(RoundHead::kPrune, 0, true, 0, 0);
     m.wait_for_round();
     hc = m.host_counters.get()->counters;
   }
@@ -1273,10 +1326,30 @@ void CudaSearcher::run_frame_rescoring(const float* device_row, int32_t boundary
 }
 
 void CudaSearcher::run_frame_device_lm(const float* device_row, int32_t boundary,
-                                       const float* next_row) {
+                                       const float* next_rows, int64_t ahead) {
   Impl& m = *impl_;
   const uint32_t expanded = m.live_count;
   const bool start = device_row == nullptr;
+  if (m.done_next < m.done_count) {
+    // The last launch ran this frame to its end (chained and pruned
+    // there): its records are staged and its counters final.
+    const cuda::TpCounters& done = m.done_frames[m.done_next++];
+    // A closure that settled one pass past the limit is pruned on the
+    // device like any other: the error is the host's to raise, at this
+    // frame, as for a frame of its own launch (the device held back every
+    // other condition that fails a frame, and the chain stopped there).
+    const int limit = options_.max_epsilon_passes;
+    if (static_cast<int>(done.passes_run) > limit)
+      throw std::runtime_error("search: epsilon closure did not settle after " + std::to_string(limit) +
+                               " passes at frame " + std::to_string(boundary) +
+                               " (a negative-cost epsilon cycle in the graph?)");
+    begin_frame(device_row, boundary);
+    stats_.word_end_events += done.word_end_events;
+    stats_.rescore_rounds += done.word_end_rounds;
+    m.lm_words_stale = true;
+    finish_frame(done, expanded, start);
+    return;
+  }
   // This frame's rounds may have run already, chained behind the previous
   // frame's pruning (below): their counters are at hand, unpruned.
   bool resumed = m.chained;
@@ -1288,34 +1361,51 @@ void CudaSearcher::run_frame_device_lm(const float* device_row, int32_t boundary
   // A round's closure runs until it settles, up to the frame's whole
   // budget (an even count, at least two: the host loop's rule).
   const int passes = std::max(2, limit) + (std::max(2, limit) & 1);
-  const bool can_chain = next_row != nullptr && m.chain_frames && !start;
-  // The next frame's parameters for a round that chains it.
+  // Frames a pruning round may chain: as many as have scores, up to the
+  // chain's length.
+  const int chain_frames =
+      next_rows == nullptr || start ? 0 : static_cast<int>(std::min<int64_t>(ahead, m.chain_length));
+  // The next frames' parameters for a round that chains them: scores a row
+  // apart, list parities alternating, each its own round ids and staging
+  // slot (the device fills in first_record as each one begins).
   auto prepare_next = [&]() {
-    cuda::TpFrame& next = m.host_frame.get()[1];
-    next = f;
-    next.loglik = next_row;
-    next.boundary = boundary + 1;
-    next.first_record = 0;  // the device's: f.first_record + this frame's records
-    next.live_in = 1 - f.live_in;
-    next.round_id = m.take_round_ids(ids);
-    next.num_offers = 0;
-    next.staging_base = (1 - m.staging_parity) * m.staging_half();
-    next.record_limit = static_cast<int32_t>(
-        std::min<int64_t>(records_.capacity(), std::numeric_limits<int32_t>::max()));
+    m.reserve_round_ids(static_cast<uint32_t>(chain_frames) * ids);  // ids from one run
+    for (int k = 1; k <= chain_frames; ++k) {
+      const cuda::TpFrame& prev = m.host_frame.get()[k - 1];
+      cuda::TpFrame& next = m.host_frame.get()[k];
+      next = f;
+      next.loglik = next_rows + static_cast<int64_t>(k - 1) * m.row_stride;
+      next.boundary = boundary + k;
+      next.first_record = 0;
+      next.live_in = 1 - prev.live_in;
+      next.round_id = m.take_round_ids(ids);
+      next.num_offers = 0;
+      next.staging_base = m.staging_base(k);
+      next.record_limit = static_cast<int32_t>(
+          std::min<int64_t>(records_.capacity(), std::numeric_limits<int32_t>::max()));
+    }
   };
-  // Runs a round that prunes (gated) and may chain the next frame; the
+  // Runs a round that prunes (gated) and may chain the next frames; the
   // frame's own counters come back (the chain's copy when it chained).
+  // Chained frames that the launch also pruned wait in done_frames; the
+  // last one begun waits in chained_counters for its pruning.
   auto run_pruning_round = [&](RoundHead head, int round_passes) -> cuda::TpCounters {
-    const bool chain = can_chain;
-    if (chain) prepare_next();
-    launch_round(head, round_passes, /*prune=*/true, chain ? passes : 0);
+    if (chain_frames > 0) prepare_next();
+    launch_round(head, round_passes, /*prune=*/true, chain_frames > 0 ? passes : 0, chain_frames);
     m.wait_for_round();
-    cuda::TpCounters c = m.host_counters.get()->counters;
-    if (chain && m.host_counters.get()->chain.go != 0) {
+    const CountersAndChain& out = *m.host_counters.get();
+    cuda::TpCounters c = out.counters;
+    const int go = chain_frames > 0 ? static_cast<int>(std::min<uint32_t>(out.chain.go, chain_frames)) : 0;
+    if (go > 0) {
       m.chained = true;
       m.chained_counters = c;
-      m.chained_round_id = m.host_frame.get()[1].round_id;
-      c = m.host_counters.get()->chain.prev;
+      m.chained_round_id = m.host_frame.get()[go].round_id;
+      c = out.chain.prev[0];
+      for (int k = 1; k < go; ++k) m.done_frames[k - 1] = out.chain.prev[k];
+      m.done_count = go - 1;
+      m.done_next = 0;
+      stats_.chained_frames += go;
+      stats_.chained_frames_ended += go - 1;
     }
     return c;
   };
@@ -1329,7 +1419,7 @@ void CudaSearcher::run_frame_device_lm(const float* device_row, int32_t boundary
       f.num_offers = 0;
       rounds_only = true;
     } else {
-      m.reserve_round_ids(2 * ids);  // this frame's and a chained frame's
+      m.reserve_round_ids((1 + static_cast<uint32_t>(chain_frames)) * ids);  // with chained frames'
       f.round_id = m.take_round_ids(ids);
       f.num_offers = 0;
       hc = run_pruning_round(start ? RoundHead::kStart : RoundHead::kEmit, passes);
@@ -1338,7 +1428,7 @@ void CudaSearcher::run_frame_device_lm(const float* device_row, int32_t boundary
     bool again = true;
     if (hc.overflow != 0) {  // the state table overflowed
       m.grow_tables();
-    } else if (hc.records > m.staging_half()) {  // records overflowed
+    } else if (hc.records > m.staging_slot_records()) {  // records overflowed
       m.grow_staging(hc.records);
     } else if (passes_run > limit || (hc.last_changed != 0 && passes_run >= limit)) {
       throw std::runtime_error("search: epsilon closure did not settle after " + std::to_string(limit) +
@@ -1385,7 +1475,6 @@ void CudaSearcher::run_frame_device_lm(const float* device_row, int32_t boundary
   }
   stats_.word_end_events += hc.word_end_events;
   stats_.rescore_rounds += hc.word_end_rounds;
-  if (m.chained) ++stats_.chained_frames;
   m.lm_words_stale = true;
   finish_frame(hc, expanded, start);
 }

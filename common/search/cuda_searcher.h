@@ -69,6 +69,13 @@ class CudaSearcher : public Searcher {
   // turns off. It needs the fused round kernel (or the batcher's cluster
   // kernel) and an LM of order 3 or less, else the host rescores.
   bool rescores_on_device() const;
+  // The most frames a rescoring round chains behind its own (0: none):
+  // by default 4 for a stream in launches of its own and 1 for a lane of
+  // the batcher, GPUSPEECH_CUDA_CHAIN=N for N (at most
+  // cuda::kMaxChainedFrames); 1 at most for the host's rescoring and the
+  // cooperative lanes kernel. Chains of more than one frame end (prune)
+  // each frame but the last in the same launch.
+  int max_chained_frames() const;
   std::vector<std::string> history_words(int32_t history) const override;
   ~CudaSearcher() override;
 
@@ -95,31 +102,38 @@ class CudaSearcher : public Searcher {
     kContinue,  // more passes of a round whose closure has not settled
     kPrune,     // pruning alone (the last round's graph had none)
   };
-  // One frame; `next_row` is the next frame's scores if the caller has
-  // them (a rescoring frame may then begin the next one on the device).
-  void run_frame(const float* device_row, int32_t boundary, const float* next_row);
-  // run_frame with word-end rescoring: rounds with host round trips.
-  void run_frame_rescoring(const float* device_row, int32_t boundary, const float* next_row);
+  // One frame; `next_rows` are the scores of the `ahead` frames after it
+  // that the caller has (rows Impl::row_stride floats apart; null if
+  // none): a rescoring frame may then begin them on the device.
+  void run_frame(const float* device_row, int32_t boundary, const float* next_rows, int64_t ahead);
+  // run_frame with word-end rescoring: rounds with host round trips (one
+  // frame chained at most).
+  void run_frame_rescoring(const float* device_row, int32_t boundary, const float* next_rows,
+                           int64_t ahead);
   // run_frame with word-end rescoring on the device: the frame's rounds
-  // in one launch, its pruning with the next frame's rounds in the next.
-  void run_frame_device_lm(const float* device_row, int32_t boundary, const float* next_row);
+  // in one launch, its pruning with the next frames' rounds in the next
+  // (up to Impl::chain_length of them, each but the last pruned there too:
+  // the host then only finishes those).
+  void run_frame_device_lm(const float* device_row, int32_t boundary, const float* next_rows,
+                           int64_t ahead);
   float history_end_delta(int32_t history) const override;
   // The device history table's words on the host (for end deltas and
   // history_words), copied if a frame has run since the last copy.
   void refresh_history_words() const;
   // Queues a rescoring round: head, `passes` closure passes, the word-end
-  // events, (gated) pruning if `prune`, then if `chain_passes` > 0 the
-  // next frame's emitting round with that many passes if this round ends
-  // its frame (tp_round; host_frame[1] holds its parameters), and the
+  // events, (gated) pruning if `prune`, then if `chain_passes` > 0 up to
+  // `chain_frames` next frames, each emitting round with that many passes
+  // (tp_round; host_frame[1 ..] holds their parameters), and the
   // counters' copy.
-  void enqueue_round(RoundHead head, int passes, bool prune, int chain_passes);
+  void enqueue_round(RoundHead head, int passes, bool prune, int chain_passes, int chain_frames);
   // enqueue_round through a captured graph cached per (head, passes,
-  // prune, chain_passes); the start round is queued directly.
-  void launch_round(RoundHead head, int passes, bool prune, int chain_passes);
+  // prune, chain_passes, chain_frames); the start round is queued directly.
+  void launch_round(RoundHead head, int passes, bool prune, int chain_passes, int chain_frames);
   // The same round as a lane of the device's batcher (batched search):
   // queued with the other streams' rounds, returns when it has run, its
   // counters in host_counters. `collect`: the word-end events.
-  void run_lane_round(RoundHead head, int passes, bool prune, bool collect, int chain_passes);
+  void run_lane_round(RoundHead head, int passes, bool prune, bool collect, int chain_passes,
+                      int chain_frames);
   // The live tokens as the device holds them (virtual states).
   std::vector<SearchToken> fetch_device_live();
   // Queues one frame's operations (the start token's closure if `start`).
@@ -128,10 +142,10 @@ class CudaSearcher : public Searcher {
   // needed); the start frame is queued directly.
   void launch_frame(bool start);
   // The frame's parameters in host_frame[0] (score row, frame index, list
-  // parity, first record, staging half), for run_frame*.
+  // parity, first record, staging slot), for run_frame*.
   cuda::TpFrame& begin_frame(const float* device_row, int32_t boundary);
   // After a frame's last wait: its records on their way to the host, the
-  // live list and staging half switched, the statistics.
+  // live list and staging slot switched, the statistics.
   void finish_frame(const cuda::TpCounters& hc, uint32_t expanded, bool start);
   void collect_garbage_if_full();
   // Appends the records copied after the last frame to the store.

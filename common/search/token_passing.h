@@ -255,6 +255,10 @@ struct SearchStats {
   // Frames the CUDA searcher began on the device right behind the previous
   // frame's last round, without a host round trip between them.
   int64_t chained_frames = 0;
+  // Of them, those the same launch also ended (pruned) and chained the
+  // next one behind (chains of several frames, word ends rescored on the
+  // device): the host only finished them, with no round of their own.
+  int64_t chained_frames_ended = 0;
   // Frames the CUDA searcher ran again because a device buffer (word
   // records, word-end events) overflowed; the buffer grows first.
   int64_t frames_rerun = 0;

@@ -1187,46 +1187,51 @@ __device__ __forceinline__ void round_run(const Barrier& grid, const Team& t, co
                                           const TpState& s, TpFrame* fp, const TpRoundParams& p,
                                           uint32_t* block_hist, unsigned long long* event_keys,
                                           Clock& clock) {
-  const bool chain = p.chain_passes > 0;
-  if (chain && t.rank == 0 && threadIdx.x == 0) s.chain->go = 0;  // read after barriers
-  const TpFrame f = load_frame_written(fp);
+  const int chain_frames = p.chain_passes > 0 ? min(p.chain_frames, kMaxChainedFrames) : 0;
+  if (chain_frames > 0 && t.rank == 0 && threadIdx.x == 0) s.chain->go = 0;  // read after barriers
+  TpFrame f = load_frame_written(fp);
   round_body(grid, t, g, s, f, p.head, p.max_passes, p.heavy, p.collect, clock);
   if (rescores_on_device(s, p, p.collect)) word_end_loop(grid, t, g, s, f, p, event_keys, clock);
   if (!p.prune) return;
-  grid.sync();  // the events are collected
-  clock.lap(kLanePhaseCollect);
-  if (prune_held_back(s, true)) return;  // the same counters for every thread
-  prune_histogram_body(t, s, f, block_hist);
-  grid.sync();
-  clock.lap(kLanePhasePruneHistogram);
-  if (t.rank == 0) prune_cutoff_body(s, f);
-  grid.sync();
-  clock.lap(kLanePhasePruneCutoff);
-  prune_compact_body(t, s, f);
-  if (!chain) return;
-  grid.sync();  // the frame's counters are final
-  clock.lap(kLanePhasePruneCompact);
-  if (t.rank == 0 && threadIdx.x == 0) {
-    const TpCounters c = *s.counters;
-    TpFrame n = load_frame_written(p.next);
-    n.first_record = f.first_record + static_cast<int32_t>(c.records);
-    if (n.first_record < n.record_limit) {
-      s.chain->prev = c;
-      *fp = n;
-      reset_counters(s.counters, n);
-      s.chain->go = 1;
+  // The frame's pruning, then each chained frame's rounds, and its pruning
+  // but for the last: frame k + 1 begins only where frame k ended.
+  for (int k = 0;; ++k) {
+    grid.sync();  // the events are collected
+    clock.lap(kLanePhaseCollect);
+    if (prune_held_back(s, true)) return;  // the same counters for every thread
+    prune_histogram_body(t, s, f, block_hist);
+    grid.sync();
+    clock.lap(kLanePhasePruneHistogram);
+    if (t.rank == 0) prune_cutoff_body(s, f);
+    grid.sync();
+    clock.lap(kLanePhasePruneCutoff);
+    prune_compact_body(t, s, f);
+    if (k >= chain_frames) return;
+    grid.sync();  // the frame's counters are final
+    clock.lap(kLanePhasePruneCompact);
+    if (t.rank == 0 && threadIdx.x == 0) {
+      const TpCounters c = *s.counters;
+      TpFrame n = load_frame_written(p.next + k);
+      n.first_record = f.first_record + static_cast<int32_t>(c.records);
+      if (n.first_record < n.record_limit) {
+        s.chain->prev[k] = c;
+        *fp = n;
+        reset_counters(s.counters, n);
+        s.chain->go = static_cast<uint32_t>(k + 1);
+      }
     }
+    grid.sync();
+    if (*static_cast<volatile const uint32_t*>(&s.chain->go) != static_cast<uint32_t>(k + 1)) return;
+    clock.count(kLaneProfileChained);
+    f = load_frame_written(fp);
+    for (int i = t.rank * blockDim.x + threadIdx.x; i < f.bins; i += t.size * blockDim.x)
+      s.histogram[i] = 0;
+    grid.sync();
+    clock.lap(kLanePhaseChain);
+    round_body(grid, t, g, s, f, kRoundHeadEmit, p.chain_passes, p.heavy, /*collect=*/true, clock);
+    if (rescores_on_device(s, p, true)) word_end_loop(grid, t, g, s, f, p, event_keys, clock);
+    if (k + 1 >= chain_frames) return;  // the last chained frame's pruning is the host's
   }
-  grid.sync();
-  if (*static_cast<volatile const uint32_t*>(&s.chain->go) == 0) return;
-  clock.count(kLaneProfileChained);
-  const TpFrame nf = load_frame_written(fp);
-  for (int i = t.rank * blockDim.x + threadIdx.x; i < nf.bins; i += t.size * blockDim.x)
-    s.histogram[i] = 0;
-  grid.sync();
-  clock.lap(kLanePhaseChain);
-  round_body(grid, t, g, s, nf, kRoundHeadEmit, p.chain_passes, p.heavy, /*collect=*/true, clock);
-  if (rescores_on_device(s, p, true)) word_end_loop(grid, t, g, s, nf, p, event_keys, clock);
 }
 
 // The cooperative round kernel: one stream's round over the whole grid.
@@ -1661,9 +1666,15 @@ __device__ __forceinline__ void lane_round_out(const TpLaneRound& r, uint32_t co
   const uint32_t* c = reinterpret_cast<const uint32_t*>(r.state.counters);
   for (int i = threadIdx.x; i < kOutWords; i += blockDim.x) out[i] = c[i];
   if (r.state.chain != nullptr) {
-    constexpr int kChainWords = sizeof(TpChain) / sizeof(uint32_t);
+    // The header and the counters of the frames the chain went past (go,
+    // read after the round's last barrier): all that the host reads.
+    static_assert(offsetof(TpChain, prev) % sizeof(uint32_t) == 0, "copied in words");
+    constexpr int kHeadWords = offsetof(TpChain, prev) / sizeof(uint32_t);
     const uint32_t* ch = reinterpret_cast<const uint32_t*>(r.state.chain);
-    for (int i = threadIdx.x; i < kChainWords; i += blockDim.x) out[kOutWords + i] = ch[i];
+    const uint32_t go = min(*static_cast<volatile const uint32_t*>(&r.state.chain->go),
+                            static_cast<uint32_t>(kMaxChainedFrames));
+    const int words = kHeadWords + static_cast<int>(go) * kOutWords;
+    for (int i = threadIdx.x; i < words; i += blockDim.x) out[kOutWords + i] = ch[i];
   }
   if (copy_events > 0) {
     const int4* from = reinterpret_cast<const int4*>(r.state.event_stage);
@@ -1728,7 +1739,7 @@ __global__ void lanes_round_kernel(const TpLaneRound* __restrict__ rounds, int L
     TpFrame n = r.frame[1];
     n.first_record = r.frame->first_record + static_cast<int32_t>(c.records);
     if (n.first_record >= n.record_limit) return;
-    r.state.chain->prev = c;
+    r.state.chain->prev[0] = c;  // one frame at most here (TpLaneRound)
     *r.frame = n;
     reset_counters(r.state.counters, n);
     r.state.chain->go = 1;

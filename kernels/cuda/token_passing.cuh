@@ -207,13 +207,20 @@ struct TpCounters {
   uint32_t history_full;     // non-zero: the history table could not take a history
 };
 
-// A frame chained to the end of the previous one (tp_round with
-// chain_passes): whether it began, and the previous frame's final counters
-// (the chained frame resets them).
+// The most frames one round may chain behind its own (TpRoundParams::
+// chain_frames): a launch then carries up to this many frames' rounds, so
+// a stream's round trip through the host is paid once for all of them.
+constexpr int kMaxChainedFrames = 8;
+
+// Frames chained to the end of the previous one (tp_round with
+// chain_passes): how many began (0 .. chain_frames), and the final
+// counters of the frame each one followed: prev[0] the round's own
+// frame's, prev[k] the k-th chained frame's (each chained frame resets the
+// counters, and the last one begun leaves its own, unpruned, in them).
 struct TpChain {
   uint32_t go;
   uint32_t reserved;
-  TpCounters prev;
+  TpCounters prev[kMaxChainedFrames];
 };
 
 // An offer of the emitting step that lowered its entry's value, logged by
@@ -346,10 +353,17 @@ cudaError_t tp_epsilon_pass(const TpGraph& g, const TpState& s, const TpFrame* f
 // with `gated`, and with chain_passes > 0 after that the next frame: if
 // the round ended its frame (the gate let pruning run) and the next
 // frame's records would begin below next->record_limit, chain->go = 1,
-// chain->prev = the frame's final counters, *f = *next with first_record
-// following the frame's records, counters and histogram reset as
-// tp_frame_begin does, and the next frame's emitting round (chain_passes
-// passes, events collected) runs; else chain->go = 0. `blocks` must be at
+// chain->prev[0] = the frame's final counters, *f = *next with
+// first_record following the frame's records, counters and histogram
+// reset as tp_frame_begin does, and the next frame's emitting round
+// (chain_passes passes, events collected, word ends rescored on the
+// device if the state has an LM) runs; else chain->go = 0. With
+// chain_frames > 1 the chained frame is then pruned the same way and
+// chains next[1], and so on: up to chain_frames frames, each begun only
+// if the one before it ended (its gate let pruning run) and its records
+// fit, chain->go counting those begun and prev[k] the final counters of
+// the frame the (k+1)-th followed. The last frame begun is never pruned
+// here: its counters are left for the host. `blocks` must be at
 // most tp_round_blocks(); `bins` = f->bins (the pruning phases' shared
 // memory).
 constexpr int kRoundHeadNone = 0;
@@ -362,7 +376,10 @@ struct TpRoundParams {
   bool collect = false;
   bool prune = false;
   int chain_passes = 0;
-  const TpFrame* next = nullptr;  // with chain_passes: the next frame's parameters
+  // With chain_passes: the most frames to chain (1 .. kMaxChainedFrames),
+  // and their parameters, next[0 .. chain_frames).
+  int chain_frames = 1;
+  const TpFrame* next = nullptr;
   // Word-end rescoring on the device (TpState::lm set, collect): after the
   // collection, while it found events and at most word_end_rounds times,
   // the events are put in (source, arc) order, rescored (lm_word_end) and
@@ -391,17 +408,21 @@ int tp_round_blocks(int sm_count, int max_per_sm, int bins);
 // so a lane's results are those of its stream decoded alone. What the
 // single-stream path queues around tp_round is part of the lane's
 // descriptor: the frame parameters (num_frames of `frames` copied to
-// `frame` first), the frame's start (begin_frame: counters and histogram
+// `frame` first: the round's frame, then those it may chain), the frame's start (begin_frame: counters and histogram
 // reset as tp_frame_begin; start: the start token as tp_start), the round
 // itself if run_round, and at the end the counters, then the chain's
 // outcome if the state has a chain, copied to `out` (mapped host memory,
-// sizeof(TpCounters) + sizeof(TpChain) bytes).
+// sizeof(TpCounters) + sizeof(TpChain) bytes; of the chain, only the
+// entries of prev that its go names are copied). The cooperative lanes
+// kernel chains one frame at most (params.chain_frames must be 1); the
+// cluster kernel runs round_run, as tp_round does, and chains up to
+// chain_frames.
 struct TpLaneRound {
   TpGraph graph;
   TpState state;
   TpFrame* frame;
   TpRoundParams params;
-  TpFrame frames[2];
+  TpFrame frames[1 + kMaxChainedFrames];
   uint32_t num_frames;
   uint32_t begin_frame;
   uint32_t start;
