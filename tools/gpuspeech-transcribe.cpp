@@ -157,7 +157,7 @@ Devices:
                         (default, at most one per file: with the cpu search
                         one per CPU core; with the cuda search as many as
                         the device's free memory holds at 64 MiB each, less
-                        1 GiB, at most 256 a device; batched from 32).
+                        1 GiB, at most 256 a device; batched from 8).
                         Results are printed in the order of the FILEs and
                         are identical whatever N. --fmllr decodes with one
                         stream.
@@ -174,7 +174,7 @@ Devices:
                         batcher's own threads see finished rounds sooner
                         (+4-6 % at 256 streams, docs/benchmarks.md)
   --batched-search M    with the cuda search: on | off | auto (default: on
-                        from 32 streams): every stream's search rounds run
+                        from 8 streams): every stream's search rounds run
                         together in shared device launches; same results
   --list-backends       show which backends this build has and can use
 

@@ -47,10 +47,13 @@ namespace gpuspeech {
 // (ResourceOptions: model, dictionary, grammar, graph and LM options, graph
 // cache, rescoring; two streams with equal ones share one copy), then the
 // stream's own settings below.
-// Streams from which the tools turn batched_search on by default: with 16
-// the batched and the separate searches ran at the same speed, with 64 and
-// 256 the batched one was 1.4x faster (H200, docs/benchmarks.md).
-constexpr int kBatchedSearchAutoStreams = 32;
+// Streams from which the tools turn batched_search on by default. It was
+// 32 while 16 streams ran at the same speed either way; since the cluster
+// kernel and device rescoring, 8 batched streams run at 339-343x real
+// time against 190-192x in launches of their own (H200, en-us, LibriVox;
+// docs/benchmarks.md, "Chains of several frames a launch"). Fewer than 8
+// were not measured.
+constexpr int kBatchedSearchAutoStreams = 8;
 // The tools' --batched-search setting for `streams` streams: "on", "off",
 // or "auto" (on from kBatchedSearchAutoStreams streams). Throws
 // std::invalid_argument ("must be on, off or auto, got '...'") for any
