@@ -408,8 +408,9 @@ int tp_round_blocks(int sm_count, int max_per_sm, int bins);
 // so a lane's results are those of its stream decoded alone. What the
 // single-stream path queues around tp_round is part of the lane's
 // descriptor: the frame parameters (num_frames of `frames` copied to
-// `frame` first: the round's frame, then those it may chain), the frame's start (begin_frame: counters and histogram
-// reset as tp_frame_begin; start: the start token as tp_start), the round
+// `frame` first: the round's frame, then those it may chain), the frame's
+// start (begin_frame: counters and histogram reset as tp_frame_begin;
+// start: the start token as tp_start), the round
 // itself if run_round, and at the end the counters, then the chain's
 // outcome if the state has a chain, copied to `out` (mapped host memory,
 // sizeof(TpCounters) + sizeof(TpChain) bytes; of the chain, only the
