@@ -42,10 +42,13 @@ wer_normalise "$D/transcription" >"$T/ref.trn"
 # $T/ours-NAME.trn (normalised, five lines each) and the logs beside them.
 decode_both() {
   local name=$1 dir=$2 files=() id f n
-  pocketsphinx_batch -adcin yes -cepdir "$dir" -cepext .wav -ctl "$D/fileids" -hmm "$M/en-us" \
+  while read -r id; do [ -n "$id" ] && files+=("$dir/$id.wav"); done <"$D/fileids"
+  # The samples after the WAV header, as gpuspeech reads them (wer_util.sh).
+  local hdr
+  hdr=$(wav_header_bytes "${files[@]}") || { echo "FAIL WAV headers ($name)"; exit 1; }
+  pocketsphinx_batch -adcin yes -adchdr "$hdr" -cepdir "$dir" -cepext .wav -ctl "$D/fileids" -hmm "$M/en-us" \
     -dict "$M/cmudict-en-us.dict" -lm "$M/en-us.lm.bin" -hyp "$T/ps-$name.hyp" >"$T/ps-$name.log" 2>&1 ||
     { echo "FAIL pocketsphinx_batch ($name):"; tail -20 "$T/ps-$name.log"; exit 1; }
-  while read -r id; do [ -n "$id" ] && files+=("$dir/$id.wav"); done <"$D/fileids"
   "$TOOL" --backend cpu --search cpu --hmm "$M/en-us" --dict "$M/cmudict-en-us.dict" \
     --lm "$M/en-us.lm.bin" --cache "$CACHE" -v "${files[@]}" >"$T/ours-$name.hyp" 2>"$T/ours-$name.log" ||
     { echo "FAIL gpuspeech-transcribe ($name):"; tail -20 "$T/ours-$name.log"; exit 1; }

@@ -50,3 +50,38 @@ wer_percent() {
 wer_or_fail() {
   wer_percent "$1" "$2" || { echo "FAIL sclite on $2:"; cat "$2.sclite"; exit 1; }
 }
+
+# wav_header_bytes FILE...: the byte offset of the samples (the "data"
+# chunk's contents) common to every WAV FILE, printed for
+# pocketsphinx_batch's -adchdr. With -adcin yes pocketsphinx_batch reads a
+# file from byte -adchdr on as samples and does not parse a WAV header, so
+# without it the 44-byte header is decoded as 22 samples of audio: a click
+# at the very start, which moves its noise estimate and, on files that
+# begin with digital silence, its words. Fails (status 1, a message on
+# stderr) if the files' offsets differ or a file has no "data" chunk.
+wav_header_bytes() {
+  python3 - "$@" <<'PY'
+import struct, sys
+offsets = set()
+for name in sys.argv[1:]:
+    with open(name, "rb") as f:
+        head = f.read(12)
+        if head[:4] != b"RIFF" or head[8:12] != b"WAVE":
+            sys.exit("wav_header_bytes: %s: not a RIFF/WAVE file" % name)
+        pos = 12
+        while True:
+            chunk = f.read(8)
+            if len(chunk) < 8:
+                sys.exit("wav_header_bytes: %s: no data chunk" % name)
+            tag, size = chunk[:4], struct.unpack("<I", chunk[4:])[0]
+            pos += 8
+            if tag == b"data":
+                offsets.add(pos)
+                break
+            f.seek(size + (size & 1), 1)
+            pos += size + (size & 1)
+if len(offsets) != 1:
+    sys.exit("wav_header_bytes: the files' headers differ in size: %s" % sorted(offsets))
+print(offsets.pop())
+PY
+}

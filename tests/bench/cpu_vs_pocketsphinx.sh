@@ -43,6 +43,8 @@ audio_s=$(for w in "${wavs[@]}"; do soxi -D "$w" 2>/dev/null || echo 0; done | a
 
 # wer_normalise: the WER tests' normalisation (tests/wer_util.sh).
 . "$(cd "$(dirname "$0")/.." && pwd)/wer_util.sh"
+# pocketsphinx_batch reads the samples after the WAV header (wav_header_bytes).
+ps_header=$(wav_header_bytes "${wavs[@]}") || exit 2
 
 wer() {  # hyp.trn -> "WER% (errors/words: sub del ins)", from sclite's raw counts
   wer_normalise "$1" > "$1.norm"
@@ -58,7 +60,8 @@ now() { date +%s.%N; }
 run_ps() {  # $1 = run index
   local t0 t1
   t0=$(now)
-  /usr/bin/time -f '%U %S' -o "$work/ps.$1.time" pocketsphinx_batch -adcin yes -cepdir "$D" -cepext .wav -ctl "$D/fileids" \
+  /usr/bin/time -f '%U %S' -o "$work/ps.$1.time" pocketsphinx_batch -adcin yes -adchdr "$ps_header" \
+    -cepdir "$D" -cepext .wav -ctl "$D/fileids" \
     -hmm "$M/en-us" -dict "$M/cmudict-en-us.dict" -lm "$M/en-us.lm.bin" \
     -hyp "$work/ps.hyp" > "$work/ps.$1.log" 2>&1
   t1=$(now)

@@ -18,7 +18,10 @@
 #   Each NAME=COMMAND is a column: COMMAND (split on spaces) is a
 #   gpuspeech-transcribe with any flags, run as
 #   COMMAND --backend cpu --search cpu --cache CACHE FILES...
-#   A pocketsphinx_batch column (its defaults, -adcin yes) is always added.
+#   A pocketsphinx_batch column (its defaults, -adcin yes, and -adchdr
+#   the WAV header's size, so that it decodes the same samples) is always
+#   added. Before 2026-11-29 the header was decoded as audio (see
+#   docs/benchmarks.md, "The WAV header pocketsphinx_batch decoded").
 # Both are scored by `sctk sclite` after the normalisation of
 # tests/wer_util.sh (as in test_wer_librivox.sh). Prints a Markdown table: WER % per condition.
 # Not part of the test suite (minutes of CPU decoding).
@@ -66,7 +69,9 @@ for cond in $CONDITIONS; do
     row="$row $(wer_percent "$W/ref.norm" "$hyp.trn" || echo "?") |"
   done
   hyp="$W/$cond.pocketsphinx.hyp"
-  pocketsphinx_batch -adcin yes -cepdir "$W/$cond" -cepext .wav -ctl "$W/fileids" -hmm "$M/en-us" \
+  # Its samples start after the WAV header (wer_util.sh, wav_header_bytes).
+  hdr=$(wav_header_bytes "${files[@]}") || degraded_die "$cond: WAV headers"
+  pocketsphinx_batch -adcin yes -adchdr "$hdr" -cepdir "$W/$cond" -cepext .wav -ctl "$W/fileids" -hmm "$M/en-us" \
     -dict "$M/cmudict-en-us.dict" -lm "$M/en-us.lm.bin" -hyp "$hyp" >"$hyp.log" 2>&1 ||
     { echo "noisy_wer.sh: pocketsphinx_batch failed on $cond:" >&2; tail -3 "$hyp.log" >&2; }
   wer_normalise "$hyp" >"$hyp.trn"
