@@ -161,6 +161,13 @@ struct CountersAndChain {
 static_assert(offsetof(CountersAndChain, chain) == sizeof(cuda::TpCounters),
               "counters and chain are not back to back");
 
+// The error of a frame whose epsilon closure did not settle within the
+// search's pass limit (SearchOptions::max_epsilon_passes).
+std::runtime_error closure_unsettled(int passes, int64_t frame) {
+  return std::runtime_error("search: epsilon closure did not settle after " + std::to_string(passes) +
+                            " passes at frame " + std::to_string(frame) +
+                            " (a negative-cost epsilon cycle in the graph?)");
+}
 }  // namespace
 
 struct CudaSearcher::Impl {
@@ -644,17 +651,14 @@ CudaSearcher::CudaSearcher(const SearchGraph& graph, const SearchOptions& option
   // search test both ways).
   if (const char* batch_env = std::getenv("GPUSPEECH_CUDA_BATCH"))
     batched = std::string(batch_env) == "1";
-  // Frames a rescoring round chains, and a staging slot for each.
+  // Frames a rescoring round chains (clamped below, once the kind of its
+  // rounds is known).
   m.chain_length = batched ? kDefaultChainedFramesBatched : kDefaultChainedFramesAlone;
   if (const char* chain_env = std::getenv("GPUSPEECH_CUDA_CHAIN"))
     m.chain_length = std::clamp(std::atoi(chain_env), 0, cuda::kMaxChainedFrames);
-  m.staging_slots = 1 + std::max(1, m.chain_length);
-  m.staging.resize(static_cast<size_t>(m.staging_slots) * slot_records);
   if (batched) {
     m.batcher = CudaRoundBatcher::for_device(device_id);
     m.lane_out.resize(1);
-    m.lane_staging.resize(m.staging.size());
-    m.staging.resize(0);
     if (m.rescoring) m.event_stage.resize(m.events.size());
   }
   // Word ends rescored on the device: with the fused round kernel or the
@@ -693,19 +697,24 @@ CudaSearcher::CudaSearcher(const SearchGraph& graph, const SearchOptions& option
     m.lm_full_end = rescorer_->full_lm().word_id("</s>");
     m.lm_pruned_end = rescorer_->pruned_lm().word_id("</s>");
   }
-  // Room for a frame's records from the start, so that no frame short of
-  // outgrowing the staging buffer waits for a pinned allocation
-  // (finish_frame grows it, once the records it holds are flushed).
-  m.host_records.resize(m.staging_slot_records());
   if (m.fused_rounds())
     m.passes_per_batch = std::min(kFusedClosurePasses, options_.max_epsilon_passes);
   // Only rescoring rounds chain frames; the host's rescoring and the
-  // cooperative lanes kernel (TpLaneRound) one at most. (The staging keeps
-  // its slots: a few spare ones cost little.)
+  // cooperative lanes kernel (TpLaneRound) one at most.
   if (!m.rescoring || !m.fused_rounds())
     m.chain_length = 0;
   else if (!m.lm_on_device || (m.batcher && m.batcher->cluster() == 0))
     m.chain_length = std::min(m.chain_length, 1);
+  // A staging slot for each frame a launch may leave records for (the
+  // chain's and the next frame's), in mapped memory when batched.
+  m.staging_slots = 1 + std::max(1, m.chain_length);
+  const size_t staging_records = static_cast<size_t>(m.staging_slots) * slot_records;
+  if (m.batcher) m.lane_staging.resize(staging_records);
+  else m.staging.resize(staging_records);
+  // Room for a frame's records from the start, so that no frame short of
+  // outgrowing the staging buffer waits for a pinned allocation
+  // (finish_frame grows it, once the records it holds are flushed).
+  m.host_records.resize(m.staging_slot_records());
   check(cudaMemsetAsync(m.counters.get(), 0, sizeof(CountersAndChain), m.stream),
         "cudaMemsetAsync");
   m.allocate_tables(entries);
@@ -939,10 +948,7 @@ void CudaSearcher::run_frame(const float* device_row, int32_t boundary, const fl
     }
     if (hc.last_changed != 0) {  // closure unsettled: rerun with more passes
       if (m.passes_per_batch >= options_.max_epsilon_passes)
-        throw std::runtime_error("search: epsilon closure did not settle after " +
-                                 std::to_string(options_.max_epsilon_passes) +
-                                 " passes at frame " + std::to_string(boundary) +
-                                 " (a negative-cost epsilon cycle in the graph?)");
+        throw closure_unsettled(options_.max_epsilon_passes, boundary);
       m.passes_per_batch = std::min(m.passes_per_batch * 2, options_.max_epsilon_passes);
       continue;
     }
@@ -1261,10 +1267,7 @@ void CudaSearcher::run_frame_rescoring(const float* device_row, int32_t boundary
         break;
       }
       if (passes_run > max_passes || (hc.last_changed != 0 && passes_run >= max_passes))
-        throw std::runtime_error("search: epsilon closure did not settle after " +
-                                 std::to_string(max_passes) + " passes at frame " +
-                                 std::to_string(boundary) +
-                                 " (a negative-cost epsilon cycle in the graph?)");
+        throw closure_unsettled(max_passes, boundary);
       if (hc.last_changed != 0) {  // closure unsettled: more passes, same round
         head = RoundHead::kContinue;
         continue;
@@ -1340,9 +1343,7 @@ void CudaSearcher::run_frame_device_lm(const float* device_row, int32_t boundary
     // other condition that fails a frame, and the chain stopped there).
     const int limit = options_.max_epsilon_passes;
     if (static_cast<int>(done.passes_run) > limit)
-      throw std::runtime_error("search: epsilon closure did not settle after " + std::to_string(limit) +
-                               " passes at frame " + std::to_string(boundary) +
-                               " (a negative-cost epsilon cycle in the graph?)");
+      throw closure_unsettled(limit, boundary);
     begin_frame(device_row, boundary);
     stats_.word_end_events += done.word_end_events;
     stats_.rescore_rounds += done.word_end_rounds;
@@ -1431,9 +1432,7 @@ void CudaSearcher::run_frame_device_lm(const float* device_row, int32_t boundary
     } else if (hc.records > m.staging_slot_records()) {  // records overflowed
       m.grow_staging(hc.records);
     } else if (passes_run > limit || (hc.last_changed != 0 && passes_run >= limit)) {
-      throw std::runtime_error("search: epsilon closure did not settle after " + std::to_string(limit) +
-                               " passes at frame " + std::to_string(boundary) +
-                               " (a negative-cost epsilon cycle in the graph?)");
+      throw closure_unsettled(limit, boundary);
     } else if (hc.last_changed != 0) {  // cannot happen: a round's passes are the budget
       throw std::logic_error("cuda search: a closure round stopped unsettled within its budget");
     } else if (hc.events > m.events.size()) {  // events overflowed
