@@ -468,8 +468,14 @@ int bench_decode(int argc, char** argv) {
   {  // the batched search (GPUSPEECH_CUDA_BATCH=1): its launches
     const CudaRoundBatcher::Stats b = CudaRoundBatcher::totals();
     if (b.launches > 0) {
-      char kernel[96];
-      if (b.cluster > 0)
+      char kernel[192];
+      if (b.cluster > 0 && b.loaded_cluster > 0)
+        std::snprintf(kernel, sizeof kernel,
+                      "a cluster of %d blocks a round, %d clusters resident at most; %d blocks in %llu "
+                      "launches made with the device loaded",
+                      b.cluster, b.resident, b.loaded_cluster,
+                      static_cast<unsigned long long>(b.loaded_launches));
+      else if (b.cluster > 0)
         std::snprintf(kernel, sizeof kernel, "a cluster of %d blocks a round, %d clusters resident at most",
                       b.cluster, b.resident);
       else

@@ -41,6 +41,13 @@ constexpr int kLaneBlocksPerSm = 2;
 // largest cluster the hardware allows (a non-portable size: the device is
 // asked, and a smaller one taken if it refuses).
 constexpr int kLaneClusterBlocks = 8;
+// Blocks of a lane's cluster once the device is loaded: more than its
+// resident clusters of kLaneClusterBlocks would be in flight. On the H200
+// at 256 streams, clusters of 4 throughout gave +5.5 % (2 259-2 324x
+// against 2 140-2 197x), but -22 to -30 % at 8, 32 and 64 streams, where
+// the device has room and a lane's own time decides (docs/benchmarks.md,
+// "Cluster size by load").
+constexpr int kLaneClusterBlocksLoaded = 4;
 // Blocks an SM the cluster kernel is compiled for, by capping its
 // registers (tp_set_lanes_min_blocks): at 256 streams on the H100, 4 (the
 // compiler's 56 registers, 28 clusters resident) / 5 (35) / 6 (42) gave
@@ -77,6 +84,8 @@ void add_stats(CudaRoundBatcher::Stats& to, const CudaRoundBatcher::Stats& s) {
   to.blocks = std::max(to.blocks, s.blocks);
   to.cluster = std::max(to.cluster, s.cluster);
   to.resident = std::max(to.resident, s.resident);
+  to.loaded_cluster = std::max(to.loaded_cluster, s.loaded_cluster);
+  to.loaded_launches += s.loaded_launches;
   to.busy_s += s.busy_s;
   to.waiting_s += s.waiting_s;
   to.in_run_s += s.in_run_s;
@@ -175,6 +184,16 @@ CudaRoundBatcher::CudaRoundBatcher(int device) : device_(device) {
   early_ = cluster_ > 0 && env_int("GPUSPEECH_LANES_EARLY", 1, 0, 1) == 1;
   pipeline_ = early_ && env_int("GPUSPEECH_LANES_PIPELINE", 1, 0, 1) == 1;
   room_ = static_cast<size_t>(env_int("GPUSPEECH_LANES_ROOM", kLaneRoomPerResident * std::max(resident_, 1), 1, 1 << 20));
+  // Smaller clusters under load, for the pipeline (which counts the lanes
+  // in flight): the largest size the device takes up to the one asked for.
+  if (pipeline_) {
+    const int loaded = env_int("GPUSPEECH_LANES_CLUSTER_LOADED", kLaneClusterBlocksLoaded, 0, 16);
+    if (loaded > 0 && loaded < cluster_) {
+      loaded_cluster_ = cuda::tp_lanes_cluster_size(loaded);
+      if (loaded_cluster_ >= cluster_) loaded_cluster_ = 0;
+      loaded_at_ = static_cast<size_t>(env_int("GPUSPEECH_LANES_LOADED_AT", std::max(resident_, 1), 0, 1 << 20));
+    }
+  }
   // The pipeline's slots are launches in flight on their own CUDA streams
   // (GPUSPEECH_LANES_IN_FLIGHT up to 32, default 16), shared out among its
   // threads.
@@ -323,6 +342,7 @@ CudaRoundBatcher::Stats CudaRoundBatcher::stats() const {
   s.blocks = blocks_;
   s.cluster = cluster_;
   s.resident = resident_;
+  s.loaded_cluster = loaded_cluster_;
   return s;
 }
 
@@ -362,6 +382,7 @@ void CudaRoundBatcher::launcher(Slot& slot) {
       continue;          // another launcher took them
     }
     const int bins = take_waiting(slot);
+    slot.cluster = cluster_;
     lock.unlock();
     const std::string error = start_launch(slot, bins, set, early_);
     const double busy = std::chrono::duration<double>(Clock::now() - begin).count();
@@ -462,7 +483,7 @@ void CudaRoundBatcher::launch_part(Slot& slot, size_t first, size_t n, int bins)
                         cudaMemcpyHostToDevice, slot.stream),
         "cudaMemcpyAsync (lane rounds)");
   if (cluster_ > 0) {
-    check(cuda::tp_lanes_cluster_round(slot.device_rounds.get(), static_cast<int>(n), cluster_, bins,
+    check(cuda::tp_lanes_cluster_round(slot.device_rounds.get(), static_cast<int>(n), slot.cluster, bins,
                                        slot.stream, profile_.get(),
                                        early_ ? slot.done.device() + first : nullptr, slot.serial),
           "tp_lanes_cluster_round");
@@ -510,6 +531,12 @@ void CudaRoundBatcher::pipeline(size_t first_slot, size_t last_slot) {
         continue;
       }
       const int bins = take_waiting(*slot);
+      slot->cluster = cluster_;
+      if (loaded_cluster_ > 0 &&
+          lanes_in_flight_.load(std::memory_order_relaxed) + slot->batch.size() > loaded_at_) {
+        slot->cluster = loaded_cluster_;
+        stats_.loaded_launches += 1;
+      }
       lock.unlock();
       slot->began = Clock::now();
       const std::string error = start_launch(*slot, bins, set, false);

@@ -77,6 +77,10 @@ class CudaRoundBatcher {
     int blocks = 0;         // the cooperative lanes kernel's grid
     int cluster = 0;        // blocks of a lane's cluster; 0: the cooperative kernel ran
     int resident = 0;       // clusters the device holds at once (default histogram); 0: unknown
+    // Blocks of a lane's cluster in launches made while the device was
+    // loaded (0: every launch used `cluster`), and how many such launches.
+    int loaded_cluster = 0;
+    uint64_t loaded_launches = 0;
     double busy_s = 0.0;    // the launcher in launches (copy, kernel, wait)
     double waiting_s = 0.0;  // the launcher waiting for rounds
     double in_run_s = 0.0;   // streams' threads in run(), summed over them
@@ -158,6 +162,7 @@ class CudaRoundBatcher {
     // the launch stores `serial` into done[i] when its round is over.
     cuda_memory::MappedArray<unsigned int> done;
     unsigned int serial = 0;
+    int cluster = 0;  // blocks of each lane's cluster in this launch (cluster kernel)
     std::vector<size_t> ready;  // wait_lanes' scratch
     // The pipeline's (GPUSPEECH_LANES_PIPELINE) view of the slot: a launch
     // of it is on the device, its lanes not yet flagged, when it began.
@@ -218,6 +223,15 @@ class CudaRoundBatcher {
   // cooperative lanes kernel (tp_lanes_round).
   int cluster_ = 0;
   int resident_ = 0;  // Stats::resident
+  // The pipeline's launches use clusters of loaded_cluster_ blocks instead
+  // when more than loaded_at_ lanes would be in flight with them
+  // (GPUSPEECH_LANES_CLUSTER_LOADED, default 4, 0 for one size;
+  // GPUSPEECH_LANES_LOADED_AT, default the resident clusters of
+  // cluster_): a lane on 8 blocks ends sooner, but twice as many lanes on
+  // 4 blocks run at once, which is the most the device gets done once its
+  // 8-block clusters are all taken.
+  int loaded_cluster_ = 0;
+  size_t loaded_at_ = 0;
   int cluster_bins_ = 1;  // the largest histogram of the frames taken so far (under mutex_)
   // The cluster kernel's lanes flag their end and their threads go on
   // before the launch's slowest lane ends (GPUSPEECH_LANES_EARLY, default
