@@ -469,16 +469,15 @@ int bench_decode(int argc, char** argv) {
     const CudaRoundBatcher::Stats b = CudaRoundBatcher::totals();
     if (b.launches > 0) {
       char kernel[192];
-      if (b.cluster > 0 && b.loaded_cluster > 0)
-        std::snprintf(kernel, sizeof kernel,
-                      "a cluster of %d blocks a round, %d clusters resident at most; %d blocks in %llu "
-                      "launches made with the device loaded",
-                      b.cluster, b.resident, b.loaded_cluster,
-                      static_cast<unsigned long long>(b.loaded_launches));
-      else if (b.cluster > 0)
-        std::snprintf(kernel, sizeof kernel, "a cluster of %d blocks a round, %d clusters resident at most",
-                      b.cluster, b.resident);
-      else
+      if (b.cluster > 0) {
+        const int n = std::snprintf(kernel, sizeof kernel,
+                                    "a cluster of %d blocks a round, %d clusters resident at most",
+                                    b.cluster, b.resident);
+        if (b.loaded_cluster > 0 && n > 0 && static_cast<size_t>(n) < sizeof kernel)
+          std::snprintf(kernel + n, sizeof kernel - static_cast<size_t>(n),
+                        "; %d blocks in %llu launches made with the device loaded", b.loaded_cluster,
+                        static_cast<unsigned long long>(b.loaded_launches));
+      } else
         std::snprintf(kernel, sizeof kernel, "%d blocks, cooperative", b.blocks);
       std::printf("batched search: %llu rounds in %llu launches (%.1f a launch, at most %u; %s); "
                   "launcher busy %.3f s, waiting %.3f s; streams in the batcher %.3f s\n",
