@@ -248,6 +248,10 @@ expect_error "--mfc on audio" 1 "goforward.raw: the header count" --mfc --jsgf "
 expect_error "unknown option" 2 "--frobnicate" --frobnicate "$DATA/goforward.raw"
 expect_error "two grammars" 2 "at most one" --jsgf "$DATA/goforward.gram" --fsg "$DATA/goforward.fsg" "$DATA/goforward.raw"
 expect_error "bad beam" 2 "--beam" --beam 2 --jsgf "$DATA/goforward.gram" "$DATA/goforward.raw"
+expect_error "bad lattice weight" 2 "--lattice-lw must be a number >= 0" --lattice-lw -1 \
+  --jsgf "$DATA/goforward.gram" "$DATA/goforward.raw"
+expect_error "lattice pass with a grammar" 1 "the word-lattice pass needs an n-gram LM" \
+  --lattice-lw 8.5 --jsgf "$DATA/goforward.gram" "$DATA/goforward.raw"
 expect_error "missing grammar" 1 "$T/none.gram" --jsgf "$T/none.gram" "$DATA/goforward.raw"
 printf '#JSGF V1.0;\ngrammar g;\npublic <a> = go zzqxv;\n' >"$T/oov.gram"
 expect_error "grammar word not in the dictionary" 1 "zzqxv" --jsgf "$T/oov.gram" "$DATA/goforward.raw"

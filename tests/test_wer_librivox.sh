@@ -94,4 +94,17 @@ ours_pad=$(wer_or_fail "$T/ref.trn" "$T/ours-padded.trn")
 echo "gpuspeech-transcribe, 0.4 s of zeros first:"; sed 's/^/  /' "$T/ours-padded.trn"
 echo "WER with 0.4 s of zeros first: pocketsphinx_batch $ps_pad%  gpuspeech $ours_pad%"
 check_not_worse "zeros first" "$ours_pad" "$ps_pad"
+
+# The word-lattice pass (--lattice-lw, not yet the default): its final
+# results on the clean files, held to the same bar.
+files=()
+while read -r id; do [ -n "$id" ] && files+=("$D/$id.wav"); done <"$D/fileids"
+"$TOOL" --backend cpu --search cpu --hmm "$M/en-us" --dict "$M/cmudict-en-us.dict" \
+  --lm "$M/en-us.lm.bin" --cache "$CACHE" --lattice-lw 8.5 "${files[@]}" >"$T/ours-lattice.hyp" \
+  2>"$T/ours-lattice.log" || { echo "FAIL gpuspeech-transcribe --lattice-lw:"; tail -20 "$T/ours-lattice.log"; exit 1; }
+wer_normalise "$T/ours-lattice.hyp" >"$T/ours-lattice.trn"
+ours_lattice=$(wer_or_fail "$T/ref.trn" "$T/ours-lattice.trn")
+echo "gpuspeech-transcribe --lattice-lw 8.5:"; sed 's/^/  /' "$T/ours-lattice.trn"
+echo "WER with the lattice pass: pocketsphinx_batch $ps_wer%  gpuspeech $ours_lattice%"
+check_not_worse "lattice pass" "$ours_lattice" "$ps_wer"
 exit $failed

@@ -94,6 +94,10 @@ Search (pocketsphinx's defaults, except a narrower --beam):
                         at word ends (faster, less accurate)
   --lm-histories N      word-end rescoring: tokens with different LM
                         histories kept per graph state (default 3)
+  --lattice-lw X        final results from a second pass: the best path
+                        through the word lattice of the search's word ends,
+                        with the full LM at language weight X (default 0:
+                        off; needs word-end rescoring and --search cpu)
   --nbest N             also print up to N alternatives per file, as
                         "# nbest K cost confidence: words", on stdout
 
@@ -897,6 +901,10 @@ int run(int argc, char** argv) {
       config.cmn_skip_negative_c0 = false;
     } else if (a == "--no-rescore") {
       config.rescore_with_full_lm = false;
+    } else if (a == "--lattice-lw") {
+      const double x = parse_double(a, value());
+      if (!(x >= 0.0) || !std::isfinite(x)) usage_error("--lattice-lw must be a number >= 0");
+      config.search.lattice.language_weight = static_cast<float>(x);
     } else if (a == "--lm-histories") {
       config.search.lm_histories = parse_int(a, value());
     } else if (a == "--topn") {

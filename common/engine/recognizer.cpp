@@ -142,6 +142,14 @@ void Recognizer::open_stream(std::string* log) {
   if (m.rescorer)
     append_log(log, "word-end rescoring with the full LM " + config_.grammar + " (" +
                         std::to_string(config_.search.lm_histories) + " LM histories per state)");
+  if (config_.search.lattice.enabled()) {
+    if (!m.rescorer)
+      throw std::invalid_argument(
+          "recognizer: the word-lattice pass needs an n-gram LM searched with word-end "
+          "rescoring (not a grammar, not --no-rescore)");
+    append_log(log, "final results from the word lattice, language weight " +
+                        std::to_string(config_.search.lattice.language_weight));
+  }
   std::string why;
   m.backend = open_backend(config_.scoring_backend, config_.device_id, &why);
   if (!why.empty()) append_log(log, why);
@@ -155,10 +163,15 @@ void Recognizer::open_stream(std::string* log) {
                              " dimensions but its front end makes " +
                              std::to_string(res.feature_dim()));
 
+  // The lattice pass charges words and fillers what the graph does.
+  SearchOptions search_options = config_.search;
+  search_options.lattice.word_insertion_penalty = config_.graph.word_insertion_penalty;
+  search_options.lattice.silence_prob = config_.graph.silence_prob;
+  search_options.lattice.filler_prob = config_.graph.filler_prob;
   std::string search = config_.search_backend;
   if (search == "auto") search = std::string(m.backend->name()) == "cuda" ? "cuda" : "cpu";
   if (search == "cpu") {
-    m.searcher = std::make_unique<CpuSearcher>(res.graph(), config_.search, m.rescorer.get(),
+    m.searcher = std::make_unique<CpuSearcher>(res.graph(), search_options, m.rescorer.get(),
                                                GraphCheck::kCheckedByOwner);
   } else if (search == "cuda") {
 #ifdef GPUSPEECH_HAVE_CUDA
@@ -167,7 +180,7 @@ void Recognizer::open_stream(std::string* log) {
     std::shared_ptr<const CudaSearchGraph> device_graph = res.attachment<CudaSearchGraph>(
         "cuda-search-graph:" + std::to_string(device),
         [&] { return CudaSearchGraph::upload(res.graph(), device); });
-    auto searcher = std::make_unique<CudaSearcher>(res.graph(), config_.search, device,
+    auto searcher = std::make_unique<CudaSearcher>(res.graph(), search_options, device,
                                                    m.rescorer.get(), std::move(device_graph),
                                                    GraphCheck::kCheckedByOwner,
                                                    config_.batched_search);

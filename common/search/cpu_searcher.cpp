@@ -22,6 +22,7 @@ CpuSearcher::CpuSearcher(const SearchGraph& graph, const SearchOptions& options,
                          LmRescorer* rescorer, GraphCheck check)
     : Searcher(graph, options, rescorer, check) {
   histogram_.assign(static_cast<size_t>(options_.histogram_bins), 0);
+  keep_acoustic_ = options_.lattice.enabled() && rescorer_ != nullptr;
 }
 
 void CpuSearcher::clear_frame() {
@@ -30,6 +31,7 @@ void CpuSearcher::clear_frame() {
   source_.clear();
   record_.clear();
   history_.clear();
+  acoustic_.clear();
   round_mark_.clear();
   stamp_.clear();
 }
@@ -38,6 +40,8 @@ void CpuSearcher::reset() {
   // A frame interrupted by an exception may have left states behind.
   clear_frame();
   live_.clear();
+  live_acoustic_.clear();
+  lattice_given_up_ = false;
   records_ = WordRecordStore(options_.max_word_records);
   stats_ = SearchStats{};
   stats_.record_capacity = records_.capacity();
@@ -54,7 +58,7 @@ void CpuSearcher::reset() {
   const int32_t i = offer(s, 0.0f, search::kNoArc, -1);
   record_[i] = -1;
   history_[i] = LmRescorer::kStartHistory;
-  std::vector<Changed> changed{{i, 0.0f, -1, 0}};
+  std::vector<Changed> changed{{i, 0.0f, -1, 0, 0.0f}};
   epsilon_closure(changed, 0.0f, 0);
   prune();
   started_ = true;
@@ -79,6 +83,7 @@ int32_t CpuSearcher::offer(int32_t d, float cost, uint32_t arc, int32_t source) 
     source_.push_back(-1);
     record_.push_back(-1);
     history_.push_back(0);
+    acoustic_.push_back(0.0f);
     round_mark_.push_back(0);
     stamp_.push_back(0);
   }
@@ -135,13 +140,19 @@ void CpuSearcher::decode_frame(const float* row) {
     const float c = candidate_cost(key);
     const uint32_t a = candidate_arc(key);
     const SearchToken& from = live_[static_cast<size_t>(source_[i])];
+    // The acoustic part follows the winner (the same term emitting_cost
+    // added to its cost).
+    const float ac = keep_acoustic_ ? live_acoustic_[static_cast<size_t>(source_[i])] -
+                                          scale * row[ilabel[a] - 1]
+                                    : 0.0f;
+    acoustic_[i] = ac;
     int32_t rec = from.record;
     // (With a rescorer the graph has no word label on emitting arcs.)
-    if (olabel[a] > 0) rec = records_.append(olabel[a] - 1, boundary, rec, c);
+    if (olabel[a] > 0) rec = records_.append(olabel[a] - 1, boundary, rec, c, ac);
     record_[i] = rec;
     const int32_t hist = rescorer_ != nullptr ? from.history : 0;
     history_[i] = hist;
-    changed.push_back({i, c, rec, hist});
+    changed.push_back({i, c, rec, hist, ac});
     if (c < best_emit) best_emit = c;
   }
 
@@ -208,7 +219,7 @@ int CpuSearcher::epsilon_passes(std::vector<Changed>& changed, float best_emit,
         const int32_t d = offer(dest[a] * K + slot, c, static_cast<uint32_t>(a), e.local);
         if (d >= 0 && stamp_[d] != pass_id_) {
           stamp_[d] = pass_id_;
-          next.push_back({d, 0.0f, -1, 0});
+          next.push_back({d, 0.0f, -1, 0, 0.0f});
         }
       }
     }
@@ -218,13 +229,15 @@ int CpuSearcher::epsilon_passes(std::vector<Changed>& changed, float best_emit,
       const uint64_t key = best_[n.local];
       n.cost = candidate_cost(key);
       const uint32_t a = candidate_arc(key);
+      n.acoustic = acoustic_[source_[n.local]];
       int32_t rec = record_[source_[n.local]];
-      if (olabel[a] > 0) rec = records_.append(olabel[a] - 1, boundary, rec, n.cost);
+      if (olabel[a] > 0) rec = records_.append(olabel[a] - 1, boundary, rec, n.cost, n.acoustic);
       n.record = rec;
       if (rescoring) n.history = history_[source_[n.local]];
     }
     for (const Changed& n : next) {
       record_[n.local] = n.record;
+      acoustic_[n.local] = n.acoustic;
       if (rescoring) {
         history_[n.local] = n.history;
         round_mark_[n.local] = round_id_;
@@ -246,6 +259,7 @@ void CpuSearcher::word_end_step(float best_emit, int32_t boundary,
   const float* arc_cost = graph_.arc_cost.data();
   // Events from the tokens this round changed, with their settled values.
   events_.clear();
+  event_acoustic_.clear();
   for (int32_t i = 0; i < index_.size(); ++i) {
     if (round_mark_[i] != round_id_) continue;
     const float cost = candidate_cost(best_[i]);
@@ -259,6 +273,7 @@ void CpuSearcher::word_end_step(float best_emit, int32_t boundary,
       if (!usable_cost(c)) continue;
       events_.push_back({v, static_cast<uint32_t>(a), c, record_[i], history_[i], olabel[a] - 1,
                          graph_.arc_dest[a]});
+      if (keep_acoustic_) event_acoustic_.push_back(acoustic_[i]);
     }
   }
   changed.clear();
@@ -275,15 +290,18 @@ void CpuSearcher::word_end_step(float best_emit, int32_t boundary,
     if (!usable_cost(o.cost)) continue;
     const int32_t d = index_.find(o.dest);  // offered above, so present
     if (best_[d] != pack_candidate(o.cost, first_key + static_cast<uint32_t>(i))) continue;
-    const int32_t rec = records_.append(o.word, boundary, o.record, o.cost);
+    const float ac = keep_acoustic_ ? event_acoustic_[offer_event_[i]] : 0.0f;
+    const int32_t rec = records_.append(o.word, boundary, o.record, o.cost, ac);
     record_[d] = rec;
     history_[d] = o.history;
-    changed.push_back({d, o.cost, rec, o.history});
+    acoustic_[d] = ac;
+    changed.push_back({d, o.cost, rec, o.history, ac});
   }
 }
 
 void CpuSearcher::prune() {
   live_.clear();
+  live_acoustic_.clear();
   const int32_t n = index_.size();
   if (n == 0) return;
   float best = SearchGraph::kInfinity;
@@ -307,8 +325,10 @@ void CpuSearcher::prune() {
   const int cut = max_active_cutoff_bin(histogram_, kept, options_.max_active);
   for (int32_t i = 0; i < n; ++i) {
     const float c = candidate_cost(best_[i]);
-    if (within_beam(i, c) && search::histogram_bin(c, best, bin_scale, bins) < cut)
+    if (within_beam(i, c) && search::histogram_bin(c, best, bin_scale, bins) < cut) {
       live_.push_back({index_.state_at(i), c, record_[i], rescorer_ != nullptr ? history_[i] : 0});
+      if (keep_acoustic_) live_acoustic_.push_back(acoustic_[i]);
+    }
   }
   clear_frame();
   stats_.max_live_tokens = std::max<int64_t>(stats_.max_live_tokens, live_.size());
@@ -323,6 +343,16 @@ std::vector<SearchToken> CpuSearcher::fetch_live() {
 
 void CpuSearcher::collect_garbage_if_full() {
   if (!records_.needs_collection()) return;
+  // The lattice pass keeps every record of the utterance, up to its limit;
+  // past it the utterance's result is the Viterbi path.
+  if (keep_acoustic_ && !lattice_given_up_) {
+    if (records_.size() < options_.lattice.max_records) {
+      records_.grow(std::min<int64_t>(2 * records_.capacity(), options_.lattice.max_records));
+      stats_.record_capacity = records_.capacity();
+      return;
+    }
+    lattice_given_up_ = true;
+  }
   std::vector<int32_t> roots(live_.size());
   for (size_t i = 0; i < live_.size(); ++i) roots[i] = live_[i].record;
   stats_.records_collected += records_.collect(roots.data(), roots.size());

@@ -31,6 +31,7 @@ class CpuSearcher : public Searcher {
 
  protected:
   std::vector<SearchToken> fetch_live() override;
+  std::vector<float> live_acoustic() override { return live_acoustic_; }
 
  private:
   // A state whose value changed: `local` is its StateIndex number.
@@ -39,6 +40,7 @@ class CpuSearcher : public Searcher {
     float cost;
     int32_t record;
     int32_t history;
+    float acoustic;  // the token's acoustic cost (lattice pass), else 0
   };
   void decode_frame(const float* loglik_row);
   // Offers candidate (cost, arc) to virtual state d, reached from `source`
@@ -63,17 +65,23 @@ class CpuSearcher : public Searcher {
   void collect_garbage_if_full();
 
   std::vector<SearchToken> live_;
+  // With the lattice pass (keep_acoustic_): the acoustic part of each live
+  // token's cost (WordRecord::acoustic), in live_'s order; else empty.
+  bool keep_acoustic_ = false;
+  std::vector<float> live_acoustic_;
   // The frame's states (its "touched" set), and per local index:
   StateIndex index_;
   std::vector<uint64_t> best_;        // packed (cost, arc) or kNoCandidate
   std::vector<int32_t> source_;       // where the winning arc comes from (see offer)
   std::vector<int32_t> record_;       // record of the state's token
   std::vector<int32_t> history_;      // LM history of the state's token (rescoring)
+  std::vector<float> acoustic_;       // acoustic part of its cost (keep_acoustic_)
   std::vector<uint32_t> round_mark_;  // closure round that last changed the state
   std::vector<uint32_t> stamp_;       // pass id that last changed the state
   uint32_t round_id_ = 0;
   uint32_t pass_id_ = 0;
   std::vector<WordEndEvent> events_;
+  std::vector<float> event_acoustic_;  // per event, its token's acoustic cost
   std::vector<WordEndOffer> offers_;
   int32_t frame_first_record_ = 0;  // records at or above were made this frame
   std::vector<uint32_t> histogram_;

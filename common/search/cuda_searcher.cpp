@@ -555,6 +555,10 @@ CudaSearcher::CudaSearcher(const SearchGraph& graph, const SearchOptions& option
                     offsetof(cuda::TpOffer, record) == offsetof(WordEndOffer, record) &&
                     offsetof(cuda::TpOffer, hist) == offsetof(WordEndOffer, history),
                 "offer layouts differ");
+  if (options_.lattice.enabled() && rescorer_ != nullptr)
+    throw std::invalid_argument(
+        "cuda search: the word-lattice pass (SearchOptions::lattice) needs acoustic costs kept "
+        "apart, which only the CPU searcher does so far");
   Impl& m = *impl_;
   m.slots = slots_;
   m.rescoring = rescorer_ != nullptr;

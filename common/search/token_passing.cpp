@@ -16,6 +16,7 @@
 #include "common/search/radix_sort.h"
 #include "common/search/search_arithmetic.h"
 #include "common/search/word_end_offers.h"
+#include "common/search/word_lattice.h"
 #include "common/seconds_since.h"
 
 namespace gpuspeech {
@@ -41,13 +42,15 @@ void SearchOptions::validate() const {
     fail("posterior_scale must be positive and finite, got " + std::to_string(posterior_scale));
   if (lm_histories < 1 || lm_histories > 64)
     fail("lm_histories must be in [1, 64], got " + std::to_string(lm_histories));
+  lattice.validate();
 }
 
 // --- WordRecordStore --------------------------------------------------------
 
 WordRecordStore::WordRecordStore(int64_t capacity) : capacity_(capacity) {}
 
-int32_t WordRecordStore::append(int32_t word, int32_t frame, int32_t prev, float cost) {
+int32_t WordRecordStore::append(int32_t word, int32_t frame, int32_t prev, float cost,
+                                float acoustic) {
   if (records_.size() >= static_cast<size_t>(INT32_MAX))
     throw std::length_error("word record store: more than 2^31 records");
   WordRecord r;
@@ -55,6 +58,7 @@ int32_t WordRecordStore::append(int32_t word, int32_t frame, int32_t prev, float
   r.frame = frame;
   r.prev = prev;
   r.cost = cost;
+  r.acoustic = acoustic;
   records_.push_back(r);
   return static_cast<int32_t>(records_.size() - 1);
 }
@@ -160,6 +164,10 @@ Searcher::Searcher(const SearchGraph& graph, const SearchOptions& options, LmRes
       throw std::invalid_argument("search graph has " + std::to_string(graph_.num_states()) +
                                   " states; with " + std::to_string(slots_) +
                                   " LM histories per state that is more than 2^31 tokens");
+    if (options_.lattice.enabled() && rescorer_->full_lm().order() > 3)
+      throw std::invalid_argument("search options: the lattice pass takes an LM of order 3 or "
+                                  "less; " + rescorer_->full_lm().source() + " has order " +
+                                  std::to_string(rescorer_->full_lm().order()));
   }
   stats_.record_capacity = records_.capacity();
 }
@@ -233,12 +241,16 @@ void Searcher::rescore_word_ends(std::vector<WordEndEvent>& events,
     ++stats_.rescore_rounds_sorted;
   }
   out.resize(n);
+  const bool lattice = options_.lattice.enabled();
+  if (lattice) offer_event_.resize(n);
   if (static_cast<uint64_t>(graph_.num_arcs()) + n >= search::kNoArc)
     throw std::length_error("search: too many word-end events in one frame (" +
                             std::to_string(n) + ")");
   const uint32_t K = static_cast<uint32_t>(slots_);
   for (size_t i = 0; i < n; ++i) {
-    const WordEndEvent& e = events[in_order ? i : sort_scratch_[i].second];
+    const uint32_t from = in_order ? static_cast<uint32_t>(i) : sort_scratch_[i].second;
+    const WordEndEvent& e = events[from];
+    if (lattice) offer_event_[i] = from;
     const LmRescorer::WordEnd we = rescorer_->word_end(e.history, e.word);
     WordEndOffer& o = out[i];
     o.dest = e.dest * slots_ + static_cast<int32_t>(we.history_hash % K);
@@ -478,8 +490,41 @@ Hypothesis Searcher::best() {
   h.cost = total;
   h.final_state = fin;
   h.trailing_silence_frames = trailing_silence(live[b]);
+  if (lattice_active()) lattice_words(live, fin, &h.words);
   set_confidences(h, sequence_posteriors(live, fin));
   return h;
+}
+
+void Searcher::lattice_words(const std::vector<SearchToken>& live, bool final_only,
+                             std::vector<HypothesisWord>* words) {
+  const std::vector<float> acoustic = live_acoustic();
+  if (acoustic.size() != live.size()) return;  // not kept: the Viterbi path stands
+  // The utterance may end in any token best() could have picked from.
+  std::vector<LatticeEnd> ends;
+  for (size_t i = 0; i < live.size(); ++i) {
+    const SearchToken& t = live[i];
+    if (t.record < 0 || (final_only && !search::usable_cost(final_total(t)))) continue;
+    ends.push_back({t.record, acoustic[i] - records_[t.record].acoustic});
+  }
+  const LatticePath path =
+      lattice_best_path(records_, ends, rescorer_->full_lm(), rescorer_->full_of_graph(),
+                        graph_.words, graph_.word_is_filler, options_.lattice);
+  if (!path.found) return;
+  words->clear();
+  double cost = 0.0;
+  for (const LatticeWord& lw : path.words) {
+    cost += lw.acoustic;
+    if (is_filler_word(lw.word)) continue;
+    HypothesisWord w;
+    w.word = lw.word;
+    w.text = static_cast<size_t>(lw.word) < graph_.words.size()
+                 ? graph_.words[lw.word]
+                 : "<word " + std::to_string(lw.word) + ">";
+    w.start_frame = lw.start;
+    w.end_frame = lw.end - 1;
+    w.cost = static_cast<float>(cost);
+    words->push_back(std::move(w));
+  }
 }
 
 Hypothesis Searcher::partial() {

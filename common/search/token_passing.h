@@ -97,12 +97,14 @@
 // starts at frame 0.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <utility>
 #include <memory>
 #include <vector>
 
+#include "common/search/lattice_options.h"
 #include "common/search/search_graph.h"
 
 namespace gpuspeech {
@@ -137,6 +139,11 @@ struct SearchOptions {
   // Word-end rescoring only: tokens with different LM histories kept per
   // graph state (K above). 1 = one token per state, as without rescoring.
   int lm_histories = 3;
+  // The word-lattice pass over the utterance's records for the final
+  // result (word_lattice.h): off unless lattice.language_weight > 0. It
+  // needs word-end rescoring (its LM is the rescorer's full LM) and a
+  // searcher that keeps acoustic costs apart (CpuSearcher).
+  LatticeOptions lattice;
 
   // Throws std::invalid_argument naming the bad field.
   void validate() const;
@@ -153,6 +160,10 @@ struct WordRecord {
   // streams on a core; not measured apart).
   int32_t depth = 0;
   float cost = 0.0f;  // path cost when the label was passed
+  // The acoustic part of `cost` (the scores' -acoustic_scale * loglik
+  // summed over the path's frames), for the lattice pass; 0 from a
+  // searcher that does not keep it apart.
+  float acoustic = 0.0f;
 };
 
 // The bounded record buffer with garbage collection.
@@ -160,11 +171,14 @@ class WordRecordStore {
  public:
   explicit WordRecordStore(int64_t capacity);
 
-  int32_t append(int32_t word, int32_t frame, int32_t prev, float cost);
+  int32_t append(int32_t word, int32_t frame, int32_t prev, float cost, float acoustic = 0.0f);
   const WordRecord& operator[](int32_t i) const { return records_[i]; }
   int64_t size() const { return static_cast<int64_t>(records_.size()); }
   int64_t capacity() const { return capacity_; }
   bool needs_collection() const { return size() >= capacity_; }
+  // Raises the capacity to at least `capacity` without collecting (the
+  // lattice pass keeps every record of an utterance).
+  void grow(int64_t capacity) { capacity_ = std::max(capacity_, capacity); }
   void clear() { records_.clear(); }
 
   // Keeps the records reachable from `roots` (indices, -1 = none), in their
@@ -347,6 +361,9 @@ class Searcher {
   // paths that merged earlier are gone), so it is short when the beam is.
   std::vector<Hypothesis> nbest(int n);
 
+  // The utterance's word records (tests, diagnostics): those live tokens
+  // reach, or with the lattice pass every one made.
+  const WordRecordStore& word_records() const { return records_; }
   // The live tokens, in an unspecified order (tests, diagnostics).
   std::vector<SearchToken> live_tokens() { return fetch_live(); }
   // The words of a live token's LM history (full-LM spellings, oldest
@@ -363,6 +380,16 @@ class Searcher {
  protected:
   // The current live tokens with records valid in records_.
   virtual std::vector<SearchToken> fetch_live() = 0;
+  // The acoustic parts of the live tokens' costs, in fetch_live()'s order
+  // (WordRecord::acoustic); empty from a searcher that does not keep them.
+  virtual std::vector<float> live_acoustic() { return {}; }
+  // Whether the lattice pass runs for this utterance's final result: it is
+  // on (SearchOptions::lattice) and its records were all kept.
+  bool lattice_active() const {
+    return options_.lattice.enabled() && rescorer_ != nullptr && !lattice_given_up_;
+  }
+  // Set when the utterance's records passed lattice.max_records.
+  bool lattice_given_up_ = false;
 
   // Histogram cutoff of pruning step 3: tokens in bins < the result survive.
   static int max_active_cutoff_bin(const std::vector<uint32_t>& histogram,
@@ -393,7 +420,10 @@ class Searcher {
     int32_t record = -1;  // the previous record
     int32_t history = 0;  // history after the word
   };
+  // With the lattice pass on, offer_event_[i] is the index in `events` (as
+  // given) of the event offer i comes from.
   void rescore_word_ends(std::vector<WordEndEvent>& events, std::vector<WordEndOffer>& out);
+  std::vector<uint32_t> offer_event_;
   // The start of an utterance for the rescorer (history table cleared).
   void reset_rescorer();
   // A token's total for best/n-best: cost + final cost (+ end delta).
@@ -416,6 +446,12 @@ class Searcher {
   bool started_ = false;
 
  private:
+  // With the lattice pass: replaces `words` by the lattice's best path
+  // among the records (ending in the live tokens, only final ones if
+  // `final_only`); unchanged when the searcher keeps no acoustic costs or
+  // no path is found.
+  void lattice_words(const std::vector<SearchToken>& live, bool final_only,
+                     std::vector<HypothesisWord>* words);
   // Words of the chain ending at `record`, fillers dropped, with times.
   std::vector<HypothesisWord> words_of(int32_t record, int32_t* num_records) const;
   bool is_filler_word(int32_t word) const;

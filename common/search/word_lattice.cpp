@@ -1,0 +1,244 @@
+// The word-lattice best path (word_lattice.h).
+#include "common/search/word_lattice.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <stdexcept>
+#include <string>
+#include <unordered_map>
+
+#include "common/model/ngram_model.h"
+
+namespace gpuspeech {
+
+void LatticeOptions::validate() const {
+  auto fail = [](const std::string& what) {
+    throw std::invalid_argument("lattice options: " + what);
+  };
+  if (!(language_weight >= 0.0f) || !std::isfinite(language_weight))
+    fail("language_weight must be >= 0 and finite, got " + std::to_string(language_weight));
+  auto probability = [&](const char* name, float p) {
+    if (!(p > 0.0f) || !std::isfinite(p))
+      fail(std::string(name) + " must be a positive probability, got " + std::to_string(p));
+  };
+  probability("word_insertion_penalty", word_insertion_penalty);
+  probability("silence_prob", silence_prob);
+  probability("filler_prob", filler_prob);
+  if (max_histories < 1 || max_histories > 4096)
+    fail("max_histories must be in [1, 4096], got " + std::to_string(max_histories));
+  if (max_records < 16) fail("max_records must be at least 16, got " + std::to_string(max_records));
+}
+
+namespace {
+
+// A history of at most two LM words, packed: the count in the top two
+// bits, then the older and the newer word's id + 1 in 31 bits each.
+using HistoryKey = uint64_t;
+constexpr uint64_t kWordMask = (uint64_t{1} << 31) - 1;
+
+HistoryKey pack_history(const int* words, int n) {
+  uint64_t k = static_cast<uint64_t>(n) << 62;
+  if (n >= 1) k |= (static_cast<uint64_t>(words[0]) + 1) & kWordMask;
+  if (n == 2) k |= ((static_cast<uint64_t>(words[1]) + 1) & kWordMask) << 31;
+  return k;
+}
+
+int unpack_history(HistoryKey k, int* words) {
+  const int n = static_cast<int>(k >> 62);
+  if (n >= 1) words[0] = static_cast<int>(k & kWordMask) - 1;
+  if (n == 2) words[1] = static_cast<int>((k >> 31) & kWordMask) - 1;
+  return n;
+}
+
+struct TripleHash {
+  size_t operator()(const std::pair<uint64_t, int32_t>& k) const {
+    return std::hash<uint64_t>()(k.first * 0x9E3779B97F4A7C15ull ^ static_cast<uint32_t>(k.second));
+  }
+};
+
+struct Node {
+  int32_t word, start, end;
+  float acoustic;
+  float end_tail;  // +inf unless an end
+};
+
+struct PathState {
+  int32_t node;  // -1: the utterance start
+  int32_t prev;  // state index, -1 at the start
+  double cost;
+  HistoryKey history;
+};
+
+}  // namespace
+
+LatticePath lattice_best_path(const WordRecordStore& records, const std::vector<LatticeEnd>& ends,
+                              const NgramModel& lm, const std::vector<int>& full_of_graph,
+                              const std::vector<std::string>& graph_words,
+                              const std::vector<uint8_t>& word_is_filler,
+                              const LatticeOptions& options) {
+  if (lm.order() > 3)
+    throw std::invalid_argument("lattice: the LM's order is " + std::to_string(lm.order()) +
+                                "; the lattice pass takes order 3 or less");
+  const int keep = lm.order() - 1;
+  constexpr float kInf = std::numeric_limits<float>::infinity();
+  LatticePath out;
+
+  // Nodes: records with the same (word, start, end), lowest acoustic cost.
+  std::vector<Node> nodes;
+  std::vector<int32_t> node_of_record(static_cast<size_t>(records.size()), -1);
+  std::unordered_map<std::pair<uint64_t, int32_t>, int32_t, TripleHash> index;
+  int32_t last_boundary = 0;
+  for (int32_t r = 0; r < records.size(); ++r) {
+    const WordRecord& rec = records[r];
+    const int32_t start = rec.prev >= 0 ? records[rec.prev].frame : 0;
+    if (rec.frame <= start) continue;  // no frame of its own: nothing to score
+    const float acoustic = rec.acoustic - (rec.prev >= 0 ? records[rec.prev].acoustic : 0.0f);
+    const std::pair<uint64_t, int32_t> key{
+        (static_cast<uint64_t>(static_cast<uint32_t>(rec.word)) << 32) |
+            static_cast<uint32_t>(start),
+        rec.frame};
+    auto [it, inserted] = index.emplace(key, static_cast<int32_t>(nodes.size()));
+    if (inserted) {
+      nodes.push_back({rec.word, start, rec.frame, acoustic, kInf});
+    } else {
+      Node& n = nodes[static_cast<size_t>(it->second)];
+      n.acoustic = std::min(n.acoustic, acoustic);
+    }
+    node_of_record[static_cast<size_t>(r)] = it->second;
+    last_boundary = std::max(last_boundary, rec.frame);
+  }
+  out.nodes = static_cast<int64_t>(nodes.size());
+  bool any_end = false;
+  for (const LatticeEnd& e : ends) {
+    if (e.record < 0 || e.record >= records.size()) continue;
+    const int32_t n = node_of_record[static_cast<size_t>(e.record)];
+    if (n < 0 || !std::isfinite(e.tail_acoustic)) continue;
+    Node& node = nodes[static_cast<size_t>(n)];
+    node.end_tail = std::min(node.end_tail, e.tail_acoustic);
+    any_end = true;
+  }
+  if (!any_end) return out;
+
+  // Nodes from which an end can be reached, by descending start: the
+  // nodes that start where a node ends have a later start, so they are
+  // decided first.
+  std::vector<int32_t> order(nodes.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = static_cast<int32_t>(i);
+  std::sort(order.begin(), order.end(), [&](int32_t a, int32_t b) {
+    return nodes[a].start != nodes[b].start ? nodes[a].start > nodes[b].start : a < b;
+  });
+  std::vector<uint8_t> reaches_end_from(static_cast<size_t>(last_boundary) + 1, 0);
+  std::vector<int32_t> used;  // by ascending start once reversed
+  for (int32_t n : order) {
+    const Node& node = nodes[static_cast<size_t>(n)];
+    if (std::isfinite(node.end_tail) || reaches_end_from[node.end]) {
+      reaches_end_from[node.start] = 1;
+      used.push_back(n);
+    }
+  }
+  std::reverse(used.begin(), used.end());
+  out.nodes_used = static_cast<int64_t>(used.size());
+
+  // Language costs, memoised per (history, word).
+  const double lw = options.language_weight;
+  const double word_cost = -std::log(static_cast<double>(options.word_insertion_penalty));
+  const double silence_cost = -std::log(static_cast<double>(options.silence_prob));
+  const double filler_cost = -std::log(static_cast<double>(options.filler_prob));
+  const int sentence_start = lm.word_id("<s>");
+  const int sentence_end = lm.word_id("</s>");
+  std::unordered_map<std::pair<uint64_t, int32_t>, double, TripleHash> lm_cost_memo;
+  auto lm_cost = [&](HistoryKey h, int word) {
+    auto [it, inserted] = lm_cost_memo.emplace(std::make_pair(h, word), 0.0);
+    if (inserted) {
+      int words[2];
+      const int n = unpack_history(h, words);
+      it->second = -lw * lm.score_ln(words, static_cast<size_t>(n), word);
+    }
+    return it->second;
+  };
+  // The language cost of `word` after `h`, and the history after it.
+  auto language = [&](HistoryKey h, int32_t word, HistoryKey* next) {
+    const size_t w = static_cast<size_t>(word);
+    const int full = w < full_of_graph.size() ? full_of_graph[w] : -1;
+    if ((w < word_is_filler.size() && word_is_filler[w]) || full < 0) {
+      *next = h;
+      return w < graph_words.size() && graph_words[w] == "<sil>" ? silence_cost : filler_cost;
+    }
+    int words[3];
+    int n = unpack_history(h, words);
+    words[n++] = full;
+    const int from = std::max(0, n - keep);
+    *next = pack_history(words + from, n - from);
+    return lm_cost(h, full) + word_cost;
+  };
+  auto end_cost = [&](HistoryKey h) {
+    return sentence_end == NgramModel::kNoWord ? 0.0 : lm_cost(h, sentence_end);
+  };
+
+  // The dynamic programme: arrivals per boundary, best per history.
+  std::vector<PathState> states;
+  std::vector<std::unordered_map<HistoryKey, int32_t>> arrivals(
+      static_cast<size_t>(last_boundary) + 1);
+  const HistoryKey start_history =
+      keep > 0 && sentence_start != NgramModel::kNoWord ? pack_history(&sentence_start, 1)
+                                                        : pack_history(nullptr, 0);
+  states.push_back({-1, -1, 0.0, start_history});
+  arrivals[0].emplace(start_history, 0);
+  double best_total = std::numeric_limits<double>::infinity();
+  int32_t best_state = -1;
+  std::vector<std::pair<double, int32_t>> here;  // (cost, state) arriving at a boundary
+  for (size_t u = 0; u < used.size();) {
+    const int32_t b = nodes[static_cast<size_t>(used[u])].start;
+    size_t u_end = u;
+    while (u_end < used.size() && nodes[static_cast<size_t>(used[u_end])].start == b) ++u_end;
+    here.clear();
+    for (const auto& [h, s] : arrivals[static_cast<size_t>(b)])
+      here.emplace_back(states[static_cast<size_t>(s)].cost, s);
+    // The cheapest max_histories, ties by state index (a fixed order).
+    if (here.size() > static_cast<size_t>(options.max_histories)) {
+      std::nth_element(here.begin(), here.begin() + options.max_histories, here.end());
+      here.resize(static_cast<size_t>(options.max_histories));
+    }
+    std::sort(here.begin(), here.end());
+    for (; u < u_end; ++u) {
+      const int32_t m = used[u];
+      const Node& node = nodes[static_cast<size_t>(m)];
+      auto& next_arrivals = arrivals[static_cast<size_t>(node.end)];
+      for (const auto& [cost, s] : here) {
+        HistoryKey next = 0;
+        const double c = cost + node.acoustic +
+                         language(states[static_cast<size_t>(s)].history, node.word, &next);
+        const double total = std::isfinite(node.end_tail)
+                                 ? c + node.end_tail + end_cost(next)
+                                 : std::numeric_limits<double>::infinity();
+        auto it = next_arrivals.find(next);
+        const bool better_arrival =
+            it == next_arrivals.end() || c < states[static_cast<size_t>(it->second)].cost;
+        const bool better_end = total < best_total;
+        if (!better_arrival && !better_end) continue;
+        const int32_t id = static_cast<int32_t>(states.size());
+        states.push_back({m, s, c, next});
+        if (better_arrival) next_arrivals[next] = id;
+        if (better_end) {
+          best_total = total;
+          best_state = id;
+        }
+      }
+    }
+    arrivals[static_cast<size_t>(b)].clear();
+  }
+  if (best_state < 0) return out;
+
+  out.found = true;
+  out.cost = best_total;
+  for (int32_t s = best_state; s >= 0 && states[static_cast<size_t>(s)].node >= 0;
+       s = states[static_cast<size_t>(s)].prev) {
+    const Node& node = nodes[static_cast<size_t>(states[static_cast<size_t>(s)].node)];
+    out.words.push_back({node.word, node.start, node.end, node.acoustic});
+  }
+  std::reverse(out.words.begin(), out.words.end());
+  return out;
+}
+
+}  // namespace gpuspeech

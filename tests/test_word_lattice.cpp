@@ -1,0 +1,321 @@
+// The word-lattice pass (common/search/word_lattice.h): its best path on
+// hand-made records whose answer is known, against an exhaustive search of
+// every path on random ones, and the acoustic costs the CPU searcher keeps
+// for it.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <functional>
+#include <limits>
+#include <map>
+#include <memory>
+#include <random>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "common/model/ngram_model.h"
+#include "common/search/cpu_searcher.h"
+#include "common/search/lm_rescorer.h"
+#include "common/search/word_lattice.h"
+#include "tests/rescoring_test_util.h"
+#include "tests/search_test_graphs.h"
+
+namespace gpuspeech {
+namespace {
+
+// Vocabulary <s>, </s>, w1 .. w{words-1}; unigrams only, all equal.
+std::shared_ptr<const NgramModel> uniform_unigrams(int words) {
+  std::vector<std::string> vocab{"<s>", "</s>"};
+  for (int w = 1; w < words; ++w) vocab.push_back("w" + std::to_string(w));
+  NgramList uni;
+  uni.order = 1;
+  for (size_t w = 0; w < vocab.size(); ++w) {
+    uni.words.push_back(static_cast<uint32_t>(w));
+    uni.log10_prob.push_back(w == 0 ? -99.0f : -1.0f);
+    uni.log10_backoff.push_back(0.0f);
+  }
+  return std::make_shared<const NgramModel>(NgramModel::build(vocab, {uni}, "uniform.arpa"));
+}
+
+// Graph words w0 (a filler) .. w{words-1}, as the test graphs name them,
+// and their ids in `lm` (-1 for the filler).
+struct GraphWords {
+  std::vector<std::string> spelling;
+  std::vector<uint8_t> filler;
+  std::vector<int> lm_id;
+};
+GraphWords graph_words(const NgramModel& lm, int words) {
+  GraphWords g;
+  for (int w = 0; w < words; ++w) {
+    g.spelling.push_back("w" + std::to_string(w));
+    g.filler.push_back(w == 0 ? 1 : 0);
+    g.lm_id.push_back(w == 0 ? -1 : lm.word_id(g.spelling.back()));
+  }
+  return g;
+}
+
+std::vector<int32_t> words_of(const LatticePath& p) {
+  std::vector<int32_t> out;
+  for (const LatticeWord& w : p.words) out.push_back(w.word);
+  return out;
+}
+
+// Two paths the search kept, w1 w2 and w3 w4, over frames 0-10-20: the
+// lattice may join w3 to w2, which no path of the search did.
+TEST(WordLattice, JoinsSegmentsOfDifferentPaths) {
+  auto lm = uniform_unigrams(5);
+  const GraphWords g = graph_words(*lm, 5);
+  WordRecordStore rec(64);
+  const int32_t a1 = rec.append(1, 10, -1, 0.0f, 100.0f);
+  const int32_t a2 = rec.append(2, 20, a1, 0.0f, 200.0f);  // w2: 100
+  const int32_t b1 = rec.append(3, 10, -1, 0.0f, 90.0f);   // w3: 90
+  const int32_t b2 = rec.append(4, 20, b1, 0.0f, 210.0f);  // w4: 120
+  LatticeOptions o;
+  o.language_weight = 2.0f;
+  const LatticePath p = lattice_best_path(rec, {{a2, 5.0f}, {b2, 5.0f}}, *lm, g.lm_id, g.spelling,
+                                          g.filler, o);
+  ASSERT_TRUE(p.found);
+  EXPECT_EQ(words_of(p), (std::vector<int32_t>{3, 2}));
+  ASSERT_EQ(p.words.size(), 2u);
+  EXPECT_EQ(p.words[0].start, 0);
+  EXPECT_EQ(p.words[0].end, 10);
+  EXPECT_EQ(p.words[1].start, 10);
+  EXPECT_EQ(p.words[1].end, 20);
+  EXPECT_FLOAT_EQ(p.words[1].acoustic, 100.0f);
+  // Two words and </s>, each -lw ln(0.1), two word insertion penalties.
+  const double lang = 3 * o.language_weight * std::log(10.0) - 2 * std::log(0.65);
+  EXPECT_NEAR(p.cost, 90.0 + 100.0 + 5.0 + lang, 1e-3);
+  EXPECT_EQ(p.nodes, 4);
+  EXPECT_EQ(p.nodes_used, 4);
+}
+
+// The same records under a bigram LM that makes w3 -> w2 unlikely: a low
+// weight keeps the acoustically best join, a high one the LM's choice.
+TEST(WordLattice, TheLanguageWeightTradesAcousticsForTheLm) {
+  std::vector<std::string> vocab{"<s>", "</s>", "w1", "w2", "w3", "w4"};
+  NgramList uni, bi;
+  uni.order = 1;
+  bi.order = 2;
+  for (size_t w = 0; w < vocab.size(); ++w) {
+    uni.words.push_back(static_cast<uint32_t>(w));
+    uni.log10_prob.push_back(w == 0 ? -99.0f : -1.0f);
+    uni.log10_backoff.push_back(w == 4 ? -3.0f : 0.0f);  // after w3, backed-off words are rare
+  }
+  auto add_bigram = [&](uint32_t a, uint32_t b, float p) {
+    bi.words.insert(bi.words.end(), {a, b});
+    bi.log10_prob.push_back(p);
+    bi.log10_backoff.push_back(0.0f);
+  };
+  add_bigram(4, 5, -0.1f);  // w3 w4
+  auto lm = std::make_shared<const NgramModel>(NgramModel::build(vocab, {uni, bi}, "bigram.arpa"));
+  const GraphWords g = graph_words(*lm, 5);
+  WordRecordStore rec(64);
+  const int32_t a1 = rec.append(1, 10, -1, 0.0f, 100.0f);
+  const int32_t a2 = rec.append(2, 20, a1, 0.0f, 200.0f);
+  const int32_t b1 = rec.append(3, 10, -1, 0.0f, 90.0f);
+  const int32_t b2 = rec.append(4, 20, b1, 0.0f, 210.0f);
+  const std::vector<LatticeEnd> ends{{a2, 0.0f}, {b2, 0.0f}};
+  LatticeOptions o;
+  // log10 P of the paths, </s> included: w1 w2 -3, w3 w2 -6 (the back-off
+  // after w3), w3 w4 -2.1, w1 w4 -3; acoustics 200, 190, 210, 220. At
+  // weight lw a path costs its acoustics + lw ln 10 (-log10 P) (+ the same
+  // two insertion penalties).
+  o.language_weight = 0.5f;  // 203.5, 196.9, 212.4, 223.5: w3 w2
+  EXPECT_EQ(words_of(lattice_best_path(rec, ends, *lm, g.lm_id, g.spelling, g.filler, o)),
+            (std::vector<int32_t>{3, 2}));
+  o.language_weight = 2.0f;  // 213.8, 217.6, 219.7, 233.8: w1 w2
+  EXPECT_EQ(words_of(lattice_best_path(rec, ends, *lm, g.lm_id, g.spelling, g.filler, o)),
+            (std::vector<int32_t>{1, 2}));
+  o.language_weight = 0.5f;
+  // Only w4's path may end the utterance: w2's frames cannot be the end.
+  EXPECT_EQ(words_of(lattice_best_path(rec, {{b2, 0.0f}}, *lm, g.lm_id, g.spelling, g.filler, o)),
+            (std::vector<int32_t>{3, 4}));
+}
+
+// Random record trees (as a search makes them: a record's predecessor
+// ended earlier) and random trigram LMs: the pass with room for every
+// history equals an exhaustive walk over every path of the lattice.
+TEST(WordLattice, EqualsAnExhaustiveSearchOnRandomLattices) {
+  std::mt19937 rng(7);
+  const int words = 5;  // w0 the filler
+  int joined = 0;
+  for (int trial = 0; trial < 60; ++trial) {
+    const testing::LmPair lms = testing::random_lm_pair(rng, words, 0.7, 0.5, 0.5);
+    const NgramModel& lm = *lms.full;
+    const GraphWords g = graph_words(lm, words);
+    WordRecordStore rec(256);
+    std::uniform_int_distribution<int> word(0, words - 1), step(1, 4);
+    std::uniform_real_distribution<float> ac(5.0f, 30.0f);
+    const int n = 14;
+    for (int r = 0; r < n; ++r) {
+      std::uniform_int_distribution<int> prev(-1, r - 1);
+      const int32_t p = r == 0 ? -1 : prev(rng);
+      const int32_t start = p >= 0 ? rec[p].frame : 0;
+      const float before = p >= 0 ? rec[p].acoustic : 0.0f;
+      rec.append(word(rng), start + step(rng), p, 0.0f, before + ac(rng));
+    }
+    std::vector<LatticeEnd> ends;
+    int32_t last = 0;
+    for (int32_t r = 0; r < n; ++r) last = std::max(last, rec[r].frame);
+    for (int32_t r = 0; r < n; ++r)
+      if (rec[r].frame >= last - 2) ends.push_back({r, ac(rng)});
+    LatticeOptions o;
+    o.language_weight = 1.5f;
+    o.max_histories = 4096;
+    const LatticePath got = lattice_best_path(rec, ends, lm, g.lm_id, g.spelling, g.filler, o);
+
+    // The reference: nodes as the pass defines them, every path walked.
+    std::map<std::tuple<int, int, int>, float> node;  // (word, start, end) -> acoustic
+    std::map<std::tuple<int, int, int>, float> tail;  // end nodes
+    auto key_of = [&](int32_t r) {
+      return std::make_tuple(rec[r].word, rec[r].prev >= 0 ? rec[rec[r].prev].frame : 0,
+                             rec[r].frame);
+    };
+    for (int32_t r = 0; r < n; ++r) {
+      const float a = rec[r].acoustic - (rec[r].prev >= 0 ? rec[rec[r].prev].acoustic : 0.0f);
+      auto [it, inserted] = node.emplace(key_of(r), a);
+      if (!inserted) it->second = std::min(it->second, a);
+    }
+    for (const LatticeEnd& e : ends) {
+      auto [it, inserted] = tail.emplace(key_of(e.record), e.tail_acoustic);
+      if (!inserted) it->second = std::min(it->second, e.tail_acoustic);
+    }
+    const double lw = o.language_weight;
+    auto lm_cost = [&](const std::vector<int>& h, int w) {
+      const size_t from = h.size() > 2 ? h.size() - 2 : 0;
+      return -lw * lm.score_ln(h.data() + from, h.size() - from, w);
+    };
+    double best = std::numeric_limits<double>::infinity();
+    std::vector<int32_t> best_words, path;
+    std::function<void(int, double, std::vector<int>&)> walk = [&](int at, double cost,
+                                                                   std::vector<int>& hist) {
+      for (const auto& [k, a] : node) {
+        const auto [w, s, e] = k;
+        if (s != at) continue;
+        double c = cost + a;
+        const bool filler = g.filler[static_cast<size_t>(w)] != 0;
+        if (filler) {
+          c += -std::log(static_cast<double>(o.filler_prob));
+        } else {
+          c += lm_cost(hist, g.lm_id[static_cast<size_t>(w)]) -
+               std::log(static_cast<double>(o.word_insertion_penalty));
+          hist.push_back(g.lm_id[static_cast<size_t>(w)]);
+        }
+        path.push_back(w);
+        auto t = tail.find(k);
+        if (t != tail.end()) {
+          const double total = c + t->second + lm_cost(hist, lm.word_id("</s>"));
+          if (total < best) {
+            best = total;
+            best_words = path;
+          }
+        }
+        walk(e, c, hist);
+        path.pop_back();
+        if (!filler) hist.pop_back();
+      }
+    };
+    std::vector<int> start{lm.word_id("<s>")};
+    walk(0, 0.0, start);
+
+    const std::string what = "trial " + std::to_string(trial);
+    ASSERT_EQ(got.found, std::isfinite(best)) << what;
+    if (!got.found) continue;
+    EXPECT_NEAR(got.cost, best, 1e-3 * std::max(1.0, std::fabs(best))) << what;
+    EXPECT_EQ(words_of(got), best_words) << what;
+    // Teeth: the best path is often not a chain of the records.
+    bool is_chain = false;
+    for (const LatticeEnd& e : ends) {
+      std::vector<int32_t> chain;
+      for (int32_t r : rec.chain(e.record)) chain.push_back(rec[r].word);
+      if (chain == best_words) is_chain = true;
+    }
+    if (!is_chain) ++joined;
+  }
+  EXPECT_GT(joined, 5);
+}
+
+TEST(WordLattice, RejectsBadOptions) {
+  LatticeOptions o;
+  o.language_weight = -1.0f;
+  EXPECT_THROW(o.validate(), std::invalid_argument);
+  o = LatticeOptions{};
+  o.silence_prob = 0.0f;
+  EXPECT_THROW(o.validate(), std::invalid_argument);
+  o = LatticeOptions{};
+  o.max_histories = 0;
+  EXPECT_THROW(o.validate(), std::invalid_argument);
+  SearchOptions s;
+  s.lattice.max_records = 2;
+  EXPECT_THROW(s.validate(), std::invalid_argument);
+}
+
+// The CPU searcher's acoustic costs: on a graph whose arcs cost nothing,
+// with LMs that agree (no rescoring correction), a path's cost is its
+// acoustic cost, record by record; with arc costs, the acoustic part is
+// what is left without them.
+TEST(WordLattice, CpuSearcherKeepsAcousticCostsApart) {
+  std::mt19937 rng(3);
+  for (int trial = 0; trial < 6; ++trial) {
+    SearchGraph graph = testing::random_rescoring_graph(rng, 40, 12, 5, 0.0f);
+    const bool free_arcs = trial % 2 == 0;
+    if (free_arcs) std::fill(graph.arc_cost.begin(), graph.arc_cost.end(), 0.0f);
+    const testing::LmPair lms = testing::random_lm_pair(rng, 5);
+    LmRescorer r(lms.full, lms.full, graph.words, graph.word_is_filler, 2.0f);
+    SearchOptions o;
+    o.lattice.language_weight = 2.0f;
+    o.max_active = 200;
+    CpuSearcher s(graph, o, &r);
+    testing::Scores sc(30, graph.num_senones);
+    std::uniform_real_distribution<float> ll(-8.0f, -1.0f);
+    for (float& x : sc.v) x = ll(rng);
+    testing::decode(s, sc);
+    const WordRecordStore& rec = s.word_records();
+    ASSERT_GT(rec.size(), 0) << "trial " << trial;
+    for (int32_t i = 0; i < rec.size(); ++i) {
+      if (free_arcs)
+        EXPECT_NEAR(rec[i].acoustic, rec[i].cost, 1e-3f * std::max(1.0f, rec[i].cost))
+            << "trial " << trial << " record " << i;
+      else
+        EXPECT_LE(rec[i].acoustic, rec[i].cost + 1e-3f) << "trial " << trial << " record " << i;
+      if (rec[i].frame > 0) EXPECT_GT(rec[i].acoustic, 0.0f);
+    }
+  }
+}
+
+// Past lattice.max_records the utterance's records are collected as
+// without the pass, and the result is the search's own best path.
+TEST(WordLattice, GivesUpPastItsRecordLimit) {
+  std::mt19937 rng(5);
+  const SearchGraph graph = testing::random_rescoring_graph(rng, 60, 12, 5, 0.0f);
+  const testing::LmPair lms = testing::random_lm_pair(rng, 5);
+  testing::Scores sc(200, graph.num_senones);
+  std::uniform_real_distribution<float> ll(-8.0f, -1.0f);
+  for (float& x : sc.v) x = ll(rng);
+  SearchOptions plain;
+  plain.max_word_records = 16;
+  LmRescorer r0(lms.full, lms.pruned, graph.words, graph.word_is_filler, 2.0f);
+  CpuSearcher viterbi(graph, plain, &r0);
+  const Hypothesis want = testing::decode(viterbi, sc);
+  ASSERT_GT(viterbi.stats().collections, 0);
+  SearchOptions capped = plain;
+  capped.lattice.language_weight = 4.0f;
+  capped.lattice.max_records = 16;
+  LmRescorer r1(lms.full, lms.pruned, graph.words, graph.word_is_filler, 2.0f);
+  CpuSearcher lattice(graph, capped, &r1);
+  const Hypothesis got = testing::decode(lattice, sc);
+  EXPECT_GT(lattice.stats().collections, 0);
+  EXPECT_EQ(got.text(), want.text());
+  // With room for every record the pass runs and keeps them all.
+  capped.lattice.max_records = 1 << 20;
+  LmRescorer r2(lms.full, lms.pruned, graph.words, graph.word_is_filler, 2.0f);
+  CpuSearcher kept(graph, capped, &r2);
+  testing::decode(kept, sc);
+  EXPECT_EQ(kept.stats().collections, 0);
+  EXPECT_GT(kept.word_records().size(), 16);
+}
+
+}  // namespace
+}  // namespace gpuspeech
