@@ -1128,6 +1128,12 @@ int run(int argc, char** argv) {
                    "rounds, %.3f s on the host\n",
                    kProgram, static_cast<long long>(st.word_end_events),
                    static_cast<long long>(st.rescore_rounds), st.rescore_seconds);
+    if (st.lattice_nodes > 0)
+      std::fprintf(stderr,
+                   "%s: last utterance: word lattice of %lld nodes (%lld on a path to an end), "
+                   "best path in %.3f s\n",
+                   kProgram, static_cast<long long>(st.lattice_nodes),
+                   static_cast<long long>(st.lattice_nodes_used), st.lattice_seconds);
     if (st.chained_frames > 0)
       std::fprintf(stderr,
                    "%s: last utterance: %lld frames begun on the device right behind the frame "

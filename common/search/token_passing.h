@@ -288,6 +288,11 @@ struct SearchStats {
   // with the device waits inside it, which device_wait_seconds leaves out.
   double buffer_growth_seconds = 0.0;
   double garbage_collection_seconds = 0.0;
+  // The word-lattice pass at the last best(): its nodes, those on a path
+  // to an end, and its time (the dynamic programme and the node table).
+  int64_t lattice_nodes = 0;
+  int64_t lattice_nodes_used = 0;
+  double lattice_seconds = 0.0;
 };
 
 // Whether a searcher checks its graph when made (Searcher::check_graph):

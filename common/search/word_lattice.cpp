@@ -6,6 +6,7 @@
 #include <limits>
 #include <stdexcept>
 #include <string>
+#include <tuple>
 #include <unordered_map>
 
 #include "common/model/ngram_model.h"
@@ -98,7 +99,7 @@ LatticePath lattice_best_path(const WordRecordStore& records, const std::vector<
         (static_cast<uint64_t>(static_cast<uint32_t>(rec.word)) << 32) |
             static_cast<uint32_t>(start),
         rec.frame};
-    auto [it, inserted] = index.emplace(key, static_cast<int32_t>(nodes.size()));
+    auto [it, inserted] = index.try_emplace(key, static_cast<int32_t>(nodes.size()));
     if (inserted) {
       nodes.push_back({rec.word, start, rec.frame, acoustic, kInf});
     } else {
@@ -137,7 +138,13 @@ LatticePath lattice_best_path(const WordRecordStore& records, const std::vector<
       used.push_back(n);
     }
   }
-  std::reverse(used.begin(), used.end());
+  // By start, and by word within a start: a word's language cost after
+  // each arriving history is then computed once for all its end frames.
+  std::sort(used.begin(), used.end(), [&](int32_t a, int32_t b) {
+    const Node& x = nodes[static_cast<size_t>(a)];
+    const Node& y = nodes[static_cast<size_t>(b)];
+    return std::tie(x.start, x.word, a) < std::tie(y.start, y.word, b);
+  });
   out.nodes_used = static_cast<int64_t>(used.size());
 
   // Language costs, memoised per (history, word).
@@ -149,7 +156,7 @@ LatticePath lattice_best_path(const WordRecordStore& records, const std::vector<
   const int sentence_end = lm.word_id("</s>");
   std::unordered_map<std::pair<uint64_t, int32_t>, double, TripleHash> lm_cost_memo;
   auto lm_cost = [&](HistoryKey h, int word) {
-    auto [it, inserted] = lm_cost_memo.emplace(std::make_pair(h, word), 0.0);
+    auto [it, inserted] = lm_cost_memo.try_emplace(std::make_pair(h, word), 0.0);
     if (inserted) {
       int words[2];
       const int n = unpack_history(h, words);
@@ -188,6 +195,9 @@ LatticePath lattice_best_path(const WordRecordStore& records, const std::vector<
   double best_total = std::numeric_limits<double>::infinity();
   int32_t best_state = -1;
   std::vector<std::pair<double, int32_t>> here;  // (cost, state) arriving at a boundary
+  // Per arriving path, the language cost of the word at hand and the
+  // history after it.
+  std::vector<std::pair<double, HistoryKey>> after;
   for (size_t u = 0; u < used.size();) {
     const int32_t b = nodes[static_cast<size_t>(used[u])].start;
     size_t u_end = u;
@@ -201,14 +211,22 @@ LatticePath lattice_best_path(const WordRecordStore& records, const std::vector<
       here.resize(static_cast<size_t>(options.max_histories));
     }
     std::sort(here.begin(), here.end());
+    int32_t word = -1;
     for (; u < u_end; ++u) {
       const int32_t m = used[u];
       const Node& node = nodes[static_cast<size_t>(m)];
+      if (node.word != word) {
+        word = node.word;
+        after.resize(here.size());
+        for (size_t k = 0; k < here.size(); ++k)
+          after[k].first = language(states[static_cast<size_t>(here[k].second)].history, word,
+                                    &after[k].second);
+      }
       auto& next_arrivals = arrivals[static_cast<size_t>(node.end)];
-      for (const auto& [cost, s] : here) {
-        HistoryKey next = 0;
-        const double c = cost + node.acoustic +
-                         language(states[static_cast<size_t>(s)].history, node.word, &next);
+      for (size_t k = 0; k < here.size(); ++k) {
+        const auto [cost, s] = here[k];
+        const HistoryKey next = after[k].second;
+        const double c = cost + node.acoustic + after[k].first;
         const double total = std::isfinite(node.end_tail)
                                  ? c + node.end_tail + end_cost(next)
                                  : std::numeric_limits<double>::infinity();
