@@ -51,6 +51,9 @@
 // index); its record chain gives the words. The partial result is the best
 // token's chain, of which the words every live token's chain shares (their
 // common ancestor and everything before) are marked stable.
+// With the word-lattice pass on (SearchOptions::lattice, word_lattice.h),
+// best() takes its words from the best path through the lattice of every
+// record of the utterance instead; partial() and nbest() stay as above.
 //
 // Word-end rescoring (optional; a searcher made with an LmRescorer,
 // lm_rescorer.h). The graph was built with a pruned LM; the full LM is
@@ -218,7 +221,7 @@ struct HypothesisWord {
   std::string text;
   int32_t start_frame = 0;  // first frame of the word
   int32_t end_frame = 0;    // last frame of the word (inclusive)
-  float cost = 0.0f;        // path cost at the word's end
+  float cost = 0.0f;        // path cost at the word's end (lattice pass: its acoustic part)
   // Fraction of the posterior mass of the live tokens' distinct word
   // sequences (Hypothesis::confidence) whose sequences hold this word over
   // an overlapping span: 1 when every surviving path agrees on it, lower
