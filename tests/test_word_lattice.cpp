@@ -275,12 +275,15 @@ TEST(WordLattice, CpuSearcherKeepsAcousticCostsApart) {
     const WordRecordStore& rec = s.word_records();
     ASSERT_GT(rec.size(), 0) << "trial " << trial;
     for (int32_t i = 0; i < rec.size(); ++i) {
-      if (free_arcs)
+      if (free_arcs) {
         EXPECT_NEAR(rec[i].acoustic, rec[i].cost, 1e-3f * std::max(1.0f, rec[i].cost))
             << "trial " << trial << " record " << i;
-      else
+      } else {
         EXPECT_LE(rec[i].acoustic, rec[i].cost + 1e-3f) << "trial " << trial << " record " << i;
-      if (rec[i].frame > 0) EXPECT_GT(rec[i].acoustic, 0.0f);
+      }
+      if (rec[i].frame > 0) {
+        EXPECT_GT(rec[i].acoustic, 0.0f) << "trial " << trial << " record " << i;
+      }
     }
   }
 }
