@@ -226,7 +226,8 @@ struct HypothesisWord {
   // sequences (Hypothesis::confidence) whose sequences hold this word over
   // an overlapping span: 1 when every surviving path agrees on it, lower
   // the more of the mass an alternative takes. In (0, 1]. Set by best(),
-  // partial() and nbest() alike.
+  // partial() and nbest() alike. (With the word-lattice pass, best() may
+  // hold a word that no live path has over its span: its confidence is 0.)
   float confidence = 1.0f;
 };
 
