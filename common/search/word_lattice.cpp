@@ -52,7 +52,7 @@ int unpack_history(HistoryKey k, int* words) {
   return n;
 }
 
-struct TripleHash {
+struct PairHash {
   size_t operator()(const std::pair<uint64_t, int32_t>& k) const {
     return std::hash<uint64_t>()(k.first * 0x9E3779B97F4A7C15ull ^ static_cast<uint32_t>(k.second));
   }
@@ -88,7 +88,7 @@ LatticePath lattice_best_path(const WordRecordStore& records, const std::vector<
   // Nodes: records with the same (word, start, end), lowest acoustic cost.
   std::vector<Node> nodes;
   std::vector<int32_t> node_of_record(static_cast<size_t>(records.size()), -1);
-  std::unordered_map<std::pair<uint64_t, int32_t>, int32_t, TripleHash> index;
+  std::unordered_map<std::pair<uint64_t, int32_t>, int32_t, PairHash> index;
   int32_t last_boundary = 0;
   for (int32_t r = 0; r < records.size(); ++r) {
     const WordRecord& rec = records[r];
@@ -121,30 +121,29 @@ LatticePath lattice_best_path(const WordRecordStore& records, const std::vector<
   }
   if (!any_end) return out;
 
-  // Nodes from which an end can be reached, by descending start: the
-  // nodes that start where a node ends have a later start, so they are
-  // decided first.
+  // The nodes by start, and by word within a start: the programme below
+  // then computes a word's language cost after each arriving history once
+  // for all its end frames.
   std::vector<int32_t> order(nodes.size());
   for (size_t i = 0; i < order.size(); ++i) order[i] = static_cast<int32_t>(i);
   std::sort(order.begin(), order.end(), [&](int32_t a, int32_t b) {
-    return nodes[a].start != nodes[b].start ? nodes[a].start > nodes[b].start : a < b;
-  });
-  std::vector<uint8_t> reaches_end_from(static_cast<size_t>(last_boundary) + 1, 0);
-  std::vector<int32_t> used;  // by ascending start once reversed
-  for (int32_t n : order) {
-    const Node& node = nodes[static_cast<size_t>(n)];
-    if (std::isfinite(node.end_tail) || reaches_end_from[node.end]) {
-      reaches_end_from[node.start] = 1;
-      used.push_back(n);
-    }
-  }
-  // By start, and by word within a start: a word's language cost after
-  // each arriving history is then computed once for all its end frames.
-  std::sort(used.begin(), used.end(), [&](int32_t a, int32_t b) {
     const Node& x = nodes[static_cast<size_t>(a)];
     const Node& y = nodes[static_cast<size_t>(b)];
     return std::tie(x.start, x.word, a) < std::tie(y.start, y.word, b);
   });
+  // Of them, those from which an end can be reached, walked from the last
+  // start back: the nodes that start where a node ends start later, so
+  // they are decided first.
+  std::vector<uint8_t> reaches_end_from(static_cast<size_t>(last_boundary) + 1, 0);
+  std::vector<int32_t> used;
+  for (auto it = order.rbegin(); it != order.rend(); ++it) {
+    const Node& node = nodes[static_cast<size_t>(*it)];
+    if (std::isfinite(node.end_tail) || reaches_end_from[node.end]) {
+      reaches_end_from[node.start] = 1;
+      used.push_back(*it);
+    }
+  }
+  std::reverse(used.begin(), used.end());
   out.nodes_used = static_cast<int64_t>(used.size());
 
   // Language costs, memoised per (history, word).
@@ -154,7 +153,7 @@ LatticePath lattice_best_path(const WordRecordStore& records, const std::vector<
   const double filler_cost = -std::log(static_cast<double>(options.filler_prob));
   const int sentence_start = lm.word_id("<s>");
   const int sentence_end = lm.word_id("</s>");
-  std::unordered_map<std::pair<uint64_t, int32_t>, double, TripleHash> lm_cost_memo;
+  std::unordered_map<std::pair<uint64_t, int32_t>, double, PairHash> lm_cost_memo;
   auto lm_cost = [&](HistoryKey h, int word) {
     auto [it, inserted] = lm_cost_memo.try_emplace(std::make_pair(h, word), 0.0);
     if (inserted) {
