@@ -22,8 +22,8 @@
  * every property set explicitly. It is read when the element goes from
  * READY to PAUSED; later property changes take effect at the next start.
  * When no property that shapes the features is set (only backend,
- * device-id, post-messages, remove-noise, remove-silence, cmn-from-speech,
- * cmn-skip-negative-c0 and cmn-init-frames, if any) and
+ * device-id, post-messages, remove-noise, remove-silence, declip,
+ * cmn-from-speech, cmn-skip-negative-c0 and cmn-init-frames, if any) and
  * downstream's caps name a `feat-params` file (gpudecoder does: its
  * model's), that file configures the element, with live CMN, so
  * `gpufeatures ! gpudecoder` needs no settings. That front end subtracts
@@ -31,7 +31,8 @@
  * the live chain it is worth 7-15 points of WER on noisy recordings and 8
  * on LibriVox, but costs a few words on a telephone band and with online
  * fMLLR, so a chain with `gpufmllr` should set remove-noise=false
- * (docs/benchmarks.md, issue 15 sections). remove-silence=true is refused:
+ * (docs/benchmarks.md, issue 15 sections). It also restores clipped
+ * peaks unless declip=false. remove-silence=true is refused:
  * a stream keeps every frame (docs/gpudecoder.md says why). Its live CMN
  * still learns only from the frames the VAD calls speech
  * (cmn-from-speech), as pocketsphinx's does. cmn-skip-negative-c0=true
@@ -271,6 +272,7 @@ enum
   PROP_POST_MESSAGES,
   PROP_REMOVE_NOISE,
   PROP_REMOVE_SILENCE,
+  PROP_DECLIP,
   N_PROPS
 };
 
@@ -305,6 +307,7 @@ struct Settings
   gboolean post_messages;
   gboolean remove_noise;
   gboolean remove_silence;
+  gboolean declip;
   guint64 explicit_mask = 0;
 
   Settings ()
@@ -334,6 +337,7 @@ struct Settings
     post_messages = TRUE;
     remove_noise = d.noise.remove_noise;
     remove_silence = d.noise.remove_silence;
+    declip = d.declip.enabled;
   }
   bool is_set (guint prop) const
   {
@@ -465,6 +469,8 @@ build_options (const Settings & s, std::vector < std::string > *warnings,
     o.noise.remove_noise = s.remove_noise;
   if (s.is_set (PROP_REMOVE_SILENCE))
     o.noise.remove_silence = s.remove_silence;
+  if (s.is_set (PROP_DECLIP))
+    o.declip.enabled = s.declip;
   /* Dropping frames in a stream would leave gaps that neither the buffer
    * timestamps nor gpudecoder's frame clock (word times, endpointing)
    * account for; gpuspeech-transcribe drops them on whole files. */
@@ -761,6 +767,16 @@ gst_gpu_features_class_init (GstGpuFeaturesClass * klass)
           "false with gpufmllr (measured in docs/benchmarks.md); "
           "otherwise off, or feat.params' -remove_noise",
           d.noise.remove_noise, rw));
+  g_object_class_install_property (gobject_class, PROP_DECLIP,
+      g_param_spec_boolean ("declip", "Restore clipped peaks",
+          "Redraw runs of 2 to 4 ms of (nearly) equal samples at the "
+          "signal's peak level, as a level pushed past full scale leaves "
+          "them, from the samples around them, before framing (holds "
+          "samples back by at most 4 ms). Default: on when the front end "
+          "is taken from gpudecoder's model (no front-end property set), "
+          "as gpuspeech-transcribe does; otherwise off (sphinx_fe and "
+          "Kaldi have no such stage)",
+          d.declip.enabled, rw));
   g_object_class_install_property (gobject_class, PROP_REMOVE_SILENCE,
       g_param_spec_boolean ("remove-silence", "Remove silence",
           "Drop the frames Sphinx's voice activity detector calls silence "
@@ -920,6 +936,9 @@ gst_gpu_features_set_property (GObject * object, guint prop_id,
     case PROP_REMOVE_SILENCE:
       s.remove_silence = g_value_get_boolean (value);
       break;
+    case PROP_DECLIP:
+      s.declip = g_value_get_boolean (value);
+      break;
     default:
       GST_OBJECT_UNLOCK (self);
       G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
@@ -1013,6 +1032,9 @@ gst_gpu_features_get_property (GObject * object, guint prop_id,
       break;
     case PROP_REMOVE_SILENCE:
       g_value_set_boolean (value, s.remove_silence);
+      break;
+    case PROP_DECLIP:
+      g_value_set_boolean (value, s.declip);
       break;
     case PROP_POST_MESSAGES:
       g_value_set_boolean (value, s.post_messages);
@@ -1586,12 +1608,12 @@ gst_gpu_features_src_query (GstPad * pad, GstObject * parent,
 static void
 adopt_downstream_front_end (GstGpuFeatures * self, Settings * settings)
 {
-  /* remove-noise and remove-silence choose a stage, not the model's front
-   * end: they combine with adopting it. */
+  /* remove-noise, remove-silence and declip choose a stage, not the
+   * model's front end: they combine with adopting it. */
   const guint64 non_shaping = (1ull << PROP_BACKEND) |
       (1ull << PROP_DEVICE_ID) | (1ull << PROP_POST_MESSAGES) |
       (1ull << PROP_REMOVE_NOISE) | (1ull << PROP_REMOVE_SILENCE) |
-      (1ull << PROP_CMN_FROM_SPEECH) | (1ull << PROP_CMN_INIT_FRAMES) |
+      (1ull << PROP_DECLIP) | (1ull << PROP_CMN_FROM_SPEECH) | (1ull << PROP_CMN_INIT_FRAMES) |
       (1ull << PROP_CMN_SKIP_NEGATIVE_C0);
   if (!settings->feat_params.empty ()
       || (settings->explicit_mask & ~non_shaping) != 0)
@@ -1625,6 +1647,12 @@ adopt_downstream_front_end (GstGpuFeatures * self, Settings * settings)
     if (!settings->is_set (PROP_REMOVE_SILENCE)) {
       settings->remove_silence = FALSE;
       settings->explicit_mask |= 1ull << PROP_REMOVE_SILENCE;
+    }
+    /* Clipped peaks restored, as gpuspeech-transcribe and gpudecoder's own
+     * front end do (docs/benchmarks.md, "Restoring clipped peaks"). */
+    if (!settings->is_set (PROP_DECLIP)) {
+      settings->declip = TRUE;
+      settings->explicit_mask |= 1ull << PROP_DECLIP;
     }
   }
   gst_caps_unref (peer);

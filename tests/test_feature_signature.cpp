@@ -55,6 +55,7 @@ TEST(FeatureSignature, EveryRelevantOptionChangesIt) {
       {"flavour", [](FeatureOptions& o) { o.flavour = Flavour::kKaldi; }},
       {"remove noise", [](FeatureOptions& o) { o.noise.remove_noise = true; }},
       {"remove silence", [](FeatureOptions& o) { o.noise.remove_silence = true; }},
+      {"declip", [](FeatureOptions& o) { o.declip.enabled = true; }},
   };
   for (const auto& c : changes) {
     FeatureOptions o = sphinx();
@@ -164,6 +165,12 @@ TEST(FeatureSignatureMismatch, NamesRealDifferencesOnly) {
   batch.norm.cmn = NormOptions::Cmn::kBatch;
   EXPECT_NE(feature_signature(skip).find("cmn-mean-of="), std::string::npos);
   EXPECT_EQ(feature_signature_mismatch(feature_signature(skip), feature_signature(batch)), "");
+  // Nor whether clipped peaks were restored (gpufeatures' choice).
+  FeatureOptions declipped = model;
+  declipped.declip.enabled = true;
+  EXPECT_NE(feature_signature(declipped).find("declip-max-run-ms="), std::string::npos);
+  EXPECT_EQ(feature_signature(model).find("declip"), std::string::npos);
+  EXPECT_EQ(feature_signature_mismatch(feature_signature(declipped), wanted), "");
   EXPECT_EQ(feature_signature_mismatch("kind=mfcc;rate=16000;cmn=none", base),
             "cmn: upstream none, model batch");
   EXPECT_EQ(feature_signature_mismatch("kind=plp;rate=16000;cmn=batch;extra=1", base),

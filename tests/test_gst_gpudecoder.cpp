@@ -269,8 +269,9 @@ std::string final_words(const PipelineRun& run) {
 
 // A gpufeatures with no front-end property set takes the decoder's model
 // front end (its feat.params, live CMN, noise subtraction unless
-// remove-noise=false) from the decoder's caps: the same words, times and
-// confidences as the explicitly configured pipeline with remove-noise=true.
+// remove-noise=false, declipping unless declip=false) from the decoder's
+// caps: the same words, times and confidences as the explicitly configured
+// pipeline with remove-noise=true declip=true.
 // The decoder also accepts features without noise subtraction (the front
 // end's choice).
 TEST(GpuDecoder, PlainGpufeaturesAdoptsTheModelFrontEnd) {
@@ -279,13 +280,13 @@ TEST(GpuDecoder, PlainGpufeaturesAdoptsTheModelFrontEnd) {
   const PipelineRun plain = run_pipeline(src + " ! gpufeatures backend=cpu ! " + decoder(gram) +
                                          " ! fakesink");
   ASSERT_TRUE(plain.eos) << plain.error_text();
-  const PipelineRun configured = run_pipeline(src + " ! " + features("live", "remove-noise=true") +
+  const PipelineRun configured = run_pipeline(src + " ! " + features("live", "remove-noise=true declip=true") +
                                               " ! " + decoder(gram) + " ! fakesink");
   ASSERT_TRUE(configured.eos) << configured.error_text();
   EXPECT_EQ(joined(plain.finals()), joined(configured.finals()));
   EXPECT_EQ(joined(plain.finals()), "go forward ten meters");
   EXPECT_EQ(final_words(plain), final_words(configured));
-  const PipelineRun no_noise = run_pipeline(src + " ! " + features("live", "remove-noise=false") +
+  const PipelineRun no_noise = run_pipeline(src + " ! " + features("live", "remove-noise=false declip=true") +
                                             " ! " + decoder(gram) + " ! fakesink");
   ASSERT_TRUE(no_noise.eos) << no_noise.error_text();
   EXPECT_EQ(joined(no_noise.finals()), "go forward ten meters");

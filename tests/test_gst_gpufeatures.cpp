@@ -809,6 +809,65 @@ TEST_F(GstGpuFeatures, InvalidPropertyCombinationIsAnError) {
 }
 
 // Features of `audio` pushed in pieces of `sizes` through gpufeatures with
+// declip=true on `backend`: 39-dim live-CMN MFCC with deltas.
+Output run_declipped(const std::string& backend, const std::vector<int16_t>& audio,
+                     const std::vector<size_t>& sizes) {
+  Harnessed t({{"backend", backend.c_str()}, {"cmn", "live"}, {"deltas", "1s_c_d_dd"},
+               {"declip", "true"}});
+  Output out;
+  if (!t.h) {
+    ADD_FAILURE() << "gpufeatures not found";
+    return out;
+  }
+  push_s16(t.h, audio, sizes);
+  EXPECT_TRUE(gst_harness_push_event(t.h, gst_event_new_eos()));
+  pull_all(t.h, 39, out);
+  return out;
+}
+
+// Restoring clipped peaks (declip=true) on LibriVox speech pushed 12 dB
+// past full scale: the frames of the whole utterance however the audio is
+// cut (bitwise on the CPU), on every backend, and not those of the clipped
+// audio.
+TEST_F(GstGpuFeatures, DeclipIsExactAcrossBufferSizesOnEveryBackend) {
+  std::vector<int16_t> audio = speech_s16();
+  int peak = 1;
+  for (int16_t v : audio) peak = std::max(peak, std::abs(static_cast<int>(v)));
+  int64_t clipped = 0;
+  for (int16_t& v : audio) {
+    const long x = std::lround(4.0 * 32767.0 * v / peak);
+    v = static_cast<int16_t>(std::max(-32768L, std::min(32767L, x)));
+    clipped += std::abs(x) >= 32767;
+  }
+  ASSERT_GT(clipped, 1000);
+  const std::vector<float> samples = as_float(audio);
+  BackendPtr cpu = make_cpu_backend();
+  FeatureOptions o = live_sphinx_options();
+  o.declip.enabled = true;
+  const FeatureMatrix ref = compute_features(o, *cpu, samples.data(), samples.size());
+  const Output plain = run_s16(audio, {audio.size()});
+  for (const std::string& backend : testing::backends_under_test()) {
+    SCOPED_TRACE(backend);
+    const Output whole = run_declipped(backend, audio, {audio.size()});
+    const double tolerance = backend == "cpu" ? 1e-5 : 1e-3;
+    ASSERT_EQ(whole.frames(), ref.rows);
+    EXPECT_LE(max_rel_diff(whole.data, ref.data), tolerance);
+    ASSERT_EQ(plain.frames(), whole.frames());
+    EXPECT_GT(max_rel_diff(whole.data, plain.data), 1e-2) << "declip changed nothing";
+    for (const auto& sizes : {random_sizes(6, 3), random_sizes(7, 900), std::vector<size_t>{1}}) {
+      const Output pieces = run_declipped(backend, audio, sizes);
+      ASSERT_EQ(pieces.frames(), whole.frames());
+      if (backend == "cpu")
+        EXPECT_EQ(0, std::memcmp(pieces.data.data(), whole.data.data(),
+                                 whole.data.size() * sizeof(float)))
+            << "features differ when the audio is cut differently";
+      else
+        EXPECT_LE(max_rel_diff(pieces.data, whole.data), tolerance);
+    }
+  }
+}
+
+// Features of `audio` pushed in pieces of `sizes` through gpufeatures with
 // remove-noise=true on `backend`: 39-dim live-CMN MFCC with deltas.
 Output run_noise_removed(const std::string& backend, const std::vector<int16_t>& audio,
                          const std::vector<size_t>& sizes) {

@@ -237,6 +237,55 @@ TEST(StreamExtractor, FramesLeaveExactlyAtLatency) {
   }
 }
 
+// Declipping holds samples back for at most Declipper::max_delay(), which
+// latency_samples() counts; the stream's frames still equal the whole
+// utterance's, on audio with clipped peaks (LibriVox 12 dB past full scale).
+TEST(StreamExtractor, DeclippedStreamEqualsWholeUtterance) {
+  BackendPtr cpu = make_cpu_backend();
+  FeatureOptions o = FeatureOptions::for_flavour(Flavour::kSphinx, FeatureKind::kMfcc);
+  o.delta.layout = DeltaOptions::Layout::kSphinx1sCDDd;
+  o.norm.cmn = NormOptions::Cmn::kLive;
+  o.noise.remove_noise = true;
+  o.declip.enabled = true;
+  std::vector<float> audio = speech("sense_and_sensibility_01_austen_64kb-0880.wav");
+  float peak = 0.0f;
+  for (float v : audio) peak = std::max(peak, std::fabs(v));
+  for (float& v : audio) v = std::max(-32768.0f, std::min(32767.0f, std::round(v * 4.0f * 32767.0f / peak)));
+  int64_t clipped = 0;
+  for (float v : audio) clipped += std::fabs(v) >= 32767.0f;
+  ASSERT_GT(clipped, 1000);
+
+  FeatureOptions plain = o;
+  plain.declip.enabled = false;
+  const FeatureMatrix reference = compute_features(o, *cpu, audio.data(), audio.size());
+  const FeatureMatrix undeclipped = compute_features(plain, *cpu, audio.data(), audio.size());
+  ASSERT_EQ(reference.rows, undeclipped.rows);
+  EXPECT_GT(max_rel_diff(reference, undeclipped), 1e-2);  // the stage does something
+
+  StreamingFeatureExtractor ex(o, *cpu);
+  StreamingFeatureExtractor no_declip(plain, *cpu);
+  EXPECT_GT(ex.latency_samples(), no_declip.latency_samples());
+  const FeatureMatrix whole = stream(ex, audio, {audio.size()});
+  EXPECT_EQ(whole.rows, reference.rows);
+  EXPECT_LE(max_rel_diff(whole, reference), 1e-5);
+  for (const auto& sizes : {random_sizes(1, 3), random_sizes(2, 700), std::vector<size_t>{1}}) {
+    EXPECT_TRUE(bitwise_equal(stream(ex, audio, sizes), whole));
+  }
+  // Frames leave at latency_samples() at the latest, samples counted as
+  // accepted whether or not the declipper still holds them.
+  FeatureMatrix out;
+  for (size_t i = 0; i < 20000; ++i) {
+    ex.accept(&audio[i], 1, out);
+    const int64_t have = static_cast<int64_t>(i + 1);
+    ASSERT_EQ(ex.samples_accepted(), have);
+    const int64_t due = have < ex.latency_samples()
+                            ? 0
+                            : (have - ex.latency_samples()) / ex.frame_shift() + 1;
+    ASSERT_GE(out.rows, due) << "after " << have << " samples";
+  }
+  ex.reset();
+}
+
 TEST(StreamExtractor, LatencyFormula) {
   BackendPtr cpu = make_cpu_backend();
   FeatureOptions o = FeatureOptions::for_flavour(Flavour::kSphinx, FeatureKind::kMfcc);

@@ -118,6 +118,9 @@ Configuration (applied in this order: flavour/kind defaults, then
                         is yes; here it is off unless asked for)
   --remove-silence[=BOOL]
                         drop the frames Sphinx's VAD calls silence (idem)
+  --declip[=BOOL]       restore clipped peaks before framing (runs of 2 to 4 ms
+                        of equal samples at the peak level; what
+                        gpuspeech-transcribe does by default; default false)
   --vad-threshold X     VAD: min. ln(power / noise) of speech (default 2)
   --vad-prespeech N     VAD: frames kept before speech starts
   --vad-postspeech N    VAD: non-speech frames that end speech
@@ -381,6 +384,7 @@ const std::map<std::string, FeatureFlag>& feature_flags() {
       {"--remove-noise", {true, [](O& o, S f, S v) { o.noise.remove_noise = parse_bool(f, v); }}},
       {"--remove-silence",
        {true, [](O& o, S f, S v) { o.noise.remove_silence = parse_bool(f, v); }}},
+      {"--declip", {true, [](O& o, S f, S v) { o.declip.enabled = parse_bool(f, v); }}},
       {"--vad-threshold",
        {false, [](O& o, S f, S v) { o.noise.vad_threshold = parse_float(f, v); }}},
       {"--vad-prespeech", {false, [](O& o, S f, S v) { o.noise.vad_prespeech = parse_int(f, v); }}},

@@ -138,7 +138,7 @@ Speaker adaptation (feature-space MLLR, docs/transcribe.md):
                         156 frames, full from 3120; the gpufmllr element's rule)
 
 Front end (pocketsphinx's defaults: both on; noise and silence removal
-not for --mfc input, the CMN rule for both):
+not for --mfc input, the CMN rule for both; and declipping):
   --no-remove-noise     no spectral noise subtraction (pocketsphinx
                         -remove_noise no)
   --no-remove-silence   decode every frame instead of dropping those the
@@ -149,6 +149,10 @@ not for --mfc input, the CMN rule for both):
                         (--cmn-skip-negative-c0) frames with a negative c0
                         (digital silence) are left out, as Sphinx's CMN
                         does (docs/benchmarks.md)
+  --no-declip           leave clipped peaks as they are; by default runs of
+                        2 to 4 ms of equal samples at the signal's peak level
+                        (a level pushed past full scale) are redrawn from the
+                        samples around them before the front end
 
 Devices:
   --backend B           scoring backend: auto (default) | cuda | opencl | cpu
@@ -818,7 +822,7 @@ int run(int argc, char** argv) {
   bool grammar_given = false;
   bool verbose = false, times = false;
   bool mfc_input = false;  // --mfc: files hold cepstra, not audio
-  std::string front_end_flag;  // the last --no-remove-* given
+  std::string front_end_flag;  // the last audio front-end flag given (--no-remove-*, --no-declip)
   std::vector<std::string> files;
   auto set_grammar = [&](GrammarKind kind, const std::string& path) {
     if (grammar_given) usage_error("give at most one of --lm, --jsgf, --fsg, --kws");
@@ -894,6 +898,9 @@ int run(int argc, char** argv) {
       front_end_flag = a;
     } else if (a == "--no-remove-silence") {
       config.remove_silence = false;
+      front_end_flag = a;
+    } else if (a == "--no-declip") {
+      config.declip = false;
       front_end_flag = a;
     } else if (a == "--cmn-skip-negative-c0") {
       config.cmn_skip_negative_c0 = true;

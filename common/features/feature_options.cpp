@@ -2,6 +2,7 @@
 
 #include "common/features/mel_filterbank.h"
 
+#include <algorithm>
 #include <cfloat>
 #include <cmath>
 #include <stdexcept>
@@ -211,6 +212,24 @@ void FeatureOptions::validate() const {
       if (c < 0 || c > 32767)
         bad("vad-prespeech, vad-postspeech and vad-startspeech must be in 0..32767");
   }
+  if (declip.enabled) declip.validate();
+}
+
+void DeclipOptions::validate() const {
+  if (!(max_run_ms > 0.0f && max_run_ms <= 100.0f)) bad("declip max-run must be in (0, 100] ms");
+  if (!(peak_fraction > 0.0f && peak_fraction <= 1.0f))
+    bad("declip peak-fraction must be in (0, 1]");
+  if (!(min_level >= 0.0f) || !std::isfinite(min_level))
+    bad("declip min-level must be >= 0 and finite");
+  if (!(max_gain >= 1.0f && max_gain <= 100.0f)) bad("declip max-gain must be in [1, 100]");
+  if (!(level_tolerance >= 0.0f && level_tolerance <= 1024.0f))
+    bad("declip level-tolerance must be in [0, 1024]");
+  if (min_plateau_runs < 1 || min_plateau_runs > 1000)
+    bad("declip min-plateau-runs must be in [1, 1000]");
+}
+
+int DeclipOptions::max_run_samples(float sample_rate) const {
+  return std::max(2, static_cast<int>(std::lround(max_run_ms * 1e-3 * sample_rate)));
 }
 
 const char* to_string(Flavour f) {

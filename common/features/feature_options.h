@@ -154,6 +154,41 @@ struct NoiseOptions {
   int vad_startspeech = 10;     // -vad_startspeech: speech frames that start speech
 };
 
+// Restoring clipped peaks (declipper.h): runs of 2 to max_run_ms of
+// (nearly) equal samples at the signal's peak level, as an overdriven input or a level
+// pushed past full scale leaves them, are redrawn by a cubic through the
+// two samples on each side. Off here (the toolkits' front ends have no
+// such stage); the recognizer's front end turns it on (RecognizerConfig).
+// Runs on the host before everything else, the same for every backend.
+struct DeclipOptions {
+  bool enabled = false;
+  // Longest run restored; longer ones (a stuck input, a square wave) are
+  // left as they are. 4 ms: every run of the degraded set's clipped
+  // condition (12 dB past full scale) is at most 3 ms long.
+  float max_run_ms = 4.0f;
+  // A run is a candidate when its magnitude is at least this fraction of
+  // the largest seen before it, and at least min_level (16-bit units).
+  float peak_fraction = 0.9f;
+  float min_level = 512.0f;
+  // Samples of one sign within this much (16-bit units) of a run's first
+  // one's magnitude continue it.
+  float level_tolerance = 2.0f;
+  // Clipping flattens peak after peak at one level; a speech waveform's
+  // own flat tops do not recur at one level. So a run is restored only
+  // once this many runs of its sign (it included) have been seen at its
+  // level, within level_tolerance, with no run at another level between.
+  // The first min_plateau_runs - 1 runs of a plateau are kept as they are.
+  int min_plateau_runs = 3;
+  // A restored sample is at most this many times the run's level (a cubic
+  // over a long gap can overshoot): 4 = 12 dB.
+  float max_gain = 4.0f;
+
+  // Samples in the longest restored run at `sample_rate` (at least 2).
+  int max_run_samples(float sample_rate) const;
+  // Throws std::invalid_argument naming the bad field.
+  void validate() const;
+};
+
 struct NormOptions {
   enum class Cmn { kNone, kBatch, kLive };
   Cmn cmn = Cmn::kNone;
@@ -214,6 +249,7 @@ struct FeatureOptions {
   DeltaOptions delta;
   NormOptions norm;
   NoiseOptions noise;  // Sphinx noise / silence removal (off by default)
+  DeclipOptions declip;  // restoring clipped peaks (off by default)
 
   // The defaults of each toolkit for `kind`. Sphinx defaults are the
   // en-us model's feat.params; Kaldi's those of compute-mfcc-feats and

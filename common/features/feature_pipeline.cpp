@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "common/features/cepstral_transform.h"
+#include "common/features/declipper.h"
 #include "common/features/mel_filterbank.h"
 #include "common/features/plp.h"
 #include "common/features/postprocess.h"
@@ -332,6 +333,12 @@ FeatureMatrix FeatureExtractor::compute(const float* samples, int64_t n) {
   reset_noise_state();
   kept_frames_.clear();
   if (m.rows == 0) return m;
+  std::vector<float> declipped;
+  if (opts_.declip.enabled) {
+    // Before dither, which would break up the runs of equal samples.
+    declipped = declip(opts_.declip, opts_.frame.sample_rate, samples, n);
+    samples = declipped.data();
+  }
   std::vector<float> dithered;
   if (opts_.frame.dither > 0.0f) {
     // Dither on the host with a seeded generator, so every backend sees the

@@ -144,6 +144,16 @@ std::string feature_signature(const FeatureOptions& o) {
       (o.kind == FeatureKind::kPlp && o.plp.use_energy))
     w.put("energy-floor", o.mfcc.energy_floor);
 
+  // Named only when on, so that streams made before it existed read the
+  // same.
+  if (o.declip.enabled) {
+    w.put("declip-max-run-ms", o.declip.max_run_ms);
+    w.put("declip-peak-fraction", o.declip.peak_fraction);
+    w.put("declip-min-level", o.declip.min_level);
+    w.put("declip-max-gain", o.declip.max_gain);
+    w.put("declip-level-tolerance", o.declip.level_tolerance);
+    w.put("declip-min-plateau-runs", o.declip.min_plateau_runs);
+  }
   // Live CMN from speech follows the VAD's decisions and hangover too.
   const bool cmn_vad = o.live_cmn_from_speech();
   if (o.noise.remove_noise || o.noise.remove_silence || cmn_vad) {
@@ -214,8 +224,12 @@ bool is_cmn_detail(const std::string& key) {
          key == "cmn-init-frames" || key == "cmn-learns" || key == "cmn-mean-of";
 }
 
+// The stages that clean the signal up (noise subtraction, the VAD,
+// declipping) are the feature producer's choice: a model is not trained
+// for one setting of them.
 bool is_noise_stage_detail(const std::string& key) {
-  return key == "remove-noise" || key == "remove-silence" || key.rfind("vad-", 0) == 0;
+  return key == "remove-noise" || key == "remove-silence" || key.rfind("vad-", 0) == 0 ||
+         key.rfind("declip-", 0) == 0;
 }
 
 }  // namespace

@@ -51,6 +51,8 @@ StreamingFeatureExtractor::StreamingFeatureExtractor(const FeatureOptions& opts,
                                           opts_.cmn_skips_negative_c0());
   if (live_cmn_ && opts_.live_cmn_from_speech() && extractor_.has_noise_stage())
     cmn_vad_ = std::make_unique<SphinxVad>(opts_.noise);
+  if (opts_.declip.enabled)
+    declipper_ = std::make_unique<Declipper>(opts_.declip, opts_.frame.sample_rate);
   reset();
 }
 
@@ -67,6 +69,8 @@ void StreamingFeatureExtractor::reset() {
   window_.clear();
   window_start_ = 0;
   total_samples_ = 0;
+  samples_accepted_ = 0;
+  if (declipper_) declipper_->reset();
   next_spectral_ = 0;
   frames_emitted_ = 0;
   history_ = FeatureMatrix{};
@@ -91,7 +95,8 @@ void StreamingFeatureExtractor::reset() {
 int64_t StreamingFeatureExtractor::latency_samples() const {
   return frame_length_ +
          static_cast<int64_t>(spectral_context_ + delta_context_) *
-             frame_shift_;
+             frame_shift_ +
+         (declipper_ ? declipper_->max_delay() : 0);
 }
 
 int64_t StreamingFeatureExtractor::complete_frames(int64_t num_samples) const {
@@ -115,6 +120,19 @@ void StreamingFeatureExtractor::accept(const float* samples, size_t n,
                                        FeatureMatrix& out) {
   prepare_out(out);
   if (n == 0) return;
+  samples_accepted_ += static_cast<int64_t>(n);
+  if (declipper_) {
+    declipped_.clear();
+    declipper_->accept(samples, n, declipped_);
+    take_samples(declipped_.data(), declipped_.size(), out);
+  } else {
+    take_samples(samples, n, out);
+  }
+}
+
+void StreamingFeatureExtractor::take_samples(const float* samples, size_t n,
+                                             FeatureMatrix& out) {
+  if (n == 0) return;
   const size_t old_size = window_.size();
   window_.insert(window_.end(), samples, samples + n);
   if (dither_) {
@@ -136,6 +154,11 @@ void StreamingFeatureExtractor::accept(const float* samples, size_t n,
 
 void StreamingFeatureExtractor::flush(FeatureMatrix& out) {
   prepare_out(out);
+  if (declipper_) {
+    declipped_.clear();
+    declipper_->flush(declipped_);
+    take_samples(declipped_.data(), declipped_.size(), out);
+  }
   const int64_t total = extractor_.num_frames(total_samples_);
   if (total > next_spectral_)
     compute_spectral(next_spectral_, total, total, out);

@@ -48,6 +48,10 @@
 // order, exactly as FeatureExtractor::compute does, so it too is
 // independent of the cutting.
 //
+// Declipping (DeclipOptions::enabled, declipper.h) comes first, before
+// dither: it holds back at most Declipper::max_delay() samples (counted in
+// latency_samples()), and its output does not depend on the cutting either.
+//
 // Sphinx noise removal (NoiseOptions::remove_noise) runs frame by frame in
 // order, as on a whole utterance, and restarts at each reset()/flush().
 // remove_silence (dropping frames) is not supported: the constructor throws
@@ -67,6 +71,7 @@
 #include <vector>
 
 #include "common/backends/backend.h"
+#include "common/features/declipper.h"
 #include "common/features/feature_pipeline.h"
 #include "common/features/feature_options.h"
 #include "common/features/postprocess.h"
@@ -117,8 +122,9 @@ class StreamingFeatureExtractor {
     return frame * frame_shift_;
   }
 
-  // Samples accepted and frames emitted since the last reset().
-  int64_t samples_accepted() const { return total_samples_; }
+  // Samples accepted (those the declipper still holds included) and frames
+  // emitted since the last reset().
+  int64_t samples_accepted() const { return samples_accepted_; }
   int64_t frames_emitted() const { return frames_emitted_; }
 
   // Largest number of frames computed in one backend call (device memory is
@@ -138,6 +144,9 @@ class StreamingFeatureExtractor {
   void take_spectral(const float* rows, int64_t count, int64_t first_decision,
                      FeatureMatrix& out);
   void emit_ready(bool at_end, FeatureMatrix& out);
+  // accept() after the declipper: samples final in every stage before
+  // framing.
+  void take_samples(const float* samples, size_t n, FeatureMatrix& out);
   void drop_consumed_samples();
   void prepare_out(FeatureMatrix& out) const;
 
@@ -157,7 +166,10 @@ class StreamingFeatureExtractor {
   // Sliding window of samples: window_[i] is sample window_start_ + i.
   std::vector<float> window_;
   int64_t window_start_ = 0;
-  int64_t total_samples_ = 0;
+  int64_t total_samples_ = 0;     // past the declipper
+  int64_t samples_accepted_ = 0;  // given to accept()
+  std::unique_ptr<Declipper> declipper_;  // null unless opts.declip.enabled
+  std::vector<float> declipped_;
 
   int64_t next_spectral_ = 0;  // first frame whose spectral features are due
   int64_t frames_emitted_ = 0;
