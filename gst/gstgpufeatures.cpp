@@ -770,8 +770,9 @@ gst_gpu_features_class_init (GstGpuFeaturesClass * klass)
   g_object_class_install_property (gobject_class, PROP_DECLIP,
       g_param_spec_boolean ("declip", "Restore clipped peaks",
           "Redraw runs of 2 to 4 ms of (nearly) equal samples at the "
-          "signal's peak level, as a level pushed past full scale leaves "
-          "them, from the samples around them, before framing (holds "
+          "signal's peak level that recur at one level, as a level pushed "
+          "past full scale leaves them, from the samples around them, "
+          "before framing (the first two runs of a plateau stay; holds "
           "samples back by at most 4 ms). Default: on when the front end "
           "is taken from gpudecoder's model (no front-end property set), "
           "as gpuspeech-transcribe does; otherwise off (sphinx_fe and "

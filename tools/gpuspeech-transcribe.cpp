@@ -151,8 +151,9 @@ not for --mfc input, the CMN rule for both; and declipping):
                         does (docs/benchmarks.md)
   --no-declip           leave clipped peaks as they are; by default runs of
                         2 to 4 ms of equal samples at the signal's peak level
-                        (a level pushed past full scale) are redrawn from the
-                        samples around them before the front end
+                        that recur at one level (a level pushed past full
+                        scale) are redrawn from the samples around them
+                        before the front end
 
 Devices:
   --backend B           scoring backend: auto (default) | cuda | opencl | cpu

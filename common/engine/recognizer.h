@@ -103,8 +103,8 @@ struct RecognizerConfig : ResourceOptions {
   bool remove_silence = true;
   // Restore clipped peaks before the front end (DeclipOptions, declipper.h;
   // the model's toolkit has no such stage). On by default: on the degraded
-  // set's clipped condition it took the WER from about 50 % to about 15 %,
-  // and it leaves audio without runs of equal samples at its peak level as
+  // sets' clipped condition it took the WER from about 50 % to about 20 %,
+  // and it leaves audio without a recurring plateau at its peak level as
   // it is (docs/benchmarks.md, "Restoring clipped peaks").
   bool declip = true;
   // CMN leaves frames with a negative c0 (digital silence) out of its

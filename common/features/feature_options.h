@@ -155,10 +155,11 @@ struct NoiseOptions {
 };
 
 // Restoring clipped peaks (declipper.h): runs of 2 to max_run_ms of
-// (nearly) equal samples at the signal's peak level, as an overdriven input or a level
-// pushed past full scale leaves them, are redrawn by a cubic through the
-// two samples on each side. Off here (the toolkits' front ends have no
-// such stage); the recognizer's front end turns it on (RecognizerConfig).
+// (nearly) equal samples at the signal's peak level, recurring at one level
+// as an overdriven input or a level pushed past full scale leaves them, are
+// redrawn by a cubic through the two samples on each side. Off here (the
+// toolkits' front ends have no such stage); the recognizer's front end
+// turns it on (RecognizerConfig).
 // Runs on the host before everything else, the same for every backend.
 struct DeclipOptions {
   bool enabled = false;
