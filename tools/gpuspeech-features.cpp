@@ -119,8 +119,9 @@ Configuration (applied in this order: flavour/kind defaults, then
   --remove-silence[=BOOL]
                         drop the frames Sphinx's VAD calls silence (idem)
   --declip[=BOOL]       restore clipped peaks before framing (runs of 2 to 4 ms
-                        of equal samples at the peak level; what
-                        gpuspeech-transcribe does by default; default false)
+                        of equal samples at the peak level, recurring at one
+                        level; what gpuspeech-transcribe does by default;
+                        default false)
   --vad-threshold X     VAD: min. ln(power / noise) of speech (default 2)
   --vad-prespeech N     VAD: frames kept before speech starts
   --vad-postspeech N    VAD: non-speech frames that end speech

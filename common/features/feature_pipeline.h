@@ -86,7 +86,9 @@ class FeatureExtractor {
   // The same for `spec.num_utts` utterances already on the device (see
   // FramingSpec; its frame fields are filled by framing_for()). `out`
   // receives spec.rows() x (num_warps * base_dim) floats. For benchmarks and
-  // streaming; no host transfer happens.
+  // streaming; no host transfer happens. Declipping and dither are host
+  // stages on the samples: compute() applies them, compute_device() does
+  // not (StreamingFeatureExtractor applies them before uploading).
   void compute_device(const DeviceBuffer& signal, const FramingSpec& spec,
                       DeviceBuffer& out);
 
