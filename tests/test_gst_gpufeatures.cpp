@@ -809,11 +809,12 @@ TEST_F(GstGpuFeatures, InvalidPropertyCombinationIsAnError) {
 }
 
 // Features of `audio` pushed in pieces of `sizes` through gpufeatures with
-// declip=true on `backend`: 39-dim live-CMN MFCC with deltas.
-Output run_declipped(const std::string& backend, const std::vector<int16_t>& audio,
-                     const std::vector<size_t>& sizes) {
+// `stage`=true (a boolean property: remove-noise, declip) on `backend`:
+// 39-dim live-CMN MFCC with deltas.
+Output run_with_stage(const char* stage, const std::string& backend,
+                      const std::vector<int16_t>& audio, const std::vector<size_t>& sizes) {
   Harnessed t({{"backend", backend.c_str()}, {"cmn", "live"}, {"deltas", "1s_c_d_dd"},
-               {"declip", "true"}});
+               {stage, "true"}});
   Output out;
   if (!t.h) {
     ADD_FAILURE() << "gpufeatures not found";
@@ -823,6 +824,37 @@ Output run_declipped(const std::string& backend, const std::vector<int16_t>& aud
   EXPECT_TRUE(gst_harness_push_event(t.h, gst_event_new_eos()));
   pull_all(t.h, 39, out);
   return out;
+}
+
+// On every backend under test, `audio` through gpufeatures with `stage`=true
+// gives the frames of `ref` (compute_features with that stage on), not
+// those of the element without it, and the same frames for each cutting:
+// bitwise on the CPU; other backends round differently with the block size
+// even without the stage (pocl: 2.6e-4 between cuttings, 2.3e-4 from the
+// CPU, measured), so they are held to the 1e-3 of the sphinx_fe references.
+void expect_stage_exact_across_cuttings(const char* stage, const std::vector<int16_t>& audio,
+                                        const FeatureMatrix& ref,
+                                        const std::vector<std::vector<size_t>>& cuttings) {
+  const Output plain = run_s16(audio, {audio.size()});
+  for (const std::string& backend : testing::backends_under_test()) {
+    SCOPED_TRACE(backend);
+    const Output whole = run_with_stage(stage, backend, audio, {audio.size()});
+    const double tolerance = backend == "cpu" ? 1e-5 : 1e-3;
+    ASSERT_EQ(whole.frames(), ref.rows);
+    EXPECT_LE(max_rel_diff(whole.data, ref.data), tolerance);
+    ASSERT_EQ(plain.frames(), whole.frames());
+    EXPECT_GT(max_rel_diff(whole.data, plain.data), 1e-2) << stage << " changed nothing";
+    for (const auto& sizes : cuttings) {
+      const Output pieces = run_with_stage(stage, backend, audio, sizes);
+      ASSERT_EQ(pieces.frames(), whole.frames());
+      if (backend == "cpu")
+        EXPECT_EQ(0, std::memcmp(pieces.data.data(), whole.data.data(),
+                                 whole.data.size() * sizeof(float)))
+            << "features differ when the audio is cut differently";
+      else
+        EXPECT_LE(max_rel_diff(pieces.data, whole.data), tolerance);
+    }
+  }
 }
 
 // Restoring clipped peaks (declip=true) on LibriVox speech pushed 12 dB
@@ -845,51 +877,13 @@ TEST_F(GstGpuFeatures, DeclipIsExactAcrossBufferSizesOnEveryBackend) {
   FeatureOptions o = live_sphinx_options();
   o.declip.enabled = true;
   const FeatureMatrix ref = compute_features(o, *cpu, samples.data(), samples.size());
-  const Output plain = run_s16(audio, {audio.size()});
-  for (const std::string& backend : testing::backends_under_test()) {
-    SCOPED_TRACE(backend);
-    const Output whole = run_declipped(backend, audio, {audio.size()});
-    const double tolerance = backend == "cpu" ? 1e-5 : 1e-3;
-    ASSERT_EQ(whole.frames(), ref.rows);
-    EXPECT_LE(max_rel_diff(whole.data, ref.data), tolerance);
-    ASSERT_EQ(plain.frames(), whole.frames());
-    EXPECT_GT(max_rel_diff(whole.data, plain.data), 1e-2) << "declip changed nothing";
-    for (const auto& sizes : {random_sizes(6, 3), random_sizes(7, 900), std::vector<size_t>{1}}) {
-      const Output pieces = run_declipped(backend, audio, sizes);
-      ASSERT_EQ(pieces.frames(), whole.frames());
-      if (backend == "cpu")
-        EXPECT_EQ(0, std::memcmp(pieces.data.data(), whole.data.data(),
-                                 whole.data.size() * sizeof(float)))
-            << "features differ when the audio is cut differently";
-      else
-        EXPECT_LE(max_rel_diff(pieces.data, whole.data), tolerance);
-    }
-  }
-}
-
-// Features of `audio` pushed in pieces of `sizes` through gpufeatures with
-// remove-noise=true on `backend`: 39-dim live-CMN MFCC with deltas.
-Output run_noise_removed(const std::string& backend, const std::vector<int16_t>& audio,
-                         const std::vector<size_t>& sizes) {
-  Harnessed t({{"backend", backend.c_str()}, {"cmn", "live"}, {"deltas", "1s_c_d_dd"},
-               {"remove-noise", "true"}});
-  Output out;
-  if (!t.h) {
-    ADD_FAILURE() << "gpufeatures not found";
-    return out;
-  }
-  push_s16(t.h, audio, sizes);
-  EXPECT_TRUE(gst_harness_push_event(t.h, gst_event_new_eos()));
-  pull_all(t.h, 39, out);
-  return out;
+  expect_stage_exact_across_cuttings(
+      "declip", audio, ref, {random_sizes(6, 3), random_sizes(7, 900), std::vector<size_t>{1}});
 }
 
 // Noise subtraction tracks the stream frame by frame: any cutting of the
-// audio gives the frames of the whole utterance, bitwise on the CPU. Other
-// backends round differently with the block size even without the noise
-// stage (pocl: 2.6e-4 between cuttings, 2.3e-4 from the CPU, measured), so
-// they are held to the 1e-3 of the sphinx_fe references. The property
-// changes the features.
+// audio gives the frames of the whole utterance, bitwise on the CPU, within
+// 1e-3 on other backends. The property changes the features.
 TEST_F(GstGpuFeatures, RemoveNoiseIsExactAcrossBufferSizesOnEveryBackend) {
   const std::vector<int16_t> audio = speech_s16();
   const std::vector<float> samples = as_float(audio);
@@ -897,27 +891,9 @@ TEST_F(GstGpuFeatures, RemoveNoiseIsExactAcrossBufferSizesOnEveryBackend) {
   FeatureOptions o = live_sphinx_options();
   o.noise.remove_noise = true;
   const FeatureMatrix ref = compute_features(o, *cpu, samples.data(), samples.size());
-  const Output plain = run_s16(audio, {audio.size()});
-  for (const std::string& backend : testing::backends_under_test()) {
-    SCOPED_TRACE(backend);
-    const Output whole = run_noise_removed(backend, audio, {audio.size()});
-    const double tolerance = backend == "cpu" ? 1e-5 : 1e-3;
-    ASSERT_EQ(whole.frames(), ref.rows);
-    EXPECT_LE(max_rel_diff(whole.data, ref.data), tolerance);
-    ASSERT_EQ(plain.frames(), whole.frames());
-    EXPECT_GT(max_rel_diff(whole.data, plain.data), 1e-2) << "remove-noise changed nothing";
-    for (const auto& sizes : {random_sizes(4, 3), random_sizes(5, 900), std::vector<size_t>{160},
-                              std::vector<size_t>{1}}) {
-      const Output pieces = run_noise_removed(backend, audio, sizes);
-      ASSERT_EQ(pieces.frames(), whole.frames());
-      if (backend == "cpu")
-        EXPECT_EQ(0, std::memcmp(pieces.data.data(), whole.data.data(),
-                                 whole.data.size() * sizeof(float)))
-            << "features differ when the audio is cut differently";
-      else
-        EXPECT_LE(max_rel_diff(pieces.data, whole.data), tolerance);
-    }
-  }
+  expect_stage_exact_across_cuttings("remove-noise", audio, ref,
+                                     {random_sizes(4, 3), random_sizes(5, 900),
+                                      std::vector<size_t>{160}, std::vector<size_t>{1}});
 }
 
 // remove-noise=true gives the cepstra of sphinx_fe -remove_noise yes
