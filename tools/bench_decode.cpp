@@ -201,7 +201,15 @@ struct SearchParts {
   // Word-end rounds, and those whose events the host sorted (the batched
   // CUDA lanes hand most over in order).
   int64_t rescore_rounds = 0, rescore_rounds_sorted = 0;
+  // The CUDA searchers' rounds, the frames searched, and how the frames
+  // met their rounds (SearchStats).
+  int64_t rounds = 0, prune_only_rounds = 0, frames = 0, chained = 0, chained_ended = 0;
   void add(const SearchStats& st) {
+    rounds += st.rounds;
+    prune_only_rounds += st.prune_only_rounds;
+    frames += st.frames;
+    chained += st.chained_frames;
+    chained_ended += st.chained_frames_ended;
     rescore_rounds += st.rescore_rounds;
     rescore_rounds_sorted += st.rescore_rounds_sorted;
     rescoring += st.rescore_seconds;
@@ -432,6 +440,14 @@ int bench_decode(int argc, char** argv) {
                 "%.3f (word-end rescoring %.3f); the rest %.3f\n",
                 cpu, sum.scoring_cpu, sum.search_cpu, parts.rescoring_cpu,
                 cpu - sum.scoring_cpu - sum.search_cpu);
+    if (parts.rounds > 0)
+      std::printf("search rounds: %lld for %lld frames searched (%lld only pruning a frame); "
+                  "frames begun chained behind the previous one %lld, ended in the same "
+                  "launch %lld\n",
+                  static_cast<long long>(parts.rounds), static_cast<long long>(parts.frames),
+                  static_cast<long long>(parts.prune_only_rounds),
+                  static_cast<long long>(parts.chained),
+                  static_cast<long long>(parts.chained_ended));
     if (parts.rescore_rounds > 0)
       std::printf("word-end rounds: %lld, %lld of them sorted on the host (the others' events "
                   "came in order)\n",

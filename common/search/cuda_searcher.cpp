@@ -878,6 +878,7 @@ void CudaSearcher::enqueue_frame(bool start) {
 
 void CudaSearcher::launch_frame(bool start) {
   Impl& m = *impl_;
+  ++stats_.rounds;
   if (m.batcher) {  // pruning gated as in a rescoring round (run_frame clears a rerun's entries)
     run_lane_round(start ? RoundHead::kStart : RoundHead::kEmit, m.passes_per_batch, true, false, 0, 0);
     return;
@@ -1128,6 +1129,8 @@ void CudaSearcher::launch_round(RoundHead head, int passes, bool prune, int chai
                                 int chain_frames) {
   Impl& m = *impl_;
   if (chain_passes == 0) chain_frames = 0;  // one graph per round shape
+  ++stats_.rounds;
+  if (head == RoundHead::kPrune && chain_frames == 0) ++stats_.prune_only_rounds;
   if (m.batcher) {
     run_lane_round(head, passes, prune, true, chain_passes, chain_frames);
     return;

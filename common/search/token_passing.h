@@ -280,6 +280,12 @@ struct SearchStats {
   // Frames the CUDA searcher ran again because a device buffer (word
   // records, word-end events) overflowed; the buffer grows first.
   int64_t frames_rerun = 0;
+  // Rounds the CUDA searcher launched (each a kernel launch of its own, or
+  // a lane of the batcher's launches), and of them those that only pruned
+  // a frame whose rounds had run chained in the launch before: the next
+  // frame's scores were not there yet, so nothing could be chained behind.
+  int64_t rounds = 0;
+  int64_t prune_only_rounds = 0;
   // The CUDA searcher's host thread waiting for the device: for its own
   // CUDA stream, or for the batcher's launch that ran its round (batched
   // search). With rescore_seconds, what is left of a frame's time is the
