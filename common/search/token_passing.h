@@ -282,8 +282,10 @@ struct SearchStats {
   int64_t frames_rerun = 0;
   // Rounds the CUDA searcher launched (each a kernel launch of its own, or
   // a lane of the batcher's launches), and of them those that only pruned
-  // a frame whose rounds had run chained in the launch before: the next
-  // frame's scores were not there yet, so nothing could be chained behind.
+  // a frame, with nothing chained behind. With word ends rescored on the
+  // device that is a frame whose rounds ran chained in the launch before
+  // and whose successor's scores were not there yet (the last frame of a
+  // block of scores or of the utterance).
   int64_t rounds = 0;
   int64_t prune_only_rounds = 0;
   // The CUDA searcher's host thread waiting for the device: for its own
