@@ -27,6 +27,7 @@ T=$(mktemp -d /tmp/gpuspeech-wer-clipped-XXXXXX)
 trap 'rm -rf "$T"' EXIT
 [ -n "$CACHE" ] || CACHE=$T/cache
 fail() { echo "FAIL $*"; exit 1; }
+. "$(dirname "$0")/wer_util.sh"
 
 DEGRADED_CONDITIONS=clipped GPUSPEECH_GRAPH_CACHE=$CACHE \
   bash "$NOISY_WER" "$T/work" "$N" "$VOICES" "defaults=$TRANSCRIBE" \
@@ -34,12 +35,8 @@ DEGRADED_CONDITIONS=clipped GPUSPEECH_GRAPH_CACHE=$CACHE \
   { cat "$T/log"; fail "noisy_wer.sh exited with status $?"; }
 cat "$T/table"
 # | clipped | defaults | nodeclip | pocketsphinx_batch |
-row=$(grep -E '^\| clipped \|' "$T/table") || { cat "$T/log"; fail "no clipped row"; }
-read -r ours plain ps < <(echo "$row" | awk -F'|' '{ gsub(/ /, ""); print $3, $4, $5 }')
-for v in "$ours" "$plain" "$ps"; do
-  [[ $v =~ ^[0-9]+(\.[0-9]+)?$ ]] || { cat "$T/log"; fail "a WER is missing in: $row"; }
-done
-grep -q 'failed' "$T/log" && { cat "$T/log"; fail "a decoder failed (above)"; }
+wer_bench_row "$T/table" "$T/log" clipped
+ours=${WER_ROW[0]} plain=${WER_ROW[1]} ps=${WER_ROW[2]}
 status=0
 if awk -v a="$ours" -v b="$ps" 'BEGIN { exit !(a <= b) }'; then
   echo "ok   clipped: gpuspeech-transcribe $ours% <= pocketsphinx_batch $ps%"

@@ -30,18 +30,15 @@ T=$(mktemp -d /tmp/gpuspeech-wer-live-XXXXXX)
 trap 'rm -rf "$T"' EXIT
 [ -n "$CACHE" ] || CACHE=$T/cache
 fail() { echo "FAIL $*"; exit 1; }
+. "$(dirname "$0")/wer_util.sh"
 
 DEGRADED_CONDITIONS=farfield GPUSPEECH_BUILD=$BUILD GPUSPEECH_GRAPH_CACHE=$CACHE \
   bash "$LIVE_WER" "$T/work" "$N" "$VOICES" >"$T/table" 2>"$T/log" ||
   { cat "$T/log"; fail "live_wer.sh exited with status $?"; }
 cat "$T/table"
 # | farfield | live | pocketsphinx element | transcribe, cut |
-row=$(grep -E '^\| farfield \|' "$T/table") || { cat "$T/log"; fail "no farfield row"; }
-read -r live element cut < <(echo "$row" | awk -F'|' '{ gsub(/ /, ""); print $3, $4, $5 }')
-for v in "$live" "$element" "$cut"; do
-  [[ $v =~ ^[0-9]+(\.[0-9]+)?$ ]] || { cat "$T/log"; fail "a WER is missing in: $row"; }
-done
-grep -q 'failed' "$T/log" && { cat "$T/log"; fail "a decoder failed (above)"; }
+wer_bench_row "$T/table" "$T/log" farfield
+live=${WER_ROW[0]} element=${WER_ROW[1]} cut=${WER_ROW[2]}
 status=0
 if awk -v a="$live" -v b="$element" 'BEGIN { exit !(a <= b) }'; then
   echo "ok   far field: live chain $live% <= pocketsphinx element $element%"

@@ -1,6 +1,6 @@
 # Word error rate helpers shared by the WER tests and benchmarks
 # (test_wer_librivox.sh, test_wer_fmllr.sh, test_wer_fmllr_online.sh,
-# bench/noisy_wer.sh, bench/live_wer.sh, bench/cpu_vs_pocketsphinx.sh).
+# test_wer_clipped.sh, test_wer_live_vs_element.sh, bench/noisy_wer.sh, bench/live_wer.sh, bench/cpu_vs_pocketsphinx.sh).
 # Source it:
 #   . "$(dirname "$0")/wer_util.sh"
 # Needs sed, awk and, for the scoring, `sctk sclite`.
@@ -49,6 +49,23 @@ wer_percent() {
 # leaves the subshell, and the caller's empty-WER check fails the test).
 wer_or_fail() {
   wer_percent "$1" "$2" || { echo "FAIL sclite on $2:"; cat "$2.sclite"; exit 1; }
+}
+
+# wer_bench_row TABLE LOG CONDITION: reads the row "| CONDITION | A | B | C
+# | ..." of a table that tests/bench/noisy_wer.sh or live_wer.sh printed to
+# TABLE (their stderr in LOG) into WER_ROW=(A B C), the first three WERs
+# after the condition's name. On a missing row, a WER that is not a number,
+# or a decoder that failed (LOG says "failed"), prints LOG and "FAIL ..." and
+# exits 1 (the tests' convention). Not in a subshell: it sets WER_ROW.
+wer_bench_row() {
+  local row v
+  row=$(grep -E "^\| $3 \|" "$1") || { cat "$2"; echo "FAIL no $3 row"; exit 1; }
+  read -r -a WER_ROW < <(echo "$row" | awk -F'|' '{ gsub(/ /, ""); print $3, $4, $5 }')
+  for v in "${WER_ROW[0]:-}" "${WER_ROW[1]:-}" "${WER_ROW[2]:-}"; do
+    [[ $v =~ ^[0-9]+(\.[0-9]+)?$ ]] || { cat "$2"; echo "FAIL a WER is missing in: $row"; exit 1; }
+  done
+  grep -q 'failed' "$2" && { cat "$2"; echo "FAIL a decoder failed (above)"; exit 1; }
+  return 0
 }
 
 # wav_header_bytes FILE...: the byte offset of the samples (the "data"
