@@ -57,6 +57,25 @@ else
   fail "batch, 2 streams: status $?: $(cat "$T/err")"
 fi
 
+# --words: the same file under two names (a link), decoded six times by two
+# streams, is one line of words; every decoding matched the first, and a
+# stream alone writes the same line.
+ln -s "$DATA/goforward.raw" "$T/linked.raw"
+if run --streams 2 --repeat 3 --words "$T/words2" "$DATA/goforward.raw" "$T/linked.raw" >"$T/out" 2>"$T/err" &&
+   run --streams 1 --words "$T/words1" "$DATA/goforward.raw" >"$T/out1" 2>"$T/err1"; then
+  line=$(cat "$T/words2")
+  if [ "$(wc -l <"$T/words2")" = 1 ] && [ "${line%%$'\t'*}" = "$(readlink -f "$DATA/goforward.raw")" ] &&
+     echo "$line" | grep -Eq $'\t''go\([0-9]+-[0-9]+\) forward\([0-9]+-[0-9]+\) ' &&
+     grep -q '^words: 6 decodings of 1 distinct files, 0 differing' "$T/out" &&
+     cmp -s "$T/words1" "$T/words2"; then
+    pass "--words: six decodings, one line, as a stream alone: $line"
+  else
+    fail "--words: unexpected: $(cat "$T/words2") / $(cat "$T/words1"); $(grep '^words' "$T/out")"
+  fi
+else
+  fail "--words: status $?: $(cat "$T/err" "$T/err1" 2>/dev/null)"
+fi
+
 # Live: each stream fed at real time for one second, partial results timed.
 if run --streams 2 --live --seconds 1 "$DATA/goforward.raw" >"$T/out" 2>"$T/err"; then
   if [ "$(field live)" = 1 ] && [ "$(field errors)" = 0 ] &&
@@ -79,6 +98,7 @@ expect_error "--maxactive x" 2 "--maxactive needs an integer" --maxactive x "$DA
 expect_error "--batched-search maybe" 2 "must be on, off or auto, got 'maybe'" \
   --batched-search maybe "$DATA/goforward.raw"
 expect_error "--seconds -1" 2 "--seconds needs a positive number" --live --seconds -1 "$DATA/goforward.raw"
+expect_error "--words with --live" 2 "--words checks batch mode only" --live --words "$T/w" "$DATA/goforward.raw"
 expect_error "unknown option" 2 "unknown option --fast" --fast "$DATA/goforward.raw"
 
 cli_finish

@@ -6,7 +6,8 @@
 //                          [--batched-search on|off|auto]
 //       [--device-id N] [--hmm DIR] [--dict FILE] [--lm FILE | --jsgf FILE]
 //       [--cache DIR] [--live] [--seconds S] [--block-ms 100]
-//       [--partial-ms 200] [--repeat N] [--stream-nice N] [--fibers T] FILE...
+//       [--partial-ms 200] [--repeat N] [--stream-nice N] [--fibers T]
+//       [--words OUT] FILE...
 //
 // Every stream is a Recognizer on the shared resources (the first loads
 // them), on its own thread. Batch (default): the FILEs, --repeat times
@@ -31,6 +32,13 @@
 // runs the streams as fibers on T threads (common/engine/fiber_pool.h)
 // instead of a thread each; the per-stage thread CPU figures then also
 // count the other fibers that ran on a stream's thread while it waited.
+// --words OUT (batch mode) checks that decoding does not depend on the
+// batch: every decoding of one audio file (the same file by its resolved
+// path, whichever stream and repeat decoded it) must give the same words
+// and word times as its first, and each file's words are written to OUT,
+// a line each (`path<TAB>word(first-last) ...`, paths resolved, in the
+// order first given), to compare with a run of one stream; a decoding that
+// differs is an error.
 // The RESULT line is for scripts.
 #include "tools/bench_decode.h"
 
@@ -41,6 +49,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <functional>
 #include <memory>
@@ -77,6 +86,7 @@ struct DecodeBenchOptions {
   int repeat = 1;  // batch mode: the file list this many times over
   int stream_nice = 0;  // --stream-nice: each stream's thread's nice value
   int fibers = 0;       // --fibers T: the streams as fibers on T threads (batch mode); 0: a thread each
+  std::string words_out;  // --words OUT: check every decoding of a file against its first; write them
   std::vector<std::string> files;
 };
 
@@ -87,7 +97,7 @@ struct DecodeBenchOptions {
                "[--device-id N] [--batched-search on|off|auto] [--maxactive N] [--topn N]\n"
                "       [--hmm DIR] [--dict FILE] [--lm FILE | --jsgf FILE] [--cache DIR]\n"
                "       [--live] [--seconds S] [--block-ms MS] [--partial-ms MS] [--repeat N]\n"
-               "       [--stream-nice N] [--fibers T] FILE...\n",
+               "       [--stream-nice N] [--fibers T] [--words OUT] FILE...\n",
                error.c_str());
   std::exit(2);
 }
@@ -137,11 +147,13 @@ DecodeBenchOptions parse_decode_args(int argc, char** argv) {
     else if (a == "--repeat") o.repeat = int_arg(a, value(), 1, 1000000);
     else if (a == "--stream-nice") o.stream_nice = int_arg(a, value(), 0, 19);
     else if (a == "--fibers") o.fibers = int_arg(a, value(), 1, 1024);
+    else if (a == "--words") o.words_out = value();
     else if (!a.empty() && a[0] == '-') decode_usage("unknown option " + a);
     else o.files.push_back(a);
   }
   if (o.files.empty()) decode_usage("no input files");
   if (o.fibers > 0 && o.live) decode_usage("--fibers runs batch mode only (live streams pace themselves by sleeping)");
+  if (!o.words_out.empty() && o.live) decode_usage("--words checks batch mode only");
   try {
     o.config.batched_search = batched_search_for(o.batched_mode, o.streams);
   } catch (const std::invalid_argument& e) {
@@ -171,6 +183,61 @@ double percentile(std::vector<double> v, double p) {
   const size_t i = std::min(v.size() - 1, static_cast<size_t>(p * (v.size() - 1) + 0.5));
   return v[i];
 }
+
+// A hypothesis as --words writes and compares it: each word with its first
+// and last frame.
+std::string words_line(const Hypothesis& h) {
+  std::string line;
+  for (const HypothesisWord& w : h.words) {
+    if (!line.empty()) line += ' ';
+    line += w.text + "(" + std::to_string(w.start_frame) + "-" + std::to_string(w.end_frame) + ")";
+  }
+  return line;
+}
+
+// --words: every decoding of an audio file against its first. Files are
+// the same audio when their paths resolve to the same file (the bench's
+// long runs list one recording under many links).
+struct WordsCheck {
+  std::vector<std::string> paths;  // resolved, first-given order
+  std::vector<size_t> group;       // utterance -> index in paths
+  std::vector<std::string> first;  // the words of each path's first decoding
+  std::vector<bool> decoded;
+  int64_t decodings = 0, differing = 0;
+
+  explicit WordsCheck(const std::vector<std::string>& files) {
+    for (const std::string& f : files) {
+      std::error_code ec;
+      std::string p = std::filesystem::weakly_canonical(f, ec).string();
+      if (ec || p.empty()) p = f;
+      const auto it = std::find(paths.begin(), paths.end(), p);
+      group.push_back(static_cast<size_t>(it - paths.begin()));
+      if (it == paths.end()) paths.push_back(p);
+    }
+    first.resize(paths.size());
+    decoded.resize(paths.size(), false);
+  }
+  // Caller holds the lock. Returns an error message for a decoding that
+  // differs from its file's first (the first ten of them), else "".
+  std::string add(size_t utt, const std::string& line) {
+    const size_t g = group[utt];
+    ++decodings;
+    if (!decoded[g]) {
+      decoded[g] = true;
+      first[g] = line;
+      return "";
+    }
+    if (line == first[g]) return "";
+    if (++differing > 10) return "";  // the count says the rest
+    return paths[g] + ": words differ from its first decoding: '" + line + "' against '" + first[g] + "'";
+  }
+  void write(const std::string& out) const {
+    std::ofstream f(out);
+    for (size_t g = 0; g < paths.size(); ++g) f << paths[g] << '\t' << first[g] << '\n';
+    f.flush();
+    if (!f) throw std::runtime_error(out + ": cannot write");
+  }
+};
 
 struct Utterance {
   std::vector<float> feats;  // frames x dim
@@ -301,7 +368,7 @@ int bench_decode(int argc, char** argv) {
               o.streams, o.streams == 1 ? "" : "s", first.scoring_backend().name(),
               first.search_backend(), load_s, o.streams - 1, o.streams == 2 ? "" : "s", streams_s);
 
-  std::mutex mutex;  // guards errors, lags, busy, audio, parts
+  std::mutex mutex;  // guards errors, lags, busy, audio, parts, words
   std::vector<std::string> errors;
   std::vector<double> lags;
   std::vector<double> last_lags(static_cast<size_t>(o.streams), 0.0);
@@ -312,6 +379,8 @@ int bench_decode(int argc, char** argv) {
   std::vector<double> stream_audio(static_cast<size_t>(o.streams), 0.0);
   std::vector<double> stream_busy(static_cast<size_t>(o.streams), 0.0);
   std::atomic<size_t> next{0};
+  std::unique_ptr<WordsCheck> words;  // --words; guarded by mutex
+  if (!o.words_out.empty()) words = std::make_unique<WordsCheck>(o.files);
   const double cpu0 = cpu_seconds();
   const auto t0 = Clock::now();
 
@@ -324,13 +393,17 @@ int bench_decode(int argc, char** argv) {
       const auto s0 = Clock::now();
       rec.reset();
       rec.push_features(utts[i].feats.data(), utts[i].frames);
-      rec.finish();
+      const RecognitionResult result = rec.finish();
       my_busy += std::chrono::duration<double>(Clock::now() - s0).count();
       my_audio += utts[i].seconds;
+      const std::string line = words ? words_line(result.best) : std::string();
       // Reset with each utterance; one short lock an utterance, against
       // the utterance's whole decode.
       std::lock_guard<std::mutex> lock(mutex);
       parts.add(rec.search_stats());
+      if (words)
+        if (std::string why = words->add(i, line); !why.empty())
+          errors.push_back("stream " + std::to_string(k) + ": " + why);
     }
     stream_audio[static_cast<size_t>(k)] = my_audio;
     stream_busy[static_cast<size_t>(k)] = my_busy;
@@ -410,6 +483,17 @@ int bench_decode(int argc, char** argv) {
   }
   const double wall = std::chrono::duration<double>(Clock::now() - t0).count();
   const double cpu = cpu_seconds() - cpu0;
+  if (words) {
+    try {
+      words->write(o.words_out);
+    } catch (const std::exception& e) {
+      errors.push_back(e.what());
+    }
+    std::printf("words: %lld decodings of %zu distinct files, %lld differing from their file's first; "
+                "each file's words in %s\n",
+                static_cast<long long>(words->decodings), words->paths.size(),
+                static_cast<long long>(words->differing), o.words_out.c_str());
+  }
   for (const std::string& e : errors) std::fprintf(stderr, "gpuspeech-bench decode: %s\n", e.c_str());
   const double rtf = audio > 0 ? wall / audio : 0.0;
   std::printf("decode: %.2f s of audio in %.3f s: RTF %.5f, %.1fx real time; streams busy %.3f s "
