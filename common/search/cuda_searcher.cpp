@@ -655,6 +655,13 @@ CudaSearcher::CudaSearcher(const SearchGraph& graph, const SearchOptions& option
   // search test both ways).
   if (const char* batch_env = std::getenv("GPUSPEECH_CUDA_BATCH"))
     batched = std::string(batch_env) == "1";
+  // GPUSPEECH_EMIT_GROUP=W (1-32, a power of two): W threads a token in the
+  // emitting step for every search on this device, instead of the kernels'
+  // 8 (or the batcher's 2, cuda_round_batcher.cpp); for measuring.
+  if (const char* group_env = std::getenv("GPUSPEECH_EMIT_GROUP")) {
+    const int w = std::atoi(group_env);
+    if (w >= 1 && w <= 32 && (w & (w - 1)) == 0) check(cuda::tp_set_emit_group(w), "tp_set_emit_group");
+  }
   // Frames a rescoring round chains (clamped below, once the kind of its
   // rounds is known).
   m.chain_length = batched ? kDefaultChainedFramesBatched : kDefaultChainedFramesAlone;

@@ -3,10 +3,11 @@
 // goes through common/search/search_arithmetic.h so that the results are the
 // CPU reference's bit for bit.
 //
-// Work distribution: a group of kGroup threads per token over its arcs
-// (most states have a handful), except tokens with more than kHeavyDegree
-// arcs (word-end fan-out into a language model), which go to a heavy list
-// that a second kernel expands with a whole block per token.
+// Work distribution: a group of threads per token over its arcs (kGroup, or
+// c_emit_group in the emitting step: most states have a handful), except
+// tokens with more than kHeavyDegree arcs (word-end fan-out into a language
+// model), which go to a heavy list that a second kernel expands with a
+// whole block per token.
 //
 // Ways to run a round: the single-stream kernels (one stream's items over
 // the grid, the cooperative round kernel among them), and the two lanes
@@ -47,9 +48,11 @@ constexpr int kGroup = 8;
 // Groups per block: blockDim.x / kGroup (the lanes kernel's blocks may be
 // larger than kThreads).
 __device__ __forceinline__ uint32_t groups_per_block() { return blockDim.x / kGroup; }
-// Threads per token in the emitting step of every kernel (kGroup unless
-// tp_set_emit_group changed it: the batched search's batcher does so for
-// GPUSPEECH_EMIT_GROUP, a measurement knob; results do not depend on it).
+// Threads per token in the emitting step of every kernel on the device:
+// kGroup unless tp_set_emit_group changed it. The batched search's batcher
+// sets two (CudaRoundBatcher, kBatchedEmitGroup: with the device full of
+// lanes, the idle threads of a wider group cost), GPUSPEECH_EMIT_GROUP
+// anything else; results do not depend on it.
 __constant__ int c_emit_group = kGroup;
 
 // The blocks that share one stream's work in a phase of the single-stream
@@ -429,7 +432,7 @@ __device__ __forceinline__ void emit_arcs(const TpGraph& g, const TpState& s, co
 // lanes kernel over the items of every lane of a launch (the last
 // section), so both run the same rules.
 
-// Emitting step, live token i, by the kGroup threads of a group (`sub`:
+// Emitting step, live token i, by the c_emit_group threads of a group (`sub`:
 // this thread's rank in the group).
 __device__ __forceinline__ void emit_item(const TpGraph& g, const TpState& s, const TpFrame& f,
                                           uint32_t i, int sub, int width) {
