@@ -59,7 +59,7 @@ constexpr int kLaneMinBlocks = 6;
 // batcher (tp_set_emit_group; the kernels' default is 8). A token's
 // emitting arcs are mostly its self-loop and the next state's, and with
 // the device full of lanes a wider group's idle threads cost: on the H200,
-// 2 against 8 gave +5.6 % at 8 streams, +5 % at 64, +4.8 % at 256 and
+// 2 against 8 gave +6.1 % at 8 streams, +5 % at 64, +4.8 % at 256 and
 // +4.7 % at 384 (4: +2 %). A stream in launches of its own has the device
 // to itself and is 5-7 % faster with 8, which it keeps unless a batcher
 // shares its device (docs/benchmarks.md, "Two threads a token in the
