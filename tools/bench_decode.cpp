@@ -57,6 +57,7 @@
 #include <stdexcept>
 #include <string>
 #include <thread>
+#include <unordered_map>
 #include <vector>
 
 #include "common/backends/backend_registry.h"
@@ -206,13 +207,14 @@ struct WordsCheck {
   int64_t decodings = 0, differing = 0;
 
   explicit WordsCheck(const std::vector<std::string>& files) {
+    std::unordered_map<std::string, size_t> index;
     for (const std::string& f : files) {
       std::error_code ec;
       std::string p = std::filesystem::weakly_canonical(f, ec).string();
       if (ec || p.empty()) p = f;
-      const auto it = std::find(paths.begin(), paths.end(), p);
-      group.push_back(static_cast<size_t>(it - paths.begin()));
-      if (it == paths.end()) paths.push_back(p);
+      const auto [it, added] = index.try_emplace(p, paths.size());
+      if (added) paths.push_back(p);
+      group.push_back(it->second);
     }
     first.resize(paths.size());
     decoded.resize(paths.size(), false);

@@ -62,8 +62,9 @@ constexpr int kLaneMinBlocks = 6;
 // 2 against 8 gave +6.1 % at 8 streams, +5 % at 64, +4.8 % at 256 and
 // +4.7 % at 384 (4: +2 %). A stream in launches of its own has the device
 // to itself and is 5-7 % faster with 8, which it keeps unless a batcher
-// shares its device (docs/benchmarks.md, "Two threads a token in the
-// emitting step"). GPUSPEECH_EMIT_GROUP=W sets W instead.
+// shares its device (docs/benchmarks.md, "Runs of minutes, words
+// checked, and two threads a token in the emitting step").
+// GPUSPEECH_EMIT_GROUP=W sets W instead.
 constexpr int kBatchedEmitGroup = 2;
 // The pipeline's threads, and the lanes it keeps in flight at most per
 // cluster the device holds at once. With one thread and room for twice the
