@@ -55,17 +55,6 @@ constexpr int kLaneClusterBlocksLoaded = 4;
 // takes longer (188 / 204 / 223 µs) but more run at once (docs/benchmarks.md,
 // "A lock per ticket, and more lanes resident").
 constexpr int kLaneMinBlocks = 6;
-// Threads a live token gets in the emitting step, on a device with a
-// batcher (tp_set_emit_group; the kernels' default is 8). A token's
-// emitting arcs are mostly its self-loop and the next state's, and with
-// the device full of lanes a wider group's idle threads cost: on the H200,
-// 2 against 8 gave +6.1 % at 8 streams, +5 % at 64, +4.8 % at 256 and
-// +4.7 % at 384 (4: +2 %). A stream in launches of its own has the device
-// to itself and is 5-7 % faster with 8, which it keeps unless a batcher
-// shares its device (docs/benchmarks.md, "Runs of minutes, words
-// checked, and two threads a token in the emitting step").
-// GPUSPEECH_EMIT_GROUP=W sets W instead.
-constexpr int kBatchedEmitGroup = 2;
 // The pipeline's threads, and the lanes it keeps in flight at most per
 // cluster the device holds at once. With one thread and room for twice the
 // resident clusters, a round at 512 streams waited 1.0-1.3 ms to be
@@ -143,8 +132,6 @@ CudaRoundBatcher::CudaRoundBatcher(int device) : device_(device) {
         "cudaDeviceGetAttribute");
   min_width_ = env_int("GPUSPEECH_LANES_MIN_WIDTH", 1, 1, cuda::kMaxLanesPerLaunch);
   part_width_ = env_int("GPUSPEECH_LANES_PART", cuda::kMaxLanesPerLaunch, 1, cuda::kMaxLanesPerLaunch);
-  if (const int w = env_int("GPUSPEECH_EMIT_GROUP", kBatchedEmitGroup, 1, 32); (w & (w - 1)) == 0)
-    check(cuda::tp_set_emit_group(w), "tp_set_emit_group");
   blocks_ = cooperative != 0
                 ? cuda::tp_lanes_round_blocks(sms, kLaneBlocksPerSm, cuda::kMaxLanesPerLaunch)
                 : 0;

@@ -12,6 +12,8 @@
 #include <cstring>
 #include <limits>
 #include <map>
+#include <mutex>
+#include <set>
 #include <stdexcept>
 #include <string>
 #include <tuple>
@@ -160,6 +162,40 @@ struct CountersAndChain {
 // tp_lanes_round writes the two back to back.
 static_assert(offsetof(CountersAndChain, chain) == sizeof(cuda::TpCounters),
               "counters and chain are not back to back");
+
+// Threads a live token gets in the emitting step (tp_set_emit_group), per
+// device: decided once per process, by the first search made on the device
+// before any of its kernels runs, and never changed after. The kernels read
+// the width from constant memory; changed while another stream's kernel
+// ran, it could reach that kernel's blocks at different times and give them
+// different shares of the tokens.
+//
+// A batched first search takes 2, a stream in launches of its own 8 (the
+// kernels' default). A token's emitting arcs are mostly its self-loop and
+// the next state's, and with the device full of lanes a wider group's idle
+// threads cost: on the H200, 2 against 8 gave +6.1 % at 8 batched streams,
+// +5 % at 64, +4.8 % at 256 and +4.7 % at 384 (4: +2 %). A stream alone
+// has the device to itself and is 5-7 % faster with 8 (docs/benchmarks.md,
+// "Runs of minutes, words checked, and two threads a token in the emitting
+// step"). GPUSPEECH_EMIT_GROUP=W (1-32, a power of two) sets W on every
+// device, for measuring. The results do not depend on the width.
+constexpr int kBatchedEmitGroup = 2;
+constexpr int kAloneEmitGroup = 8;
+void decide_emit_group(int device, bool batched) {
+  static std::mutex mutex;
+  static std::set<int> decided;
+  std::lock_guard<std::mutex> lock(mutex);
+  if (!decided.insert(device).second) return;
+  int width = batched ? kBatchedEmitGroup : kAloneEmitGroup;
+  if (const char* env = std::getenv("GPUSPEECH_EMIT_GROUP")) {
+    const int w = std::atoi(env);
+    if (w >= 1 && w <= 32 && (w & (w - 1)) == 0) width = w;
+  }
+  check(cuda::tp_set_emit_group(width), "tp_set_emit_group");
+  // The copy is on the legacy stream, which the searches' non-blocking
+  // streams do not wait for.
+  check(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
+}
 
 // The error of a frame whose epsilon closure did not settle within the
 // search's pass limit (SearchOptions::max_epsilon_passes).
@@ -655,13 +691,7 @@ CudaSearcher::CudaSearcher(const SearchGraph& graph, const SearchOptions& option
   // search test both ways).
   if (const char* batch_env = std::getenv("GPUSPEECH_CUDA_BATCH"))
     batched = std::string(batch_env) == "1";
-  // GPUSPEECH_EMIT_GROUP=W (1-32, a power of two): W threads a token in the
-  // emitting step for every search on this device, instead of the kernels'
-  // 8 (or the batcher's 2, cuda_round_batcher.cpp); for measuring.
-  if (const char* group_env = std::getenv("GPUSPEECH_EMIT_GROUP")) {
-    const int w = std::atoi(group_env);
-    if (w >= 1 && w <= 32 && (w & (w - 1)) == 0) check(cuda::tp_set_emit_group(w), "tp_set_emit_group");
-  }
+  decide_emit_group(device_id, batched);
   // Frames a rescoring round chains (clamped below, once the kind of its
   // rounds is known).
   m.chain_length = batched ? kDefaultChainedFramesBatched : kDefaultChainedFramesAlone;

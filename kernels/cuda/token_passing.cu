@@ -49,10 +49,10 @@ constexpr int kGroup = 8;
 // larger than kThreads).
 __device__ __forceinline__ uint32_t groups_per_block() { return blockDim.x / kGroup; }
 // Threads per token in the emitting step of every kernel on the device:
-// kGroup unless tp_set_emit_group changed it. The batched search's batcher
-// sets two (CudaRoundBatcher, kBatchedEmitGroup: with the device full of
-// lanes, the idle threads of a wider group cost), GPUSPEECH_EMIT_GROUP
-// anything else; results do not depend on it.
+// kGroup unless tp_set_emit_group changed it. CudaSearcher sets it once per
+// process and device: two when the first search there is batched (with the
+// device full of lanes, the idle threads of a wider group cost);
+// GPUSPEECH_EMIT_GROUP anything else. Results do not depend on it.
 __constant__ int c_emit_group = kGroup;
 
 // The blocks that share one stream's work in a phase of the single-stream

@@ -501,9 +501,10 @@ struct TpLaneSpan {
 // free index) is below `capacity`; null spans turns it off.
 cudaError_t tp_set_lanes_timeline(TpLaneSpan* spans, unsigned int capacity, unsigned int* count);
 // Threads per token in the emitting step of every kernel on the current
-// device from now on (1-32, a power of two; default 8; the batched search's
-// batcher sets 2, GPUSPEECH_EMIT_GROUP anything else); the results do not
-// depend on it.
+// device from now on (1-32, a power of two; default 8). Only while no
+// kernel of this module runs on the device (CudaSearcher sets it once, 2
+// when the device's first search is batched); the results do not depend
+// on it.
 cudaError_t tp_set_emit_group(int width);
 // Which instance of the cluster kernel this process launches from now on
 // (before tp_lanes_cluster_size): 0, the compiler's registers (56 a
