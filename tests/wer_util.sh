@@ -1,6 +1,7 @@
 # Word error rate helpers shared by the WER tests and benchmarks
 # (test_wer_librivox.sh, test_wer_fmllr.sh, test_wer_fmllr_online.sh,
-# test_wer_clipped.sh, test_wer_live_vs_element.sh, bench/noisy_wer.sh, bench/live_wer.sh, bench/cpu_vs_pocketsphinx.sh).
+# test_wer_clipped.sh, test_wer_live_vs_element.sh, bench/noisy_wer.sh,
+# bench/live_wer.sh, bench/cpu_vs_pocketsphinx.sh).
 # Source it:
 #   . "$(dirname "$0")/wer_util.sh"
 # Needs sed, awk and, for the scoring, `sctk sclite`.

@@ -233,8 +233,9 @@ struct WordsCheck {
     if (++differing > 10) return "";  // the count says the rest
     return paths[g] + ": words differ from its first decoding: '" + line + "' against '" + first[g] + "'";
   }
-  void write(const std::string& out) const {
-    std::ofstream f(out);
+  // Into `f`, opened before the run so that an unwritable OUT fails at
+  // once rather than after minutes of decoding.
+  void write(std::ofstream& f, const std::string& out) const {
     for (size_t g = 0; g < paths.size(); ++g) f << paths[g] << '\t' << first[g] << '\n';
     f.flush();
     if (!f) throw std::runtime_error(out + ": cannot write");
@@ -328,6 +329,11 @@ void print_lanes_profile(const CudaRoundBatcher::Stats& b) {
 
 int bench_decode(int argc, char** argv) {
   const DecodeBenchOptions o = parse_decode_args(argc, argv);
+  std::ofstream words_file;  // --words OUT
+  if (!o.words_out.empty()) {
+    words_file.open(o.words_out);
+    if (!words_file) throw std::runtime_error(o.words_out + ": cannot write");
+  }
   // Device memory (CUDA only; -1 elsewhere): before the first stream, after
   // it (it loads the shared resources), after the others, after decoding
   // (buffers that grow with use). The first reading makes the context.
@@ -487,7 +493,7 @@ int bench_decode(int argc, char** argv) {
   const double cpu = cpu_seconds() - cpu0;
   if (words) {
     try {
-      words->write(o.words_out);
+      words->write(words_file, o.words_out);
     } catch (const std::exception& e) {
       errors.push_back(e.what());
     }
