@@ -98,6 +98,7 @@ expect_error "--maxactive x" 2 "--maxactive needs an integer" --maxactive x "$DA
 expect_error "--batched-search maybe" 2 "must be on, off or auto, got 'maybe'" \
   --batched-search maybe "$DATA/goforward.raw"
 expect_error "--seconds -1" 2 "--seconds needs a positive number" --live --seconds -1 "$DATA/goforward.raw"
+expect_error "--lattice-lw -1" 2 "--lattice-lw needs a number >= 0, got '-1'" --lattice-lw -1 "$DATA/goforward.raw"
 expect_error "--words into a missing folder" 1 "$T/none/words: cannot write" --words "$T/none/words" "$DATA/goforward.raw"
 expect_error "--words with --live" 2 "--words checks batch mode only" --live --words "$T/w" "$DATA/goforward.raw"
 expect_error "unknown option" 2 "unknown option --fast" --fast "$DATA/goforward.raw"

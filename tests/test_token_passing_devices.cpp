@@ -137,6 +137,39 @@ SearchOptions random_trial_options(int trial) {
   return o;
 }
 
+// The utterance's word records as (frame, word, cost, acoustic), sorted (the
+// device numbers a frame's records in arrival order).
+std::vector<std::tuple<int32_t, int32_t, float, float>> canonical_records(const Searcher& s) {
+  std::vector<std::tuple<int32_t, int32_t, float, float>> out;
+  const WordRecordStore& r = s.word_records();
+  for (int64_t i = 0; i < r.size(); ++i) {
+    const WordRecord& w = r[static_cast<int32_t>(i)];
+    out.emplace_back(w.frame, w.word, w.cost, w.acoustic);
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+// Both searchers' word records, as multisets: the same records, with the
+// same costs and acoustic parts, bit for bit.
+void expect_same_records(const Searcher& cpu, const Searcher& gpu, const std::string& what) {
+  const auto rec_cpu = canonical_records(cpu), rec_gpu = canonical_records(gpu);
+  EXPECT_EQ(rec_cpu.size(), rec_gpu.size()) << what;
+  if (rec_cpu != rec_gpu) {  // the first difference, (frame, word, cost, acoustic) each
+    size_t i = 0;
+    while (i < rec_cpu.size() && i < rec_gpu.size() && rec_cpu[i] == rec_gpu[i]) ++i;
+    auto show = [](const std::vector<std::tuple<int32_t, int32_t, float, float>>& v, size_t i) {
+      if (i >= v.size()) return std::string("(none)");
+      char b[128];
+      std::snprintf(b, sizeof b, "(%d, %d, %.9g, %.9g)", std::get<0>(v[i]), std::get<1>(v[i]),
+                    std::get<2>(v[i]), std::get<3>(v[i]));
+      return std::string(b);
+    };
+    ADD_FAILURE() << what << ": records differ at " << i << " of " << rec_cpu.size() << " (cuda "
+                  << rec_gpu.size() << "): cpu " << show(rec_cpu, i) << ", cuda " << show(rec_gpu, i);
+  }
+}
+
 // Random searches without rescoring, `trials` of them from `seed`, each
 // compared with the CPU's after every block of 15 frames.
 void plain_trials(uint32_t seed, int trials) {
@@ -198,6 +231,9 @@ SearchStats rescoring_trials(uint32_t seed, int trials, bool* long_chains = null
         "rescoring seed " + std::to_string(seed) + " trial " + std::to_string(trial);
     EXPECT_EQ(gpu.rescores_on_device(), device_rescoring_expected()) << what;
     expect_same_search(cpu, gpu, sc, 15, what);
+    // Records no live path reaches too (search::offer_in_beam), where
+    // neither store was collected.
+    if (cpu.stats().collections == 0 && gpu.stats().collections == 0) expect_same_records(cpu, gpu, what);
     EXPECT_GT(cpu.stats().word_end_events, 0) << what;
     if (gpu.rescores_on_device()) {
       // The events the device rescored are the CPU's, round for round (a
@@ -357,21 +393,67 @@ TEST(TokenPassingCuda, RescoringWithDeepClosuresAgrees) {
   }
 }
 
-// The word-lattice pass needs acoustic costs kept apart, which the device
-// search does not do yet: asked for it, the CUDA searcher refuses rather
-// than give the Viterbi result under the pass's name.
-TEST(TokenPassingCuda, RefusesTheLatticePass) {
+// The word-lattice pass (docs/search.md): the device keeps each token's
+// acoustic part apart as the CPU searcher does, so every record carries
+// the same acoustic part, bit for bit, and the pass's final words are the
+// same. Random rescoring searches with the pass on (as rescoring_trials,
+// whose checks of live tokens, partial and final results all hold), the
+// record store small enough to grow while the lattice keeps it whole, and
+// on some trials a record limit low enough that the lattice is given up
+// and the store collected; then the utterance's records compared as a
+// multiset (the device numbers a frame's records in arrival order).
+void lattice_trials(uint32_t seed, int trials) {
+  std::mt19937 rng(seed);
+  int lattice_results = 0;
+  for (int trial = 0; trial < trials; ++trial) {
+    const float quantum = trial % 2 == 0 ? 0.25f : 0.0f;
+    const int words = 12;
+    const SearchGraph g = testing::random_rescoring_graph(rng, 300 + 150 * trial, 40, words,
+                                                          quantum, trial % 3 == 0 ? 3 : 0, 2000);
+    const testing::LmPair lms = testing::random_lm_pair(rng, words);
+    const Scores sc = random_scores(rng, 60, 40, quantum);
+    SearchOptions o = random_trial_options(trial);
+    o.lm_histories = 1 + trial % 4;
+    o.lattice.language_weight = 0.1f * (1.0f + static_cast<float>(trial % 3));
+    const bool given_up = trial % 4 == 2;  // even: a store of 64 records, so it fills
+    if (given_up) o.lattice.max_records = 16;
+    LmRescorer rc(lms.full, lms.pruned, g.words, g.word_is_filler, 0.1f);
+    LmRescorer rg(lms.full, lms.pruned, g.words, g.word_is_filler, 0.1f);
+    CpuSearcher cpu(g, o, &rc);
+    CudaSearcher gpu(g, o, 0, &rg);
+    cpu.reset();
+    gpu.reset();
+    const std::string what = "lattice seed " + std::to_string(seed) + " trial " + std::to_string(trial);
+    expect_same_search(cpu, gpu, sc, 15, what);
+    const auto rec_gpu = canonical_records(gpu);
+    expect_same_records(cpu, gpu, what);
+    if (given_up) {
+      EXPECT_GT(gpu.stats().collections, 0) << what;
+    } else {
+      // Kept whole: no record collected, and acoustic parts in them.
+      EXPECT_EQ(gpu.stats().collections, 0) << what;
+      EXPECT_GT(gpu.stats().lattice_nodes, 0) << what;
+      bool any_acoustic = false;
+      for (const auto& r : rec_gpu) any_acoustic = any_acoustic || std::get<3>(r) != 0.0f;
+      EXPECT_TRUE(any_acoustic) << what;
+      ++lattice_results;
+    }
+  }
+  EXPECT_GT(lattice_results, 0);
+}
+
+TEST(TokenPassingCuda, IdenticalToCpuWithTheLatticePass) {
   if (!cuda_usable()) GTEST_SKIP() << "no usable CUDA device";
-  std::mt19937 rng(78);
-  const int senones = 30, words = 10;
-  const SearchGraph g = deep_closure_graph(rng, senones, words);
-  const testing::LmPair lms = testing::random_lm_pair(rng, words);
-  SearchOptions o = deep_closure_options();
-  o.lattice.language_weight = 8.5f;
-  LmRescorer rg(lms.full, lms.pruned, g.words, g.word_is_filler, 0.1f);
-  EXPECT_THROW(CudaSearcher(g, o, 0, &rg), std::invalid_argument);
-  // Without a rescorer the option has nothing to act on: no pass, no error.
-  EXPECT_NO_THROW(CudaSearcher(g, o, 0, nullptr));
+  lattice_trials(4711, 8);
+}
+
+// The same with buffers so small that frames overflow them and run again
+// (the acoustic parts beside the tokens, winners and records must follow).
+TEST(TokenPassingCuda, LatticePassAgreesWhenBuffersOverflow) {
+  if (!cuda_usable()) GTEST_SKIP() << "no usable CUDA device";
+  ::setenv("GPUSPEECH_CUDA_TINY_BUFFERS", "1", 1);
+  lattice_trials(4712, 6);
+  ::unsetenv("GPUSPEECH_CUDA_TINY_BUFFERS");
 }
 
 // max_epsilon_passes bounds a frame's closure passes, counted as the CPU

@@ -39,6 +39,9 @@
 // a line each (`path<TAB>word(first-last) ...`, paths resolved, in the
 // order first given), to compare with a run of one stream; a decoding that
 // differs is an error.
+// --lattice-lw X gives final results from the word-lattice pass at
+// language weight X (docs/search.md), on every search backend; its cost is
+// host time per utterance.
 // The RESULT line is for scripts.
 #include "tools/bench_decode.h"
 
@@ -96,6 +99,7 @@ struct DecodeBenchOptions {
                "gpuspeech-bench decode: %s\n"
                "usage: gpuspeech-bench decode [--streams N] [--backend B] [--search S] "
                "[--device-id N] [--batched-search on|off|auto] [--maxactive N] [--topn N]\n"
+               "       [--lattice-lw X]\n"
                "       [--hmm DIR] [--dict FILE] [--lm FILE | --jsgf FILE] [--cache DIR]\n"
                "       [--live] [--seconds S] [--block-ms MS] [--partial-ms MS] [--repeat N]\n"
                "       [--stream-nice N] [--fibers T] [--words OUT] FILE...\n",
@@ -127,6 +131,14 @@ DecodeBenchOptions parse_decode_args(int argc, char** argv) {
     else if (a == "--device-id") o.config.device_id = int_arg(a, value(), -1, 1 << 20);
     else if (a == "--maxactive") o.config.search.max_active = int_arg(a, value(), 1, 1 << 30);
     else if (a == "--topn") o.config.top_n = int_arg(a, value(), 0, Backend::kMaxTopN);
+    else if (a == "--lattice-lw") {
+      const char* v = value();
+      char* end = nullptr;
+      const double x = std::strtod(v, &end);
+      if (end == v || *end != '\0' || !(x >= 0.0 && x < 1e6))
+        decode_usage("--lattice-lw needs a number >= 0, got '" + std::string(v) + "'");
+      o.config.search.lattice.language_weight = static_cast<float>(x);
+    }
     else if (a == "--hmm") o.config.model_dir = value();
     else if (a == "--dict") o.config.dictionary = value();
     else if (a == "--lm") {

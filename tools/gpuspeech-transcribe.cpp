@@ -97,7 +97,7 @@ Search (pocketsphinx's defaults, except a narrower --beam):
   --lattice-lw X        final results from a second pass: the best path
                         through the word lattice of the search's word ends,
                         with the full LM at language weight X (default 0:
-                        off; needs word-end rescoring and --search cpu)
+                        off; needs word-end rescoring)
   --nbest N             also print up to N alternatives per file, as
                         "# nbest K cost confidence: words", on stdout
 

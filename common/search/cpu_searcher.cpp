@@ -142,8 +142,8 @@ void CpuSearcher::decode_frame(const float* row) {
     const SearchToken& from = live_[static_cast<size_t>(source_[i])];
     // The acoustic part follows the winner (the same term emitting_cost
     // added to its cost).
-    const float ac = keep_acoustic_ ? live_acoustic_[static_cast<size_t>(source_[i])] -
-                                          scale * row[ilabel[a] - 1]
+    const float ac = keep_acoustic_ ? search::acoustic_after(live_acoustic_[static_cast<size_t>(source_[i])],
+                                                             scale, row[ilabel[a] - 1])
                                     : 0.0f;
     acoustic_[i] = ac;
     int32_t rec = from.record;
@@ -259,7 +259,6 @@ void CpuSearcher::word_end_step(float best_emit, int32_t boundary,
   const float* arc_cost = graph_.arc_cost.data();
   // Events from the tokens this round changed, with their settled values.
   events_.clear();
-  event_acoustic_.clear();
   for (int32_t i = 0; i < index_.size(); ++i) {
     if (round_mark_[i] != round_id_) continue;
     const float cost = candidate_cost(best_[i]);
@@ -272,25 +271,26 @@ void CpuSearcher::word_end_step(float best_emit, int32_t boundary,
       const float c = add_cost(cost, arc_cost[a]);
       if (!usable_cost(c)) continue;
       events_.push_back({v, static_cast<uint32_t>(a), c, record_[i], history_[i], olabel[a] - 1,
-                         graph_.arc_dest[a]});
-      if (keep_acoustic_) event_acoustic_.push_back(acoustic_[i]);
+                         graph_.arc_dest[a], keep_acoustic_ ? acoustic_[i] : 0.0f});
     }
   }
   changed.clear();
   if (events_.empty()) return;
   rescore_word_ends(events_, offers_);
   const uint32_t first_key = static_cast<uint32_t>(graph_.num_arcs());
+  // Only offers within the beam are made (search::offer_in_beam says why).
   for (size_t i = 0; i < offers_.size(); ++i) {
     const WordEndOffer& o = offers_[i];
-    if (usable_cost(o.cost)) offer(o.dest, o.cost, first_key + static_cast<uint32_t>(i), -1);
+    if (search::offer_in_beam(o.cost, best_emit, options_.beam))
+      offer(o.dest, o.cost, first_key + static_cast<uint32_t>(i), -1);
   }
   // Each event that holds its destination makes its record.
   for (size_t i = 0; i < offers_.size(); ++i) {
     const WordEndOffer& o = offers_[i];
-    if (!usable_cost(o.cost)) continue;
+    if (!search::offer_in_beam(o.cost, best_emit, options_.beam)) continue;
     const int32_t d = index_.find(o.dest);  // offered above, so present
     if (best_[d] != pack_candidate(o.cost, first_key + static_cast<uint32_t>(i))) continue;
-    const float ac = keep_acoustic_ ? event_acoustic_[offer_event_[i]] : 0.0f;
+    const float ac = o.acoustic;
     const int32_t rec = records_.append(o.word, boundary, o.record, o.cost, ac);
     record_[d] = rec;
     history_[d] = o.history;

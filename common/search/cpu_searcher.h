@@ -81,7 +81,6 @@ class CpuSearcher : public Searcher {
   uint32_t round_id_ = 0;
   uint32_t pass_id_ = 0;
   std::vector<WordEndEvent> events_;
-  std::vector<float> event_acoustic_;  // per event, its token's acoustic cost
   std::vector<WordEndOffer> offers_;
   int32_t frame_first_record_ = 0;  // records at or above were made this frame
   std::vector<uint32_t> histogram_;

@@ -227,6 +227,13 @@ struct CudaSearcher::Impl {
   DeviceArray<cuda::TpToken> changed[2], live[2], heavy;
   DeviceArray<cuda::TpWinner> winners;
   DeviceArray<cuda::TpRecord> staging;
+  // The word-lattice pass only (TpState::winner_acoustic and its
+  // siblings; empty otherwise): the acoustic part of each token's cost,
+  // beside the lists that hold tokens, the winner log and the records.
+  bool keep_acoustic = false;
+  DeviceArray<float> live_acoustic[2], heavy_acoustic, winner_acoustic, staging_acoustic;
+  MappedArray<float> lane_staging_acoustic;  // batched: beside lane_staging
+  PinnedArray<float> host_acoustic;          // beside host_records
   // The counters and the chain's outcome side by side, so that one copy
   // brings both back.
   DeviceArray<CountersAndChain> counters;
@@ -394,6 +401,7 @@ struct CudaSearcher::Impl {
   cudaGraphExec_t frame_graph = nullptr;
   int graph_passes = 0;
   const void* graph_staging = nullptr;
+  const void* graph_staging_acoustic = nullptr;
   size_t graph_staging_size = 0;
   const void* graph_table = nullptr;
 
@@ -428,6 +436,13 @@ struct CudaSearcher::Impl {
     s.offers = lm_on_device ? lm_offers.get() : rescoring ? offers.device() : nullptr;
     s.chain = rescoring ? &counters.get()->chain : nullptr;
     s.lm = lm_on_device ? lm.get() : nullptr;
+    s.live_acoustic[0] = keep_acoustic ? live_acoustic[0].get() : nullptr;
+    s.live_acoustic[1] = keep_acoustic ? live_acoustic[1].get() : nullptr;
+    s.heavy_acoustic = keep_acoustic ? heavy_acoustic.get() : nullptr;
+    s.winner_acoustic = keep_acoustic ? winner_acoustic.get() : nullptr;
+    s.staging_acoustic = !keep_acoustic ? nullptr
+                         : batcher    ? lane_staging_acoustic.device()
+                                      : staging_acoustic.get();
     return s;
   }
   int log2_entries() const {
@@ -466,6 +481,18 @@ struct CudaSearcher::Impl {
       check(cudaMemcpyAsync(live[live_in].get(), old_live.get(),
                             live_count * sizeof(cuda::TpToken), cudaMemcpyDeviceToDevice, stream),
             "cudaMemcpyAsync (live tokens)");
+    if (keep_acoustic) {  // the same for the arrays beside the lists
+      DeviceArray<float> old_acoustic = std::move(live_acoustic[live_in]);
+      live_acoustic[0].resize(n / 2);
+      live_acoustic[1].resize(n / 2);
+      heavy_acoustic.resize(heavy.size());
+      winner_acoustic.resize(n);
+      if (live_count > 0)
+        check(cudaMemcpyAsync(live_acoustic[live_in].get(), old_acoustic.get(), live_count * sizeof(float),
+                              cudaMemcpyDeviceToDevice, stream),
+              "cudaMemcpyAsync (live acoustic parts)");
+      sync();  // before old_acoustic is freed
+    }
     // Distinct entries of one round, so no more than a frame may touch:
     // the list never overflows where the table did not.
     if (rescoring) word_ends.resize(n / 2);
@@ -497,11 +524,17 @@ struct CudaSearcher::Impl {
     Section timed(*this, &growth_seconds);
     sync();
     const size_t n = static_cast<size_t>(records) * 2 * static_cast<size_t>(staging_slots);
+    resize_staging(n);
+    host_frame.get()->staging_base = staging_base();
+  }
+  // The staging buffer (and its acoustic parts) at `n` records.
+  void resize_staging(size_t n) {
     if (batcher)
       lane_staging.resize(n);
     else
       staging.resize(n);
-    host_frame.get()->staging_base = staging_base();
+    if (keep_acoustic && batcher) lane_staging_acoustic.resize(n);
+    if (keep_acoustic && !batcher) staging_acoustic.resize(n);
   }
   // A fresh closure-round id, 1 .. kNoRound - 1 (round marks are reset
   // to kNoRound when ids would wrap: one 4-byte column of the entries).
@@ -556,6 +589,9 @@ struct CudaSearcher::Impl {
   bool round_graphs_match(const cuda::TpState& s) const {
     const cuda::TpState& c = round_graphs_state;
     return c.staging == s.staging && c.staging_capacity == s.staging_capacity &&
+           c.staging_acoustic == s.staging_acoustic && c.winner_acoustic == s.winner_acoustic &&
+           c.heavy_acoustic == s.heavy_acoustic && c.live_acoustic[0] == s.live_acoustic[0] &&
+           c.live_acoustic[1] == s.live_acoustic[1] &&
            c.events == s.events && c.event_stage == s.event_stage &&
            c.event_capacity == s.event_capacity &&
            c.offers == s.offers && c.entries == s.entries && c.lm == s.lm;
@@ -583,19 +619,20 @@ CudaSearcher::CudaSearcher(const SearchGraph& graph, const SearchOptions& option
                     offsetof(cuda::TpEvent, record) == offsetof(WordEndEvent, record) &&
                     offsetof(cuda::TpEvent, hist) == offsetof(WordEndEvent, history) &&
                     offsetof(cuda::TpEvent, word) == offsetof(WordEndEvent, word) &&
-                    offsetof(cuda::TpEvent, dest) == offsetof(WordEndEvent, dest),
+                    offsetof(cuda::TpEvent, dest) == offsetof(WordEndEvent, dest) &&
+                    offsetof(cuda::TpEvent, acoustic) == offsetof(WordEndEvent, acoustic),
                 "TpEvent starts with Searcher::WordEndEvent's layout");
   static_assert(sizeof(cuda::TpOffer) == sizeof(WordEndOffer) &&
                     offsetof(cuda::TpOffer, cost) == offsetof(WordEndOffer, cost) &&
                     offsetof(cuda::TpOffer, word) == offsetof(WordEndOffer, word) &&
                     offsetof(cuda::TpOffer, record) == offsetof(WordEndOffer, record) &&
-                    offsetof(cuda::TpOffer, hist) == offsetof(WordEndOffer, history),
+                    offsetof(cuda::TpOffer, hist) == offsetof(WordEndOffer, history) &&
+                    offsetof(cuda::TpOffer, acoustic) == offsetof(WordEndOffer, acoustic),
                 "offer layouts differ");
-  if (options_.lattice.enabled() && rescorer_ != nullptr)
-    throw std::invalid_argument(
-        "cuda search: the word-lattice pass (SearchOptions::lattice) needs acoustic costs kept "
-        "apart, which only the CPU searcher does so far");
   Impl& m = *impl_;
+  // The word-lattice pass: every token's acoustic part kept apart, as the
+  // CPU searcher keeps it (docs/search.md, "The word-lattice pass").
+  m.keep_acoustic = options_.lattice.enabled() && rescorer_ != nullptr;
   m.slots = slots_;
   m.rescoring = rescorer_ != nullptr;
   m.num_arcs = static_cast<uint32_t>(graph_.num_arcs());
@@ -749,13 +786,12 @@ CudaSearcher::CudaSearcher(const SearchGraph& graph, const SearchOptions& option
   // A staging slot for each frame a launch may leave records for (the
   // chain's and the next frame's), in mapped memory when batched.
   m.staging_slots = 1 + std::max(1, m.chain_length);
-  const size_t staging_records = static_cast<size_t>(m.staging_slots) * slot_records;
-  if (m.batcher) m.lane_staging.resize(staging_records);
-  else m.staging.resize(staging_records);
+  m.resize_staging(static_cast<size_t>(m.staging_slots) * slot_records);
   // Room for a frame's records from the start, so that no frame short of
   // outgrowing the staging buffer waits for a pinned allocation
   // (finish_frame grows it, once the records it holds are flushed).
   m.host_records.resize(m.staging_slot_records());
+  if (m.keep_acoustic) m.host_acoustic.resize(m.staging_slot_records());
   check(cudaMemsetAsync(m.counters.get(), 0, sizeof(CountersAndChain), m.stream),
         "cudaMemsetAsync");
   m.allocate_tables(entries);
@@ -809,6 +845,7 @@ void CudaSearcher::reset() {
   check(cudaMemsetAsync(m.entries.get(), 0xFF, m.entries.size() * sizeof(cuda::TpEntry), m.stream),
         "cudaMemsetAsync");
   records_ = WordRecordStore(options_.max_word_records);
+  lattice_given_up_ = false;
   stats_ = SearchStats{};
   stats_.record_capacity = records_.capacity();
   m.wait_seconds = 0.0;
@@ -927,6 +964,7 @@ void CudaSearcher::launch_frame(bool start) {
   }
   if (m.frame_graph == nullptr || m.graph_passes != m.passes_per_batch ||
       m.graph_staging != m.staging.get() || m.graph_staging_size != m.staging.size() ||
+      m.graph_staging_acoustic != m.staging_acoustic.get() ||
       m.graph_table != m.entries.get()) {
     m.drop_graph();
     cudaGraph_t graph = nullptr;
@@ -946,6 +984,7 @@ void CudaSearcher::launch_frame(bool start) {
     check(st, "cudaGraphInstantiate");
     m.graph_passes = m.passes_per_batch;
     m.graph_staging = m.staging.get();
+    m.graph_staging_acoustic = m.staging_acoustic.get();
     m.graph_staging_size = m.staging.size();
     m.graph_table = m.entries.get();
   }
@@ -1034,15 +1073,23 @@ void CudaSearcher::finish_frame(const cuda::TpCounters& hc, uint32_t expanded, b
   if (m.host_records.size() < hc.records) {
     Impl::Section timed(m, &m.growth_seconds);
     m.host_records.resize(static_cast<size_t>(hc.records) * 2);
+    if (m.keep_acoustic) m.host_acoustic.resize(static_cast<size_t>(hc.records) * 2);
   }
   if (hc.records > 0 && m.batcher) {  // already in host memory, and final
     std::memcpy(static_cast<void*>(m.host_records.get()), m.lane_staging.host() + m.staging_base(),
                 hc.records * sizeof(cuda::TpRecord));
+    if (m.keep_acoustic)
+      std::memcpy(m.host_acoustic.get(), m.lane_staging_acoustic.host() + m.staging_base(),
+                  hc.records * sizeof(float));
     m.pending_records = hc.records;
   } else if (hc.records > 0) {
     check(cudaMemcpyAsync(m.host_records.get(), m.staging.get() + m.staging_base(),
                           hc.records * sizeof(cuda::TpRecord), cudaMemcpyDeviceToHost, m.stream),
           "cudaMemcpyAsync (records)");
+    if (m.keep_acoustic)
+      check(cudaMemcpyAsync(m.host_acoustic.get(), m.staging_acoustic.get() + m.staging_base(),
+                            hc.records * sizeof(float), cudaMemcpyDeviceToHost, m.stream),
+            "cudaMemcpyAsync (record acoustic parts)");
     m.pending_records = hc.records;
     m.records_landed = false;
   }
@@ -1529,8 +1576,9 @@ void CudaSearcher::flush_records() {
   // In index order: a record's predecessor always has a lower index, as
   // the store requires.
   const cuda::TpRecord* r = m.host_records.get();
+  const float* ac = m.keep_acoustic ? m.host_acoustic.get() : nullptr;
   for (uint32_t i = 0; i < m.pending_records; ++i)
-    records_.append(r[i].word, r[i].frame, r[i].prev, r[i].cost);
+    records_.append(r[i].word, r[i].frame, r[i].prev, r[i].cost, ac != nullptr ? ac[i] : 0.0f);
   m.pending_records = 0;
 }
 
@@ -1554,10 +1602,35 @@ std::vector<SearchToken> CudaSearcher::fetch_device_live() {
   return out;
 }
 
+std::vector<float> CudaSearcher::live_acoustic() {
+  Impl& m = *impl_;
+  if (!m.keep_acoustic) return {};
+  std::vector<float> out(m.live_count);
+  if (m.live_count > 0) {
+    check(cudaMemcpyAsync(out.data(), m.live_acoustic[m.live_in].get(), m.live_count * sizeof(float),
+                          cudaMemcpyDeviceToHost, m.stream),
+          "cudaMemcpyAsync (live acoustic parts)");
+    m.sync();
+  }
+  return out;
+}
+
 void CudaSearcher::collect_garbage_if_full() {
   Impl& m = *impl_;
   if (records_.size() + m.pending_records < records_.capacity()) return;
   Impl::Section timed(m, &m.collect_seconds);
+  // The lattice pass keeps every record of the utterance, up to its limit
+  // (as CpuSearcher does); past it the utterance's result is the Viterbi
+  // path. The records on their way count: the store must take them.
+  if (m.keep_acoustic && !lattice_given_up_) {
+    flush_records();
+    if (records_.size() < options_.lattice.max_records) {
+      records_.grow(std::min<int64_t>(2 * records_.capacity(), options_.lattice.max_records));
+      stats_.record_capacity = records_.capacity();
+      return;
+    }
+    lattice_given_up_ = true;
+  }
   std::vector<SearchToken> live = fetch_device_live();
   std::vector<int32_t> roots(live.size());
   for (size_t i = 0; i < live.size(); ++i) roots[i] = live[i].record;

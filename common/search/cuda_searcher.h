@@ -91,6 +91,7 @@ class CudaSearcher : public Searcher {
 
  protected:
   std::vector<SearchToken> fetch_live() override;
+  std::vector<float> live_acoustic() override;
 
  private:
   struct Impl;

@@ -103,6 +103,31 @@ GPUSPEECH_HOST_DEVICE float emitting_cost(float cost, float arc_cost,
 #endif
 }
 
+// Whether a rescored word end is offered to its destination: a usable
+// cost within `beam` of the emitting step's best. One beyond it is inert
+// (it would neither relax, nor reach the word-end step, nor survive
+// pruning, whose best is at most the emitting step's), but whether it
+// would win its destination depends on candidates the emitting step's skip
+// rule may or may not have offered there, which differs between searchers
+// (the device's skip bound depends on timing). So no searcher offers it,
+// and every searcher makes the same word records: the word-lattice pass
+// reads all of them, not only those on live paths.
+GPUSPEECH_HOST_DEVICE bool offer_in_beam(float cost, float best_emit, float beam) {
+  return usable_cost(cost) && cost <= add_cost(best_emit, beam);
+}
+
+// The acoustic part of a token's cost after an emitting arc (the word-
+// lattice pass): its source's part less the term emitting_cost subtracts,
+// rounded the same way on every searcher.
+GPUSPEECH_HOST_DEVICE float acoustic_after(float part, float acoustic_scale, float loglik) {
+#ifdef __CUDA_ARCH__
+  return __fsub_rn(part, __fmul_rn(acoustic_scale, loglik));
+#else
+  const float acoustic = acoustic_scale * loglik;
+  return part - acoustic;
+#endif
+}
+
 // ln 10 as a double literal: the nearest double, which is what the host's
 // std::log(10.0) returns (tests/test_lm_rescoring.cpp checks it), and a
 // constant the device can use.

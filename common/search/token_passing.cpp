@@ -241,8 +241,6 @@ void Searcher::rescore_word_ends(std::vector<WordEndEvent>& events,
     ++stats_.rescore_rounds_sorted;
   }
   out.resize(n);
-  const bool lattice = options_.lattice.enabled();
-  if (lattice) offer_event_.resize(n);
   if (static_cast<uint64_t>(graph_.num_arcs()) + n >= search::kNoArc)
     throw std::length_error("search: too many word-end events in one frame (" +
                             std::to_string(n) + ")");
@@ -250,7 +248,6 @@ void Searcher::rescore_word_ends(std::vector<WordEndEvent>& events,
   for (size_t i = 0; i < n; ++i) {
     const uint32_t from = in_order ? static_cast<uint32_t>(i) : sort_scratch_[i].second;
     const WordEndEvent& e = events[from];
-    if (lattice) offer_event_[i] = from;
     const LmRescorer::WordEnd we = rescorer_->word_end(e.history, e.word);
     WordEndOffer& o = out[i];
     o.dest = e.dest * slots_ + static_cast<int32_t>(we.history_hash % K);
@@ -258,6 +255,7 @@ void Searcher::rescore_word_ends(std::vector<WordEndEvent>& events,
     o.word = e.word;
     o.record = e.record;
     o.history = we.history;
+    o.acoustic = e.acoustic;
   }
   stats_.word_end_events += static_cast<int64_t>(events.size());
   if (!events.empty()) ++stats_.rescore_rounds;

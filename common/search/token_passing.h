@@ -78,7 +78,12 @@
 //    gets from the rescorer (delta, history') for (history, w) and offers
 //        cost_i = (cost + arc cost) + delta
 //    to virtual state dest * K + slot(history') with the candidate's arc
-//    field num_arcs + i (ties: the lower event index). Each event that won
+//    field num_arcs + i (ties: the lower event index), only if cost_i is
+//    within `beam` of the emitting step's best (search::offer_in_beam: a
+//    costlier one is inert, and leaving it out makes the word records, all
+//    of which the word-lattice pass reads, the same on every searcher; a
+//    search without the lattice pass finds the same tokens either way).
+//    Each event that won
 //    its destination appends its record (cost_i) and sets the history; the
 //    winners start the next round. Rounds repeat until a word-end step
 //    finds no event. Then pruning (step 3), unchanged.
@@ -429,6 +434,7 @@ class Searcher {
     // them here again would miss the cache in a large graph's arc arrays.
     int32_t word = 0;
     int32_t dest = 0;
+    float acoustic = 0.0f;  // the token's acoustic part (lattice pass), else 0
   };
   struct WordEndOffer {
     int32_t dest = 0;   // virtual state
@@ -436,11 +442,9 @@ class Searcher {
     int32_t word = 0;
     int32_t record = -1;  // the previous record
     int32_t history = 0;  // history after the word
+    float acoustic = 0.0f;  // the event's, unchanged (the LM's part is not acoustic)
   };
-  // With the lattice pass on, offer_event_[i] is the index in `events` (as
-  // given) of the event offer i comes from.
   void rescore_word_ends(std::vector<WordEndEvent>& events, std::vector<WordEndOffer>& out);
-  std::vector<uint32_t> offer_event_;
   // The start of an utterance for the rescorer (history table cleared).
   void reset_rescorer();
   // A token's total for best/n-best: cost + final cost (+ end delta).

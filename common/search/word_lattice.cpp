@@ -123,13 +123,16 @@ LatticePath lattice_best_path(const WordRecordStore& records, const std::vector<
 
   // The nodes by start, and by word within a start: the programme below
   // then computes a word's language cost after each arriving history once
-  // for all its end frames.
+  // for all its end frames. Then by end, which makes the order (and so
+  // which of two paths of equal cost wins) independent of the order the
+  // records came in: the device's searcher numbers a frame's records in
+  // arrival order, and must give the CPU's words.
   std::vector<int32_t> order(nodes.size());
   for (size_t i = 0; i < order.size(); ++i) order[i] = static_cast<int32_t>(i);
   std::sort(order.begin(), order.end(), [&](int32_t a, int32_t b) {
     const Node& x = nodes[static_cast<size_t>(a)];
     const Node& y = nodes[static_cast<size_t>(b)];
-    return std::tie(x.start, x.word, a) < std::tie(y.start, y.word, b);
+    return std::tie(x.start, x.word, x.end) < std::tie(y.start, y.word, y.end);
   });
   // Of them, those from which an end can be reached, walked from the last
   // start back: the nodes that start where a node ends start later, so

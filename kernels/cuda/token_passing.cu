@@ -201,6 +201,10 @@ __device__ __forceinline__ TpToken* list_slot(const TpState& s, TpToken* list, u
   return nullptr;
 }
 
+// Whether the token state keeps acoustic parts (the word-lattice pass:
+// TpState::winner_acoustic and its siblings are set).
+__device__ __forceinline__ bool keeps_acoustic(const TpState& s) { return s.winner_acoustic != nullptr; }
+
 // Offers candidate `key` to virtual state v. Returns v's entry if its value
 // dropped, else -1; the thread that first fills an entry's candidate adds
 // the entry to the touched list. A full table loses the offer and counts
@@ -225,7 +229,8 @@ __device__ __forceinline__ int32_t offer(const TpState& s, int32_t v, uint64_t k
 // capacity the record is counted but not written: the host sees the
 // overflow and runs the frame again with a larger buffer.
 __device__ __forceinline__ int32_t stage_record(const TpState& s, const TpFrame& f,
-                                                int32_t word, int32_t prev, float cost) {
+                                                int32_t word, int32_t prev, float cost,
+                                                float acoustic) {
   const uint32_t i = append_slot(&s.counters->records);
   if (i < s.staging_capacity) {
     TpRecord r;
@@ -234,6 +239,7 @@ __device__ __forceinline__ int32_t stage_record(const TpState& s, const TpFrame&
     r.prev = prev;
     r.cost = cost;
     s.staging[f.staging_base + i] = r;
+    if (s.staging_acoustic != nullptr) s.staging_acoustic[f.staging_base + i] = acoustic;
   }
   return f.first_record + static_cast<int32_t>(i);
 }
@@ -299,6 +305,7 @@ __device__ __forceinline__ void start_token(const TpState& s, const TpFrame& f) 
   const int32_t e = find_or_insert(s.entries, s.table_mask, s.table_shift, f.start_state);
   s.entries[e].best = pack_candidate(0.0f, kNoArc);
   s.entries[e].record = -1;
+  if (keeps_acoustic(s)) s.entries[e].acoustic = 0.0f;
   if (s.rescoring) {
     s.entries[e].hist = f.start_history;
     // The graph is not at hand here: the start token joins the word-end
@@ -336,27 +343,32 @@ struct WinnerLog {
   TpWinner* base;
   uint32_t* count;
   uint32_t capacity;
+  float* acoustic;  // beside base (TpState::winner_acoustic), or null
 };
 __device__ __forceinline__ WinnerLog emit_log(const TpState& s) {
-  return WinnerLog{s.winners, &s.counters->winners, s.winner_capacity};
+  return WinnerLog{s.winners, &s.counters->winners, s.winner_capacity, s.winner_acoustic};
 }
 __device__ __forceinline__ WinnerLog relax_log(const TpState& s, int parity) {
   const uint32_t half = s.winner_capacity / 2;
-  return WinnerLog{s.winners + parity * half, &s.counters->relax_winners[parity], half};
+  return WinnerLog{s.winners + parity * half, &s.counters->relax_winners[parity], half,
+                   s.winner_acoustic != nullptr ? s.winner_acoustic + parity * half : nullptr};
 }
 // The logged offers to resolve (past the log's capacity the frame
 // overflowed and runs again).
 __device__ __forceinline__ uint32_t log_items(const WinnerLog& w) { return min(*w.count, w.capacity); }
 
 // The offer of arc a from token `tok` lowered entry e's value: it may be
-// e's winner, which takes the source token's record and history.
+// e's winner, which takes the source token's record and history, and the
+// candidate's acoustic part `acoustic` (lattice pass).
 __device__ __forceinline__ void log_winner(const TpState& s, const WinnerLog& w, int32_t e, uint32_t a,
-                                           const TpToken& tok) {
+                                           const TpToken& tok, float acoustic) {
   const uint32_t i = append_slot(w.count);
-  if (i < w.capacity)
+  if (i < w.capacity) {
     *reinterpret_cast<int4*>(w.base + i) = make_int4(e, static_cast<int32_t>(a), tok.record, tok.hist);
-  else  // the frame runs again with larger tables (and logs)
+    if (w.acoustic != nullptr) w.acoustic[i] = acoustic;
+  } else {  // the frame runs again with larger tables (and logs)
     note_overflow(s);
+  }
 }
 
 // Entry e's winner (at a state with these flags), committed: its record
@@ -364,8 +376,9 @@ __device__ __forceinline__ void log_winner(const TpState& s, const WinnerLog& w,
 // Both kinds of winner come here: a logged offer's and the host's.
 __device__ __forceinline__ TpToken commit_winner(const TpState& s, const TpFrame& f, int32_t e,
                                                  float cost, int32_t rec, int32_t hist,
-                                                 uint8_t flags) {
+                                                 float acoustic, uint8_t flags) {
   s.entries[e].record = rec;
+  if (keeps_acoustic(s)) s.entries[e].acoustic = acoustic;
   TpToken t{e, cost, rec, 0};
   if (s.rescoring) {
     t.hist = hist;
@@ -388,16 +401,17 @@ __device__ __forceinline__ bool resolve_winner(const TpGraph& g, const TpState& 
   if (a != static_cast<uint32_t>(v.y)) return false;
   const float c = candidate_cost(key);
   const Arc arc = load_arc(g, a);
+  const float ac = w.acoustic != nullptr ? w.acoustic[i] : 0.0f;
   int32_t rec = v.z;
-  if (arc.olabel > 0) rec = stage_record(s, f, arc.olabel - 1, rec, c);
-  *t = commit_winner(s, f, e, c, rec, v.w, arc.dest_flags);
+  if (arc.olabel > 0) rec = stage_record(s, f, arc.olabel - 1, rec, c, ac);
+  *t = commit_winner(s, f, e, c, rec, v.w, ac, arc.dest_flags);
   *flags = arc.dest_flags;
   return true;
 }
 
 __device__ __forceinline__ void emit_arcs(const TpGraph& g, const TpState& s, const TpFrame& f,
-                                          const TpToken& tok, const StateArcs& r, uint32_t first,
-                                          uint32_t step) {
+                                          const TpToken& tok, float tok_acoustic, const StateArcs& r,
+                                          uint32_t first, uint32_t step) {
   const int32_t state = graph_state(g, tok.state);
   const int32_t slot = tok.state - state * g.slots;
   // The CPU searcher's skip: a candidate more than `beam` above one
@@ -411,7 +425,8 @@ __device__ __forceinline__ void emit_arcs(const TpGraph& g, const TpState& s, co
   for (uint32_t a = r.begin + first; a < r.end; a += step) {
     const Arc arc = load_arc(g, a);
     if (arc.ilabel == 0) continue;
-    const float c = search::emitting_cost(tok.cost, arc.cost, f.acoustic_scale, f.loglik[arc.ilabel - 1]);
+    const float loglik = f.loglik[arc.ilabel - 1];
+    const float c = search::emitting_cost(tok.cost, arc.cost, f.acoustic_scale, loglik);
     if (!usable_cost(c) || c > skip_above) continue;
     const uint32_t k = cost_key(c);
     if (k < bound) {
@@ -419,12 +434,17 @@ __device__ __forceinline__ void emit_arcs(const TpGraph& g, const TpState& s, co
       skip_above = add_cost(key_cost(bound), f.beam);
     }
     const int32_t e = offer(s, arc.dest * g.slots + slot, pack_candidate(c, a));
-    if (e >= 0) log_winner(s, emit_log(s), e, a, tok);
+    if (e >= 0)
+      log_winner(s, emit_log(s), e, a, tok,
+                 keeps_acoustic(s) ? search::acoustic_after(tok_acoustic, f.acoustic_scale, loglik) : 0.0f);
   }
 }
-__device__ __forceinline__ void emit_arcs(const TpGraph& g, const TpState& s, const TpFrame& f,
-                                          const TpToken& tok, uint32_t first, uint32_t step) {
-  emit_arcs(g, s, f, tok, state_arcs(g, graph_state(g, tok.state)), first, step);
+// Heavy token h of the emitting step, its arcs from `first` by `step`.
+__device__ __forceinline__ void emit_heavy_arcs(const TpGraph& g, const TpState& s, const TpFrame& f,
+                                                uint32_t h, uint32_t first, uint32_t step) {
+  const TpToken tok = s.heavy[h];
+  const float ac = keeps_acoustic(s) ? s.heavy_acoustic[h] : 0.0f;
+  emit_arcs(g, s, f, tok, ac, state_arcs(g, graph_state(g, tok.state)), first, step);
 }
 
 // The phases below are written per item (a token, a touched entry, an
@@ -437,15 +457,19 @@ __device__ __forceinline__ void emit_arcs(const TpGraph& g, const TpState& s, co
 __device__ __forceinline__ void emit_item(const TpGraph& g, const TpState& s, const TpFrame& f,
                                           uint32_t i, int sub, int width) {
   const TpToken tok = s.live[f.live_in][i];
+  const float ac = keeps_acoustic(s) ? s.live_acoustic[f.live_in][i] : 0.0f;
   const StateArcs r = state_arcs(g, graph_state(g, tok.state));
   if (r.degree() > kHeavyDegree) {
     if (sub == 0) {
       TpToken* slot = list_slot(s, s.heavy, &s.counters->heavy, s.heavy_capacity);
-      if (slot != nullptr) *slot = tok;
+      if (slot != nullptr) {
+        *slot = tok;
+        if (keeps_acoustic(s)) s.heavy_acoustic[slot - s.heavy] = ac;
+      }
     }
     return;
   }
-  emit_arcs(g, s, f, tok, r, sub, width);
+  emit_arcs(g, s, f, tok, ac, r, sub, width);
 }
 
 __device__ __forceinline__ void emit_phase(const Team& t, const TpGraph& g, const TpState& s, const TpFrame& f) {
@@ -460,8 +484,7 @@ __device__ __forceinline__ void emit_phase(const Team& t, const TpGraph& g, cons
 __device__ __forceinline__ void emit_heavy_phase(const Team& t, const TpGraph& g, const TpState& s,
                                                  const TpFrame& f) {
   const uint32_t n = min(s.counters->heavy, s.heavy_capacity);
-  for (uint32_t h = t.rank; h < n; h += t.size)
-    emit_arcs(g, s, f, s.heavy[h], threadIdx.x, blockDim.x);
+  for (uint32_t h = t.rank; h < n; h += t.size) emit_heavy_arcs(g, s, f, h, threadIdx.x, blockDim.x);
 }
 
 // The emitting step's winners: records, changed[0], the best cost.
@@ -511,13 +534,16 @@ __global__ void emit_resolve_kernel(TpGraph g, TpState s, const TpFrame* __restr
 __device__ __forceinline__ void relax_arcs(const TpGraph& g, const TpState& s, const TpToken& tok,
                                            const StateArcs& r, int32_t slot, int in, uint32_t first,
                                            uint32_t step) {
+  // The source's part as of the previous pass: its entry was committed
+  // there and is not committed again before this pass's resolve phase.
+  const float ac = keeps_acoustic(s) ? s.entries[tok.state].acoustic : 0.0f;
   for (uint32_t i = r.begin + first; i < r.end; i += step) {
     const uint32_t a = __ldg(g.eps_arcs + i);
     const Arc arc = load_arc(g, a);
     const float c = add_cost(tok.cost, arc.cost);
     if (!usable_cost(c)) continue;
     const int32_t e = offer(s, arc.dest * g.slots + slot, pack_candidate(c, a));
-    if (e >= 0) log_winner(s, relax_log(s, in), e, a, tok);
+    if (e >= 0) log_winner(s, relax_log(s, in), e, a, tok, ac);
   }
 }
 
@@ -780,9 +806,10 @@ __device__ __forceinline__ void prune_compact_item(const TpState& s, const TpFra
       t.record = s.entries[e].record;
       t.hist = s.rescoring ? s.entries[e].hist : 0;
       const uint32_t j = append_slot(&s.counters->live[out]);
-      if (j < s.live_capacity)
+      if (j < s.live_capacity) {
         s.live[out][j] = t;
-      else  // only in a frame that overflowed the table (and runs again)
+        if (keeps_acoustic(s)) s.live_acoustic[out][j] = s.entries[e].acoustic;
+      } else  // only in a frame that overflowed the table (and runs again)
         note_overflow(s);
     }
     s.entries[e].best = kNoCandidate;
@@ -841,7 +868,8 @@ __device__ __forceinline__ void collect_events_item(const TpGraph& g, const TpSt
         TpEvent* dst = s.event_stage != nullptr ? s.event_stage : s.events;
         int4* out = reinterpret_cast<int4*>(&dst[slot]);
         out[0] = make_int4(v, static_cast<int32_t>(a), __float_as_int(c), rec);
-        out[1] = make_int4(s.entries[ent].hist, arc.olabel - 1, arc.dest, 0);
+        out[1] = make_int4(s.entries[ent].hist, arc.olabel - 1, arc.dest,
+                           keeps_acoustic(s) ? __float_as_int(s.entries[ent].acoustic) : 0);
       }
     }
   }
@@ -859,16 +887,23 @@ __global__ void collect_events_kernel(TpGraph g, TpState s, const TpFrame* __res
   collect_events_phase(grid_team(), g, s, *fp);
 }
 
+// Whether offer o is made at all: a usable cost within `beam` of the
+// emitting step's best (search::offer_in_beam, as the CPU searcher decides).
+__device__ __forceinline__ bool offer_made(const TpState& s, const TpFrame& f, const TpOffer& o) {
+  return search::offer_in_beam(o.cost, key_cost(s.counters->best_emit_key), f.beam);
+}
+
 // Half 2a: the host's offers, keyed (cost, num_arcs + index).
-__device__ __forceinline__ void offer_event_item(const TpGraph& g, const TpState& s, uint32_t i) {
+__device__ __forceinline__ void offer_event_item(const TpGraph& g, const TpState& s, const TpFrame& f,
+                                                 uint32_t i) {
   const TpOffer o = s.offers[i];
-  if (usable_cost(o.cost)) offer(s, o.dest, pack_candidate(o.cost, g.num_arcs + i));
+  if (offer_made(s, f, o)) offer(s, o.dest, pack_candidate(o.cost, g.num_arcs + i));
 }
 __device__ __forceinline__ void offer_events_phase(const Team& t, const TpGraph& g, const TpState& s,
                                                    const TpFrame& f) {
   const uint32_t n = f.num_offers;
   for (uint32_t i = t.rank * blockDim.x + threadIdx.x; i < n; i += t.size * blockDim.x)
-    offer_event_item(g, s, i);
+    offer_event_item(g, s, f, i);
   if (t.rank == 0 && threadIdx.x == 0) begin_round_collection(s.counters);
 }
 
@@ -879,12 +914,12 @@ __device__ __forceinline__ uint32_t resolve_event_item(const TpGraph& g, const T
                                                        const TpFrame& f, uint32_t i) {
   {
     const TpOffer o = s.offers[i];
-    if (!usable_cost(o.cost)) return 0xFFFFFFFFu;
+    if (!offer_made(s, f, o)) return 0xFFFFFFFFu;
     const int32_t e = find_entry(s.entries, s.table_mask, s.table_shift, o.dest);
     if (e < 0 || s.entries[e].best != pack_candidate(o.cost, g.num_arcs + i)) return 0xFFFFFFFFu;
     // Offers come only with rescoring, so the history is kept.
-    const TpToken t = commit_winner(s, f, e, o.cost, stage_record(s, f, o.word, o.record, o.cost),
-                                    o.hist, state_flags(g, graph_state(g, o.dest)));
+    const TpToken t = commit_winner(s, f, e, o.cost, stage_record(s, f, o.word, o.record, o.cost, o.acoustic),
+                                    o.hist, o.acoustic, state_flags(g, graph_state(g, o.dest)));
     TpToken* slot = list_slot(s, s.changed[0], &s.counters->changed[0], s.changed_capacity);
     if (slot != nullptr) *slot = t;
     return cost_key(o.cost);
@@ -1081,6 +1116,7 @@ __device__ __forceinline__ void rescore_events_phase(const Team& t, const TpGrap
     o.word = f.word;
     o.record = f.record;
     o.hist = f.history;
+    o.acoustic = e.acoustic;
     lm.unsorted[i] = o;
   }
 }
@@ -1427,7 +1463,7 @@ __device__ void lanes_round_body(const cg::grid_group& grid, const TpLaneRound* 
   items += for_lane_items(
       L, prefix, 1,
       [&](int l) -> uint32_t { return steps[l].head == kRoundHeadOffers ? rounds[l].frame->num_offers : 0u; },
-      [&](int l, uint32_t i, int) { offer_event_item(rounds[l].graph, rounds[l].state, i); });
+      [&](int l, uint32_t i, int) { offer_event_item(rounds[l].graph, rounds[l].state, *rounds[l].frame, i); });
   for_lanes(L, [&](int l) {
     if (steps[l].head == kRoundHeadOffers) begin_round_collection(rounds[l].state.counters);
   });
@@ -1444,7 +1480,7 @@ __device__ void lanes_round_body(const cg::grid_group& grid, const TpLaneRound* 
           },
           [&](int l, uint32_t h) {
             const TpLaneRound& r = rounds[l];
-            emit_arcs(r.graph, r.state, *r.frame, r.state.heavy[h], threadIdx.x, blockDim.x);
+            emit_heavy_arcs(r.graph, r.state, *r.frame, h, threadIdx.x, blockDim.x);
           });
   if (items > 0) {
     grid.sync();

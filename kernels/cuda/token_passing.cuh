@@ -121,7 +121,7 @@ struct alignas(16) TpEvent {
   int32_t hist;
   int32_t word;  // the arc's olabel - 1
   int32_t dest;  // the arc's destination graph state
-  int32_t unused;
+  float acoustic;  // the token's acoustic part (TpState::winner_acoustic), else 0
 };
 
 // The layout of Searcher::WordEndOffer (checked on the host).
@@ -131,6 +131,7 @@ struct TpOffer {
   int32_t word;
   int32_t record;
   int32_t hist;
+  float acoustic;  // the event's
 };
 
 // A word end the rescoring computed rather than found in the stream's
@@ -241,15 +242,16 @@ constexpr int32_t kEmptyKey = -1;
 constexpr uint32_t kNoRound = 0xFFFFFFFFu;
 
 // One entry of the state table. All bytes 0xFF is a free entry: key
-// kEmptyKey, best kNoCandidate, round_mark kNoRound (record and hist are
-// written before they are read).
+// kEmptyKey, best kNoCandidate, round_mark kNoRound (record, hist and
+// acoustic are written before they are read).
 struct alignas(32) TpEntry {
   unsigned long long best;
   int32_t key;
   int32_t record;
   int32_t hist;         // word-end rescoring only
   uint32_t round_mark;  // word-end rescoring only
-  uint32_t unused[2];
+  float acoustic;       // the word-lattice pass only (TpState::winner_acoustic)
+  uint32_t unused;
 };
 static_assert(sizeof(TpEntry) == 32, "one entry is one 32-byte sector");
 
@@ -300,6 +302,19 @@ struct TpState {
   // rescores. With it the word-end step loops inside the round (tp_round,
   // TpRoundParams::word_end_rounds), and event_stage holds the events.
   const TpLm* lm;
+  // The word-lattice pass only (all null otherwise, and then nothing below
+  // is read or written: the search without the pass moves no more bytes):
+  // the acoustic part of each token's cost (the scores' -acoustic_scale *
+  // loglik summed over its frames, token_passing.h's WordRecord::
+  // acoustic), kept beside the token wherever the token is, in arrays
+  // parallel to the lists so that TpToken stays 16 bytes. A table entry
+  // keeps its committed winner's part (TpEntry::acoustic), which is how
+  // the changed lists' tokens (entries) find theirs; the events and offers
+  // carry it in their own field.
+  float* live_acoustic[2];  // beside live[2]
+  float* heavy_acoustic;    // beside heavy (the emitting step's heavy tokens)
+  float* winner_acoustic;   // beside winners: the candidate's part
+  float* staging_acoustic;  // beside staging: each record's part
 };
 
 // Per-frame parameters, in device memory: the host writes them before each
