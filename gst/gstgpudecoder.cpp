@@ -283,6 +283,7 @@ enum
   PROP_CACHE_DIR,
   PROP_SEND_ALIGNMENTS,
   PROP_BATCHED_SEARCH,
+  PROP_LATTICE_LW,
   N_PROPS
 };
 
@@ -299,6 +300,7 @@ enum
 #define DEFAULT_CUE_MAX_DURATION 5000
 #define DEFAULT_SEND_ALIGNMENTS TRUE
 #define DEFAULT_BATCHED_SEARCH FALSE
+#define DEFAULT_LATTICE_LW 0.0
 
 /* Property values, under the object lock. Empty strings mean unset. */
 struct Settings
@@ -323,6 +325,7 @@ struct Settings
   guint cue_max_duration = DEFAULT_CUE_MAX_DURATION;
   gboolean send_alignments = DEFAULT_SEND_ALIGNMENTS;
   gboolean batched_search = DEFAULT_BATCHED_SEARCH;
+  gdouble lattice_lw = DEFAULT_LATTICE_LW;
 };
 
 /* A configuration problem for the user; `not_found` marks a missing file. */
@@ -414,6 +417,10 @@ build_config (const Settings & s)
   /* The recognizer keeps an utterance's features only for alignment. */
   c.keep_features_for_alignment = s.send_alignments;
   c.batched_search = s.batched_search;
+  if (s.lattice_lw > 0.0 && c.grammar_kind != gs::GrammarKind::kNgram)
+    throw ConfigError ("lattice-lw needs an n-gram language model (lm), "
+        "not a grammar or keyphrases", false);
+  c.search.lattice.language_weight = (float) s.lattice_lw;
   try {
     c.search.validate ();
     c.graph.validate ();
@@ -709,6 +716,16 @@ gst_gpu_decoder_class_init (GstGpuDecoderClass * klass)
           "tens of decoders, slower for one alone). Ignored when the search "
           "runs on the CPU. Read when the model is loaded (NULL to READY)",
           DEFAULT_BATCHED_SEARCH, rw));
+  g_object_class_install_property (gobject_class, PROP_LATTICE_LW,
+      g_param_spec_double ("lattice-lw", "Word-lattice language weight",
+          "Final results from a second pass (like pocketsphinx -bestpath): "
+          "the best path through the lattice of every word end the search "
+          "made, with the full n-gram LM at this language weight (8.5 was "
+          "best on our degraded sets; docs/search.md); 0: off, final results "
+          "are the search's best path. Needs an n-gram LM (lm, or the default). A final "
+          "result may then differ from its partials' stable words; it costs "
+          "host time per utterance (about 0.1 s for 5 s of speech)",
+          0.0, 1000.0, DEFAULT_LATTICE_LW, rw));
 
   element_class->change_state =
       GST_DEBUG_FUNCPTR (gst_gpu_decoder_change_state);
@@ -876,6 +893,9 @@ gst_gpu_decoder_set_property (GObject * object, guint prop_id,
     case PROP_BATCHED_SEARCH:
       s.batched_search = g_value_get_boolean (value);
       break;
+    case PROP_LATTICE_LW:
+      s.lattice_lw = g_value_get_double (value);
+      break;
     default:
       G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
       break;
@@ -977,6 +997,9 @@ gst_gpu_decoder_get_property (GObject * object, guint prop_id,
       break;
     case PROP_BATCHED_SEARCH:
       g_value_set_boolean (value, s.batched_search);
+      break;
+    case PROP_LATTICE_LW:
+      g_value_set_double (value, s.lattice_lw);
       break;
     default:
       G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);

@@ -1365,6 +1365,7 @@ TEST(GpuDecoder, ModelErrorsNameTheFile) {
        {"/nonexistent/model", "does not exist"}},
       {decoder(bad_gram), {bad_gram}},
       {decoder(data("goforward.gram"), "lm=" + data("turtle.lm.bin")), {"at most one", "lm, jsgf"}},
+      {decoder(data("goforward.gram"), "lattice-lw=8.5"), {"lattice-lw needs an n-gram"}},
       {"gpudecoder hmm=" + hmm() + " dict=/no/such.dict jsgf=" + data("goforward.gram"),
        {"/no/such.dict"}},
   };
@@ -1375,6 +1376,36 @@ TEST(GpuDecoder, ModelErrorsNameTheFile) {
       EXPECT_NE(run.errors[0].find(e), std::string::npos) << run.errors[0];
   }
   g_unlink(bad_gram.c_str());
+}
+
+// The word-lattice pass (lattice-lw): off by default, reads back, and
+// refused, naming why, where there is no word-end rescoring for it to
+// follow: a grammar (ModelErrorsNameTheFile), or an LM small enough to be
+// compiled into the graph whole (turtle.lm.bin). (It runs with the en-us
+// LM; transcribe's LibriVox test covers that path of the recognizer.)
+TEST(GpuDecoder, LatticePassProperty) {
+  GstElement* dec = gst_element_factory_make("gpudecoder", nullptr);
+  ASSERT_TRUE(dec);
+  gdouble lw = -1.0;
+  g_object_get(dec, "lattice-lw", &lw, nullptr);
+  EXPECT_EQ(lw, 0.0) << "off by default";
+  g_object_set(dec, "lattice-lw", 8.5, nullptr);
+  g_object_get(dec, "lattice-lw", &lw, nullptr);
+  EXPECT_EQ(lw, 8.5);
+  gst_object_unref(dec);
+
+  const std::string src = raw_source(data("goforward.raw")) + " ! " + features() + " ! ";
+  const std::string dec_desc = "gpudecoder name=dec backend=cpu hmm=" + hmm() + " dict=" + dict() +
+                               " lm=" + data("turtle.lm.bin");
+  const PipelineRun plain = run_pipeline(src + dec_desc + " ! fakesink");
+  ASSERT_TRUE(plain.errors.empty()) << plain.error_text();
+  ASSERT_EQ(plain.finals().size(), 1u);
+  EXPECT_EQ(plain.finals()[0].hypothesis, "go forward ten meters");
+  const PipelineRun lattice = run_pipeline(src + dec_desc + " lattice-lw=8.5 ! fakesink");
+  ASSERT_FALSE(lattice.errors.empty());
+  EXPECT_NE(lattice.errors[0].find("small enough to compile whole"), std::string::npos)
+      << lattice.errors[0];
+  EXPECT_NE(lattice.errors[0].find("turtle.lm.bin"), std::string::npos) << lattice.errors[0];
 }
 
 // ---------------------------------------------------------------------------

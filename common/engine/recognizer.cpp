@@ -144,10 +144,19 @@ void Recognizer::open_stream(std::string* log) {
     append_log(log, "word-end rescoring with the full LM " + config_.grammar + " (" +
                         std::to_string(config_.search.lm_histories) + " LM histories per state)");
   if (config_.search.lattice.enabled()) {
-    if (!m.rescorer)
+    if (!m.rescorer) {
+      // Three ways to have no rescorer; say which.
+      std::string why = "a grammar or keyphrases";
+      if (config_.grammar_kind == GrammarKind::kNgram)
+        why = config_.rescore_with_full_lm
+                  ? "the LM " + config_.grammar +
+                        " was small enough to compile whole into the search graph, so no "
+                        "word end is rescored and the pass has no full LM to apply"
+                  : "word-end rescoring is off (--no-rescore)";
       throw std::invalid_argument(
           "recognizer: the word-lattice pass needs an n-gram LM searched with word-end "
-          "rescoring (not a grammar, not --no-rescore)");
+          "rescoring, not " + why);
+    }
     append_log(log, "final results from the word lattice, language weight " +
                         std::to_string(config_.search.lattice.language_weight));
   }
