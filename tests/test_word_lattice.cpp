@@ -237,6 +237,117 @@ TEST(WordLattice, EqualsAnExhaustiveSearchOnRandomLattices) {
   EXPECT_GT(joined, 5);
 }
 
+// With few histories kept per boundary (max_histories 1-3), against a
+// plain reference of the rule: at each boundary every history's cheapest
+// arriving path, of those the max_histories cheapest extended. The pass
+// leaves out early the paths that cannot be among them; the result must
+// not change.
+TEST(WordLattice, KeepsTheCheapestHistoriesPerBoundary) {
+  std::mt19937 rng(11);
+  const int words = 6;  // w0 the filler
+  int bound_binds = 0;
+  for (int trial = 0; trial < 60; ++trial) {
+    const testing::LmPair lms = testing::random_lm_pair(rng, words, 0.7, 0.5, 0.5);
+    const NgramModel& lm = *lms.full;
+    const GraphWords g = graph_words(lm, words);
+    WordRecordStore rec(1024);
+    std::uniform_int_distribution<int> word(0, words - 1), step(1, 3);
+    std::uniform_real_distribution<float> ac(5.0f, 30.0f);
+    const int n = 60;
+    for (int r = 0; r < n; ++r) {
+      std::uniform_int_distribution<int> prev(-1, r - 1);
+      const int32_t p = r == 0 ? -1 : prev(rng);
+      const int32_t start = p >= 0 ? rec[p].frame : 0;
+      const float before = p >= 0 ? rec[p].acoustic : 0.0f;
+      rec.append(word(rng), start + step(rng), p, 0.0f, before + ac(rng));
+    }
+    std::vector<LatticeEnd> ends;
+    int32_t last = 0;
+    for (int32_t r = 0; r < n; ++r) last = std::max(last, rec[r].frame);
+    for (int32_t r = 0; r < n; ++r)
+      if (rec[r].frame >= last - 2) ends.push_back({r, ac(rng)});
+    LatticeOptions o;
+    o.language_weight = 1.5f;
+    o.max_histories = 1 + trial % 3;
+    const LatticePath got = lattice_best_path(rec, ends, lm, g.lm_id, g.spelling, g.filler, o);
+
+    // Nodes (start, word, end) -> acoustic, and the ends' tails.
+    std::map<std::tuple<int, int, int>, float> node, tail;
+    auto key_of = [&](int32_t r) {
+      return std::make_tuple(rec[r].prev >= 0 ? rec[rec[r].prev].frame : 0, rec[r].word,
+                             rec[r].frame);
+    };
+    for (int32_t r = 0; r < n; ++r) {
+      const float a = rec[r].acoustic - (rec[r].prev >= 0 ? rec[rec[r].prev].acoustic : 0.0f);
+      auto [it, inserted] = node.emplace(key_of(r), a);
+      if (!inserted) it->second = std::min(it->second, a);
+    }
+    for (const LatticeEnd& e : ends) {
+      auto [it, inserted] = tail.emplace(key_of(e.record), e.tail_acoustic);
+      if (!inserted) it->second = std::min(it->second, e.tail_acoustic);
+    }
+    const double lw = o.language_weight;
+    const size_t keep = static_cast<size_t>(lm.order() - 1);
+    auto lm_cost = [&](const std::vector<int>& h, int w) {
+      return -lw * lm.score_ln(h.data(), h.size(), w);
+    };
+    struct Path {
+      double cost;
+      std::vector<int32_t> words;
+    };
+    std::map<int, std::map<std::vector<int>, Path>> arrivals;  // boundary -> history -> best
+    std::vector<int> start_hist;
+    if (keep > 0) start_hist.push_back(lm.word_id("<s>"));
+    arrivals[0][start_hist] = Path{0.0, {}};
+    double best = std::numeric_limits<double>::infinity();
+    std::vector<int32_t> best_words;
+    for (auto b = arrivals.begin(); b != arrivals.end(); b = arrivals.erase(b)) {
+      std::vector<std::pair<double, const std::pair<const std::vector<int>, Path>*>> here;
+      for (const auto& entry : b->second) here.push_back({entry.second.cost, &entry});
+      std::sort(here.begin(), here.end(),
+                [](const auto& x, const auto& y) { return x.first < y.first; });
+      if (here.size() > static_cast<size_t>(o.max_histories)) {
+        here.resize(static_cast<size_t>(o.max_histories));
+        ++bound_binds;
+      }
+      for (const auto& [k, a] : node) {
+        const auto [s, w, e] = k;
+        if (s != b->first) continue;
+        for (const auto& [cost, entry] : here) {
+          std::vector<int> hist = entry->first;
+          double c = cost + a;
+          if (g.filler[static_cast<size_t>(w)] != 0) {
+            c += -std::log(static_cast<double>(o.filler_prob));
+          } else {
+            c += lm_cost(hist, g.lm_id[static_cast<size_t>(w)]) -
+                 std::log(static_cast<double>(o.word_insertion_penalty));
+            hist.push_back(g.lm_id[static_cast<size_t>(w)]);
+            if (hist.size() > keep) hist.erase(hist.begin(), hist.end() - static_cast<long>(keep));
+          }
+          std::vector<int32_t> path = entry->second.words;
+          path.push_back(w);
+          auto t = tail.find(k);
+          if (t != tail.end()) {
+            const double total = c + t->second + lm_cost(hist, lm.word_id("</s>"));
+            if (total < best) {
+              best = total;
+              best_words = path;
+            }
+          }
+          auto [it, inserted] = arrivals[e].emplace(hist, Path{c, path});
+          if (!inserted && c < it->second.cost) it->second = Path{c, path};
+        }
+      }
+    }
+    const std::string what = "trial " + std::to_string(trial);
+    ASSERT_EQ(got.found, std::isfinite(best)) << what;
+    if (!got.found) continue;
+    EXPECT_NEAR(got.cost, best, 1e-3 * std::max(1.0, std::fabs(best))) << what;
+    EXPECT_EQ(words_of(got), best_words) << what;
+  }
+  EXPECT_GT(bound_binds, 20);  // the limit decided something
+}
+
 TEST(WordLattice, RejectsBadOptions) {
   LatticeOptions o;
   o.language_weight = -1.0f;

@@ -71,6 +71,63 @@ struct PathState {
   HistoryKey history;
 };
 
+// The paths arriving at one boundary, the best per history: history ->
+// state id, by open addressing. Every path a node extends probes it, and
+// std::unordered_map's allocated node per entry made those probes most of
+// the pass's time. Keys are never kNoHistory (a history's top two bits,
+// its word count, are at most 2).
+class ArrivalMap {
+ public:
+  static constexpr HistoryKey kNoHistory = ~HistoryKey{0};
+  // The state id of `h`, or null.
+  int32_t* find(HistoryKey h) {
+    if (size_ == 0) return nullptr;
+    for (size_t i = home(h);; i = (i + 1) & mask_) {
+      if (keys_[i] == h) return &ids_[i];
+      if (keys_[i] == kNoHistory) return nullptr;
+    }
+  }
+  // Adds `h` (not present) with state id `id`.
+  void add(HistoryKey h, int32_t id) {
+    if (2 * (size_ + 1) > keys_.size()) grow();
+    size_t i = home(h);
+    while (keys_[i] != kNoHistory) i = (i + 1) & mask_;
+    keys_[i] = h;
+    ids_[i] = id;
+    ++size_;
+  }
+  template <class F>
+  void for_each(F f) const {
+    for (size_t i = 0; i < keys_.size(); ++i)
+      if (keys_[i] != kNoHistory) f(ids_[i]);
+  }
+  void release() {
+    std::vector<HistoryKey>().swap(keys_);
+    std::vector<int32_t>().swap(ids_);
+    size_ = 0;
+  }
+
+ private:
+  size_t home(HistoryKey h) const {
+    return static_cast<size_t>((h * 0x9E3779B97F4A7C15ull) >> 32) & mask_;
+  }
+  void grow() {
+    std::vector<HistoryKey> old_keys = std::move(keys_);
+    std::vector<int32_t> old_ids = std::move(ids_);
+    const size_t n = old_keys.empty() ? 16 : 2 * old_keys.size();
+    keys_.assign(n, kNoHistory);
+    ids_.assign(n, -1);
+    mask_ = n - 1;
+    size_ = 0;
+    for (size_t i = 0; i < old_keys.size(); ++i)
+      if (old_keys[i] != kNoHistory) add(old_keys[i], old_ids[i]);
+  }
+  std::vector<HistoryKey> keys_;
+  std::vector<int32_t> ids_;
+  size_t mask_ = 0;
+  size_t size_ = 0;
+};
+
 }  // namespace
 
 LatticePath lattice_best_path(const WordRecordStore& records, const std::vector<LatticeEnd>& ends,
@@ -187,13 +244,23 @@ LatticePath lattice_best_path(const WordRecordStore& records, const std::vector<
 
   // The dynamic programme: arrivals per boundary, best per history.
   std::vector<PathState> states;
-  std::vector<std::unordered_map<HistoryKey, int32_t>> arrivals(
-      static_cast<size_t>(last_boundary) + 1);
+  std::vector<ArrivalMap> arrivals(static_cast<size_t>(last_boundary) + 1);
+  // Per boundary, the first costs of up to max_histories of the histories
+  // arriving there, as a max-heap: once full, its top bounds from above
+  // the max_histories-th cheapest history's cost there (histories only
+  // get cheaper). A path of a new history costing more than that bound
+  // can never be among the max_histories paths the boundary expands (a
+  // later, cheaper path of the same history is taken when it comes), so
+  // it is not kept: most histories arriving at a boundary are such (on
+  // LibriVox, hundreds arrive and 32 are expanded). The result is the
+  // same as keeping them (state ids shift, their order does not).
+  const size_t max_histories = static_cast<size_t>(options.max_histories);
+  std::vector<std::vector<double>> first_costs(static_cast<size_t>(last_boundary) + 1);
   const HistoryKey start_history =
       keep > 0 && sentence_start != NgramModel::kNoWord ? pack_history(&sentence_start, 1)
                                                         : pack_history(nullptr, 0);
   states.push_back({-1, -1, 0.0, start_history});
-  arrivals[0].emplace(start_history, 0);
+  arrivals[0].add(start_history, 0);
   double best_total = std::numeric_limits<double>::infinity();
   int32_t best_state = -1;
   std::vector<std::pair<double, int32_t>> here;  // (cost, state) arriving at a boundary
@@ -205,8 +272,8 @@ LatticePath lattice_best_path(const WordRecordStore& records, const std::vector<
     size_t u_end = u;
     while (u_end < used.size() && nodes[static_cast<size_t>(used[u_end])].start == b) ++u_end;
     here.clear();
-    for (const auto& [h, s] : arrivals[static_cast<size_t>(b)])
-      here.emplace_back(states[static_cast<size_t>(s)].cost, s);
+    arrivals[static_cast<size_t>(b)].for_each(
+        [&](int32_t s) { here.emplace_back(states[static_cast<size_t>(s)].cost, s); });
     // The cheapest max_histories, ties by state index (a fixed order).
     if (here.size() > static_cast<size_t>(options.max_histories)) {
       std::nth_element(here.begin(), here.begin() + options.max_histories, here.end());
@@ -232,21 +299,37 @@ LatticePath lattice_best_path(const WordRecordStore& records, const std::vector<
         const double total = std::isfinite(node.end_tail)
                                  ? c + node.end_tail + end_cost(next)
                                  : std::numeric_limits<double>::infinity();
-        auto it = next_arrivals.find(next);
-        const bool better_arrival =
-            it == next_arrivals.end() || c < states[static_cast<size_t>(it->second)].cost;
+        int32_t* held = next_arrivals.find(next);
+        bool better_arrival;
+        std::vector<double>* heap = nullptr;
+        if (held != nullptr) {
+          better_arrival = c < states[static_cast<size_t>(*held)].cost;
+        } else {
+          heap = &first_costs[static_cast<size_t>(node.end)];
+          better_arrival = heap->size() < max_histories || c <= heap->front();
+        }
         const bool better_end = total < best_total;
         if (!better_arrival && !better_end) continue;
         const int32_t id = static_cast<int32_t>(states.size());
         states.push_back({m, s, c, next});
-        if (better_arrival) next_arrivals[next] = id;
+        if (better_arrival && held != nullptr) *held = id;
+        if (better_arrival && held == nullptr) next_arrivals.add(next, id);
+        if (better_arrival && heap != nullptr) {
+          heap->push_back(c);
+          std::push_heap(heap->begin(), heap->end());
+          if (heap->size() > max_histories) {
+            std::pop_heap(heap->begin(), heap->end());
+            heap->pop_back();
+          }
+        }
         if (better_end) {
           best_total = total;
           best_state = id;
         }
       }
     }
-    arrivals[static_cast<size_t>(b)].clear();
+    arrivals[static_cast<size_t>(b)].release();
+    std::vector<double>().swap(first_costs[static_cast<size_t>(b)]);
   }
   if (best_state < 0) return out;
 
