@@ -71,6 +71,54 @@ struct PathState {
   HistoryKey history;
 };
 
+// The language costs computed so far, (history, word) -> cost, by open
+// addressing (each node's word is scored after every history the node's
+// boundary expands; std::unordered_map's allocated node per entry cost
+// about a fifth of the pass).
+class LmCostMemo {
+ public:
+  // The cost slot of (h, word); *added when it is new (then 0).
+  double* find_or_add(HistoryKey h, int32_t word, bool* added) {
+    if (2 * (size_ + 1) > histories_.size()) grow();
+    size_t i = home(h, word);
+    while (histories_[i] != kFree && (histories_[i] != h || words_[i] != word)) i = (i + 1) & mask_;
+    *added = histories_[i] == kFree;
+    if (*added) {
+      histories_[i] = h;
+      words_[i] = word;
+      costs_[i] = 0.0;
+      ++size_;
+    }
+    return &costs_[i];
+  }
+
+ private:
+  static constexpr HistoryKey kFree = ~HistoryKey{0};  // no history has both top bits set
+  size_t home(HistoryKey h, int32_t word) const {
+    const uint64_t k = h ^ (static_cast<uint64_t>(static_cast<uint32_t>(word)) * 0xC2B2AE3D27D4EB4Full);
+    return static_cast<size_t>((k * 0x9E3779B97F4A7C15ull) >> 32) & mask_;
+  }
+  void grow() {
+    std::vector<HistoryKey> old_h = std::move(histories_);
+    std::vector<int32_t> old_w = std::move(words_);
+    std::vector<double> old_c = std::move(costs_);
+    const size_t n = old_h.empty() ? 1024 : 2 * old_h.size();
+    histories_.assign(n, kFree);
+    words_.assign(n, 0);
+    costs_.assign(n, 0.0);
+    mask_ = n - 1;
+    size_ = 0;
+    bool added = false;
+    for (size_t i = 0; i < old_h.size(); ++i)
+      if (old_h[i] != kFree) *find_or_add(old_h[i], old_w[i], &added) = old_c[i];
+  }
+  std::vector<HistoryKey> histories_;
+  std::vector<int32_t> words_;
+  std::vector<double> costs_;
+  size_t mask_ = 0;
+  size_t size_ = 0;
+};
+
 // The paths arriving at one boundary, the best per history: history ->
 // state id, by open addressing. Every path a node extends probes it, and
 // std::unordered_map's allocated node per entry made those probes most of
@@ -213,15 +261,16 @@ LatticePath lattice_best_path(const WordRecordStore& records, const std::vector<
   const double filler_cost = -std::log(static_cast<double>(options.filler_prob));
   const int sentence_start = lm.word_id("<s>");
   const int sentence_end = lm.word_id("</s>");
-  std::unordered_map<std::pair<uint64_t, int32_t>, double, PairHash> lm_cost_memo;
+  LmCostMemo lm_cost_memo;
   auto lm_cost = [&](HistoryKey h, int word) {
-    auto [it, inserted] = lm_cost_memo.try_emplace(std::make_pair(h, word), 0.0);
-    if (inserted) {
+    bool added = false;
+    double* cost = lm_cost_memo.find_or_add(h, word, &added);
+    if (added) {
       int words[2];
       const int n = unpack_history(h, words);
-      it->second = -lw * lm.score_ln(words, static_cast<size_t>(n), word);
+      *cost = -lw * lm.score_ln(words, static_cast<size_t>(n), word);
     }
-    return it->second;
+    return *cost;
   };
   // The language cost of `word` after `h`, and the history after it.
   auto language = [&](HistoryKey h, int32_t word, HistoryKey* next) {
