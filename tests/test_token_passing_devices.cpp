@@ -205,18 +205,36 @@ TEST(TokenPassingCuda, IdenticalToCpuOnRandomGraphs) {
 // statistics summed over the trials. `long_chains`, if given, is set when
 // a searcher chained several frames a launch with the device's rescoring
 // (so that frames ended inside chains).
+// One random rescoring search's graph, LM pair, scores and options, drawn
+// in that order: quantised costs and scores on even trials, heavy states
+// on every third, 1-4 LM histories a state.
+struct RescoringTrial {
+  SearchGraph graph;
+  testing::LmPair lms;
+  Scores scores;
+  SearchOptions options;
+};
+RescoringTrial rescoring_trial(std::mt19937& rng, int trial) {
+  const float quantum = trial % 2 == 0 ? 0.25f : 0.0f;
+  const int words = 12;
+  SearchGraph g = testing::random_rescoring_graph(rng, 300 + 150 * trial, 40, words, quantum,
+                                                  trial % 3 == 0 ? 3 : 0, 2000);
+  testing::LmPair lms = testing::random_lm_pair(rng, words);
+  Scores sc = random_scores(rng, 60, 40, quantum);
+  RescoringTrial t{std::move(g), std::move(lms), std::move(sc), random_trial_options(trial)};
+  t.options.lm_histories = 1 + trial % 4;
+  return t;
+}
+
 SearchStats rescoring_trials(uint32_t seed, int trials, bool* long_chains = nullptr) {
   std::mt19937 rng(seed);
   SearchStats sum;
   for (int trial = 0; trial < trials; ++trial) {
-    const float quantum = trial % 2 == 0 ? 0.25f : 0.0f;
-    const int words = 12;
-    const SearchGraph g = testing::random_rescoring_graph(rng, 300 + 150 * trial, 40, words,
-                                                          quantum, trial % 3 == 0 ? 3 : 0, 2000);
-    const testing::LmPair lms = testing::random_lm_pair(rng, words);
-    const Scores sc = random_scores(rng, 60, 40, quantum);
-    SearchOptions o = random_trial_options(trial);
-    o.lm_histories = 1 + trial % 4;
+    const RescoringTrial t = rescoring_trial(rng, trial);
+    const SearchGraph& g = t.graph;
+    const testing::LmPair& lms = t.lms;
+    const Scores& sc = t.scores;
+    SearchOptions o = t.options;
     // The largest histogram the device takes: beside the batched lanes'
     // static shared memory it needs the kernel's opt-in to more.
     if (trial % 4 == 3) o.histogram_bins = 8192;
@@ -406,14 +424,11 @@ void lattice_trials(uint32_t seed, int trials) {
   std::mt19937 rng(seed);
   int lattice_results = 0;
   for (int trial = 0; trial < trials; ++trial) {
-    const float quantum = trial % 2 == 0 ? 0.25f : 0.0f;
-    const int words = 12;
-    const SearchGraph g = testing::random_rescoring_graph(rng, 300 + 150 * trial, 40, words,
-                                                          quantum, trial % 3 == 0 ? 3 : 0, 2000);
-    const testing::LmPair lms = testing::random_lm_pair(rng, words);
-    const Scores sc = random_scores(rng, 60, 40, quantum);
-    SearchOptions o = random_trial_options(trial);
-    o.lm_histories = 1 + trial % 4;
+    const RescoringTrial t = rescoring_trial(rng, trial);
+    const SearchGraph& g = t.graph;
+    const testing::LmPair& lms = t.lms;
+    const Scores& sc = t.scores;
+    SearchOptions o = t.options;
     o.lattice.language_weight = 0.1f * (1.0f + static_cast<float>(trial % 3));
     const bool given_up = trial % 4 == 2;  // even: a store of 64 records, so it fills
     if (given_up) o.lattice.max_records = 16;

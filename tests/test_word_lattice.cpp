@@ -62,6 +62,48 @@ std::vector<int32_t> words_of(const LatticePath& p) {
   return out;
 }
 
+// A random record tree as a search makes one (a record's predecessor ended
+// earlier; steps of 1 to max_step frames, acoustic costs 5-30 a word), its
+// ends (every record within two frames of the last, with a random tail),
+// and for the references the lattice's nodes as the pass defines them.
+struct RandomLattice {
+  WordRecordStore records{1024};
+  std::vector<LatticeEnd> ends;
+  std::map<std::tuple<int, int, int>, float> node;  // (start, word, end) -> acoustic
+  std::map<std::tuple<int, int, int>, float> tail;  // the end nodes' tail costs
+};
+RandomLattice random_lattice(std::mt19937& rng, int words, int n, int max_step) {
+  RandomLattice l;
+  WordRecordStore& rec = l.records;
+  std::uniform_int_distribution<int> word(0, words - 1), step(1, max_step);
+  std::uniform_real_distribution<float> ac(5.0f, 30.0f);
+  for (int r = 0; r < n; ++r) {
+    std::uniform_int_distribution<int> prev(-1, r - 1);
+    const int32_t p = r == 0 ? -1 : prev(rng);
+    const int32_t start = p >= 0 ? rec[p].frame : 0;
+    const float before = p >= 0 ? rec[p].acoustic : 0.0f;
+    rec.append(word(rng), start + step(rng), p, 0.0f, before + ac(rng));
+  }
+  int32_t last = 0;
+  for (int32_t r = 0; r < n; ++r) last = std::max(last, rec[r].frame);
+  for (int32_t r = 0; r < n; ++r)
+    if (rec[r].frame >= last - 2) l.ends.push_back({r, ac(rng)});
+  auto key_of = [&](int32_t r) {
+    return std::make_tuple(rec[r].prev >= 0 ? rec[rec[r].prev].frame : 0, rec[r].word,
+                           rec[r].frame);
+  };
+  for (int32_t r = 0; r < n; ++r) {
+    const float a = rec[r].acoustic - (rec[r].prev >= 0 ? rec[rec[r].prev].acoustic : 0.0f);
+    auto [it, inserted] = l.node.emplace(key_of(r), a);
+    if (!inserted) it->second = std::min(it->second, a);
+  }
+  for (const LatticeEnd& e : l.ends) {
+    auto [it, inserted] = l.tail.emplace(key_of(e.record), e.tail_acoustic);
+    if (!inserted) it->second = std::min(it->second, e.tail_acoustic);
+  }
+  return l;
+}
+
 // Two paths the search kept, w1 w2 and w3 w4, over frames 0-10-20: the
 // lattice may join w3 to w2, which no path of the search did.
 TEST(WordLattice, JoinsSegmentsOfDifferentPaths) {
@@ -145,43 +187,15 @@ TEST(WordLattice, EqualsAnExhaustiveSearchOnRandomLattices) {
     const testing::LmPair lms = testing::random_lm_pair(rng, words, 0.7, 0.5, 0.5);
     const NgramModel& lm = *lms.full;
     const GraphWords g = graph_words(lm, words);
-    WordRecordStore rec(256);
-    std::uniform_int_distribution<int> word(0, words - 1), step(1, 4);
-    std::uniform_real_distribution<float> ac(5.0f, 30.0f);
-    const int n = 14;
-    for (int r = 0; r < n; ++r) {
-      std::uniform_int_distribution<int> prev(-1, r - 1);
-      const int32_t p = r == 0 ? -1 : prev(rng);
-      const int32_t start = p >= 0 ? rec[p].frame : 0;
-      const float before = p >= 0 ? rec[p].acoustic : 0.0f;
-      rec.append(word(rng), start + step(rng), p, 0.0f, before + ac(rng));
-    }
-    std::vector<LatticeEnd> ends;
-    int32_t last = 0;
-    for (int32_t r = 0; r < n; ++r) last = std::max(last, rec[r].frame);
-    for (int32_t r = 0; r < n; ++r)
-      if (rec[r].frame >= last - 2) ends.push_back({r, ac(rng)});
+    const RandomLattice l = random_lattice(rng, words, 14, 4);
+    const WordRecordStore& rec = l.records;
+    const std::vector<LatticeEnd>& ends = l.ends;
     LatticeOptions o;
     o.language_weight = 1.5f;
     o.max_histories = 4096;
     const LatticePath got = lattice_best_path(rec, ends, lm, g.lm_id, g.spelling, g.filler, o);
 
-    // The reference: nodes as the pass defines them, every path walked.
-    std::map<std::tuple<int, int, int>, float> node;  // (word, start, end) -> acoustic
-    std::map<std::tuple<int, int, int>, float> tail;  // end nodes
-    auto key_of = [&](int32_t r) {
-      return std::make_tuple(rec[r].word, rec[r].prev >= 0 ? rec[rec[r].prev].frame : 0,
-                             rec[r].frame);
-    };
-    for (int32_t r = 0; r < n; ++r) {
-      const float a = rec[r].acoustic - (rec[r].prev >= 0 ? rec[rec[r].prev].acoustic : 0.0f);
-      auto [it, inserted] = node.emplace(key_of(r), a);
-      if (!inserted) it->second = std::min(it->second, a);
-    }
-    for (const LatticeEnd& e : ends) {
-      auto [it, inserted] = tail.emplace(key_of(e.record), e.tail_acoustic);
-      if (!inserted) it->second = std::min(it->second, e.tail_acoustic);
-    }
+    // The reference: every path through the nodes walked.
     const double lw = o.language_weight;
     auto lm_cost = [&](const std::vector<int>& h, int w) {
       const size_t from = h.size() > 2 ? h.size() - 2 : 0;
@@ -191,8 +205,8 @@ TEST(WordLattice, EqualsAnExhaustiveSearchOnRandomLattices) {
     std::vector<int32_t> best_words, path;
     std::function<void(int, double, std::vector<int>&)> walk = [&](int at, double cost,
                                                                    std::vector<int>& hist) {
-      for (const auto& [k, a] : node) {
-        const auto [w, s, e] = k;
+      for (const auto& [k, a] : l.node) {
+        const auto [s, w, e] = k;
         if (s != at) continue;
         double c = cost + a;
         const bool filler = g.filler[static_cast<size_t>(w)] != 0;
@@ -204,8 +218,8 @@ TEST(WordLattice, EqualsAnExhaustiveSearchOnRandomLattices) {
           hist.push_back(g.lm_id[static_cast<size_t>(w)]);
         }
         path.push_back(w);
-        auto t = tail.find(k);
-        if (t != tail.end()) {
+        auto t = l.tail.find(k);
+        if (t != l.tail.end()) {
           const double total = c + t->second + lm_cost(hist, lm.word_id("</s>"));
           if (total < best) {
             best = total;
@@ -250,42 +264,13 @@ TEST(WordLattice, KeepsTheCheapestHistoriesPerBoundary) {
     const testing::LmPair lms = testing::random_lm_pair(rng, words, 0.7, 0.5, 0.5);
     const NgramModel& lm = *lms.full;
     const GraphWords g = graph_words(lm, words);
-    WordRecordStore rec(1024);
-    std::uniform_int_distribution<int> word(0, words - 1), step(1, 3);
-    std::uniform_real_distribution<float> ac(5.0f, 30.0f);
-    const int n = 60;
-    for (int r = 0; r < n; ++r) {
-      std::uniform_int_distribution<int> prev(-1, r - 1);
-      const int32_t p = r == 0 ? -1 : prev(rng);
-      const int32_t start = p >= 0 ? rec[p].frame : 0;
-      const float before = p >= 0 ? rec[p].acoustic : 0.0f;
-      rec.append(word(rng), start + step(rng), p, 0.0f, before + ac(rng));
-    }
-    std::vector<LatticeEnd> ends;
-    int32_t last = 0;
-    for (int32_t r = 0; r < n; ++r) last = std::max(last, rec[r].frame);
-    for (int32_t r = 0; r < n; ++r)
-      if (rec[r].frame >= last - 2) ends.push_back({r, ac(rng)});
+    const RandomLattice l = random_lattice(rng, words, 60, 3);
     LatticeOptions o;
     o.language_weight = 1.5f;
     o.max_histories = 1 + trial % 3;
-    const LatticePath got = lattice_best_path(rec, ends, lm, g.lm_id, g.spelling, g.filler, o);
+    const LatticePath got =
+        lattice_best_path(l.records, l.ends, lm, g.lm_id, g.spelling, g.filler, o);
 
-    // Nodes (start, word, end) -> acoustic, and the ends' tails.
-    std::map<std::tuple<int, int, int>, float> node, tail;
-    auto key_of = [&](int32_t r) {
-      return std::make_tuple(rec[r].prev >= 0 ? rec[rec[r].prev].frame : 0, rec[r].word,
-                             rec[r].frame);
-    };
-    for (int32_t r = 0; r < n; ++r) {
-      const float a = rec[r].acoustic - (rec[r].prev >= 0 ? rec[rec[r].prev].acoustic : 0.0f);
-      auto [it, inserted] = node.emplace(key_of(r), a);
-      if (!inserted) it->second = std::min(it->second, a);
-    }
-    for (const LatticeEnd& e : ends) {
-      auto [it, inserted] = tail.emplace(key_of(e.record), e.tail_acoustic);
-      if (!inserted) it->second = std::min(it->second, e.tail_acoustic);
-    }
     const double lw = o.language_weight;
     const size_t keep = static_cast<size_t>(lm.order() - 1);
     auto lm_cost = [&](const std::vector<int>& h, int w) {
@@ -310,7 +295,7 @@ TEST(WordLattice, KeepsTheCheapestHistoriesPerBoundary) {
         here.resize(static_cast<size_t>(o.max_histories));
         ++bound_binds;
       }
-      for (const auto& [k, a] : node) {
+      for (const auto& [k, a] : l.node) {
         const auto [s, w, e] = k;
         if (s != b->first) continue;
         for (const auto& [cost, entry] : here) {
@@ -326,8 +311,8 @@ TEST(WordLattice, KeepsTheCheapestHistoriesPerBoundary) {
           }
           std::vector<int32_t> path = entry->second.words;
           path.push_back(w);
-          auto t = tail.find(k);
-          if (t != tail.end()) {
+          auto t = l.tail.find(k);
+          if (t != l.tail.end()) {
             const double total = c + t->second + lm_cost(hist, lm.word_id("</s>"));
             if (total < best) {
               best = total;

@@ -343,16 +343,7 @@ std::vector<SearchToken> CpuSearcher::fetch_live() {
 
 void CpuSearcher::collect_garbage_if_full() {
   if (!records_.needs_collection()) return;
-  // The lattice pass keeps every record of the utterance, up to its limit;
-  // past it the utterance's result is the Viterbi path.
-  if (keep_acoustic_ && !lattice_given_up_) {
-    if (records_.size() < options_.lattice.max_records) {
-      records_.grow(std::min<int64_t>(2 * records_.capacity(), options_.lattice.max_records));
-      stats_.record_capacity = records_.capacity();
-      return;
-    }
-    lattice_given_up_ = true;
-  }
+  if (grow_records_for_lattice(keep_acoustic_)) return;
   std::vector<int32_t> roots(live_.size());
   for (size_t i = 0; i < live_.size(); ++i) roots[i] = live_[i].record;
   stats_.records_collected += records_.collect(roots.data(), roots.size());

@@ -559,6 +559,19 @@ struct CudaSearcher::Impl {
       round_id = 0;
     }
   }
+  // The first `count` entries of the device array `from`, as T (the
+  // device's token type has the host's layout), on the host once the
+  // stream has run up to here.
+  template <class T>
+  std::vector<T> fetch(const void* from, size_t count, const char* what) {
+    std::vector<T> out(count);
+    if (count > 0) {
+      check(cudaMemcpyAsync(out.data(), from, count * sizeof(T), cudaMemcpyDeviceToHost, stream),
+            what);
+      sync();
+    }
+    return out;
+  }
   void sync() {
     const auto t0 = std::chrono::steady_clock::now();
     check(wait_for_stream(stream), "cudaStreamSynchronize");
@@ -1592,45 +1605,24 @@ std::vector<SearchToken> CudaSearcher::fetch_live() {
 std::vector<SearchToken> CudaSearcher::fetch_device_live() {
   Impl& m = *impl_;
   flush_records();
-  std::vector<SearchToken> out(m.live_count);
-  if (m.live_count > 0) {
-    check(cudaMemcpyAsync(out.data(), m.live[m.live_in].get(), m.live_count * sizeof(SearchToken),
-                          cudaMemcpyDeviceToHost, m.stream),
-          "cudaMemcpyAsync (live tokens)");
-    m.sync();
-  }
-  return out;
+  return m.fetch<SearchToken>(m.live[m.live_in].get(), m.live_count, "cudaMemcpyAsync (live tokens)");
 }
 
 std::vector<float> CudaSearcher::live_acoustic() {
   Impl& m = *impl_;
   if (!m.keep_acoustic) return {};
-  std::vector<float> out(m.live_count);
-  if (m.live_count > 0) {
-    check(cudaMemcpyAsync(out.data(), m.live_acoustic[m.live_in].get(), m.live_count * sizeof(float),
-                          cudaMemcpyDeviceToHost, m.stream),
-          "cudaMemcpyAsync (live acoustic parts)");
-    m.sync();
-  }
-  return out;
+  return m.fetch<float>(m.live_acoustic[m.live_in].get(), m.live_count,
+                 "cudaMemcpyAsync (live acoustic parts)");
 }
 
 void CudaSearcher::collect_garbage_if_full() {
   Impl& m = *impl_;
   if (records_.size() + m.pending_records < records_.capacity()) return;
   Impl::Section timed(m, &m.collect_seconds);
-  // The lattice pass keeps every record of the utterance, up to its limit
-  // (as CpuSearcher does); past it the utterance's result is the Viterbi
-  // path. The records on their way count: the store must take them.
-  if (m.keep_acoustic && !lattice_given_up_) {
-    flush_records();
-    if (records_.size() < options_.lattice.max_records) {
-      records_.grow(std::min<int64_t>(2 * records_.capacity(), options_.lattice.max_records));
-      stats_.record_capacity = records_.capacity();
-      return;
-    }
-    lattice_given_up_ = true;
-  }
+  // With the lattice pass the records on their way count: the store must
+  // take them before it is sized.
+  if (m.keep_acoustic && !lattice_given_up_) flush_records();
+  if (grow_records_for_lattice(m.keep_acoustic)) return;
   std::vector<SearchToken> live = fetch_device_live();
   std::vector<int32_t> roots(live.size());
   for (size_t i = 0; i < live.size(); ++i) roots[i] = live[i].record;

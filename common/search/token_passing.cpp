@@ -212,6 +212,17 @@ std::vector<std::string> Searcher::history_words(int32_t history) const {
   return rescorer_->history_words(history);
 }
 
+bool Searcher::grow_records_for_lattice(bool keeping) {
+  if (!keeping || lattice_given_up_) return false;
+  if (records_.size() < options_.lattice.max_records) {
+    records_.grow(std::min<int64_t>(2 * records_.capacity(), options_.lattice.max_records));
+    stats_.record_capacity = records_.capacity();
+    return true;
+  }
+  lattice_given_up_ = true;
+  return false;
+}
+
 void Searcher::reset_rescorer() {
   if (rescorer_ != nullptr) rescorer_->reset();
 }

@@ -412,6 +412,12 @@ class Searcher {
   }
   // Set when the utterance's records passed lattice.max_records.
   bool lattice_given_up_ = false;
+  // For a searcher whose record store is full: while the lattice pass keeps
+  // this utterance's records (`keeping`), the store grows instead of being
+  // collected, up to lattice.max_records; returns whether it grew. Past the
+  // limit the lattice is given up (the result is the Viterbi path) and the
+  // caller collects as without a lattice.
+  bool grow_records_for_lattice(bool keeping);
 
   // Histogram cutoff of pruning step 3: tokens in bins < the result survive.
   static int max_active_cutoff_bin(const std::vector<uint32_t>& histogram,

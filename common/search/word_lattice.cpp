@@ -71,110 +71,93 @@ struct PathState {
   HistoryKey history;
 };
 
-// The language costs computed so far, (history, word) -> cost, by open
-// addressing (each node's word is scored after every history the node's
-// boundary expands; std::unordered_map's allocated node per entry cost
-// about a fifth of the pass).
-class LmCostMemo {
+// A hash table by open addressing and linear probing, grown at half full,
+// for the pass's two hot maps below. std::unordered_map's allocated node
+// per entry made their lookups most of the pass's time. Traits give
+// `static Key empty()` (a key no entry has) and `static uint64_t
+// hash(const Key&)`; keys compare with ==.
+template <class Key, class Value, class Traits>
+class ProbingTable {
  public:
-  // The cost slot of (h, word); *added when it is new (then 0).
-  double* find_or_add(HistoryKey h, int32_t word, bool* added) {
-    if (2 * (size_ + 1) > histories_.size()) grow();
-    size_t i = home(h, word);
-    while (histories_[i] != kFree && (histories_[i] != h || words_[i] != word)) i = (i + 1) & mask_;
-    *added = histories_[i] == kFree;
+  // The value of `k`, or null.
+  Value* find(const Key& k) {
+    if (size_ == 0) return nullptr;
+    for (size_t i = home(k);; i = (i + 1) & mask_) {
+      if (slots_[i].key == k) return &slots_[i].value;
+      if (slots_[i].key == Traits::empty()) return nullptr;
+    }
+  }
+  // The value of `k`; *added when it is new (then Value{}).
+  Value* find_or_add(const Key& k, bool* added) {
+    if (2 * (size_ + 1) > slots_.size()) grow();
+    size_t i = home(k);
+    while (!(slots_[i].key == Traits::empty()) && !(slots_[i].key == k)) i = (i + 1) & mask_;
+    *added = slots_[i].key == Traits::empty();
     if (*added) {
-      histories_[i] = h;
-      words_[i] = word;
-      costs_[i] = 0.0;
+      slots_[i] = {k, Value{}};
       ++size_;
     }
-    return &costs_[i];
-  }
-
- private:
-  static constexpr HistoryKey kFree = ~HistoryKey{0};  // no history has both top bits set
-  size_t home(HistoryKey h, int32_t word) const {
-    const uint64_t k = h ^ (static_cast<uint64_t>(static_cast<uint32_t>(word)) * 0xC2B2AE3D27D4EB4Full);
-    return static_cast<size_t>((k * 0x9E3779B97F4A7C15ull) >> 32) & mask_;
-  }
-  void grow() {
-    std::vector<HistoryKey> old_h = std::move(histories_);
-    std::vector<int32_t> old_w = std::move(words_);
-    std::vector<double> old_c = std::move(costs_);
-    const size_t n = old_h.empty() ? 1024 : 2 * old_h.size();
-    histories_.assign(n, kFree);
-    words_.assign(n, 0);
-    costs_.assign(n, 0.0);
-    mask_ = n - 1;
-    size_ = 0;
-    bool added = false;
-    for (size_t i = 0; i < old_h.size(); ++i)
-      if (old_h[i] != kFree) *find_or_add(old_h[i], old_w[i], &added) = old_c[i];
-  }
-  std::vector<HistoryKey> histories_;
-  std::vector<int32_t> words_;
-  std::vector<double> costs_;
-  size_t mask_ = 0;
-  size_t size_ = 0;
-};
-
-// The paths arriving at one boundary, the best per history: history ->
-// state id, by open addressing. Every path a node extends probes it, and
-// std::unordered_map's allocated node per entry made those probes most of
-// the pass's time. Keys are never kNoHistory (a history's top two bits,
-// its word count, are at most 2).
-class ArrivalMap {
- public:
-  static constexpr HistoryKey kNoHistory = ~HistoryKey{0};
-  // The state id of `h`, or null.
-  int32_t* find(HistoryKey h) {
-    if (size_ == 0) return nullptr;
-    for (size_t i = home(h);; i = (i + 1) & mask_) {
-      if (keys_[i] == h) return &ids_[i];
-      if (keys_[i] == kNoHistory) return nullptr;
-    }
-  }
-  // Adds `h` (not present) with state id `id`.
-  void add(HistoryKey h, int32_t id) {
-    if (2 * (size_ + 1) > keys_.size()) grow();
-    size_t i = home(h);
-    while (keys_[i] != kNoHistory) i = (i + 1) & mask_;
-    keys_[i] = h;
-    ids_[i] = id;
-    ++size_;
+    return &slots_[i].value;
   }
   template <class F>
   void for_each(F f) const {
-    for (size_t i = 0; i < keys_.size(); ++i)
-      if (keys_[i] != kNoHistory) f(ids_[i]);
+    for (const Slot& slot : slots_)
+      if (!(slot.key == Traits::empty())) f(slot.value);
   }
   void release() {
-    std::vector<HistoryKey>().swap(keys_);
-    std::vector<int32_t>().swap(ids_);
+    std::vector<Slot>().swap(slots_);
+    mask_ = 0;
     size_ = 0;
   }
 
  private:
-  size_t home(HistoryKey h) const {
-    return static_cast<size_t>((h * 0x9E3779B97F4A7C15ull) >> 32) & mask_;
+  struct Slot {
+    Key key;
+    Value value;
+  };
+  size_t home(const Key& k) const {
+    return static_cast<size_t>((Traits::hash(k) * 0x9E3779B97F4A7C15ull) >> 32) & mask_;
   }
   void grow() {
-    std::vector<HistoryKey> old_keys = std::move(keys_);
-    std::vector<int32_t> old_ids = std::move(ids_);
-    const size_t n = old_keys.empty() ? 16 : 2 * old_keys.size();
-    keys_.assign(n, kNoHistory);
-    ids_.assign(n, -1);
+    std::vector<Slot> old = std::move(slots_);
+    const size_t n = old.empty() ? 16 : 2 * old.size();
+    slots_.assign(n, Slot{Traits::empty(), Value{}});
     mask_ = n - 1;
     size_ = 0;
-    for (size_t i = 0; i < old_keys.size(); ++i)
-      if (old_keys[i] != kNoHistory) add(old_keys[i], old_ids[i]);
+    bool added = false;
+    for (const Slot& slot : old)
+      if (!(slot.key == Traits::empty())) *find_or_add(slot.key, &added) = slot.value;
   }
-  std::vector<HistoryKey> keys_;
-  std::vector<int32_t> ids_;
+  std::vector<Slot> slots_;
   size_t mask_ = 0;
   size_t size_ = 0;
 };
+
+// No history has both top bits set (its word count is at most 2).
+constexpr HistoryKey kNoHistory = ~HistoryKey{0};
+
+// The language costs computed so far, (history, word) -> cost: each
+// node's word is scored after every history its boundary expands.
+struct HistoryWord {
+  HistoryKey history;
+  int32_t word;
+  bool operator==(const HistoryWord& o) const { return history == o.history && word == o.word; }
+};
+struct HistoryWordTraits {
+  static HistoryWord empty() { return {kNoHistory, 0}; }
+  static uint64_t hash(const HistoryWord& k) {
+    return k.history ^ (static_cast<uint64_t>(static_cast<uint32_t>(k.word)) * 0xC2B2AE3D27D4EB4Full);
+  }
+};
+using LmCostMemo = ProbingTable<HistoryWord, double, HistoryWordTraits>;
+
+// The paths arriving at one boundary, the best per history: history ->
+// state id. Every path a node extends probes it.
+struct HistoryTraits {
+  static HistoryKey empty() { return kNoHistory; }
+  static uint64_t hash(HistoryKey h) { return h; }
+};
+using ArrivalMap = ProbingTable<HistoryKey, int32_t, HistoryTraits>;
 
 }  // namespace
 
@@ -264,7 +247,7 @@ LatticePath lattice_best_path(const WordRecordStore& records, const std::vector<
   LmCostMemo lm_cost_memo;
   auto lm_cost = [&](HistoryKey h, int word) {
     bool added = false;
-    double* cost = lm_cost_memo.find_or_add(h, word, &added);
+    double* cost = lm_cost_memo.find_or_add({h, word}, &added);
     if (added) {
       int words[2];
       const int n = unpack_history(h, words);
@@ -309,7 +292,8 @@ LatticePath lattice_best_path(const WordRecordStore& records, const std::vector<
       keep > 0 && sentence_start != NgramModel::kNoWord ? pack_history(&sentence_start, 1)
                                                         : pack_history(nullptr, 0);
   states.push_back({-1, -1, 0.0, start_history});
-  arrivals[0].add(start_history, 0);
+  bool added = false;
+  *arrivals[0].find_or_add(start_history, &added) = 0;
   double best_total = std::numeric_limits<double>::infinity();
   int32_t best_state = -1;
   std::vector<std::pair<double, int32_t>> here;  // (cost, state) arriving at a boundary
@@ -362,7 +346,7 @@ LatticePath lattice_best_path(const WordRecordStore& records, const std::vector<
         const int32_t id = static_cast<int32_t>(states.size());
         states.push_back({m, s, c, next});
         if (better_arrival && held != nullptr) *held = id;
-        if (better_arrival && held == nullptr) next_arrivals.add(next, id);
+        if (better_arrival && held == nullptr) *next_arrivals.find_or_add(next, &added) = id;
         if (better_arrival && heap != nullptr) {
           heap->push_back(c);
           std::push_heap(heap->begin(), heap->end());
