@@ -6,11 +6,13 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <deque>
 #include <mutex>
 #include <random>
 #include <stdexcept>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -159,6 +161,48 @@ TEST(FiberPool, HandOffsToAnotherThreadLoseNothing) {
     EXPECT_EQ(wrong[k], 0) << "fiber " << k << " read a wrong answer";
     EXPECT_EQ(moved[k], 0) << "fiber " << k << " changed threads";
   }
+}
+
+// Work run off a fiber frees its worker: with one worker thread, fiber A's
+// off-fiber work waits for fiber B to have run, which it can only do if A's
+// thread is B's to run on (else the wait gives up after 20 s and the test
+// fails). What the work throws comes back to the fiber; on a plain thread
+// the work runs on that thread.
+TEST(FiberPool, WorkOffTheFiberLetsItsWorkerRunOthers) {
+  std::mutex mutex;
+  std::condition_variable cv;
+  bool b_ran = false, a_saw_b = false, a_caught = false;
+  std::thread::id worker, work_thread;
+  std::vector<std::function<void()>> tasks;
+  tasks.push_back([&] {
+    worker = std::this_thread::get_id();
+    run_off_fiber([&] {
+      work_thread = std::this_thread::get_id();
+      std::unique_lock<std::mutex> lock(mutex);
+      a_saw_b = cv.wait_for(lock, std::chrono::seconds(20), [&] { return b_ran; });
+    });
+    EXPECT_EQ(std::this_thread::get_id(), worker);  // back on its own thread
+    try {
+      run_off_fiber([] { throw std::runtime_error("off the fiber"); });
+    } catch (const std::runtime_error& e) {
+      a_caught = std::string(e.what()) == "off the fiber";
+    }
+  });
+  tasks.push_back([&] {
+    std::lock_guard<std::mutex> lock(mutex);
+    b_ran = true;
+    cv.notify_all();
+  });
+  const std::vector<std::exception_ptr> errors = run_fibers(std::move(tasks), 1);
+  EXPECT_FALSE(errors[0]);
+  EXPECT_FALSE(errors[1]);
+  EXPECT_TRUE(a_saw_b);
+  EXPECT_TRUE(a_caught);
+  EXPECT_NE(work_thread, worker);
+
+  std::thread::id here;
+  run_off_fiber([&] { here = std::this_thread::get_id(); });
+  EXPECT_EQ(here, std::this_thread::get_id());
 }
 
 }  // namespace

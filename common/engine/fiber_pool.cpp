@@ -137,9 +137,82 @@ void work(Worker& w, std::vector<Fiber*> mine) {
   }
 }
 
+// run_off_fiber's helper threads and their queue of jobs.
+class HelperThreads {
+ public:
+  struct Job {
+    const std::function<void()>* work = nullptr;
+    Fiber* fiber = nullptr;
+    std::exception_ptr error;
+  };
+  void submit(Job* job) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (threads_.empty()) {
+      const unsigned n = std::max(1u, std::thread::hardware_concurrency());
+      for (unsigned i = 0; i < n; ++i) threads_.emplace_back([this] { serve(); });
+    }
+    jobs_.push_back(job);
+    cv_.notify_one();
+  }
+  ~HelperThreads() {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      stop_ = true;
+      cv_.notify_all();
+    }
+    for (std::thread& t : threads_) t.join();
+  }
+
+ private:
+  void serve() {
+    for (;;) {
+      Job* job = nullptr;
+      {
+        std::unique_lock<std::mutex> lock(mutex_);
+        cv_.wait(lock, [&] { return stop_ || !jobs_.empty(); });
+        if (jobs_.empty()) return;
+        job = jobs_.front();
+        jobs_.pop_front();
+      }
+      try {
+        (*job->work)();
+      } catch (...) {
+        job->error = std::current_exception();
+      }
+      // The job lives on the fiber's stack: not touched after the resume.
+      Fiber* f = job->fiber;
+      resume_fiber(f);
+    }
+  }
+  std::mutex mutex_;
+  std::condition_variable cv_;
+  std::deque<Job*> jobs_;
+  std::vector<std::thread> threads_;
+  bool stop_ = false;
+};
+
+HelperThreads& helper_threads() {
+  static HelperThreads helpers;
+  return helpers;
+}
+
 }  // namespace
 
 Fiber* current_fiber() { return t_current; }
+
+void run_off_fiber(const std::function<void()>& work) {
+  Fiber* f = t_current;
+  if (f == nullptr) {
+    work();
+    return;
+  }
+  HelperThreads::Job job;
+  job.work = &work;
+  job.fiber = f;
+  helper_threads().submit(&job);
+  suspend_fiber();  // a resume that came first is kept (suspend_fiber)
+  if (job.error) std::rethrow_exception(job.error);
+}
 
 void suspend_fiber() {
   Fiber* f = t_current;

@@ -51,4 +51,14 @@ void yield_fiber();
 // caller must not touch what `f`'s stack holds: the fiber may already run.
 void resume_fiber(Fiber* f);
 
+// Runs `work` and returns when it has, rethrowing what it threw. On a
+// fiber, `work` runs on one of a few shared helper threads (as many as the
+// machine has cores, started at the first call) while the fiber gives its
+// worker thread to the worker's other fibers; on a plain thread it runs
+// here. For host work long enough that the worker's other fibers, each a
+// stream waiting to hand the device its next round, would otherwise stall
+// behind it: the word-lattice pass at an utterance's end takes tens of
+// milliseconds, hundreds of rounds' time (docs/benchmarks.md).
+void run_off_fiber(const std::function<void()>& work);
+
 }  // namespace gpuspeech
