@@ -7,7 +7,6 @@
 #include <stdexcept>
 #include <string>
 #include <tuple>
-#include <unordered_map>
 
 #include "common/model/ngram_model.h"
 
@@ -52,12 +51,6 @@ int unpack_history(HistoryKey k, int* words) {
   return n;
 }
 
-struct PairHash {
-  size_t operator()(const std::pair<uint64_t, int32_t>& k) const {
-    return std::hash<uint64_t>()(k.first * 0x9E3779B97F4A7C15ull ^ static_cast<uint32_t>(k.second));
-  }
-};
-
 struct Node {
   int32_t word, start, end;
   float acoustic;
@@ -72,7 +65,7 @@ struct PathState {
 };
 
 // A hash table by open addressing and linear probing, grown at half full,
-// for the pass's two hot maps below. std::unordered_map's allocated node
+// for the pass's hot maps below. std::unordered_map's allocated node
 // per entry made their lookups most of the pass's time. Traits give
 // `static Key empty()` (a key no entry has) and `static uint64_t
 // hash(const Key&)`; keys compare with ==.
@@ -159,6 +152,20 @@ struct HistoryTraits {
 };
 using ArrivalMap = ProbingTable<HistoryKey, int32_t, HistoryTraits>;
 
+// The nodes made so far: (word, start, end) -> node index.
+struct NodeKey {
+  uint64_t word_start;  // the word's id in the high half, its start in the low
+  int32_t end;
+  bool operator==(const NodeKey& o) const { return word_start == o.word_start && end == o.end; }
+};
+struct NodeKeyTraits {
+  static NodeKey empty() { return {~uint64_t{0}, 0}; }  // no word id is all ones
+  static uint64_t hash(const NodeKey& k) {
+    return k.word_start ^ (static_cast<uint64_t>(static_cast<uint32_t>(k.end)) * 0xC2B2AE3D27D4EB4Full);
+  }
+};
+using NodeIndex = ProbingTable<NodeKey, int32_t, NodeKeyTraits>;
+
 }  // namespace
 
 LatticePath lattice_best_path(const WordRecordStore& records, const std::vector<LatticeEnd>& ends,
@@ -176,25 +183,26 @@ LatticePath lattice_best_path(const WordRecordStore& records, const std::vector<
   // Nodes: records with the same (word, start, end), lowest acoustic cost.
   std::vector<Node> nodes;
   std::vector<int32_t> node_of_record(static_cast<size_t>(records.size()), -1);
-  std::unordered_map<std::pair<uint64_t, int32_t>, int32_t, PairHash> index;
+  NodeIndex index;
   int32_t last_boundary = 0;
   for (int32_t r = 0; r < records.size(); ++r) {
     const WordRecord& rec = records[r];
     const int32_t start = rec.prev >= 0 ? records[rec.prev].frame : 0;
     if (rec.frame <= start) continue;  // no frame of its own: nothing to score
     const float acoustic = rec.acoustic - (rec.prev >= 0 ? records[rec.prev].acoustic : 0.0f);
-    const std::pair<uint64_t, int32_t> key{
-        (static_cast<uint64_t>(static_cast<uint32_t>(rec.word)) << 32) |
-            static_cast<uint32_t>(start),
-        rec.frame};
-    auto [it, inserted] = index.try_emplace(key, static_cast<int32_t>(nodes.size()));
+    const NodeKey key{(static_cast<uint64_t>(static_cast<uint32_t>(rec.word)) << 32) |
+                          static_cast<uint32_t>(start),
+                      rec.frame};
+    bool inserted = false;
+    int32_t* index_of = index.find_or_add(key, &inserted);
     if (inserted) {
+      *index_of = static_cast<int32_t>(nodes.size());
       nodes.push_back({rec.word, start, rec.frame, acoustic, kInf});
     } else {
-      Node& n = nodes[static_cast<size_t>(it->second)];
+      Node& n = nodes[static_cast<size_t>(*index_of)];
       n.acoustic = std::min(n.acoustic, acoustic);
     }
-    node_of_record[static_cast<size_t>(r)] = it->second;
+    node_of_record[static_cast<size_t>(r)] = *index_of;
     last_boundary = std::max(last_boundary, rec.frame);
   }
   out.nodes = static_cast<int64_t>(nodes.size());
@@ -298,8 +306,12 @@ LatticePath lattice_best_path(const WordRecordStore& records, const std::vector<
   int32_t best_state = -1;
   std::vector<std::pair<double, int32_t>> here;  // (cost, state) arriving at a boundary
   // Per arriving path, the language cost of the word at hand and the
-  // history after it.
+  // history after it, looked up when first needed (kNotYet before).
   std::vector<std::pair<double, HistoryKey>> after;
+  constexpr double kNotYet = -std::numeric_limits<double>::infinity();
+  // A lower bound on any word's language cost: the LM's part is never
+  // negative (a probability is at most 1), the rest is a fixed cost.
+  const double least_language = std::min({0.0, word_cost, silence_cost, filler_cost});
   for (size_t u = 0; u < used.size();) {
     const int32_t b = nodes[static_cast<size_t>(used[u])].start;
     size_t u_end = u;
@@ -319,27 +331,44 @@ LatticePath lattice_best_path(const WordRecordStore& records, const std::vector<
       const Node& node = nodes[static_cast<size_t>(m)];
       if (node.word != word) {
         word = node.word;
-        after.resize(here.size());
-        for (size_t k = 0; k < here.size(); ++k)
-          after[k].first = language(states[static_cast<size_t>(here[k].second)].history, word,
-                                    &after[k].second);
+        after.assign(here.size(), {kNotYet, HistoryKey{0}});
       }
       auto& next_arrivals = arrivals[static_cast<size_t>(node.end)];
+      const bool is_end = std::isfinite(node.end_tail);
+      // The first costs of the histories kept at the node's end (a max-heap).
+      std::vector<double>& bound = first_costs[static_cast<size_t>(node.end)];
       for (size_t k = 0; k < here.size(); ++k) {
         const auto [cost, s] = here[k];
+        // The paths come cheapest first and the bound only falls: once a
+        // path's cost before its language part is past the bound (and,
+        // at an end, past the best total), so are the rest's, whatever
+        // their language costs (never below least_language): no more
+        // lookups for this node.
+        const double floor = cost + node.acoustic + least_language;
+        if (bound.size() >= max_histories && floor > bound.front() &&
+            (!is_end || floor + node.end_tail > best_total))
+          break;
+        if (after[k].first == kNotYet)
+          after[k].first = language(states[static_cast<size_t>(s)].history, word, &after[k].second);
         const HistoryKey next = after[k].second;
         const double c = cost + node.acoustic + after[k].first;
-        const double total = std::isfinite(node.end_tail)
-                                 ? c + node.end_tail + end_cost(next)
-                                 : std::numeric_limits<double>::infinity();
-        int32_t* held = next_arrivals.find(next);
+        const double total = is_end ? c + node.end_tail + end_cost(next)
+                                    : std::numeric_limits<double>::infinity();
+        // Above a full heap's top, the path cannot be among the boundary's
+        // max_histories expanded ones whatever its history, new or held:
+        // that many histories there cost at most the top already. So the
+        // arrivals are not even looked up (most paths are such).
+        const bool past_bound = bound.size() >= max_histories && c > bound.front();
+        int32_t* held = past_bound ? nullptr : next_arrivals.find(next);
         bool better_arrival;
         std::vector<double>* heap = nullptr;
-        if (held != nullptr) {
+        if (past_bound) {
+          better_arrival = false;
+        } else if (held != nullptr) {
           better_arrival = c < states[static_cast<size_t>(*held)].cost;
         } else {
-          heap = &first_costs[static_cast<size_t>(node.end)];
-          better_arrival = heap->size() < max_histories || c <= heap->front();
+          heap = &bound;
+          better_arrival = true;
         }
         const bool better_end = total < best_total;
         if (!better_arrival && !better_end) continue;
