@@ -197,14 +197,6 @@ TEST(TokenPassingCuda, IdenticalToCpuOnRandomGraphs) {
   plain_trials(99, 12);
 }
 
-// Word-end rescoring (token_passing.h): the device's word-end events go to
-// the host rescorer and back; the result must be the CPU's, tokens with
-// their LM histories included, for K = 1 .. 4 slots, with ties, heavy
-// states, pruning that bites and garbage collection. Random searches,
-// compared after every block of 15 frames; returns the CUDA searchers'
-// statistics summed over the trials. `long_chains`, if given, is set when
-// a searcher chained several frames a launch with the device's rescoring
-// (so that frames ended inside chains).
 // One random rescoring search's graph, LM pair, scores and options, drawn
 // in that order: quantised costs and scores on even trials, heavy states
 // on every third, 1-4 LM histories a state.
@@ -226,6 +218,14 @@ RescoringTrial rescoring_trial(std::mt19937& rng, int trial) {
   return t;
 }
 
+// Word-end rescoring (token_passing.h): the device's word-end events go to
+// the host rescorer and back; the result must be the CPU's, tokens with
+// their LM histories included, for K = 1 .. 4 slots, with ties, heavy
+// states, pruning that bites and garbage collection. Random searches,
+// compared after every block of 15 frames; returns the CUDA searchers'
+// statistics summed over the trials. `long_chains`, if given, is set when
+// a searcher chained several frames a launch with the device's rescoring
+// (so that frames ended inside chains).
 SearchStats rescoring_trials(uint32_t seed, int trials, bool* long_chains = nullptr) {
   std::mt19937 rng(seed);
   SearchStats sum;
