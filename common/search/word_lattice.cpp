@@ -337,6 +337,9 @@ LatticePath lattice_best_path(const WordRecordStore& records, const std::vector<
       const bool is_end = std::isfinite(node.end_tail);
       // The first costs of the histories kept at the node's end (a max-heap).
       std::vector<double>& bound = first_costs[static_cast<size_t>(node.end)];
+      auto above_bound = [&](double cost) {
+        return bound.size() >= max_histories && cost > bound.front();
+      };
       for (size_t k = 0; k < here.size(); ++k) {
         const auto [cost, s] = here[k];
         // The paths come cheapest first and the bound only falls: once a
@@ -345,8 +348,7 @@ LatticePath lattice_best_path(const WordRecordStore& records, const std::vector<
         // their language costs (never below least_language): no more
         // lookups for this node.
         const double floor = cost + node.acoustic + least_language;
-        if (bound.size() >= max_histories && floor > bound.front() &&
-            (!is_end || floor + node.end_tail > best_total))
+        if (above_bound(floor) && (!is_end || floor + node.end_tail > best_total))
           break;
         if (after[k].first == kNotYet)
           after[k].first = language(states[static_cast<size_t>(s)].history, word, &after[k].second);
@@ -358,30 +360,23 @@ LatticePath lattice_best_path(const WordRecordStore& records, const std::vector<
         // max_histories expanded ones whatever its history, new or held:
         // that many histories there cost at most the top already. So the
         // arrivals are not even looked up (most paths are such).
-        const bool past_bound = bound.size() >= max_histories && c > bound.front();
+        const bool past_bound = above_bound(c);
         int32_t* held = past_bound ? nullptr : next_arrivals.find(next);
-        bool better_arrival;
-        std::vector<double>* heap = nullptr;
-        if (past_bound) {
-          better_arrival = false;
-        } else if (held != nullptr) {
-          better_arrival = c < states[static_cast<size_t>(*held)].cost;
-        } else {
-          heap = &bound;
-          better_arrival = true;
-        }
+        const bool better_arrival =
+            !past_bound && (held == nullptr || c < states[static_cast<size_t>(*held)].cost);
         const bool better_end = total < best_total;
         if (!better_arrival && !better_end) continue;
         const int32_t id = static_cast<int32_t>(states.size());
         states.push_back({m, s, c, next});
-        if (better_arrival && held != nullptr) *held = id;
-        if (better_arrival && held == nullptr) *next_arrivals.find_or_add(next, &added) = id;
-        if (better_arrival && heap != nullptr) {
-          heap->push_back(c);
-          std::push_heap(heap->begin(), heap->end());
-          if (heap->size() > max_histories) {
-            std::pop_heap(heap->begin(), heap->end());
-            heap->pop_back();
+        if (better_arrival && held != nullptr) {
+          *held = id;
+        } else if (better_arrival) {  // a new history there: its first cost joins the bound
+          *next_arrivals.find_or_add(next, &added) = id;
+          bound.push_back(c);
+          std::push_heap(bound.begin(), bound.end());
+          if (bound.size() > max_histories) {
+            std::pop_heap(bound.begin(), bound.end());
+            bound.pop_back();
           }
         }
         if (better_end) {
