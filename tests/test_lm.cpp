@@ -339,6 +339,43 @@ TEST(NgramModel, ViewOverCopiedArraysScoresExactlyAsTheModel) {
   EXPECT_GT(backed_off, 0u);
 }
 
+// A history's contexts looked up once (ngram_context), then many words
+// scored after it: each to the model's float, with the same n-gram length.
+TEST(NgramModel, ScoresAfterAContextLookedUpOnceAreTheModels) {
+  const unsigned seed = test_seed();
+  SCOPED_TRACE("seed " + std::to_string(seed));
+  std::mt19937 rng(seed);
+  size_t queries = 0, backed_off = 0, short_contexts = 0;
+  for (int trial = 0; trial < 100; ++trial) {
+    ReferenceLm lm;
+    int vocab = 0;
+    const NgramModel m = parse_arpa_lm(random_arpa(rng, lm, vocab), "random.arpa");
+    const NgramView view = m.view();
+    std::uniform_int_distribution<int> word(0, vocab - 1);
+    for (int q = 0; q < 30; ++q) {
+      std::vector<int> h(std::uniform_int_distribution<int>(0, 4)(rng));
+      for (int& x : h) x = word(rng);
+      const int k = std::min<int>(static_cast<int>(h.size()), m.order() - 1);
+      std::vector<int> recent(h.rbegin(), h.rbegin() + k);
+      const NgramContext ctx = ngram_context(view, recent.data(), k);
+      short_contexts += ctx.listed < k;
+      for (int v = 0; v < vocab; ++v) {
+        int length = 0, got_length = 0;
+        const float expect = m.score_log10(h.data(), h.size(), v, &length);
+        const float got = ngram_score_log10(view, ctx, v, &got_length);
+        ASSERT_EQ(got, expect) << "trial " << trial << " history " << q << " word " << v;
+        ASSERT_EQ(got_length, length);
+        backed_off += length <= k;
+        ++queries;
+      }
+    }
+  }
+  std::printf("%zu queries, %zu backed off, %zu histories with an unlisted context\n", queries,
+              backed_off, short_contexts);
+  EXPECT_GT(backed_off, 0u);
+  EXPECT_GT(short_contexts, 0u);
+}
+
 TEST(NgramModel, HandWorkedBackoff) {
   // P(c | a b) listed; P(d | a b) = BO(a b) + BO(b) + P(d); P(c | x b) =
   // P(c | b) since "x b" is not listed (BO 1); "b c" is missing, so the

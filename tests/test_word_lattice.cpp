@@ -333,6 +333,50 @@ TEST(WordLattice, KeepsTheCheapestHistoriesPerBoundary) {
   EXPECT_GT(bound_binds, 20);  // the limit decided something
 }
 
+// The pass looks first only for paths no costlier than the ends' own
+// record chains (the search's result is one). When the history bound has
+// dropped every such path, it must still give the best path the bound
+// leaves, as without that first look, not nothing.
+TEST(WordLattice, GivesWhatTheHistoryBoundLeavesWhenItDropsTheChains) {
+  std::vector<std::string> vocab{"<s>", "</s>", "w1", "w2", "w3"};
+  NgramList uni, bi;
+  uni.order = 1;
+  bi.order = 2;
+  for (size_t w = 0; w < vocab.size(); ++w) {
+    uni.words.push_back(static_cast<uint32_t>(w));
+    uni.log10_prob.push_back(w == 0 ? -99.0f : -1.0f);
+    uni.log10_backoff.push_back(0.0f);
+  }
+  auto add_bigram = [&](uint32_t a, uint32_t b, float p) {
+    bi.words.insert(bi.words.end(), {a, b});
+    bi.log10_prob.push_back(p);
+    bi.log10_backoff.push_back(0.0f);
+  };
+  add_bigram(2, 4, -3.0f);  // w1 w3: unlikely
+  add_bigram(3, 4, -0.1f);  // w2 w3: likely
+  auto lm = std::make_shared<const NgramModel>(NgramModel::build(vocab, {uni, bi}, "bigram.arpa"));
+  const GraphWords g = graph_words(*lm, 4);
+  WordRecordStore rec(64);
+  rec.append(1, 10, -1, 0.0f, 10.0f);                     // w1, frames 0-10: 10
+  const int32_t b = rec.append(2, 10, -1, 0.0f, 12.0f);   // w2, frames 0-10: 12
+  const int32_t c = rec.append(3, 20, b, 0.0f, 22.0f);    // w3 after w2, frames 10-20: 10
+  LatticeOptions o;
+  o.language_weight = 1.0f;
+  // One history at boundary 10: w1's, the cheaper there; so w1 w3, dearer
+  // than the record chain w2 w3 by 2 acoustic less 2.9 ln 10 of LM.
+  o.max_histories = 1;
+  const LatticePath one = lattice_best_path(rec, {{c, 0.0f}}, *lm, g.lm_id, g.spelling, g.filler, o);
+  ASSERT_TRUE(one.found);
+  EXPECT_EQ(words_of(one), (std::vector<int32_t>{1, 3}));
+  const double ln10 = std::log(10.0), wip = -std::log(0.65);
+  EXPECT_NEAR(one.cost, 10 + ln10 + wip + 10 + 3 * ln10 + wip + ln10, 1e-3);
+  o.max_histories = 2;
+  const LatticePath two = lattice_best_path(rec, {{c, 0.0f}}, *lm, g.lm_id, g.spelling, g.filler, o);
+  ASSERT_TRUE(two.found);
+  EXPECT_EQ(words_of(two), (std::vector<int32_t>{2, 3}));
+  EXPECT_NEAR(two.cost, 12 + ln10 + wip + 10 + 0.1 * ln10 + wip + ln10, 1e-3);
+}
+
 TEST(WordLattice, RejectsBadOptions) {
   LatticeOptions o;
   o.language_weight = -1.0f;

@@ -9,6 +9,7 @@
 #include <tuple>
 
 #include "common/model/ngram_model.h"
+#include "common/model/ngram_view.h"
 
 namespace gpuspeech {
 
@@ -129,21 +130,6 @@ class ProbingTable {
 // No history has both top bits set (its word count is at most 2).
 constexpr HistoryKey kNoHistory = ~HistoryKey{0};
 
-// The language costs computed so far, (history, word) -> cost: each
-// node's word is scored after every history its boundary expands.
-struct HistoryWord {
-  HistoryKey history;
-  int32_t word;
-  bool operator==(const HistoryWord& o) const { return history == o.history && word == o.word; }
-};
-struct HistoryWordTraits {
-  static HistoryWord empty() { return {kNoHistory, 0}; }
-  static uint64_t hash(const HistoryWord& k) {
-    return k.history ^ (static_cast<uint64_t>(static_cast<uint32_t>(k.word)) * 0xC2B2AE3D27D4EB4Full);
-  }
-};
-using LmCostMemo = ProbingTable<HistoryWord, double, HistoryWordTraits>;
-
 // The paths arriving at one boundary, the best per history: history ->
 // state id. Every path a node extends probes it.
 struct HistoryTraits {
@@ -166,6 +152,9 @@ struct NodeKeyTraits {
 };
 using NodeIndex = ProbingTable<NodeKey, int32_t, NodeKeyTraits>;
 
+// Each history's LM contexts, looked up once a pass.
+using ContextTable = ProbingTable<HistoryKey, NgramContext, HistoryTraits>;
+
 }  // namespace
 
 LatticePath lattice_best_path(const WordRecordStore& records, const std::vector<LatticeEnd>& ends,
@@ -178,6 +167,7 @@ LatticePath lattice_best_path(const WordRecordStore& records, const std::vector<
                                 "; the lattice pass takes order 3 or less");
   const int keep = lm.order() - 1;
   constexpr float kInf = std::numeric_limits<float>::infinity();
+  constexpr double kInfCost = std::numeric_limits<double>::infinity();
   LatticePath out;
 
   // Nodes: records with the same (word, start, end), lowest acoustic cost.
@@ -216,6 +206,7 @@ LatticePath lattice_best_path(const WordRecordStore& records, const std::vector<
     any_end = true;
   }
   if (!any_end) return out;
+  const size_t boundaries = static_cast<size_t>(last_boundary) + 1;
 
   // The nodes by start, and by word within a start: the programme below
   // then computes a word's language cost after each arriving history once
@@ -233,7 +224,7 @@ LatticePath lattice_best_path(const WordRecordStore& records, const std::vector<
   // Of them, those from which an end can be reached, walked from the last
   // start back: the nodes that start where a node ends start later, so
   // they are decided first.
-  std::vector<uint8_t> reaches_end_from(static_cast<size_t>(last_boundary) + 1, 0);
+  std::vector<uint8_t> reaches_end_from(boundaries, 0);
   std::vector<int32_t> used;
   for (auto it = order.rbegin(); it != order.rend(); ++it) {
     const Node& node = nodes[static_cast<size_t>(*it)];
@@ -245,46 +236,107 @@ LatticePath lattice_best_path(const WordRecordStore& records, const std::vector<
   std::reverse(used.begin(), used.end());
   out.nodes_used = static_cast<int64_t>(used.size());
 
-  // Language costs, memoised per (history, word).
+  // Language costs.
   const double lw = options.language_weight;
   const double word_cost = -std::log(static_cast<double>(options.word_insertion_penalty));
   const double silence_cost = -std::log(static_cast<double>(options.silence_prob));
   const double filler_cost = -std::log(static_cast<double>(options.filler_prob));
   const int sentence_start = lm.word_id("<s>");
   const int sentence_end = lm.word_id("</s>");
-  LmCostMemo lm_cost_memo;
+  // Each history's back-off contexts are looked up once (ngram_view.h),
+  // leaving one or two searches of the trie per word: the score is then
+  // NgramModel::score_ln's to the bit. (A memo of the costs per history
+  // and word, tried before this, was slower: most pairs come once.)
+  const NgramView view = lm.view();
+  const double ln10 = std::log(10.0);
+  ContextTable contexts;
   auto lm_cost = [&](HistoryKey h, int word) {
     bool added = false;
-    double* cost = lm_cost_memo.find_or_add({h, word}, &added);
+    NgramContext* ctx = contexts.find_or_add(h, &added);
     if (added) {
-      int words[2];
+      int words[2], recent[2];
       const int n = unpack_history(h, words);
-      *cost = -lw * lm.score_ln(words, static_cast<size_t>(n), word);
+      for (int i = 0; i < n; ++i) recent[i] = words[n - 1 - i];
+      *ctx = ngram_context(view, recent, n);
     }
-    return *cost;
+    return -lw * (static_cast<double>(ngram_score_log10(view, *ctx, word)) * ln10);
+  };
+  // The cost of `word` that needs no LM: a filler's, or a word's insertion
+  // penalty; *lm_word gets the word's id in the LM, -1 for a filler.
+  auto fixed_cost = [&](int32_t word, int* lm_word) {
+    const size_t i = static_cast<size_t>(word);
+    *lm_word = i < full_of_graph.size() ? full_of_graph[i] : -1;
+    if ((i < word_is_filler.size() && word_is_filler[i]) || *lm_word < 0) {
+      *lm_word = -1;
+      return i < graph_words.size() && graph_words[i] == "<sil>" ? silence_cost : filler_cost;
+    }
+    return word_cost;
   };
   // The language cost of `word` after `h`, and the history after it.
   auto language = [&](HistoryKey h, int32_t word, HistoryKey* next) {
-    const size_t w = static_cast<size_t>(word);
-    const int full = w < full_of_graph.size() ? full_of_graph[w] : -1;
-    if ((w < word_is_filler.size() && word_is_filler[w]) || full < 0) {
+    int full = -1;
+    const double fixed = fixed_cost(word, &full);
+    if (full < 0) {
       *next = h;
-      return w < graph_words.size() && graph_words[w] == "<sil>" ? silence_cost : filler_cost;
+      return fixed;
     }
     int words[3];
     int n = unpack_history(h, words);
     words[n++] = full;
     const int from = std::max(0, n - keep);
     *next = pack_history(words + from, n - from);
-    return lm_cost(h, full) + word_cost;
+    return lm_cost(h, full) + fixed;
   };
   auto end_cost = [&](HistoryKey h) {
     return sentence_end == NgramModel::kNoWord ? 0.0 : lm_cost(h, sentence_end);
   };
+  // A lower bound on any word's language cost: the LM's part is never
+  // negative (a probability is at most 1), the rest is a fixed cost.
+  const double least_language = std::min({0.0, word_cost, silence_cost, filler_cost});
+
+  // A lower bound on the cost from each boundary to an end: the nodes'
+  // acoustic costs and fixed costs, the LM's parts taken as 0. With an
+  // upper bound on the best total, a path whose cost plus the bound from
+  // where it arrives is above it cannot be the best, nor lead to it.
+  std::vector<double> to_end(boundaries, kInfCost);
+  for (auto it = used.rbegin(); it != used.rend(); ++it) {
+    const Node& node = nodes[static_cast<size_t>(*it)];
+    int full = -1;
+    const double after = std::min(
+        std::isfinite(node.end_tail) ? static_cast<double>(node.end_tail) : kInfCost,
+        to_end[static_cast<size_t>(node.end)]);
+    double& from_start = to_end[static_cast<size_t>(node.start)];
+    from_start = std::min(from_start, node.acoustic + fixed_cost(node.word, &full) + after);
+  }
+  // The upper bound: the cheapest of the ends' record chains, each a path
+  // of the lattice (the search's own result is one of them).
+  const HistoryKey start_history =
+      keep > 0 && sentence_start != NgramModel::kNoWord ? pack_history(&sentence_start, 1)
+                                                        : pack_history(nullptr, 0);
+  double upper = kInfCost;
+  std::vector<int32_t> chain;
+  for (const LatticeEnd& e : ends) {
+    if (e.record < 0 || e.record >= records.size() || !std::isfinite(e.tail_acoustic)) continue;
+    chain.clear();
+    bool whole = true;
+    for (int32_t r = e.record; r >= 0 && whole; r = records[r].prev) {
+      whole = node_of_record[static_cast<size_t>(r)] >= 0;
+      chain.push_back(node_of_record[static_cast<size_t>(r)]);
+    }
+    if (!whole) continue;
+    double cost = 0.0;
+    HistoryKey h = start_history;
+    for (auto it = chain.rbegin(); it != chain.rend(); ++it) {
+      const Node& node = nodes[static_cast<size_t>(*it)];
+      HistoryKey next = 0;
+      cost += node.acoustic + language(h, node.word, &next);
+      h = next;
+    }
+    upper = std::min(upper, cost + e.tail_acoustic + end_cost(h));
+  }
 
   // The dynamic programme: arrivals per boundary, best per history.
-  std::vector<PathState> states;
-  std::vector<ArrivalMap> arrivals(static_cast<size_t>(last_boundary) + 1);
+  //
   // Per boundary, the first costs of up to max_histories of the histories
   // arriving there, as a max-heap: once full, its top bounds from above
   // the max_histories-th cheapest history's cost there (histories only
@@ -294,100 +346,119 @@ LatticePath lattice_best_path(const WordRecordStore& records, const std::vector<
   // it is not kept: most histories arriving at a boundary are such (on
   // LibriVox, hundreds arrive and 32 are expanded). The result is the
   // same as keeping them (state ids shift, their order does not).
+  //
+  // Nor is a path kept that cannot end at `limit` or less (its cost plus
+  // to_end above it). The paths that can are the same with or without
+  // that rule, and so are the max_histories cheapest of them at a
+  // boundary (they are the cheapest there in either case). So the
+  // programme finds what it would find with no limit whenever that costs
+  // `limit` or less, and otherwise nothing at `limit` or less.
   const size_t max_histories = static_cast<size_t>(options.max_histories);
-  std::vector<std::vector<double>> first_costs(static_cast<size_t>(last_boundary) + 1);
-  const HistoryKey start_history =
-      keep > 0 && sentence_start != NgramModel::kNoWord ? pack_history(&sentence_start, 1)
-                                                        : pack_history(nullptr, 0);
-  states.push_back({-1, -1, 0.0, start_history});
-  bool added = false;
-  *arrivals[0].find_or_add(start_history, &added) = 0;
-  double best_total = std::numeric_limits<double>::infinity();
-  int32_t best_state = -1;
+  std::vector<PathState> states;
+  std::vector<ArrivalMap> arrivals;
+  std::vector<std::vector<double>> first_costs;
   std::vector<std::pair<double, int32_t>> here;  // (cost, state) arriving at a boundary
   // Per arriving path, the language cost of the word at hand and the
   // history after it, looked up when first needed (kNotYet before).
   std::vector<std::pair<double, HistoryKey>> after;
   constexpr double kNotYet = -std::numeric_limits<double>::infinity();
-  // A lower bound on any word's language cost: the LM's part is never
-  // negative (a probability is at most 1), the rest is a fixed cost.
-  const double least_language = std::min({0.0, word_cost, silence_cost, filler_cost});
-  for (size_t u = 0; u < used.size();) {
-    const int32_t b = nodes[static_cast<size_t>(used[u])].start;
-    size_t u_end = u;
-    while (u_end < used.size() && nodes[static_cast<size_t>(used[u_end])].start == b) ++u_end;
-    here.clear();
-    arrivals[static_cast<size_t>(b)].for_each(
-        [&](int32_t s) { here.emplace_back(states[static_cast<size_t>(s)].cost, s); });
-    // The cheapest max_histories, ties by state index (a fixed order).
-    if (here.size() > static_cast<size_t>(options.max_histories)) {
-      std::nth_element(here.begin(), here.begin() + options.max_histories, here.end());
-      here.resize(static_cast<size_t>(options.max_histories));
-    }
-    std::sort(here.begin(), here.end());
-    int32_t word = -1;
-    for (; u < u_end; ++u) {
-      const int32_t m = used[u];
-      const Node& node = nodes[static_cast<size_t>(m)];
-      if (node.word != word) {
-        word = node.word;
-        after.assign(here.size(), {kNotYet, HistoryKey{0}});
+  double best_total = kInfCost;
+  int32_t best_state = -1;
+  auto programme = [&](double limit) {
+    states.clear();
+    best_total = kInfCost;
+    best_state = -1;
+    arrivals.assign(boundaries, ArrivalMap());
+    first_costs.assign(boundaries, {});
+    states.push_back({-1, -1, 0.0, start_history});
+    bool added = false;
+    *arrivals[0].find_or_add(start_history, &added) = 0;
+    for (size_t u = 0; u < used.size();) {
+      const int32_t b = nodes[static_cast<size_t>(used[u])].start;
+      size_t u_end = u;
+      while (u_end < used.size() && nodes[static_cast<size_t>(used[u_end])].start == b) ++u_end;
+      here.clear();
+      arrivals[static_cast<size_t>(b)].for_each(
+          [&](int32_t s) { here.emplace_back(states[static_cast<size_t>(s)].cost, s); });
+      // The cheapest max_histories, ties by state index (a fixed order).
+      if (here.size() > max_histories) {
+        std::nth_element(here.begin(), here.begin() + options.max_histories, here.end());
+        here.resize(max_histories);
       }
-      auto& next_arrivals = arrivals[static_cast<size_t>(node.end)];
-      const bool is_end = std::isfinite(node.end_tail);
-      // The first costs of the histories kept at the node's end (a max-heap).
-      std::vector<double>& bound = first_costs[static_cast<size_t>(node.end)];
-      auto above_bound = [&](double cost) {
-        return bound.size() >= max_histories && cost > bound.front();
-      };
-      for (size_t k = 0; k < here.size(); ++k) {
-        const auto [cost, s] = here[k];
-        // The paths come cheapest first and the bound only falls: once a
-        // path's cost before its language part is past the bound (and,
-        // at an end, past the best total), so are the rest's, whatever
-        // their language costs (never below least_language): no more
-        // lookups for this node.
-        const double floor = cost + node.acoustic + least_language;
-        if (above_bound(floor) && (!is_end || floor + node.end_tail > best_total))
-          break;
-        if (after[k].first == kNotYet)
-          after[k].first = language(states[static_cast<size_t>(s)].history, word, &after[k].second);
-        const HistoryKey next = after[k].second;
-        const double c = cost + node.acoustic + after[k].first;
-        const double total = is_end ? c + node.end_tail + end_cost(next)
-                                    : std::numeric_limits<double>::infinity();
-        // Above a full heap's top, the path cannot be among the boundary's
-        // max_histories expanded ones whatever its history, new or held:
-        // that many histories there cost at most the top already. So the
-        // arrivals are not even looked up (most paths are such).
-        const bool past_bound = above_bound(c);
-        int32_t* held = past_bound ? nullptr : next_arrivals.find(next);
-        const bool better_arrival =
-            !past_bound && (held == nullptr || c < states[static_cast<size_t>(*held)].cost);
-        const bool better_end = total < best_total;
-        if (!better_arrival && !better_end) continue;
-        const int32_t id = static_cast<int32_t>(states.size());
-        states.push_back({m, s, c, next});
-        if (better_arrival && held != nullptr) {
-          *held = id;
-        } else if (better_arrival) {  // a new history there: its first cost joins the bound
-          *next_arrivals.find_or_add(next, &added) = id;
-          bound.push_back(c);
-          std::push_heap(bound.begin(), bound.end());
-          if (bound.size() > max_histories) {
-            std::pop_heap(bound.begin(), bound.end());
-            bound.pop_back();
+      std::sort(here.begin(), here.end());
+      int32_t word = -1;
+      for (; u < u_end; ++u) {
+        const int32_t m = used[u];
+        const Node& node = nodes[static_cast<size_t>(m)];
+        if (node.word != word) {
+          word = node.word;
+          after.assign(here.size(), {kNotYet, HistoryKey{0}});
+        }
+        auto& next_arrivals = arrivals[static_cast<size_t>(node.end)];
+        const bool is_end = std::isfinite(node.end_tail);
+        const double onward = to_end[static_cast<size_t>(node.end)];
+        // The first costs of the histories kept at the node's end (a max-heap).
+        std::vector<double>& bound = first_costs[static_cast<size_t>(node.end)];
+        // Whether a path of this cost cannot arrive at the node's end: not
+        // among the max_histories kept there, or not to end within the limit.
+        auto cannot_arrive = [&](double cost) {
+          return (bound.size() >= max_histories && cost > bound.front()) || cost + onward > limit;
+        };
+        for (size_t k = 0; k < here.size(); ++k) {
+          const auto [cost, s] = here[k];
+          // The paths come cheapest first and the bound only falls: once a
+          // path's cost before its language part cannot arrive (nor, at an
+          // end, beat the best total within the limit), so are the rest's,
+          // whatever their language costs (never below least_language):
+          // no more lookups for this node.
+          const double floor = cost + node.acoustic + least_language;
+          if (cannot_arrive(floor) &&
+              (!is_end || floor + node.end_tail > std::min(best_total, limit)))
+            break;
+          if (after[k].first == kNotYet)
+            after[k].first = language(states[static_cast<size_t>(s)].history, word, &after[k].second);
+          const HistoryKey next = after[k].second;
+          const double c = cost + node.acoustic + after[k].first;
+          const double total = is_end ? c + node.end_tail + end_cost(next) : kInfCost;
+          // Above a full heap's top, the path cannot be among the
+          // boundary's max_histories expanded ones whatever its history,
+          // new or held: that many histories there cost at most the top
+          // already. So the arrivals are not even looked up (most paths
+          // are such).
+          const bool past_bound = cannot_arrive(c);
+          int32_t* held = past_bound ? nullptr : next_arrivals.find(next);
+          const bool better_arrival =
+              !past_bound && (held == nullptr || c < states[static_cast<size_t>(*held)].cost);
+          const bool better_end = total < best_total && total <= limit;
+          if (!better_arrival && !better_end) continue;
+          const int32_t id = static_cast<int32_t>(states.size());
+          states.push_back({m, s, c, next});
+          if (better_arrival && held != nullptr) {
+            *held = id;
+          } else if (better_arrival) {  // a new history there: its first cost joins the bound
+            *next_arrivals.find_or_add(next, &added) = id;
+            bound.push_back(c);
+            std::push_heap(bound.begin(), bound.end());
+            if (bound.size() > max_histories) {
+              std::pop_heap(bound.begin(), bound.end());
+              bound.pop_back();
+            }
+          }
+          if (better_end) {
+            best_total = total;
+            best_state = id;
           }
         }
-        if (better_end) {
-          best_total = total;
-          best_state = id;
-        }
       }
+      arrivals[static_cast<size_t>(b)].release();
     }
-    arrivals[static_cast<size_t>(b)].release();
-    std::vector<double>().swap(first_costs[static_cast<size_t>(b)]);
-  }
+  };
+  // Within the upper bound first: most paths cannot end there. The limit
+  // has a little slack, as the programme may sum a path's parts in another
+  // grouping than the bound did. If the history bound dropped every path
+  // that cheap (the search's own among them), again with no limit.
+  programme(upper + 1e-6 * std::max(1.0, std::fabs(upper)));
+  if (best_state < 0) programme(kInfCost);
   if (best_state < 0) return out;
 
   out.found = true;

@@ -33,6 +33,12 @@
 // best per history, at most max_histories of them (the cheapest), so the
 // work is bounded by nodes x max_histories LM lookups however large the
 // lattice; nodes from which no end node can be reached are dropped first.
+// The ends' own record chains are paths of the lattice; the cheapest of
+// them bounds the best total from above, and with a lower bound on the
+// cost from each boundary to an end (acoustic and fixed costs, the LM's
+// part taken as 0), paths that cannot beat it are dropped as they come.
+// That changes no result: if the history bound has dropped every path
+// that cheap, the programme runs again without the upper bound.
 #pragma once
 
 #include <cstdint>
