@@ -39,6 +39,34 @@ std::shared_ptr<const NgramModel> uniform_unigrams(int words) {
   return std::make_shared<const NgramModel>(NgramModel::build(vocab, {uni}, "uniform.arpa"));
 }
 
+// Vocabulary <s>, </s>, w1 .. w{words-1}; unigrams log10 -1 (<s> -99)
+// with the back-offs given by id (0 elsewhere), and the bigrams listed
+// (natural order, ids into that vocabulary).
+struct Bigram {
+  uint32_t first, second;
+  float log10_prob;
+};
+std::shared_ptr<const NgramModel> bigram_lm(int words, const std::map<uint32_t, float>& backoffs,
+                                            const std::vector<Bigram>& bigrams) {
+  std::vector<std::string> vocab{"<s>", "</s>"};
+  for (int w = 1; w < words; ++w) vocab.push_back("w" + std::to_string(w));
+  NgramList uni, bi;
+  uni.order = 1;
+  bi.order = 2;
+  for (size_t w = 0; w < vocab.size(); ++w) {
+    uni.words.push_back(static_cast<uint32_t>(w));
+    uni.log10_prob.push_back(w == 0 ? -99.0f : -1.0f);
+    auto b = backoffs.find(static_cast<uint32_t>(w));
+    uni.log10_backoff.push_back(b == backoffs.end() ? 0.0f : b->second);
+  }
+  for (const Bigram& g : bigrams) {
+    bi.words.insert(bi.words.end(), {g.first, g.second});
+    bi.log10_prob.push_back(g.log10_prob);
+    bi.log10_backoff.push_back(0.0f);
+  }
+  return std::make_shared<const NgramModel>(NgramModel::build(vocab, {uni, bi}, "bigram.arpa"));
+}
+
 // Graph words w0 (a filler) .. w{words-1}, as the test graphs name them,
 // and their ids in `lm` (-1 for the filler).
 struct GraphWords {
@@ -136,22 +164,8 @@ TEST(WordLattice, JoinsSegmentsOfDifferentPaths) {
 // The same records under a bigram LM that makes w3 -> w2 unlikely: a low
 // weight keeps the acoustically best join, a high one the LM's choice.
 TEST(WordLattice, TheLanguageWeightTradesAcousticsForTheLm) {
-  std::vector<std::string> vocab{"<s>", "</s>", "w1", "w2", "w3", "w4"};
-  NgramList uni, bi;
-  uni.order = 1;
-  bi.order = 2;
-  for (size_t w = 0; w < vocab.size(); ++w) {
-    uni.words.push_back(static_cast<uint32_t>(w));
-    uni.log10_prob.push_back(w == 0 ? -99.0f : -1.0f);
-    uni.log10_backoff.push_back(w == 4 ? -3.0f : 0.0f);  // after w3, backed-off words are rare
-  }
-  auto add_bigram = [&](uint32_t a, uint32_t b, float p) {
-    bi.words.insert(bi.words.end(), {a, b});
-    bi.log10_prob.push_back(p);
-    bi.log10_backoff.push_back(0.0f);
-  };
-  add_bigram(4, 5, -0.1f);  // w3 w4
-  auto lm = std::make_shared<const NgramModel>(NgramModel::build(vocab, {uni, bi}, "bigram.arpa"));
+  // After w3, backed-off words are rare; w3 w4 is likely.
+  auto lm = bigram_lm(5, {{4, -3.0f}}, {{4, 5, -0.1f}});
   const GraphWords g = graph_words(*lm, 5);
   WordRecordStore rec(64);
   const int32_t a1 = rec.append(1, 10, -1, 0.0f, 100.0f);
@@ -338,23 +352,8 @@ TEST(WordLattice, KeepsTheCheapestHistoriesPerBoundary) {
 // dropped every such path, it must still give the best path the bound
 // leaves, as without that first look, not nothing.
 TEST(WordLattice, GivesWhatTheHistoryBoundLeavesWhenItDropsTheChains) {
-  std::vector<std::string> vocab{"<s>", "</s>", "w1", "w2", "w3"};
-  NgramList uni, bi;
-  uni.order = 1;
-  bi.order = 2;
-  for (size_t w = 0; w < vocab.size(); ++w) {
-    uni.words.push_back(static_cast<uint32_t>(w));
-    uni.log10_prob.push_back(w == 0 ? -99.0f : -1.0f);
-    uni.log10_backoff.push_back(0.0f);
-  }
-  auto add_bigram = [&](uint32_t a, uint32_t b, float p) {
-    bi.words.insert(bi.words.end(), {a, b});
-    bi.log10_prob.push_back(p);
-    bi.log10_backoff.push_back(0.0f);
-  };
-  add_bigram(2, 4, -3.0f);  // w1 w3: unlikely
-  add_bigram(3, 4, -0.1f);  // w2 w3: likely
-  auto lm = std::make_shared<const NgramModel>(NgramModel::build(vocab, {uni, bi}, "bigram.arpa"));
+  // w1 w3 unlikely, w2 w3 likely.
+  auto lm = bigram_lm(4, {}, {{2, 4, -3.0f}, {3, 4, -0.1f}});
   const GraphWords g = graph_words(*lm, 4);
   WordRecordStore rec(64);
   rec.append(1, 10, -1, 0.0f, 10.0f);                     // w1, frames 0-10: 10
