@@ -203,8 +203,6 @@ else
   fail "--streams 2 with a bad file: status $rc, out '$(cat "$T/out")', err $(cat "$T/err")"
 fi
 expect_error "--streams 0" 2 "--streams must be at least 1" --streams 0 --jsgf "$DATA/goforward.gram" "$DATA/goforward.raw"
-expect_error "--streams with --fmllr" 2 "--fmllr decodes with one stream" --streams 2 --fmllr two-pass \
-  --jsgf "$DATA/goforward.gram" "$DATA/goforward.raw"
 expect_error "--batched-search maybe" 2 "--batched-search must be on, off or auto" --batched-search maybe \
   --jsgf "$DATA/goforward.gram" "$DATA/goforward.raw"
 # With the CPU search the batched search does not apply: the same words.
@@ -360,6 +358,26 @@ expect_apply_as_two_pass() {  # what expected spk2utt dir
 }
 expect_apply_as_two_pass "--fmllr apply with the saved transform" "$T/two-pass.out" \
   "$T/cards.spk2utt" "$T/xforms"
+# --fmllr with several streams: each file its own speaker (no --spk2utt),
+# a speaker a stream, the text printed in the speakers' order: the same
+# lines and the same per-speaker reports as one stream; a bad file among
+# them fails alone.
+printf 'not audio' >"$T/bad-card.wav"
+FM=(--jsgf "$DATA/cards/cards.gram" --fmllr two-pass --fmllr-update auto --fmllr-min-frames 100)
+run "${FM[@]}" --streams 1 "${CARDS[@]:0:2}" "$T/bad-card.wav" "${CARDS[@]:2}" >"$T/fm1.out" 2>"$T/fm1.err"
+rc1=$?
+run "${FM[@]}" --streams 3 "${CARDS[@]:0:2}" "$T/bad-card.wav" "${CARDS[@]:2}" >"$T/fm3.out" 2>"$T/fm3.err"
+rc3=$?
+grep -E 'fmllr speaker|error' "$T/fm1.err" >"$T/fm1.rep"
+grep -E 'fmllr speaker|error' "$T/fm3.err" >"$T/fm3.rep"
+if [ $rc1 -eq 1 ] && [ $rc3 -eq 1 ] && diff -u "$T/cards.ref" "$T/fm1.out" >"$T/diff" &&
+   cmp -s "$T/fm1.out" "$T/fm3.out" && cmp -s "$T/fm1.rep" "$T/fm3.rep" &&
+   [ "$(grep -c 'fmllr speaker 00[1-5]: 1 file(s)' "$T/fm3.rep")" -eq 5 ] &&
+   grep -q "error: .*bad-card.wav" "$T/fm3.rep" && grep -q "3 streams" "$T/fm3.err"; then
+  pass "--fmllr two-pass --streams 3: the words and reports of one stream, the bad file alone failing"
+else
+  fail "--fmllr two-pass --streams 3 (status $rc1, $rc3): $(cat "$T/diff"; diff "$T/fm1.out" "$T/fm3.out"; diff "$T/fm1.rep" "$T/fm3.rep") $(tail -3 "$T/fm3.err")"
+fi
 # Too little speech for a transform: the identity is kept (and reported),
 # the output is the unadapted one.
 if run --jsgf "$DATA/goforward.gram" --fmllr two-pass "$DATA/goforward.raw" >"$T/out" 2>"$T/err" &&

@@ -2,6 +2,7 @@
 // line per file. The usage text below is the reference for its behaviour.
 #include <algorithm>
 #include <cerrno>
+#include <cstdarg>
 #include <chrono>
 #include <cmath>
 #include <cstdint>
@@ -168,8 +169,9 @@ Devices:
                         the device's free memory holds at 64 MiB each, less
                         1 GiB, at most 256 a device; batched from 8).
                         Results are printed in the order of the FILEs and
-                        are identical whatever N. --fmllr decodes with one
-                        stream.
+                        are identical whatever N. With --fmllr a stream
+                        decodes a speaker's files: N speakers at once,
+                        output in the speakers' order, identical whatever N.
   --fibers T            run the streams as fibers on T threads instead of a
                         thread each (common/engine/fiber_pool.h): a stream
                         waiting for the batched cuda search gives its thread
@@ -343,6 +345,21 @@ struct UtteranceFeatures {
   }
 };
 
+// printf into a string.
+std::string format(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
+std::string format(const char* fmt, ...) {
+  va_list args;
+  va_start(args, fmt);
+  va_list again;
+  va_copy(again, args);
+  const int n = std::vsnprintf(nullptr, 0, fmt, args);
+  va_end(args);
+  std::string out(n > 0 ? static_cast<size_t>(n) : 0, '\0');
+  if (n > 0) std::vsnprintf(out.data(), out.size() + 1, fmt, again);
+  va_end(again);
+  return out;
+}
+
 // What both modes share: reading input, decoding, printing, totals.
 struct Transcriber {
   Recognizer& rec;
@@ -351,11 +368,32 @@ struct Transcriber {
   bool verbose = false;
   double audio_s = 0.0, wall_s = 0.0;
   int failed = 0;
+  // Where its text goes: stdout and stderr when null; while the stream
+  // works through a speaker for --fmllr with several streams, buffers that
+  // are printed in the speakers' order once the speakers before are.
+  std::string* out = nullptr;
+  std::string* err = nullptr;
+
+  void write_out(const std::string& text) const {
+    if (out != nullptr) {
+      *out += text;
+    } else {
+      std::fputs(text.c_str(), stdout);
+      std::fflush(stdout);
+    }
+  }
+  void write_err(const std::string& text) const {
+    if (err != nullptr) *err += text;
+    else std::fputs(text.c_str(), stderr);
+  }
+  // error() and a report line ("gpuspeech-transcribe: ..."), through the sinks.
+  void error(const std::string& msg) const { write_err(format("%s: error: %s\n", kProgram, msg.c_str())); }
+  void report(const std::string& line) const { write_err(format("%s: %s\n", kProgram, line.c_str())); }
 
   AudioData audio(const std::string& path) const {
     const int sample_rate = static_cast<int>(rec.feature_options().frame.sample_rate);
     AudioData a = read_audio_file(path, sample_rate);
-    for (const std::string& w : a.warnings) std::fprintf(stderr, "%s: warning: %s\n", kProgram, w.c_str());
+    for (const std::string& w : a.warnings) write_err(format("%s: warning: %s\n", kProgram, w.c_str()));
     if (a.sample_rate != sample_rate)
       throw std::runtime_error(path + ": sample rate " + std::to_string(a.sample_rate) +
                                " Hz, but the model expects " + std::to_string(sample_rate) +
@@ -410,18 +448,18 @@ struct Transcriber {
   }
 
   void print(const std::string& path, const RecognitionResult& r, double dur, double secs) const {
-    std::printf("%s (%s)\n", r.text().c_str(), utterance_id(path).c_str());
+    std::string text = format("%s (%s)\n", r.text().c_str(), utterance_id(path).c_str());
     if (times)
       for (const HypothesisWord& w : r.best.words)
-        std::printf("# %s %d %d %.3f\n", w.text.c_str(), w.start_frame, w.end_frame, w.confidence);
+        text += format("# %s %d %d %.3f\n", w.text.c_str(), w.start_frame, w.end_frame, w.confidence);
     for (size_t k = 0; k < r.nbest.size(); ++k)
-      std::printf("# nbest %zu %.3f %.4f: %s\n", k + 1, r.nbest[k].cost, r.nbest[k].confidence,
-                  r.nbest[k].text().c_str());
-    std::fflush(stdout);
+      text += format("# nbest %zu %.3f %.4f: %s\n", k + 1, r.nbest[k].cost, r.nbest[k].confidence,
+                     r.nbest[k].text().c_str());
+    write_out(text);
     if (verbose)
-      std::fprintf(stderr, "%s: %.2f s audio, %lld frames, %.3f s, RTF %.4f%s\n", path.c_str(), dur,
-                   static_cast<long long>(r.frames), secs, dur > 0 ? secs / dur : 0.0,
-                   r.best.final_state ? "" : " (no final state reached)");
+      write_err(format("%s: %.2f s audio, %lld frames, %.3f s, RTF %.4f%s\n", path.c_str(), dur,
+                       static_cast<long long>(r.frames), secs, dur > 0 ? secs / dur : 0.0,
+                       r.best.final_state ? "" : " (no final state reached)"));
   }
 };
 
@@ -549,7 +587,7 @@ void decode_transformed(Transcriber& tr, const std::vector<std::string>& files,
       tr.print(path, d.u.on_audio_clock(r), d.u.seconds, secs);
     } catch (const std::exception& e) {
       ++tr.failed;
-      error(e.what());
+      tr.error(e.what());
     }
   }
 }
@@ -564,7 +602,7 @@ void apply_saved_speaker(Transcriber& tr, const Speaker& spk, const std::vector<
     transform = read_fmllr_transform(fmllr_speaker_path(fmllr_dir, spk.name), tr.rec.feature_dim());
   } catch (const std::exception& e) {
     tr.failed += static_cast<int>(spk.files.size());
-    error(std::string(e.what()) + " (speaker " + spk.name + ": " + std::to_string(spk.files.size()) +
+    tr.error(std::string(e.what()) + " (speaker " + spk.name + ": " + std::to_string(spk.files.size()) +
           " file(s) not transcribed)");
     return;
   }
@@ -579,7 +617,7 @@ void apply_saved_speaker(Transcriber& tr, const Speaker& spk, const std::vector<
       pending.push_back(std::move(d));
     } catch (const std::exception& e) {
       ++tr.failed;
-      error(e.what());
+      tr.error(e.what());
     }
   }
   decode_transformed(tr, files, pending, transform, 0.0);
@@ -639,12 +677,12 @@ void two_pass_speaker(Transcriber& tr, const Speaker& spk, const std::vector<std
       words_failed += al.words_failed;
       d.secs = std::chrono::duration<double>(clock::now() - t0).count();
       if (tr.verbose)
-        std::fprintf(stderr, "%s: pass 1: %s (%s)\n", path.c_str(), r.text().c_str(),
-                     utterance_id(path).c_str());
+        tr.write_err(format("%s: pass 1: %s (%s)\n", path.c_str(), r.text().c_str(),
+                            utterance_id(path).c_str()));
       done.push_back(std::move(d));
     } catch (const std::exception& e) {
       ++tr.failed;
-      error(e.what());
+      tr.error(e.what());
     }
   }
   if (done.empty()) return;
@@ -738,7 +776,7 @@ void two_pass_speaker(Transcriber& tr, const Speaker& spk, const std::vector<std
     report += ", identity kept";
   }
   if (!shown.message.empty()) report += " (" + shown.message + ")";
-  std::fprintf(stderr, "%s: %s\n", kProgram, report.c_str());
+  tr.report(report);
   // With several EM passes, what each one did: an update (its own numbers),
   // or the reason it was refused and which transform stayed; passes never
   // run because an earlier one made no update.
@@ -761,7 +799,7 @@ void two_pass_speaker(Transcriber& tr, const Speaker& spk, const std::vector<std
         }
         if (!p.message.empty()) line += " (" + p.message + ")";
       }
-      std::fprintf(stderr, "%s: %s\n", kProgram, line.c_str());
+      tr.report(line);
     }
   }
   // Re-estimation from an adapted decoding (Kaldi's decode_fmllr.sh does
@@ -786,7 +824,7 @@ void two_pass_speaker(Transcriber& tr, const Speaker& spk, const std::vector<std
       } catch (const std::exception& e) {
         // The file keeps its place in the final pass; only its statistics
         // are missing from this round.
-        error(files[d.file] + ": re-estimation round " + std::to_string(round) + ": " + e.what());
+        tr.error(files[d.file] + ": re-estimation round " + std::to_string(round) + ": " + e.what());
       }
     }
     const FmllrTransform start = transform;
@@ -800,7 +838,7 @@ void two_pass_speaker(Transcriber& tr, const Speaker& spk, const std::vector<std
     line += p.outcome == FmllrOutcome::kUpdated ? objective_text(p)
                                                  : "; the transform before it stays";
     if (!p.message.empty()) line += " (" + p.message + ")";
-    std::fprintf(stderr, "%s: %s\n", kProgram, line.c_str());
+    tr.report(line);
     est_s += std::chrono::duration<double>(clock::now() - t_round).count();
     if (p.outcome != FmllrOutcome::kUpdated) break;
   }
@@ -811,11 +849,55 @@ void two_pass_speaker(Transcriber& tr, const Speaker& spk, const std::vector<std
       write_fmllr_transform(out, transform);
     } catch (const std::exception& e) {
       ++tr.failed;
-      error(e.what());
+      tr.error(e.what());
     }
   }
 
   decode_transformed(tr, files, done, transform, est_s);
+}
+
+// The --fmllr modes over `streams`: speakers are handed out in order as
+// streams come free, each decoded whole by one stream (`one_speaker`), and
+// a speaker's text is printed once every speaker before it has been, so the
+// output is that of one stream whatever the timing. With one stream the
+// text goes out as it comes.
+void adapt_speakers(std::vector<Transcriber>& streams, const std::vector<Speaker>& speakers,
+                    const std::function<void(Transcriber&, const Speaker&)>& one_speaker) {
+  if (streams.size() == 1) {
+    for (const Speaker& spk : speakers) one_speaker(streams[0], spk);
+    return;
+  }
+  struct Held {
+    std::string out, err;
+    bool done = false;
+  };
+  std::vector<Held> held(speakers.size());
+  std::atomic<size_t> next{0};
+  std::mutex mutex;  // guards held and printed
+  size_t printed = 0;
+  auto work = [&](size_t k) {
+    Transcriber& tr = streams[k];
+    for (size_t i = next++; i < speakers.size(); i = next++) {
+      std::string out, err;
+      tr.out = &out;
+      tr.err = &err;
+      one_speaker(tr, speakers[i]);  // (its files' errors are caught and reported inside)
+      tr.out = tr.err = nullptr;
+      std::lock_guard<std::mutex> lock(mutex);
+      held[i] = {std::move(out), std::move(err), true};
+      for (; printed < speakers.size() && held[printed].done; ++printed) {
+        std::fputs(held[printed].err.c_str(), stderr);
+        std::fputs(held[printed].out.c_str(), stdout);
+        std::fflush(stdout);
+        held[printed] = Held{};
+        held[printed].done = true;
+      }
+    }
+  };
+  std::vector<std::thread> threads;
+  for (size_t k = 1; k < streams.size(); ++k) threads.emplace_back(work, k);
+  work(0);
+  for (std::thread& t : threads) t.join();
 }
 
 int run(int argc, char** argv) {
@@ -996,8 +1078,6 @@ int run(int argc, char** argv) {
     usage_error("--spk2utt, --fmllr-dir and --fmllr-* options need --fmllr two-pass or apply");
   if (fmllr_mode == FmllrMode::kApply && fmllr_dir.empty())
     usage_error("--fmllr apply needs --fmllr-dir DIR (the transforms to apply)");
-  if (fmllr_mode != FmllrMode::kNone && streams_wanted > 1)
-    usage_error("--fmllr decodes with one stream; --streams applies without it");
   if (fmllr_mode != FmllrMode::kNone && fibers > 0)
     usage_error("--fibers applies to the plain mode's streams, not to --fmllr");
   if (fmllr_mode == FmllrMode::kApply && fmllr_tuned)
@@ -1032,11 +1112,14 @@ int run(int argc, char** argv) {
   // default as many as keep the search busy (stream_count.h): a stream per
   // core on the CPU, on a CUDA device as many as its memory holds, up to
   // 256.
+  // With --fmllr, a stream decodes a speaker's files, so there are at most
+  // as many as speakers.
   size_t num_streams = 1;
-  if (fmllr_mode == FmllrMode::kNone) {
+  {
+    const size_t units = fmllr_mode == FmllrMode::kNone ? files.size() : speakers.size();
     num_streams = streams_wanted > 0 ? static_cast<size_t>(streams_wanted)
-                                     : default_stream_count(*first, config, files.size());
-    num_streams = std::max<size_t>(1, std::min(num_streams, files.size()));
+                                     : default_stream_count(*first, config, units);
+    num_streams = std::max<size_t>(1, std::min(num_streams, units));
     // A default that turns the batched search on (--batched-search auto):
     // the first stream was made for one stream, so it is made again, on
     // the same shared resources.
@@ -1089,12 +1172,13 @@ int run(int argc, char** argv) {
   if (fmllr_mode == FmllrMode::kNone) {
     transcribe_files(trs, files, &last_stream, stream_nice, fibers);
   } else {
-    Transcriber& tr = trs[0];
-    for (const Speaker& spk : speakers) {
-      if (fmllr_mode == FmllrMode::kTwoPass) two_pass_speaker(tr, spk, files, fmllr_options, fmllr_update_by_data,
-                                                         fmllr_em_passes, fmllr_redecodes, fmllr_dir);
-      else apply_saved_speaker(tr, spk, files, fmllr_dir);
-    }
+    adapt_speakers(trs, speakers, [&](Transcriber& tr, const Speaker& spk) {
+      if (fmllr_mode == FmllrMode::kTwoPass)
+        two_pass_speaker(tr, spk, files, fmllr_options, fmllr_update_by_data, fmllr_em_passes,
+                         fmllr_redecodes, fmllr_dir);
+      else
+        apply_saved_speaker(tr, spk, files, fmllr_dir);
+    });
   }
   const double elapsed_s = std::chrono::duration<double>(clock::now() - t_decode).count();
   double audio_s = 0.0, busy_s = 0.0;
