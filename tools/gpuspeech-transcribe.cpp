@@ -862,7 +862,18 @@ void two_pass_speaker(Transcriber& tr, const Speaker& spk, const std::vector<std
 // output is that of one stream whatever the timing. With one stream the
 // text goes out as it comes.
 void adapt_speakers(std::vector<Transcriber>& streams, const std::vector<Speaker>& speakers,
-                    const std::function<void(Transcriber&, const Speaker&)>& one_speaker) {
+                    const std::function<void(Transcriber&, const Speaker&)>& adapt) {
+  // A file's errors are caught and reported inside; what escapes (a
+  // backend that cannot allocate, say) fails that speaker alone, and on a
+  // stream's own thread must not end the process.
+  auto one_speaker = [&adapt](Transcriber& tr, const Speaker& spk) {
+    try {
+      adapt(tr, spk);
+    } catch (const std::exception& e) {
+      ++tr.failed;
+      tr.error("speaker " + spk.name + ": " + e.what());
+    }
+  };
   if (streams.size() == 1) {
     for (const Speaker& spk : speakers) one_speaker(streams[0], spk);
     return;
@@ -881,7 +892,7 @@ void adapt_speakers(std::vector<Transcriber>& streams, const std::vector<Speaker
       std::string out, err;
       tr.out = &out;
       tr.err = &err;
-      one_speaker(tr, speakers[i]);  // (its files' errors are caught and reported inside)
+      one_speaker(tr, speakers[i]);
       tr.out = tr.err = nullptr;
       std::lock_guard<std::mutex> lock(mutex);
       held[i] = {std::move(out), std::move(err), true};
