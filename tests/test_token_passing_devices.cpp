@@ -440,6 +440,14 @@ void lattice_trials(uint32_t seed, int trials) {
     gpu.reset();
     const std::string what = "lattice seed " + std::to_string(seed) + " trial " + std::to_string(trial);
     expect_same_search(cpu, gpu, sc, 15, what);
+    // The result without the pass, then with it again, on the same
+    // utterance (two-pass fMLLR's pass 1 takes them so).
+    cpu.set_lattice_result(false);
+    gpu.set_lattice_result(false);
+    expect_same_hypothesis(cpu.best(), gpu.best(), what + " lattice result off");
+    cpu.set_lattice_result(true);
+    gpu.set_lattice_result(true);
+    expect_same_hypothesis(cpu.best(), gpu.best(), what + " lattice result on again");
     const auto rec_gpu = canonical_records(gpu);
     expect_same_records(cpu, gpu, what);
     if (given_up) {

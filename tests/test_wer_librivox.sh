@@ -9,7 +9,10 @@
 # 0.4 s of digital silence (exact zeros, sox pad) before each, where a
 # scorer without pocketsphinx's density floor inserts a word over the zeros
 # in every utterance (docs/acoustic-scoring.md, "Density floor"): fails
-# unless ours <= pocketsphinx's there too.
+# unless ours <= pocketsphinx's there too. The word-lattice pass and
+# two-pass fMLLR with it are held to the same bar on the clean files, and
+# two-pass fMLLR whose every speaker keeps the identity transform must give
+# the one-pass lattice's lines exactly.
 #
 # Usage: test_wer_librivox.sh PATH/TO/gpuspeech-transcribe [CACHE_DIR]
 # CACHE_DIR keeps the compiled graph between runs (the first build of the
@@ -107,4 +110,31 @@ ours_lattice=$(wer_or_fail "$T/ref.trn" "$T/ours-lattice.trn")
 echo "gpuspeech-transcribe --lattice-lw 8.5:"; sed 's/^/  /' "$T/ours-lattice.trn"
 echo "WER with the lattice pass: pocketsphinx_batch $ps_wer%  gpuspeech $ours_lattice%"
 check_not_worse "lattice pass" "$ours_lattice" "$ps_wer"
+
+# Two-pass fMLLR with the lattice pass in the final decoding, each file its
+# own speaker: the same bar. Then with a minimum of statistics that no file
+# reaches, every speaker keeps the identity transform, and its result is
+# pass 1's search with the lattice pass run on it after all (not a second
+# decoding): line for line the one-pass lattice's words.
+fm=(--fmllr two-pass --fmllr-update auto --lattice-lw 8.5)
+"$TOOL" --backend cpu --search cpu --hmm "$M/en-us" --dict "$M/cmudict-en-us.dict" \
+  --lm "$M/en-us.lm.bin" --cache "$CACHE" "${fm[@]}" "${files[@]}" >"$T/ours-fmllr.hyp" \
+  2>"$T/ours-fmllr.log" || { echo "FAIL gpuspeech-transcribe ${fm[*]}:"; tail -20 "$T/ours-fmllr.log"; exit 1; }
+wer_normalise "$T/ours-fmllr.hyp" >"$T/ours-fmllr.trn"
+ours_fmllr=$(wer_or_fail "$T/ref.trn" "$T/ours-fmllr.trn")
+echo "gpuspeech-transcribe ${fm[*]}:"; sed 's/^/  /' "$T/ours-fmllr.trn"
+echo "WER with two-pass fMLLR and the lattice pass: pocketsphinx_batch $ps_wer%  gpuspeech $ours_fmllr%"
+check_not_worse "two-pass fMLLR" "$ours_fmllr" "$ps_wer"
+"$TOOL" --backend cpu --search cpu --hmm "$M/en-us" --dict "$M/cmudict-en-us.dict" \
+  --lm "$M/en-us.lm.bin" --cache "$CACHE" "${fm[@]}" --fmllr-min-frames 1000000 "${files[@]}" \
+  >"$T/ours-identity.hyp" 2>"$T/ours-identity.log" ||
+  { echo "FAIL gpuspeech-transcribe ${fm[*]} --fmllr-min-frames 1000000:"; tail -20 "$T/ours-identity.log"; exit 1; }
+kept=$(grep -c 'fmllr speaker .*too few frames, identity kept' "$T/ours-identity.log")
+if [ "$kept" -eq "${#files[@]}" ] && diff -u "$T/ours-lattice.hyp" "$T/ours-identity.hyp" >"$T/identity.diff"; then
+  echo "PASS two-pass fMLLR, identity kept for all ${#files[@]} files: the one-pass lattice's lines"
+else
+  echo "FAIL two-pass fMLLR with the identity kept ($kept of ${#files[@]} reported) differs from one pass:"
+  cat "$T/identity.diff"
+  failed=1
+fi
 exit $failed

@@ -459,5 +459,51 @@ TEST(WordLattice, GivesUpPastItsRecordLimit) {
   EXPECT_GT(kept.word_records().size(), 16);
 }
 
+// With the lattice result off, best() gives the search's own path (the
+// records kept all the same); turned on again, best() on the same
+// utterance gives the pass's words, as a searcher that had it on all along.
+// Two-pass fMLLR takes pass 1 so, and the lattice's words where the final
+// pass would only decode the same features again.
+TEST(WordLattice, TheResultCanBeTakenWithoutThePassThenWithIt) {
+  std::mt19937 rng(7);
+  int differ = 0;
+  for (int trial = 0; trial < 12; ++trial) {
+    // Word arcs dear enough that no rescoring makes an epsilon cycle
+    // negative.
+    const SearchGraph graph = testing::random_rescoring_graph(rng, 40, 12, 5, 0.0f, 0, 0, 6.0f);
+    const testing::LmPair lms = testing::random_lm_pair(rng, 5);
+    testing::Scores sc(60, graph.num_senones);
+    std::uniform_real_distribution<float> ll(-8.0f, -1.0f);
+    for (float& x : sc.v) x = ll(rng);
+    SearchOptions plain;
+    plain.max_active = 200;
+    SearchOptions with_lattice = plain;
+    with_lattice.lattice.language_weight = 4.0f;
+    LmRescorer r0(lms.full, lms.pruned, graph.words, graph.word_is_filler, 2.0f);
+    LmRescorer r1(lms.full, lms.pruned, graph.words, graph.word_is_filler, 2.0f);
+    LmRescorer r2(lms.full, lms.pruned, graph.words, graph.word_is_filler, 2.0f);
+    CpuSearcher viterbi(graph, plain, &r0), lattice(graph, with_lattice, &r1),
+        later(graph, with_lattice, &r2);
+    const Hypothesis want_viterbi = testing::decode(viterbi, sc);
+    const Hypothesis want_lattice = testing::decode(lattice, sc);
+    const std::string what = "trial " + std::to_string(trial);
+    later.set_lattice_result(false);
+    const Hypothesis first = testing::decode(later, sc);
+    EXPECT_EQ(first.text(), want_viterbi.text()) << what;
+    EXPECT_EQ(first.cost, want_viterbi.cost) << what;
+    later.set_lattice_result(true);
+    const Hypothesis second = later.best();
+    EXPECT_EQ(second.text(), want_lattice.text()) << what;
+    ASSERT_EQ(second.words.size(), want_lattice.words.size()) << what;
+    for (size_t k = 0; k < second.words.size(); ++k) {
+      EXPECT_EQ(second.words[k].start_frame, want_lattice.words[k].start_frame) << what;
+      EXPECT_EQ(second.words[k].end_frame, want_lattice.words[k].end_frame) << what;
+    }
+    differ += want_lattice.text() != want_viterbi.text();
+  }
+  // The trials must include some where the pass changes the words.
+  EXPECT_GT(differ, 0);
+}
+
 }  // namespace
 }  // namespace gpuspeech

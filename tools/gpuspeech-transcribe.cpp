@@ -562,9 +562,14 @@ struct PendingFile {
   // Pass 1's alignment (two-pass): frames [align_first, + senones.size()).
   int64_t align_first = 0;
   std::vector<int32_t> senones;
+  // Two-pass, a file whose speaker keeps the identity transform for
+  // certain: its final result, taken in pass 1.
+  bool has_result = false;
+  RecognitionResult result;
 };
 
-// Decodes each file's features under `transform` and prints the results;
+// Decodes each file's features under `transform` and prints the results
+// (under the identity, a result taken in pass 1 is printed as it is);
 // `shared_s` (estimation) is spread over the files' times.
 void decode_transformed(Transcriber& tr, const std::vector<std::string>& files,
                         std::vector<PendingFile>& pending, const FmllrTransform& transform,
@@ -579,8 +584,10 @@ void decode_transformed(Transcriber& tr, const std::vector<std::string>& files,
     try {
       const auto t0 = clock::now();
       std::vector<float>& x = d.u.feats.data;
-      if (!transform.is_identity()) applier.apply(x.data(), d.u.feats.rows, x.data());
-      const RecognitionResult r = tr.decode(x.data(), d.u.feats.rows);
+      const bool identity = transform.is_identity();
+      if (!identity) applier.apply(x.data(), d.u.feats.rows, x.data());
+      const RecognitionResult r =
+          identity && d.has_result ? d.result : tr.decode(x.data(), d.u.feats.rows);
       const double secs = d.secs + share + std::chrono::duration<double>(clock::now() - t0).count();
       tr.audio_s += d.u.seconds;
       tr.wall_s += secs;
@@ -646,7 +653,11 @@ void two_pass_speaker(Transcriber& tr, const Speaker& spk, const std::vector<std
   // features (the EM step for the transform in use).
   auto decode_and_accumulate = [&](const std::string& path, const float* x, const float* y,
                                    int64_t rows, RecognitionResult* result) {
+    // These words serve as an alignment (and as pass 1's words for -v):
+    // the lattice pass, when configured, is left to the final decoding.
+    rec.set_lattice_result(false);
     const RecognitionResult r = tr.decode(y, rows);
+    rec.set_lattice_result(true);
     FrameAlignment al = rec.align(r.best.words);
     const int64_t n = static_cast<int64_t>(al.senones.size());
     if (al.first_frame < 0 || al.first_frame + n > rows)
@@ -670,6 +681,15 @@ void two_pass_speaker(Transcriber& tr, const Speaker& spk, const std::vector<std
       RecognitionResult r;
       const FrameAlignment al = decode_and_accumulate(path, x, x, d.u.feats.rows, &r);
       for (int32_t s : al.senones) aligned += s >= 0;
+      // The speaker's last file with statistics still below the
+      // estimation's minimum: the identity transform is certain, and the
+      // final pass would decode these same features to the same search.
+      // Its result is taken now instead, the lattice pass (skipped above)
+      // run on the records the search kept.
+      if (i == spk.files.back() && !(acc.stats().beta >= options.min_frames)) {
+        d.result = rec.finish();
+        d.has_result = true;
+      }
       d.align_first = al.first_frame;
       d.senones = al.senones;
       total_frames += d.u.feats.rows;

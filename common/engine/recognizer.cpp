@@ -276,6 +276,8 @@ const char* Recognizer::search_backend() const { return impl_->searcher->name();
 const SearchStats& Recognizer::search_stats() const { return impl_->searcher->stats(); }
 const RecognizerTimings& Recognizer::timings() const { return impl_->timings; }
 
+void Recognizer::set_lattice_result(bool on) { impl_->searcher->set_lattice_result(on); }
+
 void Recognizer::reset() {
   impl_->searcher->reset();
   impl_->frames = 0;

@@ -190,9 +190,16 @@ class Recognizer {
   // trailing_silence_frames. Costs O(live tokens) on the host; called every
   // few hundred ms by a streaming client.
   RecognitionResult partial();
+  // The utterance's final result. It may be taken again before reset(),
+  // e.g. with the lattice result turned on after a first result without it
+  // (set_lattice_result): the pass runs then on the records the search kept.
   RecognitionResult finish();
   // Starts the next utterance.
   void reset();
+  // Whether finish() gives the word-lattice pass's result (when the
+  // config has one) or the search's Viterbi path; on by default
+  // (Searcher::set_lattice_result).
+  void set_lattice_result(bool on);
 
   // One whole utterance from samples in 16-bit units at the model's sample
   // rate: features with feature_options() on the scoring backend, then

@@ -500,7 +500,7 @@ Hypothesis Searcher::best() {
   h.cost = total;
   h.final_state = fin;
   h.trailing_silence_frames = trailing_silence(live[b]);
-  if (lattice_active()) lattice_words(live, fin, &h.words);
+  if (lattice_active() && lattice_result_) lattice_words(live, fin, &h.words);
   set_confidences(h, sequence_posteriors(live, fin));
   return h;
 }

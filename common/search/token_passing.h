@@ -374,6 +374,12 @@ class Searcher {
   // The best hypothesis so far (the final result after the last frame),
   // with word confidences.
   Hypothesis best();
+  // Whether best() gives the lattice pass's path (when the pass is
+  // configured) or the search's own; the records are kept either way.
+  // On by default; a client that wants the words only as an alignment
+  // (two-pass fMLLR's first pass) turns it off for that utterance, and may
+  // turn it on and call best() again to have the pass run after all.
+  void set_lattice_result(bool on) { lattice_result_ = on; }
   // The best hypothesis so far, final states not preferred, with
   // stable_words, confidences and trailing_silence_frames set.
   Hypothesis partial();
@@ -412,6 +418,7 @@ class Searcher {
   }
   // Set when the utterance's records passed lattice.max_records.
   bool lattice_given_up_ = false;
+  bool lattice_result_ = true;
   // For a searcher whose record store is full: while the lattice pass keeps
   // this utterance's records (`keeping`), the store grows instead of being
   // collected, up to lattice.max_records; returns whether it grew. Past the
