@@ -469,7 +469,6 @@ struct FileOutcome {
   std::string error;
   RecognitionResult result;
   double dur = 0.0, secs = 0.0;  // seconds of speech, and of recognition
-  size_t stream = 0;             // which stream decoded it
 };
 
 FileOutcome transcribe_file(Transcriber& tr, const std::string& path) {
@@ -500,58 +499,103 @@ FileOutcome transcribe_file(Transcriber& tr, const std::string& path) {
   return o;
 }
 
-// The plain mode over `streams` (one Transcriber each, on their own
-// threads): files are handed out in order as streams come free, and each
-// result is printed as soon as every file before it has been, so the
-// output is in the order of `files` whatever the timing.
-void transcribe_files(std::vector<Transcriber>& streams, const std::vector<std::string>& files,
-                      size_t* last_stream, int stream_nice, int fibers) {
-  std::vector<FileOutcome> outcomes(files.size());
-  std::vector<uint8_t> done(files.size(), 0);
-  std::atomic<size_t> next{0};
-  std::mutex mutex;     // guards outcomes, done, printed and the totals
-  size_t printed = 0;   // files printed so far, in order
+// Work units (files, or speakers with --fmllr) over `streams`, one
+// Transcriber each on its own thread (or fiber): units are handed out in
+// order as streams come free, and a unit's text, held in its own buffers
+// while other units run, is printed once every unit before it has been, so
+// the output is that of one stream whatever the timing. With one stream the
+// text goes out as it comes. `decode_unit(tr, i)` reports its errors
+// through `tr`; what escapes it is given to `escaped(tr, i, what)`, so that
+// nothing ends a stream's thread. `last_stream`: the stream of the last
+// unit printed.
+void run_units_in_order(std::vector<Transcriber>& streams, size_t units,
+                        const std::function<void(Transcriber&, size_t)>& decode_unit,
+                        const std::function<void(Transcriber&, size_t, const char*)>& escaped,
+                        int stream_nice, int fibers, size_t* last_stream) {
+  auto one_unit = [&](Transcriber& tr, size_t i) {
+    try {
+      decode_unit(tr, i);
+    } catch (const std::exception& e) {
+      escaped(tr, i, e.what());
+    }
+  };
   std::once_flag nice_warning;
-  auto work = [&](size_t k) {
-    Transcriber& tr = streams[k];
+  auto be_nice = [&] {
     if (stream_nice > 0)
       if (const std::string why = set_thread_nice(stream_nice); !why.empty())
         std::call_once(nice_warning, [&] {
-          std::fprintf(stderr, "gpuspeech-transcribe: warning: --stream-nice %d: %s\n", stream_nice,
+          std::fprintf(stderr, "%s: warning: --stream-nice %d: %s\n", kProgram, stream_nice,
                        why.c_str());
         });
-    for (size_t i = next++; i < files.size(); i = next++) {
-      FileOutcome o = transcribe_file(tr, files[i]);
-      o.stream = k;
+  };
+  if (streams.size() == 1 && fibers == 0) {
+    be_nice();
+    for (size_t i = 0; i < units; ++i) one_unit(streams[0], i);
+    return;
+  }
+  struct Held {
+    std::string out, err;
+    size_t stream = 0;
+    bool done = false;
+  };
+  std::vector<Held> held(units);
+  std::atomic<size_t> next{0};
+  std::mutex mutex;  // guards held, printed and *last_stream
+  size_t printed = 0;
+  auto work = [&](size_t k) {
+    be_nice();
+    Transcriber& tr = streams[k];
+    for (size_t i = next++; i < units; i = next++) {
+      std::string out, err;
+      tr.out = &out;
+      tr.err = &err;
+      one_unit(tr, i);
+      tr.out = tr.err = nullptr;
       std::lock_guard<std::mutex> lock(mutex);
-      outcomes[i] = std::move(o);
-      done[i] = 1;
-      for (; printed < files.size() && done[printed]; ++printed) {
-        FileOutcome& p = outcomes[printed];
-        Transcriber& owner = streams[p.stream];
-        if (p.ok) {
-          owner.audio_s += p.dur;
-          owner.wall_s += p.secs;
-          owner.print(files[printed], p.result, p.dur, p.secs);
-        } else {
-          ++owner.failed;
-          error(p.error);
-        }
-        *last_stream = p.stream;
-        p = FileOutcome{};  // printed: free its result
+      held[i] = {std::move(out), std::move(err), k, true};
+      for (; printed < units && held[printed].done; ++printed) {
+        std::fputs(held[printed].err.c_str(), stderr);
+        std::fputs(held[printed].out.c_str(), stdout);
+        std::fflush(stdout);
+        *last_stream = held[printed].stream;
+        held[printed] = Held{};  // printed: free its text
+        held[printed].done = true;
       }
     }
   };
   if (fibers > 0) {
     std::vector<std::function<void()>> tasks;
     for (size_t k = 0; k < streams.size(); ++k) tasks.push_back([&work, k] { work(k); });
-    run_fibers(std::move(tasks), fibers);  // (transcribe_file catches a file's errors)
+    run_fibers(std::move(tasks), fibers);
     return;
   }
   std::vector<std::thread> threads;
   for (size_t k = 1; k < streams.size(); ++k) threads.emplace_back(work, k);
   work(0);
   for (std::thread& t : threads) t.join();
+}
+
+// The plain mode: each file decoded by one stream and printed.
+void transcribe_files(std::vector<Transcriber>& streams, const std::vector<std::string>& files,
+                      size_t* last_stream, int stream_nice, int fibers) {
+  run_units_in_order(
+      streams, files.size(),
+      [&files](Transcriber& tr, size_t i) {
+        const FileOutcome o = transcribe_file(tr, files[i]);
+        if (o.ok) {
+          tr.audio_s += o.dur;
+          tr.wall_s += o.secs;
+          tr.print(files[i], o.result, o.dur, o.secs);
+        } else {
+          ++tr.failed;
+          tr.error(o.error);
+        }
+      },
+      [&files](Transcriber& tr, size_t i, const char* what) {
+        ++tr.failed;
+        tr.error(files[i] + ": " + what);
+      },
+      stream_nice, fibers, last_stream);
 }
 
 // A file whose features are ready for the adapted pass.
@@ -876,59 +920,21 @@ void two_pass_speaker(Transcriber& tr, const Speaker& spk, const std::vector<std
   decode_transformed(tr, files, done, transform, est_s);
 }
 
-// The --fmllr modes over `streams`: speakers are handed out in order as
-// streams come free, each decoded whole by one stream (`one_speaker`), and
-// a speaker's text is printed once every speaker before it has been, so the
-// output is that of one stream whatever the timing. With one stream the
-// text goes out as it comes.
+// The --fmllr modes: each speaker decoded whole by one stream (`adapt`:
+// both passes and the estimation, or the saved transform's pass); what
+// escapes a speaker's decoding (a backend that cannot allocate, say) fails
+// that speaker alone.
 void adapt_speakers(std::vector<Transcriber>& streams, const std::vector<Speaker>& speakers,
-                    const std::function<void(Transcriber&, const Speaker&)>& adapt) {
-  // A file's errors are caught and reported inside; what escapes (a
-  // backend that cannot allocate, say) fails that speaker alone, and on a
-  // stream's own thread must not end the process.
-  auto one_speaker = [&adapt](Transcriber& tr, const Speaker& spk) {
-    try {
-      adapt(tr, spk);
-    } catch (const std::exception& e) {
-      ++tr.failed;
-      tr.error("speaker " + spk.name + ": " + e.what());
-    }
-  };
-  if (streams.size() == 1) {
-    for (const Speaker& spk : speakers) one_speaker(streams[0], spk);
-    return;
-  }
-  struct Held {
-    std::string out, err;
-    bool done = false;
-  };
-  std::vector<Held> held(speakers.size());
-  std::atomic<size_t> next{0};
-  std::mutex mutex;  // guards held and printed
-  size_t printed = 0;
-  auto work = [&](size_t k) {
-    Transcriber& tr = streams[k];
-    for (size_t i = next++; i < speakers.size(); i = next++) {
-      std::string out, err;
-      tr.out = &out;
-      tr.err = &err;
-      one_speaker(tr, speakers[i]);
-      tr.out = tr.err = nullptr;
-      std::lock_guard<std::mutex> lock(mutex);
-      held[i] = {std::move(out), std::move(err), true};
-      for (; printed < speakers.size() && held[printed].done; ++printed) {
-        std::fputs(held[printed].err.c_str(), stderr);
-        std::fputs(held[printed].out.c_str(), stdout);
-        std::fflush(stdout);
-        held[printed] = Held{};
-        held[printed].done = true;
-      }
-    }
-  };
-  std::vector<std::thread> threads;
-  for (size_t k = 1; k < streams.size(); ++k) threads.emplace_back(work, k);
-  work(0);
-  for (std::thread& t : threads) t.join();
+                    const std::function<void(Transcriber&, const Speaker&)>& adapt,
+                    size_t* last_stream, int stream_nice) {
+  run_units_in_order(
+      streams, speakers.size(),
+      [&](Transcriber& tr, size_t i) { adapt(tr, speakers[i]); },
+      [&speakers](Transcriber& tr, size_t i, const char* what) {
+        ++tr.failed;
+        tr.error("speaker " + speakers[i].name + ": " + what);
+      },
+      stream_nice, 0, last_stream);
 }
 
 int run(int argc, char** argv) {
@@ -1209,7 +1215,7 @@ int run(int argc, char** argv) {
                          fmllr_redecodes, fmllr_dir);
       else
         apply_saved_speaker(tr, spk, files, fmllr_dir);
-    });
+    }, &last_stream, stream_nice);
   }
   const double elapsed_s = std::chrono::duration<double>(clock::now() - t_decode).count();
   double audio_s = 0.0, busy_s = 0.0;
