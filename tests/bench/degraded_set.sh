@@ -56,6 +56,23 @@ make_clean_set() {
   done <"$HERE/data/fmllr_dev/sentences.txt"
 }
 
+# make_librivox_set DIR: the real speech of pocketsphinx-testdata's LibriVox
+# directory DIR (fileids, transcription, 16 kHz WAVs) as the clean set:
+# $W/clean/ID.wav (16-bit mono, as they are), $W/fileids and $W/ref.trn.
+make_librivox_set() {
+  local d=$1 id
+  mkdir -p "$W/clean" || degraded_die "cannot create $W/clean"
+  [ -r "$d/fileids" ] && [ -r "$d/transcription" ] || degraded_die "no fileids or transcription in $d"
+  : >"$W/fileids"
+  while read -r id; do
+    [ -n "$id" ] || continue
+    [ -f "$W/clean/$id.wav" ] || sox -R -D "$d/$id.wav" -r 16000 -b 16 -c 1 "$W/clean/$id.wav" ||
+      degraded_die "sox failed for $id"
+    echo "$id" >>"$W/fileids"
+  done <"$d/fileids"
+  cp "$d/transcription" "$W/ref.trn" || degraded_die "cannot copy $d/transcription"
+}
+
 degraded_rms() { sox "$1" -n stat 2>&1 | awk '/RMS +amplitude/ { print $3 }'; }
 
 # make_noises: 120 s of pink, white and brown noise in $W/noise.

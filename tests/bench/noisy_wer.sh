@@ -15,6 +15,10 @@
 # Usage: noisy_wer.sh WORKDIR N "VOICE..." NAME=COMMAND...
 #   NOISY_FIRST=K (default 1): use sentences K..N only, for a development
 #   set held out from the usual first 20 (for example K=21 with N=40).
+#   NOISY_SOURCE=librivox: the clean set is the real speech of
+#   pocketsphinx-testdata's five LibriVox utterances (71 words, one
+#   reader) instead of flite sentences; N and VOICES are then ignored
+#   (GPUSPEECH_AUDIO_DIR overrides where the test data is).
 #   Each NAME=COMMAND is a column: COMMAND (split on spaces) is a
 #   gpuspeech-transcribe with any flags, run as
 #   COMMAND --backend cpu --search cpu --cache CACHE FILES...
@@ -39,7 +43,12 @@ for t in flite sox sctk pocketsphinx_batch; do
   command -v $t >/dev/null || degraded_die "missing $t"
 done
 
-make_clean_set "$N" "${VOICES[@]}"
+if [ "${NOISY_SOURCE:-flite}" = librivox ]; then
+  make_librivox_set "${GPUSPEECH_AUDIO_DIR:-/usr/share/pocketsphinx/test/data}/librivox"
+  N=$(grep -c . "$W/fileids"); VOICES=(librivox)
+else
+  make_clean_set "$N" "${VOICES[@]}"
+fi
 FIRST=${NOISY_FIRST:-1}
 if [ "$FIRST" -gt 1 ]; then  # keep sentences FIRST..N (ids uttII-VOICE count from 1)
   awk -v f="$FIRST" 'NR >= f' "$W/fileids" >"$W/fileids.kept" && mv "$W/fileids.kept" "$W/fileids"
