@@ -698,10 +698,19 @@ void two_pass_speaker(Transcriber& tr, const Speaker& spk, const std::vector<std
   auto decode_and_accumulate = [&](const std::string& path, const float* x, const float* y,
                                    int64_t rows, RecognitionResult* result) {
     // These words serve as an alignment (and as pass 1's words for -v):
-    // the lattice pass, when configured, is left to the final decoding.
-    rec.set_lattice_result(false);
-    const RecognitionResult r = tr.decode(y, rows);
-    rec.set_lattice_result(true);
+    // the lattice pass, when configured, is left to the final decoding. On
+    // again however the decoding ends, so that no later decoding of this
+    // stream loses it.
+    struct LatticeResultOff {
+      Recognizer& rec;
+      explicit LatticeResultOff(Recognizer& r) : rec(r) { rec.set_lattice_result(false); }
+      ~LatticeResultOff() { rec.set_lattice_result(true); }
+    };
+    RecognitionResult r;
+    {
+      const LatticeResultOff off(rec);
+      r = tr.decode(y, rows);
+    }
     FrameAlignment al = rec.align(r.best.words);
     const int64_t n = static_cast<int64_t>(al.senones.size());
     if (al.first_frame < 0 || al.first_frame + n > rows)
