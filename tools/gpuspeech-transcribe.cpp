@@ -368,9 +368,10 @@ struct Transcriber {
   bool verbose = false;
   double audio_s = 0.0, wall_s = 0.0;
   int failed = 0;
-  // Where its text goes: stdout and stderr when null; while the stream
-  // works through a speaker for --fmllr with several streams, buffers that
-  // are printed in the speakers' order once the speakers before are.
+  // Where its text goes: stdout and stderr when null; with several
+  // streams, while the stream works through a unit (a file, or a speaker
+  // with --fmllr), buffers that run_units_in_order prints in the units'
+  // order once the units before are.
   std::string* out = nullptr;
   std::string* err = nullptr;
 
