@@ -102,10 +102,17 @@ check_not_worse "zeros first" "$ours_pad" "$ps_pad"
 # results on the clean files, held to the same bar.
 files=()
 while read -r id; do [ -n "$id" ] && files+=("$D/$id.wav"); done <"$D/fileids"
-"$TOOL" --backend cpu --search cpu --hmm "$M/en-us" --dict "$M/cmudict-en-us.dict" \
-  --lm "$M/en-us.lm.bin" --cache "$CACHE" --lattice-lw 8.5 "${files[@]}" >"$T/ours-lattice.hyp" \
-  2>"$T/ours-lattice.log" || { echo "FAIL gpuspeech-transcribe --lattice-lw:"; tail -20 "$T/ours-lattice.log"; exit 1; }
-wer_normalise "$T/ours-lattice.hyp" >"$T/ours-lattice.trn"
+# decode_clean NAME FLAGS...: the clean files decoded with FLAGS into
+# $T/ours-NAME.hyp (stderr in .log), normalised into $T/ours-NAME.trn.
+decode_clean() {
+  local name=$1
+  shift
+  "$TOOL" --backend cpu --search cpu --hmm "$M/en-us" --dict "$M/cmudict-en-us.dict" \
+    --lm "$M/en-us.lm.bin" --cache "$CACHE" "$@" "${files[@]}" >"$T/ours-$name.hyp" \
+    2>"$T/ours-$name.log" || { echo "FAIL gpuspeech-transcribe $*:"; tail -20 "$T/ours-$name.log"; exit 1; }
+  wer_normalise "$T/ours-$name.hyp" >"$T/ours-$name.trn"
+}
+decode_clean lattice --lattice-lw 8.5
 ours_lattice=$(wer_or_fail "$T/ref.trn" "$T/ours-lattice.trn")
 echo "gpuspeech-transcribe --lattice-lw 8.5:"; sed 's/^/  /' "$T/ours-lattice.trn"
 echo "WER with the lattice pass: pocketsphinx_batch $ps_wer%  gpuspeech $ours_lattice%"
@@ -117,18 +124,12 @@ check_not_worse "lattice pass" "$ours_lattice" "$ps_wer"
 # pass 1's search with the lattice pass run on it after all (not a second
 # decoding): line for line the one-pass lattice's words.
 fm=(--fmllr two-pass --fmllr-update auto --lattice-lw 8.5)
-"$TOOL" --backend cpu --search cpu --hmm "$M/en-us" --dict "$M/cmudict-en-us.dict" \
-  --lm "$M/en-us.lm.bin" --cache "$CACHE" "${fm[@]}" "${files[@]}" >"$T/ours-fmllr.hyp" \
-  2>"$T/ours-fmllr.log" || { echo "FAIL gpuspeech-transcribe ${fm[*]}:"; tail -20 "$T/ours-fmllr.log"; exit 1; }
-wer_normalise "$T/ours-fmllr.hyp" >"$T/ours-fmllr.trn"
+decode_clean fmllr "${fm[@]}"
 ours_fmllr=$(wer_or_fail "$T/ref.trn" "$T/ours-fmllr.trn")
 echo "gpuspeech-transcribe ${fm[*]}:"; sed 's/^/  /' "$T/ours-fmllr.trn"
 echo "WER with two-pass fMLLR and the lattice pass: pocketsphinx_batch $ps_wer%  gpuspeech $ours_fmllr%"
 check_not_worse "two-pass fMLLR" "$ours_fmllr" "$ps_wer"
-"$TOOL" --backend cpu --search cpu --hmm "$M/en-us" --dict "$M/cmudict-en-us.dict" \
-  --lm "$M/en-us.lm.bin" --cache "$CACHE" "${fm[@]}" --fmllr-min-frames 1000000 "${files[@]}" \
-  >"$T/ours-identity.hyp" 2>"$T/ours-identity.log" ||
-  { echo "FAIL gpuspeech-transcribe ${fm[*]} --fmllr-min-frames 1000000:"; tail -20 "$T/ours-identity.log"; exit 1; }
+decode_clean identity "${fm[@]}" --fmllr-min-frames 1000000
 kept=$(grep -c 'fmllr speaker .*too few frames, identity kept' "$T/ours-identity.log")
 if [ "$kept" -eq "${#files[@]}" ] && diff -u "$T/ours-lattice.hyp" "$T/ours-identity.hyp" >"$T/identity.diff"; then
   echo "PASS two-pass fMLLR, identity kept for all ${#files[@]} files: the one-pass lattice's lines"

@@ -25,6 +25,15 @@
 namespace gpuspeech {
 namespace {
 
+// Senone log-likelihoods drawn uniformly from [-8, -1): the searches' scores
+// in the tests that run a CpuSearcher with the pass.
+testing::Scores uniform_scores(std::mt19937& rng, int frames, int senones) {
+  testing::Scores sc(frames, senones);
+  std::uniform_real_distribution<float> ll(-8.0f, -1.0f);
+  for (float& x : sc.v) x = ll(rng);
+  return sc;
+}
+
 // Vocabulary <s>, </s>, w1 .. w{words-1}; unigrams only, all equal.
 std::shared_ptr<const NgramModel> uniform_unigrams(int words) {
   std::vector<std::string> vocab{"<s>", "</s>"};
@@ -407,9 +416,7 @@ TEST(WordLattice, CpuSearcherKeepsAcousticCostsApart) {
     o.lattice.language_weight = 2.0f;
     o.max_active = 200;
     CpuSearcher s(graph, o, &r);
-    testing::Scores sc(30, graph.num_senones);
-    std::uniform_real_distribution<float> ll(-8.0f, -1.0f);
-    for (float& x : sc.v) x = ll(rng);
+    const testing::Scores sc = uniform_scores(rng, 30, graph.num_senones);
     testing::decode(s, sc);
     const WordRecordStore& rec = s.word_records();
     ASSERT_GT(rec.size(), 0) << "trial " << trial;
@@ -433,9 +440,7 @@ TEST(WordLattice, GivesUpPastItsRecordLimit) {
   std::mt19937 rng(5);
   const SearchGraph graph = testing::random_rescoring_graph(rng, 60, 12, 5, 0.0f);
   const testing::LmPair lms = testing::random_lm_pair(rng, 5);
-  testing::Scores sc(200, graph.num_senones);
-  std::uniform_real_distribution<float> ll(-8.0f, -1.0f);
-  for (float& x : sc.v) x = ll(rng);
+  const testing::Scores sc = uniform_scores(rng, 200, graph.num_senones);
   SearchOptions plain;
   plain.max_word_records = 16;
   LmRescorer r0(lms.full, lms.pruned, graph.words, graph.word_is_filler, 2.0f);
@@ -472,9 +477,7 @@ TEST(WordLattice, TheResultCanBeTakenWithoutThePassThenWithIt) {
     // negative.
     const SearchGraph graph = testing::random_rescoring_graph(rng, 40, 12, 5, 0.0f, 0, 0, 6.0f);
     const testing::LmPair lms = testing::random_lm_pair(rng, 5);
-    testing::Scores sc(60, graph.num_senones);
-    std::uniform_real_distribution<float> ll(-8.0f, -1.0f);
-    for (float& x : sc.v) x = ll(rng);
+    const testing::Scores sc = uniform_scores(rng, 60, graph.num_senones);
     SearchOptions plain;
     plain.max_active = 200;
     SearchOptions with_lattice = plain;
