@@ -3,7 +3,10 @@
 // shift) is undone by the diagonal update, a pure shift by the offset
 // update; each restricted estimate is the maximum of the objective over its
 // parameters (no small change of a_ii or b_i does better), and the full
-// update reaches at least the diagonal one's objective.
+// update reaches at least the diagonal one's objective. The prior of the
+// full update (FmllrOptions::prior_frames) moves its estimate from the full
+// one (no prior) to the diagonal one (a prior of many frames), maximising
+// the objective less the prior's penalty.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -144,6 +147,84 @@ TEST(FmllrUpdateTypes, EachEstimateIsItsParametersMaximum) {
       EXPECT_GE(full.objective.back(), est.objective.back());
     }
   }
+}
+
+// The penalty of the prior as fmllr_estimate.h defines it.
+double prior_penalty(const FmllrStats& st, double tau, const FmllrTransform& w,
+                     const FmllrTransform& v) {
+  const int d = st.dim, n = d + 1;
+  double pen = 0.0;
+  for (int i = 0; i < d; ++i) {
+    const double* g = st.g_matrix(i);
+    for (int p = 0; p < n; ++p)
+      for (int r = 0; r < n; ++r)
+        pen += (w.at(i, p) - v.at(i, p)) * g[p * n + r] * (w.at(i, r) - v.at(i, r));
+  }
+  return 0.5 * tau / st.beta * pen;
+}
+
+double distance(const FmllrTransform& a, const FmllrTransform& b) {
+  double s = 0.0;
+  for (size_t j = 0; j < a.w.size(); ++j) s += (a.w[j] - b.w[j]) * (a.w[j] - b.w[j]);
+  return std::sqrt(s);
+}
+
+TEST(FmllrUpdateTypes, APriorDrawsTheFullEstimateToTheDiagonalOne) {
+  std::mt19937 rng(17);
+  const int d = 5;
+  const GaussianMixtures gm = fmllr_test_model(d, 1, 8, 3, rng);
+  std::vector<int32_t> senones;
+  const std::vector<float> clean = draw_features(gm, 2000, senones, rng);
+  const FmllrTransform distortion = testing::random_affine(d, 0.3, rng);
+  std::vector<float> x(clean.size());
+  apply_fmllr_reference(distortion, clean.data(), 2000, x.data());
+  const FmllrStats st = stats_at(gm, x, senones, FmllrTransform::identity(d));
+
+  FmllrOptions diag_opt;
+  diag_opt.update = FmllrUpdateType::kDiag;
+  const FmllrEstimate diag = estimate_fmllr(st, diag_opt);
+  const FmllrEstimate full = estimate_fmllr(st, FmllrOptions{});
+  ASSERT_EQ(diag.outcome, FmllrOutcome::kUpdated) << diag.message;
+  ASSERT_EQ(full.outcome, FmllrOutcome::kUpdated) << full.message;
+  // The distortion mixes the dimensions: the two estimates differ.
+  ASSERT_GT(distance(full.transform, diag.transform), 0.05);
+
+  // A prior for a diagonal update is no prior: the options say full only.
+  diag_opt.prior_frames = 1000.0;
+  EXPECT_EQ(estimate_fmllr(st, diag_opt).transform.w, diag.transform.w);
+
+  double last_distance = distance(full.transform, diag.transform);
+  double last_q = fmllr_objective(st, full.transform);
+  for (double tau : {100.0, 1000.0, 10000.0, 1e8}) {
+    FmllrOptions opt;
+    opt.prior_frames = tau;
+    opt.iterations = 30;
+    const FmllrEstimate est = estimate_fmllr(st, opt);
+    ASSERT_EQ(est.outcome, FmllrOutcome::kUpdated) << est.message;
+    // Nearer the diagonal estimate as the prior grows, the objective of the
+    // data alone lower, never below the diagonal estimate's.
+    const double dist = distance(est.transform, diag.transform);
+    const double q = fmllr_objective(st, est.transform);
+    EXPECT_LT(dist, last_distance) << "tau " << tau;
+    EXPECT_LE(q, last_q + 1e-9 * std::fabs(q)) << "tau " << tau;
+    EXPECT_GE(q, fmllr_objective(st, diag.transform) - 1e-9 * std::fabs(q)) << "tau " << tau;
+    last_distance = dist;
+    last_q = q;
+    // The maximum of the objective less the penalty: no small change of an
+    // entry does better.
+    const double best = q - prior_penalty(st, tau, est.transform, diag.transform);
+    for (int i = 0; i < d; ++i)
+      for (int col = 0; col <= d; ++col)
+        for (double step : {-1e-3, 1e-3}) {
+          FmllrTransform t = est.transform;
+          t.at(i, col) += step;
+          EXPECT_LE(fmllr_objective(st, t) - prior_penalty(st, tau, t, diag.transform),
+                    best + 1e-9 * std::fabs(best))
+              << "tau " << tau << " entry " << i << "," << col << " step " << step;
+        }
+  }
+  // Many more frames of prior than of data: the diagonal estimate.
+  EXPECT_LT(last_distance, 1e-4);
 }
 
 }  // namespace

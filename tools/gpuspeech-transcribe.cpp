@@ -137,6 +137,11 @@ Speaker adaptation (feature-space MLLR, docs/transcribe.md):
                         offset (b alone) | auto (per speaker, the richest type
                         with 2 aligned frames a parameter: offset, diag from
                         156 frames, full from 3120; the gpufmllr element's rule)
+  --fmllr-prior-frames X
+                        a full update is drawn towards the diagonal estimate
+                        of the same statistics as if by X frames of speech
+                        that favour it (default 0: none); with more data
+                        than X the data dominate (docs/fmllr.md)
 
 Front end (pocketsphinx's defaults: both on; noise and silence removal
 not for --mfc input, the CMN rule for both; and declipping):
@@ -1093,6 +1098,10 @@ int run(int argc, char** argv) {
       fmllr_redecodes = parse_int(a, value());
       if (fmllr_redecodes < 0) usage_error("--fmllr-redecode must be >= 0");
       fmllr_tuned = true;
+    } else if (a == "--fmllr-prior-frames") {
+      fmllr_options.prior_frames = parse_double(a, value());
+      if (!(fmllr_options.prior_frames >= 0.0)) usage_error("--fmllr-prior-frames must be >= 0");
+      fmllr_tuned = true;
     } else if (a == "--fmllr-update") {
       const std::string u = value();
       fmllr_update_by_data = u == "auto";
@@ -1127,8 +1136,11 @@ int run(int argc, char** argv) {
     usage_error("--fmllr apply needs --fmllr-dir DIR (the transforms to apply)");
   if (fmllr_mode != FmllrMode::kNone && fibers > 0)
     usage_error("--fibers applies to the plain mode's streams, not to --fmllr");
+  if (fmllr_options.prior_frames > 0.0 && !fmllr_update_by_data &&
+      fmllr_options.update != FmllrUpdateType::kFull)
+    usage_error("--fmllr-prior-frames applies to the full update (--fmllr-update full or auto)");
   if (fmllr_mode == FmllrMode::kApply && fmllr_tuned)
-    usage_error("--fmllr-min-frames, --fmllr-em-passes, --fmllr-redecode and --fmllr-update apply to --fmllr two-pass only");
+    usage_error("--fmllr-min-frames, --fmllr-em-passes, --fmllr-redecode, --fmllr-update and --fmllr-prior-frames apply to --fmllr two-pass only");
 
   // Speakers for --fmllr two-pass: checked before the model loads, so a bad
   // spk2utt costs nothing.

@@ -121,20 +121,62 @@ bool inverse_transpose_row(const FmllrTransform& t, int row, std::vector<double>
   return true;
 }
 
-double objective_with(const FmllrStats& st, const std::vector<Matrix>& g, const FmllrTransform& t) {
-  const int d = st.dim, n = d + 1;
-  double q = st.beta * t.log_abs_det();
+// Q(W) with the given G_i and k_i (rows of d + 1 in `k`).
+double objective_with(double beta, const std::vector<Matrix>& g, const std::vector<double>& k,
+                      const FmllrTransform& t) {
+  const int d = t.dim, n = d + 1;
+  double q = beta * t.log_abs_det();
   for (int i = 0; i < d; ++i) {
     const double* w = t.w.data() + static_cast<size_t>(i) * n;
-    const double* k = st.k_row(i);
+    const double* ki = k.data() + static_cast<size_t>(i) * n;
     const Matrix& gi = g[static_cast<size_t>(i)];
     for (int p = 0; p < n; ++p) {
       double gw = 0.0;
       for (int r = 0; r < n; ++r) gw += gi[static_cast<size_t>(p) * n + r] * w[r];
-      q += w[p] * k[p] - 0.5 * w[p] * gw;
+      q += w[p] * ki[p] - 0.5 * w[p] * gw;
     }
   }
   return q;
+}
+
+std::vector<double> k_rows(const FmllrStats& st) {
+  const int d = st.dim, n = d + 1;
+  std::vector<double> k(static_cast<size_t>(d) * n);
+  for (int i = 0; i < d; ++i) std::copy(st.k_row(i), st.k_row(i) + n, k.begin() + static_cast<size_t>(i) * n);
+  return k;
+}
+
+// The diagonal or offset estimate: closed forms, the rows independent.
+FmllrTransform restricted_estimate(FmllrUpdateType type, double beta, const std::vector<Matrix>& g,
+                                   const std::vector<double>& kk, int d) {
+  const int n = d + 1;
+  FmllrTransform r = FmllrTransform::identity(d);
+  for (int i = 0; i < d; ++i) {
+    const Matrix& gi = g[static_cast<size_t>(i)];
+    const double* k = kk.data() + static_cast<size_t>(i) * n;
+    const double gii = gi[static_cast<size_t>(i) * n + i], gid = gi[static_cast<size_t>(i) * n + d],
+                 gdd = gi[static_cast<size_t>(d) * n + d];
+    if (type == FmllrUpdateType::kOffset) {
+      r.at(i, d) = (k[d] - gid) / gdd;  // with a_ii = 1, the other a_ij = 0
+      continue;
+    }
+    // Row (a, b) maximising beta ln|a| + a k_i + b k_d - ½ [a b] G2 [a b]ᵀ,
+    // G2 the 2 x 2 block of G_i at (i, d): the full row update with
+    // p = [1 0] (the cofactor direction of a diagonal A).
+    const double det = gii * gdd - gid * gid;
+    if (!(det > 0.0)) continue;  // left as identity; cannot happen for positive definite G_i
+    const double inv00 = gdd / det, inv01 = -gid / det, inv11 = gii / det;
+    const double a = inv00, e = k[i] * inv00 + k[d] * inv01;  // p G2⁻¹ pᵀ, k2 G2⁻¹ pᵀ
+    const double root = std::sqrt(e * e + 4.0 * a * beta);
+    const double a1 = (-e + root) / (2.0 * a), a2 = (-e - root) / (2.0 * a);
+    auto q = [&](double al) { return beta * std::log(std::fabs(al * a + e)) - 0.5 * al * al * a; };
+    const double alpha = q(a1) >= q(a2) ? a1 : a2;
+    // [a b] = (alpha p + k2) G2⁻¹
+    const double v0 = alpha + k[i], v1 = k[d];
+    r.at(i, i) = v0 * inv00 + v1 * inv01;
+    r.at(i, d) = v0 * inv01 + v1 * inv11;
+  }
+  return r;
 }
 
 }  // namespace
@@ -172,7 +214,7 @@ double fmllr_objective(const FmllrStats& stats, const FmllrTransform& t) {
   std::vector<Matrix> g(static_cast<size_t>(stats.dim));
   for (int i = 0; i < stats.dim; ++i)
     g[static_cast<size_t>(i)].assign(stats.g_matrix(i), stats.g_matrix(i) + n * n);
-  return objective_with(stats, g, t);
+  return objective_with(stats.beta, g, k_rows(stats), t);
 }
 
 FmllrEstimate estimate_fmllr(const FmllrStats& st, const FmllrOptions& opt,
@@ -236,38 +278,31 @@ FmllrEstimate estimate_fmllr(const FmllrStats& st, const FmllrOptions& opt,
   }
   out.regularised_dims = static_cast<int>(regularised.size());
 
-  FmllrTransform& t = out.transform;
-  out.objective.push_back(objective_with(st, g, t) / st.beta);
-  if (opt.update != FmllrUpdateType::kFull) {
-    // Closed forms on the (regularised) G_i: the rows are independent.
-    FmllrTransform r = FmllrTransform::identity(d);
+  std::vector<double> kk = k_rows(st);
+  if (opt.update == FmllrUpdateType::kFull && opt.prior_frames > 0.0) {
+    // The prior towards the diagonal estimate (top of fmllr_estimate.h):
+    // G_i + tau G_i / beta, k_i + tau v_i G_i / beta.
+    const FmllrTransform v = restricted_estimate(FmllrUpdateType::kDiag, st.beta, g, kk, d);
+    const double c = opt.prior_frames / st.beta;
     for (int i = 0; i < d; ++i) {
-      const Matrix& gi = g[static_cast<size_t>(i)];
-      const double* k = st.k_row(i);
-      const double gii = gi[static_cast<size_t>(i) * n + i], gid = gi[static_cast<size_t>(i) * n + d],
-                   gdd = gi[static_cast<size_t>(d) * n + d];
-      if (opt.update == FmllrUpdateType::kOffset) {
-        r.at(i, d) = (k[d] - gid) / gdd;  // with a_ii = 1, the other a_ij = 0
-        continue;
+      Matrix& gi = g[static_cast<size_t>(i)];
+      const double* vi = v.w.data() + static_cast<size_t>(i) * n;
+      double* ki = kk.data() + static_cast<size_t>(i) * n;
+      for (int p = 0; p < n; ++p) {
+        double vg = 0.0;
+        for (int r = 0; r < n; ++r) vg += vi[r] * gi[static_cast<size_t>(r) * n + p];
+        ki[p] += c * vg;
       }
-      // Row (a, b) maximising beta ln|a| + a k_i + b k_d - ½ [a b] G2 [a b]ᵀ,
-      // G2 the 2 x 2 block of G_i at (i, d): the full row update with
-      // p = [1 0] (the cofactor direction of a diagonal A).
-      const double det = gii * gdd - gid * gid;
-      if (!(det > 0.0)) continue;  // left as identity; cannot happen for positive definite G_i
-      const double inv00 = gdd / det, inv01 = -gid / det, inv11 = gii / det;
-      const double a = inv00, e = k[i] * inv00 + k[d] * inv01;  // p G2⁻¹ pᵀ, k2 G2⁻¹ pᵀ
-      const double root = std::sqrt(e * e + 4.0 * a * st.beta);
-      const double a1 = (-e + root) / (2.0 * a), a2 = (-e - root) / (2.0 * a);
-      auto q = [&](double al) { return st.beta * std::log(std::fabs(al * a + e)) - 0.5 * al * al * a; };
-      const double alpha = q(a1) >= q(a2) ? a1 : a2;
-      // [a b] = (alpha p + k2) G2⁻¹
-      const double v0 = alpha + k[i], v1 = k[d];
-      r.at(i, i) = v0 * inv00 + v1 * inv01;
-      r.at(i, d) = v0 * inv01 + v1 * inv11;
+      for (double& x : gi) x *= 1.0 + c;
+      for (double& x : chol[static_cast<size_t>(i)]) x *= std::sqrt(1.0 + c);  // of (1 + c) G_i
     }
-    t = r;
-    out.objective.push_back(objective_with(st, g, t) / st.beta);
+  }
+
+  FmllrTransform& t = out.transform;
+  out.objective.push_back(objective_with(st.beta, g, kk, t) / st.beta);
+  if (opt.update != FmllrUpdateType::kFull) {
+    t = restricted_estimate(opt.update, st.beta, g, kk, d);
+    out.objective.push_back(objective_with(st.beta, g, kk, t) / st.beta);
   }
   std::vector<double> cof, p(static_cast<size_t>(n)), gp(static_cast<size_t>(n)), gk(static_cast<size_t>(n));
   for (int iter = 0; opt.update == FmllrUpdateType::kFull && iter < opt.iterations; ++iter) {
@@ -276,7 +311,7 @@ FmllrEstimate estimate_fmllr(const FmllrStats& st, const FmllrOptions& opt,
       std::copy(cof.begin(), cof.end(), p.begin());
       p[static_cast<size_t>(d)] = 0.0;
       const Matrix& l = chol[static_cast<size_t>(i)];
-      const double* k = st.k_row(i);
+      const double* k = kk.data() + static_cast<size_t>(i) * n;
       cholesky_solve(l, n, p.data(), gp.data());  // G⁻¹ pᵀ
       cholesky_solve(l, n, k, gk.data());         // G⁻¹ kᵀ
       double a = 0.0, e = 0.0;
@@ -292,7 +327,7 @@ FmllrEstimate estimate_fmllr(const FmllrStats& st, const FmllrOptions& opt,
       double* w = t.w.data() + static_cast<size_t>(i) * n;
       for (int r = 0; r < n; ++r) w[r] = alpha * gp[static_cast<size_t>(r)] + gk[static_cast<size_t>(r)];
     }
-    out.objective.push_back(objective_with(st, g, t) / st.beta);
+    out.objective.push_back(objective_with(st.beta, g, kk, t) / st.beta);
   }
   const double logdet = t.log_abs_det();
   if (!t.all_finite() || !std::isfinite(logdet) || std::fabs(logdet) > opt.max_log_det ||

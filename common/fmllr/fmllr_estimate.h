@@ -23,6 +23,21 @@
 //    result that is not finite or whose |ln det A| exceeds max_log_det: the
 //    start transform is kept (refused).
 // Never returns NaN.
+//
+// A prior for the full update (FmllrOptions::prior_frames = tau > 0): the
+// objective maximised is
+//   Q(W) - tau/2 sum_i (w_i - v_i) (G_i / beta) (w_i - v_i)ᵀ,
+// V = [A b] the diagonal estimate from the same statistics. G_i / beta is
+// one average frame's G_i, so the prior weighs as tau frames that favour the
+// diagonal transform, whatever the scale of the features; it changes only
+// the statistics (G_i by (1 + tau / beta), k_i by tau / beta v_i G_i), and
+// the row updates stay exact. tau = 0 is the plain full estimate; as beta
+// grows past tau the data outweigh the prior. Why: the 2d parameters of the
+// diagonal transform are well determined by a few seconds of speech, the
+// d (d+1) of the full one are not, and on real speech the full one
+// nevertheless does better than the diagonal one even from one utterance
+// (docs/benchmarks.md); the prior lets a full transform move from the
+// diagonal one only as far as the data support.
 #pragma once
 
 #include <string>
@@ -64,6 +79,9 @@ struct FmllrOptions {
   // above the float32 rounding, small against any real eigenvalue.
   double ridge = 1e-5;
   double max_log_det = 50.0;
+  // Frames of the prior towards the diagonal estimate (full update only; 0:
+  // none). See the top of this file.
+  double prior_frames = 0.0;
 };
 
 enum class FmllrOutcome { kUpdated, kTooFewFrames, kRefused };
