@@ -284,6 +284,7 @@ enum
   PROP_SEND_ALIGNMENTS,
   PROP_BATCHED_SEARCH,
   PROP_LATTICE_LW,
+  PROP_LATTICE_WIP,
   N_PROPS
 };
 
@@ -326,6 +327,8 @@ struct Settings
   gboolean send_alignments = DEFAULT_SEND_ALIGNMENTS;
   gboolean batched_search = DEFAULT_BATCHED_SEARCH;
   gdouble lattice_lw = DEFAULT_LATTICE_LW;
+  /* The recognizer's default, in one place (recognizer.h). */
+  gdouble lattice_wip = gs::RecognizerConfig{}.lattice_word_insertion_penalty;
 };
 
 /* A configuration problem for the user; `not_found` marks a missing file. */
@@ -421,6 +424,7 @@ build_config (const Settings & s)
     throw ConfigError ("lattice-lw needs an n-gram language model (lm), "
         "not a grammar or keyphrases", false);
   c.search.lattice.language_weight = (float) s.lattice_lw;
+  c.lattice_word_insertion_penalty = (float) s.lattice_wip;
   try {
     c.search.validate ();
     c.graph.validate ();
@@ -726,6 +730,15 @@ gst_gpu_decoder_class_init (GstGpuDecoderClass * klass)
           "result may then differ from its partials' stable words; it costs "
           "host time per utterance (about 0.1 s for 5 s of speech)",
           0.0, 1000.0, DEFAULT_LATTICE_LW, rw));
+  g_object_class_install_property (gobject_class, PROP_LATTICE_WIP,
+      g_param_spec_double ("lattice-wip", "Word-lattice word insertion penalty",
+          "The word-lattice pass's word insertion penalty (a probability: "
+          "each word costs -ln of it), used only with lattice-lw > 0; 0: the "
+          "wip property's value, as the search pays. The pass can want a "
+          "larger cost per word than the search: each lattice node takes the "
+          "least acoustic cost of the paths that made it, so a path of more, "
+          "shorter words gains more from that choice (docs/search.md)",
+          0.0, 1e300, gs::RecognizerConfig{}.lattice_word_insertion_penalty, rw));
 
   element_class->change_state =
       GST_DEBUG_FUNCPTR (gst_gpu_decoder_change_state);
@@ -896,6 +909,9 @@ gst_gpu_decoder_set_property (GObject * object, guint prop_id,
     case PROP_LATTICE_LW:
       s.lattice_lw = g_value_get_double (value);
       break;
+    case PROP_LATTICE_WIP:
+      s.lattice_wip = g_value_get_double (value);
+      break;
     default:
       G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
       break;
@@ -1000,6 +1016,9 @@ gst_gpu_decoder_get_property (GObject * object, guint prop_id,
       break;
     case PROP_LATTICE_LW:
       g_value_set_double (value, s.lattice_lw);
+      break;
+    case PROP_LATTICE_WIP:
+      g_value_set_double (value, s.lattice_wip);
       break;
     default:
       G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);

@@ -20,6 +20,7 @@
 #include <string>
 #include <vector>
 
+#include "common/engine/recognizer.h"
 #include "common/model/mdef.h"
 #include "common/features/wav_reader.h"
 #include "gst/gpuspeech_alignment_event.h"
@@ -1392,6 +1393,14 @@ TEST(GpuDecoder, LatticePassProperty) {
   g_object_set(dec, "lattice-lw", 8.5, nullptr);
   g_object_get(dec, "lattice-lw", &lw, nullptr);
   EXPECT_EQ(lw, 8.5);
+  // Its word cost: the recognizer's default (the wip property's value
+  // when 0), read back when set.
+  gdouble wip = -1.0;
+  g_object_get(dec, "lattice-wip", &wip, nullptr);
+  EXPECT_EQ(wip, static_cast<gdouble>(gpuspeech::RecognizerConfig{}.lattice_word_insertion_penalty));
+  g_object_set(dec, "lattice-wip", 2e-5, nullptr);
+  g_object_get(dec, "lattice-wip", &wip, nullptr);
+  EXPECT_EQ(wip, 2e-5);
   gst_object_unref(dec);
 
   const std::string src = raw_source(data("goforward.raw")) + " ! " + features() + " ! ";

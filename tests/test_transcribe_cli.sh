@@ -248,6 +248,8 @@ expect_error "two grammars" 2 "at most one" --jsgf "$DATA/goforward.gram" --fsg 
 expect_error "bad beam" 2 "--beam" --beam 2 --jsgf "$DATA/goforward.gram" "$DATA/goforward.raw"
 expect_error "bad lattice weight" 2 "--lattice-lw must be a number >= 0" --lattice-lw -1 \
   --jsgf "$DATA/goforward.gram" "$DATA/goforward.raw"
+expect_error "bad lattice word penalty" 2 "--lattice-wip must be a number > 0" --lattice-wip 0 \
+  --jsgf "$DATA/goforward.gram" "$DATA/goforward.raw"
 expect_error "lattice pass with a grammar" 1 "the word-lattice pass needs an n-gram LM" \
   --lattice-lw 8.5 --jsgf "$DATA/goforward.gram" "$DATA/goforward.raw"
 expect_error "missing grammar" 1 "$T/none.gram" --jsgf "$T/none.gram" "$DATA/goforward.raw"

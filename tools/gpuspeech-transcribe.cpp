@@ -99,6 +99,8 @@ Search (pocketsphinx's defaults, except a narrower --beam):
                         through the word lattice of the search's word ends,
                         with the full LM at language weight X (default 0:
                         off; needs word-end rescoring)
+  --lattice-wip X       the lattice pass's word insertion penalty (default:
+                        --wip's value)
   --nbest N             also print up to N alternatives per file, as
                         "# nbest K cost confidence: words", on stdout
 
@@ -1043,6 +1045,10 @@ int run(int argc, char** argv) {
       config.cmn_skip_negative_c0 = false;
     } else if (a == "--no-rescore") {
       config.rescore_with_full_lm = false;
+    } else if (a == "--lattice-wip") {
+      const double x = parse_double(a, value());
+      if (!(x > 0.0) || !std::isfinite(x)) usage_error("--lattice-wip must be a number > 0");
+      config.lattice_word_insertion_penalty = static_cast<float>(x);
     } else if (a == "--lattice-lw") {
       const double x = parse_double(a, value());
       if (!(x >= 0.0) || !std::isfinite(x)) usage_error("--lattice-lw must be a number >= 0");

@@ -114,6 +114,9 @@ Recognizer::Recognizer(const RecognizerConfig& config, std::string* log)
     : config_(config), impl_(std::make_unique<Impl>()) {
   config_.search.validate();
   if (config_.nbest < 0) throw std::invalid_argument("recognizer: nbest must be >= 0");
+  if (!(config_.lattice_word_insertion_penalty >= 0.0f) ||
+      !std::isfinite(config_.lattice_word_insertion_penalty))
+    throw std::invalid_argument("recognizer: lattice_word_insertion_penalty must be >= 0 and finite");
   impl_->res = acquire_recognition_resources(config_.resource_options(), log, &impl_->res_shared);
   open_stream(log);
 }
@@ -124,6 +127,9 @@ Recognizer::Recognizer(std::shared_ptr<const RecognitionResources> resources,
   if (!resources) throw std::invalid_argument("recognizer: no resources");
   config_.search.validate();
   if (config_.nbest < 0) throw std::invalid_argument("recognizer: nbest must be >= 0");
+  if (!(config_.lattice_word_insertion_penalty >= 0.0f) ||
+      !std::isfinite(config_.lattice_word_insertion_penalty))
+    throw std::invalid_argument("recognizer: lattice_word_insertion_penalty must be >= 0 and finite");
   static_cast<ResourceOptions&>(config_) = resources->options();
   impl_->res = std::move(resources);
   impl_->res_shared = true;  // the caller holds them
@@ -173,9 +179,12 @@ void Recognizer::open_stream(std::string* log) {
                              " dimensions but its front end makes " +
                              std::to_string(res.feature_dim()));
 
-  // The lattice pass charges words and fillers what the graph does.
+  // The lattice pass charges fillers what the graph does, and words what
+  // the graph does unless the configuration gives it a cost of its own.
   SearchOptions search_options = config_.search;
-  search_options.lattice.word_insertion_penalty = config_.graph.word_insertion_penalty;
+  search_options.lattice.word_insertion_penalty = config_.lattice_word_insertion_penalty > 0.0f
+                                                      ? config_.lattice_word_insertion_penalty
+                                                      : config_.graph.word_insertion_penalty;
   search_options.lattice.silence_prob = config_.graph.silence_prob;
   search_options.lattice.filler_prob = config_.graph.filler_prob;
   std::string search = config_.search_backend;

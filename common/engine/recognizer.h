@@ -81,6 +81,14 @@ struct RecognizerConfig : ResourceOptions {
   float density_floor = 9.83f;
 
   SearchOptions search;
+  // The word-lattice pass's cost per word, as a probability (-ln of it a
+  // word; LatticeOptions::word_insertion_penalty); 0: the graph's
+  // (ResourceOptions::graph.word_insertion_penalty), as the search pays.
+  // Why the pass may want its own: a lattice node's acoustic cost is the
+  // least of its records', each from its own left context, so a path of
+  // more, shorter words collects more of that optimism than the search's
+  // path could (docs/benchmarks.md, "A word cost for the lattice pass").
+  float lattice_word_insertion_penalty = 0.0f;
   int nbest = 0;  // alternatives in the final result (0 = none)
   // With a device backend or the CUDA search, decode one second of noise at
   // load time, so that the first utterance does not pay for the device's
