@@ -119,7 +119,8 @@ echo "WER with the lattice pass: pocketsphinx_batch $ps_wer%  gpuspeech $ours_la
 check_not_worse "lattice pass" "$ours_lattice" "$ps_wer"
 # The lattice pass with a word cost of its own (--lattice-wip): on these
 # real recordings it gains where the search's word cost loses
-# (docs/benchmarks.md, "A word cost for the lattice pass"): measured 19.7 %
+# (docs/benchmarks.md, "A prior for the full transform, and a word cost for
+# the lattice pass"): measured 19.7 %
 # against one pass's 23.9 %. Held to both, and it must change the words.
 decode_clean latwip --lattice-lw 8.5 --lattice-wip 2e-5
 ours_latwip=$(wer_or_fail "$T/ref.trn" "$T/ours-latwip.trn")

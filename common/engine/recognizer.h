@@ -87,7 +87,8 @@ struct RecognizerConfig : ResourceOptions {
   // Why the pass may want its own: a lattice node's acoustic cost is the
   // least of its records', each from its own left context, so a path of
   // more, shorter words collects more of that optimism than the search's
-  // path could (docs/benchmarks.md, "A word cost for the lattice pass").
+  // path could (docs/benchmarks.md, "A prior for the full transform, and a
+  // word cost for the lattice pass").
   float lattice_word_insertion_penalty = 0.0f;
   int nbest = 0;  // alternatives in the final result (0 = none)
   // With a device backend or the CUDA search, decode one second of noise at
