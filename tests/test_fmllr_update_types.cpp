@@ -38,6 +38,20 @@ FmllrStats stats_at(const GaussianMixtures& gm, const std::vector<float>& x,
   return acc.stats();
 }
 
+// Statistics at the identity of `frames` frames drawn from a test model of
+// dimension d and put through a random affine distortion (the draws of
+// `seed`).
+FmllrStats distorted_stats(int d, unsigned seed, int64_t frames) {
+  std::mt19937 rng(seed);
+  const GaussianMixtures gm = fmllr_test_model(d, 1, 8, 3, rng);
+  std::vector<int32_t> senones;
+  const std::vector<float> clean = draw_features(gm, frames, senones, rng);
+  const FmllrTransform distortion = testing::random_affine(d, 0.3, rng);
+  std::vector<float> x(clean.size());
+  apply_fmllr_reference(distortion, clean.data(), frames, x.data());
+  return stats_at(gm, x, senones, FmllrTransform::identity(d));
+}
+
 // EM passes of one update type from the identity.
 FmllrTransform em(const GaussianMixtures& gm, const std::vector<float>& x,
                   const std::vector<int32_t>& senones, FmllrUpdateType type, int passes) {
@@ -114,15 +128,8 @@ TEST(FmllrUpdateTypes, OffsetUndoesAShift) {
 // parameters, and the full update (from the diagonal estimate) does at least
 // as well.
 TEST(FmllrUpdateTypes, EachEstimateIsItsParametersMaximum) {
-  std::mt19937 rng(13);
   const int d = 5;
-  const GaussianMixtures gm = fmllr_test_model(d, 1, 8, 3, rng);
-  std::vector<int32_t> senones;
-  const std::vector<float> clean = draw_features(gm, 3000, senones, rng);
-  const FmllrTransform distortion = testing::random_affine(d, 0.3, rng);
-  std::vector<float> x(clean.size());
-  apply_fmllr_reference(distortion, clean.data(), 3000, x.data());
-  const FmllrStats st = stats_at(gm, x, senones, FmllrTransform::identity(d));
+  const FmllrStats st = distorted_stats(d, 13, 3000);
   for (FmllrUpdateType type : {FmllrUpdateType::kDiag, FmllrUpdateType::kOffset}) {
     FmllrOptions opt;
     opt.update = type;
@@ -170,15 +177,8 @@ double distance(const FmllrTransform& a, const FmllrTransform& b) {
 }
 
 TEST(FmllrUpdateTypes, APriorDrawsTheFullEstimateToTheDiagonalOne) {
-  std::mt19937 rng(17);
   const int d = 5;
-  const GaussianMixtures gm = fmllr_test_model(d, 1, 8, 3, rng);
-  std::vector<int32_t> senones;
-  const std::vector<float> clean = draw_features(gm, 2000, senones, rng);
-  const FmllrTransform distortion = testing::random_affine(d, 0.3, rng);
-  std::vector<float> x(clean.size());
-  apply_fmllr_reference(distortion, clean.data(), 2000, x.data());
-  const FmllrStats st = stats_at(gm, x, senones, FmllrTransform::identity(d));
+  const FmllrStats st = distorted_stats(d, 17, 2000);
 
   FmllrOptions diag_opt;
   diag_opt.update = FmllrUpdateType::kDiag;
