@@ -252,6 +252,18 @@ expect_error "bad lattice word penalty" 2 "--lattice-wip must be a number > 0" -
   --jsgf "$DATA/goforward.gram" "$DATA/goforward.raw"
 expect_error "lattice pass with a grammar" 1 "the word-lattice pass needs an n-gram LM" \
   --lattice-lw 8.5 --jsgf "$DATA/goforward.gram" "$DATA/goforward.raw"
+# With an n-gram LM (the default) the defaults are two-pass fMLLR and the
+# lattice pass; --one-pass decodes once and refuses what contradicts it,
+# and --fibers (one decoding a file only) says to add it. All refused
+# before the model loads.
+expect_error "--one-pass with --fmllr two-pass" 2 "--one-pass and --fmllr two-pass exclude each other" \
+  --one-pass --fmllr two-pass "$DATA/goforward.raw"
+expect_error "--one-pass with --lattice-lw" 2 "--one-pass and --lattice-lw X (X > 0) exclude each other" \
+  --one-pass --lattice-lw 8.5 "$DATA/goforward.raw"
+expect_error "--fibers with the LM's default two-pass" 2 "--fibers applies to one decoding a file: add --one-pass" \
+  --fibers 2 "$DATA/goforward.raw"
+expect_error "--spk2utt with --one-pass" 2 "need --fmllr two-pass or apply, not --one-pass or --fmllr none" \
+  --one-pass --spk2utt "$T/none.spk2utt" "$DATA/goforward.raw"
 expect_error "missing grammar" 1 "$T/none.gram" --jsgf "$T/none.gram" "$DATA/goforward.raw"
 printf '#JSGF V1.0;\ngrammar g;\npublic <a> = go zzqxv;\n' >"$T/oov.gram"
 expect_error "grammar word not in the dictionary" 1 "zzqxv" --jsgf "$T/oov.gram" "$DATA/goforward.raw"

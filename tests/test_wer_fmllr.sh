@@ -5,8 +5,9 @@
 # a spectral tilt, -10 dB), decoded by gpuspeech-transcribe (CPU backend,
 # default en-us model, dictionary and LM) with --fmllr none and
 # --fmllr two-pass (at its defaults: full update, one re-estimation from
-# the adapted decoding), the latter with each file its own speaker and with
-# all five as one speaker (they are one reader: one LibriVox chapter,
+# the adapted decoding), both with the word-lattice pass of transcribe's
+# defaults in the final decoding, the latter with each file its own
+# speaker and with all five as one speaker (they are one reader: one LibriVox chapter,
 # sense_and_sensibility_01). Every hypothesis is scored by `sctk sclite`
 # against the reference transcription after test_wer_librivox.sh's
 # normalisation. Prints the table of WERs and fails unless, with all five

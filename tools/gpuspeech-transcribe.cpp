@@ -44,12 +44,31 @@
 namespace gpuspeech {
 
 constexpr const char* kProgram = "gpuspeech-transcribe";
+// The word-lattice pass's language weight by default with an n-gram LM:
+// of 7.5 to 10.5, 8.5 was best on the degraded development set
+// (docs/benchmarks.md, "A word-lattice pass").
+constexpr float kDictationLatticeWeight = 8.5f;
+// The lattice pass's own word insertion penalty (--lattice-wip's default).
+// At the search's 0.65 the pass inserts words on real recordings: a
+// lattice node keeps the least acoustic cost of the records that made it,
+// so paths through more, shorter nodes collect more of that luck. 2e-5 was
+// best of 0.65 to 2e-6 on the real LibriVox rows and, with two-pass fMLLR,
+// on all three degraded sets (docs/benchmarks.md, "A prior for the full
+// transform, and a word cost for the lattice pass").
+constexpr float kDictationLatticeWip = 2e-5f;
 
 constexpr const char* kUsage = R"USAGE(Usage: gpuspeech-transcribe [OPTIONS] FILE...
 
 Recognises speech in each FILE and prints one line per file in sclite's trn
 format, "words (utterance-id)", the id being the file's base name without
 its extension. A timing summary goes to standard error.
+
+With an n-gram LM (the default), each file is decoded as measured best on
+real and degraded audio: pass 1, a speaker transform (fMLLR, each file its
+own speaker unless --spk2utt) estimated from its words, and the final
+decoding of the transformed features with a word-lattice pass.
+--one-pass decodes each file once (about 2.5 times faster). Grammars and
+keyphrases decode once.
 
 FILE is a WAV file (any PCM or float format; mono, or channels averaged) or
 headerless signed 16-bit little-endian PCM (anything without a RIFF header)
@@ -97,21 +116,27 @@ Search (pocketsphinx's defaults, except a narrower --beam):
                         histories kept per graph state (default 3)
   --lattice-lw X        final results from a second pass: the best path
                         through the word lattice of the search's word ends,
-                        with the full LM at language weight X (default 0:
-                        off; needs word-end rescoring)
-  --lattice-wip X       the lattice pass's word insertion penalty (default:
-                        --wip's value)
+                        with the full LM at language weight X (0: off;
+                        needs word-end rescoring). Default 8.5 with an LM
+                        rescored at word ends (the en-us one), else 0
+  --lattice-wip X       the lattice pass's word insertion penalty (default
+                        2e-5; the search's --wip inserts words there)
+  --one-pass            decode each file once: no fMLLR two-pass, no
+                        lattice pass (the fastest, and what the gpudecoder
+                        element does; the default before 2026-12-01)
   --nbest N             also print up to N alternatives per file, as
                         "# nbest K cost confidence: words", on stdout
 
 Speaker adaptation (feature-space MLLR, docs/transcribe.md):
-  --fmllr MODE          none (default) | two-pass: decode each speaker's files,
+  --fmllr MODE          none | two-pass (default with an n-gram LM, unless
+                        --one-pass): decode each speaker's files,
                         align the words to the model's states, estimate one
                         fMLLR transform per speaker from those frames (speech
                         only), and decode the transformed features again
                         (with --fmllr-redecode, re-estimate from that decoding
                         first); the last pass is what is printed. A report
-                        goes to stderr | apply: decode once with the
+                        goes to stderr (given --fmllr, or -v) | apply:
+                        decode once with the
                         transforms saved in --fmllr-dir by a two-pass run
   --spk2utt FILE        Kaldi spk2utt: "speaker utt1 utt2 ..." per line, the
                         utterance ids being the files' ids (base names); every
@@ -278,11 +303,13 @@ struct Speaker {
 // other utterance. Speakers come in the order of their first file on the
 // command line. Throws with "FILE:LINE: reason".
 std::vector<Speaker> group_by_speaker(const std::vector<std::string>& files,
-                                      const std::string& spk2utt_path) {
-  // Utterance ids must be unique: they name the trn lines, the spk2utt
-  // entries and (without spk2utt) the transform files.
+                                      const std::string& spk2utt_path, bool saving_transforms) {
+  // Utterance ids must be unique where they name something: the spk2utt
+  // entries, or (without spk2utt) the transform files saved. Each file its
+  // own speaker, nothing saved: two files may share a base name.
   std::map<std::string, size_t> file_of;
-  for (size_t i = 0; i < files.size(); ++i) {
+  const bool unique_ids = !spk2utt_path.empty() || saving_transforms;
+  for (size_t i = 0; i < files.size() && unique_ids; ++i) {
     const std::string id = utterance_id(files[i]);
     const auto [it, added] = file_of.emplace(id, i);
     if (!added)
@@ -373,6 +400,9 @@ struct Transcriber {
   bool mfc_input = false;
   bool times = false;
   bool verbose = false;
+  // The per-speaker fMLLR report lines on stderr: with an explicit --fmllr
+  // or -v (the default two-pass keeps quiet).
+  bool adaptation_reports = true;
   double audio_s = 0.0, wall_s = 0.0;
   int failed = 0;
   // Where its text goes: stdout and stderr when null; with several
@@ -397,6 +427,9 @@ struct Transcriber {
   // error() and a report line ("gpuspeech-transcribe: ..."), through the sinks.
   void error(const std::string& msg) const { write_err(format("%s: error: %s\n", kProgram, msg.c_str())); }
   void report(const std::string& line) const { write_err(format("%s: %s\n", kProgram, line.c_str())); }
+  void adaptation_report(const std::string& line) const {
+    if (adaptation_reports) report(line);
+  }
 
   AudioData audio(const std::string& path) const {
     const int sample_rate = static_cast<int>(rec.feature_options().frame.sample_rate);
@@ -857,7 +890,7 @@ void two_pass_speaker(Transcriber& tr, const Speaker& spk, const std::vector<std
     report += ", identity kept";
   }
   if (!shown.message.empty()) report += " (" + shown.message + ")";
-  tr.report(report);
+  tr.adaptation_report(report);
   // With several EM passes, what each one did: an update (its own numbers),
   // or the reason it was refused and which transform stayed; passes never
   // run because an earlier one made no update.
@@ -880,7 +913,7 @@ void two_pass_speaker(Transcriber& tr, const Speaker& spk, const std::vector<std
         }
         if (!p.message.empty()) line += " (" + p.message + ")";
       }
-      tr.report(line);
+      tr.adaptation_report(line);
     }
   }
   // Re-estimation from an adapted decoding (Kaldi's decode_fmllr.sh does
@@ -919,7 +952,7 @@ void two_pass_speaker(Transcriber& tr, const Speaker& spk, const std::vector<std
     line += p.outcome == FmllrOutcome::kUpdated ? objective_text(p)
                                                  : "; the transform before it stays";
     if (!p.message.empty()) line += " (" + p.message + ")";
-    tr.report(line);
+    tr.adaptation_report(line);
     est_s += std::chrono::duration<double>(clock::now() - t_round).count();
     if (p.outcome != FmllrOutcome::kUpdated) break;
   }
@@ -956,6 +989,8 @@ void adapt_speakers(std::vector<Transcriber>& streams, const std::vector<Speaker
 
 int run(int argc, char** argv) {
   RecognizerConfig config = RecognizerConfig::en_us_defaults();
+  // Used only where the lattice pass runs (by default with an n-gram LM).
+  config.lattice_word_insertion_penalty = kDictationLatticeWip;
   bool grammar_given = false;
   bool verbose = false, times = false;
   bool mfc_input = false;  // --mfc: files hold cepstra, not audio
@@ -969,6 +1004,9 @@ int run(int argc, char** argv) {
   };
   bool wbeam_given = false;
   FmllrMode fmllr_mode = FmllrMode::kNone;
+  bool fmllr_given = false;   // --fmllr
+  bool lattice_given = false; // --lattice-lw
+  bool one_pass = false;      // --one-pass
   FmllrOptions fmllr_options;
   bool fmllr_update_by_data = false;  // --fmllr-update auto
   int fmllr_redecodes = 1;            // --fmllr-redecode
@@ -1053,6 +1091,9 @@ int run(int argc, char** argv) {
       const double x = parse_double(a, value());
       if (!(x >= 0.0) || !std::isfinite(x)) usage_error("--lattice-lw must be a number >= 0");
       config.search.lattice.language_weight = static_cast<float>(x);
+      lattice_given = true;
+    } else if (a == "--one-pass") {
+      one_pass = true;
     } else if (a == "--lm-histories") {
       config.search.lm_histories = parse_int(a, value());
     } else if (a == "--topn") {
@@ -1088,6 +1129,7 @@ int run(int argc, char** argv) {
       else if (m == "two-pass") fmllr_mode = FmllrMode::kTwoPass;
       else if (m == "apply") fmllr_mode = FmllrMode::kApply;
       else usage_error("--fmllr: expected none, two-pass or apply, got '" + m + "'");
+      fmllr_given = true;
     } else if (a == "--spk2utt") {
       spk2utt_path = value();
     } else if (a == "--fmllr-dir") {
@@ -1136,12 +1178,29 @@ int run(int argc, char** argv) {
     config.search.word_end_beam = config.search.beam;
   if (!config.jsgf_rule.empty() && config.grammar_kind != GrammarKind::kJsgf)
     usage_error("--rule applies to --jsgf only");
+  // Dictation (an n-gram LM) decodes by default as measured best on real
+  // and degraded audio (docs/benchmarks.md, "Two-pass fMLLR and the
+  // lattice pass as transcribe's default"): two-pass fMLLR (full update),
+  // each file its own speaker unless --spk2utt, and the word-lattice pass
+  // at its own word cost in the final decoding. --one-pass decodes once.
+  // Grammars and keyphrases decode once.
+  const bool dictation = config.grammar_kind == GrammarKind::kNgram;
+  if (one_pass && fmllr_mode == FmllrMode::kTwoPass)
+    usage_error("--one-pass and --fmllr two-pass exclude each other");
+  if (one_pass && config.search.lattice.enabled())
+    usage_error("--one-pass and --lattice-lw X (X > 0) exclude each other");
+  if (!fmllr_given && !one_pass && dictation) fmllr_mode = FmllrMode::kTwoPass;
+  const bool default_lattice = !lattice_given && !one_pass && dictation;
   if (fmllr_mode == FmllrMode::kNone && (!spk2utt_path.empty() || !fmllr_dir.empty() || fmllr_tuned))
-    usage_error("--spk2utt, --fmllr-dir and --fmllr-* options need --fmllr two-pass or apply");
+    usage_error(dictation ? "--spk2utt, --fmllr-dir and --fmllr-* options need --fmllr two-pass or apply, "
+                            "not --one-pass or --fmllr none"
+                          : "--spk2utt, --fmllr-dir and --fmllr-* options need --fmllr two-pass or apply");
   if (fmllr_mode == FmllrMode::kApply && fmllr_dir.empty())
     usage_error("--fmllr apply needs --fmllr-dir DIR (the transforms to apply)");
   if (fmllr_mode != FmllrMode::kNone && fibers > 0)
-    usage_error("--fibers applies to the plain mode's streams, not to --fmllr");
+    usage_error(fmllr_given ? "--fibers applies to the plain mode's streams, not to --fmllr"
+                            : "--fibers applies to one decoding a file: add --one-pass (with an "
+                              "n-gram LM the default is two-pass fMLLR)");
   if (fmllr_options.prior_frames > 0.0 && !fmllr_update_by_data &&
       fmllr_options.update != FmllrUpdateType::kFull)
     usage_error("--fmllr-prior-frames applies to the full update (--fmllr-update full or auto)");
@@ -1153,7 +1212,7 @@ int run(int argc, char** argv) {
   std::vector<Speaker> speakers;
   if (fmllr_mode != FmllrMode::kNone) {
     try {
-      speakers = group_by_speaker(files, spk2utt_path);
+      speakers = group_by_speaker(files, spk2utt_path, !fmllr_dir.empty());
       if (!fmllr_dir.empty() && fmllr_mode == FmllrMode::kTwoPass) make_directory(fmllr_dir);
     } catch (const std::exception& e) {
       error(e.what());
@@ -1172,6 +1231,21 @@ int run(int argc, char** argv) {
   std::string log;
   auto first = std::make_unique<Recognizer>(config, &log);
   if (verbose) std::fprintf(stderr, "%s", log.c_str());
+  // The first stream is made again, on the same shared resources, when a
+  // default depends on what loading found.
+  bool remake = false;
+  // The lattice pass by default wherever it can run: with an LM rescored at
+  // word ends (a large LM, pruned for the graph, as the default en-us one).
+  // A small LM compiled whole into the graph leaves the pass no full LM to
+  // apply, so such a one decodes without it.
+  if (default_lattice && first->resources()->rescores()) {
+    config.search.lattice.language_weight = kDictationLatticeWeight;
+    remake = true;
+    if (verbose)
+      std::fprintf(stderr, "%s: final results from the word lattice, language weight %.1f, word cost %g (the default)\n",
+                   kProgram, static_cast<double>(kDictationLatticeWeight),
+                   static_cast<double>(config.lattice_word_insertion_penalty));
+  }
 
   // The streams: the first recogniser's resources shared by the others; by
   // default as many as keep the search busy (stream_count.h): a stream per
@@ -1186,14 +1260,16 @@ int run(int argc, char** argv) {
                                      : default_stream_count(*first, config, units);
     num_streams = std::max<size_t>(1, std::min(num_streams, units));
     // A default that turns the batched search on (--batched-search auto):
-    // the first stream was made for one stream, so it is made again, on
-    // the same shared resources.
+    // the first stream was made for one stream.
     const bool batched = batched_search_for(batched_mode, static_cast<int>(num_streams));
     if (streams_wanted == 0 && batched != config.batched_search) {
       config.batched_search = batched;
-      std::vector<std::unique_ptr<Recognizer>> again = make_streams(first->resources(), config, 1);
-      first = std::move(again.front());
+      remake = true;
     }
+  }
+  if (remake) {
+    std::vector<std::unique_ptr<Recognizer>> again = make_streams(first->resources(), config, 1);
+    first = std::move(again.front());
   }
   const double load_s = std::chrono::duration<double>(clock::now() - t_load).count();
   Recognizer& rec = *first;
@@ -1205,6 +1281,7 @@ int run(int argc, char** argv) {
   std::vector<Transcriber> trs;
   trs.push_back(Transcriber{rec, mfc_input, times, verbose});
   for (auto& r : extra) trs.push_back(Transcriber{*r, mfc_input, times, verbose});
+  for (Transcriber& t : trs) t.adaptation_reports = fmllr_given || verbose;
   if (verbose && num_streams > 1) {
     std::fprintf(stderr, "%s: %zu streams sharing the model, graph and LM\n", kProgram, num_streams);
     // With --device-id -1 on a device, where the streams were placed.

@@ -251,12 +251,15 @@ if want decode; then
   }
   decode_set goforward --jsgf $D/goforward.gram $D/goforward.raw
   decode_set cards --jsgf $D/cards/cards.gram $D/cards/*.wav
-  decode_set librivox --lm .refmodel/en-us/en-us.lm.bin $D/librivox/*.wav
-  decode_set librivox-norescore --no-rescore --lm .refmodel/en-us/en-us.lm.bin $D/librivox/*.wav
+  # One decoding a file (the search alone: the reference of the runs below),
+  # then transcribe's defaults with the LM (two-pass fMLLR, the lattice pass).
+  decode_set librivox --one-pass --lm .refmodel/en-us/en-us.lm.bin $D/librivox/*.wav
+  decode_set librivox-defaults --lm .refmodel/en-us/en-us.lm.bin $D/librivox/*.wav
+  decode_set librivox-norescore --one-pass --no-rescore --lm .refmodel/en-us/en-us.lm.bin $D/librivox/*.wav
   decode_set tidigits --mfc --hmm $D/tidigits/hmm --dict $D/tidigits/lm/tidigits.dic \
     --fsg $D/tidigits/lm/tidigits.fsg $D/tidigits/*.mfc
   for m in 10000 5000; do
-    $T "${M[@]}" --lm .refmodel/en-us/en-us.lm.bin --backend cuda --search cuda --maxactive $m \
+    $T "${M[@]}" --one-pass --lm .refmodel/en-us/en-us.lm.bin --backend cuda --search cuda --maxactive $m \
       $D/librivox/*.wav >"$OUT/librivox.cuda.max$m.trn" 2>"$OUT/librivox.cuda.max$m.err"
     echo "librivox cuda maxactive $m: $(tail -1 "$OUT/librivox.cuda.max$m.err")"
     cmp -s "$OUT/librivox.cuda.max$m.trn" <(grep -v '^#' "$OUT/librivox.cuda.trn") &&
@@ -269,15 +272,17 @@ if want decode; then
   echo "--- librivox, cuda, alternating: $MODES; words compared with the default run's"
   for r in $(seq ${DECODE_ROUNDS:-3}); do
     for mode in $MODES; do
-      TT=$T
+      TT=$T once=(--one-pass)
       case $mode in
         chained) envs=() ;;
         unchained) envs=(GPUSPEECH_CUDA_CHAIN=0) ;;
         blocks*) envs=(GPUSPEECH_CUDA_ROUND_BLOCKS=${mode#blocks}) ;;
         passes) envs=(GPUSPEECH_CUDA_CLOSURE=passes) ;;
-        peer) envs=(); TT=/tmp/peer/build/tools/gpuspeech-transcribe ;;
+        # A peer from before 2026-12-01 decodes once by default and knows no --one-pass.
+        peer) envs=(); TT=/tmp/peer/build/tools/gpuspeech-transcribe
+              $TT --help 2>&1 | grep -q -- --one-pass || once=() ;;
       esac
-      env "${envs[@]}" $TT "${M[@]}" --lm .refmodel/en-us/en-us.lm.bin --backend cuda \
+      env "${envs[@]}" $TT "${M[@]}" "${once[@]}" --lm .refmodel/en-us/en-us.lm.bin --backend cuda \
         --search cuda --times -v $D/librivox/*.wav 2>"$OUT/alt.err" >"$OUT/alt.trn"
       grep -E "RTF|search" "$OUT/alt.err" | grep -v "\.wav" | sed "s/^/$mode $r: /"
       cmp -s <(grep -v '^#' "$OUT/alt.trn") <(grep -v '^#' "$OUT/librivox.cuda.trn") ||
@@ -285,7 +290,7 @@ if want decode; then
     done
   done
   echo "--- librivox, cuda, per stage (-v)"
-  $T "${M[@]}" --lm .refmodel/en-us/en-us.lm.bin --backend cuda --search cuda -v \
+  $T "${M[@]}" --one-pass --lm .refmodel/en-us/en-us.lm.bin --backend cuda --search cuda -v \
     $D/librivox/*.wav 2>&1 >/dev/null | tail -8
   mkdir -p /tmp/decode-out && mv "$OUT"/*.trn "$OUT"/*.err "$OUT/mkgraph.log" /tmp/decode-out/ 2>/dev/null
   tar czf "$OUT/decode.tar.gz" -C /tmp/decode-out .
@@ -308,7 +313,7 @@ if want streams; then
     idle=$(nvidia-smi --query-gpu=memory.used --format=csv,noheader,nounits | head -1)
     nvidia-smi --query-gpu=memory.used --format=csv,noheader,nounits -lms 100 >/tmp/mem.log 2>/dev/null &
     local sampler=$!
-    env "${envs[@]}" /usr/bin/time -f '%e s wall, %M KB peak RSS, %P CPU' -o /tmp/time.log $T "${M[@]}" \
+    env "${envs[@]}" /usr/bin/time -f '%e s wall, %M KB peak RSS, %P CPU' -o /tmp/time.log $T "${M[@]}" --one-pass \
       --backend $b --search $b --streams $n /tmp/streams/*.wav >"/tmp/streams.$b.$n.trn" \
       2>"/tmp/streams.$b.$n.err" || status=1
     kill $sampler 2>/dev/null; wait $sampler 2>/dev/null
@@ -384,9 +389,9 @@ if want gpus; then
   done
   T=$BUILD/tools/gpuspeech-transcribe
   n=${GPUS_IDENTITY_STREAMS:-64}
-  CUDA_VISIBLE_DEVICES=0 $T "${M[@]}" --times --streams 1 /tmp/gpufiles/*.wav >/tmp/gpus.1.trn 2>/tmp/gpus.1.err || status=1
+  CUDA_VISIBLE_DEVICES=0 $T "${M[@]}" --one-pass --times --streams 1 /tmp/gpufiles/*.wav >/tmp/gpus.1.trn 2>/tmp/gpus.1.err || status=1
   echo "1 gpu, 1 stream: $(tail -1 /tmp/gpus.1.err)"
-  $T "${M[@]}" --times -v --streams $n /tmp/gpufiles/*.wav >/tmp/gpus.$n.trn 2>/tmp/gpus.$n.err || status=1
+  $T "${M[@]}" --one-pass --times -v --streams $n /tmp/gpufiles/*.wav >/tmp/gpus.$n.trn 2>/tmp/gpus.$n.err || status=1
   echo "$NGPU gpus, $n streams: $(tail -1 /tmp/gpus.$n.err)"
   grep "streams per device" /tmp/gpus.$n.err
   if [ -s /tmp/gpus.1.trn ] && cmp -s /tmp/gpus.1.trn /tmp/gpus.$n.trn; then
@@ -429,9 +434,9 @@ if want batch; then
   T=$BUILD/tools/gpuspeech-transcribe
   n=${BATCH_IDENTITY_STREAMS:-64}
   [ "$n" = 0 ] || {
-  $T "${M[@]}" --times --streams 1 /tmp/batchfiles/*.wav >/tmp/batch.1.trn 2>/tmp/batch.1.err || status=1
+  $T "${M[@]}" --one-pass --times --streams 1 /tmp/batchfiles/*.wav >/tmp/batch.1.trn 2>/tmp/batch.1.err || status=1
   echo "one stream alone: $(tail -1 /tmp/batch.1.err)"
-  $T "${M[@]}" --batched-search on --times --streams $n /tmp/batchfiles/*.wav >/tmp/batch.$n.trn \
+  $T "${M[@]}" --one-pass --batched-search on --times --streams $n /tmp/batchfiles/*.wav >/tmp/batch.$n.trn \
     2>/tmp/batch.$n.err || status=1
   echo "$n batched streams: $(tail -1 /tmp/batch.$n.err)"
   if [ -s /tmp/batch.1.trn ] && cmp -s /tmp/batch.1.trn /tmp/batch.$n.trn; then
@@ -439,7 +444,7 @@ if want batch; then
   else echo "words or times DIFFER between $n batched streams and one stream"; status=1
     diff /tmp/batch.1.trn /tmp/batch.$n.trn | head -20; fi
   # No --streams: the default fills the device (stream_count.h), batched.
-  $T "${M[@]}" --times /tmp/batchfiles/*.wav >/tmp/batch.default.trn 2>/tmp/batch.default.err || status=1
+  $T "${M[@]}" --one-pass --times /tmp/batchfiles/*.wav >/tmp/batch.default.trn 2>/tmp/batch.default.err || status=1
   echo "default streams: $(tail -1 /tmp/batch.default.err)"
   if [ -s /tmp/batch.1.trn ] && cmp -s /tmp/batch.1.trn /tmp/batch.default.trn; then
     echo "words and times of the default streams identical to one stream's"
