@@ -348,7 +348,7 @@ if run --jsgf "$DATA/cards/cards.gram" --fmllr two-pass --fmllr-update auto --fm
 else
   fail "--fmllr-update auto / --fmllr-redecode: $(cat "$T/diff") $(cat "$T/err")"
 fi
-for bad in "--fmllr-redecode -1" "--fmllr-update sometimes" "--fmllr-prior-frames -5" \
+for bad in "--fmllr-redecode -1" "--fmllr-update sometimes" "--fmllr-prior-frames -5" "--fmllr-prior-frames inf" \
            "--fmllr-prior-frames 100 --fmllr-update diag"; do
   # shellcheck disable=SC2086
   run --jsgf "$DATA/cards/cards.gram" --fmllr two-pass $bad "${CARDS[@]}" >/dev/null 2>"$T/err"

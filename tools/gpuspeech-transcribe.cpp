@@ -1148,7 +1148,11 @@ int run(int argc, char** argv) {
       fmllr_tuned = true;
     } else if (a == "--fmllr-prior-frames") {
       fmllr_options.prior_frames = parse_double(a, value());
-      if (!(fmllr_options.prior_frames >= 0.0)) usage_error("--fmllr-prior-frames must be >= 0");
+      // An infinite prior would make the estimate non-finite (refused only
+      // after pass 1); the diagonal update is --fmllr-update diag.
+      if (!(fmllr_options.prior_frames >= 0.0) || !std::isfinite(fmllr_options.prior_frames))
+        usage_error("--fmllr-prior-frames must be a finite number >= 0 (for the diagonal transform itself: "
+                    "--fmllr-update diag)");
       fmllr_tuned = true;
     } else if (a == "--fmllr-update") {
       const std::string u = value();

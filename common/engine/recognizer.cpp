@@ -108,15 +108,21 @@ bool scores_stay_on_device(const std::string& scoring_backend) {
 }
 #endif
 
+// The per-stream settings both constructors check before anything is
+// loaded or allocated. Throws std::invalid_argument naming the setting.
+void validate_stream_options(const RecognizerConfig& config) {
+  config.search.validate();
+  if (config.nbest < 0) throw std::invalid_argument("recognizer: nbest must be >= 0");
+  if (!(config.lattice_word_insertion_penalty >= 0.0f) ||
+      !std::isfinite(config.lattice_word_insertion_penalty))
+    throw std::invalid_argument("recognizer: lattice_word_insertion_penalty must be >= 0 and finite");
+}
+
 }  // namespace
 
 Recognizer::Recognizer(const RecognizerConfig& config, std::string* log)
     : config_(config), impl_(std::make_unique<Impl>()) {
-  config_.search.validate();
-  if (config_.nbest < 0) throw std::invalid_argument("recognizer: nbest must be >= 0");
-  if (!(config_.lattice_word_insertion_penalty >= 0.0f) ||
-      !std::isfinite(config_.lattice_word_insertion_penalty))
-    throw std::invalid_argument("recognizer: lattice_word_insertion_penalty must be >= 0 and finite");
+  validate_stream_options(config_);
   impl_->res = acquire_recognition_resources(config_.resource_options(), log, &impl_->res_shared);
   open_stream(log);
 }
@@ -125,11 +131,7 @@ Recognizer::Recognizer(std::shared_ptr<const RecognitionResources> resources,
                        const RecognizerConfig& config, std::string* log)
     : config_(config), impl_(std::make_unique<Impl>()) {
   if (!resources) throw std::invalid_argument("recognizer: no resources");
-  config_.search.validate();
-  if (config_.nbest < 0) throw std::invalid_argument("recognizer: nbest must be >= 0");
-  if (!(config_.lattice_word_insertion_penalty >= 0.0f) ||
-      !std::isfinite(config_.lattice_word_insertion_penalty))
-    throw std::invalid_argument("recognizer: lattice_word_insertion_penalty must be >= 0 and finite");
+  validate_stream_options(config_);
   static_cast<ResourceOptions&>(config_) = resources->options();
   impl_->res = std::move(resources);
   impl_->res_shared = true;  // the caller holds them
