@@ -13,12 +13,15 @@
 # recording cut at the sentence boundaries (0.6 s of the pause on each
 # side), its words joined per recording the same way.
 #
-# Usage: live_wer.sh WORKDIR N "VOICE..." [NAME=FEATURE_PROPS/DECODER_PROPS]...
+# Usage: live_wer.sh WORKDIR N "VOICE..." [NAME=FEATURE_PROPS/DECODER_PROPS[/BETWEEN]]...
 #   Each NAME=... is a column of ours: gpufeatures and gpudecoder (backend
 #   cpu) with those extra properties (space-separated, either side may be
-#   empty); with none, one column "live" with the defaults. A
-#   pocketsphinx-element column and a transcribe column (its defaults, the
-#   cut utterances) are always added.
+#   empty), and BETWEEN, if given, a pipeline fragment put between the two
+#   (e.g. "gpufmllr update-type=auto"); with none, one column "live" with
+#   the defaults. A pocketsphinx-element column and a transcribe column
+#   (its defaults, the cut utterances) are added.
+# env: LIVE_WER_COLUMNS, which of "ours element cut" to run (default all
+#   three; e.g. "cut" alone after a change to transcribe's defaults).
 # Not part of the test suite (minutes of CPU decoding).
 set -u
 [ $# -ge 3 ] || { echo "usage: live_wer.sh WORKDIR N \"VOICE...\" [NAME=FEATURE_PROPS/DECODER_PROPS]..." >&2; exit 2; }
@@ -76,20 +79,26 @@ for cond in $DEGRADED_CONDITIONS; do [ "$cond" = clean ] || rm -rf "${L:?}/$cond
 degrade_all "$L/clean" "$L" 11.3 60 "${RECORDINGS[@]}"
 wer_normalise "$L/ref.trn" >"$L/ref.norm"
 
+COLUMNS_RUN=" ${LIVE_WER_COLUMNS:-ours element cut} "
+runs() { [[ $COLUMNS_RUN == *" $1 "* ]]; }
+[[ $COLUMNS_RUN == *" ours "* ]] || SYSTEMS=()
 header="| condition |"; rule="| --- |"
 for sys in "${SYSTEMS[@]}"; do header="$header ${sys%%=*} |"; rule="$rule ---: |"; done
-header="$header pocketsphinx element | transcribe, cut |"; rule="$rule ---: | ---: |"
+runs element && { header="$header pocketsphinx element |"; rule="$rule ---: |"; }
+runs cut && { header="$header transcribe, cut |"; rule="$rule ---: |"; }
 rows=()
 for cond in $DEGRADED_CONDITIONS; do
   row="| $cond |"
   for sys in "${SYSTEMS[@]}"; do
     name=${sys%%=*}; props=${sys#*=}
-    fprops=(${props%%/*}); dprops=(${props#*/})
+    fprops=(${props%%/*}); rest=${props#*/}
+    dprops=(${rest%%/*}); between=()
+    [[ $rest == */* ]] && between=(${rest#*/} !)
     hyp="$L/$cond.$name.trn"; : >"$hyp"
     for v in "${RECORDINGS[@]}"; do
       log="$L/$cond.$name.$v.log"
       gst-launch-1.0 -m filesrc location="$L/$cond/$v.wav" ! decodebin ! audioconvert ! audioresample ! \
-        gpufeatures backend=cpu "${fprops[@]}" ! \
+        gpufeatures backend=cpu "${fprops[@]}" ! "${between[@]}" \
         gpudecoder hmm="$M/en-us" dict="$M/cmudict-en-us.dict" lm="$M/en-us.lm.bin" cache-dir="$CACHE" \
         backend=cpu "${dprops[@]}" ! fakesink >"$log" 2>&1 ||
         echo "live_wer.sh: $name failed on $cond/$v (see $log)" >&2
@@ -97,6 +106,7 @@ for cond in $DEGRADED_CONDITIONS; do
     done
     row="$row $(wer_percent "$L/ref.norm" "$hyp" || echo "?") |"
   done
+  if runs element; then
   hyp="$L/$cond.pocketsphinx.trn"; : >"$hyp"
   for v in "${RECORDINGS[@]}"; do
     log="$L/$cond.pocketsphinx.$v.log"
@@ -106,6 +116,8 @@ for cond in $DEGRADED_CONDITIONS; do
     echo "$(wer_gst_finals pocketsphinx "$log") ($v)" >>"$hyp"
   done
   row="$row $(wer_percent "$L/ref.norm" "$hyp" || echo "?") |"
+  fi
+  if runs cut; then
   # The degraded recording cut into its sentences (the clean one has no
   # zeros before it), decoded by gpuspeech-transcribe, joined per recording.
   lead=0.4; [ "$cond" = clean ] && lead=0
@@ -128,6 +140,7 @@ for cond in $DEGRADED_CONDITIONS; do
       wer_normalise_text) ($v)" >>"$hyp"
   done
   row="$row $(wer_percent "$L/ref.norm" "$hyp" || echo "?") |"
+  fi
   rows+=("$row")
   echo "$row" >&2
 done
