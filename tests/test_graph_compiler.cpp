@@ -3,10 +3,16 @@
 // grammars and language models.
 #include <gtest/gtest.h>
 
+#include <fcntl.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
-#include <unistd.h>
+#include <future>
 #include <cmath>
 #include <random>
 #include <set>
@@ -627,6 +633,72 @@ TEST(EnUsGraphs, CacheByContent) {
   EXPECT_EQ(fourth.graph.arc_dest, first.graph.arc_dest);
   EXPECT_TRUE(build_search_graph(src, opt).from_cache);  // repaired
   std::system(("rm -rf '" + dir + "'").c_str());
+}
+
+// Two builders that miss the cache together compile once: a build that
+// finds the entry's lock held waits for it (saying so through the progress
+// callback), then loads what the holder stored instead of compiling. The
+// lock is held here as another process would hold it; the entry is stored
+// while the build waits, so only a build that waited and read the cache
+// again reports from_cache.
+TEST(EnUsGraphs, CacheCompilesOnceUnderItsLock) {
+  const std::string base = std::string(std::getenv("TMPDIR") ? std::getenv("TMPDIR") : "/tmp") +
+                           "/gpuspeech-graph-lock-test-" + std::to_string(getpid());
+  const std::string dir = base + "/cache", elsewhere = base + "/elsewhere";
+  ASSERT_EQ(std::system(("mkdir -p '" + dir + "'").c_str()), 0);
+  GraphSources src;
+  src.model_dir = en_us_dir();
+  src.dictionary = testing::model_dir() + "/en-us/cmudict-en-us.dict";
+  src.kind = GraphSourceKind::kJsgf;
+  src.grammar = testing::audio_dir() + "/goforward.gram";
+  GraphBuildOptions opt;
+  opt.cache_dir = dir;
+  const std::string key = graph_cache_key(src, opt);
+  const int fd = open((dir + "/graph-" + key + ".lock").c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  ASSERT_GE(fd, 0);
+  ASSERT_EQ(flock(fd, LOCK_EX), 0);
+
+  std::promise<void> waiting;
+  std::atomic<bool> said{false};
+  GraphBuildOptions waiter = opt;
+  waiter.compile.progress = [&](const std::string& line) {
+    if (line.find("waiting for another process compiling the same graph") != std::string::npos &&
+        !said.exchange(true))
+      waiting.set_value();
+  };
+  std::future<GraphBuildResult> build =
+      std::async(std::launch::async, [&] { return build_search_graph(src, waiter); });
+  // A build that does not wait compiles and returns: fail rather than hang.
+  std::future<void> said_waiting = waiting.get_future();
+  bool waited = false;
+  for (const auto until = std::chrono::steady_clock::now() + std::chrono::minutes(2);
+       std::chrono::steady_clock::now() < until;) {
+    if (said_waiting.wait_for(std::chrono::milliseconds(100)) == std::future_status::ready) {
+      waited = true;
+      break;
+    }
+    if (build.wait_for(std::chrono::seconds(0)) == std::future_status::ready) break;  // it did not wait
+  }
+  // The holder's work: the graph compiled (into another cache) and stored
+  // under the entry's name, then the lock dropped.
+  GraphBuildOptions other = opt;
+  other.cache_dir = elsewhere;
+  const GraphBuildResult stored = build_search_graph(src, other);
+  ASSERT_FALSE(stored.from_cache);
+  ASSERT_EQ(std::rename(stored.cache_path.c_str(), (dir + "/graph-" + key + ".gsg").c_str()), 0);
+  close(fd);
+  const GraphBuildResult r = build.get();
+  EXPECT_TRUE(waited) << "the build did not wait for the held lock";
+  EXPECT_TRUE(r.from_cache) << "the build compiled instead of loading the stored entry";
+  EXPECT_EQ(r.graph.arc_dest, stored.graph.arc_dest);
+  bool logged = false;
+  for (const std::string& line : r.log) logged |= line.find("waited for another process") != std::string::npos;
+  EXPECT_TRUE(logged);
+  // With the lock free, a cold entry is compiled at once.
+  GraphBuildOptions fresh = opt;
+  fresh.compile.language_weight = 9;
+  EXPECT_FALSE(build_search_graph(src, fresh).from_cache);
+  std::system(("rm -rf '" + base + "'").c_str());
 }
 
 TEST(EnUsGraphs, CardsJsgf) {

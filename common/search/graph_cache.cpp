@@ -1,5 +1,7 @@
 #include "common/search/graph_cache.h"
 
+#include <fcntl.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -9,6 +11,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <functional>
+#include <memory>
 #include <sstream>
 #include <stdexcept>
 
@@ -63,6 +67,52 @@ void write_file_atomically(const std::string& path, const std::string& bytes) {
     throw std::runtime_error(path + ": cannot rename into place");
   }
 }
+
+// An exclusive advisory lock (flock) on DIR/graph-KEY.lock for the time of
+// one compilation, so that processes that miss the cache together compile
+// the graph once: the others wait (saying so through `progress`), then
+// load what the first stored. A compilation of the en-us graph takes
+// minutes and gigabytes; several decoders started at once on a cold cache
+// (a media server's streams, a test suite) would each pay it. The kernel
+// drops the lock when its holder exits, however it exits. Where no lock
+// can be had (the file cannot be made, a file system without flock) each
+// process compiles, as without the lock; the cache stays correct, since
+// entries are renamed into place whole.
+class CompileLock {
+ public:
+  CompileLock(const std::string& path, const std::function<void(const std::string&)>& progress) {
+    fd_ = open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    if (fd_ < 0) return;
+    if (flock(fd_, LOCK_EX | LOCK_NB) == 0) return;
+    if (errno != EWOULDBLOCK) {
+      release();
+      return;
+    }
+    if (progress) progress("waiting for another process compiling the same graph (" + path + ")");
+    waited_ = true;
+    while (flock(fd_, LOCK_EX) != 0) {
+      if (errno != EINTR) {
+        release();
+        return;
+      }
+    }
+  }
+  ~CompileLock() { release(); }
+  CompileLock(const CompileLock&) = delete;
+  CompileLock& operator=(const CompileLock&) = delete;
+
+  // True when another process held the lock first: the cache is worth
+  // reading again.
+  bool waited() const { return waited_; }
+
+ private:
+  void release() {
+    if (fd_ >= 0) close(fd_);  // closing the descriptor drops the lock
+    fd_ = -1;
+  }
+  int fd_ = -1;
+  bool waited_ = false;
+};
 
 }  // namespace
 
@@ -119,17 +169,32 @@ GraphBuildResult build_search_graph(const GraphSources& src, const GraphBuildOpt
   // A pruned LM is cached with the graph; whether automatic pruning applied
   // shows by the file's presence.
   const std::string pruned_path = dir.empty() ? "" : dir + "/graph-" + key + ".pruned.arpa";
-  if (!opt.rebuild && !r.cache_path.empty() && is_file(r.cache_path) &&
-      (!opt.prune.prunes() || src.kind != GraphSourceKind::kNgram || is_file(pruned_path))) {
-    if (is_file(pruned_path)) r.pruned_lm_path = pruned_path;
+  // The cache entry, when there is a usable one (true: r holds it).
+  auto load_cached = [&]() {
+    if (r.cache_path.empty() || !is_file(r.cache_path) ||
+        (opt.prune.prunes() && src.kind == GraphSourceKind::kNgram && !is_file(pruned_path)))
+      return false;
     try {
       r.graph = SearchGraph::load(r.cache_path);
       if (r.graph.source_hash != key) throw std::runtime_error(r.cache_path + ": key mismatch");
-      r.from_cache = true;
-      r.log.push_back("graph loaded from the cache: " + r.cache_path);
-      return r;
     } catch (const std::exception& e) {
       r.log.push_back(std::string("cache entry unusable, compiling again: ") + e.what());
+      return false;
+    }
+    if (is_file(pruned_path)) r.pruned_lm_path = pruned_path;
+    r.from_cache = true;
+    r.log.push_back("graph loaded from the cache: " + r.cache_path);
+    return true;
+  };
+  if (!opt.rebuild && load_cached()) return r;
+  // A miss: compile under the entry's lock, unless a process that held it
+  // first has stored the graph meanwhile.
+  std::unique_ptr<CompileLock> lock;
+  if (!r.cache_path.empty() && make_dirs(dir)) {
+    lock = std::make_unique<CompileLock>(dir + "/graph-" + key + ".lock", opt.compile.progress);
+    if (lock->waited()) {
+      r.log.push_back("waited for another process compiling the same graph");
+      if (!opt.rebuild && load_cached()) return r;
     }
   }
 

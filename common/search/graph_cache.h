@@ -8,7 +8,10 @@
 // Cache entries: DIR/graph-KEY.gsg (SearchGraph::save) and, for pruned
 // LMs, DIR/graph-KEY.pruned.arpa. KEY = graph_cache_key(); the graph's
 // source_hash is KEY. Writes go to a temporary name and are renamed into
-// place, so concurrent builders and readers never see half a file.
+// place, so concurrent builders and readers never see half a file; and a
+// compilation holds an advisory lock on DIR/graph-KEY.lock, so that
+// processes that miss the cache together compile once (the others wait
+// for it, then load the entry).
 #pragma once
 
 #include <memory>
