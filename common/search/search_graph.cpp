@@ -27,6 +27,7 @@
 #include <cstring>
 #include <stdexcept>
 
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include "common/search/content_hash.h"
@@ -80,6 +81,26 @@ class Writer {
   std::vector<uint8_t> bytes;
 };
 
+// Asks the kernel to back the whole 2 MB pages inside [p, p + bytes) with
+// huge pages (transparent huge pages in "madvise" mode, the default of
+// Debian and Ubuntu). The en-us graph's arrays are 400 MB, written once as
+// they load: with 4 KB pages that is 100 000 page faults, which on a
+// virtual machine cost more than the copying (a profile of the loading
+// had page faults and the arrays' zero fill at half its time). Advice
+// only: where it is refused, nothing changes.
+void advise_huge_pages(void* p, size_t bytes) {
+#ifdef MADV_HUGEPAGE
+  constexpr uintptr_t kHuge = uintptr_t{2} << 20;
+  if (bytes < 2 * kHuge) return;
+  const uintptr_t begin = (reinterpret_cast<uintptr_t>(p) + kHuge - 1) & ~(kHuge - 1);
+  const uintptr_t end = (reinterpret_cast<uintptr_t>(p) + bytes) & ~(kHuge - 1);
+  if (end > begin) madvise(reinterpret_cast<void*>(begin), end - begin, MADV_HUGEPAGE);
+#else
+  (void)p;
+  (void)bytes;
+#endif
+}
+
 class Reader {
  public:
   Reader(const uint8_t* data, size_t size, const std::string& name)
@@ -100,6 +121,8 @@ class Reader {
   template <typename T>
   void get_array(std::vector<T>& out, uint64_t count, const char* what) {
     if (count > remaining() / sizeof(T)) fail(std::string("truncated reading ") + what);
+    out.reserve(static_cast<size_t>(count));
+    advise_huge_pages(out.data(), static_cast<size_t>(count) * sizeof(T));
     out.resize(static_cast<size_t>(count));
     if (count) std::memcpy(out.data(), data_ + pos_, static_cast<size_t>(count) * sizeof(T));
     pos_ += static_cast<size_t>(count) * sizeof(T);
@@ -228,7 +251,10 @@ SearchGraph SearchGraph::load(const std::string& path) {
   std::vector<uint8_t> bytes;
   if (std::fseek(f, 0, SEEK_END) == 0) {
     long end = std::ftell(f);
-    if (end > 0) bytes.reserve(static_cast<size_t>(end));
+    if (end > 0) {
+      bytes.reserve(static_cast<size_t>(end));
+      advise_huge_pages(bytes.data(), static_cast<size_t>(end));
+    }
     std::rewind(f);
   }
   std::vector<uint8_t> buf(1 << 20);
