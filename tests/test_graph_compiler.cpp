@@ -5,7 +5,6 @@
 
 #include <fcntl.h>
 #include <sys/file.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -410,6 +409,23 @@ namespace {
 
 std::string en_us_dir() { return testing::model_dir() + "/en-us/en-us"; }
 
+// goforward.gram with the en-us model and dictionary: a graph that compiles
+// in a second, for the cache's tests.
+GraphSources goforward_jsgf_sources() {
+  GraphSources src;
+  src.model_dir = en_us_dir();
+  src.dictionary = testing::model_dir() + "/en-us/cmudict-en-us.dict";
+  src.kind = GraphSourceKind::kJsgf;
+  src.grammar = testing::audio_dir() + "/goforward.gram";
+  return src;
+}
+
+// A directory name of this process's own under $TMPDIR (else /tmp).
+std::string scratch_dir(const std::string& name) {
+  const char* tmp = std::getenv("TMPDIR");
+  return std::string(tmp ? tmp : "/tmp") + "/" + name + "-" + std::to_string(getpid());
+}
+
 // The installed en-us model and dictionary, loaded once for all tests.
 struct EnUs {
   EnUs()
@@ -595,13 +611,8 @@ TEST(EnUsGraphs, PairDeterminisationIsExact) {
 // Compiled once, then loaded from the cache; a changed option is another
 // entry; a damaged entry is compiled again.
 TEST(EnUsGraphs, CacheByContent) {
-  const std::string dir = std::string(std::getenv("TMPDIR") ? std::getenv("TMPDIR") : "/tmp") +
-                          "/gpuspeech-graph-cache-test-" + std::to_string(getpid());
-  GraphSources src;
-  src.model_dir = en_us_dir();
-  src.dictionary = testing::model_dir() + "/en-us/cmudict-en-us.dict";
-  src.kind = GraphSourceKind::kJsgf;
-  src.grammar = testing::audio_dir() + "/goforward.gram";
+  const std::string dir = scratch_dir("gpuspeech-graph-cache-test");
+  const GraphSources src = goforward_jsgf_sources();
   GraphBuildOptions opt;
   opt.cache_dir = dir;
   const GraphBuildResult first = build_search_graph(src, opt);
@@ -642,15 +653,10 @@ TEST(EnUsGraphs, CacheByContent) {
 // while the build waits, so only a build that waited and read the cache
 // again reports from_cache.
 TEST(EnUsGraphs, CacheCompilesOnceUnderItsLock) {
-  const std::string base = std::string(std::getenv("TMPDIR") ? std::getenv("TMPDIR") : "/tmp") +
-                           "/gpuspeech-graph-lock-test-" + std::to_string(getpid());
+  const std::string base = scratch_dir("gpuspeech-graph-lock-test");
   const std::string dir = base + "/cache", elsewhere = base + "/elsewhere";
   ASSERT_EQ(std::system(("mkdir -p '" + dir + "'").c_str()), 0);
-  GraphSources src;
-  src.model_dir = en_us_dir();
-  src.dictionary = testing::model_dir() + "/en-us/cmudict-en-us.dict";
-  src.kind = GraphSourceKind::kJsgf;
-  src.grammar = testing::audio_dir() + "/goforward.gram";
+  const GraphSources src = goforward_jsgf_sources();
   GraphBuildOptions opt;
   opt.cache_dir = dir;
   const std::string key = graph_cache_key(src, opt);
