@@ -48,6 +48,21 @@
  * The next utterance starts at the frame after. A flushing seek
  * (FLUSH_STOP) drops the utterance in progress without a result.
  *
+ * Speaker adaptation (`adapt`, on by default with an n-gram LM): the
+ * stream is taken to be one speaker, and the decoder learns a feature
+ * transform (fMLLR) for that speaker from the final words of its
+ * utterances. Frames are decoded under the transform learnt so far; at the
+ * end of each utterance its words are aligned, the transform is estimated
+ * again with them, and the utterance is decoded again under it: the final
+ * result is that second decoding (the partials are the first). Until the
+ * stream has about 3 s of speech there is no transform and no second pass.
+ * The second pass costs one more decoding of each utterance, at its end,
+ * so the final result comes that much later (common/engine/
+ * adaptive_redecoder.h, docs/gpudecoder.md). A new stream (READY to
+ * PAUSED) starts with no transform; for audio that changes speakers often,
+ * set `adapt=false`. With `adapt`, the features of an utterance are kept
+ * until it ends.
+ *
  * Every `partial-interval` ms of stream time (counted in frames, so the
  * same frames give the same messages however they are cut into buffers),
  * a partial result is posted. Its first `stable-words` words are the ones
@@ -128,7 +143,7 @@
  * handle it without waiting for its own streaming thread. Alignment never
  * stops decoding: if it fails (GST_WARNING in the debug log) no event is
  * sent for those words. The features of an utterance are kept only until
- * their words are aligned.
+ * their words are aligned (with `adapt`, until the utterance ends).
  *
  * Src pad: each group of final words (a cue: at most `cue-max-chars`
  * characters and `cue-max-duration` ms, broken at pauses of a second or
@@ -182,6 +197,7 @@
 #include <string>
 #include <vector>
 
+#include "common/engine/adaptive_redecoder.h"
 #include "common/engine/endpointing.h"
 #include "common/features/feature_signature.h"
 #include "common/engine/recognizer.h"
@@ -285,6 +301,7 @@ enum
   PROP_BATCHED_SEARCH,
   PROP_LATTICE_LW,
   PROP_LATTICE_WIP,
+  PROP_ADAPT,
   N_PROPS
 };
 
@@ -302,6 +319,7 @@ enum
 #define DEFAULT_SEND_ALIGNMENTS TRUE
 #define DEFAULT_BATCHED_SEARCH FALSE
 #define DEFAULT_LATTICE_LW 0.0
+#define DEFAULT_ADAPT TRUE
 
 /* Property values, under the object lock. Empty strings mean unset. */
 struct Settings
@@ -329,6 +347,7 @@ struct Settings
   gdouble lattice_lw = DEFAULT_LATTICE_LW;
   /* The recognizer's default, in one place (recognizer.h). */
   gdouble lattice_wip = gs::RecognizerConfig{}.lattice_word_insertion_penalty;
+  gboolean adapt = DEFAULT_ADAPT;
 };
 
 /* A configuration problem for the user; `not_found` marks a missing file. */
@@ -357,6 +376,14 @@ require_path (const std::string & path, const char *property, bool dir)
 
 /* The recognizer configuration the properties ask for: the installed en-us
  * model for what is unset. Throws ConfigError. */
+/* Whether the decoder adapts to the speaker itself (the adapt property):
+ * with an n-gram LM only, as gpuspeech-transcribe's two-pass default. */
+static bool
+adapts (const Settings & s, const gs::RecognizerConfig & c)
+{
+  return s.adapt && c.grammar_kind == gs::GrammarKind::kNgram;
+}
+
 static gs::RecognizerConfig
 build_config (const Settings & s)
 {
@@ -417,8 +444,9 @@ build_config (const Settings & s)
   c.device_id = s.device_id;
   c.nbest = s.nbest;
   c.cache_dir = s.cache_dir;
-  /* The recognizer keeps an utterance's features only for alignment. */
-  c.keep_features_for_alignment = s.send_alignments;
+  /* The recognizer keeps an utterance's features only for alignment (the
+   * events, or its own speaker adaptation). */
+  c.keep_features_for_alignment = s.send_alignments || adapts (s, c);
   c.batched_search = s.batched_search;
   if (s.lattice_lw > 0.0 && c.grammar_kind != gs::GrammarKind::kNgram)
     throw ConfigError ("lattice-lw needs an n-gram language model (lm), "
@@ -488,6 +516,10 @@ struct StreamState
    * when an utterance of silence is dropped. */
   std::vector < float >recent;
   gint recent_dim = 0;
+  /* The speaker adaptation and second pass (the adapt property); NULL when
+   * off. The stream is one speaker: a new stream (READY to PAUSED) starts
+   * from no statistics. */
+  std::unique_ptr < gs::AdaptiveRedecoder > adapter;
 
   StreamState ()
   {
@@ -517,6 +549,9 @@ struct _GstGpuDecoder
   gint64 frame_shift_samples;
   gint sample_rate;
   gint num_senones;             /* the acoustic model's, for alignments */
+  /* As loaded (NULL to READY): send-alignments, and whether adapt applies. */
+  gboolean sends_alignments;
+  gboolean adapts;
   StreamState *stream;          /* NULL unless PAUSED or PLAYING */
   gint64 latency_ns;
 };
@@ -739,6 +774,18 @@ gst_gpu_decoder_class_init (GstGpuDecoderClass * klass)
           "least acoustic cost of the paths that made it, so a path of more, "
           "shorter words gains more from that choice (docs/search.md)",
           0.0, 1e300, gs::RecognizerConfig{}.lattice_word_insertion_penalty, rw));
+  g_object_class_install_property (gobject_class, PROP_ADAPT,
+      g_param_spec_boolean ("adapt", "Adapt to the speaker",
+          "With an n-gram LM: learn the speaker's feature transform (fMLLR) "
+          "from the final words of every utterance of the stream, decode "
+          "each utterance under the transform learnt so far, and at its end "
+          "decode it again under the transform that includes it; that second "
+          "decoding is the final result (common/engine/adaptive_redecoder.h). "
+          "A stream is one speaker; a new one (READY to PAUSED) starts "
+          "afresh. Costs one more decoding of each utterance, at its end, "
+          "once 3 s of speech have been heard. No effect with a grammar or "
+          "keyphrases. Read when the model is loaded (NULL to READY)",
+          DEFAULT_ADAPT, rw));
 
   element_class->change_state =
       GST_DEBUG_FUNCPTR (gst_gpu_decoder_change_state);
@@ -766,6 +813,8 @@ gst_gpu_decoder_init (GstGpuDecoder * self)
   self->frame_shift_samples = 0;
   self->sample_rate = 0;
   self->num_senones = 0;
+  self->sends_alignments = FALSE;
+  self->adapts = FALSE;
   self->stream = NULL;
   self->latency_ns = 0;
 
@@ -912,6 +961,9 @@ gst_gpu_decoder_set_property (GObject * object, guint prop_id,
     case PROP_LATTICE_WIP:
       s.lattice_wip = g_value_get_double (value);
       break;
+    case PROP_ADAPT:
+      s.adapt = g_value_get_boolean (value);
+      break;
     default:
       G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
       break;
@@ -1019,6 +1071,9 @@ gst_gpu_decoder_get_property (GObject * object, guint prop_id,
       break;
     case PROP_LATTICE_WIP:
       g_value_set_double (value, s.lattice_wip);
+      break;
+    case PROP_ADAPT:
+      g_value_set_boolean (value, s.adapt);
       break;
     default:
       G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
@@ -1461,6 +1516,9 @@ send_alignment (GstGpuDecoder * self, StreamState * st,
   }
   st->aligned_words = upto;
   st->aligned_end = std::max (st->aligned_end, words_end);
+  /* The adaptation aligns the whole utterance at its end. */
+  if (st->adapter)
+    return;
   try {
     self->recognizer->discard_features_before (st->aligned_end);
   } catch (const std::exception & e) {
@@ -1505,6 +1563,27 @@ analyse (GstGpuDecoder * self, StreamState * st, gs::EndpointDecision * endpoint
   return GST_FLOW_OK;
 }
 
+/* Starts the recognizer's next utterance (and the adaptation's). */
+static void
+reset_recognizer (GstGpuDecoder * self, StreamState * st)
+{
+  if (st->adapter)
+    st->adapter->reset ();
+  else
+    self->recognizer->reset ();
+}
+
+/* Decodes frames as they come: through the adaptation when it is on. */
+static void
+push_frames (GstGpuDecoder * self, StreamState * st, const float *frames,
+    gint64 n)
+{
+  if (st->adapter)
+    st->adapter->push_features (frames, n);
+  else
+    self->recognizer->push_features (frames, n);
+}
+
 static void
 clear_utterance (StreamState * st)
 {
@@ -1532,7 +1611,17 @@ end_utterance (GstGpuDecoder * self, StreamState * st, const char *reason,
     st->utt_pts = pts;
     return GST_FLOW_OK;
   }
-  const gs::RecognitionResult r = self->recognizer->finish ();
+  const gs::RecognitionResult r = st->adapter ? st->adapter->finish () :
+      self->recognizer->finish ();
+  if (st->adapter) {
+    const gs::RedecodeReport & a = st->adapter->last_report ();
+    GST_DEBUG_OBJECT (self, "utterance %u: %s (%s%s%s), %" G_GINT64_FORMAT
+        " frames aligned, speaker statistics %.0f frames, ln|det A| %.3f",
+        st->utt_index, a.redecoded ? "decoded again under the new transform" :
+        "first pass kept", gs::to_string (a.outcome),
+        a.message.empty ()? "" : ": ", a.message.c_str (), a.frames_aligned,
+        a.stream_weight, a.log_abs_det);
+  }
   const GstClockTime end = frame_time (self, st, st->utt_frames);
   post_result (self, st, r.best, TRUE, reason, &r.nbest);
   GstFlowReturn ret = push_cues (self, st, timed_words (self, st, r.best),
@@ -1543,7 +1632,7 @@ end_utterance (GstGpuDecoder * self, StreamState * st, const char *reason,
   push_gap_until (self, st, end);
   /* Before reset(), which drops the utterance's features. */
   send_alignment (self, st, r.best.words, r.best.words.size ());
-  self->recognizer->reset ();
+  reset_recognizer (self, st);
   clear_utterance (st);
   ++st->utt_index;
   if (continues) {
@@ -1586,13 +1675,13 @@ drop_utterance (GstGpuDecoder * self, StreamState * st)
       "word, up to %" GST_TIME_FORMAT, st->utt_frames - overlap,
       GST_TIME_ARGS (start));
   push_gap_until (self, st, start);
-  self->recognizer->reset ();
+  reset_recognizer (self, st);
   const gint64 next_tick = st->next_tick - st->utt_frames + overlap;
   clear_utterance (st);
   st->utt_started = TRUE;
   st->utt_pts = start;
   if (overlap > 0)
-    self->recognizer->push_features (st->recent.data () +
+    push_frames (self, st, st->recent.data () +
         (st->recent.size () - (size_t) (overlap * dim)), overlap);
   st->utt_frames = overlap;
   /* Ticks keep their spacing in stream time across the drop. */
@@ -1609,7 +1698,7 @@ decode_frames (GstGpuDecoder * self, StreamState * st, const float *frames,
   gint64 done = 0;
   while (done < n) {
     const gint64 k = std::min (n - done, st->next_tick - st->utt_frames);
-    self->recognizer->push_features (frames + done * dim, k);
+    push_frames (self, st, frames + done * dim, k);
     remember_frames (st, frames + done * dim, k, dim);
     st->utt_frames += k;
     done += k;
@@ -1797,7 +1886,7 @@ gst_gpu_decoder_sink_event (GstPad * pad, GstObject * parent, GstEvent * event)
     case GST_EVENT_FLUSH_STOP:
       if (st && self->recognizer) {
         /* A flushing seek: the utterance in progress is dropped. */
-        self->recognizer->reset ();
+        reset_recognizer (self, st);
         clear_utterance (st);
         st->last_end = GST_CLOCK_TIME_NONE;
         st->out_pos = GST_CLOCK_TIME_NONE;
@@ -1962,6 +2051,8 @@ load_model (GstGpuDecoder * self)
   self->frame_shift_samples =
       self->model_features->frame.frame_shift_samples ();
   self->num_senones = self->recognizer->acoustic_model ().mdef ().num_senones ();
+  self->sends_alignments = settings.send_alignments;
+  self->adapts = adapts (settings, config);
   gs::Backend & b = self->recognizer->scoring_backend ();
   gst_element_post_message (GST_ELEMENT (self),
       gst_message_new_element (GST_OBJECT (self),
@@ -2008,8 +2099,16 @@ start_stream (GstGpuDecoder * self)
   st->post_partials = s.partial_interval > 0;
   st->nbest = s.nbest;
   /* As loaded: features are kept only if the property was set then. */
-  st->send_alignments =
-      self->recognizer->config ().keep_features_for_alignment;
+  st->send_alignments = self->sends_alignments;
+  if (self->adapts) {
+    try {
+      st->adapter.reset (new gs::AdaptiveRedecoder (*self->recognizer));
+    } catch (const std::exception & e) {
+      GST_ELEMENT_ERROR (self, RESOURCE, SETTINGS,
+          ("cannot set up speaker adaptation: %s", e.what ()), (NULL));
+      return FALSE;
+    }
+  }
   st->requested_format = s.output_format;
   st->cue_options.max_chars = s.cue_max_chars;
   st->cue_options.max_duration_ns = (int64_t) s.cue_max_duration * GST_MSECOND;

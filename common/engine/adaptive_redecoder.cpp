@@ -1,0 +1,146 @@
+#include "common/engine/adaptive_redecoder.h"
+
+#include <stdexcept>
+
+namespace gpuspeech {
+
+namespace {
+
+// The lattice pass (when the config has one) is for final results; an
+// alignment wants the search's own path, as gpuspeech-transcribe's pass 1.
+// On again however the decoding ends.
+struct LatticeResultOff {
+  Recognizer& rec;
+  explicit LatticeResultOff(Recognizer& r) : rec(r) { rec.set_lattice_result(false); }
+  ~LatticeResultOff() { rec.set_lattice_result(true); }
+  LatticeResultOff(const LatticeResultOff&) = delete;
+  LatticeResultOff& operator=(const LatticeResultOff&) = delete;
+};
+
+}  // namespace
+
+AdaptiveRedecoder::AdaptiveRedecoder(Recognizer& recognizer, const FmllrOptions& options)
+    : rec_(recognizer),
+      options_(options),
+      dim_(recognizer.feature_dim()),
+      stream_(recognizer.feature_dim()),
+      utterance_(recognizer.acoustic_model().mixtures(), recognizer.scoring_backend()),
+      applier_(recognizer.scoring_backend(), recognizer.feature_dim()),
+      transform_(FmllrTransform::identity(recognizer.feature_dim())) {
+  if (!rec_.config().keep_features_for_alignment)
+    throw std::invalid_argument(
+        "speaker adaptation needs a recognizer that keeps its features "
+        "(keep_features_for_alignment)");
+  applier_.set_transform(transform_);
+}
+
+void AdaptiveRedecoder::push_transformed(const float* raw, int64_t n) {
+  if (n <= 0) return;
+  if (transform_.is_identity()) {
+    rec_.push_features(raw, n);
+    return;
+  }
+  scratch_.resize(static_cast<size_t>(n) * dim_);
+  applier_.apply(raw, n, scratch_.data());
+  rec_.push_features(scratch_.data(), n);
+}
+
+void AdaptiveRedecoder::push_features(const float* frames, int64_t num_frames) {
+  if (num_frames <= 0) return;
+  raw_.insert(raw_.end(), frames, frames + num_frames * dim_);
+  push_transformed(frames, num_frames);
+}
+
+int64_t AdaptiveRedecoder::accumulate_words(const std::vector<HypothesisWord>& words) {
+  utterance_.reset();
+  // Words whose features the client let go are left out (align() refuses
+  // them); the rest keep their order.
+  std::vector<HypothesisWord> kept;
+  for (const HypothesisWord& w : words)
+    if (w.start_frame >= rec_.features_kept_from()) kept.push_back(w);
+  if (kept.empty()) return 0;
+  const FrameAlignment al = rec_.align(kept);
+  const int64_t n = static_cast<int64_t>(al.senones.size());
+  const int64_t rows = static_cast<int64_t>(raw_.size()) / dim_;
+  if (n == 0) return 0;
+  if (al.first_frame < 0 || al.first_frame + n > rows)
+    throw std::logic_error("speaker adaptation: an alignment outside the utterance's frames");
+  // Posteriors on the features decoded (the transform in use applied to
+  // the raw ones), statistics of the raw features.
+  const float* x = raw_.data() + al.first_frame * dim_;
+  std::vector<float> y(static_cast<size_t>(n) * dim_);
+  if (transform_.is_identity())
+    std::copy(x, x + n * dim_, y.begin());
+  else
+    applier_.apply(x, n, y.data());
+  const GaussianMixtures& gm = rec_.acoustic_model().mixtures();
+  utterance_.accumulate(x, n, supervised_posteriors(gm, y.data(), n, al.senones.data()));
+  int64_t aligned = 0;
+  for (int32_t s : al.senones) aligned += s >= 0;
+  return aligned;
+}
+
+RecognitionResult AdaptiveRedecoder::finish() {
+  report_ = RedecodeReport{};
+  RecognitionResult first;
+  {
+    const LatticeResultOff off(rec_);
+    first = rec_.finish();
+  }
+  RecognitionResult result;
+  bool have_result = false;
+  bool holds_first = true;  // the recognizer still holds the first pass
+  try {
+    report_.frames_aligned = accumulate_words(first.best.words);
+    FmllrStats total = stream_;
+    total.add(utterance_.stats());
+    const FmllrTransform start = transform_;
+    const FmllrEstimate est = estimate_fmllr(total, options_, &start);
+    report_.outcome = est.outcome;
+    report_.message = est.message;
+    if (est.outcome == FmllrOutcome::kUpdated && est.transform.all_finite()) {
+      transform_ = est.transform;
+      applier_.set_transform(transform_);
+      holds_first = false;
+      rec_.reset();
+      const int64_t rows = static_cast<int64_t>(raw_.size()) / dim_;
+      push_transformed(raw_.data(), rows);
+      {
+        const LatticeResultOff off(rec_);
+        const RecognitionResult second = rec_.finish();
+        // The adapted decoding's words are the better supervision; their
+        // statistics (posteriors under the new transform) are the ones kept.
+        accumulate_words(second.best.words);
+      }
+      result = rec_.finish();  // the lattice pass's, when configured
+      have_result = true;
+      report_.redecoded = true;
+    }
+    stream_.add(utterance_.stats());
+  } catch (const std::exception& e) {
+    report_.outcome = FmllrOutcome::kRefused;
+    report_.message = std::string("not adapted: ") + e.what();
+  }
+  if (!have_result) {
+    // The first pass stands: with the lattice pass, when configured, unless
+    // a failed second decoding took the recognizer's first one away.
+    result = holds_first ? rec_.finish() : first;
+  }
+  report_.stream_weight = stream_.beta;
+  report_.log_abs_det = transform_.log_abs_det();
+  return result;
+}
+
+void AdaptiveRedecoder::reset() {
+  rec_.reset();
+  raw_.clear();
+}
+
+void AdaptiveRedecoder::new_speaker() {
+  reset();
+  stream_.reset(dim_);
+  transform_ = FmllrTransform::identity(dim_);
+  applier_.set_transform(transform_);
+}
+
+}  // namespace gpuspeech

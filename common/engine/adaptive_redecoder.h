@@ -1,0 +1,107 @@
+// Speaker adaptation for a live stream, with a second pass per utterance:
+// what gpudecoder does by default with an n-gram LM, so that a microphone
+// or a broadcast gets what gpuspeech-transcribe's two-pass fMLLR gives a
+// file.
+//
+//   AdaptiveRedecoder a(recognizer);   // keep_features_for_alignment on
+//   a.push_features(raw, n);           // any number of times: decoded
+//                                      // under the speaker's transform
+//   recognizer.partial();              // partials as usual
+//   a.finish();                        // the utterance's final result
+//   a.reset();                         // next utterance (or, instead of
+//                                      // finish(), drop this one)
+//
+// The stream is one speaker. Its fMLLR statistics (fmllr_stats.h) grow with
+// every utterance's final words. Frames are decoded under the transform
+// estimated so far (the identity at first), so partial results benefit from
+// the utterances before. At the end of an utterance its first-pass words
+// are aligned, its statistics added to the stream's, and the transform
+// estimated again from all of them, this utterance included; when that
+// gives a new transform, the utterance is decoded again under it and that
+// decoding is the final result (the first pass's when no estimate was
+// made: too little speech so far). The second decoding's words are aligned
+// again, and it is their statistics that stay in the stream's, as in
+// Kaldi's re-estimation from an adapted decoding.
+//
+// Why a second pass rather than only adapting the utterances that follow
+// (gpufmllr): an utterance is adapted with its own speech, so the first
+// sentences of a stream, and a speaker whose channel changed, are adapted
+// too, as when gpuspeech-transcribe decodes a file in two passes. The cost
+// is one more decoding of each utterance once the stream has enough speech
+// (FmllrOptions::min_frames), on the streaming thread at the utterance's
+// end: the final result comes that much later; partials do not wait.
+//
+// Statistics of raw features, posteriors on the features decoded (the EM
+// step for the transform in use), as gpuspeech-transcribe's --fmllr
+// two-pass; the estimate is FmllrOptions' (the full transform, as there).
+// Not thread-safe: the Recognizer's thread.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "common/engine/recognizer.h"
+#include "common/fmllr/fmllr_estimate.h"
+#include "common/fmllr/fmllr_stats.h"
+#include "common/fmllr/fmllr_transform.h"
+
+namespace gpuspeech {
+
+// What the last finish() did, for logs.
+struct RedecodeReport {
+  bool redecoded = false;        // the result is the second pass's
+  FmllrOutcome outcome = FmllrOutcome::kTooFewFrames;
+  std::string message;           // estimate_fmllr's, when not updated
+  int64_t frames_aligned = 0;    // this utterance's, first pass
+  double stream_weight = 0.0;    // the stream's statistics (posterior frames)
+  double log_abs_det = 0.0;      // of the transform now in use
+};
+
+class AdaptiveRedecoder {
+ public:
+  // `recognizer` must keep its features (config().keep_features_for_alignment,
+  // std::invalid_argument otherwise) and outlive this object; its client
+  // must not discard features of the utterance in progress before
+  // finish() (words before features_kept_from() are left out of the
+  // statistics). Starts with the identity transform and no statistics.
+  explicit AdaptiveRedecoder(Recognizer& recognizer, const FmllrOptions& options = {});
+
+  // Raw features (frames x recognizer.feature_dim()): kept, transformed
+  // and pushed to the recognizer.
+  void push_features(const float* frames, int64_t num_frames);
+  // The utterance's final result (see the top of this file). The
+  // recognizer then holds the decoding that gave it (its features can be
+  // aligned) until reset(). An alignment or estimation that fails leaves
+  // the first pass's result (reported in last_report()).
+  RecognitionResult finish();
+  // Starts the next utterance: the recognizer reset, the raw frames
+  // dropped. Without finish() before, the utterance is dropped unlearnt.
+  void reset();
+  // Another speaker: statistics cleared, the identity transform.
+  void new_speaker();
+
+  const FmllrTransform& transform() const { return transform_; }
+  const FmllrStats& stats() const { return stream_; }
+  const RedecodeReport& last_report() const { return report_; }
+
+ private:
+  // Aligns `words` on the features the recognizer holds (the utterance
+  // as decoded), and puts their statistics in utterance_ (reset first);
+  // returns the frames aligned.
+  int64_t accumulate_words(const std::vector<HypothesisWord>& words);
+  void push_transformed(const float* raw, int64_t n);
+
+  Recognizer& rec_;
+  FmllrOptions options_;
+  int dim_;
+  FmllrStats stream_;           // the speaker's statistics, utterances done
+  FmllrAccumulator utterance_;  // one utterance's
+  FmllrApplier applier_;
+  FmllrTransform transform_;
+  std::vector<float> raw_;      // the utterance's raw frames
+  std::vector<float> scratch_;  // transformed frames
+  RedecodeReport report_;
+};
+
+}  // namespace gpuspeech

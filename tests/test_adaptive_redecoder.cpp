@@ -1,0 +1,173 @@
+// AdaptiveRedecoder (common/engine/adaptive_redecoder.h): the second pass
+// decodes the utterance under the transform it learnt, the next utterance
+// is decoded under it from its first frame, a dropped utterance teaches
+// nothing, and too little speech keeps the first pass. On the en-us model
+// with the goforward recording and grammar (pocketsphinx-testdata).
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "common/engine/adaptive_redecoder.h"
+#include "common/engine/recognizer.h"
+#include "common/features/wav_reader.h"
+#include "common/fmllr/fmllr_transform.h"
+#include "tests/test_backends.h"
+
+namespace gpuspeech {
+namespace {
+
+bool have_file(const std::string& path) { return std::ifstream(path).good(); }
+std::string en_us_root() { return testing::model_dir() + "/en-us"; }
+
+bool have_goforward() {
+  return have_file(testing::audio_dir() + "/goforward.raw") &&
+         have_file(testing::audio_dir() + "/goforward.gram") &&
+         have_file(en_us_root() + "/en-us/mdef");
+}
+
+RecognizerConfig goforward_config(bool keep) {
+  RecognizerConfig c = RecognizerConfig::en_us_defaults(en_us_root());
+  c.grammar_kind = GrammarKind::kJsgf;
+  c.grammar = testing::audio_dir() + "/goforward.gram";
+  c.scoring_backend = "cpu";
+  c.search_backend = "cpu";
+  c.keep_features_for_alignment = keep;
+  return c;
+}
+
+// The recording's features as the decoder takes them.
+std::vector<float> goforward_features(Recognizer& rec) {
+  const AudioData audio = read_raw_s16le_file(testing::audio_dir() + "/goforward.raw", 16000);
+  return rec.compute_features(audio.samples.data(), static_cast<int64_t>(audio.samples.size()));
+}
+
+// Pushes in uneven chunks, as a stream delivers them.
+void push_chunked(AdaptiveRedecoder& a, const std::vector<float>& f, int dim) {
+  const int64_t rows = static_cast<int64_t>(f.size()) / dim;
+  for (int64_t at = 0, k = 7; at < rows; at += k, k = k * 3 % 61 + 1)
+    a.push_features(f.data() + at * dim, std::min(k, rows - at));
+}
+
+RecognitionResult decode_plain(Recognizer& rec, const std::vector<float>& f) {
+  rec.reset();
+  rec.push_features(f.data(), static_cast<int64_t>(f.size()) / rec.feature_dim());
+  return rec.finish();
+}
+
+std::vector<float> transformed(const FmllrTransform& t, const std::vector<float>& f) {
+  std::vector<float> y(f.size());
+  apply_fmllr_reference(t, f.data(), static_cast<int64_t>(f.size()) / t.dim, y.data());
+  return y;
+}
+
+void expect_same_words(const RecognitionResult& a, const RecognitionResult& b) {
+  ASSERT_EQ(a.best.words.size(), b.best.words.size()) << a.text() << " | " << b.text();
+  for (size_t i = 0; i < a.best.words.size(); ++i) {
+    EXPECT_EQ(a.best.words[i].text, b.best.words[i].text);
+    EXPECT_EQ(a.best.words[i].start_frame, b.best.words[i].start_frame);
+    EXPECT_EQ(a.best.words[i].end_frame, b.best.words[i].end_frame);
+  }
+}
+
+TEST(AdaptiveRedecoder, RefusesARecognizerThatDropsItsFeatures) {
+  if (!have_goforward()) GTEST_SKIP() << "pocketsphinx-testdata or pocketsphinx-en-us not installed";
+  Recognizer rec(goforward_config(false));
+  try {
+    AdaptiveRedecoder a(rec);
+    ADD_FAILURE() << "no exception";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("keep_features_for_alignment"), std::string::npos) << e.what();
+  }
+}
+
+TEST(AdaptiveRedecoder, SecondPassDecodesUnderTheTransformItLearnt) {
+  if (!have_goforward()) GTEST_SKIP() << "pocketsphinx-testdata or pocketsphinx-en-us not installed";
+  Recognizer rec(goforward_config(true));
+  Recognizer plain(goforward_config(false));
+  const std::vector<float> f = goforward_features(rec);
+  const int dim = rec.feature_dim();
+  const int64_t rows = static_cast<int64_t>(f.size()) / dim;
+  FmllrOptions o;
+  o.min_frames = 50.0;  // the recording has about 2 s of speech
+  AdaptiveRedecoder a(rec, o);
+
+  push_chunked(a, f, dim);
+  const RecognitionResult r1 = a.finish();
+  const RedecodeReport rep = a.last_report();
+  ASSERT_TRUE(rep.redecoded) << to_string(rep.outcome) << ": " << rep.message;
+  EXPECT_FALSE(a.transform().is_identity());
+  EXPECT_GT(rep.frames_aligned, 50);
+  EXPECT_LE(rep.frames_aligned, rows);
+  // The statistics kept are the second decoding's alignment: about a frame
+  // of weight per aligned frame.
+  EXPECT_NEAR(a.stats().beta, static_cast<double>(rep.frames_aligned), 0.02 * rep.frames_aligned + 1);
+  EXPECT_EQ(r1.text(), "go forward ten meters");
+  // The result is the decoding of the features under the transform learnt.
+  const FmllrTransform t1 = a.transform();
+  expect_same_words(r1, decode_plain(plain, transformed(t1, f)));
+  // The recognizer still holds that decoding until reset().
+  EXPECT_EQ(rec.align(r1.best.words).words_aligned, static_cast<int>(r1.best.words.size()));
+
+  // The next utterance is decoded under t1 from its first frame: its first
+  // pass (the partial before the end) is the plain decoding of t1(f).
+  a.reset();
+  push_chunked(a, f, dim);
+  plain.reset();
+  const std::vector<float> y1 = transformed(t1, f);
+  plain.push_features(y1.data(), rows);
+  EXPECT_EQ(rec.partial().text(), plain.partial().text());
+  const double beta1 = a.stats().beta;
+  const RecognitionResult r2 = a.finish();
+  EXPECT_TRUE(a.last_report().redecoded);
+  EXPECT_GT(a.stats().beta, 1.5 * beta1);  // both utterances now
+  expect_same_words(r2, decode_plain(plain, transformed(a.transform(), f)));
+
+  // A dropped utterance teaches nothing.
+  a.reset();
+  const FmllrTransform t2 = a.transform();
+  const double beta2 = a.stats().beta;
+  push_chunked(a, f, dim);
+  a.reset();
+  EXPECT_EQ(a.stats().beta, beta2);
+  EXPECT_EQ(a.transform().w, t2.w);
+
+  // Another speaker starts from nothing.
+  a.new_speaker();
+  EXPECT_TRUE(a.transform().is_identity());
+  EXPECT_EQ(a.stats().beta, 0.0);
+}
+
+TEST(AdaptiveRedecoder, TooLittleSpeechKeepsTheFirstPass) {
+  if (!have_goforward()) GTEST_SKIP() << "pocketsphinx-testdata or pocketsphinx-en-us not installed";
+  Recognizer rec(goforward_config(true));
+  Recognizer plain(goforward_config(false));
+  const std::vector<float> f = goforward_features(rec);
+  AdaptiveRedecoder a(rec);  // 300 frames needed, the recording has fewer
+  push_chunked(a, f, rec.feature_dim());
+  const RecognitionResult r = a.finish();
+  EXPECT_FALSE(a.last_report().redecoded);
+  EXPECT_EQ(a.last_report().outcome, FmllrOutcome::kTooFewFrames);
+  EXPECT_TRUE(a.transform().is_identity());
+  EXPECT_GT(a.stats().beta, 0.0);  // kept for the utterances to come
+  expect_same_words(r, decode_plain(plain, f));
+}
+
+TEST(AdaptiveRedecoder, AnUtteranceWithoutWordsIsNoError) {
+  if (!have_goforward()) GTEST_SKIP() << "pocketsphinx-testdata or pocketsphinx-en-us not installed";
+  Recognizer rec(goforward_config(true));
+  const AudioData audio = read_raw_s16le_file(testing::audio_dir() + "/goforward.raw", 16000);
+  // The recording's first 0.3 s: silence before the speech.
+  const std::vector<float> f = rec.compute_features(audio.samples.data(), 4800);
+  AdaptiveRedecoder a(rec);
+  push_chunked(a, f, rec.feature_dim());
+  const RecognitionResult r = a.finish();
+  EXPECT_TRUE(r.best.words.empty()) << r.text();
+  EXPECT_FALSE(a.last_report().redecoded);
+  EXPECT_EQ(a.stats().beta, 0.0);
+}
+
+}  // namespace
+}  // namespace gpuspeech
