@@ -67,7 +67,9 @@
  * same frames give the same messages however they are cut into buffers),
  * a partial result is posted. Its first `stable-words` words are the ones
  * every live search path shares: they never change afterwards, and the
- * final result begins with them.
+ * final result begins with them, unless the final result comes from a
+ * second pass (`adapt`'s second decoding, `lattice-lw`'s lattice): the
+ * text pushed on the src pad as the words became stable stays as it was.
  *
  * Bus messages:
  *
@@ -94,6 +96,9 @@
  * - `frames` (guint64): frames decoded in this utterance so far.
  * - `running-time` (guint64): running time of the end of the audio decoded
  *   so far (compare with the pipeline clock to measure the delay).
+ * - `adapted` (gboolean, final only, with `adapt`): TRUE when the result
+ *   is the second decoding, under the speaker's transform (FALSE until the
+ *   stream has enough speech for one).
  * - `reason` (string, final only): why the utterance ended: "eos",
  *   "silence", "discont", "gap" or "segment".
  * - `nbest` (GstValueArray of GstStructure `alternative`, final only, when
@@ -318,7 +323,8 @@ enum
 #define DEFAULT_CUE_MAX_DURATION 5000
 #define DEFAULT_SEND_ALIGNMENTS TRUE
 #define DEFAULT_BATCHED_SEARCH FALSE
-#define DEFAULT_LATTICE_LW 0.0
+#define DEFAULT_LATTICE_LW -1.0 /* auto: with adapt, gs::kDictationLatticeWeight */
+#define DEFAULT_LATTICE_WIP -1.0 /* auto: with adapt, gs::kDictationLatticeWip */
 #define DEFAULT_ADAPT TRUE
 
 /* Property values, under the object lock. Empty strings mean unset. */
@@ -345,8 +351,7 @@ struct Settings
   gboolean send_alignments = DEFAULT_SEND_ALIGNMENTS;
   gboolean batched_search = DEFAULT_BATCHED_SEARCH;
   gdouble lattice_lw = DEFAULT_LATTICE_LW;
-  /* The recognizer's default, in one place (recognizer.h). */
-  gdouble lattice_wip = gs::RecognizerConfig{}.lattice_word_insertion_penalty;
+  gdouble lattice_wip = DEFAULT_LATTICE_WIP;
   gboolean adapt = DEFAULT_ADAPT;
 };
 
@@ -451,8 +456,17 @@ build_config (const Settings & s)
   if (s.lattice_lw > 0.0 && c.grammar_kind != gs::GrammarKind::kNgram)
     throw ConfigError ("lattice-lw needs an n-gram language model (lm), "
         "not a grammar or keyphrases", false);
-  c.search.lattice.language_weight = (float) s.lattice_lw;
-  c.lattice_word_insertion_penalty = (float) s.lattice_wip;
+  /* lattice-lw auto is decided once the resources are loaded (load_model:
+   * the pass needs an LM rescored at word ends). Its word cost by default
+   * where the decoder adapts is gpuspeech-transcribe's two-pass default:
+   * the pass gains on adapted features and loses on raw ones
+   * (docs/gpudecoder.md). */
+  const bool adapted = adapts (s, c);
+  c.search.lattice.language_weight = s.lattice_lw >= 0.0 ?
+      (float) s.lattice_lw : 0.0f;
+  c.lattice_word_insertion_penalty = s.lattice_wip >= 0.0 ?
+      (float) s.lattice_wip : adapted ? gs::kDictationLatticeWip :
+      gs::RecognizerConfig{}.lattice_word_insertion_penalty;
   try {
     c.search.validate ();
     c.graph.validate ();
@@ -761,19 +775,22 @@ gst_gpu_decoder_class_init (GstGpuDecoderClass * klass)
           "the best path through the lattice of every word end the search "
           "made, with the full n-gram LM at this language weight (8.5 was "
           "best on our degraded sets; docs/search.md); 0: off, final results "
-          "are the search's best path. Needs an n-gram LM (lm, or the default). A final "
-          "result may then differ from its partials' stable words; it costs "
-          "host time per utterance (about 0.1 s for 5 s of speech)",
-          0.0, 1000.0, DEFAULT_LATTICE_LW, rw));
+          "are the search's best path; -1 (auto): 8.5 when the decoder adapts "
+          "(adapt, with an n-gram LM), else off. Needs an n-gram LM (lm, or "
+          "the default). A final result may then differ from its partials' "
+          "stable words; it costs host time per utterance (about 0.1 s for "
+          "5 s of speech)",
+          -1.0, 1000.0, DEFAULT_LATTICE_LW, rw));
   g_object_class_install_property (gobject_class, PROP_LATTICE_WIP,
       g_param_spec_double ("lattice-wip", "Word-lattice word insertion penalty",
           "The word-lattice pass's word insertion penalty (a probability: "
-          "each word costs -ln of it), used only with lattice-lw > 0; 0: the "
-          "wip property's value, as the search pays. The pass can want a "
+          "each word costs -ln of it), used only when the lattice pass runs; "
+          "0: the wip property's value, as the search pays; -1 (auto): 2e-5 "
+          "when the decoder adapts (adapt), else 0. The pass can want a "
           "larger cost per word than the search: each lattice node takes the "
           "least acoustic cost of the paths that made it, so a path of more, "
           "shorter words gains more from that choice (docs/search.md)",
-          0.0, 1e300, gs::RecognizerConfig{}.lattice_word_insertion_penalty, rw));
+          -1.0, 1e300, DEFAULT_LATTICE_WIP, rw));
   g_object_class_install_property (gobject_class, PROP_ADAPT,
       g_param_spec_boolean ("adapt", "Adapt to the speaker",
           "With an n-gram LM: learn the speaker's feature transform (fMLLR) "
@@ -1345,6 +1362,9 @@ post_result (GstGpuDecoder * self, StreamState * st, const gs::Hypothesis & h,
   gst_structure_take_value (s, "words", &words);
   if (final)
     gst_structure_set (s, "reason", G_TYPE_STRING, reason, NULL);
+  if (final && st->adapter)
+    gst_structure_set (s, "adapted", G_TYPE_BOOLEAN,
+        (gboolean) st->adapter->last_report ().redecoded, NULL);
   if (final && nbest && st->nbest > 0) {
     GValue alts = G_VALUE_INIT;
     gst_value_array_init (&alts, nbest->size ());
@@ -2044,6 +2064,26 @@ load_model (GstGpuDecoder * self)
             config.dictionary.c_str (), gs::to_string (config.grammar_kind),
             config.grammar.c_str (), config.scoring_backend.c_str ()));
     return FALSE;
+  }
+  /* lattice-lw auto: the lattice pass where the decoder adapts, if the LM
+   * is rescored at word ends (a large LM pruned for the graph, as the
+   * default en-us one; a small one compiled whole leaves the pass no full
+   * LM), as gpuspeech-transcribe's default. The stream is made again on
+   * the same resources. */
+  if (settings.lattice_lw < 0.0 && adapts (settings, config)
+      && self->recognizer->resources ()->rescores ()) {
+    config.search.lattice.language_weight = gs::kDictationLatticeWeight;
+    try {
+      gs::Recognizer *again =
+          new gs::Recognizer (self->recognizer->resources (), config, &log);
+      delete self->recognizer;
+      self->recognizer = again;
+    } catch (const std::exception & e) {
+      free_model (self);
+      GST_ELEMENT_ERROR (self, RESOURCE, SETTINGS,
+          ("cannot load the recognition model: %s", e.what ()), (NULL));
+      return FALSE;
+    }
   }
   const double seconds = (g_get_monotonic_time () - t0) / 1e6;
   GST_INFO_OBJECT (self, "loaded in %.2f s:\n%s", seconds, log.c_str ());

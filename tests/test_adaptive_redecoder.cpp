@@ -5,6 +5,8 @@
 // with the goforward recording and grammar (pocketsphinx-testdata).
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
 #include <fstream>
 #include <stdexcept>
 #include <string>
@@ -167,6 +169,43 @@ TEST(AdaptiveRedecoder, AnUtteranceWithoutWordsIsNoError) {
   EXPECT_TRUE(r.best.words.empty()) << r.text();
   EXPECT_FALSE(a.last_report().redecoded);
   EXPECT_EQ(a.stats().beta, 0.0);
+}
+
+// Every backend (scoring, statistics and transform on it) learns the CPU's
+// transform within float rounding and gives the CPU's words.
+TEST(AdaptiveRedecoder, EveryBackendAgreesWithTheCpu) {
+  if (!have_goforward()) GTEST_SKIP() << "pocketsphinx-testdata or pocketsphinx-en-us not installed";
+  FmllrOptions o;
+  o.min_frames = 50.0;
+  auto run = [&](const std::string& backend, FmllrTransform* t) {
+    RecognizerConfig c = goforward_config(true);
+    c.scoring_backend = backend;
+    Recognizer rec(c);
+    const std::vector<float> f = goforward_features(rec);
+    AdaptiveRedecoder a(rec, o);
+    std::string words;
+    for (int k = 0; k < 2; ++k) {
+      push_chunked(a, f, rec.feature_dim());
+      const RecognitionResult r = a.finish();
+      EXPECT_TRUE(a.last_report().redecoded) << backend << ": " << a.last_report().message;
+      for (const HypothesisWord& w : r.best.words)
+        words += w.text + " " + std::to_string(w.start_frame) + "-" + std::to_string(w.end_frame) + "; ";
+      a.reset();
+    }
+    *t = a.transform();
+    return words;
+  };
+  FmllrTransform cpu_t;
+  const std::string cpu = run("cpu", &cpu_t);
+  for (const std::string& b : testing::backends_under_test()) {
+    if (b == "cpu") continue;
+    FmllrTransform t;
+    EXPECT_EQ(run(b, &t), cpu) << b;
+    ASSERT_EQ(t.w.size(), cpu_t.w.size());
+    double worst = 0.0;
+    for (size_t i = 0; i < t.w.size(); ++i) worst = std::max(worst, std::abs(t.w[i] - cpu_t.w[i]));
+    EXPECT_LT(worst, 1e-2) << b << ": transforms differ by " << worst;
+  }
 }
 
 }  // namespace

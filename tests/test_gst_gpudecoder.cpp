@@ -74,6 +74,7 @@ struct Result {
   std::string reason;
   std::vector<Word> words;
   int nbest = 0;
+  int adapted = -1;  // the final's `adapted` field: -1 absent, else 0 or 1
 };
 
 Result parse_result(const GstStructure* s) {
@@ -104,6 +105,8 @@ Result parse_result(const GstStructure* s) {
   }
   const GValue* nb = gst_structure_get_value(s, "nbest");
   if (nb) r.nbest = static_cast<int>(gst_value_array_get_size(nb));
+  gboolean adapted = FALSE;
+  if (gst_structure_get_boolean(s, "adapted", &adapted)) r.adapted = adapted ? 1 : 0;
   return r;
 }
 
@@ -1379,25 +1382,25 @@ TEST(GpuDecoder, ModelErrorsNameTheFile) {
   g_unlink(bad_gram.c_str());
 }
 
-// The word-lattice pass (lattice-lw): off by default, reads back, and
-// refused, naming why, where there is no word-end rescoring for it to
+// The word-lattice pass (lattice-lw): auto (-1) by default, reads back,
+// and refused, naming why, where there is no word-end rescoring for it to
 // follow: a grammar (ModelErrorsNameTheFile), or an LM small enough to be
-// compiled into the graph whole (turtle.lm.bin). (It runs with the en-us
-// LM; transcribe's LibriVox test covers that path of the recognizer.)
+// compiled into the graph whole (turtle.lm.bin); auto leaves such an LM
+// without the pass, with no error. (It runs with the en-us LM;
+// transcribe's LibriVox test covers that path of the recognizer.)
 TEST(GpuDecoder, LatticePassProperty) {
   GstElement* dec = gst_element_factory_make("gpudecoder", nullptr);
   ASSERT_TRUE(dec);
-  gdouble lw = -1.0;
+  gdouble lw = 0.0;
   g_object_get(dec, "lattice-lw", &lw, nullptr);
-  EXPECT_EQ(lw, 0.0) << "off by default";
+  EXPECT_EQ(lw, -1.0) << "auto by default";
   g_object_set(dec, "lattice-lw", 8.5, nullptr);
   g_object_get(dec, "lattice-lw", &lw, nullptr);
   EXPECT_EQ(lw, 8.5);
-  // Its word cost: the recognizer's default (the wip property's value
-  // when 0), read back when set.
-  gdouble wip = -1.0;
+  // Its word cost: auto by default, read back when set.
+  gdouble wip = 0.0;
   g_object_get(dec, "lattice-wip", &wip, nullptr);
-  EXPECT_EQ(wip, static_cast<gdouble>(gpuspeech::RecognizerConfig{}.lattice_word_insertion_penalty));
+  EXPECT_EQ(wip, -1.0);
   g_object_set(dec, "lattice-wip", 2e-5, nullptr);
   g_object_get(dec, "lattice-wip", &wip, nullptr);
   EXPECT_EQ(wip, 2e-5);
@@ -1415,6 +1418,52 @@ TEST(GpuDecoder, LatticePassProperty) {
   EXPECT_NE(lattice.errors[0].find("small enough to compile whole"), std::string::npos)
       << lattice.errors[0];
   EXPECT_NE(lattice.errors[0].find("turtle.lm.bin"), std::string::npos) << lattice.errors[0];
+}
+
+// The adapt property (on by default with an n-gram LM): three utterances
+// of the same recording, parted by silence. The first has too little
+// speech for a transform (its final says adapted=FALSE); once the stream
+// has enough, the finals come from the second decoding (adapted=TRUE), and
+// the words stay right. adapt=false: no field, and the same words. A
+// grammar never adapts (no field).
+TEST(GpuDecoder, AdaptsToTheSpeakerAcrossUtterances) {
+  const std::vector<int16_t> go = read_raw(data("goforward.raw"));
+  ASSERT_GT(go.size(), 16000u);
+  std::vector<int16_t> three;
+  for (int k = 0; k < 3; ++k) {
+    if (k > 0) three.insert(three.end(), 24000, 0);  // 1.5 s: endpointing's 1 s and more
+    three.insert(three.end(), go.begin(), go.end());
+  }
+  const std::string path = temp_path(".raw");
+  {
+    std::ofstream out(path, std::ios::binary);
+    for (int16_t v : three) {
+      const char b[2] = {static_cast<char>(v & 0xff), static_cast<char>((v >> 8) & 0xff)};
+      out.write(b, 2);
+    }
+  }
+  const std::string src = raw_source(path) + " ! " + features() + " ! ";
+  const std::string lm = "gpudecoder name=dec backend=cpu hmm=" + hmm() + " dict=" + dict() +
+                         " lm=" + data("turtle.lm.bin");
+  const PipelineRun adapted = run_pipeline(src + lm + " ! fakesink");
+  const PipelineRun plain = run_pipeline(src + lm + " adapt=false ! fakesink");
+  const PipelineRun gram = run_pipeline(src + decoder(data("goforward.gram")) + " ! fakesink");
+  g_unlink(path.c_str());
+  for (const PipelineRun* r : {&adapted, &plain, &gram}) {
+    ASSERT_TRUE(r->eos) << r->error_text();
+    ASSERT_EQ(r->finals().size(), 3u) << described(r->finals());
+  }
+  const std::vector<Result> a = adapted.finals();
+  EXPECT_EQ(a[0].adapted, 0);
+  EXPECT_EQ(a[2].adapted, 1) << "no second pass with three utterances of speech";
+  for (const Result& r : a) EXPECT_EQ(r.hypothesis, "go forward ten meters");
+  for (const Result& r : plain.finals()) {
+    EXPECT_EQ(r.adapted, -1);
+    EXPECT_EQ(r.hypothesis, "go forward ten meters");
+  }
+  for (const Result& r : gram.finals()) EXPECT_EQ(r.adapted, -1);
+  // Until the first transform both decode the same features the same way.
+  EXPECT_EQ(a[0].words.size(), plain.finals()[0].words.size());
 }
 
 // ---------------------------------------------------------------------------

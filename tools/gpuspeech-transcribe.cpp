@@ -31,6 +31,7 @@
 #include "common/fmllr/fmllr_io.h"
 #include "common/fmllr/fmllr_stats.h"
 #include "common/fmllr/fmllr_transform.h"
+#include "common/search/lattice_options.h"
 #include "common/fmllr/online_fmllr.h"
 #include "common/model/acoustic_model.h"
 #include "common/engine/recognizer.h"
@@ -44,18 +45,6 @@
 namespace gpuspeech {
 
 constexpr const char* kProgram = "gpuspeech-transcribe";
-// The word-lattice pass's language weight by default with an n-gram LM:
-// of 7.5 to 10.5, 8.5 was best on the degraded development set
-// (docs/benchmarks.md, "A word-lattice pass").
-constexpr float kDictationLatticeWeight = 8.5f;
-// The lattice pass's own word insertion penalty (--lattice-wip's default).
-// At the search's 0.65 the pass inserts words on real recordings: a
-// lattice node keeps the least acoustic cost of the records that made it,
-// so paths through more, shorter nodes collect more of that luck. 2e-5 was
-// best of 0.65 to 2e-6 on the real LibriVox rows and, with two-pass fMLLR,
-// on all three degraded sets (docs/benchmarks.md, "A prior for the full
-// transform, and a word cost for the lattice pass").
-constexpr float kDictationLatticeWip = 2e-5f;
 
 constexpr const char* kUsage = R"USAGE(Usage: gpuspeech-transcribe [OPTIONS] FILE...
 

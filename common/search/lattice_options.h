@@ -6,6 +6,21 @@
 
 namespace gpuspeech {
 
+// The word-lattice pass's language weight by default with an n-gram LM and
+// speaker adaptation (gpuspeech-transcribe's two-pass fMLLR, gpudecoder's
+// adapt): of 7.5 to 10.5, 8.5 was best on the degraded development set
+// (docs/benchmarks.md, "A word-lattice pass").
+constexpr float kDictationLatticeWeight = 8.5f;
+// The lattice pass's own word insertion penalty (gpuspeech-transcribe's
+// --lattice-wip default, and gpudecoder's with adapt).
+// At the search's 0.65 the pass inserts words on real recordings: a
+// lattice node keeps the least acoustic cost of the records that made it,
+// so paths through more, shorter nodes collect more of that luck. 2e-5 was
+// best of 0.65 to 2e-6 on the real LibriVox rows and, with two-pass fMLLR,
+// on all three degraded sets (docs/benchmarks.md, "A prior for the full
+// transform, and a word cost for the lattice pass").
+constexpr float kDictationLatticeWip = 2e-5f;
+
 struct LatticeOptions {
   // 0: no lattice pass (the Viterbi path is the result). Otherwise the
   // language weight of the pass, in the units of the graph's (-lw).
