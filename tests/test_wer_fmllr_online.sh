@@ -22,7 +22,14 @@
 #   - on the recording as it is, the plain chain with gpufeatures' defaults
 #     (noise subtraction) < the same without noise subtraction,
 # and gpufmllr really updated its transform from the decoder's alignments
-# in both runs. Five decodes of 29 s each: well under a minute on 2 cores
+# in both runs. All of these decode with gpudecoder adapt=false: gpufmllr
+# is measured against no adaptation at all. The decoder's own adaptation
+# (adapt, its default with an n-gram LM: per-stream fMLLR and a second
+# decoding of each utterance, with the lattice pass) is measured as the
+# elements' defaults, and must give
+#   - on the mismatched copy, WER < the no-adaptation WER,
+#   - on the recording as it is, WER <= the default chain's with
+#     adapt=false. Five decodes of 29 s each: well under a minute on 2 cores
 # once the en-us graph is in CACHE_DIR.
 #
 # Usage: test_wer_fmllr_online.sh PATH/TO/gst-launch-1.0 PATH/TO/make_mismatched_librivox.sh [CACHE_DIR]
@@ -71,22 +78,24 @@ for set in clean phone; do
   sox -R "${parts[@]}" "$T/$set.wav" || { echo "FAIL sox (joining the $set files)"; exit 1; }
 done
 
-# decode NAME WAV [gpufmllr properties | none | default]: $T/NAME.trn, the
-# final hypotheses joined. Both sides of the fMLLR comparison run without
-# noise subtraction (remove-noise=false, as gpufeatures' documentation
-# asks of a chain with gpufmllr: measured, the two work against each
-# other); "default" is the plain chain with gpufeatures' defaults (noise
-# subtraction on).
+# decode NAME WAV [gpufmllr properties | none | default | adapt]:
+# $T/NAME.trn, the final hypotheses joined. Both sides of the fMLLR
+# comparison run without noise subtraction (remove-noise=false, as
+# gpufeatures' documentation asks of a chain with gpufmllr: measured, the
+# two work against each other); "default" is the plain chain with
+# gpufeatures' defaults (noise subtraction on) and adapt=false, "adapt" both
+# elements' defaults.
 decode() {
   local name=$1 wav=$2
   shift 2
-  local fmllr=() noise=(remove-noise=false)
+  local fmllr=() noise=(remove-noise=false) adapt=(adapt=false)
   if [ "${1:-}" = default ]; then noise=()
+  elif [ "${1:-}" = adapt ]; then noise=(); adapt=()
   elif [ "${1:-}" != none ]; then fmllr=(gpufmllr hmm="$M/en-us" speaker=reader backend=cpu "$@" !); fi
   "$LAUNCH" -m filesrc location="$wav" ! decodebin ! audioconvert ! audioresample ! \
     gpufeatures backend=cpu "${noise[@]}" ! "${fmllr[@]}" \
     gpudecoder hmm="$M/en-us" dict="$M/cmudict-en-us.dict" lm="$M/en-us.lm.bin" \
-    cache-dir="$CACHE" backend=cpu ! fakesink >"$T/$name.log" 2>&1 ||
+    cache-dir="$CACHE" backend=cpu "${adapt[@]}" ! fakesink >"$T/$name.log" 2>&1 ||
     { echo "FAIL gst-launch ($name):"; tail -20 "$T/$name.log"; exit 1; }
   grep -q 'gpudecoder, hypothesis=.*final=(boolean)true' "$T/$name.log" ||
     { echo "FAIL $name: no final hypothesis"; tail -20 "$T/$name.log"; exit 1; }
@@ -102,6 +111,10 @@ for set in clean phone; do
 done
 decode clean-default "$T/clean.wav" default
 W[clean-default]=$(wer_or_fail "$T/ref.trn" "$T/clean-default.trn")
+for set in clean phone; do
+  decode "$set-adapt" "$T/$set.wav" adapt
+  W[$set-adapt]=$(wer_or_fail "$T/ref.trn" "$T/$set-adapt.trn")
+done
 
 echo "reference:"
 sed 's/^/  /' "$T/ref.trn"
@@ -123,10 +136,13 @@ for set in clean phone; do
     failed=1
   fi
 done
-echo "WER (%)        no adaptation   online fMLLR"
+echo "WER (%)        no adaptation   online fMLLR   the defaults (gpudecoder adapts)"
 for set in clean phone; do
-  printf '%-12s  %13s   %12s\n' "$set" "${W[$set-none]}" "${W[$set-online]}"
+  printf '%-12s  %13s   %12s   %s\n' "$set" "${W[$set-none]}" "${W[$set-online]}" "${W[$set-adapt]}"
 done
+echo "clean, the defaults with adapt=false: ${W[clean-default]}"
+echo "the defaults (gpudecoder adapts):"
+for set in clean phone; do sed "s/^/  $set: /" "$T/$set-adapt.trn"; done
 for key in "${!W[@]}"; do
   [ -n "${W[$key]}" ] || { echo "FAIL could not read the WER of $key"; exit 1; }
 done
@@ -150,6 +166,18 @@ if awk -v a="${W[clean-default]}" -v b="${W[clean-none]}" 'BEGIN { exit !(a < b)
   echo "ok   clean: the default chain (noise subtraction) ${W[clean-default]}% < ${W[clean-none]}% without it"
 else
   echo "FAIL clean: the default chain (noise subtraction) ${W[clean-default]}% >= ${W[clean-none]}% without it"
+  failed=1
+fi
+if awk -v a="${W[phone-adapt]}" -v b="${W[phone-none]}" 'BEGIN { exit !(a < b) }'; then
+  echo "ok   mismatched channel: the defaults (gpudecoder adapts) ${W[phone-adapt]}% < ${W[phone-none]}% without adaptation"
+else
+  echo "FAIL mismatched channel: the defaults (gpudecoder adapts) ${W[phone-adapt]}% >= ${W[phone-none]}% without adaptation"
+  failed=1
+fi
+if awk -v a="${W[clean-adapt]}" -v b="${W[clean-default]}" 'BEGIN { exit !(a <= b) }'; then
+  echo "ok   clean: the defaults (gpudecoder adapts) ${W[clean-adapt]}% <= ${W[clean-default]}% with adapt=false"
+else
+  echo "FAIL clean: the defaults (gpudecoder adapts) ${W[clean-adapt]}% > ${W[clean-default]}% with adapt=false"
   failed=1
 fi
 exit $failed
