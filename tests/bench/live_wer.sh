@@ -22,6 +22,9 @@
 #   (its defaults, the cut utterances) are added.
 # env: LIVE_WER_COLUMNS, which of "ours element cut" to run (default all
 #   three; e.g. "cut" alone after a change to transcribe's defaults).
+#   LIVE_WER_MIXED=1: one recording ("mixed") of all the sentences in
+#   their order, the voices taking turns sentence by sentence, instead of
+#   one recording per voice: a stream whose speaker keeps changing.
 # Not part of the test suite (minutes of CPU decoding).
 set -u
 [ $# -ge 3 ] || { echo "usage: live_wer.sh WORKDIR N \"VOICE...\" [NAME=FEATURE_PROPS/DECODER_PROPS[/BETWEEN]]..." >&2; exit 2; }
@@ -54,11 +57,13 @@ L=$W/long
 mkdir -p "$L/clean" || degraded_die "cannot create $L"
 sox -n -r 16000 -c 1 -b 16 "$L/pause.wav" trim 0 1.2 || degraded_die "sox (pause)"
 : >"$L/ref.trn"; : >"$L/spans"
-for v in "${VOICES[@]}"; do
+RECORDING_NAMES=("${VOICES[@]}")
+[ "${LIVE_WER_MIXED:-0}" = 1 ] && RECORDING_NAMES=(mixed)
+for v in "${RECORDING_NAMES[@]}"; do
   parts=(); words=""; t=0
   while read -r line; do
     id=${line##*(}; id=${id%)}
-    [[ $id == *-"$v" ]] || continue
+    [[ $v == mixed || $id == *-"$v" ]] || continue
     [ ${#parts[@]} -gt 0 ] && { parts+=("$L/pause.wav"); t=$(awk -v t="$t" 'BEGIN { print t + 1.2 }'); }
     parts+=("$W/clean/$id.wav")
     d=$(soxi -D "$W/clean/$id.wav")
@@ -136,7 +141,9 @@ for cond in $DEGRADED_CONDITIONS; do
     2>"$L/$cond.cut.log" || echo "live_wer.sh: transcribe failed on $cond (see $L/$cond.cut.log)" >&2
   hyp="$L/$cond.cut.trn"; : >"$hyp"
   for v in "${RECORDINGS[@]}"; do
-    echo "$(grep -E "\(utt[0-9]+-$v\)\$" "$L/$cond.cut.hyp" | sed -E 's/ *\([^)]*\)$//' | tr '\n' ' ' |
+    # The recording's sentences in order (from the spans).
+    echo "$(awk -v v="$v" '$1 == v { print $2 }' "$L/spans" | while read -r id; do
+        grep -F "($id)" "$L/$cond.cut.hyp" | sed -E 's/ *\([^)]*\)$//'; done | tr '\n' ' ' |
       wer_normalise_text) ($v)" >>"$hyp"
   done
   row="$row $(wer_percent "$L/ref.norm" "$hyp" || echo "?") |"
@@ -145,6 +152,7 @@ for cond in $DEGRADED_CONDITIONS; do
   echo "$row" >&2
 done
 words=$(awk '{ n += NF - 1 } END { print n }' "$L/ref.norm")
-echo "WER % (live chain, ${#RECORDINGS[@]} recordings of $N sentences, $words words, voices: ${VOICES[*]})"
+turns=""; [ "${LIVE_WER_MIXED:-0}" = 1 ] && turns=", taking turns in one recording"
+echo "WER % (live chain, ${#RECORDINGS[@]} recordings of $N sentences, $words words, voices: ${VOICES[*]}$turns)"
 echo "$header"; echo "$rule"
 printf '%s\n' "${rows[@]}"
