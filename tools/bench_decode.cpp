@@ -42,6 +42,13 @@
 // --lattice-lw X gives final results from the word-lattice pass at
 // language weight X (docs/search.md), on every search backend; its cost is
 // host time per utterance.
+// --adapt decodes as the gpudecoder element does by default with an
+// n-gram LM: each stream is one speaker (AdaptiveRedecoder,
+// common/engine/adaptive_redecoder.h: per-stream fMLLR, each utterance
+// decoded again under the transform that includes it), with the lattice
+// pass at the element's weight and word cost unless --lattice-lw is given.
+// A stream's results then depend on what it decoded before, so --words
+// is refused with it.
 // The RESULT line is for scripts.
 #include "tools/bench_decode.h"
 
@@ -68,6 +75,7 @@
 #include "common/engine/fiber_pool.h"
 #include "common/engine/thread_priority.h"
 #include "common/engine/recognizer.h"
+#include "common/engine/adaptive_redecoder.h"
 #ifdef GPUSPEECH_HAVE_CUDA
 #include "common/search/cuda_round_batcher.h"
 #endif
@@ -91,6 +99,7 @@ struct DecodeBenchOptions {
   int stream_nice = 0;  // --stream-nice: each stream's thread's nice value
   int fibers = 0;       // --fibers T: the streams as fibers on T threads (batch mode); 0: a thread each
   std::string words_out;  // --words OUT: check every decoding of a file against its first; write them
+  bool adapt = false;     // --adapt: the element's speaker adaptation and second pass
   std::vector<std::string> files;
 };
 
@@ -99,7 +108,7 @@ struct DecodeBenchOptions {
                "gpuspeech-bench decode: %s\n"
                "usage: gpuspeech-bench decode [--streams N] [--backend B] [--search S] "
                "[--device-id N] [--batched-search on|off|auto] [--maxactive N] [--topn N]\n"
-               "       [--lattice-lw X]\n"
+               "       [--lattice-lw X] [--adapt]\n"
                "       [--hmm DIR] [--dict FILE] [--lm FILE | --jsgf FILE] [--cache DIR]\n"
                "       [--live] [--seconds S] [--block-ms MS] [--partial-ms MS] [--repeat N]\n"
                "       [--stream-nice N] [--fibers T] [--words OUT] FILE...\n",
@@ -118,6 +127,7 @@ int int_arg(const std::string& flag, const char* v, int lo, int hi) {
 
 DecodeBenchOptions parse_decode_args(int argc, char** argv) {
   DecodeBenchOptions o;
+  bool lattice_given = false;
   for (int i = 2; i < argc; ++i) {
     const std::string a = argv[i];
     auto value = [&]() -> const char* {
@@ -138,7 +148,9 @@ DecodeBenchOptions parse_decode_args(int argc, char** argv) {
       if (end == v || *end != '\0' || !(x >= 0.0 && x < 1e6))
         decode_usage("--lattice-lw needs a number >= 0, got '" + std::string(v) + "'");
       o.config.search.lattice.language_weight = static_cast<float>(x);
+      lattice_given = true;
     }
+    else if (a == "--adapt") o.adapt = true;
     else if (a == "--hmm") o.config.model_dir = value();
     else if (a == "--dict") o.config.dictionary = value();
     else if (a == "--lm") {
@@ -167,6 +179,16 @@ DecodeBenchOptions parse_decode_args(int argc, char** argv) {
   if (o.files.empty()) decode_usage("no input files");
   if (o.fibers > 0 && o.live) decode_usage("--fibers runs batch mode only (live streams pace themselves by sleeping)");
   if (!o.words_out.empty() && o.live) decode_usage("--words checks batch mode only");
+  if (!o.words_out.empty() && o.adapt)
+    decode_usage("--words and --adapt exclude each other (an adapting stream's words depend on what it decoded before)");
+  if (o.adapt) {
+    if (o.config.grammar_kind != GrammarKind::kNgram) decode_usage("--adapt needs an n-gram LM (--lm)");
+    o.config.keep_features_for_alignment = true;
+    if (!lattice_given) {
+      o.config.search.lattice.language_weight = kDictationLatticeWeight;
+      o.config.lattice_word_insertion_penalty = kDictationLatticeWip;
+    }
+  }
   try {
     o.config.batched_search = batched_search_for(o.batched_mode, o.streams);
   } catch (const std::invalid_argument& e) {
@@ -379,14 +401,33 @@ int bench_decode(int argc, char** argv) {
     streams.push_back(std::move(s));
   const double streams_s = std::chrono::duration<double>(Clock::now() - t_streams).count();
   const int64_t mem_streams = device_used();
+  // --adapt: each stream's speaker adaptation (made before the clock).
+  std::vector<std::unique_ptr<AdaptiveRedecoder>> adapters(streams.size());
+  if (o.adapt)
+    for (size_t k = 0; k < streams.size(); ++k)
+      adapters[k] = std::make_unique<AdaptiveRedecoder>(*streams[k]);
+  // A stream's utterance: through its adaptation when there is one.
+  auto push = [&](int k, const float* f, int64_t n) {
+    if (adapters[static_cast<size_t>(k)]) adapters[static_cast<size_t>(k)]->push_features(f, n);
+    else streams[static_cast<size_t>(k)]->push_features(f, n);
+  };
+  auto finish = [&](int k) {
+    return adapters[static_cast<size_t>(k)] ? adapters[static_cast<size_t>(k)]->finish()
+                                            : streams[static_cast<size_t>(k)]->finish();
+  };
+  auto reset = [&](int k) {
+    if (adapters[static_cast<size_t>(k)]) adapters[static_cast<size_t>(k)]->reset();
+    else streams[static_cast<size_t>(k)]->reset();
+  };
   Recognizer& first = *streams[0];
   std::vector<Utterance> utts;
   for (const std::string& f : o.files) utts.push_back(load_utterance(first, f));
   const int dim = first.feature_dim();
   const double frame_s = first.feature_options().frame.frame_shift_ms / 1000.0;
-  std::printf("decode: %d stream%s, scoring %s, search %s; loading %.2f s, %d more stream%s %.2f s\n",
+  std::printf("decode: %d stream%s, scoring %s, search %s%s; loading %.2f s, %d more stream%s %.2f s\n",
               o.streams, o.streams == 1 ? "" : "s", first.scoring_backend().name(),
-              first.search_backend(), load_s, o.streams - 1, o.streams == 2 ? "" : "s", streams_s);
+              first.search_backend(), o.adapt ? ", adapting (each stream one speaker)" : "", load_s,
+              o.streams - 1, o.streams == 2 ? "" : "s", streams_s);
 
   std::mutex mutex;  // guards errors, lags, busy, audio, parts, words
   std::vector<std::string> errors;
@@ -411,9 +452,9 @@ int bench_decode(int argc, char** argv) {
     for (size_t n = next++; n < total; n = next++) {
       const size_t i = n % utts.size();
       const auto s0 = Clock::now();
-      rec.reset();
-      rec.push_features(utts[i].feats.data(), utts[i].frames);
-      const RecognitionResult result = rec.finish();
+      reset(k);
+      push(k, utts[i].feats.data(), utts[i].frames);
+      const RecognitionResult result = finish(k);
       my_busy += std::chrono::duration<double>(Clock::now() - s0).count();
       my_audio += utts[i].seconds;
       const std::string line = words ? words_line(result.best) : std::string();
@@ -439,18 +480,18 @@ int bench_decode(int argc, char** argv) {
     const int64_t total = static_cast<int64_t>(o.seconds / frame_s);
     std::vector<double> my_lags;
     double my_busy = 0.0;
-    rec.reset();
+    reset(k);
     int64_t pushed = 0, in_utt = 0, since_partial = 0;
     while (pushed < total) {
       if (in_utt == u.frames) {  // the file ends: its result, then again
-        rec.finish();
+        finish(k);
         {
           // Each utterance's, before the reset that clears them (one short
           // lock an utterance, as in batch mode).
           std::lock_guard<std::mutex> lock(mutex);
           parts.add(rec.search_stats());
         }
-        rec.reset();
+        reset(k);
         in_utt = 0;
       }
       const int64_t n = std::min({block, u.frames - in_utt, total - pushed});
@@ -458,7 +499,7 @@ int bench_decode(int argc, char** argv) {
                                     std::chrono::duration<double>((pushed + n) * frame_s));
       std::this_thread::sleep_until(arrival);
       const auto s0 = Clock::now();
-      rec.push_features(u.feats.data() + in_utt * dim, n);
+      push(k, u.feats.data() + in_utt * dim, n);
       since_partial += n;
       if (since_partial >= partial_every) {
         rec.partial();
@@ -470,7 +511,7 @@ int bench_decode(int argc, char** argv) {
       pushed += n;
       in_utt += n;
     }
-    rec.finish();
+    finish(k);
     stream_audio[static_cast<size_t>(k)] = static_cast<double>(pushed) * frame_s;
     stream_busy[static_cast<size_t>(k)] = my_busy;
     std::lock_guard<std::mutex> lock(mutex);
