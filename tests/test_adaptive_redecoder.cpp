@@ -7,7 +7,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <fstream>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -16,29 +15,14 @@
 #include "common/engine/recognizer.h"
 #include "common/features/wav_reader.h"
 #include "common/fmllr/fmllr_transform.h"
+#include "tests/goforward_fixture.h"
 #include "tests/test_backends.h"
 
 namespace gpuspeech {
 namespace {
 
-bool have_file(const std::string& path) { return std::ifstream(path).good(); }
-std::string en_us_root() { return testing::model_dir() + "/en-us"; }
-
-bool have_goforward() {
-  return have_file(testing::audio_dir() + "/goforward.raw") &&
-         have_file(testing::audio_dir() + "/goforward.gram") &&
-         have_file(en_us_root() + "/en-us/mdef");
-}
-
-RecognizerConfig goforward_config(bool keep) {
-  RecognizerConfig c = RecognizerConfig::en_us_defaults(en_us_root());
-  c.grammar_kind = GrammarKind::kJsgf;
-  c.grammar = testing::audio_dir() + "/goforward.gram";
-  c.scoring_backend = "cpu";
-  c.search_backend = "cpu";
-  c.keep_features_for_alignment = keep;
-  return c;
-}
+bool have_goforward() { return testing::goforward_available(); }
+using testing::goforward_config;
 
 // The recording's features as the decoder takes them.
 std::vector<float> goforward_features(Recognizer& rec) {

@@ -32,6 +32,7 @@
 #include "common/search/phone_context.h"
 #include "common/features/wav_reader.h"
 #include "tests/gaussian_reference.h"
+#include "tests/goforward_fixture.h"
 #include "tests/test_backends.h"
 
 namespace gpuspeech {
@@ -368,21 +369,9 @@ TEST(ForcedAligner, RejectsWordsOutOfOrderOrOutsideTheSpan) {
 
 // ------------------------------------------------------------ Recognizer
 
-RecognizerConfig goforward_config(bool keep) {
-  RecognizerConfig c = RecognizerConfig::en_us_defaults(en_us_root());
-  c.grammar_kind = GrammarKind::kJsgf;
-  c.grammar = testing::audio_dir() + "/goforward.gram";
-  c.scoring_backend = "cpu";
-  c.search_backend = "cpu";
-  c.keep_features_for_alignment = keep;
-  return c;
-}
+using testing::goforward_config;
 
-bool have_goforward() {
-  return have_file(testing::audio_dir() + "/goforward.raw") &&
-         have_file(testing::audio_dir() + "/goforward.gram") &&
-         have_file(en_us_root() + "/en-us/mdef");
-}
+bool have_goforward() { return testing::goforward_available(); }
 
 // The senones of every phone (any context, any position) of `word`'s
 // pronunciations.

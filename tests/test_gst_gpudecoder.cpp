@@ -1036,6 +1036,7 @@ TEST(GpuDecoder, LongWordIsNotCutBySilenceEndpointing) {
 // (Noise is another matter with a small grammar: the search may explain it
 // as the start of a word, and a path inside a word is never endpointed.)
 std::string temp_path(const char* suffix);  // a fresh file name (below)
+std::string write_temp_raw(const std::vector<int16_t>& samples);  // (below)
 
 TEST(GpuDecoder, LongSilenceDoesNotAccumulate) {
   const std::string gram = data("goforward.gram");
@@ -1060,14 +1061,7 @@ TEST(GpuDecoder, LongSilenceDoesNotAccumulate) {
                 : static_cast<int16_t>(static_cast<int>(x >> 30) % 3 - 1);
     }
     audio.insert(audio.end(), one.begin(), one.end());
-    const std::string path = temp_path(".raw");
-    {
-      std::ofstream out(path, std::ios::binary);
-      for (int16_t v : audio) {
-        const char b[2] = {static_cast<char>(v & 0xff), static_cast<char>((v >> 8) & 0xff)};
-        out.write(b, 2);
-      }
-    }
+    const std::string path = write_temp_raw(audio);
     // endpoint-silence 1000 by default
     const PipelineRun run =
         run_pipeline(raw_source(path) + " ! " + features() + " ! " + decoder(gram) + " ! fakesink");
@@ -1143,6 +1137,18 @@ std::string temp_path(const char* suffix) {
   std::string path = std::string(tmpl) + suffix;
   g_unlink(tmpl);
   g_free(tmpl);
+  return path;
+}
+
+// `samples` as 16-bit little-endian raw audio in a fresh file (read_raw's
+// format); returns its path.
+std::string write_temp_raw(const std::vector<int16_t>& samples) {
+  const std::string path = temp_path(".raw");
+  std::ofstream out(path, std::ios::binary);
+  for (int16_t v : samples) {
+    const char b[2] = {static_cast<char>(v & 0xff), static_cast<char>((v >> 8) & 0xff)};
+    out.write(b, 2);
+  }
   return path;
 }
 
@@ -1434,14 +1440,7 @@ TEST(GpuDecoder, AdaptsToTheSpeakerAcrossUtterances) {
     if (k > 0) three.insert(three.end(), 24000, 0);  // 1.5 s: endpointing's 1 s and more
     three.insert(three.end(), go.begin(), go.end());
   }
-  const std::string path = temp_path(".raw");
-  {
-    std::ofstream out(path, std::ios::binary);
-    for (int16_t v : three) {
-      const char b[2] = {static_cast<char>(v & 0xff), static_cast<char>((v >> 8) & 0xff)};
-      out.write(b, 2);
-    }
-  }
+  const std::string path = write_temp_raw(three);
   const std::string src = raw_source(path) + " ! " + features() + " ! ";
   const std::string lm = "gpudecoder name=dec backend=cpu hmm=" + hmm() + " dict=" + dict() +
                          " lm=" + data("turtle.lm.bin");
