@@ -29,8 +29,10 @@ fi
 features="gpufeatures"
 
 # The audio is split (tee): one copy is recognised, one is encoded. The
-# text reaches textoverlay / the muxer a little after its audio (words are
-# pushed once they are stable), so the queues in front of them are large.
+# text reaches textoverlay / the muxer after its audio (by default an
+# utterance's words when it ends, from the decoder's second pass;
+# cue-timing=stable pushes them as they become stable, sooner), so the
+# queues in front of them are large.
 big_queue="queue max-size-time=30000000000 max-size-buffers=0 max-size-bytes=0"
 
 gst-launch-1.0 -e filesrc location="$in" ! decodebin name=d \

@@ -69,8 +69,7 @@
  * a partial result is posted. Its first `stable-words` words are the ones
  * every live search path shares: they never change afterwards, and the
  * final result begins with them, unless the final result comes from a
- * second pass (`adapt`'s second decoding, `lattice-lw`'s lattice): the
- * text pushed on the src pad as the words became stable stays as it was.
+ * second pass (`adapt`'s second decoding, `lattice-lw`'s lattice).
  *
  * Bus messages:
  *
@@ -153,8 +152,12 @@
  *
  * Src pad: each group of final words (a cue: at most `cue-max-chars`
  * characters and `cue-max-duration` ms, broken at pauses of a second or
- * more) becomes one buffer with PTS and duration from the words' times,
- * as soon as its words are stable. In between, GAP events tell sparse-stream
+ * more) becomes one buffer with PTS and duration from the words' times.
+ * `cue-timing` says when: `stable`, as soon as its words are stable (the
+ * first pass's words); `final`, when the utterance ends, from its final
+ * result (the bus message's words); `auto` (default), final where a
+ * second pass decides the final words (adapt, lattice-lw), else stable.
+ * In between, GAP events tell sparse-stream
  * consumers (textoverlay, muxers) that no text is coming before a time.
  * `output-format` picks `text/x-raw, format=utf8` (the cue's words, on two
  * lines when long), `application/x-subtitle` (SubRip blocks, numbered from
@@ -169,7 +172,8 @@
  *
  * Latency query: upstream's plus `partial-interval` (the longest a word
  * waits for the next partial analysis). Timed text can come later than
- * that: a word is pushed once it is stable and its cue is complete, so the
+ * that: a word is pushed once it is stable and its cue is complete, or
+ * with `cue-timing` final once its utterance ends, so the
  * maximum latency is unbounded (reported as GST_CLOCK_TIME_NONE); for live
  * subtitling give the sink enough `ts-offset` or latency.
  *
@@ -257,6 +261,32 @@ gst_gpu_decoder_output_format_get_type (void)
 }
 
 
+/* When the src pad's text goes out: see the cue-timing property. */
+enum class CueTiming { kAuto, kStable, kFinal };
+
+#define GST_TYPE_GPU_DECODER_CUE_TIMING (gst_gpu_decoder_cue_timing_get_type ())
+static GType
+gst_gpu_decoder_cue_timing_get_type (void)
+{
+  static GType type = 0;
+  static const GEnumValue values[] = {
+    {(gint) CueTiming::kAuto,
+        "Final where a second pass decides the final words (adapt, "
+          "lattice-lw), else stable", "auto"},
+    {(gint) CueTiming::kStable,
+        "Each cue as soon as its words are stable (the first pass's words)",
+        "stable"},
+    {(gint) CueTiming::kFinal,
+        "The cues of an utterance when it ends, from its final result",
+        "final"},
+    {0, NULL, NULL},
+  };
+  if (g_once_init_enter (&type))
+    g_once_init_leave (&type,
+        g_enum_register_static ("GstGpuDecoderCueTiming", values));
+  return type;
+}
+
 static const char *
 format_media_type (OutputFormat f)
 {
@@ -302,6 +332,7 @@ enum
   PROP_OUTPUT_FORMAT,
   PROP_CUE_MAX_CHARS,
   PROP_CUE_MAX_DURATION,
+  PROP_CUE_TIMING,
   PROP_CACHE_DIR,
   PROP_SEND_ALIGNMENTS,
   PROP_BATCHED_SEARCH,
@@ -349,6 +380,7 @@ struct Settings
   OutputFormat output_format = OutputFormat::kAuto;
   gint cue_max_chars = DEFAULT_CUE_MAX_CHARS;
   guint cue_max_duration = DEFAULT_CUE_MAX_DURATION;
+  CueTiming cue_timing = CueTiming::kAuto;
   gboolean send_alignments = DEFAULT_SEND_ALIGNMENTS;
   gboolean batched_search = DEFAULT_BATCHED_SEARCH;
   gdouble lattice_lw = DEFAULT_LATTICE_LW;
@@ -492,6 +524,9 @@ struct StreamState
   gboolean send_alignments = FALSE;
   OutputFormat requested_format = OutputFormat::kAuto;
   gs::CueOptions cue_options;
+  /* Cues only when an utterance ends, from its final result (cue-timing
+   * final, or auto with a second pass); else as words become stable. */
+  gboolean cues_at_end = FALSE;
 
   /* negotiated */
   gboolean caps_ok = FALSE;
@@ -514,6 +549,7 @@ struct StreamState
   gint64 next_tick = 0;
   guint utt_index = 0;
   size_t cued_words = 0;        /* its words already pushed as cues */
+  gint64 cued_end_ns = 0;       /* the end of the last of them */
   /* Its words whose frames went upstream in alignment events, and the
    * frame before which everything was sent (or skipped): later events start
    * there, and the recognizer's kept features before it are freed. */
@@ -750,6 +786,17 @@ gst_gpu_decoder_class_init (GstGpuDecoderClass * klass)
       g_param_spec_uint ("cue-max-duration", "Cue duration",
           "Longest span of one text buffer or subtitle cue, in ms",
           1, 3600000, DEFAULT_CUE_MAX_DURATION, rw));
+  g_object_class_install_property (gobject_class, PROP_CUE_TIMING,
+      g_param_spec_enum ("cue-timing", "Cue timing",
+          "When text goes out of the src pad: stable pushes each cue as "
+          "soon as its words are stable (the least latency, but where a "
+          "second pass decides the final words, the text can differ from "
+          "the final result by a word); final pushes an utterance's cues "
+          "when it ends, with the final result's words (the bus message's); "
+          "auto: final where a second pass runs (adapt or lattice-lw), else "
+          "stable (there the two give the same words, stable sooner). Read "
+          "when the stream starts (READY to PAUSED)",
+          GST_TYPE_GPU_DECODER_CUE_TIMING, (gint) CueTiming::kAuto, rw));
   g_object_class_install_property (gobject_class, PROP_CACHE_DIR,
       g_param_spec_string ("cache-dir", "Graph cache",
           "Where compiled search graphs are cached. NULL: "
@@ -966,6 +1013,9 @@ gst_gpu_decoder_set_property (GObject * object, guint prop_id,
     case PROP_CUE_MAX_DURATION:
       s.cue_max_duration = g_value_get_uint (value);
       break;
+    case PROP_CUE_TIMING:
+      s.cue_timing = (CueTiming) g_value_get_enum (value);
+      break;
     case PROP_CACHE_DIR:
       set_string (s.cache_dir, value);
       break;
@@ -1076,6 +1126,9 @@ gst_gpu_decoder_get_property (GObject * object, guint prop_id,
       break;
     case PROP_CUE_MAX_DURATION:
       g_value_set_uint (value, s.cue_max_duration);
+      break;
+    case PROP_CUE_TIMING:
+      g_value_set_enum (value, (gint) s.cue_timing);
       break;
     case PROP_CACHE_DIR:
       get_string (value, s.cache_dir);
@@ -1415,6 +1468,7 @@ push_cues (GstGpuDecoder * self, StreamState * st,
   for (const gs::Cue & c:gs::complete_cues (words, st->cued_words, !final,
           st->cue_options)) {
     st->cued_words = c.first_word + c.num_words;
+    st->cued_end_ns = c.end_ns;
     std::string text;
     switch (st->format) {
       case OutputFormat::kSrt:
@@ -1560,7 +1614,10 @@ analyse (GstGpuDecoder * self, StreamState * st, gs::EndpointDecision * endpoint
     post_result (self, st, h, FALSE, NULL, NULL);
 
   const std::vector < gs::TimedWord > words = timed_words (self, st, h);
-  size_t stable = (size_t) CLAMP (h.stable_words, 0, (gint) words.size ());
+  /* With cues at the end, none now: the gap below then reaches the
+   * utterance's start. */
+  size_t stable = st->cues_at_end ? 0 :
+      (size_t) CLAMP (h.stable_words, 0, (gint) words.size ());
   if (stable < st->cued_words) {
     /* The search promises that stable words stay; if that ever broke, the
      * text already pushed stays as it is. */
@@ -1614,6 +1671,7 @@ clear_utterance (StreamState * st)
   st->utt_frames = 0;
   st->next_tick = st->tick_frames;
   st->cued_words = 0;
+  st->cued_end_ns = 0;
   st->aligned_words = 0;
   st->aligned_end = 0;
 }
@@ -1647,8 +1705,19 @@ end_utterance (GstGpuDecoder * self, StreamState * st, const char *reason,
   }
   const GstClockTime end = frame_time (self, st, st->utt_frames);
   post_result (self, st, r.best, TRUE, reason, &r.nbest);
-  GstFlowReturn ret = push_cues (self, st, timed_words (self, st, r.best),
-      TRUE);
+  const std::vector < gs::TimedWord > final_words =
+      timed_words (self, st, r.best);
+  if (st->cued_words > 0) {
+    /* Stable cues went out: the final words after them in time. A second
+     * pass's words can differ from the stable ones in number, so the index
+     * of the last one pushed says nothing here. */
+    size_t next = 0;
+    while (next < final_words.size ()
+        && final_words[next].start_ns < st->cued_end_ns)
+      ++next;
+    st->cued_words = next;
+  }
+  GstFlowReturn ret = push_cues (self, st, final_words, TRUE);
   if (ret == GST_FLOW_OK && st->format == OutputFormat::kJson && st->caps_ok)
     ret = push_text (self, st, result_json (self, st, r, reason),
         st->utt_pts, end - st->utt_pts);
@@ -2155,6 +2224,12 @@ start_stream (GstGpuDecoder * self)
   st->requested_format = s.output_format;
   st->cue_options.max_chars = s.cue_max_chars;
   st->cue_options.max_duration_ns = (int64_t) s.cue_max_duration * GST_MSECOND;
+  /* A second pass decides the final words when the decoder adapts or runs
+   * the lattice pass (lattice-lw, set or auto, as loaded). */
+  const gboolean second_pass = self->adapts
+      || self->recognizer->config ().search.lattice.language_weight > 0.0;
+  st->cues_at_end = s.cue_timing == CueTiming::kFinal
+      || (s.cue_timing == CueTiming::kAuto && second_pass);
   clear_utterance (st.get ());
   self->latency_ns = (gint64) interval_ms *GST_MSECOND;
   self->recognizer->reset ();

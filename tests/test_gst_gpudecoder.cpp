@@ -10,6 +10,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -1091,29 +1092,51 @@ TEST(GpuDecoder, LongSilenceDoesNotAccumulate) {
 struct TextBuffer {
   std::string text;
   GstClockTime pts = 0, duration = 0;
+  // gpudecoder's final results posted when the buffer reached the sink.
+  int finals_before = 0;
+};
+
+// What collect_text's callbacks share: the buffers, and the finals posted
+// so far, counted by a sync bus handler in the thread that posts them (so
+// a final posted before a buffer is pushed is counted before it arrives).
+struct TextCollection {
+  std::vector<TextBuffer> buffers;
+  std::atomic<int> finals{0};
 };
 
 void on_handoff(GstElement*, GstBuffer* b, GstPad*, gpointer user) {
-  auto* out = static_cast<std::vector<TextBuffer>*>(user);
+  auto* c = static_cast<TextCollection*>(user);
   GstMapInfo map;
   gst_buffer_map(b, &map, GST_MAP_READ);
-  out->push_back({std::string(reinterpret_cast<const char*>(map.data), map.size),
-                  GST_BUFFER_PTS(b), GST_BUFFER_DURATION(b)});
+  c->buffers.push_back({std::string(reinterpret_cast<const char*>(map.data), map.size),
+                        GST_BUFFER_PTS(b), GST_BUFFER_DURATION(b), c->finals.load()});
   gst_buffer_unmap(b, &map);
+}
+
+GstBusSyncReply count_finals(GstBus*, GstMessage* m, gpointer user) {
+  if (GST_MESSAGE_TYPE(m) == GST_MESSAGE_ELEMENT) {
+    const GstStructure* s = gst_message_get_structure(m);
+    gboolean fin = FALSE;
+    if (gst_structure_has_name(s, "gpudecoder") && gst_structure_get_boolean(s, "final", &fin) &&
+        fin)
+      ++static_cast<TextCollection*>(user)->finals;
+  }
+  return GST_BUS_PASS;
 }
 
 // Runs `desc`, whose last element is "fakesink name=out signal-handoffs=true",
 // and returns what reached it.
 std::vector<TextBuffer> collect_text(const std::string& desc, PipelineRun* run_out = nullptr) {
-  std::vector<TextBuffer> out;
+  TextCollection out;
   GError* err = nullptr;
   GstElement* p = gst_parse_launch(desc.c_str(), &err);
   EXPECT_TRUE(p) << desc << ": " << (err ? err->message : "");
   g_clear_error(&err);
-  if (!p) return out;
+  if (!p) return {};
   GstElement* sink = gst_bin_get_by_name(GST_BIN(p), "out");
   g_signal_connect(sink, "handoff", G_CALLBACK(on_handoff), &out);
   GstBus* bus = gst_element_get_bus(p);
+  gst_bus_set_sync_handler(bus, count_finals, &out, nullptr);
   PipelineRun run;
   gst_element_set_state(p, GST_STATE_PLAYING);
   while (GstMessage* m = gst_bus_timed_pop(bus, 60 * GST_SECOND)) {
@@ -1123,11 +1146,12 @@ std::vector<TextBuffer> collect_text(const std::string& desc, PipelineRun* run_o
   }
   EXPECT_TRUE(run.eos) << desc << "\n" << run.error_text();
   gst_element_set_state(p, GST_STATE_NULL);
+  gst_bus_set_sync_handler(bus, nullptr, nullptr, nullptr);
   gst_object_unref(sink);
   gst_object_unref(bus);
   gst_object_unref(p);
   if (run_out) *run_out = run;
-  return out;
+  return std::move(out.buffers);
 }
 
 std::string temp_path(const char* suffix) {
@@ -1463,6 +1487,66 @@ TEST(GpuDecoder, AdaptsToTheSpeakerAcrossUtterances) {
   for (const Result& r : gram.finals()) EXPECT_EQ(r.adapted, -1);
   // Until the first transform both decode the same features the same way.
   EXPECT_EQ(a[0].words.size(), plain.finals()[0].words.size());
+}
+
+// cue-timing: where a second pass decides the final words (adapt, on by
+// default with an LM), auto pushes each utterance's text when it ends, the
+// final result's words; stable pushes words as they become stable, before
+// the utterance's final; without a second pass auto is stable. One-word
+// cues (cue-max-chars=1) so that a cue is complete as soon as the next
+// word is stable.
+TEST(GpuDecoder, CueTimingFollowsTheFinalResultWhenASecondPassDecides) {
+  GstElement* dec = gst_element_factory_make("gpudecoder", nullptr);
+  ASSERT_TRUE(dec);
+  gint timing = -1;
+  g_object_get(dec, "cue-timing", &timing, nullptr);
+  EXPECT_EQ(timing, 0) << "auto by default";
+  gst_object_unref(dec);
+
+  const std::vector<int16_t> go = read_raw(data("goforward.raw"));
+  std::vector<int16_t> three;
+  for (int k = 0; k < 3; ++k) {
+    if (k > 0) three.insert(three.end(), 24000, 0);  // 1.5 s: endpointing's 1 s and more
+    three.insert(three.end(), go.begin(), go.end());
+  }
+  const std::string path = write_temp_raw(three);
+  const std::string src = raw_source(path) + " ! " + features() + " ! ";
+  const std::string lm = "gpudecoder name=dec backend=cpu hmm=" + hmm() + " dict=" + dict() +
+                         " lm=" + data("turtle.lm.bin") + " output-format=text cue-max-chars=1";
+  const std::string sink = " ! fakesink name=out signal-handoffs=true sync=false";
+  PipelineRun auto_run, stable_run, plain_run;
+  const std::vector<TextBuffer> at_end = collect_text(src + lm + sink, &auto_run);
+  const std::vector<TextBuffer> stable = collect_text(src + lm + " cue-timing=stable" + sink,
+                                                      &stable_run);
+  const std::vector<TextBuffer> plain = collect_text(src + lm + " adapt=false" + sink, &plain_run);
+  g_unlink(path.c_str());
+  for (const PipelineRun* r : {&auto_run, &stable_run, &plain_run})
+    ASSERT_EQ(r->finals().size(), 3u) << described(r->finals());
+  ASSERT_EQ(auto_run.finals()[2].adapted, 1) << "the last final should come from the second pass";
+
+  // auto with adapt: every buffer after its utterance's final; the buffers
+  // pushed after final k (and before final k + 1) are its words, in order.
+  std::vector<std::string> after(3);
+  for (const TextBuffer& b : at_end) {
+    ASSERT_GE(b.finals_before, 1) << "text before any final: " << b.text;
+    ASSERT_LE(b.finals_before, 3);
+    std::string& s = after[static_cast<size_t>(b.finals_before - 1)];
+    s += (s.empty() ? "" : " ") + b.text;
+  }
+  for (size_t k = 0; k < 3; ++k) EXPECT_EQ(after[k], auto_run.finals()[k].hypothesis) << k;
+
+  // stable and adapt=false: some text before the first final, and all of
+  // it the finals' words.
+  for (const std::vector<TextBuffer>* bufs : {&stable, &plain}) {
+    std::string all;
+    int early = 0;
+    for (const TextBuffer& b : *bufs) {
+      all += (all.empty() ? "" : " ") + b.text;
+      early += b.finals_before == 0;
+    }
+    EXPECT_GT(early, 0) << "no text pushed before the first utterance ended";
+    EXPECT_EQ(all, joined(bufs == &stable ? stable_run.finals() : plain_run.finals()));
+  }
 }
 
 // ---------------------------------------------------------------------------
