@@ -207,7 +207,7 @@
 #include <string>
 #include <vector>
 
-#include "common/engine/adaptive_redecoder.h"
+#include "common/engine/utterance_decoder.h"
 #include "common/engine/endpointing.h"
 #include "common/features/feature_signature.h"
 #include "common/engine/recognizer.h"
@@ -567,10 +567,10 @@ struct StreamState
    * when an utterance of silence is dropped. */
   std::vector < float >recent;
   gint recent_dim = 0;
-  /* The speaker adaptation and second pass (the adapt property); NULL when
-   * off. The stream is one speaker: a new stream (READY to PAUSED) starts
-   * from no statistics. */
-  std::unique_ptr < gs::AdaptiveRedecoder > adapter;
+  /* Its utterances, with the speaker adaptation and second pass when the
+   * adapt property is on (then the stream is one speaker: a new stream,
+   * READY to PAUSED, starts from no statistics). */
+  std::unique_ptr < gs::UtteranceDecoder > decoder;
 
   StreamState ()
   {
@@ -1418,9 +1418,9 @@ post_result (GstGpuDecoder * self, StreamState * st, const gs::Hypothesis & h,
   gst_structure_take_value (s, "words", &words);
   if (final)
     gst_structure_set (s, "reason", G_TYPE_STRING, reason, NULL);
-  if (final && st->adapter)
+  if (final && st->decoder->adapter ())
     gst_structure_set (s, "adapted", G_TYPE_BOOLEAN,
-        (gboolean) st->adapter->last_report ().redecoded, NULL);
+        (gboolean) st->decoder->adapter ()->last_report ().redecoded, NULL);
   if (final && nbest && st->nbest > 0) {
     GValue alts = G_VALUE_INIT;
     gst_value_array_init (&alts, nbest->size ());
@@ -1594,7 +1594,7 @@ send_alignment (GstGpuDecoder * self, StreamState * st,
   st->aligned_words = upto;
   st->aligned_end = std::max (st->aligned_end, words_end);
   /* The adaptation aligns the whole utterance at its end. */
-  if (st->adapter)
+  if (st->decoder->adapter ())
     return;
   try {
     self->recognizer->discard_features_before (st->aligned_end);
@@ -1643,27 +1643,6 @@ analyse (GstGpuDecoder * self, StreamState * st, gs::EndpointDecision * endpoint
   return GST_FLOW_OK;
 }
 
-/* Starts the recognizer's next utterance (and the adaptation's). */
-static void
-reset_recognizer (GstGpuDecoder * self, StreamState * st)
-{
-  if (st->adapter)
-    st->adapter->reset ();
-  else
-    self->recognizer->reset ();
-}
-
-/* Decodes frames as they come: through the adaptation when it is on. */
-static void
-push_frames (GstGpuDecoder * self, StreamState * st, const float *frames,
-    gint64 n)
-{
-  if (st->adapter)
-    st->adapter->push_features (frames, n);
-  else
-    self->recognizer->push_features (frames, n);
-}
-
 static void
 clear_utterance (StreamState * st)
 {
@@ -1692,10 +1671,9 @@ end_utterance (GstGpuDecoder * self, StreamState * st, const char *reason,
     st->utt_pts = pts;
     return GST_FLOW_OK;
   }
-  const gs::RecognitionResult r = st->adapter ? st->adapter->finish () :
-      self->recognizer->finish ();
-  if (st->adapter) {
-    const gs::RedecodeReport & a = st->adapter->last_report ();
+  const gs::RecognitionResult r = st->decoder->finish ();
+  if (st->decoder->adapter ()) {
+    const gs::RedecodeReport & a = st->decoder->adapter ()->last_report ();
     GST_DEBUG_OBJECT (self, "utterance %u: %s (%s%s%s), %" G_GINT64_FORMAT
         " frames aligned, speaker statistics %.0f frames, ln|det A| %.3f",
         st->utt_index, a.redecoded ? "decoded again under the new transform" :
@@ -1724,7 +1702,7 @@ end_utterance (GstGpuDecoder * self, StreamState * st, const char *reason,
   push_gap_until (self, st, end);
   /* Before reset(), which drops the utterance's features. */
   send_alignment (self, st, r.best.words, r.best.words.size ());
-  reset_recognizer (self, st);
+  st->decoder->reset ();
   clear_utterance (st);
   ++st->utt_index;
   if (continues) {
@@ -1767,13 +1745,13 @@ drop_utterance (GstGpuDecoder * self, StreamState * st)
       "word, up to %" GST_TIME_FORMAT, st->utt_frames - overlap,
       GST_TIME_ARGS (start));
   push_gap_until (self, st, start);
-  reset_recognizer (self, st);
+  st->decoder->reset ();
   const gint64 next_tick = st->next_tick - st->utt_frames + overlap;
   clear_utterance (st);
   st->utt_started = TRUE;
   st->utt_pts = start;
   if (overlap > 0)
-    push_frames (self, st, st->recent.data () +
+    st->decoder->push_features (st->recent.data () +
         (st->recent.size () - (size_t) (overlap * dim)), overlap);
   st->utt_frames = overlap;
   /* Ticks keep their spacing in stream time across the drop. */
@@ -1790,7 +1768,7 @@ decode_frames (GstGpuDecoder * self, StreamState * st, const float *frames,
   gint64 done = 0;
   while (done < n) {
     const gint64 k = std::min (n - done, st->next_tick - st->utt_frames);
-    push_frames (self, st, frames + done * dim, k);
+    st->decoder->push_features (frames + done * dim, k);
     remember_frames (st, frames + done * dim, k, dim);
     st->utt_frames += k;
     done += k;
@@ -1978,7 +1956,7 @@ gst_gpu_decoder_sink_event (GstPad * pad, GstObject * parent, GstEvent * event)
     case GST_EVENT_FLUSH_STOP:
       if (st && self->recognizer) {
         /* A flushing seek: the utterance in progress is dropped. */
-        reset_recognizer (self, st);
+        st->decoder->reset ();
         clear_utterance (st);
         st->last_end = GST_CLOCK_TIME_NONE;
         st->out_pos = GST_CLOCK_TIME_NONE;
@@ -2212,14 +2190,13 @@ start_stream (GstGpuDecoder * self)
   st->nbest = s.nbest;
   /* As loaded: features are kept only if the property was set then. */
   st->send_alignments = self->sends_alignments;
-  if (self->adapts) {
-    try {
-      st->adapter.reset (new gs::AdaptiveRedecoder (*self->recognizer));
-    } catch (const std::exception & e) {
-      GST_ELEMENT_ERROR (self, RESOURCE, SETTINGS,
-          ("cannot set up speaker adaptation: %s", e.what ()), (NULL));
-      return FALSE;
-    }
+  try {
+    st->decoder.reset (new gs::UtteranceDecoder (*self->recognizer,
+            self->adapts));
+  } catch (const std::exception & e) {
+    GST_ELEMENT_ERROR (self, RESOURCE, SETTINGS,
+        ("cannot set up speaker adaptation: %s", e.what ()), (NULL));
+    return FALSE;
   }
   st->requested_format = s.output_format;
   st->cue_options.max_chars = s.cue_max_chars;

@@ -75,7 +75,7 @@
 #include "common/engine/fiber_pool.h"
 #include "common/engine/thread_priority.h"
 #include "common/engine/recognizer.h"
-#include "common/engine/adaptive_redecoder.h"
+#include "common/engine/utterance_decoder.h"
 #ifdef GPUSPEECH_HAVE_CUDA
 #include "common/search/cuda_round_batcher.h"
 #endif
@@ -401,24 +401,15 @@ int bench_decode(int argc, char** argv) {
     streams.push_back(std::move(s));
   const double streams_s = std::chrono::duration<double>(Clock::now() - t_streams).count();
   const int64_t mem_streams = device_used();
-  // --adapt: each stream's speaker adaptation (made before the clock).
-  std::vector<std::unique_ptr<AdaptiveRedecoder>> adapters(streams.size());
-  if (o.adapt)
-    for (size_t k = 0; k < streams.size(); ++k)
-      adapters[k] = std::make_unique<AdaptiveRedecoder>(*streams[k]);
-  // A stream's utterance: through its adaptation when there is one.
+  // Each stream's utterances, through its speaker adaptation with --adapt
+  // (made before the clock).
+  std::vector<std::unique_ptr<UtteranceDecoder>> decoders;
+  for (const auto& s : streams) decoders.push_back(std::make_unique<UtteranceDecoder>(*s, o.adapt));
   auto push = [&](int k, const float* f, int64_t n) {
-    if (adapters[static_cast<size_t>(k)]) adapters[static_cast<size_t>(k)]->push_features(f, n);
-    else streams[static_cast<size_t>(k)]->push_features(f, n);
+    decoders[static_cast<size_t>(k)]->push_features(f, n);
   };
-  auto finish = [&](int k) {
-    return adapters[static_cast<size_t>(k)] ? adapters[static_cast<size_t>(k)]->finish()
-                                            : streams[static_cast<size_t>(k)]->finish();
-  };
-  auto reset = [&](int k) {
-    if (adapters[static_cast<size_t>(k)]) adapters[static_cast<size_t>(k)]->reset();
-    else streams[static_cast<size_t>(k)]->reset();
-  };
+  auto finish = [&](int k) { return decoders[static_cast<size_t>(k)]->finish(); };
+  auto reset = [&](int k) { decoders[static_cast<size_t>(k)]->reset(); };
   Recognizer& first = *streams[0];
   std::vector<Utterance> utts;
   for (const std::string& f : o.files) utts.push_back(load_utterance(first, f));

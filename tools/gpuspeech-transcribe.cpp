@@ -728,14 +728,7 @@ void two_pass_speaker(Transcriber& tr, const Speaker& spk, const std::vector<std
   auto decode_and_accumulate = [&](const std::string& path, const float* x, const float* y,
                                    int64_t rows, RecognitionResult* result) {
     // These words serve as an alignment (and as pass 1's words for -v):
-    // the lattice pass, when configured, is left to the final decoding. On
-    // again however the decoding ends, so that no later decoding of this
-    // stream loses it.
-    struct LatticeResultOff {
-      Recognizer& rec;
-      explicit LatticeResultOff(Recognizer& r) : rec(r) { rec.set_lattice_result(false); }
-      ~LatticeResultOff() { rec.set_lattice_result(true); }
-    };
+    // the lattice pass, when configured, is left to the final decoding.
     RecognitionResult r;
     {
       const LatticeResultOff off(rec);

@@ -4,21 +4,6 @@
 
 namespace gpuspeech {
 
-namespace {
-
-// The lattice pass (when the config has one) is for final results; an
-// alignment wants the search's own path, as gpuspeech-transcribe's pass 1.
-// On again however the decoding ends.
-struct LatticeResultOff {
-  Recognizer& rec;
-  explicit LatticeResultOff(Recognizer& r) : rec(r) { rec.set_lattice_result(false); }
-  ~LatticeResultOff() { rec.set_lattice_result(true); }
-  LatticeResultOff(const LatticeResultOff&) = delete;
-  LatticeResultOff& operator=(const LatticeResultOff&) = delete;
-};
-
-}  // namespace
-
 AdaptiveRedecoder::AdaptiveRedecoder(Recognizer& recognizer, const FmllrOptions& options)
     : rec_(recognizer),
       options_(options),

@@ -281,4 +281,23 @@ class Recognizer {
   std::unique_ptr<Impl> impl_;
 };
 
+// For its lifetime, finish() gives the search's own best path, the
+// word-lattice pass (when configured) left out: what a forced alignment
+// wants from a pass whose words only supervise the next (two-pass fMLLR),
+// the pass being left to the final decoding. The lattice result is on
+// again however the scope ends, so that no later decoding of the stream
+// loses it.
+class LatticeResultOff {
+ public:
+  explicit LatticeResultOff(Recognizer& recognizer) : rec_(recognizer) {
+    rec_.set_lattice_result(false);
+  }
+  ~LatticeResultOff() { rec_.set_lattice_result(true); }
+  LatticeResultOff(const LatticeResultOff&) = delete;
+  LatticeResultOff& operator=(const LatticeResultOff&) = delete;
+
+ private:
+  Recognizer& rec_;
+};
+
 }  // namespace gpuspeech
