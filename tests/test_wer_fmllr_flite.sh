@@ -17,6 +17,7 @@ TOOL=$1
 DEV=$2
 CACHE=${3:-}
 for c in flite sox sctk; do command -v $c >/dev/null || { echo "FAIL missing $c"; exit 1; }; done
+. "$(dirname "$0")/wer_util.sh"
 T=$(mktemp -d /tmp/gpuspeech-wer-flite-XXXXXX)
 trap 'rm -rf "$T"' EXIT
 [ -n "$CACHE" ] && export GPUSPEECH_GRAPH_CACHE=$CACHE
@@ -28,10 +29,6 @@ for set in clean phone; do
   none=$(wer $set none) two=$(wer $set full)
   if [ -z "$none" ] || [ -z "$two" ]; then echo "FAIL $set: no WER read"; failed=1; continue; fi
   if [ $set = phone ]; then op='<'; else op='<='; fi
-  if awk -v a="$two" -v b="$none" -v op="$op" 'BEGIN { exit !(op == "<" ? a < b : a <= b) }'; then
-    echo "ok   $set: two-pass WER $two% $op $none% without adaptation"
-  else
-    echo "FAIL $set: two-pass WER $two% not $op $none% without adaptation"; failed=1
-  fi
+  wer_expect "$set: two-pass WER" "$two" "$op" "$none" "without adaptation"
 done
 exit $failed

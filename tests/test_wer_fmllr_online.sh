@@ -146,27 +146,14 @@ for set in clean phone; do sed "s/^/  $set: /" "$T/$set-adapt.trn"; done
 for key in "${!W[@]}"; do
   [ -n "${W[$key]}" ] || { echo "FAIL could not read the WER of $key"; exit 1; }
 done
-# expect LABEL A OP B WHAT: passes when A OP B (OP is < or <=), else
-# failed=1; prints "ok   LABEL A% OP B% WHAT" or the FAIL line with the
-# opposite comparison.
-expect() {
-  local label=$1 a=$2 op=$3 b=$4 what=$5 not
-  if [ "$op" = "<" ]; then not=">="; else not=">"; fi
-  if awk -v a="$a" -v b="$b" -v op="$op" 'BEGIN { exit !(op == "<" ? a < b : a <= b) }'; then
-    echo "ok   $label $a% $op $b% $what"
-  else
-    echo "FAIL $label $a% $not $b% $what"
-    failed=1
-  fi
-}
-expect "mismatched channel: online WER" "${W[phone-online]}" "<" "${W[phone-none]}" "without adaptation"
-expect "clean: online WER" "${W[clean-online]}" "<=" "${W[clean-none]}" "without adaptation"
+wer_expect "mismatched channel: online WER" "${W[phone-online]}" "<" "${W[phone-none]}" "without adaptation"
+wer_expect "clean: online WER" "${W[clean-online]}" "<=" "${W[clean-none]}" "without adaptation"
 # The default chain subtracts noise (pocketsphinx's default, and
 # gpufeatures' when it adopts the decoder's front end); on this recording
 # that was worth about 8 points with a live mean that learnt from every
 # frame, and 1.4 with one that learns from speech (docs/benchmarks.md).
-expect "clean: the default chain (noise subtraction)" "${W[clean-default]}" "<" "${W[clean-none]}" "without it"
-expect "mismatched channel: the defaults (gpudecoder adapts)" "${W[phone-adapt]}" "<" "${W[phone-none]}" \
+wer_expect "clean: the default chain (noise subtraction)" "${W[clean-default]}" "<" "${W[clean-none]}" "without it"
+wer_expect "mismatched channel: the defaults (gpudecoder adapts)" "${W[phone-adapt]}" "<" "${W[phone-none]}" \
   "without adaptation"
-expect "clean: the defaults (gpudecoder adapts)" "${W[clean-adapt]}" "<=" "${W[clean-default]}" "with adapt=false"
+wer_expect "clean: the defaults (gpudecoder adapts)" "${W[clean-adapt]}" "<=" "${W[clean-default]}" "with adapt=false"
 exit $failed

@@ -71,12 +71,7 @@ decode_both() {
 failed=0
 check_not_worse() {
   [ -n "$2" ] && [ -n "$3" ] || { echo "FAIL could not read the WERs ($1)"; exit 1; }
-  if awk -v a="$2" -v b="$3" 'BEGIN { exit !(a <= b) }'; then
-    echo "ok   $1: WER $2% <= pocketsphinx's $3%"
-  else
-    echo "FAIL $1: WER $2% > pocketsphinx's $3%"
-    failed=1
-  fi
+  wer_expect "$1: WER" "$2" "<=" "$3" "(pocketsphinx's)"
 }
 
 decode_both clean "$D"
@@ -130,13 +125,7 @@ for config in "onepass --one-pass" "lattice --fmllr none" "graphwip --fmllr none
   check_not_worse "$name" "$wer" "$ps_wer"
 done
 # check_le WHAT A B: fails the test unless A <= B.
-check_le() {
-  if awk -v a="$2" -v b="$3" 'BEGIN { exit !(a <= b) }'; then
-    echo "ok   $1: $2% <= $3%"
-  else
-    echo "FAIL $1: $2% > $3%"; failed=1
-  fi
-}
+check_le() { wer_expect "$1:" "$2" "<=" "$3" ""; }
 # What each default buys on these real recordings (measured 18.3 % with
 # both, 19.7 % with the lattice pass alone, 23.9 % in one decoding): neither
 # may cost accuracy here.

@@ -1,7 +1,7 @@
 # Word error rate helpers shared by the WER tests and benchmarks
-# (test_wer_librivox.sh, test_wer_fmllr.sh, test_wer_fmllr_online.sh,
-# test_wer_clipped.sh, test_wer_live_vs_element.sh, bench/noisy_wer.sh,
-# bench/live_wer.sh, bench/cpu_vs_pocketsphinx.sh).
+# (test_wer_librivox.sh, test_wer_fmllr.sh, test_wer_fmllr_flite.sh,
+# test_wer_fmllr_online.sh, test_wer_clipped.sh, test_wer_live_vs_element.sh,
+# bench/noisy_wer.sh, bench/live_wer.sh, bench/cpu_vs_pocketsphinx.sh).
 # Source it:
 #   . "$(dirname "$0")/wer_util.sh"
 # Needs sed, awk and, for the scoring, `sctk sclite`.
@@ -50,6 +50,28 @@ wer_percent() {
 # leaves the subshell, and the caller's empty-WER check fails the test).
 wer_or_fail() {
   wer_percent "$1" "$2" || { echo "FAIL sclite on $2:"; cat "$2.sclite"; exit 1; }
+}
+
+# wer_expect LABEL A OP B WHAT: a test's comparison of two WERs (percent).
+# Passes when A OP B (OP is < or <=) and prints "ok   LABEL A% OP B% WHAT";
+# else prints "FAIL LABEL A% >= B% WHAT" (or >) and sets failed=1, the
+# caller's variable (so not in a subshell). An empty or non-numeric WER
+# fails too.
+wer_expect() {
+  local label=$1 a=$2 op=$3 b=$4 what=$5 not
+  case $op in
+    "<") not=">=" ;;
+    "<=") not=">" ;;
+    *) echo "FAIL $label: wer_expect's operator must be < or <=, not '$op'"; failed=1; return ;;
+  esac
+  if awk -v a="$a" -v b="$b" -v op="$op" 'BEGIN {
+       num = "^[0-9]+([.][0-9]*)?$"
+       exit !(a ~ num && b ~ num && (op == "<" ? a + 0 < b + 0 : a + 0 <= b + 0)) }'; then
+    echo "ok   $label $a% $op $b%${what:+ $what}"
+  else
+    echo "FAIL $label $a% $not $b%${what:+ $what}"
+    failed=1
+  fi
 }
 
 # wer_bench_row TABLE LOG CONDITION: reads the row "| CONDITION | A | B | C
