@@ -576,6 +576,25 @@ int bench_decode(int argc, char** argv) {
                 "%.3f (word-end rescoring %.3f); the rest %.3f\n",
                 cpu, sum.scoring_cpu, sum.search_cpu, parts.rescoring_cpu,
                 cpu - sum.scoring_cpu - sum.search_cpu);
+    if (o.adapt) {
+      // The adaptation's own host work (AdaptiveRedecoder's timings, the
+      // streams' threads' CPU; with --fibers they count other fibers too).
+      AdaptationTimings at;
+      for (const auto& d : decoders) {
+        const AdaptationTimings& t = d->adapter()->timings();
+        at.first_result += t.first_result;
+        at.align += t.align;
+        at.statistics += t.statistics;
+        at.estimate += t.estimate;
+        at.redecode += t.redecode;
+        at.final_result += t.final_result;
+      }
+      std::printf("adaptation, core-seconds: first result %.3f, alignments %.3f, statistics %.3f, "
+                  "estimates %.3f, second decodings %.3f (in scoring and search above), final "
+                  "results %.3f\n",
+                  at.first_result, at.align, at.statistics, at.estimate, at.redecode,
+                  at.final_result);
+    }
     if (parts.rounds > 0)
       std::printf("search rounds: %lld for %lld frames searched (%lld only pruning a frame); "
                   "frames begun chained behind the previous one %lld, ended in the same "

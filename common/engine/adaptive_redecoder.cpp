@@ -2,6 +2,8 @@
 
 #include <stdexcept>
 
+#include "common/seconds_since.h"
+
 namespace gpuspeech {
 
 AdaptiveRedecoder::AdaptiveRedecoder(Recognizer& recognizer, const FmllrOptions& options)
@@ -44,7 +46,10 @@ int64_t AdaptiveRedecoder::accumulate_words(const std::vector<HypothesisWord>& w
   for (const HypothesisWord& w : words)
     if (w.start_frame >= rec_.features_kept_from()) kept.push_back(w);
   if (kept.empty()) return 0;
+  double c0 = thread_cpu_seconds();
   const FrameAlignment al = rec_.align(kept);
+  double c1 = thread_cpu_seconds();
+  timings_.align += c1 - c0;
   const int64_t n = static_cast<int64_t>(al.senones.size());
   const int64_t rows = static_cast<int64_t>(raw_.size()) / dim_;
   if (n == 0) return 0;
@@ -60,6 +65,7 @@ int64_t AdaptiveRedecoder::accumulate_words(const std::vector<HypothesisWord>& w
     applier_.apply(x, n, y.data());
   const GaussianMixtures& gm = rec_.acoustic_model().mixtures();
   utterance_.accumulate(x, n, supervised_posteriors(gm, y.data(), n, al.senones.data()));
+  timings_.statistics += thread_cpu_seconds() - c1;
   int64_t aligned = 0;
   for (int32_t s : al.senones) aligned += s >= 0;
   return aligned;
@@ -68,10 +74,12 @@ int64_t AdaptiveRedecoder::accumulate_words(const std::vector<HypothesisWord>& w
 RecognitionResult AdaptiveRedecoder::finish() {
   report_ = RedecodeReport{};
   RecognitionResult first;
+  double c0 = thread_cpu_seconds();
   {
     const LatticeResultOff off(rec_);
     first = rec_.finish();
   }
+  timings_.first_result += thread_cpu_seconds() - c0;
   RecognitionResult result;
   bool have_result = false;
   bool holds_first = true;  // the recognizer still holds the first pass
@@ -80,24 +88,30 @@ RecognitionResult AdaptiveRedecoder::finish() {
     FmllrStats total = stream_;
     total.add(utterance_.stats());
     const FmllrTransform start = transform_;
+    c0 = thread_cpu_seconds();
     const FmllrEstimate est = estimate_fmllr(total, options_, &start);
+    timings_.estimate += thread_cpu_seconds() - c0;
     report_.outcome = est.outcome;
     report_.message = est.message;
     if (est.outcome == FmllrOutcome::kUpdated && est.transform.all_finite()) {
       transform_ = est.transform;
       applier_.set_transform(transform_);
       holds_first = false;
+      c0 = thread_cpu_seconds();
       rec_.reset();
       const int64_t rows = static_cast<int64_t>(raw_.size()) / dim_;
       push_transformed(raw_.data(), rows);
       {
         const LatticeResultOff off(rec_);
         const RecognitionResult second = rec_.finish();
+        timings_.redecode += thread_cpu_seconds() - c0;
         // The adapted decoding's words are the better supervision; their
         // statistics (posteriors under the new transform) are the ones kept.
         accumulate_words(second.best.words);
       }
+      c0 = thread_cpu_seconds();
       result = rec_.finish();  // the lattice pass's, when configured
+      timings_.final_result += thread_cpu_seconds() - c0;
       have_result = true;
       report_.redecoded = true;
     }
@@ -109,7 +123,9 @@ RecognitionResult AdaptiveRedecoder::finish() {
   if (!have_result) {
     // The first pass stands: with the lattice pass, when configured, unless
     // a failed second decoding took the recognizer's first one away.
+    c0 = thread_cpu_seconds();
     result = holds_first ? rec_.finish() : first;
+    timings_.final_result += thread_cpu_seconds() - c0;
   }
   report_.stream_weight = stream_.beta;
   report_.log_abs_det = transform_.log_abs_det();

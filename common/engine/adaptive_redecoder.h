@@ -48,6 +48,22 @@
 
 namespace gpuspeech {
 
+// Where an adapting stream's host time goes: its thread's CPU seconds,
+// summed over every finish() since the object was made (benchmarks).
+struct AdaptationTimings {
+  double first_result = 0.0;  // the first pass's finish() (search best path)
+  double align = 0.0;         // forced alignments (first and second pass)
+  double statistics = 0.0;    // transformed frames, posteriors, statistics
+  double estimate = 0.0;      // estimate_fmllr
+  // The second decoding: the utterance transformed and pushed again, and
+  // its finish() (also counted in the Recognizer's scoring and search).
+  double redecode = 0.0;
+  double final_result = 0.0;  // the final finish() (the lattice pass)
+  double total() const {
+    return first_result + align + statistics + estimate + redecode + final_result;
+  }
+};
+
 // What the last finish() did, for logs.
 struct RedecodeReport {
   bool redecoded = false;        // the result is the second pass's
@@ -84,6 +100,7 @@ class AdaptiveRedecoder {
   const FmllrTransform& transform() const { return transform_; }
   const FmllrStats& stats() const { return stream_; }
   const RedecodeReport& last_report() const { return report_; }
+  const AdaptationTimings& timings() const { return timings_; }
 
  private:
   // Aligns `words` on the features the recognizer holds (the utterance
@@ -102,6 +119,7 @@ class AdaptiveRedecoder {
   std::vector<float> raw_;      // the utterance's raw frames
   std::vector<float> scratch_;  // transformed frames
   RedecodeReport report_;
+  AdaptationTimings timings_;
 };
 
 }  // namespace gpuspeech
