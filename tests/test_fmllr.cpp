@@ -2,10 +2,12 @@
 // estimation recovering a known distortion, the guards, and the text format.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <fstream>
 #include <random>
+#include <stdexcept>
 #include <string>
 #include <unistd.h>
 
@@ -14,6 +16,7 @@
 #include "common/fmllr/fmllr_io.h"
 #include "common/fmllr/fmllr_stats.h"
 #include "common/fmllr/fmllr_transform.h"
+#include "common/fmllr/symmetric_eigen_range.h"
 #include "tests/fmllr_test_util.h"
 
 namespace gpuspeech {
@@ -177,6 +180,85 @@ TEST(FmllrEstimate, TooFewFramesKeepsTheStart) {
   EXPECT_EQ(est.outcome, FmllrOutcome::kUpdated);
   const FmllrTransform wrong = FmllrTransform::identity(3);
   EXPECT_THROW(estimate_fmllr(st, {}, &wrong), std::invalid_argument);
+}
+
+// Q diag(lambda) Qᵀ for a random orthogonal Q (Gram-Schmidt on Gaussian
+// columns), row-major.
+std::vector<double> with_eigenvalues(const std::vector<double>& lambda, std::mt19937& rng) {
+  const size_t n = lambda.size();
+  std::normal_distribution<double> g(0.0, 1.0);
+  std::vector<double> q(n * n);  // column j at q[i * n + j]
+  for (size_t j = 0; j < n; ++j) {
+    for (;;) {
+      for (size_t i = 0; i < n; ++i) q[i * n + j] = g(rng);
+      for (size_t c = 0; c < j; ++c) {
+        double dot = 0.0;
+        for (size_t i = 0; i < n; ++i) dot += q[i * n + c] * q[i * n + j];
+        for (size_t i = 0; i < n; ++i) q[i * n + j] -= dot * q[i * n + c];
+      }
+      double norm = 0.0;
+      for (size_t i = 0; i < n; ++i) norm += q[i * n + j] * q[i * n + j];
+      if (norm < 1e-6) continue;
+      for (size_t i = 0; i < n; ++i) q[i * n + j] /= std::sqrt(norm);
+      break;
+    }
+  }
+  std::vector<double> a(n * n, 0.0);
+  for (size_t r = 0; r < n; ++r)
+    for (size_t c = 0; c < n; ++c)
+      for (size_t k = 0; k < n; ++k) a[r * n + c] += q[r * n + k] * lambda[k] * q[c * n + k];
+  return a;
+}
+
+// The extreme eigenvalues of matrices built with known ones: the sizes of
+// fMLLR's G_i (40) and others, spread from 1 to a condition of 1e9,
+// negative and repeated eigenvalues, diagonal and 1 x 1 matrices.
+TEST(SymmetricEigenRange, FindsTheExtremesOfKnownSpectra) {
+  std::mt19937 rng(31);
+  std::uniform_real_distribution<double> u(0.0, 1.0);
+  for (int n : {1, 2, 3, 5, 17, 40}) {
+    for (double cond : {1.0, 1e3, 1e6, 1e9}) {
+      std::vector<double> lambda(static_cast<size_t>(n));
+      for (double& l : lambda) l = std::pow(cond, u(rng));  // in [1, cond]
+      lambda[0] = 1.0;
+      if (n > 1) lambda[static_cast<size_t>(n - 1)] = cond;
+      for (double scale : {2.5, -0.01}) {  // a positive and a negative definite one
+        std::vector<double> sl = lambda;
+        for (double& l : sl) l *= scale;
+        const double want_lo = *std::min_element(sl.begin(), sl.end());
+        const double want_hi = *std::max_element(sl.begin(), sl.end());
+        const std::vector<double> a = with_eigenvalues(sl, rng);
+        double lo = 0.0, hi = 0.0;
+        symmetric_eigen_range(a, n, lo, hi);
+        // Rounding in building A: a few ulps of its norm.
+        const double tol = 1e-12 * std::fabs(scale) * cond * n;
+        EXPECT_NEAR(lo, want_lo, tol) << "n " << n << " cond " << cond << " scale " << scale;
+        EXPECT_NEAR(hi, want_hi, tol) << "n " << n << " cond " << cond << " scale " << scale;
+      }
+    }
+  }
+  // Indefinite, with a repeated extreme; and a diagonal matrix.
+  const std::vector<double> a = with_eigenvalues({-3.0, -3.0, 0.5, 7.0, 7.0, 2.0}, rng);
+  double lo = 0.0, hi = 0.0;
+  symmetric_eigen_range(a, 6, lo, hi);
+  EXPECT_NEAR(lo, -3.0, 1e-12);
+  EXPECT_NEAR(hi, 7.0, 1e-12);
+  std::vector<double> diag(16, 0.0);
+  const double values[4] = {4.0, -1.0, 9.0, 0.0};
+  for (int i = 0; i < 4; ++i) diag[static_cast<size_t>(i * 5)] = values[i];
+  symmetric_eigen_range(diag, 4, lo, hi);
+  EXPECT_DOUBLE_EQ(lo, -1.0);
+  EXPECT_DOUBLE_EQ(hi, 9.0);
+  // Only the lower triangle is read; a non-finite entry gives NaN.
+  std::vector<double> lower = {2.0, 99.0, 1.0, 2.0};  // [[2 1] [1 2]]: 1 and 3
+  symmetric_eigen_range(lower, 2, lo, hi);
+  EXPECT_NEAR(lo, 1.0, 1e-14);
+  EXPECT_NEAR(hi, 3.0, 1e-14);
+  lower[2] = std::nan("");
+  symmetric_eigen_range(lower, 2, lo, hi);
+  EXPECT_TRUE(std::isnan(lo) && std::isnan(hi));
+  EXPECT_THROW(symmetric_eigen_range(lower, 0, lo, hi), std::invalid_argument);
+  EXPECT_THROW(symmetric_eigen_range(lower, 3, lo, hi), std::invalid_argument);
 }
 
 TEST(FmllrEstimate, SingularStatisticsNeverGiveNaN) {

@@ -6,51 +6,13 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "common/fmllr/symmetric_eigen_range.h"
+
 namespace gpuspeech {
 
 namespace {
 
 using Matrix = std::vector<double>;  // square, row-major
-
-// Eigenvalues of a symmetric n x n matrix (cyclic Jacobi): only the extremes
-// are used, for the condition number.
-void symmetric_eigen_range(Matrix a, int n, double& lo, double& hi) {
-  for (int sweep = 0; sweep < 50; ++sweep) {
-    double off = 0.0, total = 0.0;
-    for (int p = 0; p < n; ++p)
-      for (int q = 0; q < n; ++q) {
-        const double v = a[static_cast<size_t>(p) * n + q] * a[static_cast<size_t>(p) * n + q];
-        total += v;
-        if (p != q) off += v;
-      }
-    if (!(off > 1e-30 * total)) break;
-    for (int p = 0; p < n - 1; ++p)
-      for (int q = p + 1; q < n; ++q) {
-        const double apq = a[static_cast<size_t>(p) * n + q];
-        if (apq == 0.0) continue;
-        const double app = a[static_cast<size_t>(p) * n + p], aqq = a[static_cast<size_t>(q) * n + q];
-        const double theta = (aqq - app) / (2.0 * apq);
-        const double t = (theta >= 0 ? 1.0 : -1.0) / (std::fabs(theta) + std::sqrt(theta * theta + 1.0));
-        const double c = 1.0 / std::sqrt(t * t + 1.0), s = t * c;
-        for (int k = 0; k < n; ++k) {  // columns p, q
-          const double akp = a[static_cast<size_t>(k) * n + p], akq = a[static_cast<size_t>(k) * n + q];
-          a[static_cast<size_t>(k) * n + p] = c * akp - s * akq;
-          a[static_cast<size_t>(k) * n + q] = s * akp + c * akq;
-        }
-        for (int k = 0; k < n; ++k) {  // rows p, q
-          const double apk = a[static_cast<size_t>(p) * n + k], aqk = a[static_cast<size_t>(q) * n + k];
-          a[static_cast<size_t>(p) * n + k] = c * apk - s * aqk;
-          a[static_cast<size_t>(q) * n + k] = s * apk + c * aqk;
-        }
-      }
-  }
-  lo = std::numeric_limits<double>::infinity();
-  hi = -lo;
-  for (int i = 0; i < n; ++i) {
-    lo = std::min(lo, a[static_cast<size_t>(i) * n + i]);
-    hi = std::max(hi, a[static_cast<size_t>(i) * n + i]);
-  }
-}
 
 // Cholesky factor L (lower) of a; false if not positive definite.
 bool cholesky(const Matrix& a, int n, Matrix& l) {

@@ -2,9 +2,12 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <limits>
 #include <stdexcept>
 #include <string>
+
+#include "common/scoring/weighted_distances.h"
 
 namespace gpuspeech {
 
@@ -81,7 +84,36 @@ GaussianPosteriors supervised_posteriors(const GaussianMixtures& gm, const float
   out.streams = streams;
   out.offsets.reserve(static_cast<size_t>(frames * streams + 1));
   out.offsets.push_back(0);
-  std::vector<double> logp(static_cast<size_t>(density));
+  std::vector<double> logp(static_cast<size_t>(density)), q(static_cast<size_t>(density)),
+      xs(static_cast<size_t>(d));
+  // Per (stream, Gaussian) of the codebooks met: 1 / variance and
+  // -0.5 (sum ln variance + d ln 2 pi), made at a codebook's first frame
+  // (an utterance meets few of them; the logarithms per frame were most
+  // of this function's time).
+  std::vector<std::vector<double>> inv_var(static_cast<size_t>(streams)),
+      log_norm(static_cast<size_t>(streams));
+  std::vector<uint8_t> ready(static_cast<size_t>(gm.num_codebooks), 0);
+  for (int s = 0; s < streams; ++s) {
+    inv_var[static_cast<size_t>(s)].resize(gm.variances[static_cast<size_t>(s)].size());
+    log_norm[static_cast<size_t>(s)].resize(static_cast<size_t>(gm.num_codebooks) * density);
+  }
+  auto prepare = [&](int cb) {
+    for (int s = 0; s < streams; ++s) {
+      const int sd = gm.stream_dim(s);
+      const std::vector<float>& var = gm.variances[static_cast<size_t>(s)];
+      for (int k = 0; k < density; ++k) {
+        const size_t g = static_cast<size_t>(cb) * density + k;
+        double sum_log = 0.0;
+        for (int j = 0; j < sd; ++j) {
+          const double v = var[g * sd + j];
+          inv_var[static_cast<size_t>(s)][g * sd + j] = 1.0 / v;
+          sum_log += std::log(v);
+        }
+        log_norm[static_cast<size_t>(s)][g] = -0.5 * (sum_log + sd * kLogTwoPi);
+      }
+    }
+    ready[static_cast<size_t>(cb)] = 1;
+  };
   for (int64_t f = 0; f < frames; ++f) {
     const int32_t sen = senones[f];
     if (sen >= gm.num_senones || sen < -1)
@@ -89,26 +121,29 @@ GaussianPosteriors supervised_posteriors(const GaussianMixtures& gm, const float
                                   std::to_string(sen) + ", the model has " +
                                   std::to_string(gm.num_senones));
     const float* x = feats + f * d;
+    if (sen >= 0 && !ready[static_cast<size_t>(gm.senone_codebook[static_cast<size_t>(sen)])])
+      prepare(gm.senone_codebook[static_cast<size_t>(sen)]);
     for (int s = 0; s < streams; ++s) {
       if (sen >= 0) {
         const int cb = gm.senone_codebook[static_cast<size_t>(sen)];
         const int sd = gm.stream_dim(s);
+        const double* iv = inv_var[static_cast<size_t>(s)].data();
+        const double* ln = log_norm[static_cast<size_t>(s)].data();
         const std::vector<int>& comp = gm.stream_components[static_cast<size_t>(s)];
         const float* lw = gm.log_weights.data() +
                           (static_cast<size_t>(sen) * streams + s) * density;
         double best = -std::numeric_limits<double>::infinity();
+        const size_t first_g = static_cast<size_t>(cb) * density;
+        for (int j = 0; j < sd; ++j) xs[static_cast<size_t>(j)] = x[comp[static_cast<size_t>(j)]];
+        weighted_squared_distances(xs.data(), gm.means[static_cast<size_t>(s)].data() + first_g * sd,
+                                   iv + first_g * sd, sd, density, q.data());
         for (int k = 0; k < density; ++k) {
           if (std::isinf(lw[k])) {
             logp[static_cast<size_t>(k)] = -std::numeric_limits<double>::infinity();
             continue;
           }
-          const size_t row = (static_cast<size_t>(cb) * density + k) * sd;
-          double acc = lw[k];
-          for (int j = 0; j < sd; ++j) {
-            const double v = gm.variances[static_cast<size_t>(s)][row + j];
-            const double diff = x[comp[static_cast<size_t>(j)]] - gm.means[static_cast<size_t>(s)][row + j];
-            acc -= 0.5 * (diff * diff / v + std::log(v) + kLogTwoPi);
-          }
+          const size_t g = first_g + k;
+          const double acc = lw[k] + ln[g] - 0.5 * q[static_cast<size_t>(k)];
           logp[static_cast<size_t>(k)] = acc;
           best = std::max(best, acc);
         }

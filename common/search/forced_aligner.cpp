@@ -13,6 +13,7 @@
 #include <utility>
 
 #include "common/model/model_error.h"
+#include "common/scoring/weighted_distances.h"
 #include "common/search/phone_context.h"
 
 namespace gpuspeech {
@@ -47,6 +48,16 @@ struct ForcedAligner::Hmm {
 
 // Senone log-likelihoods of the span's frames, each (frame, codebook)
 // Gaussian set and (frame, senone) mixture evaluated at most once.
+//
+// A senone's likelihood is sum_k w_k N_k(x): the senones of one codebook
+// share its Gaussians' densities and differ only in the weights. So per
+// (frame, codebook) the densities are taken once as exp(ln N_k - m), m the
+// largest ln N_k, and per senone the weights as w_k (once per align() call,
+// for the senones it meets): a senone is then m + ln(sum_k w_k e_k), a
+// dot product, where the direct form spent an exp per Gaussian per (frame,
+// senone). When that sum underflows (the senone's weight lies only on
+// Gaussians far below the codebook's best at this frame) the direct form
+// is used.
 class ForcedAligner::Scorer {
  public:
   Scorer(const GaussianMixtures& gm, const GaussianConstants& gc, const float* feats)
@@ -58,42 +69,72 @@ class ForcedAligner::Scorer {
     const int64_t key = t * gm_.num_senones + s;
     auto it = senones_.find(key);
     if (it != senones_.end()) return it->second;
-    const std::vector<double>& g = codebook(t, gm_.senone_codebook[s]);
-    constexpr float kNoWeight = -std::numeric_limits<float>::infinity();
+    const Densities& g = codebook(t, gm_.senone_codebook[s]);
+    const std::vector<double>& lin = linear_weights(s);
     double total = 0.0;
     const int streams = gm_.num_streams();
     for (int st = 0; st < streams && total != kNegInf; ++st) {
-      const float* w = gm_.log_weights.data() + (static_cast<size_t>(s) * streams + st) * density_;
-      const double* gs = g.data() + static_cast<size_t>(st) * density_;
-      double best = kNegInf;
-      for (int k = 0; k < density_; ++k)
-        if (w[k] != kNoWeight) best = std::max(best, w[k] + gs[k]);
-      if (best == kNegInf) {
-        total = kNegInf;
-        break;
-      }
-      // Terms more than kNegligible below the best add under 1e-22 of it.
-      constexpr double kNegligible = 50.0;
+      const size_t base = static_cast<size_t>(st) * density_;
       double sum = 0.0;
-      for (int k = 0; k < density_; ++k) {
-        const double v = w[k] + gs[k] - best;  // -inf for a zero weight
-        if (v > -kNegligible) sum += std::exp(v);
-      }
-      total += best + std::log(sum);
+      for (int k = 0; k < density_; ++k) sum += lin[base + k] * g.scaled[base + k];
+      // Below this the sum has lost precision to underflowed terms.
+      constexpr double kSmallest = 1e-290;
+      total += sum > kSmallest ? g.max[static_cast<size_t>(st)] + std::log(sum) : direct(s, st, g);
     }
     senones_.emplace(key, total);
     return total;
   }
 
  private:
+  // One (frame, codebook): ln N_k per stream and Gaussian, their largest
+  // per stream, and exp(ln N_k - max).
+  struct Densities {
+    std::vector<double> log, max, scaled;
+  };
+
+  // A stream's mixture the direct way: the largest weighted term, and the
+  // others' exponentials relative to it.
+  double direct(int32_t s, int st, const Densities& g) const {
+    constexpr float kNoWeight = -std::numeric_limits<float>::infinity();
+    const int streams = gm_.num_streams();
+    const float* w = gm_.log_weights.data() + (static_cast<size_t>(s) * streams + st) * density_;
+    const double* gs = g.log.data() + static_cast<size_t>(st) * density_;
+    double best = kNegInf;
+    for (int k = 0; k < density_; ++k)
+      if (w[k] != kNoWeight) best = std::max(best, w[k] + gs[k]);
+    if (best == kNegInf) return kNegInf;
+    // Terms more than kNegligible below the best add under 1e-22 of it.
+    constexpr double kNegligible = 50.0;
+    double sum = 0.0;
+    for (int k = 0; k < density_; ++k) {
+      const double v = w[k] + gs[k] - best;  // -inf for a zero weight
+      if (v > -kNegligible) sum += std::exp(v);
+    }
+    return best + std::log(sum);
+  }
+
+  // Senone s's mixture weights, linear (0 for a zero weight).
+  const std::vector<double>& linear_weights(int32_t s) {
+    auto it = weights_.find(s);
+    if (it != weights_.end()) return it->second;
+    const int streams = gm_.num_streams();
+    const float* w = gm_.log_weights.data() + static_cast<size_t>(s) * streams * density_;
+    std::vector<double> lin(static_cast<size_t>(streams) * density_);
+    for (size_t k = 0; k < lin.size(); ++k) lin[k] = std::exp(static_cast<double>(w[k]));
+    return weights_.emplace(s, std::move(lin)).first->second;
+  }
+
   // ln N(x_t; mu, var) of every Gaussian of codebook c: streams x density.
-  const std::vector<double>& codebook(int64_t t, int c) {
+  const Densities& codebook(int64_t t, int c) {
     const int64_t key = t * gm_.num_codebooks + c;
     auto it = codebooks_.find(key);
     if (it != codebooks_.end()) return it->second;
     const float* x = feats_ + t * dim_;
     const int streams = gm_.num_streams();
-    std::vector<double> out(static_cast<size_t>(streams) * density_);
+    Densities out;
+    out.log.resize(static_cast<size_t>(streams) * density_);
+    out.max.assign(static_cast<size_t>(streams), kNegInf);
+    out.scaled.resize(out.log.size());
     for (int st = 0; st < streams; ++st) {
       const int d = gm_.stream_dim(st);
       const std::vector<int>& comp = gm_.stream_components[st];
@@ -101,14 +142,18 @@ class ForcedAligner::Scorer {
       const float* mu = gm_.means[st].data() + first * d;
       const double* iv = gc_.inv_var.data() + gc_.inv_var_offset[st] + first * d;
       const double* ln = gc_.log_norm.data() + gc_.log_norm_offset[st] + first;
+      const size_t base = static_cast<size_t>(st) * density_;
+      xs_.resize(static_cast<size_t>(d));
+      for (int i = 0; i < d; ++i) xs_[static_cast<size_t>(i)] = x[comp[i]];
+      q_.resize(static_cast<size_t>(density_));
+      weighted_squared_distances(xs_.data(), mu, iv, d, density_, q_.data());
       for (int k = 0; k < density_; ++k) {
-        double q = 0.0;
-        for (int i = 0; i < d; ++i) {
-          const double diff = static_cast<double>(x[comp[i]]) - mu[k * d + i];
-          q += diff * diff * iv[k * d + i];
-        }
-        out[static_cast<size_t>(st) * density_ + k] = ln[k] - 0.5 * q;
+        const double v = ln[k] - 0.5 * q_[static_cast<size_t>(k)];
+        out.log[base + k] = v;
+        out.max[static_cast<size_t>(st)] = std::max(out.max[static_cast<size_t>(st)], v);
       }
+      for (int k = 0; k < density_; ++k)
+        out.scaled[base + k] = std::exp(out.log[base + k] - out.max[static_cast<size_t>(st)]);
     }
     return codebooks_.emplace(key, std::move(out)).first->second;
   }
@@ -118,8 +163,10 @@ class ForcedAligner::Scorer {
   const float* feats_;
   int dim_;
   int density_;
-  std::unordered_map<int64_t, std::vector<double>> codebooks_;
+  std::unordered_map<int64_t, Densities> codebooks_;
   std::unordered_map<int64_t, double> senones_;
+  std::unordered_map<int32_t, std::vector<double>> weights_;
+  std::vector<double> xs_, q_;  // a frame's stream, its distances (scratch)
 };
 
 ForcedAligner::ForcedAligner(const AcousticModel& model, const Dictionary& dictionary,
