@@ -79,6 +79,58 @@ TEST(FmllrStats, GemmFormMatchesTheDefinitions) {
   EXPECT_EQ(acc.stats().beta, 0.0);
 }
 
+// supervised_posteriors against the textbook: w_k N(x; mu_k, var_k) over
+// the aligned senone's mixture, normalised, per stream (two streams of
+// different sizes, six Gaussians a codebook: four evaluated together and
+// two alone), nothing dropped.
+TEST(FmllrStats, SupervisedPosteriorsMatchTheTextbook) {
+  std::mt19937 rng(17);
+  const int d = 7, streams = 2, density = 6;
+  const GaussianMixtures gm = fmllr_test_model(d, streams, 4, density, rng);
+  std::vector<int32_t> senones;
+  std::vector<float> x = draw_features(gm, 200, senones, rng);
+  senones[5] = -1;
+  const GaussianPosteriors post = supervised_posteriors(gm, x.data(), 200, senones.data(), 0.0);
+  ASSERT_EQ(post.offsets.size(), static_cast<size_t>(200 * streams + 1));
+  for (int64_t f = 0; f < 200; ++f)
+    for (int s = 0; s < streams; ++s) {
+      const int64_t b = post.offsets[static_cast<size_t>(f * streams + s)];
+      const int64_t e = post.offsets[static_cast<size_t>(f * streams + s + 1)];
+      const int32_t sen = senones[static_cast<size_t>(f)];
+      if (sen < 0) {
+        EXPECT_EQ(b, e);
+        continue;
+      }
+      ASSERT_EQ(e - b, density);
+      const int cb = gm.senone_codebook[static_cast<size_t>(sen)];
+      const int sd = gm.stream_dim(s);
+      std::vector<double> lp(static_cast<size_t>(density));
+      double best = -1e300;
+      for (int k = 0; k < density; ++k) {
+        const size_t row = (static_cast<size_t>(cb) * density + k) * sd;
+        double v = gm.log_weights[(static_cast<size_t>(sen) * streams + s) * density + k];
+        for (int j = 0; j < sd; ++j) {
+          const double var = gm.variances[static_cast<size_t>(s)][row + j];
+          const double diff = x[static_cast<size_t>(f * d + gm.stream_components[static_cast<size_t>(s)][static_cast<size_t>(j)])] -
+                              gm.means[static_cast<size_t>(s)][row + j];
+          v -= 0.5 * (std::log(6.283185307179586 * var) + diff * diff / var);
+        }
+        lp[static_cast<size_t>(k)] = v;
+        best = std::max(best, v);
+      }
+      double total = 0.0;
+      for (double v : lp) total += std::exp(v - best);
+      for (int64_t j = b; j < e; ++j) {
+        const int k = post.gaussian[static_cast<size_t>(j)] - cb * density;
+        ASSERT_GE(k, 0);
+        ASSERT_LT(k, density);
+        const double want = std::exp(lp[static_cast<size_t>(k)] - best) / total;
+        EXPECT_NEAR(post.posterior[static_cast<size_t>(j)], want, 1e-6 + 1e-6 * want)
+            << "frame " << f << " stream " << s << " Gaussian " << k;
+      }
+    }
+}
+
 TEST(FmllrStats, PosteriorsAreChecked) {
   std::mt19937 rng(3);
   const GaussianMixtures gm = fmllr_test_model(4, 1, 3, 2, rng);
