@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <string>
 #include <vector>
@@ -190,7 +191,7 @@ class DecisionLibraryTest : public ::testing::Test {
     opts_.library.cache_dir = "-";
     cpu_ = make_cpu_backend();
   }
-  void TearDown() override { std::system(("rm -rf '" + dir_ + "'").c_str()); }
+  void TearDown() override { { std::error_code ec; std::filesystem::remove_all(dir_, ec); } }
 
   std::string dir_;
   WordRecognizerOptions opts_;

@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <random>
 #include <string>
@@ -53,7 +54,7 @@ class TemplateLibraryTest : public ::testing::Test {
     opts_.cache_dir = dir_ + "/cache";
     backend_ = make_cpu_backend();
   }
-  void TearDown() override { std::system(("rm -rf '" + dir_ + "'").c_str()); }
+  void TearDown() override { { std::error_code ec; std::filesystem::remove_all(dir_, ec); } }
 
   std::string dir_;
   TemplateLibraryOptions opts_;
@@ -86,7 +87,7 @@ TEST_F(TemplateLibraryTest, LabelsFromNamesAndCacheHits) {
 TEST_F(TemplateLibraryTest, DamagedCacheEntryIsRecomputed) {
   const TemplateLibrary a = TemplateLibrary::load(dir_ + "/tpl", opts_, *backend_);
   // Truncate every entry.
-  std::system(("for f in '" + opts_.cache_dir + "'/dtw/*.feat; do head -c 20 \"$f\" > \"$f.x\" && mv \"$f.x\" \"$f\"; done").c_str());
+  ASSERT_EQ(std::system(("for f in '" + opts_.cache_dir + "'/dtw/*.feat; do head -c 20 \"$f\" > \"$f.x\" && mv \"$f.x\" \"$f\"; done").c_str()), 0);
   const TemplateLibrary b = TemplateLibrary::load(dir_ + "/tpl", opts_, *backend_);
   EXPECT_EQ(b.cache_hits(), 0);
   EXPECT_EQ(a[0].features.data, b[0].features.data);

@@ -11,6 +11,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <future>
 #include <cmath>
 #include <random>
@@ -643,7 +644,7 @@ TEST(EnUsGraphs, CacheByContent) {
   EXPECT_FALSE(fourth.from_cache);
   EXPECT_EQ(fourth.graph.arc_dest, first.graph.arc_dest);
   EXPECT_TRUE(build_search_graph(src, opt).from_cache);  // repaired
-  std::system(("rm -rf '" + dir + "'").c_str());
+  { std::error_code ec; std::filesystem::remove_all(dir, ec); }
 }
 
 // Two builders that miss the cache together compile once: a build that
@@ -704,7 +705,7 @@ TEST(EnUsGraphs, CacheCompilesOnceUnderItsLock) {
   GraphBuildOptions fresh = opt;
   fresh.compile.language_weight = 9;
   EXPECT_FALSE(build_search_graph(src, fresh).from_cache);
-  std::system(("rm -rf '" + base + "'").c_str());
+  { std::error_code ec; std::filesystem::remove_all(base, ec); }
 }
 
 TEST(EnUsGraphs, CardsJsgf) {

@@ -23,6 +23,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <limits>
 #include <map>
@@ -461,7 +462,7 @@ TEST(Tidigits, FsgDecodingOfEveryUtteranceIsAsGoodAsPocketsphinx) {
                 s_fresh.wer());
     EXPECT_EQ(s_fresh.missing, 0);
   }
-  std::system(("rm -rf '" + std::string(tmpl) + "'").c_str());
+  { std::error_code ec; std::filesystem::remove_all(std::string(tmpl), ec); }
 
   // The CPU backend is the reference; every other usable scoring backend
   // must do as well.
