@@ -80,7 +80,7 @@ struct Recognizer::Impl {
   // dictionary), and the features of frames [kept_from, frames), stored
   // from kept_offset frames into `kept` (the discarded prefix is dropped
   // lazily, so discarding costs amortised O(1) a frame).
-  std::unique_ptr<ForcedAligner> aligner;
+  std::shared_ptr<const ForcedAligner> aligner;  // shared by the streams (immutable)
   std::vector<float> kept;
   int64_t kept_offset = 0;
   int64_t kept_from = 0;
@@ -417,13 +417,23 @@ void Recognizer::map_to_audio_frames(RecognitionResult& result) const {
 
 // The aligner reads the shared dictionary (parsed by the first stream
 // that aligns: only the aligner needs it, the graph itself usually comes
-// from the cache).
+// from the cache). It is immutable (align() is const), so the streams on
+// these resources with the same alignment options share one: its
+// per-Gaussian tables are made once, not per stream.
 void Recognizer::make_aligner(std::string* log) {
   Impl& m = *impl_;
   if (m.aligner) return;
   bool parsed = false;
   const Dictionary& dictionary = m.res->alignment_dictionary(&parsed);
-  m.aligner = std::make_unique<ForcedAligner>(m.res->model(), dictionary, config_.alignment);
+  const ForcedAlignerOptions& opt = config_.alignment;
+  const RecognitionResources& res = *m.res;
+  // The key holds every field of ForcedAlignerOptions.
+  m.aligner = m.res->attachment<ForcedAligner>(
+      std::string("forced-aligner:") + (opt.align_gaps_to_silence ? "gaps" : "words") +
+          (opt.use_transition_probs ? ":tp" : ":no-tp"),
+      [&res, &dictionary, &opt] {
+        return std::make_shared<const ForcedAligner>(res.model(), dictionary, opt);
+      });
   append_log(log, "alignment: features kept, dictionary " + config_.dictionary + " (" +
                       std::to_string(dictionary.num_words()) + " words" +
                       (parsed ? "" : ", shared") + ")");

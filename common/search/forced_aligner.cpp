@@ -52,12 +52,11 @@ struct ForcedAligner::Hmm {
 // A senone's likelihood is sum_k w_k N_k(x): the senones of one codebook
 // share its Gaussians' densities and differ only in the weights. So per
 // (frame, codebook) the densities are taken once as exp(ln N_k - m), m the
-// largest ln N_k, and per senone the weights as w_k (once per align() call,
-// for the senones it meets): a senone is then m + ln(sum_k w_k e_k), a
-// dot product, where the direct form spent an exp per Gaussian per (frame,
-// senone). When that sum underflows (the senone's weight lies only on
-// Gaussians far below the codebook's best at this frame) the direct form
-// is used.
+// largest ln N_k, and the weights w_k are the aligner's (made once): a
+// senone is then m + ln(sum_k w_k e_k), a dot product, where the direct
+// form spent an exp per Gaussian per (frame, senone). When that sum
+// underflows (the senone's weight lies only on Gaussians far below the
+// codebook's best at this frame) the direct form is used.
 class ForcedAligner::Scorer {
  public:
   Scorer(const GaussianMixtures& gm, const GaussianConstants& gc, const float* feats)
@@ -70,7 +69,7 @@ class ForcedAligner::Scorer {
     auto it = senones_.find(key);
     if (it != senones_.end()) return it->second;
     const Densities& g = codebook(t, gm_.senone_codebook[s]);
-    const std::vector<double>& lin = linear_weights(s);
+    const double* lin = gc_.weight.data() + static_cast<size_t>(s) * gm_.num_streams() * density_;
     double total = 0.0;
     const int streams = gm_.num_streams();
     for (int st = 0; st < streams && total != kNegInf; ++st) {
@@ -111,17 +110,6 @@ class ForcedAligner::Scorer {
       if (v > -kNegligible) sum += std::exp(v);
     }
     return best + std::log(sum);
-  }
-
-  // Senone s's mixture weights, linear (0 for a zero weight).
-  const std::vector<double>& linear_weights(int32_t s) {
-    auto it = weights_.find(s);
-    if (it != weights_.end()) return it->second;
-    const int streams = gm_.num_streams();
-    const float* w = gm_.log_weights.data() + static_cast<size_t>(s) * streams * density_;
-    std::vector<double> lin(static_cast<size_t>(streams) * density_);
-    for (size_t k = 0; k < lin.size(); ++k) lin[k] = std::exp(static_cast<double>(w[k]));
-    return weights_.emplace(s, std::move(lin)).first->second;
   }
 
   // ln N(x_t; mu, var) of every Gaussian of codebook c: streams x density.
@@ -165,7 +153,6 @@ class ForcedAligner::Scorer {
   int density_;
   std::unordered_map<int64_t, Densities> codebooks_;
   std::unordered_map<int64_t, double> senones_;
-  std::unordered_map<int32_t, std::vector<double>> weights_;
   std::vector<double> xs_, q_;  // a frame's stream, its distances (scratch)
 };
 
@@ -209,6 +196,10 @@ ForcedAligner::ForcedAligner(const AcousticModel& model, const Dictionary& dicti
       gauss_.log_norm.push_back(-0.5 * (d * kLog2Pi + sum_log));
     }
   }
+
+  gauss_.weight.resize(gm.log_weights.size());
+  for (size_t k = 0; k < gm.log_weights.size(); ++k)
+    gauss_.weight[k] = std::exp(static_cast<double>(gm.log_weights[k]));
 
   // Dictionary phones by name -> model base phones.
   dict_phone_base_.resize(dict_.phone_names().size(), -1);

@@ -25,6 +25,10 @@
 // align() call. Work is O(frames x HMM states of the word x pronunciations
 // x distinct context phones the neighbours' pronunciations give it).
 //
+// An aligner is immutable once made (align() is const and keeps its work
+// in locals), so one serves every stream of a set of resources, from any
+// number of threads at once (Recognizer shares it).
+//
 // Docs: docs/alignment.md.
 #pragma once
 
@@ -92,6 +96,9 @@ class ForcedAligner {
     std::vector<double> inv_var;  // 1 / variance, laid out as the means
     std::vector<double> log_norm;  // -0.5 (d ln 2pi + sum ln var), per Gaussian
     std::vector<size_t> inv_var_offset, log_norm_offset;  // per stream
+    // exp(log_weights): the mixture weights, laid out as log_weights
+    // (senone, stream, Gaussian); 0 for a zero weight.
+    std::vector<double> weight;
   };
   class Scorer;
   struct Hmm;
