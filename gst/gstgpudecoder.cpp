@@ -207,10 +207,10 @@
 #include <string>
 #include <vector>
 
-#include "common/engine/utterance_decoder.h"
 #include "common/engine/endpointing.h"
 #include "common/features/feature_signature.h"
 #include "common/engine/recognizer.h"
+#include "common/engine/utterance_decoder.h"
 #include "common/output/result_json.h"
 #include "common/output/subtitle_format.h"
 #include "gpuspeech_alignment_event.h"
