@@ -89,6 +89,27 @@ else
   fail "live, 2 streams: status $?: $(cat "$T/err")"
 fi
 
+# --adapt (the element's speaker adaptation: each stream one speaker) with
+# pocketsphinx-testdata's small LM (compiled whole, so no lattice pass):
+# goforward.raw four times over in one stream is enough speech for a
+# transform, so the adaptation's stages all ran and took time.
+if "$TOOL" decode --backend cpu --search cpu --hmm "$MODEL/en-us" --dict "$MODEL/cmudict-en-us.dict" \
+     --lm "$DATA/turtle.lm.bin" --lattice-lw 0 --cache "$T/cache" --streams 1 --repeat 4 --adapt \
+     "$DATA/goforward.raw" >"$T/out" 2>"$T/err"; then
+  line=$(grep '^adaptation, core-seconds: ' "$T/out")
+  if [ "$(field errors)" = 0 ] && grep -q '^decode: 1 stream, .*adapting' "$T/out" &&
+     echo "$line" | awk '{ gsub(/[,()]/, " ");
+        for (i = 1; i <= NF; ++i) { if ($i == "alignments") a = $(i + 1); if ($i == "statistics") s = $(i + 1);
+                                    if ($i == "estimates") e = $(i + 1); if ($i == "decodings") d = $(i + 1) }
+        exit !(a > 0 && s > 0 && e > 0 && d > 0) }'; then
+    pass "--adapt: $line"
+  else
+    fail "--adapt: no adaptation line, or a stage that never ran: $(cat "$T/out")"
+  fi
+else
+  fail "--adapt: status $?: $(cat "$T/err")"
+fi
+
 # --- bad input ----------------------------------------------------------------
 
 expect_error "missing file" 1 "$T/none.wav: cannot open" "$T/none.wav"
@@ -101,6 +122,7 @@ expect_error "--seconds -1" 2 "--seconds needs a positive number" --live --secon
 expect_error "--lattice-lw -1" 2 "--lattice-lw needs a number >= 0, got '-1'" --lattice-lw -1 "$DATA/goforward.raw"
 expect_error "--words into a missing folder" 1 "$T/none/words: cannot write" --words "$T/none/words" "$DATA/goforward.raw"
 expect_error "--words with --live" 2 "--words checks batch mode only" --live --words "$T/w" "$DATA/goforward.raw"
+expect_error "--adapt with a grammar" 2 "--adapt needs an n-gram LM (--lm)" --adapt "$DATA/goforward.raw"
 expect_error "unknown option" 2 "unknown option --fast" --fast "$DATA/goforward.raw"
 
 cli_finish
