@@ -1,7 +1,8 @@
 #!/bin/bash
 # gpuspeech-bench decode, the many-streams benchmark, on the CPU with the
 # goforward grammar (small and quick): its RESULT line on good input (batch
-# and live), and a clear error and a non-zero status on bad input.
+# and live), --adapt's stages (with a small LM), and a clear error and a
+# non-zero status on bad input.
 #
 # Usage: test_bench_decode_cli.sh PATH/TO/gpuspeech-bench
 # Needs pocketsphinx-testdata / pocketsphinx-en-us under /usr/share/pocketsphinx
