@@ -48,7 +48,8 @@
 // decoded again under the transform that includes it), with the lattice
 // pass at the element's weight and word cost unless --lattice-lw is given.
 // A stream's results then depend on what it decoded before, so --words
-// is refused with it.
+// is refused with it. Its report adds the adaptation's host time by stage
+// (AdaptationTimings: alignments, statistics, estimates, ...).
 // The RESULT line is for scripts.
 #include "tools/bench_decode.h"
 
