@@ -1450,6 +1450,21 @@ TEST(GpuDecoder, LatticePassProperty) {
   EXPECT_NE(lattice.errors[0].find("turtle.lm.bin"), std::string::npos) << lattice.errors[0];
 }
 
+// goforward.raw three times, 1.5 s of silence between (endpointing's 1 s
+// and more: three utterances), in a fresh raw file; its path, or "" when
+// the recording is missing or too short.
+std::string three_goforwards_file() {
+  const std::vector<int16_t> go = read_raw(data("goforward.raw"));
+  EXPECT_GT(go.size(), 16000u);
+  if (go.size() <= 16000u) return "";
+  std::vector<int16_t> three;
+  for (int k = 0; k < 3; ++k) {
+    if (k > 0) three.insert(three.end(), 24000, 0);
+    three.insert(three.end(), go.begin(), go.end());
+  }
+  return write_temp_raw(three);
+}
+
 // The adapt property (on by default with an n-gram LM): three utterances
 // of the same recording, parted by silence. The first has too little
 // speech for a transform (its final says adapted=FALSE); once the stream
@@ -1457,14 +1472,8 @@ TEST(GpuDecoder, LatticePassProperty) {
 // the words stay right. adapt=false: no field, and the same words. A
 // grammar never adapts (no field).
 TEST(GpuDecoder, AdaptsToTheSpeakerAcrossUtterances) {
-  const std::vector<int16_t> go = read_raw(data("goforward.raw"));
-  ASSERT_GT(go.size(), 16000u);
-  std::vector<int16_t> three;
-  for (int k = 0; k < 3; ++k) {
-    if (k > 0) three.insert(three.end(), 24000, 0);  // 1.5 s: endpointing's 1 s and more
-    three.insert(three.end(), go.begin(), go.end());
-  }
-  const std::string path = write_temp_raw(three);
+  const std::string path = three_goforwards_file();
+  ASSERT_FALSE(path.empty());
   const std::string src = raw_source(path) + " ! " + features() + " ! ";
   const std::string lm = "gpudecoder name=dec backend=cpu hmm=" + hmm() + " dict=" + dict() +
                          " lm=" + data("turtle.lm.bin");
@@ -1503,13 +1512,8 @@ TEST(GpuDecoder, CueTimingFollowsTheFinalResultWhenASecondPassDecides) {
   EXPECT_EQ(timing, 0) << "auto by default";
   gst_object_unref(dec);
 
-  const std::vector<int16_t> go = read_raw(data("goforward.raw"));
-  std::vector<int16_t> three;
-  for (int k = 0; k < 3; ++k) {
-    if (k > 0) three.insert(three.end(), 24000, 0);  // 1.5 s: endpointing's 1 s and more
-    three.insert(three.end(), go.begin(), go.end());
-  }
-  const std::string path = write_temp_raw(three);
+  const std::string path = three_goforwards_file();
+  ASSERT_FALSE(path.empty());
   const std::string src = raw_source(path) + " ! " + features() + " ! ";
   const std::string lm = "gpudecoder name=dec backend=cpu hmm=" + hmm() + " dict=" + dict() +
                          " lm=" + data("turtle.lm.bin") + " output-format=text cue-max-chars=1";

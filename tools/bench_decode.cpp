@@ -581,15 +581,7 @@ int bench_decode(int argc, char** argv) {
       // The adaptation's own host work (AdaptiveRedecoder's timings, the
       // streams' threads' CPU; with --fibers they count other fibers too).
       AdaptationTimings at;
-      for (const auto& d : decoders) {
-        const AdaptationTimings& t = d->adapter()->timings();
-        at.first_result += t.first_result;
-        at.align += t.align;
-        at.statistics += t.statistics;
-        at.estimate += t.estimate;
-        at.redecode += t.redecode;
-        at.final_result += t.final_result;
-      }
+      for (const auto& d : decoders) at.add(d->adapter()->timings());
       std::printf("adaptation, core-seconds: first result %.3f, alignments %.3f, statistics %.3f, "
                   "estimates %.3f, second decodings %.3f (in scoring and search above), final "
                   "results %.3f\n",

@@ -59,8 +59,14 @@ struct AdaptationTimings {
   // its finish() (also counted in the Recognizer's scoring and search).
   double redecode = 0.0;
   double final_result = 0.0;  // the final finish() (the lattice pass)
-  double total() const {
-    return first_result + align + statistics + estimate + redecode + final_result;
+  // Sums another stream's (a benchmark's report over its streams).
+  void add(const AdaptationTimings& o) {
+    first_result += o.first_result;
+    align += o.align;
+    statistics += o.statistics;
+    estimate += o.estimate;
+    redecode += o.redecode;
+    final_result += o.final_result;
   }
 };
 
