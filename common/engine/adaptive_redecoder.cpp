@@ -1,5 +1,6 @@
 #include "common/engine/adaptive_redecoder.h"
 
+#include <algorithm>
 #include <stdexcept>
 
 #include "common/seconds_since.h"
@@ -35,6 +36,7 @@ void AdaptiveRedecoder::push_transformed(const float* raw, int64_t n) {
 void AdaptiveRedecoder::push_features(const float* frames, int64_t num_frames) {
   if (num_frames <= 0) return;
   raw_.insert(raw_.end(), frames, frames + num_frames * dim_);
+  largest_push_ = std::max(largest_push_, num_frames);
   push_transformed(frames, num_frames);
 }
 
@@ -100,7 +102,12 @@ RecognitionResult AdaptiveRedecoder::finish() {
       c0 = thread_cpu_seconds();
       rec_.reset();
       const int64_t rows = static_cast<int64_t>(raw_.size()) / dim_;
-      push_transformed(raw_.data(), rows);
+      // A floor on the block keeps the calls (each a device round trip on
+      // a GPU) few for a stream fed a frame or two at a time.
+      constexpr int64_t kMinBlock = 32;
+      const int64_t block = std::max(largest_push_, kMinBlock);
+      for (int64_t f0 = 0; f0 < rows; f0 += block)
+        push_transformed(raw_.data() + f0 * dim_, std::min(block, rows - f0));
       {
         const LatticeResultOff off(rec_);
         const RecognitionResult second = rec_.finish();

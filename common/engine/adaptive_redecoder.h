@@ -124,6 +124,12 @@ class AdaptiveRedecoder {
   FmllrTransform transform_;
   std::vector<float> raw_;      // the utterance's raw frames
   std::vector<float> scratch_;  // transformed frames
+  // The most frames one push_features() call has brought: the second
+  // decoding pushes the utterance in blocks this large, so that its scoring
+  // scratch is the one the stream already holds (the recogniser's grows to
+  // its largest block; the whole utterance at once made every adapting
+  // stream hold 256 frames of densities and scores, 22 MB for en-us).
+  int64_t largest_push_ = 0;
   RedecodeReport report_;
   AdaptationTimings timings_;
 };

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <iterator>
 #include <limits>
 #include <map>
 #include <stdexcept>
@@ -47,7 +48,12 @@ struct ForcedAligner::Hmm {
 };
 
 // Senone log-likelihoods of the span's frames, each (frame, codebook)
-// Gaussian set and (frame, senone) mixture evaluated at most once.
+// Gaussian set and (frame, senone) mixture evaluated at most once while it
+// is kept. align() works through the words in order and lets go of a
+// word's frames once the words after it no longer need them
+// (forget_frames_before): kept for the whole utterance, the (frame,
+// codebook) sets of a 40 s utterance came to some 45 MB a stream, the
+// bulk of an adapting decoder's memory.
 //
 // A senone's likelihood is sum_k w_k N_k(x): the senones of one codebook
 // share its Gaussians' densities and differ only in the weights. So per
@@ -82,6 +88,15 @@ class ForcedAligner::Scorer {
     }
     senones_.emplace(key, total);
     return total;
+  }
+
+  // Drops what was computed for frames before t. A frame asked for again
+  // is computed again, to the same values.
+  void forget_frames_before(int64_t t) {
+    for (auto it = codebooks_.begin(); it != codebooks_.end();)
+      it = it->first / gm_.num_codebooks < t ? codebooks_.erase(it) : std::next(it);
+    for (auto it = senones_.begin(); it != senones_.end();)
+      it = it->first / gm_.num_senones < t ? senones_.erase(it) : std::next(it);
   }
 
  private:
@@ -421,6 +436,9 @@ FrameAlignment ForcedAligner::align(const float* feats, int64_t first_frame, int
           any = any || best != kNegInf;
         }
       if (!any) return i;
+      // Word i's fits are all made: the next word's use its frames only
+      // through the contexts, never its features.
+      scorer.forget_frames_before(words[i].end_frame + 1 - first_frame);
     }
     // The best last pronunciation, then back along the run.
     size_t b = 0;
@@ -452,6 +470,8 @@ FrameAlignment ForcedAligner::align(const float* feats, int64_t first_frame, int
       continue;
     }
     for (size_t i = from; i < to; ++i) {
+      // Every fit on the chosen path was made inside solve_run(): found, not
+      // computed again.
       const size_t b = chosen[i];
       const Fit& f = fit(i, b, i > from ? last_of(i - 1, chosen[i - 1]) : -1,
                          i + 1 < to ? first_of(i + 1, chosen[i + 1]) : -1);
@@ -471,6 +491,7 @@ FrameAlignment ForcedAligner::align(const float* feats, int64_t first_frame, int
     for (size_t i = 0; i <= words.size(); ++i) {
       const int64_t gap_end = i < words.size() ? words[i].start_frame - first_frame : num_frames;
       if (gap_end > t) {
+        scorer.forget_frames_before(t);
         double ac = 0.0;
         if (viterbi(sil, scorer, t, gap_end, path, &ac) != kNegInf) {
           std::copy(path.begin(), path.end(), out.senones.begin() + t);
