@@ -264,6 +264,10 @@ expect_error "--fibers with the LM's default two-pass" 2 "--fibers applies to on
   --fibers 2 "$DATA/goforward.raw"
 expect_error "--spk2utt with --one-pass" 2 "need --fmllr two-pass or apply, not --one-pass or --fmllr none" \
   --one-pass --spk2utt "$T/none.spk2utt" "$DATA/goforward.raw"
+expect_error "--cluster-speakers with --one-pass" 2 "--cluster-speakers applies to --fmllr two-pass" \
+  --one-pass --cluster-speakers "$DATA/goforward.raw"
+expect_error "--cluster-speakers with --spk2utt" 2 "--cluster-speakers and --spk2utt exclude each other" \
+  --cluster-speakers --spk2utt "$T/none.spk2utt" "$DATA/goforward.raw"
 expect_error "missing grammar" 1 "$T/none.gram" --jsgf "$T/none.gram" "$DATA/goforward.raw"
 printf '#JSGF V1.0;\ngrammar g;\npublic <a> = go zzqxv;\n' >"$T/oov.gram"
 expect_error "grammar word not in the dictionary" 1 "zzqxv" --jsgf "$T/oov.gram" "$DATA/goforward.raw"
@@ -283,6 +287,52 @@ else
   fail "missing file among good ones: status $rc, out '$(cat "$T/out")', err $(cat "$T/err")"
 fi
 
+
+# --cluster-speakers: two flite voices, two sentences each, given
+# interleaved; the files come out as two speakers, each voice's pair, named
+# after its first file (the grammar is goforward's: the words do not matter
+# here, the groups do).
+if command -v flite >/dev/null; then
+  k=0
+  for v in slt awb; do
+    for s in "the quick brown fox jumps over the lazy dog near the river bank" \
+             "please call stella and ask her to bring these things with her from the store"; do
+      k=$((k + 1))
+      flite -voice $v -t "$s" -o "$T/flite.wav" && sox "$T/flite.wav" -r 16000 "$T/u$k-$v.wav"
+    done
+  done
+  if run --jsgf "$DATA/goforward.gram" --fmllr two-pass --cluster-speakers -v \
+       "$T/u1-slt.wav" "$T/u3-awb.wav" "$T/u2-slt.wav" "$T/u4-awb.wav" >"$T/out" 2>"$T/err" &&
+     grep -qx "gpuspeech-transcribe: speaker cluster-u1-slt: u1-slt u2-slt" "$T/err" &&
+     grep -qx "gpuspeech-transcribe: speaker cluster-u3-awb: u3-awb u4-awb" "$T/err" &&
+     [ "$(grep -c "^gpuspeech-transcribe: speaker cluster-" "$T/err")" -eq 2 ] &&
+     [ "$(grep -c . "$T/out")" -eq 4 ]; then
+    pass "--cluster-speakers: two voices found, four lines"
+  else
+    fail "--cluster-speakers: $(grep "speaker cluster-" "$T/err") $(tail -3 "$T/err")"
+  fi
+else
+  fail "--cluster-speakers: flite missing"
+fi
+
+# Real speakers: TIDIGITS' man and woman, 31 short files of cepstra
+# (1-3 s). No group mixes them, and the files of each make few groups.
+if [ -f "$TD/hmm/mdef" ]; then
+  if run --hmm "$TD/hmm" --dict "$TD/lm/tidigits.dic" --fsg "$TD/lm/tidigits.fsg" --mfc \
+       --fmllr two-pass --cluster-speakers -v "$TD"/*.mfc >"$T/out" 2>"$T/err"; then
+    grep "^gpuspeech-transcribe: speaker cluster-" "$T/err" | sed 's/^[^:]*: [^:]*://' >"$T/groups"
+    groups=$(grep -c . "$T/groups")
+    mixed=$(grep -c 'man\.ah.*woman\.ak\|woman\.ak.*man\.ah' "$T/groups")
+    files=$(tr ' ' '\n' <"$T/groups" | grep -c .)
+    if [ "$files" -eq 31 ] && [ "$mixed" -eq 0 ] && [ "$groups" -ge 2 ] && [ "$groups" -le 8 ]; then
+      pass "--cluster-speakers on TIDIGITS: $groups groups of 31 files, none mixing the speakers"
+    else
+      fail "--cluster-speakers on TIDIGITS: $files files, $groups groups, $mixed mixed: $(cat "$T/groups")"
+    fi
+  else
+    fail "--cluster-speakers on TIDIGITS: $(tail -3 "$T/err")"
+  fi
+fi
 
 # --- speaker adaptation (--fmllr, --spk2utt, --fmllr-dir) -----------------------
 # The cards (one speaker) as one speaker: pass 1, alignment, one transform,

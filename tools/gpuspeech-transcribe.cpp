@@ -35,6 +35,7 @@
 #include "common/fmllr/online_fmllr.h"
 #include "common/model/acoustic_model.h"
 #include "common/engine/recognizer.h"
+#include "common/fmllr/speaker_clusters.h"
 #include "common/fmllr/spk2utt.h"
 #include "common/features/wav_reader.h"
 
@@ -132,6 +133,11 @@ Speaker adaptation (feature-space MLLR, docs/transcribe.md):
                         file must be listed exactly once (default: each file
                         is its own speaker). Output is grouped by speaker, in
                         the order of each speaker's first file
+  --cluster-speakers    two-pass without --spk2utt: group the files into
+                        speakers by their cepstra (BIC clustering of one
+                        Gaussian a file; -v lists the groups) instead of each
+                        file its own speaker. Output is grouped as with
+                        --spk2utt; each group is decoded by one stream
   --fmllr-dir DIR       two-pass: write each speaker's transform to
                         DIR/<speaker>.mat (Kaldi text matrix [A b], what
                         transform-feats reads; DIR is created); apply: read them.
@@ -704,6 +710,43 @@ void apply_saved_speaker(Transcriber& tr, const Speaker& spk, const std::vector<
   decode_transformed(tr, files, pending, transform, 0.0);
 }
 
+// The files as speakers found by BIC clustering of their cepstra
+// (speaker_clusters.h), c1..c(n-1): c0 follows the recording level, not
+// the voice. A file that cannot be read stays its own speaker (its
+// decoding reports the error). Named "cluster-ID" after its first file.
+std::vector<Speaker> cluster_files(Transcriber& tr, const std::vector<std::string>& files) {
+  const int base = tr.rec.feature_options().base_dim();
+  std::vector<GaussianSummary> sums;
+  for (const std::string& path : files) {
+    GaussianSummary g(base - 1);
+    try {
+      if (tr.mfc_input) {
+        const FeatureMatrix cep = tr.cepstra(path);
+        g.add(cep.data.data(), cep.rows, cep.dim, 1);
+      } else {
+        // Read again when decoded, which reports its warnings then.
+        const int rate = static_cast<int>(tr.rec.feature_options().frame.sample_rate);
+        const AudioData a = read_audio_file(path, rate);
+        if (a.sample_rate != rate) throw std::runtime_error("sample rate");
+        std::vector<float> cep;
+        tr.rec.compute_features(a.samples.data(), static_cast<int64_t>(a.samples.size()), &cep);
+        g.add(cep.data(), static_cast<int64_t>(cep.size()) / base, base, 1);
+      }
+    } catch (const std::exception&) {
+      g = GaussianSummary(base - 1);  // no frames: a cluster of its own
+    }
+    sums.push_back(std::move(g));
+  }
+  const std::vector<int> of = cluster_speakers(sums);
+  std::vector<Speaker> out;
+  for (size_t i = 0; i < files.size(); ++i) {
+    const size_t c = static_cast<size_t>(of[i]);
+    if (c == out.size()) out.push_back({"cluster-" + utterance_id(files[i]), {}});
+    out[c].files.push_back(i);
+  }
+  return out;
+}
+
 // Two-pass decoding of one speaker: pass 1 decodes every file and aligns
 // its words (speech frames only: the aligner leaves silence and fillers
 // unaligned); the speaker's statistics from all files give one transform;
@@ -993,6 +1036,7 @@ int run(int argc, char** argv) {
   bool fmllr_update_by_data = false;  // --fmllr-update auto
   int fmllr_redecodes = 1;            // --fmllr-redecode
   std::string spk2utt_path, fmllr_dir;
+  bool cluster_speakers_flag = false;  // --cluster-speakers
   int fmllr_em_passes = 1;
   bool fmllr_tuned = false;  // an --fmllr-* option given
   int streams_wanted = 0;    // --streams; 0 = the default
@@ -1114,6 +1158,8 @@ int run(int argc, char** argv) {
       fmllr_given = true;
     } else if (a == "--spk2utt") {
       spk2utt_path = value();
+    } else if (a == "--cluster-speakers") {
+      cluster_speakers_flag = true;
     } else if (a == "--fmllr-dir") {
       fmllr_dir = value();
     } else if (a == "--fmllr-min-frames") {
@@ -1192,6 +1238,10 @@ int run(int argc, char** argv) {
     usage_error("--fmllr-prior-frames applies to the full update (--fmllr-update full or auto)");
   if (fmllr_mode == FmllrMode::kApply && fmllr_tuned)
     usage_error("--fmllr-min-frames, --fmllr-em-passes, --fmllr-redecode, --fmllr-update and --fmllr-prior-frames apply to --fmllr two-pass only");
+  if (cluster_speakers_flag && fmllr_mode != FmllrMode::kTwoPass)
+    usage_error("--cluster-speakers applies to --fmllr two-pass (the default with an n-gram LM)");
+  if (cluster_speakers_flag && !spk2utt_path.empty())
+    usage_error("--cluster-speakers and --spk2utt exclude each other: the speakers are given");
 
   // Speakers for --fmllr two-pass: checked before the model loads, so a bad
   // spk2utt costs nothing.
@@ -1297,6 +1347,15 @@ int run(int argc, char** argv) {
 
   const auto t_decode = clock::now();
   size_t last_stream = 0;  // the stream of the last file printed
+  if (cluster_speakers_flag) {
+    speakers = cluster_files(trs.front(), files);
+    if (verbose)
+      for (const Speaker& spk : speakers) {
+        std::string line = std::string(kProgram) + ": speaker " + spk.name + ":";
+        for (size_t i : spk.files) line += " " + utterance_id(files[i]);
+        std::fprintf(stderr, "%s\n", line.c_str());
+      }
+  }
   if (fmllr_mode == FmllrMode::kNone) {
     transcribe_files(trs, files, &last_stream, stream_nice, fibers);
   } else {

@@ -370,12 +370,14 @@ RecognitionResult Recognizer::finish() {
 
 const AcousticModel& Recognizer::acoustic_model() const { return impl_->res->model(); }
 
-std::vector<float> Recognizer::compute_features(const float* samples, int64_t num_samples) {
+std::vector<float> Recognizer::compute_features(const float* samples, int64_t num_samples,
+                                                std::vector<float>* cepstra) {
   Impl& m = *impl_;
   const auto t0 = std::chrono::steady_clock::now();
   const FeatureOptions& features = m.features;
   if (!m.extractor) m.extractor = std::make_unique<FeatureExtractor>(features, *m.backend);
   FeatureMatrix feats = m.extractor->compute(samples, num_samples);
+  if (cepstra != nullptr) *cepstra = feats.data;
   const std::vector<uint8_t> learn = m.extractor->cmn_learn_rows();
   postprocess_utterance(features, feats, &learn);
   m.timings.features += seconds_since(t0);

@@ -234,8 +234,12 @@ class Recognizer {
   const AcousticModel& acoustic_model() const;
   // The front end alone, on the scoring backend: samples (16-bit units, the
   // model's rate) -> frames x feature_dim() floats, normalised and with
-  // deltas, exactly as recognize() makes them.
-  std::vector<float> compute_features(const float* samples, int64_t num_samples);
+  // deltas, exactly as recognize() makes them. `cepstra`, when given, also
+  // gets the front end's frames before normalisation and deltas (the kept
+  // frames' cepstra, feature_options().base_dim() wide): what speaker
+  // clustering compares.
+  std::vector<float> compute_features(const float* samples, int64_t num_samples,
+                                      std::vector<float>* cepstra = nullptr);
   // For the last compute_features(): the audio frame (0-based, 10 ms at
   // en-us' rate) that decoded frame `frame` came from. The identity unless
   // remove_silence dropped frames; frames past the last kept one count on
