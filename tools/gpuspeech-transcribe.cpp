@@ -426,10 +426,13 @@ struct Transcriber {
     if (adaptation_reports) report(line);
   }
 
-  AudioData audio(const std::string& path) const {
+  // `warn`: print the reader's warnings (false where the file is read
+  // again later, which prints them then).
+  AudioData audio(const std::string& path, bool warn = true) const {
     const int sample_rate = static_cast<int>(rec.feature_options().frame.sample_rate);
     AudioData a = read_audio_file(path, sample_rate);
-    for (const std::string& w : a.warnings) write_err(format("%s: warning: %s\n", kProgram, w.c_str()));
+    if (warn)
+      for (const std::string& w : a.warnings) write_err(format("%s: warning: %s\n", kProgram, w.c_str()));
     if (a.sample_rate != sample_rate)
       throw std::runtime_error(path + ": sample rate " + std::to_string(a.sample_rate) +
                                " Hz, but the model expects " + std::to_string(sample_rate) +
@@ -724,10 +727,7 @@ std::vector<Speaker> cluster_files(Transcriber& tr, const std::vector<std::strin
         const FeatureMatrix cep = tr.cepstra(path);
         g.add(cep.data.data(), cep.rows, cep.dim, 1);
       } else {
-        // Read again when decoded, which reports its warnings then.
-        const int rate = static_cast<int>(tr.rec.feature_options().frame.sample_rate);
-        const AudioData a = read_audio_file(path, rate);
-        if (a.sample_rate != rate) throw std::runtime_error("sample rate");
+        const AudioData a = tr.audio(path, false);  // its decoding warns
         std::vector<float> cep;
         tr.rec.compute_features(a.samples.data(), static_cast<int64_t>(a.samples.size()), &cep);
         g.add(cep.data(), static_cast<int64_t>(cep.size()) / base, base, 1);
