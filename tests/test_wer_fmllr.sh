@@ -7,15 +7,17 @@
 # --fmllr two-pass (at its defaults: full update, one re-estimation from
 # the adapted decoding), both with the word-lattice pass of transcribe's
 # defaults in the final decoding, the latter with each file its own
-# speaker and with all five as one speaker (they are one reader: one LibriVox chapter,
-# sense_and_sensibility_01). Every hypothesis is scored by `sctk sclite`
+# speaker (--no-cluster-speakers), with the speakers found by clustering
+# (the default) and with all five as one speaker (they are one reader: one
+# LibriVox chapter, sense_and_sensibility_01). Every hypothesis is scored by `sctk sclite`
 # against the reference transcription after test_wer_librivox.sh's
 # normalisation. Prints the table of WERs and fails unless, with all five
 # as one speaker (about 20 s of speech: enough for a full 39 x 40
 # transform),
 #   - on the mismatched set, two-pass WER < no-adaptation WER, and
 #   - on the clean set, two-pass WER <= no-adaptation WER,
-# and the one-speaker transform was really estimated ("updated") on both.
+# and the one-speaker transform was really estimated ("updated") on both,
+# and on the mismatched set the clustered speakers' WER < no-adaptation WER.
 #
 # Usage: test_wer_fmllr.sh PATH/TO/gpuspeech-transcribe PATH/TO/make_mismatched_librivox.sh [CACHE_DIR]
 # Needs sox, sctk, pocketsphinx-testdata and pocketsphinx-en-us
@@ -66,11 +68,14 @@ for set in clean phone; do
   dir=$D
   [ $set = phone ] && dir=$T/phone
   decode "$set-none" "$dir" --fmllr none
-  decode "$set-file" "$dir" --fmllr two-pass
+  decode "$set-file" "$dir" --fmllr two-pass --no-cluster-speakers
+  decode "$set-cluster" "$dir" --fmllr two-pass
   decode "$set-reader" "$dir" --fmllr two-pass --spk2utt "$T/one-reader.spk2utt"
-  for cond in none file reader; do W[$set-$cond]=$(wer_or_fail "$T/ref.trn" "$T/$set-$cond.trn"); done
+  for cond in none file cluster reader; do W[$set-$cond]=$(wer_or_fail "$T/ref.trn" "$T/$set-$cond.trn"); done
   echo "$set, each file its own speaker:"
   grep 'fmllr speaker' "$T/$set-file.log" | sed 's/^gpuspeech-transcribe: /  /'
+  echo "$set, speakers found by clustering:"
+  grep 'fmllr speaker' "$T/$set-cluster.log" | sed 's/^gpuspeech-transcribe: /  /'
   echo "$set, one speaker:"
   grep 'fmllr speaker' "$T/$set-reader.log" | sed 's/^gpuspeech-transcribe: /  /'
 done
@@ -80,9 +85,10 @@ for set in clean phone; do
     sed 's/^/  /' "$T/$set-$cond.trn"
   done
 done
-echo "WER (%)                 no adaptation   two-pass, per file   two-pass, one speaker"
+echo "WER (%)                 no adaptation   two-pass, per file   two-pass, clustered   two-pass, one speaker"
 for set in clean phone; do
-  printf '%-22s  %13s   %18s   %21s\n' "$set" "${W[$set-none]}" "${W[$set-file]}" "${W[$set-reader]}"
+  printf '%-22s  %13s   %18s   %19s   %21s\n' "$set" "${W[$set-none]}" "${W[$set-file]}" \
+    "${W[$set-cluster]}" "${W[$set-reader]}"
 done
 
 failed=0
@@ -100,4 +106,6 @@ done
 wer_expect "mismatched channel: two-pass WER" "${W[phone-reader]}" "<" "${W[phone-none]}" \
   "without adaptation"
 wer_expect "clean: two-pass WER" "${W[clean-reader]}" "<=" "${W[clean-none]}" "without adaptation"
+wer_expect "mismatched channel: two-pass WER, speakers clustered" "${W[phone-cluster]}" "<" "${W[phone-none]}" \
+  "without adaptation"
 exit $failed

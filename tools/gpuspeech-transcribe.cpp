@@ -4,7 +4,9 @@
 #include <cerrno>
 #include <cstdarg>
 #include <chrono>
+#include <cctype>
 #include <cmath>
+#include <condition_variable>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -54,9 +56,10 @@ format, "words (utterance-id)", the id being the file's base name without
 its extension. A timing summary goes to standard error.
 
 With an n-gram LM (the default), each file is decoded as measured best on
-real and degraded audio: pass 1, a speaker transform (fMLLR, each file its
-own speaker unless --spk2utt) estimated from its words, and the final
-decoding of the transformed features with a word-lattice pass.
+real and degraded audio: pass 1, a speaker transform (fMLLR; the speakers
+found by clustering the files' cepstra, unless --spk2utt) estimated from
+its words, and the final decoding of the transformed features with a
+word-lattice pass. Lines come out in the files' order.
 --one-pass decodes each file once (about 2.5 times faster). Grammars and
 keyphrases decode once.
 
@@ -130,17 +133,19 @@ Speaker adaptation (feature-space MLLR, docs/transcribe.md):
                         transforms saved in --fmllr-dir by a two-pass run
   --spk2utt FILE        Kaldi spk2utt: "speaker utt1 utt2 ..." per line, the
                         utterance ids being the files' ids (base names); every
-                        file must be listed exactly once (default: each file
-                        is its own speaker). Output is grouped by speaker, in
-                        the order of each speaker's first file
-  --cluster-speakers    two-pass without --spk2utt: group the files into
-                        speakers by their cepstra (BIC clustering of one
-                        Gaussian a file; -v lists the groups) instead of each
-                        file its own speaker. Output is grouped as with
-                        --spk2utt; each group is decoded by one stream
+                        file must be listed exactly once (default: the
+                        speakers found by clustering)
+  --cluster-speakers    two-pass without --spk2utt (the default): group the
+                        files into speakers by their cepstra (BIC clustering
+                        of one Gaussian a file; -v lists the groups), each
+                        named cluster-<its first file's id>
+  --no-cluster-speakers each file its own speaker, named by its id
   --fmllr-dir DIR       two-pass: write each speaker's transform to
                         DIR/<speaker>.mat (Kaldi text matrix [A b], what
-                        transform-feats reads; DIR is created); apply: read them.
+                        transform-feats reads; DIR is created) and the
+                        speakers to DIR/spk2utt; apply: read them (the
+                        speakers from DIR/spk2utt unless --spk2utt; a file
+                        it does not list is its own speaker).
                         Bytes of the speaker id other than ASCII letters,
                         digits, '-', '_' and a '.' not leading are written
                         %XX, as the gpufmllr element names its files
@@ -297,8 +302,12 @@ struct Speaker {
 // a spk2utt file, which must list every input file exactly once and no
 // other utterance. Speakers come in the order of their first file on the
 // command line. Throws with "FILE:LINE: reason".
+// `saved`: the spk2utt is the one a two-pass run wrote beside its
+// transforms (--fmllr apply without --spk2utt), and may list other files
+// than these: a file it lists takes its speaker, any other is its own.
 std::vector<Speaker> group_by_speaker(const std::vector<std::string>& files,
-                                      const std::string& spk2utt_path, bool saving_transforms) {
+                                      const std::string& spk2utt_path, bool saving_transforms,
+                                      bool saved = false) {
   // Utterance ids must be unique where they name something: the spk2utt
   // entries, or (without spk2utt) the transform files saved. Each file its
   // own speaker, nothing saved: two files may share a base name.
@@ -318,7 +327,7 @@ std::vector<Speaker> group_by_speaker(const std::vector<std::string>& files,
     return out;
   }
   const SpeakerMap map = read_spk2utt(spk2utt_path);
-  for (size_t s = 0; s < map.speakers.size(); ++s)
+  for (size_t s = 0; s < map.speakers.size() && !saved; ++s)
     for (const std::string& utt : map.utterances[s])
       if (file_of.find(utt) == file_of.end())
         throw std::runtime_error(spk2utt_path + ":" + std::to_string(map.speaker_lines[s]) +
@@ -329,6 +338,10 @@ std::vector<Speaker> group_by_speaker(const std::vector<std::string>& files,
   for (size_t i = 0; i < files.size(); ++i) {
     const std::string id = utterance_id(files[i]);
     const int s = map.speaker_of(id);
+    if (s < 0 && saved) {
+      out.push_back({id, {i}});
+      continue;
+    }
     if (s < 0)
       throw std::runtime_error(spk2utt_path + ": no speaker lists utterance '" + id + "' (" +
                                files[i] + ")");
@@ -349,6 +362,42 @@ void make_directory(const std::string& dir) {
   }
   if (::mkdir(dir.c_str(), 0777) != 0)
     throw std::runtime_error(dir + ": cannot create the --fmllr-dir directory: " + std::strerror(errno));
+}
+
+// Where a two-pass run with --fmllr-dir writes down its speakers (spk2utt),
+// for --fmllr apply without --spk2utt to take the same ones.
+std::string speakers_file_path(const std::string& dir) { return dir + "/spk2utt"; }
+
+// Writes DIR/spk2utt; returns why not ("" when written). Ids with white
+// space cannot be written as spk2utt; an older file is removed then, so
+// that apply does not take stale speakers.
+std::string write_speakers_file(const std::string& dir, const std::vector<Speaker>& speakers,
+                                const std::vector<std::string>& files) {
+  const std::string path = speakers_file_path(dir);
+  auto plain = [](const std::string& id) {
+    return !id.empty() && std::none_of(id.begin(), id.end(), [](unsigned char c) { return std::isspace(c); });
+  };
+  std::string text;
+  for (const Speaker& spk : speakers) {
+    std::string line = spk.name;
+    bool ok = plain(spk.name);
+    for (size_t i : spk.files) {
+      const std::string id = utterance_id(files[i]);
+      ok = ok && plain(id);
+      line += " " + id;
+    }
+    if (!ok) {
+      std::remove(path.c_str());
+      return path + ": not written: a speaker or utterance id with white space or empty ('" + line +
+             "'); --fmllr apply needs --spk2utt for these transforms";
+    }
+    text += line + "\n";
+  }
+  FILE* f = std::fopen(path.c_str(), "w");
+  if (f == nullptr) return path + ": cannot write: " + std::strerror(errno);
+  const bool written = std::fwrite(text.data(), 1, text.size(), f) == text.size();
+  if (std::fclose(f) != 0 || !written) return path + ": cannot write: " + std::strerror(errno);
+  return "";
 }
 
 // Model features of one file (frames x feature_dim()), and its length.
@@ -401,9 +450,9 @@ struct Transcriber {
   double audio_s = 0.0, wall_s = 0.0;
   int failed = 0;
   // Where its text goes: stdout and stderr when null; with several
-  // streams, while the stream works through a unit (a file, or a speaker
-  // with --fmllr), buffers that run_units_in_order prints in the units'
-  // order once the units before are.
+  // streams, while the stream works on a file, buffers that are printed in
+  // the files' order once the files before are (run_units_in_order,
+  // SpeakerScheduler).
   std::string* out = nullptr;
   std::string* err = nullptr;
 
@@ -538,7 +587,7 @@ FileOutcome transcribe_file(Transcriber& tr, const std::string& path) {
   return o;
 }
 
-// Work units (files, or speakers with --fmllr) over `streams`, one
+// Work units (files) over `streams`, one
 // Transcriber each on its own thread (or fiber): units are handed out in
 // order as streams come free, and a unit's text, held in its own buffers
 // while other units run, is printed once every unit before it has been, so
@@ -637,106 +686,57 @@ void transcribe_files(std::vector<Transcriber>& streams, const std::vector<std::
       stream_nice, fibers, last_stream);
 }
 
-// A file whose features are ready for the adapted pass.
+// One file of a speaker in the --fmllr modes, between the phases.
 struct PendingFile {
   size_t file = 0;
+  bool loaded = false;  // features read (two-pass: in pass 1; apply: in its one pass)
   UtteranceFeatures u;
-  double secs = 0.0;  // wall time spent on it so far (reading, pass 1)
+  double secs = 0.0;  // wall time spent on it so far (reading, pass 1, re-estimation)
   // Pass 1's alignment (two-pass): frames [align_first, + senones.size()).
   int64_t align_first = 0;
   std::vector<int32_t> senones;
-  // Two-pass, a file whose speaker keeps the identity transform for
-  // certain: its final result, taken in pass 1.
+  // Two-pass, a file that is its speaker's only one and has too few
+  // aligned frames for a transform: the identity is certain, and the final
+  // pass would decode the same features to the same search, so its result
+  // is taken in pass 1.
   bool has_result = false;
   RecognitionResult result;
 };
 
-// Decodes each file's features under `transform` and prints the results
-// (under the identity, a result taken in pass 1 is printed as it is);
-// `shared_s` (estimation) is spread over the files' times.
-void decode_transformed(Transcriber& tr, const std::vector<std::string>& files,
-                        std::vector<PendingFile>& pending, const FmllrTransform& transform,
-                        double shared_s) {
-  using clock = std::chrono::steady_clock;
-  Recognizer& rec = tr.rec;
-  FmllrApplier applier(rec.scoring_backend(), rec.feature_dim());
-  applier.set_transform(transform);
-  const double share = pending.empty() ? 0.0 : shared_s / static_cast<double>(pending.size());
-  for (PendingFile& d : pending) {
-    const std::string& path = files[d.file];
-    try {
-      const auto t0 = clock::now();
-      std::vector<float>& x = d.u.feats.data;
-      const bool identity = transform.is_identity();
-      if (!identity) applier.apply(x.data(), d.u.feats.rows, x.data());
-      const RecognitionResult r =
-          identity && d.has_result ? d.result : tr.decode(x.data(), d.u.feats.rows);
-      const double secs = d.secs + share + std::chrono::duration<double>(clock::now() - t0).count();
-      tr.audio_s += d.u.seconds;
-      tr.wall_s += secs;
-      tr.print(path, d.u.on_audio_clock(r), d.u.seconds, secs);
-    } catch (const std::exception& e) {
-      ++tr.failed;
-      tr.error(e.what());
-    }
-  }
-}
-
-// --fmllr apply: one pass per speaker with the transform saved in
-// DIR/<speaker>.mat (by an earlier --fmllr two-pass --fmllr-dir DIR). A
-// missing or malformed file fails that speaker's files.
-void apply_saved_speaker(Transcriber& tr, const Speaker& spk, const std::vector<std::string>& files,
-                         const std::string& fmllr_dir) {
-  FmllrTransform transform;
-  try {
-    transform = read_fmllr_transform(fmllr_speaker_path(fmllr_dir, spk.name), tr.rec.feature_dim());
-  } catch (const std::exception& e) {
-    tr.failed += static_cast<int>(spk.files.size());
-    tr.error(std::string(e.what()) + " (speaker " + spk.name + ": " + std::to_string(spk.files.size()) +
-          " file(s) not transcribed)");
-    return;
-  }
-  std::vector<PendingFile> pending;
-  for (size_t i : spk.files) {
-    try {
-      const auto t0 = std::chrono::steady_clock::now();
-      PendingFile d;
-      d.file = i;
-      d.u = tr.features(files[i]);
-      d.secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-      pending.push_back(std::move(d));
-    } catch (const std::exception& e) {
-      ++tr.failed;
-      tr.error(e.what());
-    }
-  }
-  decode_transformed(tr, files, pending, transform, 0.0);
-}
-
 // The files as speakers found by BIC clustering of their cepstra
 // (speaker_clusters.h), c1..c(n-1): c0 follows the recording level, not
-// the voice. A file that cannot be read stays its own speaker (its
-// decoding reports the error). Named "cluster-ID" after its first file.
-std::vector<Speaker> cluster_files(Transcriber& tr, const std::vector<std::string>& files) {
-  const int base = tr.rec.feature_options().base_dim();
-  std::vector<GaussianSummary> sums;
-  for (const std::string& path : files) {
-    GaussianSummary g(base - 1);
-    try {
-      if (tr.mfc_input) {
-        const FeatureMatrix cep = tr.cepstra(path);
-        g.add(cep.data.data(), cep.rows, cep.dim, 1);
-      } else {
-        const AudioData a = tr.audio(path, false);  // its decoding warns
-        std::vector<float> cep;
-        tr.rec.compute_features(a.samples.data(), static_cast<int64_t>(a.samples.size()), &cep);
-        g.add(cep.data(), static_cast<int64_t>(cep.size()) / base, base, 1);
+// the voice. The cepstra are computed on every stream at once. A file that
+// cannot be read stays its own speaker (its decoding reports the error).
+// Named "cluster-ID" after its first file.
+std::vector<Speaker> cluster_files(std::vector<Transcriber>& streams,
+                                   const std::vector<std::string>& files) {
+  const int base = streams.front().rec.feature_options().base_dim();
+  std::vector<GaussianSummary> sums(files.size(), GaussianSummary(base - 1));
+  std::atomic<size_t> next{0};
+  auto summarize = [&](size_t k) {
+    const Transcriber& tr = streams[k];
+    for (size_t i = next++; i < files.size(); i = next++) {
+      GaussianSummary g(base - 1);
+      try {
+        if (tr.mfc_input) {
+          const FeatureMatrix cep = tr.cepstra(files[i]);
+          g.add(cep.data.data(), cep.rows, cep.dim, 1);
+        } else {
+          const AudioData a = tr.audio(files[i], false);  // its decoding warns
+          std::vector<float> cep;
+          tr.rec.compute_features(a.samples.data(), static_cast<int64_t>(a.samples.size()), &cep);
+          g.add(cep.data(), static_cast<int64_t>(cep.size()) / base, base, 1);
+        }
+      } catch (const std::exception&) {
+        g = GaussianSummary(base - 1);  // no frames: a cluster of its own
       }
-    } catch (const std::exception&) {
-      g = GaussianSummary(base - 1);  // no frames: a cluster of its own
+      sums[i] = std::move(g);
     }
-    sums.push_back(std::move(g));
-  }
+  };
+  std::vector<std::thread> threads;
+  for (size_t k = 1; k < streams.size() && k < files.size(); ++k) threads.emplace_back(summarize, k);
+  summarize(0);
+  for (std::thread& t : threads) t.join();
   const std::vector<int> of = cluster_speakers(sums);
   std::vector<Speaker> out;
   for (size_t i = 0; i < files.size(); ++i) {
@@ -747,29 +747,303 @@ std::vector<Speaker> cluster_files(Transcriber& tr, const std::vector<std::strin
   return out;
 }
 
-// Two-pass decoding of one speaker: pass 1 decodes every file and aligns
-// its words (speech frames only: the aligner leaves silence and fillers
-// unaligned); the speaker's statistics from all files give one transform;
-// `redecodes` times, the files are decoded under the transform and it is
-// estimated again from those words; the last pass decodes every file's
-// transformed features, and is printed. A file that fails is reported and
-// left out; the others go on.
-// `update_by_data`: each estimation's update type is the richest that the
-// speaker's statistics support (fmllr_update_type_for_frames with the
-// gpufmllr element's frames_per_parameter), not options.update.
-void two_pass_speaker(Transcriber& tr, const Speaker& spk, const std::vector<std::string>& files,
-                      FmllrOptions options, bool update_by_data, int em_passes, int redecodes,
-                      const std::string& fmllr_dir) {
-  using clock = std::chrono::steady_clock;
-  Recognizer& rec = tr.rec;
-  const GaussianMixtures& gm = rec.acoustic_model().mixtures();
-  FmllrAccumulator acc(gm, rec.scoring_backend());
-  // Decodes `y` (file `path`'s features under the transform in use: its
-  // raw features `x` in pass 1), aligns the words and adds the aligned
-  // frames to `acc`: posteriors on what was decoded, statistics of the raw
-  // features (the EM step for the transform in use).
-  auto decode_and_accumulate = [&](const std::string& path, const float* x, const float* y,
-                                   int64_t rows, RecognitionResult* result) {
+// What the --fmllr modes are asked to do.
+struct AdaptationPlan {
+  FmllrMode mode = FmllrMode::kTwoPass;
+  FmllrOptions options;
+  // Each estimation's update type is the richest that the speaker's
+  // statistics support (fmllr_update_type_for_frames with the gpufmllr
+  // element's frames_per_parameter), not options.update.
+  bool update_by_data = false;
+  int em_passes = 1;
+  int redecodes = 1;
+  std::string fmllr_dir;  // two-pass: where transforms go; apply: where they are read
+};
+
+// The --fmllr modes on every stream at once. Each speaker goes through
+// phases:
+//   two-pass: pass 1 (every file: decode, align the words, statistics) |
+//     estimate (one transform from all the files' statistics) |
+//     [re-decode (every file under the transform: decode, align,
+//      statistics) | re-estimate] x --fmllr-redecode |
+//     final (every file decoded under the transform, printed);
+//   apply: read the saved transform | final.
+// The files of a phase are decoded by whichever streams are free, so one
+// speaker with many files keeps every stream busy; an estimate waits for
+// all of its speaker's files and is one task. Speakers are taken up in
+// order, at most two per stream at once (their features are held in
+// memory between the phases). The statistics of a phase are summed in the
+// files' order whatever order the streams finish them in, and each file's
+// text is printed in the command line's order once the files before it
+// are: the output is that of one stream whatever the timing.
+class SpeakerScheduler {
+ public:
+  SpeakerScheduler(std::vector<Transcriber>& streams, const std::vector<std::string>& files,
+                   const std::vector<Speaker>& speakers, const AdaptationPlan& plan)
+      : streams_(streams), files_(files), speakers_(speakers), plan_(plan),
+        slots_(files.size()), jobs_(speakers.size()) {
+    for (size_t s = 0; s < speakers.size(); ++s) jobs_[s].spk = &speakers[s];
+    // Made before any decoding: a stream whose backend cannot hold them
+    // (a device out of memory) stops the run here, not halfway.
+    for (Transcriber& tr : streams) tools_.push_back(std::make_unique<StreamTools>(tr.rec));
+  }
+
+  // Runs every speaker to the end; `last_stream`: the stream that decoded
+  // the last file printed.
+  void run(int stream_nice, size_t* last_stream) {
+    std::once_flag nice_warning;
+    auto work = [&](size_t k) {
+      if (stream_nice > 0)
+        if (const std::string why = set_thread_nice(stream_nice); !why.empty())
+          std::call_once(nice_warning, [&] {
+            std::fprintf(stderr, "%s: warning: --stream-nice %d: %s\n", kProgram, stream_nice,
+                         why.c_str());
+          });
+      work_on_stream(k);
+    };
+    std::vector<std::thread> threads;
+    for (size_t k = 1; k < streams_.size(); ++k) threads.emplace_back(work, k);
+    work(0);
+    for (std::thread& t : threads) t.join();
+    *last_stream = last_stream_;
+  }
+
+ private:
+  enum class Phase { kWaiting, kLoadTransform, kPass1, kEstimate, kRedecode, kFinal, kDone };
+  static bool parallel(Phase p) {
+    return p == Phase::kPass1 || p == Phase::kRedecode || p == Phase::kFinal;
+  }
+
+  // One speaker's progress.
+  struct Job {
+    const Speaker* spk = nullptr;
+    Phase phase = Phase::kWaiting;
+    std::vector<PendingFile> files;  // by position in spk->files
+    std::vector<char> in;            // position still decoded (its pass 1 did not fail)
+    size_t handed = 0;               // positions of a parallel phase handed out
+    size_t finished = 0, todo = 0;   // ... finished, and to finish
+    bool serial_handed = false;      // the one task of a serial phase handed out
+    // The statistics of the current decoding pass, summed in file order:
+    // a file's wait in `waiting` until those before it are in.
+    FmllrStats stats;
+    std::vector<std::unique_ptr<FmllrStats>> waiting;
+    std::vector<char> arrived;
+    size_t summed = 0;
+    FmllrTransform transform;
+    bool estimated = false;  // the estimate after pass 1 made
+    int round = 0;      // re-estimation rounds done (the re-decode in progress: round + 1)
+    int used_pass = 0;  // 1-based EM pass whose estimate is in use; 0 = identity
+    double shared_s = 0.0;  // estimation time, spread over the files
+    int64_t aligned = 0, total_frames = 0, round_aligned = 0;
+    int words_aligned = 0, words_failed = 0;
+  };
+
+  // A file's text until it is printed.
+  struct Slot {
+    std::string out, err;
+    size_t stream = 0;
+    bool done = false;
+  };
+
+  struct Task {
+    size_t job = 0;
+    Phase phase = Phase::kWaiting;
+    size_t pos = 0;  // parallel phases: the file's position in its speaker
+  };
+
+  // What a stream keeps for its tasks.
+  struct StreamTools {
+    FmllrAccumulator acc;
+    FmllrApplier applier;
+    explicit StreamTools(Recognizer& rec)
+        : acc(rec.acoustic_model().mixtures(), rec.scoring_backend()),
+          applier(rec.scoring_backend(), rec.feature_dim()) {}
+  };
+
+  void work_on_stream(size_t k) {
+    Transcriber& tr = streams_[k];
+    std::unique_lock<std::mutex> lock(mutex_);
+    for (;;) {
+      Task t;
+      if (!take(&t)) {
+        if (next_job_ == jobs_.size() && active_.empty()) break;
+        ready_.wait(lock);
+        continue;
+      }
+      lock.unlock();
+      run_task(tr, k, *tools_[k], t);
+      lock.lock();
+      print_ready();
+      ready_.notify_all();
+    }
+  }
+
+  // Under the lock: the next task, from the speakers in progress in their
+  // order, or from a speaker taken up now.
+  bool take(Task* t) {
+    for (;;) {
+      for (size_t j : active_)
+        if (take_from(j, t)) return true;
+      if (next_job_ == jobs_.size() || active_.size() >= 2 * streams_.size()) return false;
+      const size_t j = next_job_++;
+      start_job(j);
+      if (jobs_[j].phase == Phase::kDone) {
+        print_ready();
+        continue;
+      }
+      active_.push_back(j);
+    }
+  }
+
+  bool take_from(size_t j, Task* t) {
+    Job& job = jobs_[j];
+    if (parallel(job.phase)) {
+      while (job.handed < job.files.size() && !job.in[job.handed]) ++job.handed;
+      if (job.handed == job.files.size()) return false;
+      *t = {j, job.phase, job.handed++};
+      return true;
+    }
+    if ((job.phase == Phase::kEstimate || job.phase == Phase::kLoadTransform) && !job.serial_handed) {
+      job.serial_handed = true;
+      *t = {j, job.phase, 0};
+      return true;
+    }
+    return false;
+  }
+
+  void start_job(size_t j) {
+    Job& job = jobs_[j];
+    const size_t n = job.spk->files.size();
+    job.files.resize(n);
+    for (size_t p = 0; p < n; ++p) job.files[p].file = job.spk->files[p];
+    job.in.assign(n, 1);
+    const int dim = streams_.front().rec.feature_dim();
+    job.transform = FmllrTransform::identity(dim);
+    job.stats = FmllrStats(dim);
+    if (n == 0) {
+      job.phase = Phase::kDone;
+      return;
+    }
+    enter(job, plan_.mode == FmllrMode::kApply ? Phase::kLoadTransform : Phase::kPass1);
+  }
+
+  // Under the lock: the speaker's next phase.
+  void enter(Job& job, Phase phase) {
+    job.phase = phase;
+    job.handed = job.finished = 0;
+    job.serial_handed = false;
+    job.todo = 0;
+    for (char c : job.in) job.todo += c != 0;
+    if (phase == Phase::kPass1 || phase == Phase::kRedecode) {
+      job.stats.reset(job.stats.dim);
+      job.waiting.clear();
+      job.waiting.resize(job.files.size());
+      // Files out since pass 1 bring nothing.
+      job.arrived.assign(job.in.begin(), job.in.end());
+      for (char& a : job.arrived) a = !a;
+      job.summed = 0;
+      job.round_aligned = 0;
+    }
+    if (parallel(phase) && job.todo == 0) finish_job(job);
+  }
+
+  // Under the lock: a file's statistics of this pass (null: none, the file
+  // failed), summed once all before it are.
+  void arrive(Job& job, size_t pos, std::unique_ptr<FmllrStats> stats) {
+    job.waiting[pos] = std::move(stats);
+    job.arrived[pos] = 1;
+    for (; job.summed < job.files.size() && job.arrived[job.summed]; ++job.summed)
+      if (job.waiting[job.summed] != nullptr) {
+        job.stats.add(*job.waiting[job.summed]);
+        job.waiting[job.summed].reset();
+      }
+  }
+
+  // Under the lock: a parallel task's file is finished; the phase ends with
+  // its last file.
+  void finished_one(Job& job) {
+    if (++job.finished < job.todo) return;
+    switch (job.phase) {
+      case Phase::kPass1:
+        job.in.empty() || std::none_of(job.in.begin(), job.in.end(), [](char c) { return c != 0; })
+            ? finish_job(job)
+            : enter(job, Phase::kEstimate);
+        break;
+      case Phase::kRedecode:
+        enter(job, Phase::kEstimate);
+        break;
+      default:
+        finish_job(job);
+    }
+  }
+
+  void finish_job(Job& job) {
+    job.phase = Phase::kDone;
+    job.files.clear();
+    job.files.shrink_to_fit();
+    job.waiting.clear();
+    for (size_t i : job.spk->files) slots_[i].done = true;
+    active_.erase(std::remove(active_.begin(), active_.end(), static_cast<size_t>(&job - jobs_.data())),
+                  active_.end());
+  }
+
+  // Under the lock: the speaker's files not yet printed fail with `what`
+  // (told on the first of them).
+  void fail_job(Transcriber& tr, Job& job, const std::string& what) {
+    bool told = false;
+    int count = 0;
+    for (size_t p = 0; p < job.spk->files.size(); ++p) {
+      Slot& s = slots_[job.spk->files[p]];
+      if (s.done || (p < job.in.size() && !job.in[p])) continue;
+      if (!told) s.err += format("%s: error: %s\n", kProgram, what.c_str());
+      told = true;
+      ++count;
+    }
+    tr.failed += count;
+    finish_job(job);
+  }
+
+  // The file's text goes to its slot while the task runs.
+  void write_to(Transcriber& tr, size_t file) {
+    tr.out = &slots_[file].out;
+    tr.err = &slots_[file].err;
+  }
+  // The speaker's reports go with its first file still decoded.
+  void write_reports_to(Transcriber& tr, const Job& job) {
+    for (size_t p = 0; p < job.in.size(); ++p)
+      if (job.in[p]) return write_to(tr, job.spk->files[p]);
+  }
+
+  void run_task(Transcriber& tr, size_t k, StreamTools& tools, const Task& t) {
+    Job& job = jobs_[t.job];
+    try {
+      switch (t.phase) {
+        case Phase::kLoadTransform: load_transform(tr, job); break;
+        case Phase::kPass1: pass1(tr, tools, job, t.pos); break;
+        case Phase::kEstimate: estimate_phase(tr, tools, job); break;
+        case Phase::kRedecode: redecode(tr, tools, job, t.pos); break;
+        case Phase::kFinal: final_pass(tr, k, tools, job, t.pos); break;
+        default: break;
+      }
+    } catch (const std::exception& e) {
+      // What an estimate let through (the parallel phases catch their
+      // files' errors themselves, and no other task of the speaker runs
+      // beside a serial one): its speaker fails, the others go on.
+      tr.out = tr.err = nullptr;
+      std::lock_guard<std::mutex> lock(mutex_);
+      fail_job(tr, job, "speaker " + job.spk->name + ": " + e.what());
+    }
+    tr.out = tr.err = nullptr;
+  }
+
+  // Decodes `y` (the file's features under the transform in use: its raw
+  // features `x` in pass 1), aligns the words and accumulates the aligned
+  // frames in tools.acc (reset first): posteriors on what was decoded,
+  // statistics of the raw features (the EM step for the transform in use).
+  FrameAlignment decode_and_accumulate(Transcriber& tr, StreamTools& tools, const std::string& path,
+                                       const float* x, const float* y, int64_t rows,
+                                       RecognitionResult* result) {
+    Recognizer& rec = tr.rec;
     // These words serve as an alignment (and as pass 1's words for -v):
     // the lattice pass, when configured, is left to the final decoding.
     RecognitionResult r;
@@ -782,56 +1056,86 @@ void two_pass_speaker(Transcriber& tr, const Speaker& spk, const std::vector<std
     if (al.first_frame < 0 || al.first_frame + n > rows)
       throw std::logic_error(path + ": alignment outside the utterance's frames");
     const size_t off = static_cast<size_t>(al.first_frame * rec.feature_dim());
-    acc.accumulate(x + off, n, supervised_posteriors(gm, y + off, n, al.senones.data()));
+    tools.acc.reset();
+    tools.acc.accumulate(x + off, n,
+                         supervised_posteriors(rec.acoustic_model().mixtures(), y + off, n, al.senones.data()));
     if (result != nullptr) *result = r;
     return al;
-  };
-  std::vector<PendingFile> done;
-  int64_t aligned = 0, total_frames = 0;
-  int words_aligned = 0, words_failed = 0;
-  for (size_t i : spk.files) {
-    const std::string& path = files[i];
+  }
+
+  void pass1(Transcriber& tr, StreamTools& tools, Job& job, size_t pos) {
+    PendingFile& d = job.files[pos];
+    const std::string& path = files_[d.file];
+    write_to(tr, d.file);
+    std::unique_ptr<FmllrStats> stats;
+    FrameAlignment al;
     try {
-      const auto t0 = clock::now();
-      PendingFile d;
-      d.file = i;
+      const auto t0 = std::chrono::steady_clock::now();
       d.u = tr.features(path);
+      d.loaded = true;
       const float* x = d.u.feats.data.data();
       RecognitionResult r;
-      const FrameAlignment al = decode_and_accumulate(path, x, x, d.u.feats.rows, &r);
-      for (int32_t s : al.senones) aligned += s >= 0;
-      // The speaker's last file with statistics still below the
-      // estimation's minimum: the identity transform is certain, and the
-      // final pass would decode these same features to the same search.
-      // Its result is taken now instead, the lattice pass (skipped above)
-      // run on the records the search kept.
-      if (i == spk.files.back() && !(acc.stats().beta >= options.min_frames)) {
-        d.result = rec.finish();
+      al = decode_and_accumulate(tr, tools, path, x, x, d.u.feats.rows, &r);
+      if (job.files.size() == 1 && !(tools.acc.stats().beta >= plan_.options.min_frames)) {
+        d.result = tr.rec.finish();  // the lattice pass, skipped above, on the search's records
         d.has_result = true;
       }
+      stats = std::make_unique<FmllrStats>(tools.acc.stats());
       d.align_first = al.first_frame;
       d.senones = al.senones;
-      total_frames += d.u.feats.rows;
-      words_aligned += al.words_aligned;
-      words_failed += al.words_failed;
-      d.secs = std::chrono::duration<double>(clock::now() - t0).count();
+      d.secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
       if (tr.verbose)
         tr.write_err(format("%s: pass 1: %s (%s)\n", path.c_str(), r.text().c_str(),
                             utterance_id(path).c_str()));
-      done.push_back(std::move(d));
     } catch (const std::exception& e) {
       ++tr.failed;
       tr.error(e.what());
+      d = PendingFile{};
+      stats.reset();
     }
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (stats == nullptr) {
+      job.in[pos] = 0;
+      slots_[job.spk->files[pos]].done = true;
+    } else {
+      for (int32_t s : al.senones) job.aligned += s >= 0;
+      job.total_frames += d.u.feats.rows;
+      job.words_aligned += al.words_aligned;
+      job.words_failed += al.words_failed;
+    }
+    arrive(job, pos, std::move(stats));
+    finished_one(job);
   }
-  if (done.empty()) return;
 
-  // EM passes: the first from the identity on pass 1's posteriors; each
-  // later one on the same alignment, the posteriors recomputed on the
-  // features under the current transform, the statistics of the raw
-  // features, the estimate started from the current transform. A pass that
-  // makes no update ends them (the next would see the same statistics and
-  // start); the transform in use is the last update's (identity if none).
+  void redecode(Transcriber& tr, StreamTools& tools, Job& job, size_t pos) {
+    PendingFile& d = job.files[pos];
+    write_to(tr, d.file);
+    std::unique_ptr<FmllrStats> stats;
+    int64_t aligned = 0;
+    const auto t0 = std::chrono::steady_clock::now();
+    try {
+      const int64_t rows = d.u.feats.rows;
+      std::vector<float> y(static_cast<size_t>(rows * d.u.feats.dim));
+      tools.applier.set_transform(job.transform);
+      tools.applier.apply(d.u.feats.data.data(), rows, y.data());
+      const FrameAlignment al =
+          decode_and_accumulate(tr, tools, files_[d.file], d.u.feats.data.data(), y.data(), rows, nullptr);
+      for (int32_t sen : al.senones) aligned += sen >= 0;
+      stats = std::make_unique<FmllrStats>(tools.acc.stats());
+    } catch (const std::exception& e) {
+      // The file keeps its place in the final pass; only its statistics
+      // are missing from this round.
+      tr.error(files_[d.file] + ": re-estimation round " + std::to_string(job.round + 1) + ": " + e.what());
+    }
+    d.secs += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    std::lock_guard<std::mutex> lock(mutex_);
+    job.round_aligned += aligned;
+    arrive(job, pos, std::move(stats));
+    finished_one(job);
+  }
+
+  // One estimation from `stats`, starting from `start` (nullptr: the
+  // identity); the estimate goes to *estimated when it is an update.
   struct Pass {
     FmllrOutcome outcome = FmllrOutcome::kUpdated;
     FmllrUpdateType update = FmllrUpdateType::kFull;  // the type estimated
@@ -840,19 +1144,18 @@ void two_pass_speaker(Transcriber& tr, const Speaker& spk, const std::vector<std
     double objective_before = 0.0, objective_after = 0.0;  // per frame, updated passes
     double log_det = 0.0;
   };
-  // One estimation from `acc`, starting from `start` (nullptr: the
-  // identity); the estimate goes to *estimated when it is an update.
-  auto estimate = [&](const FmllrTransform* start, FmllrTransform* estimated) {
-    FmllrOptions o = options;
-    if (update_by_data)
-      o.update = fmllr_update_type_for_frames(acc.stats().beta, rec.feature_dim(),
+  Pass estimate(const Recognizer& rec, const FmllrStats& stats, const FmllrTransform* start,
+                FmllrTransform* estimated) const {
+    FmllrOptions o = plan_.options;
+    if (plan_.update_by_data)
+      o.update = fmllr_update_type_for_frames(stats.beta, rec.feature_dim(),
                                               OnlineFmllrOptions{}.frames_per_parameter);
-    const FmllrEstimate est = estimate_fmllr(acc.stats(), o, start);
+    const FmllrEstimate est = estimate_fmllr(stats, o, start);
     Pass p;
     p.update = o.update;
     p.outcome = est.outcome;
     p.message = est.message;
-    p.beta = acc.stats().beta;
+    p.beta = stats.beta;
     if (est.outcome == FmllrOutcome::kUpdated && !est.objective.empty()) {
       p.objective_before = est.objective.front();
       p.objective_after = est.objective.back();
@@ -860,157 +1163,222 @@ void two_pass_speaker(Transcriber& tr, const Speaker& spk, const std::vector<std
     }
     if (est.outcome == FmllrOutcome::kUpdated) *estimated = est.transform;
     return p;
-  };
-  const auto t_est = clock::now();
-  std::vector<Pass> passes;
-  FmllrTransform transform = FmllrTransform::identity(rec.feature_dim());
-  int used_pass = 0;  // 1-based pass whose estimate is in use; 0 = identity
-  for (int k = 1; k <= em_passes; ++k) {
-    if (k > 1) {
-      FmllrApplier applier(rec.scoring_backend(), rec.feature_dim());
-      applier.set_transform(transform);
-      acc.reset();
-      for (const PendingFile& d : done) {
-        const int64_t n = static_cast<int64_t>(d.senones.size());
-        const float* x = d.u.feats.data.data() + d.align_first * d.u.feats.dim;
-        std::vector<float> y(static_cast<size_t>(n) * d.u.feats.dim);
-        applier.apply(x, n, y.data());
-        acc.accumulate(x, n, supervised_posteriors(gm, y.data(), n, d.senones.data()));
-      }
-    }
-    const FmllrTransform start = transform;
-    passes.push_back(estimate(k > 1 ? &start : nullptr, &transform));
-    if (passes.back().outcome != FmllrOutcome::kUpdated) break;
-    used_pass = k;
   }
-  double est_s = std::chrono::duration<double>(clock::now() - t_est).count();
+  static std::string objective_text(const Pass& p) {
+    return format(", objective/frame %.3f -> %.3f (%+.3f), ln|det A| %.3f", p.objective_before,
+                  p.objective_after, p.objective_after - p.objective_before, p.log_det);
+  }
 
-  // The summary line: what the speaker's files are decoded with.
-  char buf[512];
-  auto objective_text = [&](const Pass& p) {
-    std::snprintf(buf, sizeof buf, ", objective/frame %.3f -> %.3f (%+.3f), ln|det A| %.3f",
-                  p.objective_before, p.objective_after, p.objective_after - p.objective_before,
-                  p.log_det);
-    return std::string(buf);
-  };
-  const Pass& shown = passes[static_cast<size_t>(used_pass > 0 ? used_pass - 1 : 0)];
-  std::string report = "fmllr speaker " + spk.name + ": " + std::to_string(done.size()) +
-                       " file(s), " + std::to_string(aligned) + " of " +
-                       std::to_string(total_frames) + " frames aligned (" +
-                       std::to_string(words_aligned) + " words";
-  if (words_failed > 0) report += ", " + std::to_string(words_failed) + " not aligned";
-  std::snprintf(buf, sizeof buf, "), statistics weight %.1f, update type %s: %s", shown.beta,
-                to_string(shown.update), to_string(shown.outcome));
-  report += buf;
-  if (used_pass > 0) {
-    report += objective_text(shown);
-    if (em_passes > 1) {
-      report += ", the transform of EM pass " + std::to_string(used_pass) + " of " +
-                std::to_string(em_passes);
-      if (used_pass < static_cast<int>(passes.size()))
-        report += std::string(" (pass ") + std::to_string(passes.size()) + ": " +
-                  to_string(passes.back().outcome) + ", not used)";
-    }
-  } else {
-    report += ", identity kept";
-  }
-  if (!shown.message.empty()) report += " (" + shown.message + ")";
-  tr.adaptation_report(report);
-  // With several EM passes, what each one did: an update (its own numbers),
-  // or the reason it was refused and which transform stayed; passes never
-  // run because an earlier one made no update.
-  if (em_passes > 1) {
-    for (int k = 1; k <= em_passes; ++k) {
-      std::string line = "fmllr speaker " + spk.name + ": EM pass " + std::to_string(k) + " of " +
-                         std::to_string(em_passes) + ": ";
-      if (k > static_cast<int>(passes.size())) {
-        line += "not run (pass " + std::to_string(passes.size()) + " made no update)";
-      } else {
-        const Pass& p = passes[static_cast<size_t>(k - 1)];
-        std::snprintf(buf, sizeof buf, "statistics weight %.1f, update type %s: %s", p.beta,
-                      to_string(p.update), to_string(p.outcome));
-        line += buf;
-        if (p.outcome == FmllrOutcome::kUpdated) {
-          line += objective_text(p);
-        } else {
-          line += k > 1 ? "; the transform of pass " + std::to_string(k - 1) + " stays"
-                        : "; identity kept";
-        }
-        if (!p.message.empty()) line += " (" + p.message + ")";
-      }
-      tr.adaptation_report(line);
-    }
-  }
-  // Re-estimation from an adapted decoding (Kaldi's decode_fmllr.sh does
-  // one): decode under the transform, align the new words (better than
-  // pass 1's where adaptation helped), and estimate again from the current
-  // transform, with posteriors on the adapted features and statistics of
-  // the raw ones. Each round costs a decoding pass.
-  for (int round = 1; round <= redecodes && used_pass > 0; ++round) {
-    const auto t_round = clock::now();
-    FmllrApplier applier(rec.scoring_backend(), rec.feature_dim());
-    applier.set_transform(transform);
-    acc.reset();
-    int64_t round_aligned = 0;
-    for (PendingFile& d : done) {
-      const int64_t rows = d.u.feats.rows;
-      std::vector<float> y(static_cast<size_t>(rows * d.u.feats.dim));
-      applier.apply(d.u.feats.data.data(), rows, y.data());
+  // The serial phase after pass 1 or a re-decode: the estimate, its
+  // reports, and which phase comes next.
+  void estimate_phase(Transcriber& tr, StreamTools& tools, Job& job) {
+    const auto t0 = std::chrono::steady_clock::now();
+    write_reports_to(tr, job);
+    const bool more = !job.estimated ? first_estimate(tr, tools, job) : reestimate(tr, job);
+    job.estimated = true;
+    if (!more && !plan_.fmllr_dir.empty()) {
       try {
-        const FrameAlignment al =
-            decode_and_accumulate(files[d.file], d.u.feats.data.data(), y.data(), rows, nullptr);
-        for (int32_t sen : al.senones) round_aligned += sen >= 0;
+        write_fmllr_transform(fmllr_speaker_path(plan_.fmllr_dir, job.spk->name), job.transform);
       } catch (const std::exception& e) {
-        // The file keeps its place in the final pass; only its statistics
-        // are missing from this round.
-        tr.error(files[d.file] + ": re-estimation round " + std::to_string(round) + ": " + e.what());
+        ++tr.failed;
+        tr.error(e.what());
       }
     }
-    const FmllrTransform start = transform;
-    const Pass p = estimate(&start, &transform);
-    std::string line = "fmllr speaker " + spk.name + ": re-estimation " + std::to_string(round) +
-                       " of " + std::to_string(redecodes) + " (adapted decoding): " +
-                       std::to_string(round_aligned) + " frames aligned";
-    std::snprintf(buf, sizeof buf, ", statistics weight %.1f, update type %s: %s", p.beta,
-                  to_string(p.update), to_string(p.outcome));
-    line += buf;
-    line += p.outcome == FmllrOutcome::kUpdated ? objective_text(p)
-                                                 : "; the transform before it stays";
+    const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    std::lock_guard<std::mutex> lock(mutex_);
+    job.shared_s += secs;
+    if (more) {
+      enter(job, Phase::kRedecode);
+    } else {
+      enter(job, Phase::kFinal);
+    }
+  }
+
+  // EM passes on pass 1's alignment: the first from the identity on pass
+  // 1's posteriors; each later one on the same alignment, the posteriors
+  // recomputed on the features under the current transform, the statistics
+  // of the raw features, the estimate started from the current transform.
+  // A pass that makes no update ends them (the next would see the same
+  // statistics and start); the transform in use is the last update's
+  // (identity if none). True when a re-decode follows.
+  bool first_estimate(Transcriber& tr, StreamTools& tools, Job& job) {
+    Recognizer& rec = tr.rec;
+    const GaussianMixtures& gm = rec.acoustic_model().mixtures();
+    const int em_passes = plan_.em_passes;
+    std::vector<Pass> passes;
+    FmllrStats stats = job.stats;
+    for (int k = 1; k <= em_passes; ++k) {
+      if (k > 1) {
+        tools.applier.set_transform(job.transform);
+        stats.reset(stats.dim);
+        for (size_t p = 0; p < job.files.size(); ++p) {
+          if (!job.in[p]) continue;
+          const PendingFile& d = job.files[p];
+          const int64_t n = static_cast<int64_t>(d.senones.size());
+          const float* x = d.u.feats.data.data() + d.align_first * d.u.feats.dim;
+          std::vector<float> y(static_cast<size_t>(n) * d.u.feats.dim);
+          tools.applier.apply(x, n, y.data());
+          tools.acc.reset();
+          tools.acc.accumulate(x, n, supervised_posteriors(gm, y.data(), n, d.senones.data()));
+          stats.add(tools.acc.stats());
+        }
+      }
+      const FmllrTransform start = job.transform;
+      passes.push_back(estimate(rec, stats, k > 1 ? &start : nullptr, &job.transform));
+      if (passes.back().outcome != FmllrOutcome::kUpdated) break;
+      job.used_pass = k;
+    }
+
+    // The summary line: what the speaker's files are decoded with.
+    size_t decoded = 0;
+    for (char c : job.in) decoded += c != 0;
+    const Pass& shown = passes[static_cast<size_t>(job.used_pass > 0 ? job.used_pass - 1 : 0)];
+    std::string report = format("fmllr speaker %s: %zu file(s), %lld of %lld frames aligned (%d words",
+                                job.spk->name.c_str(), decoded, static_cast<long long>(job.aligned),
+                                static_cast<long long>(job.total_frames), job.words_aligned);
+    if (job.words_failed > 0) report += format(", %d not aligned", job.words_failed);
+    report += format("), statistics weight %.1f, update type %s: %s", shown.beta,
+                     to_string(shown.update), to_string(shown.outcome));
+    if (job.used_pass > 0) {
+      report += objective_text(shown);
+      if (em_passes > 1) {
+        report += format(", the transform of EM pass %d of %d", job.used_pass, em_passes);
+        if (job.used_pass < static_cast<int>(passes.size()))
+          report += format(" (pass %zu: %s, not used)", passes.size(), to_string(passes.back().outcome));
+      }
+    } else {
+      report += ", identity kept";
+    }
+    if (!shown.message.empty()) report += " (" + shown.message + ")";
+    tr.adaptation_report(report);
+    // With several EM passes, what each one did: an update (its own
+    // numbers), or the reason it was refused and which transform stayed;
+    // passes never run because an earlier one made no update.
+    if (em_passes > 1) {
+      for (int k = 1; k <= em_passes; ++k) {
+        std::string line = format("fmllr speaker %s: EM pass %d of %d: ", job.spk->name.c_str(), k, em_passes);
+        if (k > static_cast<int>(passes.size())) {
+          line += format("not run (pass %zu made no update)", passes.size());
+        } else {
+          const Pass& p = passes[static_cast<size_t>(k - 1)];
+          line += format("statistics weight %.1f, update type %s: %s", p.beta, to_string(p.update),
+                         to_string(p.outcome));
+          if (p.outcome == FmllrOutcome::kUpdated)
+            line += objective_text(p);
+          else
+            line += k > 1 ? format("; the transform of pass %d stays", k - 1) : "; identity kept";
+          if (!p.message.empty()) line += " (" + p.message + ")";
+        }
+        tr.adaptation_report(line);
+      }
+    }
+    return plan_.redecodes > 0 && job.used_pass > 0;
+  }
+
+  // Re-estimation from an adapted decoding (Kaldi's decode_fmllr.sh does
+  // one): the re-decode aligned the new words (better than pass 1's where
+  // adaptation helped), and the estimate starts from the current
+  // transform, with posteriors on the adapted features and statistics of
+  // the raw ones. True when another round follows.
+  bool reestimate(Transcriber& tr, Job& job) {
+    ++job.round;
+    const FmllrTransform start = job.transform;
+    const Pass p = estimate(tr.rec, job.stats, &start, &job.transform);
+    std::string line = format("fmllr speaker %s: re-estimation %d of %d (adapted decoding): %lld frames "
+                              "aligned, statistics weight %.1f, update type %s: %s",
+                              job.spk->name.c_str(), job.round, plan_.redecodes,
+                              static_cast<long long>(job.round_aligned), p.beta, to_string(p.update),
+                              to_string(p.outcome));
+    line += p.outcome == FmllrOutcome::kUpdated ? objective_text(p) : "; the transform before it stays";
     if (!p.message.empty()) line += " (" + p.message + ")";
     tr.adaptation_report(line);
-    est_s += std::chrono::duration<double>(clock::now() - t_round).count();
-    if (p.outcome != FmllrOutcome::kUpdated) break;
+    return p.outcome == FmllrOutcome::kUpdated && job.round < plan_.redecodes;
   }
 
-  if (!fmllr_dir.empty()) {
-    const std::string out = fmllr_speaker_path(fmllr_dir, spk.name);
+  // --fmllr apply: the transform saved in DIR/<speaker>.mat by an earlier
+  // two-pass run; a missing or malformed one fails the speaker's files.
+  void load_transform(Transcriber& tr, Job& job) {
+    FmllrTransform transform;
+    std::string why;
     try {
-      write_fmllr_transform(out, transform);
+      transform = read_fmllr_transform(fmllr_speaker_path(plan_.fmllr_dir, job.spk->name), tr.rec.feature_dim());
+    } catch (const std::exception& e) {
+      why = e.what();
+    }
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (!why.empty()) {
+      fail_job(tr, job, format("%s (speaker %s: %zu file(s) not transcribed)", why.c_str(),
+                               job.spk->name.c_str(), job.spk->files.size()));
+      return;
+    }
+    job.transform = transform;
+    enter(job, Phase::kFinal);
+  }
+
+  // The last pass: the file decoded under the transform and printed (under
+  // the identity, a result taken in pass 1 is printed as it is).
+  void final_pass(Transcriber& tr, size_t k, StreamTools& tools, Job& job, size_t pos) {
+    PendingFile& d = job.files[pos];
+    const std::string& path = files_[d.file];
+    write_to(tr, d.file);
+    try {
+      const auto t0 = std::chrono::steady_clock::now();
+      if (!d.loaded) {
+        d.u = tr.features(path);
+        d.loaded = true;
+      }
+      std::vector<float>& x = d.u.feats.data;
+      const bool identity = job.transform.is_identity();
+      if (!identity) {
+        tools.applier.set_transform(job.transform);
+        tools.applier.apply(x.data(), d.u.feats.rows, x.data());
+      }
+      const RecognitionResult r = identity && d.has_result ? d.result : tr.decode(x.data(), d.u.feats.rows);
+      const double share = job.shared_s / static_cast<double>(std::max<size_t>(1, job.todo));
+      const double secs = d.secs + share + std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      tr.audio_s += d.u.seconds;
+      tr.wall_s += secs;
+      tr.print(path, d.u.on_audio_clock(r), d.u.seconds, secs);
     } catch (const std::exception& e) {
       ++tr.failed;
       tr.error(e.what());
     }
+    d = PendingFile{};  // printed: free its features
+    std::lock_guard<std::mutex> lock(mutex_);
+    slots_[job.spk->files[pos]].done = true;
+    slots_[job.spk->files[pos]].stream = k;
+    finished_one(job);
   }
 
-  decode_transformed(tr, files, done, transform, est_s);
-}
+  // Under the lock: the finished files after those printed, in order.
+  void print_ready() {
+    for (; printed_ < slots_.size() && slots_[printed_].done; ++printed_) {
+      Slot& s = slots_[printed_];
+      std::fputs(s.err.c_str(), stderr);
+      std::fputs(s.out.c_str(), stdout);
+      std::fflush(stdout);
+      last_stream_ = s.stream;
+      s.out.clear();
+      s.out.shrink_to_fit();
+      s.err.clear();
+      s.err.shrink_to_fit();
+    }
+  }
 
-// The --fmllr modes: each speaker decoded whole by one stream (`adapt`:
-// both passes and the estimation, or the saved transform's pass); what
-// escapes a speaker's decoding (a backend that cannot allocate, say) fails
-// that speaker alone.
-void adapt_speakers(std::vector<Transcriber>& streams, const std::vector<Speaker>& speakers,
-                    const std::function<void(Transcriber&, const Speaker&)>& adapt,
-                    size_t* last_stream, int stream_nice) {
-  run_units_in_order(
-      streams, speakers.size(),
-      [&](Transcriber& tr, size_t i) { adapt(tr, speakers[i]); },
-      [&speakers](Transcriber& tr, size_t i, const char* what) {
-        ++tr.failed;
-        tr.error("speaker " + speakers[i].name + ": " + what);
-      },
-      stream_nice, 0, last_stream);
-}
+  std::vector<Transcriber>& streams_;
+  std::vector<std::unique_ptr<StreamTools>> tools_;  // by stream
+  const std::vector<std::string>& files_;
+  const std::vector<Speaker>& speakers_;
+  const AdaptationPlan& plan_;
+  std::mutex mutex_;  // guards everything below, and the jobs' bookkeeping
+  std::condition_variable ready_;
+  std::vector<Slot> slots_;  // by file
+  std::vector<Job> jobs_;    // by speaker
+  std::vector<size_t> active_;  // speakers taken up and not done, in order
+  size_t next_job_ = 0;         // the next speaker to take up
+  size_t printed_ = 0;          // files printed
+  size_t last_stream_ = 0;
+};
 
 int run(int argc, char** argv) {
   RecognizerConfig config = RecognizerConfig::en_us_defaults();
@@ -1036,7 +1404,7 @@ int run(int argc, char** argv) {
   bool fmllr_update_by_data = false;  // --fmllr-update auto
   int fmllr_redecodes = 1;            // --fmllr-redecode
   std::string spk2utt_path, fmllr_dir;
-  bool cluster_speakers_flag = false;  // --cluster-speakers
+  int cluster_speakers_flag = -1;  // --cluster-speakers 1, --no-cluster-speakers 0, -1 the default
   int fmllr_em_passes = 1;
   bool fmllr_tuned = false;  // an --fmllr-* option given
   int streams_wanted = 0;    // --streams; 0 = the default
@@ -1159,7 +1527,9 @@ int run(int argc, char** argv) {
     } else if (a == "--spk2utt") {
       spk2utt_path = value();
     } else if (a == "--cluster-speakers") {
-      cluster_speakers_flag = true;
+      cluster_speakers_flag = 1;
+    } else if (a == "--no-cluster-speakers") {
+      cluster_speakers_flag = 0;
     } else if (a == "--fmllr-dir") {
       fmllr_dir = value();
     } else if (a == "--fmllr-min-frames") {
@@ -1238,17 +1608,34 @@ int run(int argc, char** argv) {
     usage_error("--fmllr-prior-frames applies to the full update (--fmllr-update full or auto)");
   if (fmllr_mode == FmllrMode::kApply && fmllr_tuned)
     usage_error("--fmllr-min-frames, --fmllr-em-passes, --fmllr-redecode, --fmllr-update and --fmllr-prior-frames apply to --fmllr two-pass only");
-  if (cluster_speakers_flag && fmllr_mode != FmllrMode::kTwoPass)
-    usage_error("--cluster-speakers applies to --fmllr two-pass (the default with an n-gram LM)");
-  if (cluster_speakers_flag && !spk2utt_path.empty())
+  if (cluster_speakers_flag >= 0 && fmllr_mode != FmllrMode::kTwoPass)
+    usage_error(std::string(cluster_speakers_flag ? "--cluster-speakers" : "--no-cluster-speakers") +
+                " applies to --fmllr two-pass (the default with an n-gram LM)");
+  if (cluster_speakers_flag == 1 && !spk2utt_path.empty())
     usage_error("--cluster-speakers and --spk2utt exclude each other: the speakers are given");
+  // Two-pass without spk2utt finds the speakers by clustering unless told
+  // not to (docs/benchmarks.md, "Speakers found by clustering").
+  const bool cluster = fmllr_mode == FmllrMode::kTwoPass && spk2utt_path.empty() &&
+                       cluster_speakers_flag != 0;
+  // --fmllr apply without --spk2utt: the speakers the two-pass run that
+  // wrote DIR used, when it wrote them down.
+  bool saved_speakers = false;
+  if (fmllr_mode == FmllrMode::kApply && spk2utt_path.empty()) {
+    const std::string saved = speakers_file_path(fmllr_dir);
+    struct stat st;
+    if (::stat(saved.c_str(), &st) == 0) {
+      spk2utt_path = saved;
+      saved_speakers = true;
+      if (verbose) std::fprintf(stderr, "%s: speakers from %s\n", kProgram, saved.c_str());
+    }
+  }
 
   // Speakers for --fmllr two-pass: checked before the model loads, so a bad
   // spk2utt costs nothing.
   std::vector<Speaker> speakers;
   if (fmllr_mode != FmllrMode::kNone) {
     try {
-      speakers = group_by_speaker(files, spk2utt_path, !fmllr_dir.empty());
+      speakers = group_by_speaker(files, spk2utt_path, !fmllr_dir.empty(), saved_speakers);
       if (!fmllr_dir.empty() && fmllr_mode == FmllrMode::kTwoPass) make_directory(fmllr_dir);
     } catch (const std::exception& e) {
       error(e.what());
@@ -1287,11 +1674,11 @@ int run(int argc, char** argv) {
   // default as many as keep the search busy (stream_count.h): a stream per
   // core on the CPU, on a CUDA device as many as its memory holds, up to
   // 256.
-  // With --fmllr, a stream decodes a speaker's files, so there are at most
-  // as many as speakers.
+  // At most a stream a file: with --fmllr too, the files of a speaker's
+  // phase are spread over the streams (SpeakerScheduler).
   size_t num_streams = 1;
   {
-    const size_t units = fmllr_mode == FmllrMode::kNone ? files.size() : speakers.size();
+    const size_t units = files.size();
     num_streams = streams_wanted > 0 ? static_cast<size_t>(streams_wanted)
                                      : default_stream_count(*first, config, units);
     num_streams = std::max<size_t>(1, std::min(num_streams, units));
@@ -1347,8 +1734,8 @@ int run(int argc, char** argv) {
 
   const auto t_decode = clock::now();
   size_t last_stream = 0;  // the stream of the last file printed
-  if (cluster_speakers_flag) {
-    speakers = cluster_files(trs.front(), files);
+  if (cluster) {
+    speakers = cluster_files(trs, files);
     if (verbose)
       for (const Speaker& spk : speakers) {
         std::string line = std::string(kProgram) + ": speaker " + spk.name + ":";
@@ -1356,16 +1743,21 @@ int run(int argc, char** argv) {
         std::fprintf(stderr, "%s\n", line.c_str());
       }
   }
+  if (fmllr_mode == FmllrMode::kTwoPass && !fmllr_dir.empty()) {
+    if (const std::string why = write_speakers_file(fmllr_dir, speakers, files); !why.empty())
+      std::fprintf(stderr, "%s: warning: %s\n", kProgram, why.c_str());
+  }
   if (fmllr_mode == FmllrMode::kNone) {
     transcribe_files(trs, files, &last_stream, stream_nice, fibers);
   } else {
-    adapt_speakers(trs, speakers, [&](Transcriber& tr, const Speaker& spk) {
-      if (fmllr_mode == FmllrMode::kTwoPass)
-        two_pass_speaker(tr, spk, files, fmllr_options, fmllr_update_by_data, fmllr_em_passes,
-                         fmllr_redecodes, fmllr_dir);
-      else
-        apply_saved_speaker(tr, spk, files, fmllr_dir);
-    }, &last_stream, stream_nice);
+    AdaptationPlan plan;
+    plan.mode = fmllr_mode;
+    plan.options = fmllr_options;
+    plan.update_by_data = fmllr_update_by_data;
+    plan.em_passes = fmllr_em_passes;
+    plan.redecodes = fmllr_redecodes;
+    plan.fmllr_dir = fmllr_dir;
+    SpeakerScheduler(trs, files, speakers, plan).run(stream_nice, &last_stream);
   }
   const double elapsed_s = std::chrono::duration<double>(clock::now() - t_decode).count();
   double audio_s = 0.0, busy_s = 0.0;
