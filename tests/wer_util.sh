@@ -76,15 +76,17 @@ wer_expect() {
 
 # wer_bench_row TABLE LOG CONDITION: reads the row "| CONDITION | A | B | C
 # | ..." of a table that tests/bench/noisy_wer.sh or live_wer.sh printed to
-# TABLE (their stderr in LOG) into WER_ROW=(A B C), the first three WERs
-# after the condition's name. On a missing row, a WER that is not a number,
-# or a decoder that failed (LOG says "failed"), prints LOG and "FAIL ..." and
-# exits 1 (the tests' convention). Not in a subshell: it sets WER_ROW.
+# TABLE (their stderr in LOG) into WER_ROW=(A B C ...), the WERs after the
+# condition's name (at least three). On a missing row, a WER that is not a
+# number, or a decoder that failed (LOG says "failed"), prints LOG and
+# "FAIL ..." and exits 1 (the tests' convention). Not in a subshell: it
+# sets WER_ROW.
 wer_bench_row() {
   local row v
   row=$(grep -E "^\| $3 \|" "$1") || { cat "$2"; echo "FAIL no $3 row"; exit 1; }
-  read -r -a WER_ROW < <(echo "$row" | awk -F'|' '{ gsub(/ /, ""); print $3, $4, $5 }')
-  for v in "${WER_ROW[0]:-}" "${WER_ROW[1]:-}" "${WER_ROW[2]:-}"; do
+  read -r -a WER_ROW < <(echo "$row" | awk -F'|' '{ gsub(/ /, ""); for (i = 3; i < NF; ++i) printf "%s ", $i; print "" }')
+  [ ${#WER_ROW[@]} -ge 3 ] || { cat "$2"; echo "FAIL fewer than three WERs in: $row"; exit 1; }
+  for v in "${WER_ROW[@]}"; do
     [[ $v =~ ^[0-9]+(\.[0-9]+)?$ ]] || { cat "$2"; echo "FAIL a WER is missing in: $row"; exit 1; }
   done
   grep -q 'failed' "$2" && { cat "$2"; echo "FAIL a decoder failed (above)"; exit 1; }

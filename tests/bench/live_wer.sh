@@ -20,8 +20,12 @@
 #   (e.g. "gpufmllr update-type=auto"); with none, one column "live" with
 #   the defaults. A pocketsphinx-element column and a transcribe column
 #   (its defaults, the cut utterances) are added.
-# env: LIVE_WER_COLUMNS, which of "ours element cut" to run (default all
-#   three; e.g. "cut" alone after a change to transcribe's defaults).
+# env: LIVE_WER_COLUMNS, which of "ours element cut cut1" to run (default
+#   "ours element cut"; e.g. "cut" alone after a change to transcribe's
+#   defaults). cut1: transcribe on the cut audio with each sentence its
+#   own speaker (--no-cluster-speakers; transcribe's default before
+#   2026-12-01), adapted with its own speech alone, where the default
+#   adapts each with all the sentences of its speaker.
 #   LIVE_WER_MIXED=1: one recording ("mixed") of all the sentences in
 #   their order, the voices taking turns sentence by sentence, instead of
 #   one recording per voice: a stream whose speaker keeps changing.
@@ -91,6 +95,7 @@ header="| condition |"; rule="| --- |"
 for sys in "${SYSTEMS[@]}"; do header="$header ${sys%%=*} |"; rule="$rule ---: |"; done
 runs element && { header="$header pocketsphinx element |"; rule="$rule ---: |"; }
 runs cut && { header="$header transcribe, cut |"; rule="$rule ---: |"; }
+runs cut1 && { header="$header transcribe, cut, each sentence its own speaker |"; rule="$rule ---: |"; }
 rows=()
 for cond in $DEGRADED_CONDITIONS; do
   row="| $cond |"
@@ -122,7 +127,7 @@ for cond in $DEGRADED_CONDITIONS; do
   done
   row="$row $(wer_percent "$L/ref.norm" "$hyp" || echo "?") |"
   fi
-  if runs cut; then
+  if runs cut || runs cut1; then
   # The degraded recording cut into its sentences (the clean one has no
   # zeros before it), decoded by gpuspeech-transcribe, joined per recording.
   lead=0.4; [ "$cond" = clean ] && lead=0
@@ -136,17 +141,21 @@ for cond in $DEGRADED_CONDITIONS; do
     sox -R "$L/$cond/$v.wav" "$L/cut-$cond/$id.wav" trim "$from" "$len" || degraded_die "sox (cutting $id)"
     cut+=("$L/cut-$cond/$id.wav")
   done <"$L/spans"
-  "$TRANSCRIBE" --backend cpu --search cpu --cache "$CACHE" --hmm "$M/en-us" \
-    --dict "$M/cmudict-en-us.dict" --lm "$M/en-us.lm.bin" "${cut[@]}" >"$L/$cond.cut.hyp" \
-    2>"$L/$cond.cut.log" || echo "live_wer.sh: transcribe failed on $cond (see $L/$cond.cut.log)" >&2
-  hyp="$L/$cond.cut.trn"; : >"$hyp"
-  for v in "${RECORDINGS[@]}"; do
-    # The recording's sentences in order (from the spans).
-    echo "$(awk -v v="$v" '$1 == v { print $2 }' "$L/spans" | while read -r id; do
-        grep -F "($id)" "$L/$cond.cut.hyp" | sed -E 's/ *\([^)]*\)$//'; done | tr '\n' ' ' |
-      wer_normalise_text) ($v)" >>"$hyp"
+  for column in cut cut1; do
+    runs $column || continue
+    flags=(); [ $column = cut1 ] && flags=(--no-cluster-speakers)
+    "$TRANSCRIBE" --backend cpu --search cpu --cache "$CACHE" --hmm "$M/en-us" \
+      --dict "$M/cmudict-en-us.dict" --lm "$M/en-us.lm.bin" "${flags[@]}" "${cut[@]}" >"$L/$cond.$column.hyp" \
+      2>"$L/$cond.$column.log" || echo "live_wer.sh: transcribe ($column) failed on $cond (see $L/$cond.$column.log)" >&2
+    hyp="$L/$cond.$column.trn"; : >"$hyp"
+    for v in "${RECORDINGS[@]}"; do
+      # The recording's sentences in order (from the spans).
+      echo "$(awk -v v="$v" '$1 == v { print $2 }' "$L/spans" | while read -r id; do
+          grep -F "($id)" "$L/$cond.$column.hyp" | sed -E 's/ *\([^)]*\)$//'; done | tr '\n' ' ' |
+        wer_normalise_text) ($v)" >>"$hyp"
+    done
+    row="$row $(wer_percent "$L/ref.norm" "$hyp" || echo "?") |"
   done
-  row="$row $(wer_percent "$L/ref.norm" "$hyp" || echo "?") |"
   fi
   rows+=("$row")
   echo "$row" >&2
