@@ -587,6 +587,25 @@ FileOutcome transcribe_file(Transcriber& tr, const std::string& path) {
   return o;
 }
 
+// --stream-nice for the threads (or fibers' threads) that run streams:
+// apply() on each; when the nice value cannot be set, the warning is
+// printed once for all of them.
+class StreamNice {
+ public:
+  explicit StreamNice(int nice) : nice_(nice) {}
+  void apply() {
+    if (nice_ > 0)
+      if (const std::string why = set_thread_nice(nice_); !why.empty())
+        std::call_once(warned_, [&] {
+          std::fprintf(stderr, "%s: warning: --stream-nice %d: %s\n", kProgram, nice_, why.c_str());
+        });
+  }
+
+ private:
+  int nice_;
+  std::once_flag warned_;
+};
+
 // Work units (files) over `streams`, one
 // Transcriber each on its own thread (or fiber): units are handed out in
 // order as streams come free, and a unit's text, held in its own buffers
@@ -607,15 +626,8 @@ void run_units_in_order(std::vector<Transcriber>& streams, size_t units,
       escaped(tr, i, e.what());
     }
   };
-  std::once_flag nice_warning;
-  auto be_nice = [&] {
-    if (stream_nice > 0)
-      if (const std::string why = set_thread_nice(stream_nice); !why.empty())
-        std::call_once(nice_warning, [&] {
-          std::fprintf(stderr, "%s: warning: --stream-nice %d: %s\n", kProgram, stream_nice,
-                       why.c_str());
-        });
-  };
+  StreamNice nice(stream_nice);
+  auto be_nice = [&nice] { nice.apply(); };
   if (streams.size() == 1 && fibers == 0) {
     be_nice();
     for (size_t i = 0; i < units; ++i) one_unit(streams[0], i);
@@ -780,7 +792,7 @@ class SpeakerScheduler {
  public:
   SpeakerScheduler(std::vector<Transcriber>& streams, const std::vector<std::string>& files,
                    const std::vector<Speaker>& speakers, const AdaptationPlan& plan)
-      : streams_(streams), files_(files), speakers_(speakers), plan_(plan),
+      : streams_(streams), files_(files), plan_(plan),
         slots_(files.size()), jobs_(speakers.size()) {
     for (size_t s = 0; s < speakers.size(); ++s) jobs_[s].spk = &speakers[s];
     // Made before any decoding: a stream whose backend cannot hold them
@@ -791,14 +803,9 @@ class SpeakerScheduler {
   // Runs every speaker to the end; `last_stream`: the stream that decoded
   // the last file printed.
   void run(int stream_nice, size_t* last_stream) {
-    std::once_flag nice_warning;
+    StreamNice nice(stream_nice);
     auto work = [&](size_t k) {
-      if (stream_nice > 0)
-        if (const std::string why = set_thread_nice(stream_nice); !why.empty())
-          std::call_once(nice_warning, [&] {
-            std::fprintf(stderr, "%s: warning: --stream-nice %d: %s\n", kProgram, stream_nice,
-                         why.c_str());
-          });
+      nice.apply();
       work_on_stream(k);
     };
     std::vector<std::thread> threads;
@@ -965,7 +972,7 @@ class SpeakerScheduler {
     if (++job.finished < job.todo) return;
     switch (job.phase) {
       case Phase::kPass1:
-        job.in.empty() || std::none_of(job.in.begin(), job.in.end(), [](char c) { return c != 0; })
+        std::none_of(job.in.begin(), job.in.end(), [](char c) { return c != 0; })
             ? finish_job(job)
             : enter(job, Phase::kEstimate);
         break;
@@ -1368,7 +1375,6 @@ class SpeakerScheduler {
   std::vector<Transcriber>& streams_;
   std::vector<std::unique_ptr<StreamTools>> tools_;  // by stream
   const std::vector<std::string>& files_;
-  const std::vector<Speaker>& speakers_;
   const AdaptationPlan& plan_;
   std::mutex mutex_;  // guards everything below, and the jobs' bookkeeping
   std::condition_variable ready_;
