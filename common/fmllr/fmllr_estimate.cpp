@@ -47,15 +47,16 @@ void cholesky_solve(const Matrix& l, int n, const double* b, double* x) {
   }
 }
 
-// Row `row` of A⁻ᵀ, i.e. column `row` of A⁻¹ (A = the d x d part of W):
-// solves A z = e_row by LU with partial pivoting. False if A is singular.
-bool inverse_transpose_row(const FmllrTransform& t, int row, std::vector<double>& z) {
+// inv = A⁻¹ (A = the d x d part of W, row-major) by LU with partial
+// pivoting, one column of the identity at a time. False if A is singular.
+bool invert_a(const FmllrTransform& t, Matrix& inv) {
   const int n = t.dim;
   Matrix a(static_cast<size_t>(n) * n);
   for (int i = 0; i < n; ++i)
     for (int j = 0; j < n; ++j) a[static_cast<size_t>(i) * n + j] = t.at(i, j);
-  z.assign(static_cast<size_t>(n), 0.0);
-  z[static_cast<size_t>(row)] = 1.0;
+  std::vector<int> perm(static_cast<size_t>(n));
+  for (int i = 0; i < n; ++i) perm[static_cast<size_t>(i)] = i;
+  // a = L U in place (L unit lower, below the diagonal), rows permuted.
   for (int c = 0; c < n; ++c) {
     int piv = c;
     for (int r = c + 1; r < n; ++r)
@@ -64,21 +65,62 @@ bool inverse_transpose_row(const FmllrTransform& t, int row, std::vector<double>
     if (p == 0.0 || !std::isfinite(p)) return false;
     if (piv != c) {
       for (int j = 0; j < n; ++j) std::swap(a[static_cast<size_t>(piv) * n + j], a[static_cast<size_t>(c) * n + j]);
-      std::swap(z[static_cast<size_t>(piv)], z[static_cast<size_t>(c)]);
+      std::swap(perm[static_cast<size_t>(piv)], perm[static_cast<size_t>(c)]);
     }
     for (int r = c + 1; r < n; ++r) {
-      const double f = a[static_cast<size_t>(r) * n + c] / p;
+      double& f = a[static_cast<size_t>(r) * n + c];
+      f /= p;
       if (f == 0.0) continue;
-      for (int j = c; j < n; ++j) a[static_cast<size_t>(r) * n + j] -= f * a[static_cast<size_t>(c) * n + j];
-      z[static_cast<size_t>(r)] -= f * z[static_cast<size_t>(c)];
+      for (int j = c + 1; j < n; ++j) a[static_cast<size_t>(r) * n + j] -= f * a[static_cast<size_t>(c) * n + j];
     }
   }
-  for (int i = n - 1; i >= 0; --i) {
-    double v = z[static_cast<size_t>(i)];
-    for (int k = i + 1; k < n; ++k) v -= a[static_cast<size_t>(i) * n + k] * z[static_cast<size_t>(k)];
-    z[static_cast<size_t>(i)] = v / a[static_cast<size_t>(i) * n + i];
+  inv.assign(static_cast<size_t>(n) * n, 0.0);
+  std::vector<double> z(static_cast<size_t>(n));
+  for (int col = 0; col < n; ++col) {
+    // Solve A z = e_col: P A = L U, so L U z = P e_col.
+    for (int i = 0; i < n; ++i) {
+      double v = perm[static_cast<size_t>(i)] == col ? 1.0 : 0.0;
+      for (int k = 0; k < i; ++k) v -= a[static_cast<size_t>(i) * n + k] * z[static_cast<size_t>(k)];
+      z[static_cast<size_t>(i)] = v;
+    }
+    for (int i = n - 1; i >= 0; --i) {
+      double v = z[static_cast<size_t>(i)];
+      for (int k = i + 1; k < n; ++k) v -= a[static_cast<size_t>(i) * n + k] * z[static_cast<size_t>(k)];
+      z[static_cast<size_t>(i)] = v / a[static_cast<size_t>(i) * n + i];
+    }
+    for (int i = 0; i < n; ++i) {
+      if (!std::isfinite(z[static_cast<size_t>(i)])) return false;
+      inv[static_cast<size_t>(i) * n + col] = z[static_cast<size_t>(i)];
+    }
   }
-  for (double v : z)
+  return true;
+}
+
+// After row `row` of A changed by delta (A' = A + e_row deltaᵀ), inv = A⁻¹
+// becomes A'⁻¹ by the Sherman-Morrison formula:
+//   A'⁻¹ = A⁻¹ - (A⁻¹ e_row)(deltaᵀ A⁻¹) / (1 + deltaᵀ A⁻¹ e_row),
+// n² work where a new inverse is n³. The denominator is det A' / det A;
+// false when it is too small or not finite to trust (the caller inverts
+// afresh).
+bool update_inverse_row(Matrix& inv, int n, int row, const double* delta, std::vector<double>& y) {
+  double denom = 1.0;
+  for (int r = 0; r < n; ++r) denom += delta[r] * inv[static_cast<size_t>(r) * n + row];
+  if (!std::isfinite(denom) || std::fabs(denom) < 1e-8) return false;
+  y.assign(static_cast<size_t>(n), 0.0);
+  for (int r = 0; r < n; ++r) {
+    const double dr = delta[r];
+    if (dr == 0.0) continue;
+    const double* ir = inv.data() + static_cast<size_t>(r) * n;
+    for (int c = 0; c < n; ++c) y[static_cast<size_t>(c)] += dr * ir[c];
+  }
+  std::vector<double> u(static_cast<size_t>(n));
+  for (int r = 0; r < n; ++r) u[static_cast<size_t>(r)] = inv[static_cast<size_t>(r) * n + row] / denom;
+  for (int r = 0; r < n; ++r) {
+    const double ur = u[static_cast<size_t>(r)];
+    double* ir = inv.data() + static_cast<size_t>(r) * n;
+    for (int c = 0; c < n; ++c) ir[c] -= ur * y[static_cast<size_t>(c)];
+  }
+  for (double v : inv)
     if (!std::isfinite(v)) return false;
   return true;
 }
@@ -266,11 +308,17 @@ FmllrEstimate estimate_fmllr(const FmllrStats& st, const FmllrOptions& opt,
     t = restricted_estimate(opt.update, st.beta, g, kk, d);
     out.objective.push_back(objective_with(st.beta, g, kk, t) / st.beta);
   }
-  std::vector<double> cof, p(static_cast<size_t>(n)), gp(static_cast<size_t>(n)), gk(static_cast<size_t>(n));
+  // Row i of A⁻ᵀ (the cofactor direction) is column i of A⁻¹. A⁻¹ is
+  // inverted afresh at each sweep and kept up to date through the sweep's
+  // row updates by Sherman-Morrison (n² a row instead of an n³ inverse).
+  Matrix inv;
+  std::vector<double> p(static_cast<size_t>(n)), gp(static_cast<size_t>(n)), gk(static_cast<size_t>(n)),
+      delta(static_cast<size_t>(d)), y;
   for (int iter = 0; opt.update == FmllrUpdateType::kFull && iter < opt.iterations; ++iter) {
+    bool have_inverse = invert_a(t, inv);
     for (int i = 0; i < d; ++i) {
-      if (!inverse_transpose_row(t, i, cof)) break;  // caught below as non-finite / singular
-      std::copy(cof.begin(), cof.end(), p.begin());
+      if (!have_inverse) break;  // caught below as non-finite / singular
+      for (int r = 0; r < d; ++r) p[static_cast<size_t>(r)] = inv[static_cast<size_t>(r) * d + i];
       p[static_cast<size_t>(d)] = 0.0;
       const Matrix& l = chol[static_cast<size_t>(i)];
       const double* k = kk.data() + static_cast<size_t>(i) * n;
@@ -287,7 +335,12 @@ FmllrEstimate estimate_fmllr(const FmllrStats& st, const FmllrOptions& opt,
       auto q = [&](double al) { return st.beta * std::log(std::fabs(al * a + e)) - 0.5 * al * al * a; };
       const double alpha = q(a1) >= q(a2) ? a1 : a2;
       double* w = t.w.data() + static_cast<size_t>(i) * n;
-      for (int r = 0; r < n; ++r) w[r] = alpha * gp[static_cast<size_t>(r)] + gk[static_cast<size_t>(r)];
+      for (int r = 0; r < n; ++r) {
+        const double v = alpha * gp[static_cast<size_t>(r)] + gk[static_cast<size_t>(r)];
+        if (r < d) delta[static_cast<size_t>(r)] = v - w[r];
+        w[r] = v;
+      }
+      if (!update_inverse_row(inv, d, i, delta.data(), y)) have_inverse = invert_a(t, inv);
     }
     out.objective.push_back(objective_with(st.beta, g, kk, t) / st.beta);
   }
