@@ -58,7 +58,10 @@
  * stream has about 3 s of speech there is no transform and no second pass.
  * The second pass costs one more decoding of each utterance, at its end,
  * so the final result comes that much later (common/engine/
- * adaptive_redecoder.h, docs/gpudecoder.md). A new stream (READY to
+ * adaptive_redecoder.h, docs/gpudecoder.md). Once the transform has
+ * settled (a new estimate gains less than `redecode-min-gain`), an
+ * utterance keeps its first pass, already decoded under the transform, and
+ * costs one decoding again. A new stream (READY to
  * PAUSED) starts with no transform. Measured, it still gains when the
  * speaker changes at every sentence (the transform then learns the
  * channel); `adapt=false` is for when every stream must cost one decoding.
@@ -97,8 +100,9 @@
  * - `running-time` (guint64): running time of the end of the audio decoded
  *   so far (compare with the pipeline clock to measure the delay).
  * - `adapted` (gboolean, final only, with `adapt`): TRUE when the result
- *   is the second decoding, under the speaker's transform (FALSE until the
- *   stream has enough speech for one).
+ *   was decoded under a speaker transform: the second decoding, or late in
+ *   a stream, when a new estimate gains less than `redecode-min-gain`, the
+ *   first (FALSE until the stream has enough speech for a transform).
  * - `reason` (string, final only): why the utterance ended: "eos",
  *   "silence", "discont", "gap" or "segment".
  * - `nbest` (GstValueArray of GstStructure `alternative`, final only, when
@@ -339,6 +343,7 @@ enum
   PROP_LATTICE_LW,
   PROP_LATTICE_WIP,
   PROP_ADAPT,
+  PROP_REDECODE_MIN_GAIN,
   N_PROPS
 };
 
@@ -386,6 +391,8 @@ struct Settings
   gdouble lattice_lw = DEFAULT_LATTICE_LW;
   gdouble lattice_wip = DEFAULT_LATTICE_WIP;
   gboolean adapt = DEFAULT_ADAPT;
+  gdouble redecode_min_gain =
+      gs::AdaptiveRedecoderOptions ().min_redecode_gain;
 };
 
 /* A configuration problem for the user; `not_found` marks a missing file. */
@@ -853,6 +860,18 @@ gst_gpu_decoder_class_init (GstGpuDecoderClass * klass)
           "effect with a grammar or keyphrases. Read when the model is "
           "loaded (NULL to READY)",
           DEFAULT_ADAPT, rw));
+  g_object_class_install_property (gobject_class, PROP_REDECODE_MIN_GAIN,
+      g_param_spec_double ("redecode-min-gain",
+          "Least gain to decode again",
+          "With adapt: decode an utterance again only when the new transform "
+          "raises the fit to the stream's speech by at least this much over "
+          "the transform in use (nats a frame); below it the new transform "
+          "serves the utterances that follow and the first pass is final. "
+          "Late in a long stream the transform barely moves and the second "
+          "decoding would give the same words; this saves that decoding. 0: "
+          "decode again after every new estimate. Read when a stream starts "
+          "(READY to PAUSED)",
+          0.0, 1e6, gs::AdaptiveRedecoderOptions ().min_redecode_gain, rw));
 
   element_class->change_state =
       GST_DEBUG_FUNCPTR (gst_gpu_decoder_change_state);
@@ -1034,6 +1053,9 @@ gst_gpu_decoder_set_property (GObject * object, guint prop_id,
     case PROP_ADAPT:
       s.adapt = g_value_get_boolean (value);
       break;
+    case PROP_REDECODE_MIN_GAIN:
+      s.redecode_min_gain = g_value_get_double (value);
+      break;
     default:
       G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
       break;
@@ -1147,6 +1169,9 @@ gst_gpu_decoder_get_property (GObject * object, guint prop_id,
       break;
     case PROP_ADAPT:
       g_value_set_boolean (value, s.adapt);
+      break;
+    case PROP_REDECODE_MIN_GAIN:
+      g_value_set_double (value, s.redecode_min_gain);
       break;
     default:
       G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
@@ -1420,7 +1445,7 @@ post_result (GstGpuDecoder * self, StreamState * st, const gs::Hypothesis & h,
     gst_structure_set (s, "reason", G_TYPE_STRING, reason, NULL);
   if (final && st->decoder->adapter ())
     gst_structure_set (s, "adapted", G_TYPE_BOOLEAN,
-        (gboolean) st->decoder->adapter ()->last_report ().redecoded, NULL);
+        (gboolean) st->decoder->adapter ()->last_report ().adapted, NULL);
   if (final && nbest && st->nbest > 0) {
     GValue alts = G_VALUE_INIT;
     gst_value_array_init (&alts, nbest->size ());
@@ -1674,12 +1699,13 @@ end_utterance (GstGpuDecoder * self, StreamState * st, const char *reason,
   const gs::RecognitionResult r = st->decoder->finish ();
   if (st->decoder->adapter ()) {
     const gs::RedecodeReport & a = st->decoder->adapter ()->last_report ();
-    GST_DEBUG_OBJECT (self, "utterance %u: %s (%s%s%s), %" G_GINT64_FORMAT
-        " frames aligned, speaker statistics %.0f frames, ln|det A| %.3f",
-        st->utt_index, a.redecoded ? "decoded again under the new transform" :
+    GST_DEBUG_OBJECT (self, "utterance %u: %s (%s%s%s), gain %.4f, %"
+        G_GINT64_FORMAT " frames aligned, speaker statistics %.0f frames, "
+        "ln|det A| %.3f", st->utt_index,
+        a.redecoded ? "decoded again under the new transform" :
         "first pass kept", gs::to_string (a.outcome),
-        a.message.empty ()? "" : ": ", a.message.c_str (), a.frames_aligned,
-        a.stream_weight, a.log_abs_det);
+        a.message.empty ()? "" : ": ", a.message.c_str (), a.gain,
+        a.frames_aligned, a.stream_weight, a.log_abs_det);
   }
   const GstClockTime end = frame_time (self, st, st->utt_frames);
   post_result (self, st, r.best, TRUE, reason, &r.nbest);
@@ -2191,8 +2217,10 @@ start_stream (GstGpuDecoder * self)
   /* As loaded: features are kept only if the property was set then. */
   st->send_alignments = self->sends_alignments;
   try {
+    gs::AdaptiveRedecoderOptions adaptation;
+    adaptation.min_redecode_gain = s.redecode_min_gain;
     st->decoder.reset (new gs::UtteranceDecoder (*self->recognizer,
-            self->adapts));
+            self->adapts, adaptation));
   } catch (const std::exception & e) {
     GST_ELEMENT_ERROR (self, RESOURCE, SETTINGS,
         ("cannot set up speaker adaptation: %s", e.what ()), (NULL));

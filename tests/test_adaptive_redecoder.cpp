@@ -76,14 +76,16 @@ TEST(AdaptiveRedecoder, SecondPassDecodesUnderTheTransformItLearnt) {
   const std::vector<float> f = goforward_features(rec);
   const int dim = rec.feature_dim();
   const int64_t rows = static_cast<int64_t>(f.size()) / dim;
-  FmllrOptions o;
-  o.min_frames = 50.0;  // the recording has about 2 s of speech
+  AdaptiveRedecoderOptions o;
+  o.estimation.min_frames = 50.0;  // the recording has about 2 s of speech
+  o.min_redecode_gain = 0.0;       // every new estimate decodes again
   AdaptiveRedecoder a(rec, o);
 
   push_chunked(a, f, dim);
   const RecognitionResult r1 = a.finish();
   const RedecodeReport rep = a.last_report();
   ASSERT_TRUE(rep.redecoded) << to_string(rep.outcome) << ": " << rep.message;
+  EXPECT_TRUE(rep.adapted);
   EXPECT_FALSE(a.transform().is_identity());
   EXPECT_GT(rep.frames_aligned, 50);
   EXPECT_LE(rep.frames_aligned, rows);
@@ -126,6 +128,61 @@ TEST(AdaptiveRedecoder, SecondPassDecodesUnderTheTransformItLearnt) {
   EXPECT_EQ(a.stats().beta, 0.0);
 }
 
+// A new estimate that gains less than min_redecode_gain is kept for the
+// utterances that follow, and the utterance keeps its first pass.
+TEST(AdaptiveRedecoder, ASmallGainKeepsTheFirstPassAndTheNewTransform) {
+  if (!have_goforward()) GTEST_SKIP() << "pocketsphinx-testdata or pocketsphinx-en-us not installed";
+  Recognizer rec(goforward_config(true));
+  Recognizer plain(goforward_config(false));
+  const std::vector<float> f = goforward_features(rec);
+  const int dim = rec.feature_dim();
+  const int64_t rows = static_cast<int64_t>(f.size()) / dim;
+  AdaptiveRedecoderOptions o;
+  o.estimation.min_frames = 50.0;
+  AdaptiveRedecoderOptions always = o;
+  always.min_redecode_gain = 0.0;
+  // The gain of the first estimate, from a redecoder that always decodes
+  // again; the second is asked for a little more.
+  double first_gain = 0.0;
+  {
+    Recognizer r2(goforward_config(true));
+    AdaptiveRedecoder probe(r2, always);
+    push_chunked(probe, f, dim);
+    probe.finish();
+    ASSERT_TRUE(probe.last_report().redecoded);
+    first_gain = probe.last_report().gain;
+  }
+  ASSERT_GT(first_gain, 0.0);
+  o.min_redecode_gain = first_gain * 1.01;
+  AdaptiveRedecoder a(rec, o);
+  push_chunked(a, f, dim);
+  const RecognitionResult r1 = a.finish();
+  const RedecodeReport rep = a.last_report();
+  EXPECT_FALSE(rep.redecoded);
+  EXPECT_FALSE(rep.adapted);  // decoded under the identity
+  EXPECT_EQ(rep.outcome, FmllrOutcome::kUpdated);
+  EXPECT_DOUBLE_EQ(rep.gain, first_gain);
+  EXPECT_FALSE(a.transform().is_identity());  // learnt, for what follows
+  expect_same_words(r1, decode_plain(plain, f));  // the first pass stands
+  EXPECT_NEAR(a.stats().beta, static_cast<double>(rep.frames_aligned), 0.02 * rep.frames_aligned + 1);
+
+  // The next utterance is decoded under that transform from its first
+  // frame, and with a smaller gain now, its first pass is final too.
+  const FmllrTransform t1 = a.transform();
+  a.reset();
+  push_chunked(a, f, dim);
+  const RecognitionResult r2 = a.finish();
+  EXPECT_FALSE(a.last_report().redecoded);
+  EXPECT_TRUE(a.last_report().adapted);  // its first pass was, under t1
+  EXPECT_LT(a.last_report().gain, first_gain);
+  expect_same_words(r2, decode_plain(plain, transformed(t1, f)));
+  EXPECT_EQ(static_cast<int64_t>(transformed(t1, f).size()) / dim, rows);
+
+  AdaptiveRedecoderOptions bad;
+  bad.min_redecode_gain = -1.0;
+  EXPECT_THROW(AdaptiveRedecoder(rec, bad), std::invalid_argument);
+}
+
 TEST(AdaptiveRedecoder, TooLittleSpeechKeepsTheFirstPass) {
   if (!have_goforward()) GTEST_SKIP() << "pocketsphinx-testdata or pocketsphinx-en-us not installed";
   Recognizer rec(goforward_config(true));
@@ -159,8 +216,9 @@ TEST(AdaptiveRedecoder, AnUtteranceWithoutWordsIsNoError) {
 // transform within float rounding and gives the CPU's words.
 TEST(AdaptiveRedecoder, EveryBackendAgreesWithTheCpu) {
   if (!have_goforward()) GTEST_SKIP() << "pocketsphinx-testdata or pocketsphinx-en-us not installed";
-  FmllrOptions o;
-  o.min_frames = 50.0;
+  AdaptiveRedecoderOptions o;
+  o.estimation.min_frames = 50.0;
+  o.min_redecode_gain = 0.0;
   auto run = [&](const std::string& backend, FmllrTransform* t) {
     RecognizerConfig c = goforward_config(true);
     c.scoring_backend = backend;

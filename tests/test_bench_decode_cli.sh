@@ -111,6 +111,27 @@ else
   fail "--adapt: status $?: $(cat "$T/err")"
 fi
 
+# --redecode-min-gain: a gain no estimate reaches keeps every first pass
+# (the estimates still run), 0 decodes again after every new estimate.
+for g in 0 1000; do
+  if "$TOOL" decode --backend cpu --search cpu --hmm "$MODEL/en-us" --dict "$MODEL/cmudict-en-us.dict" \
+       --lm "$DATA/turtle.lm.bin" --lattice-lw 0 --cache "$T/cache" --streams 1 --repeat 4 --adapt \
+       --redecode-min-gain $g "$DATA/goforward.raw" >"$T/out" 2>"$T/err"; then
+    line=$(grep '^adaptation, core-seconds: ' "$T/out")
+    again=$(echo "$line" | sed -nE 's/.*decoded again ([0-9]+) \(min gain ([0-9.e+]+)\).*/\1 \2/p')
+    est=$(echo "$line" | sed -nE 's/.*estimates ([0-9.]+),.*/\1/p')
+    if [ $g = 0 ] && [ "${again% *}" -ge 1 ] 2>/dev/null && [ "${again#* }" = 0 ]; then
+      pass "--redecode-min-gain 0: $again"
+    elif [ $g = 1000 ] && [ "$again" = "0 1000" ] && awk -v e="$est" 'BEGIN { exit !(e > 0) }'; then
+      pass "--redecode-min-gain 1000: no second decoding, estimates $est s"
+    else
+      fail "--redecode-min-gain $g: $line"
+    fi
+  else
+    fail "--redecode-min-gain $g: status $?: $(cat "$T/err")"
+  fi
+done
+
 # --- bad input ----------------------------------------------------------------
 
 expect_error "missing file" 1 "$T/none.wav: cannot open" "$T/none.wav"
@@ -124,6 +145,10 @@ expect_error "--lattice-lw -1" 2 "--lattice-lw needs a number >= 0, got '-1'" --
 expect_error "--words into a missing folder" 1 "$T/none/words: cannot write" --words "$T/none/words" "$DATA/goforward.raw"
 expect_error "--words with --live" 2 "--words checks batch mode only" --live --words "$T/w" "$DATA/goforward.raw"
 expect_error "--adapt with a grammar" 2 "--adapt needs an n-gram LM (--lm)" --adapt "$DATA/goforward.raw"
+expect_error "--redecode-min-gain -1" 2 "--redecode-min-gain needs a number >= 0, got '-1'" \
+  --adapt --redecode-min-gain -1 "$DATA/goforward.raw"
+expect_error "--redecode-min-gain without --adapt" 2 "--redecode-min-gain applies to --adapt only" \
+  --redecode-min-gain 0.1 "$DATA/goforward.raw"
 expect_error "unknown option" 2 "unknown option --fast" --fast "$DATA/goforward.raw"
 
 cli_finish

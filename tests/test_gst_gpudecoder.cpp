@@ -1496,6 +1496,32 @@ TEST(GpuDecoder, AdaptsToTheSpeakerAcrossUtterances) {
   for (const Result& r : gram.finals()) EXPECT_EQ(r.adapted, -1);
   // Until the first transform both decode the same features the same way.
   EXPECT_EQ(a[0].words.size(), plain.finals()[0].words.size());
+
+  // redecode-min-gain (0.01 by default): a gain no estimate reaches keeps
+  // each first pass. The utterance that made the first transform is then
+  // not adapted; the next one is, decoded under that transform from its
+  // start.
+  GstElement* dec = gst_element_factory_make("gpudecoder", nullptr);
+  ASSERT_TRUE(dec);
+  gdouble min_gain = -1.0;
+  g_object_get(dec, "redecode-min-gain", &min_gain, nullptr);
+  EXPECT_DOUBLE_EQ(min_gain, 0.01);
+  gst_object_unref(dec);
+  const std::string path2 = three_goforwards_file();
+  ASSERT_FALSE(path2.empty());
+  const PipelineRun kept = run_pipeline(raw_source(path2) + " ! " + features() + " ! " + lm +
+                                        " redecode-min-gain=1000 ! fakesink");
+  g_unlink(path2.c_str());
+  ASSERT_TRUE(kept.eos) << kept.error_text();
+  const std::vector<Result> k = kept.finals();
+  ASSERT_EQ(k.size(), 3u) << described(k);
+  size_t first = 0;
+  while (first < a.size() && a[first].adapted != 1) ++first;
+  ASSERT_EQ(first, 1u) << "the first transform was expected from the second utterance";
+  EXPECT_EQ(k[0].adapted, 0);
+  EXPECT_EQ(k[1].adapted, 0) << "a second decoding despite redecode-min-gain=1000";
+  EXPECT_EQ(k[2].adapted, 1);
+  for (const Result& r : k) EXPECT_EQ(r.hypothesis, "go forward ten meters");
 }
 
 // cue-timing: where a second pass decides the final words (adapt, on by

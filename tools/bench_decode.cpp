@@ -47,6 +47,8 @@
 // common/engine/adaptive_redecoder.h: per-stream fMLLR, each utterance
 // decoded again under the transform that includes it), with the lattice
 // pass at the element's weight and word cost unless --lattice-lw is given.
+// --redecode-min-gain X: the second decoding only when the estimate gains
+// X nats a frame (AdaptiveRedecoderOptions; default the element's).
 // A stream's results then depend on what it decoded before, so --words
 // is refused with it. Its report adds the adaptation's host time by stage
 // (AdaptationTimings: alignments, statistics, estimates, ...).
@@ -101,6 +103,7 @@ struct DecodeBenchOptions {
   int fibers = 0;       // --fibers T: the streams as fibers on T threads (batch mode); 0: a thread each
   std::string words_out;  // --words OUT: check every decoding of a file against its first; write them
   bool adapt = false;     // --adapt: the element's speaker adaptation and second pass
+  AdaptiveRedecoderOptions adaptation;  // --redecode-min-gain
   std::vector<std::string> files;
 };
 
@@ -109,7 +112,7 @@ struct DecodeBenchOptions {
                "gpuspeech-bench decode: %s\n"
                "usage: gpuspeech-bench decode [--streams N] [--backend B] [--search S] "
                "[--device-id N] [--batched-search on|off|auto] [--maxactive N] [--topn N]\n"
-               "       [--lattice-lw X] [--adapt]\n"
+               "       [--lattice-lw X] [--adapt [--redecode-min-gain X]]\n"
                "       [--hmm DIR] [--dict FILE] [--lm FILE | --jsgf FILE] [--cache DIR]\n"
                "       [--live] [--seconds S] [--block-ms MS] [--partial-ms MS] [--repeat N]\n"
                "       [--stream-nice N] [--fibers T] [--words OUT] FILE...\n",
@@ -128,7 +131,7 @@ int int_arg(const std::string& flag, const char* v, int lo, int hi) {
 
 DecodeBenchOptions parse_decode_args(int argc, char** argv) {
   DecodeBenchOptions o;
-  bool lattice_given = false;
+  bool lattice_given = false, redecode_given = false;
   for (int i = 2; i < argc; ++i) {
     const std::string a = argv[i];
     auto value = [&]() -> const char* {
@@ -152,6 +155,15 @@ DecodeBenchOptions parse_decode_args(int argc, char** argv) {
       lattice_given = true;
     }
     else if (a == "--adapt") o.adapt = true;
+    else if (a == "--redecode-min-gain") {
+      const char* v = value();
+      char* end = nullptr;
+      const double x = std::strtod(v, &end);
+      if (end == v || *end != '\0' || !(x >= 0.0 && x < 1e6))
+        decode_usage("--redecode-min-gain needs a number >= 0, got '" + std::string(v) + "'");
+      o.adaptation.min_redecode_gain = x;
+      redecode_given = true;
+    }
     else if (a == "--hmm") o.config.model_dir = value();
     else if (a == "--dict") o.config.dictionary = value();
     else if (a == "--lm") {
@@ -182,6 +194,7 @@ DecodeBenchOptions parse_decode_args(int argc, char** argv) {
   if (!o.words_out.empty() && o.live) decode_usage("--words checks batch mode only");
   if (!o.words_out.empty() && o.adapt)
     decode_usage("--words and --adapt exclude each other (an adapting stream's words depend on what it decoded before)");
+  if (redecode_given && !o.adapt) decode_usage("--redecode-min-gain applies to --adapt only");
   if (o.adapt) {
     if (o.config.grammar_kind != GrammarKind::kNgram) decode_usage("--adapt needs an n-gram LM (--lm)");
     o.config.keep_features_for_alignment = true;
@@ -405,7 +418,7 @@ int bench_decode(int argc, char** argv) {
   // Each stream's utterances, through its speaker adaptation with --adapt
   // (made before the clock).
   std::vector<std::unique_ptr<UtteranceDecoder>> decoders;
-  for (const auto& s : streams) decoders.push_back(std::make_unique<UtteranceDecoder>(*s, o.adapt));
+  for (const auto& s : streams) decoders.push_back(std::make_unique<UtteranceDecoder>(*s, o.adapt, o.adaptation));
   auto push = [&](int k, const float* f, int64_t n) {
     decoders[static_cast<size_t>(k)]->push_features(f, n);
   };
@@ -584,9 +597,10 @@ int bench_decode(int argc, char** argv) {
       for (const auto& d : decoders) at.add(d->adapter()->timings());
       std::printf("adaptation, core-seconds: first result %.3f, alignments %.3f, statistics %.3f, "
                   "estimates %.3f, second decodings %.3f (in scoring and search above), final "
-                  "results %.3f\n",
+                  "results %.3f; utterances %lld, decoded again %lld (min gain %g)\n",
                   at.first_result, at.align, at.statistics, at.estimate, at.redecode,
-                  at.final_result);
+                  at.final_result, static_cast<long long>(at.utterances),
+                  static_cast<long long>(at.redecoded), o.adaptation.min_redecode_gain);
     }
     if (parts.rounds > 0)
       std::printf("search rounds: %lld for %lld frames searched (%lld only pruning a frame); "

@@ -1,13 +1,20 @@
 #include "common/engine/adaptive_redecoder.h"
 
 #include <algorithm>
+#include <cmath>
 #include <stdexcept>
 
 #include "common/seconds_since.h"
 
 namespace gpuspeech {
 
-AdaptiveRedecoder::AdaptiveRedecoder(Recognizer& recognizer, const FmllrOptions& options)
+void AdaptiveRedecoderOptions::validate() const {
+  if (!(min_redecode_gain >= 0.0) || !std::isfinite(min_redecode_gain))
+    throw std::invalid_argument("speaker adaptation: min_redecode_gain must be a finite number >= 0, not " +
+                                std::to_string(min_redecode_gain));
+}
+
+AdaptiveRedecoder::AdaptiveRedecoder(Recognizer& recognizer, const AdaptiveRedecoderOptions& options)
     : rec_(recognizer),
       options_(options),
       dim_(recognizer.feature_dim()),
@@ -19,6 +26,7 @@ AdaptiveRedecoder::AdaptiveRedecoder(Recognizer& recognizer, const FmllrOptions&
     throw std::invalid_argument(
         "speaker adaptation needs a recognizer that keeps its features "
         "(keep_features_for_alignment)");
+  options_.validate();
   applier_.set_transform(transform_);
 }
 
@@ -82,6 +90,8 @@ RecognitionResult AdaptiveRedecoder::finish() {
     first = rec_.finish();
   }
   timings_.first_result += thread_cpu_seconds() - c0;
+  // The transform the first pass was decoded under.
+  const bool first_adapted = !transform_.is_identity();
   RecognitionResult result;
   bool have_result = false;
   bool holds_first = true;  // the recognizer still holds the first pass
@@ -91,11 +101,21 @@ RecognitionResult AdaptiveRedecoder::finish() {
     total.add(utterance_.stats());
     const FmllrTransform start = transform_;
     c0 = thread_cpu_seconds();
-    const FmllrEstimate est = estimate_fmllr(total, options_, &start);
+    const FmllrEstimate est = estimate_fmllr(total, options_.estimation, &start);
     timings_.estimate += thread_cpu_seconds() - c0;
     report_.outcome = est.outcome;
     report_.message = est.message;
-    if (est.outcome == FmllrOutcome::kUpdated && est.transform.all_finite()) {
+    const bool updated = est.outcome == FmllrOutcome::kUpdated && est.transform.all_finite();
+    if (updated && est.objective.size() >= 2)
+      report_.gain = est.objective.back() - est.objective.front();
+    if (updated && report_.gain < options_.min_redecode_gain) {
+      // Too small a change to decode again: the utterances that follow
+      // get the new transform, this one keeps its first pass, and the
+      // first pass's statistics (posteriors under the transform it was
+      // decoded with) are the utterance's.
+      transform_ = est.transform;
+      applier_.set_transform(transform_);
+    } else if (updated) {
       transform_ = est.transform;
       applier_.set_transform(transform_);
       holds_first = false;
@@ -134,8 +154,11 @@ RecognitionResult AdaptiveRedecoder::finish() {
     result = holds_first ? rec_.finish() : first;
     timings_.final_result += thread_cpu_seconds() - c0;
   }
+  report_.adapted = report_.redecoded || first_adapted;
   report_.stream_weight = stream_.beta;
   report_.log_abs_det = transform_.log_abs_det();
+  ++timings_.utterances;
+  timings_.redecoded += report_.redecoded;
   return result;
 }
 

@@ -31,6 +31,15 @@
 // (FmllrOptions::min_frames), on the streaming thread at the utterance's
 // end: the final result comes that much later; partials do not wait.
 //
+// Once the stream has heard a good deal of its speaker, a new estimate
+// barely moves the transform, and decoding the utterance again under it
+// would give the same words for a decoding's cost. So the second decoding
+// runs only when the estimate gains at least
+// AdaptiveRedecoderOptions::min_redecode_gain over the transform in use;
+// otherwise the new transform is kept for the utterances that follow and
+// the first pass is the final result (its statistics, posteriors under the
+// transform it was decoded with, are then the ones kept).
+//
 // Statistics of raw features, posteriors on the features decoded (the EM
 // step for the transform in use), as gpuspeech-transcribe's --fmllr
 // two-pass; the estimate is FmllrOptions' (the full transform, as there).
@@ -59,8 +68,12 @@ struct AdaptationTimings {
   // its finish() (also counted in the Recognizer's scoring and search).
   double redecode = 0.0;
   double final_result = 0.0;  // the final finish() (the lattice pass)
+  int64_t utterances = 0;     // finish() calls
+  int64_t redecoded = 0;      // of them, those decoded again
   // Sums another stream's (a benchmark's report over its streams).
   void add(const AdaptationTimings& o) {
+    utterances += o.utterances;
+    redecoded += o.redecoded;
     first_result += o.first_result;
     align += o.align;
     statistics += o.statistics;
@@ -70,10 +83,36 @@ struct AdaptationTimings {
   }
 };
 
+struct AdaptiveRedecoderOptions {
+  // The estimate (fmllr_estimate.h; the full transform by default).
+  FmllrOptions estimation;
+  // Decode an utterance again only when the new estimate raises the
+  // objective (Q / beta over all of the stream's statistics, nats a frame)
+  // by at least this much over the transform in use (0: whenever a new
+  // transform is estimated). The gain falls from 8-12 at a stream's first
+  // estimate to about 2 / k² at its k-th utterance (0.03 at the tenth). At
+  // 0.01 streams of 20 sentences gave the same words as 0, and 256 live
+  // adapting streams on one H200 kept up where with 0 they did not
+  // (docs/benchmarks.md, "The second decoding only while the transform
+  // moves").
+  double min_redecode_gain = 0.01;
+
+  // Throws std::invalid_argument naming the bad value.
+  void validate() const;
+};
+
 // What the last finish() did, for logs.
 struct RedecodeReport {
   bool redecoded = false;        // the result is the second pass's
+  // The result was decoded under a speaker transform: the second pass's,
+  // or the first pass's when the stream already had a transform (a small
+  // gain keeps it, or an estimate that was not made).
+  bool adapted = false;
   FmllrOutcome outcome = FmllrOutcome::kTooFewFrames;
+  // The estimate's objective gain over the transform in use (nats a frame;
+  // 0 when no estimate was made). Below min_redecode_gain the first pass
+  // is kept though the outcome is kUpdated.
+  double gain = 0.0;
   std::string message;           // estimate_fmllr's, when not updated
   int64_t frames_aligned = 0;    // this utterance's, first pass
   double stream_weight = 0.0;    // the stream's statistics (posterior frames)
@@ -87,7 +126,8 @@ class AdaptiveRedecoder {
   // must not discard features of the utterance in progress before
   // finish() (words before features_kept_from() are left out of the
   // statistics). Starts with the identity transform and no statistics.
-  explicit AdaptiveRedecoder(Recognizer& recognizer, const FmllrOptions& options = {});
+  // std::invalid_argument for options that fail validate().
+  explicit AdaptiveRedecoder(Recognizer& recognizer, const AdaptiveRedecoderOptions& options = {});
 
   // Raw features (frames x recognizer.feature_dim()): kept, transformed
   // and pushed to the recognizer.
@@ -116,7 +156,7 @@ class AdaptiveRedecoder {
   void push_transformed(const float* raw, int64_t n);
 
   Recognizer& rec_;
-  FmllrOptions options_;
+  AdaptiveRedecoderOptions options_;
   int dim_;
   FmllrStats stream_;           // the speaker's statistics, utterances done
   FmllrAccumulator utterance_;  // one utterance's

@@ -26,9 +26,9 @@ class UtteranceDecoder {
  public:
   // `recognizer` outlives this object. With `adapt` it must keep its
   // features (AdaptiveRedecoder's std::invalid_argument otherwise).
-  UtteranceDecoder(Recognizer& recognizer, bool adapt)
+  UtteranceDecoder(Recognizer& recognizer, bool adapt, const AdaptiveRedecoderOptions& options = {})
       : rec_(recognizer),
-        adapter_(adapt ? std::make_unique<AdaptiveRedecoder>(recognizer) : nullptr) {}
+        adapter_(adapt ? std::make_unique<AdaptiveRedecoder>(recognizer, options) : nullptr) {}
 
   void push_features(const float* frames, int64_t num_frames) {
     if (adapter_)
