@@ -855,8 +855,9 @@ gst_gpu_decoder_class_init (GstGpuDecoderClass * klass)
           "decoding is the final result (common/engine/adaptive_redecoder.h). "
           "A stream is one speaker; a new one (READY to PAUSED) starts "
           "afresh. Costs one more decoding of each utterance, at its end, "
-          "once 3 s of speech have been heard, and host time that limits how "
-          "many streams one GPU serves (false for the most streams). No "
+          "from 3 s of speech on until the transform settles "
+          "(redecode-min-gain), and host time that limits how many streams "
+          "one GPU serves (false for the most streams). No "
           "effect with a grammar or keyphrases. Read when the model is "
           "loaded (NULL to READY)",
           DEFAULT_ADAPT, rw));
