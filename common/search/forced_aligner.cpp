@@ -279,12 +279,40 @@ double ForcedAligner::viterbi(const Hmm& hmm, Scorer& scorer, int64_t t0, int64_
   const int64_t frames = t1 - t0;
   const size_t states = hmm.senone.size();
   if (!hmm.valid || frames <= 0 || states == 0) return kNegInf;
+  // to_exit[s]: the fewest frames after this one a path in state s still
+  // needs before it can leave the HMM. A state that cannot leave within
+  // the frames left lies on no complete path: it is never a predecessor of
+  // one that can (that one's own need would be no more than its need plus
+  // one), so skipping it changes neither the best path nor its score, and
+  // spares the senone evaluations of the early states near the span's end
+  // (the mirror of the states the path cannot reach yet).
+  constexpr int64_t kNever = std::numeric_limits<int64_t>::max() / 2;
+  std::vector<int64_t> to_exit(states, kNever);
+  for (size_t s = 0; s < states; ++s)
+    if (hmm.exit[s] != kNegInf) to_exit[s] = 0;
+  for (bool changed = true; changed;) {
+    changed = false;
+    for (size_t s = 0; s < states; ++s)
+      for (const Hmm::Arc& a : hmm.into[s]) {
+        const size_t from = static_cast<size_t>(a.from);
+        if (a.log_prob != kNegInf && to_exit[s] + 1 < to_exit[from]) {
+          to_exit[from] = to_exit[s] + 1;
+          changed = true;
+        }
+      }
+  }
   std::vector<double> prev(states, kNegInf), cur(states);
   std::vector<int32_t> back(static_cast<size_t>(frames) * states, -1);
-  prev[0] = scorer.senone(t0, hmm.senone[0]);
+  if (to_exit[0] <= frames - 1) prev[0] = scorer.senone(t0, hmm.senone[0]);
   for (int64_t f = 1; f < frames; ++f) {
     int32_t* bp = back.data() + static_cast<size_t>(f) * states;
+    const int64_t left = frames - 1 - f;  // frames after this one
     for (size_t s = 0; s < states; ++s) {
+      if (to_exit[s] > left) {
+        cur[s] = kNegInf;
+        bp[s] = -1;
+        continue;
+      }
       double best = kNegInf;
       int32_t arg = -1;
       for (const Hmm::Arc& a : hmm.into[s]) {
