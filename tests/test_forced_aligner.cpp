@@ -342,6 +342,44 @@ TEST(ForcedAligner, WordsThatCannotBeAlignedAreCountedNotThrown) {
   EXPECT_EQ(a.log_likelihood, 0.0);
 }
 
+// The shortest span a word fits in: the Viterbi leaves out states that
+// cannot reach the word's exit in the frames left, so a word of exactly its
+// HMM's fewest frames must still align (every frame a senone), and one
+// frame fewer must fail, whatever the features.
+TEST(ForcedAligner, AWordAlignsInItsFewestFramesAndNotInFewer) {
+  if (!have_file(an4_dir() + "/mdef")) GTEST_SKIP() << "pocketsphinx-testdata not installed";
+  const AcousticModel am = AcousticModel::load(an4_dir());
+  Dictionary dict;
+  dict.add_pronunciation("forward", {"F", "AO", "R", "W", "ER", "D"}, false);
+  SyntheticBuilder b(am, dict, 7);
+  b.word("forward", -1);
+  const Synthetic u = b.take();
+  const ForcedAligner aligner(am, dict);
+  auto align_in = [&](int32_t n) {
+    std::vector<HypothesisWord> words(1);
+    words[0].text = "forward";
+    words[0].start_frame = 0;
+    words[0].end_frame = n - 1;
+    return aligner.align(u.feats.data(), 0, n, words);
+  };
+  int32_t fewest = 0;
+  for (int32_t n = 1; n <= static_cast<int32_t>(u.frames()); ++n)
+    if (align_in(n).words_aligned == 1) {
+      fewest = n;
+      break;
+    }
+  ASSERT_GT(fewest, 1) << "six phones fit in no span of the synthetic word";
+  // The model's topology (an4: three emitting states a phone, skips allowed)
+  // needs at least one frame a phone.
+  EXPECT_GE(fewest, 6);
+  for (int32_t n = fewest; n < fewest + 4 && n <= static_cast<int32_t>(u.frames()); ++n) {
+    const FrameAlignment a = align_in(n);
+    EXPECT_EQ(a.words_aligned, 1) << n << " frames";
+    EXPECT_EQ(a.aligned_frames(), n) << n << " frames";
+  }
+  EXPECT_EQ(align_in(fewest - 1).words_failed, 1);
+}
+
 TEST(ForcedAligner, RejectsWordsOutOfOrderOrOutsideTheSpan) {
   if (!have_file(an4_dir() + "/mdef")) GTEST_SKIP() << "pocketsphinx-testdata not installed";
   const AcousticModel am = AcousticModel::load(an4_dir());
