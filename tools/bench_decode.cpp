@@ -47,11 +47,12 @@
 // common/engine/adaptive_redecoder.h: per-stream fMLLR, each utterance
 // decoded again under the transform that includes it), with the lattice
 // pass at the element's weight and word cost unless --lattice-lw is given.
-// --redecode-min-gain X: the second decoding only when the estimate gains
-// X nats a frame (AdaptiveRedecoderOptions; default the element's).
 // A stream's results then depend on what it decoded before, so --words
 // is refused with it. Its report adds the adaptation's host time by stage
-// (AdaptationTimings: alignments, statistics, estimates, ...).
+// (AdaptationTimings: alignments, statistics, estimates, ...) and how many
+// utterances were decoded again. --redecode-min-gain X: the second
+// decoding only while an estimate gains at least X nats a frame
+// (AdaptiveRedecoderOptions::min_redecode_gain; default the element's).
 // The RESULT line is for scripts.
 #include "tools/bench_decode.h"
 
