@@ -130,6 +130,15 @@ int int_arg(const std::string& flag, const char* v, int lo, int hi) {
   return static_cast<int>(x);
 }
 
+// A number >= 0 (below 1e6) for `flag`, or the usage error.
+double nonnegative_arg(const std::string& flag, const char* v) {
+  char* end = nullptr;
+  const double x = std::strtod(v, &end);
+  if (end == v || *end != '\0' || !(x >= 0.0 && x < 1e6))
+    decode_usage(flag + " needs a number >= 0, got '" + v + "'");
+  return x;
+}
+
 DecodeBenchOptions parse_decode_args(int argc, char** argv) {
   DecodeBenchOptions o;
   bool lattice_given = false, redecode_given = false;
@@ -147,22 +156,12 @@ DecodeBenchOptions parse_decode_args(int argc, char** argv) {
     else if (a == "--maxactive") o.config.search.max_active = int_arg(a, value(), 1, 1 << 30);
     else if (a == "--topn") o.config.top_n = int_arg(a, value(), 0, Backend::kMaxTopN);
     else if (a == "--lattice-lw") {
-      const char* v = value();
-      char* end = nullptr;
-      const double x = std::strtod(v, &end);
-      if (end == v || *end != '\0' || !(x >= 0.0 && x < 1e6))
-        decode_usage("--lattice-lw needs a number >= 0, got '" + std::string(v) + "'");
-      o.config.search.lattice.language_weight = static_cast<float>(x);
+      o.config.search.lattice.language_weight = static_cast<float>(nonnegative_arg(a, value()));
       lattice_given = true;
     }
     else if (a == "--adapt") o.adapt = true;
     else if (a == "--redecode-min-gain") {
-      const char* v = value();
-      char* end = nullptr;
-      const double x = std::strtod(v, &end);
-      if (end == v || *end != '\0' || !(x >= 0.0 && x < 1e6))
-        decode_usage("--redecode-min-gain needs a number >= 0, got '" + std::string(v) + "'");
-      o.adaptation.min_redecode_gain = x;
+      o.adaptation.min_redecode_gain = nonnegative_arg(a, value());
       redecode_given = true;
     }
     else if (a == "--hmm") o.config.model_dir = value();
