@@ -132,6 +132,27 @@ for g in 0 1000; do
   fi
 done
 
+# --spread-starts: live streams begin at different points of their file.
+# goforward.raw is 3.6 s; fed 2 s, stream 0 (phase 0) ends no utterance
+# before its last, stream 1 (phase 0.618, 2.2 s in) reaches the file's end
+# after 1.4 s and starts it again: 3 utterances with the flag, 2 without.
+for s in "" --spread-starts; do
+  if "$TOOL" decode --backend cpu --search cpu --hmm "$MODEL/en-us" --dict "$MODEL/cmudict-en-us.dict" \
+       --lm "$DATA/turtle.lm.bin" --lattice-lw 0 --cache "$T/cache" --streams 2 --live --seconds 2 --adapt \
+       $s "$DATA/goforward.raw" >"$T/out" 2>"$T/err"; then
+    n=$(sed -nE 's/^adaptation, core-seconds: .*utterances ([0-9]+),.*/\1/p' "$T/out")
+    want=2; [ -n "$s" ] && want=3
+    if [ "$n" = "$want" ] && [ "$(field errors)" = 0 ] &&
+       { [ -z "$s" ] || grep -q '^live: .*(starts spread over the files)' "$T/out"; }; then
+      pass "live ${s:-without --spread-starts}: $n utterances"
+    else
+      fail "live ${s:-without --spread-starts}: $n utterances, expected $want: $(cat "$T/out")"
+    fi
+  else
+    fail "live $s: status $?: $(cat "$T/err")"
+  fi
+done
+
 # --- bad input ----------------------------------------------------------------
 
 expect_error "missing file" 1 "$T/none.wav: cannot open" "$T/none.wav"
@@ -149,6 +170,8 @@ expect_error "--redecode-min-gain -1" 2 "--redecode-min-gain needs a number >= 0
   --adapt --redecode-min-gain -1 "$DATA/goforward.raw"
 expect_error "--redecode-min-gain without --adapt" 2 "--redecode-min-gain applies to --adapt only" \
   --redecode-min-gain 0.1 "$DATA/goforward.raw"
+expect_error "--spread-starts without --live" 2 "--spread-starts applies to --live only" \
+  --spread-starts "$DATA/goforward.raw"
 expect_error "unknown option" 2 "unknown option --fast" --fast "$DATA/goforward.raw"
 
 cli_finish

@@ -6,8 +6,8 @@
 //                          [--batched-search on|off|auto]
 //       [--device-id N] [--hmm DIR] [--dict FILE] [--lm FILE | --jsgf FILE]
 //       [--cache DIR] [--live] [--seconds S] [--block-ms 100]
-//       [--partial-ms 200] [--repeat N] [--stream-nice N] [--fibers T]
-//       [--words OUT] FILE...
+//       [--partial-ms 200] [--spread-starts] [--repeat N] [--stream-nice N]
+//       [--fibers T] [--words OUT] FILE...
 //
 // Every stream is a Recognizer on the shared resources (the first loads
 // them), on its own thread. Batch (default): the FILEs, --repeat times
@@ -20,7 +20,13 @@
 // --seconds of audio, pushed in blocks of --block-ms at the pace the
 // audio would arrive (each block when its last sample would have been
 // recorded, or at once if the stream is behind), with a partial result
-// every --partial-ms of audio. The lag of a block is the wall time from
+// every --partial-ms of audio. With --spread-starts stream k begins its
+// first pass frac(k x 0.618...) of the way into its file (the golden
+// ratio's fraction spreads any number of streams evenly), so that the
+// streams given one file do not all end their utterances in the same
+// instant: without it the end-of-utterance work (an adapting stream's
+// alignment, estimate and second decoding) of every such stream falls due
+// at once, which a server's independent streams do not do. The lag of a block is the wall time from
 // its arrival to the end of its decoding (and of the partial that follows
 // it); reported: p50, p99 and the worst over all streams' blocks, and
 // whether every stream kept up (its last block's lag under a second).
@@ -61,6 +67,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -99,6 +106,7 @@ struct DecodeBenchOptions {
   double seconds = 30.0;
   int block_ms = 100;
   int partial_ms = 200;
+  bool spread_starts = false;  // --spread-starts: stream k begins frac(k x golden ratio) into its file
   int repeat = 1;  // batch mode: the file list this many times over
   int stream_nice = 0;  // --stream-nice: each stream's thread's nice value
   int fibers = 0;       // --fibers T: the streams as fibers on T threads (batch mode); 0: a thread each
@@ -115,8 +123,8 @@ struct DecodeBenchOptions {
                "[--device-id N] [--batched-search on|off|auto] [--maxactive N] [--topn N]\n"
                "       [--lattice-lw X] [--adapt [--redecode-min-gain X]]\n"
                "       [--hmm DIR] [--dict FILE] [--lm FILE | --jsgf FILE] [--cache DIR]\n"
-               "       [--live] [--seconds S] [--block-ms MS] [--partial-ms MS] [--repeat N]\n"
-               "       [--stream-nice N] [--fibers T] [--words OUT] FILE...\n",
+               "       [--live] [--seconds S] [--block-ms MS] [--partial-ms MS] [--spread-starts]\n"
+               "       [--repeat N] [--stream-nice N] [--fibers T] [--words OUT] FILE...\n",
                error.c_str());
   std::exit(2);
 }
@@ -182,6 +190,7 @@ DecodeBenchOptions parse_decode_args(int argc, char** argv) {
         decode_usage("--seconds needs a positive number, got '" + std::string(v) + "'");
     } else if (a == "--block-ms") o.block_ms = int_arg(a, value(), 10, 10000);
     else if (a == "--partial-ms") o.partial_ms = int_arg(a, value(), 10, 100000);
+    else if (a == "--spread-starts") o.spread_starts = true;
     else if (a == "--repeat") o.repeat = int_arg(a, value(), 1, 1000000);
     else if (a == "--stream-nice") o.stream_nice = int_arg(a, value(), 0, 19);
     else if (a == "--fibers") o.fibers = int_arg(a, value(), 1, 1024);
@@ -192,6 +201,7 @@ DecodeBenchOptions parse_decode_args(int argc, char** argv) {
   if (o.files.empty()) decode_usage("no input files");
   if (o.fibers > 0 && o.live) decode_usage("--fibers runs batch mode only (live streams pace themselves by sleeping)");
   if (!o.words_out.empty() && o.live) decode_usage("--words checks batch mode only");
+  if (o.spread_starts && !o.live) decode_usage("--spread-starts applies to --live only");
   if (!o.words_out.empty() && o.adapt)
     decode_usage("--words and --adapt exclude each other (an adapting stream's words depend on what it decoded before)");
   if (redecode_given && !o.adapt) decode_usage("--redecode-min-gain applies to --adapt only");
@@ -487,6 +497,11 @@ int bench_decode(int argc, char** argv) {
     double my_busy = 0.0;
     reset(k);
     int64_t pushed = 0, in_utt = 0, since_partial = 0;
+    if (o.spread_starts) {
+      constexpr double kGoldenFraction = 0.6180339887498949;
+      const double phase = std::fmod(k * kGoldenFraction, 1.0);
+      in_utt = std::min(u.frames - 1, static_cast<int64_t>(phase * static_cast<double>(u.frames)));
+    }
     while (pushed < total) {
       if (in_utt == u.frames) {  // the file ends: its result, then again
         finish(k);
@@ -703,9 +718,9 @@ int bench_decode(int argc, char** argv) {
     worst = percentile(lags, 1.0);
     for (double l : last_lags) kept_up = kept_up && l < 1.0;
     std::printf("live: %zu blocks of %d ms, partial every %d ms: lag p50 %.1f ms, p99 %.1f ms, "
-                "worst %.1f ms; every stream kept up: %s\n",
+                "worst %.1f ms; every stream kept up: %s%s\n",
                 lags.size(), o.block_ms, o.partial_ms, p50 * 1e3, p99 * 1e3, worst * 1e3,
-                kept_up ? "yes" : "no");
+                kept_up ? "yes" : "no", o.spread_starts ? " (starts spread over the files)" : "");
   }
   std::printf("RESULT bench=decode streams=%d scoring=%s search=%s live=%d audio_s=%.3f wall_s=%.4f "
               "rtf=%.6f xrt=%.2f cpu_pct=%.1f peak_rss_mib=%.1f lag_p50_ms=%.2f lag_p99_ms=%.2f "
