@@ -45,6 +45,18 @@
  * starts after it, once the best path has been in silence or noise for 5 x
  * `endpoint-silence`, or after 20 x `endpoint-silence` with no word
  * whatever the audio is (so hours of silence do not grow one utterance).
+ * With a voice activity detector upstream (gpufeatures' Sphinx detector in
+ * the front end this element configures, which sends `gpuspeech-vad`
+ * events, gst/gpuspeech_vad_event.h) and `vad-endpointing` (default TRUE),
+ * the detector's word also counts, as in pocketsphinx: an utterance with a
+ * word ends once the detector has heard `endpoint-silence` of silence
+ * after speech, its last words that lie mostly in that silence are left
+ * out (of the result and of what adaptation learns from), and a stretch
+ * the detector calls silent throughout is dropped after 0.4 s, words or
+ * not. In steady noise the search can take the pauses for words and never
+ * reach its own silence (white noise 20 dB below the speech made one
+ * utterance of the first 100 s of a stream); the detector, tracking the
+ * noise floor, still hears them.
  * The next utterance starts at the frame after. A flushing seek
  * (FLUSH_STOP) drops the utterance in progress without a result.
  *
@@ -218,6 +230,7 @@
 #include "common/output/result_json.h"
 #include "common/output/subtitle_format.h"
 #include "gpuspeech_alignment_event.h"
+#include "gpuspeech_vad_event.h"
 #include "gpuspeech_backend_choice.h"
 #include "gstgpufeatures.h"
 
@@ -330,6 +343,7 @@ enum
   PROP_FILLPROB,
   PROP_PARTIAL_INTERVAL,
   PROP_ENDPOINT_SILENCE,
+  PROP_VAD_ENDPOINTING,
   PROP_BACKEND,
   PROP_DEVICE_ID,
   PROP_NBEST,
@@ -355,6 +369,7 @@ enum
 #define DEFAULT_FILLPROB 1e-8
 #define DEFAULT_PARTIAL_INTERVAL 300
 #define DEFAULT_ENDPOINT_SILENCE 1000
+#define DEFAULT_VAD_ENDPOINTING TRUE
 #define DEFAULT_NBEST 0
 #define DEFAULT_CUE_MAX_CHARS 84
 #define DEFAULT_CUE_MAX_DURATION 5000
@@ -379,6 +394,7 @@ struct Settings
   gdouble fillprob = DEFAULT_FILLPROB;
   guint partial_interval = DEFAULT_PARTIAL_INTERVAL;
   guint endpoint_silence = DEFAULT_ENDPOINT_SILENCE;
+  gboolean vad_endpointing = DEFAULT_VAD_ENDPOINTING;
   gpuspeech::BackendChoice backend = gpuspeech::BackendChoice::kAuto;
   gint device_id = 0;
   gint nbest = DEFAULT_NBEST;
@@ -526,6 +542,7 @@ struct StreamState
   /* from the settings */
   gint64 tick_frames = 1;       /* frames between partial analyses */
   gint64 endpoint_frames = 0;   /* 0: no silence endpointing */
+  gboolean vad_endpointing = TRUE;      /* read gpuspeech-vad events */
   gboolean post_partials = TRUE;
   gint nbest = 0;
   gboolean send_alignments = FALSE;
@@ -548,6 +565,12 @@ struct StreamState
    * gpufeatures. Likewise buffers without accepted caps: one error. */
   GstCaps *refused_caps = NULL;
   gboolean unnegotiated_reported = FALSE;
+
+  /* Where upstream's voice activity detector last said silence began
+   * (buffer time), from gpuspeech-vad events; NONE while it hears speech
+   * or when no detector speaks to us. */
+  GstClockTime vad_silence_start = GST_CLOCK_TIME_NONE;
+  gboolean vad_heard = FALSE;   /* a gpuspeech-vad event came */
 
   /* the utterance in progress */
   gboolean utt_started = FALSE;
@@ -761,6 +784,15 @@ gst_gpu_decoder_class_init (GstGpuDecoderClass * klass)
           "after 5x this of silence (20x of anything). 0: utterances end "
           "only at EOS, DISCONT, GAP and SEGMENT",
           0, 600000, DEFAULT_ENDPOINT_SILENCE, rw));
+  g_object_class_install_property (gobject_class, PROP_VAD_ENDPOINTING,
+      g_param_spec_boolean ("vad-endpointing", "Endpointing by the VAD",
+          "Also end utterances where gpufeatures' voice activity detector "
+          "(its gpuspeech-vad events) has heard endpoint-silence of "
+          "silence after speech, leaving out last words that lie mostly "
+          "in that silence, and drop stretches it calls silent throughout, as "
+          "pocketsphinx does; for steady noise the search takes for words. "
+          "No effect without such a detector upstream",
+          DEFAULT_VAD_ENDPOINTING, rw));
   g_object_class_install_property (gobject_class, PROP_BACKEND,
       g_param_spec_enum ("backend", "Backend",
           "Where acoustic scoring runs (the search runs on CUDA with cuda, "
@@ -1015,6 +1047,9 @@ gst_gpu_decoder_set_property (GObject * object, guint prop_id,
     case PROP_ENDPOINT_SILENCE:
       s.endpoint_silence = g_value_get_uint (value);
       break;
+    case PROP_VAD_ENDPOINTING:
+      s.vad_endpointing = g_value_get_boolean (value);
+      break;
     case PROP_BACKEND:
       s.backend = (gpuspeech::BackendChoice) g_value_get_enum (value);
       break;
@@ -1131,6 +1166,9 @@ gst_gpu_decoder_get_property (GObject * object, guint prop_id,
       break;
     case PROP_ENDPOINT_SILENCE:
       g_value_set_uint (value, s.endpoint_silence);
+      break;
+    case PROP_VAD_ENDPOINTING:
+      g_value_set_boolean (value, s.vad_endpointing);
       break;
     case PROP_BACKEND:
       g_value_set_enum (value, (gint) s.backend);
@@ -1665,7 +1703,28 @@ analyse (GstGpuDecoder * self, StreamState * st, gs::EndpointDecision * endpoint
   send_alignment (self, st, h.words,
       (size_t) CLAMP (h.stable_words, 0, (gint) h.words.size ()));
 
-  *endpoint = gs::decide_endpoint (st->endpoint_frames, st->utt_frames, h);
+  /* The detector's view of this utterance, once it has spoken. */
+  gs::VoiceActivity vad;
+  const gboolean have_vad = GST_CLOCK_TIME_IS_VALID (st->vad_silence_start)
+      || st->vad_heard;
+  if (GST_CLOCK_TIME_IS_VALID (st->vad_silence_start)) {
+    if (st->vad_silence_start <= st->utt_pts) {
+      vad.silent_throughout = TRUE;
+    } else {
+      const GstClockTime end = frame_time (self, st, st->utt_frames);
+      vad.silence_frames = end > st->vad_silence_start ?
+          (gint64) gst_util_uint64_scale (end - st->vad_silence_start,
+          (guint64) self->sample_rate,
+          (guint64) self->frame_shift_samples * GST_SECOND) : 0;
+    }
+  }
+  *endpoint = gs::decide_endpoint (st->endpoint_frames, st->utt_frames, h,
+      have_vad ? &vad : NULL);
+  if (have_vad && *endpoint != gs::EndpointDecision::kNone)
+    GST_DEBUG_OBJECT (self, "utterance %u: %s with the detector's %s",
+        st->utt_index, *endpoint == gs::EndpointDecision::kFinal ?
+        "final" : "dropped", vad.silent_throughout ? "silence throughout" :
+        "silence after speech");
   return GST_FLOW_OK;
 }
 
@@ -1680,6 +1739,12 @@ clear_utterance (StreamState * st)
   st->aligned_words = 0;
   st->aligned_end = 0;
 }
+
+/* Frames past the start of the detector's silence that still count as
+ * speech when words are left out (end_utterance()): at 10 dB SNR it calls
+ * the weak end of a sentence's last word silence ("the sun came up" lost
+ * its "up" in brown noise without this). */
+static const gint64 kVadSilenceGraceFrames = 10;
 
 /* Ends the utterance in progress: final result, remaining text, reset. With
  * `continues`, the next utterance starts at the frame after. */
@@ -1697,7 +1762,18 @@ end_utterance (GstGpuDecoder * self, StreamState * st, const char *reason,
     st->utt_pts = pts;
     return GST_FLOW_OK;
   }
-  const gs::RecognitionResult r = st->decoder->finish ();
+  /* Last words that lie mostly in the detector's silence are what the
+   * search heard in the noise of the pause (the detector heard no speech
+   * there): left out of the result and of what the adaptation learns
+   * from. */
+  gint64 silent_from = gs::kNoSilence;
+  if (GST_CLOCK_TIME_IS_VALID (st->vad_silence_start)
+      && st->vad_silence_start > st->utt_pts)
+    silent_from = (gint64) gst_util_uint64_scale (st->vad_silence_start -
+        st->utt_pts, (guint64) self->sample_rate,
+        (guint64) self->frame_shift_samples * GST_SECOND) +
+        kVadSilenceGraceFrames;
+  const gs::RecognitionResult r = st->decoder->finish (silent_from);
   if (st->decoder->adapter ()) {
     const gs::RedecodeReport & a = st->decoder->adapter ()->last_report ();
     GST_DEBUG_OBJECT (self, "utterance %u: %s (%s%s%s), gain %.4f, %"
@@ -1757,16 +1833,17 @@ remember_frames (StreamState * st, const float *frames, gint64 n, gint dim)
     st->recent.erase (st->recent.begin (), st->recent.end () - keep);
 }
 
-/* Drops the utterance in progress without a result (it held no word, see
- * gs::decide_endpoint); the next one starts with its last
- * kDropOverlapFrames frames, decoded again. The index stays, as no result
+/* Drops the utterance in progress without a result (it held no word, or
+ * the detector heard no speech in it, see gs::decide_endpoint); the next
+ * one starts with its last `keep` frames (at most kDropOverlapFrames),
+ * decoded again. The index stays, as no result
  * was posted. */
 static void
-drop_utterance (GstGpuDecoder * self, StreamState * st)
+drop_utterance (GstGpuDecoder * self, StreamState * st, gint64 keep)
 {
   const gint dim = st->recent_dim;
-  const gint64 overlap = dim > 0 ? std::min < gint64 > (st->utt_frames,
-      (gint64) st->recent.size () / dim) : 0;
+  const gint64 overlap = dim > 0 ? std::min < gint64 > ({st->utt_frames,
+      (gint64) st->recent.size () / dim, keep}) : 0;
   const GstClockTime start = frame_time (self, st, st->utt_frames - overlap);
   GST_DEBUG_OBJECT (self, "dropping %" G_GINT64_FORMAT " frames without a "
       "word, up to %" GST_TIME_FORMAT, st->utt_frames - overlap,
@@ -1806,7 +1883,12 @@ decode_frames (GstGpuDecoder * self, StreamState * st, const float *frames,
       if (ret == GST_FLOW_OK && endpoint == gs::EndpointDecision::kFinal)
         ret = end_utterance (self, st, "silence", TRUE);
       else if (ret == GST_FLOW_OK && endpoint == gs::EndpointDecision::kDrop)
-        drop_utterance (self, st);
+        /* Silence by the detector's word keeps less: its onset comes
+         * confirmed within a few frames. */
+        drop_utterance (self, st,
+            GST_CLOCK_TIME_IS_VALID (st->vad_silence_start)
+            && st->vad_silence_start <= st->utt_pts ?
+            gs::kVadDropOverlapFrames : kDropOverlapFrames);
       if (ret != GST_FLOW_OK)
         return ret;
     }
@@ -1955,6 +2037,19 @@ gst_gpu_decoder_sink_event (GstPad * pad, GstObject * parent, GstEvent * event)
       st->out_pos = GST_CLOCK_TIME_NONE;
       break;
     }
+    case GST_EVENT_CUSTOM_DOWNSTREAM:{
+      gboolean speech;
+      GstClockTime silence_start;
+      if (!gpuspeech_vad_event_parse (event, &speech, &silence_start))
+        break;
+      /* Ours alone: read here, not passed on (the src pad carries text). */
+      if (st && st->vad_endpointing) {
+        st->vad_silence_start = speech ? GST_CLOCK_TIME_NONE : silence_start;
+        st->vad_heard = TRUE;
+      }
+      gst_event_unref (event);
+      return TRUE;
+    }
     case GST_EVENT_GAP:{
       if (!st)
         break;
@@ -1987,6 +2082,7 @@ gst_gpu_decoder_sink_event (GstPad * pad, GstObject * parent, GstEvent * event)
         clear_utterance (st);
         st->last_end = GST_CLOCK_TIME_NONE;
         st->out_pos = GST_CLOCK_TIME_NONE;
+        st->vad_silence_start = GST_CLOCK_TIME_NONE;
         gst_segment_init (&st->segment, GST_FORMAT_TIME);
       }
       break;
@@ -2214,6 +2310,7 @@ start_stream (GstGpuDecoder * self)
       std::max < gint64 > (1,
       (gint64) std::llround (s.endpoint_silence / frame_ms));
   st->post_partials = s.partial_interval > 0;
+  st->vad_endpointing = s.vad_endpointing;
   st->nbest = s.nbest;
   /* As loaded: features are kept only if the property was set then. */
   st->send_alignments = self->sends_alignments;

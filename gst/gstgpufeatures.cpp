@@ -35,7 +35,11 @@
  * peaks unless declip=false. remove-silence=true is refused:
  * a stream keeps every frame (docs/gpudecoder.md says why). Its live CMN
  * still learns only from the frames the VAD calls speech
- * (cmn-from-speech), as pocketsphinx's does. cmn-skip-negative-c0=true
+ * (cmn-from-speech), as pocketsphinx's does, and each change of the VAD's
+ * state (speech began; silence began, and where) goes downstream as a
+ * `gpuspeech-vad` event (gst/gpuspeech_vad_event.h) before the frames
+ * computed with it: gpudecoder ends and drops utterances by it
+ * (`vad-endpointing`). cmn-skip-negative-c0=true
  * also leaves frames with a negative c0 (digital silence) out of the mean,
  * as Sphinx's CMN does (off by default, by measurement: docs/benchmarks.md).
  *
@@ -114,6 +118,7 @@
 #include "common/features/feature_options.h"
 #include "common/features/stream_extractor.h"
 #include "gpuspeech_backend_choice.h"
+#include "gpuspeech_vad_event.h"
 
 /* Design: a plain GstElement with chain, event and query functions rather
  * than GstBaseTransform. Output buffers do not correspond to input buffers
@@ -526,6 +531,9 @@ struct StreamState
   gboolean src_caps_pushed = FALSE;
 
   GstSegment segment;
+  /* The detector's silence start last sent downstream (frames; -1: in
+   * speech; -2: nothing sent since the utterance began). */
+  gint64 vad_sent = -2;
 
   /* current utterance */
   gboolean have_base = FALSE;
@@ -1240,6 +1248,25 @@ push_frames (GstGpuFeatures * self, const gs::FeatureMatrix & m,
   return gst_pad_push (self->srcpad, buf);
 }
 
+/* Tells downstream where the voice activity detector's silence began, or
+ * that speech began, when that changed since it last did (see
+ * gpuspeech_vad_event.h). Nothing without a detector. */
+static void
+push_vad_state (GstGpuFeatures * self)
+{
+  StreamState *st = self->stream;
+  const int64_t start = st->extractor->vad_silence_start ();
+  if (start == st->vad_sent || (start < 0 && st->vad_sent == -2))
+    return;
+  st->vad_sent = start;
+  GstEvent *event = start >= 0 ?
+      gpuspeech_vad_event_new (FALSE, frame_time (st, start)) :
+      gpuspeech_vad_event_new (TRUE, GST_CLOCK_TIME_NONE);
+  GST_LOG_OBJECT (self, "voice activity: %s",
+      start >= 0 ? "silence" : "speech");
+  gst_pad_push_event (self->srcpad, event);
+}
+
 /* Ends the current utterance: pushes its last frames, posts the utterance
  * message and makes the next buffer start a new one. */
 static GstFlowReturn
@@ -1285,6 +1312,7 @@ end_utterance (GstGpuFeatures * self, const char *reason)
         (gint64) frames);
   st->have_base = FALSE;
   st->utt_nonfinite = 0;
+  st->vad_sent = -2;
   st->discont_pending = TRUE;   /* the next utterance starts afresh */
   return ret;
 }
@@ -1297,6 +1325,7 @@ drop_utterance (StreamState * st)
     st->extractor->reset ();
   st->have_base = FALSE;
   st->utt_nonfinite = 0;
+  st->vad_sent = -2;
   st->partial_len = 0;
   st->discont_pending = TRUE;
   st->last_end = GST_CLOCK_TIME_NONE;
@@ -1423,6 +1452,11 @@ gst_gpu_features_chain (GstPad * pad, GstObject * parent, GstBuffer * buffer)
       gst_util_uint64_scale_int ((guint64) st->extractor->samples_accepted (),
       GST_SECOND, st->rate);
   gst_buffer_unref (buffer);
+  /* The detector's change first: it concerns frames of this buffer or
+   * earlier (it runs on the spectral frames, ahead of the deltas), and a
+   * decoder that learns it after the frames would treat the onset of
+   * speech in them as silence. */
+  push_vad_state (self);
   return push_frames (self, st->frames, first);
 }
 

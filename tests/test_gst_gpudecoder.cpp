@@ -25,6 +25,7 @@
 #include "common/model/mdef.h"
 #include "common/features/wav_reader.h"
 #include "gst/gpuspeech_alignment_event.h"
+#include "gst/gpuspeech_vad_event.h"
 #include "test_backends.h"
 
 namespace gpuspeech {
@@ -518,6 +519,75 @@ TEST(GpuDecoder, LivePartialsStablePrefixAndFinal) {
   for (char& c : text)
     if (c == '\n') c = ' ';
   EXPECT_EQ(text, finals[0].hypothesis);
+}
+
+// gpuspeech-vad events from upstream's detector (gpufeatures sends them;
+// here its own are held back and one is sent by hand, marked "injected"):
+// a detector that calls the whole stream silent leaves no words (each
+// stretch dropped), whatever the search hears; vad-endpointing=false
+// ignores it.
+PipelineRun push_with_silent_detector(const std::string& dec_extra) {
+  PipelineRun run;
+  GstHarness* h = gst_harness_new_parse(
+      (features() + " ! " + decoder(data("goforward.gram"), dec_extra)).c_str());
+  GstBus* bus = gst_bus_new();
+  gst_element_set_bus(h->element, bus);
+  GstElement* dec = gst_bin_get_by_name(GST_BIN(h->element), "dec");
+  GstPad* dec_sink = gst_element_get_static_pad(dec, "sink");
+  gst_pad_add_probe(
+      dec_sink, GST_PAD_PROBE_TYPE_EVENT_DOWNSTREAM,
+      [](GstPad*, GstPadProbeInfo* info, gpointer) -> GstPadProbeReturn {
+        GstEvent* e = gst_pad_probe_info_get_event(info);
+        const GstStructure* st = gst_event_get_structure(e);
+        if (st && gst_structure_has_name(st, GPUSPEECH_VAD_EVENT) &&
+            !gst_structure_has_field(st, "injected"))
+          return GST_PAD_PROBE_DROP;
+        return GST_PAD_PROBE_OK;
+      },
+      nullptr, nullptr);
+  gst_harness_set_src_caps_str(
+      h, "audio/x-raw, format=S16LE, rate=16000, channels=1, layout=interleaved");
+  const std::vector<int16_t> audio = read_raw(data("goforward.raw"));
+  const size_t chunk = 1600;
+  for (size_t pos = 0; pos < audio.size(); pos += chunk) {
+    const size_t n = std::min(chunk, audio.size() - pos);
+    EXPECT_EQ(gst_harness_push(h, s16_buffer(audio.data() + pos, n,
+                                             gst_util_uint64_scale_int(pos, GST_SECOND, 16000))),
+              GST_FLOW_OK);
+    if (pos == 0) {
+      GstEvent* silent = gpuspeech_vad_event_new(FALSE, 0);
+      gst_structure_set(gst_event_writable_structure(silent), "injected", G_TYPE_BOOLEAN, TRUE,
+                        nullptr);
+      EXPECT_TRUE(gst_harness_push_event(h, silent));
+    }
+  }
+  gst_harness_push_event(h, gst_event_new_eos());
+  while (GstMessage* m = gst_bus_pop(bus)) {
+    take_message(m, run);
+    gst_message_unref(m);
+  }
+  gst_object_unref(dec_sink);
+  gst_object_unref(dec);
+  gst_element_set_bus(h->element, nullptr);
+  gst_object_unref(bus);
+  gst_harness_teardown(h);
+  return run;
+}
+
+TEST(GpuDecoder, TheDetectorsSilenceDropsWhatTheSearchHears) {
+  const PipelineRun silent = push_with_silent_detector("");
+  EXPECT_TRUE(silent.errors.empty()) << silent.error_text();
+  for (const Result& r : silent.finals()) EXPECT_EQ(r.hypothesis, "") << "words in the detector's silence";
+  const PipelineRun ignored = push_with_silent_detector("vad-endpointing=false");
+  EXPECT_TRUE(ignored.errors.empty()) << ignored.error_text();
+  ASSERT_EQ(ignored.finals().size(), 1u) << joined(ignored.finals());
+  EXPECT_EQ(ignored.finals()[0].hypothesis, "go forward ten meters");
+  GstElement* dec = gst_element_factory_make("gpudecoder", nullptr);
+  ASSERT_TRUE(dec);
+  gboolean on = FALSE;
+  g_object_get(dec, "vad-endpointing", &on, nullptr);
+  EXPECT_TRUE(on) << "vad-endpointing is on by default";
+  gst_object_unref(dec);
 }
 
 TEST(GpuDecoder, SilenceEndpointingSplitsUtterances) {

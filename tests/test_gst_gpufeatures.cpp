@@ -23,6 +23,7 @@
 #include "common/features/feature_writer.h"
 #include "common/features/stream_extractor.h"
 #include "common/features/wav_reader.h"
+#include "gst/gpuspeech_vad_event.h"
 #include "test_backends.h"
 
 namespace gpuspeech {
@@ -589,6 +590,85 @@ TEST_F(GstGpuFeatures, GapEndsTheUtteranceAndIsForwarded) {
   EXPECT_EQ(second.pts[0], half_t + GST_SECOND);
   EXPECT_TRUE(second.discont[0]);  // a new utterance
   EXPECT_EQ(second.frames(), FeatureExtractor(o, *cpu).num_frames(audio.size() - half));
+}
+
+// The detector's gpuspeech-vad events (with live CMN from speech and noise
+// removal, as for gpudecoder): speech, 2 s of quiet noise, speech. They
+// say silence from the start, speech, silence beginning inside the pause
+// (within what the detector's hangover allows), speech again; each before
+// the frames that follow it, so a speech event comes before the buffer of
+// the onset.
+TEST_F(GstGpuFeatures, SendsTheDetectorsSpeechAndSilence) {
+  const std::vector<int16_t> one = speech_s16();
+  std::mt19937 gen(31);
+  std::normal_distribution<float> hiss(0.0f, 20.0f);
+  std::vector<int16_t> audio;
+  auto pause = [&](size_t n) {
+    for (size_t i = 0; i < n; ++i) audio.push_back(static_cast<int16_t>(std::lround(hiss(gen))));
+  };
+  pause(8000);
+  const size_t first_end = 8000 + one.size();
+  for (int16_t x : one) audio.push_back(static_cast<int16_t>(x + std::lround(hiss(gen))));
+  pause(32000);
+  const size_t second_start = audio.size();
+  for (int16_t x : one) audio.push_back(static_cast<int16_t>(x + std::lround(hiss(gen))));
+  pause(8000);
+
+  struct Change {
+    gboolean speech;
+    GstClockTime silence_start;
+    guint64 frames_before;  // feature frames pushed before the event
+  };
+  struct Log {
+    std::vector<Change> changes;
+    guint64 frames = 0;
+  } log;
+  Harnessed t({{"backend", "cpu"}, {"cmn", "live"}, {"remove-noise", "true"}});
+  ASSERT_TRUE(t.h);
+  // Buffers and events in the order they leave the element.
+  GstPad* src = gst_element_get_static_pad(t.el.element, "src");
+  gst_pad_add_probe(
+      src, (GstPadProbeType)(GST_PAD_PROBE_TYPE_BUFFER | GST_PAD_PROBE_TYPE_EVENT_DOWNSTREAM),
+      [](GstPad*, GstPadProbeInfo* info, gpointer data) -> GstPadProbeReturn {
+        Log* l = static_cast<Log*>(data);
+        if (GstBuffer* b = gst_pad_probe_info_get_buffer(info)) {
+          l->frames = GST_BUFFER_OFFSET_END(b);  // frames counted from the start
+        } else if (GstEvent* e = gst_pad_probe_info_get_event(info)) {
+          gboolean speech;
+          GstClockTime start;
+          if (gpuspeech_vad_event_parse(e, &speech, &start))
+            l->changes.push_back({speech, start, l->frames});
+        }
+        return GST_PAD_PROBE_OK;
+      },
+      &log, nullptr);
+  gst_object_unref(src);
+  push_s16(t.h, audio, random_sizes(32, 4000));
+  gst_harness_push_event(t.h, gst_event_new_eos());
+  const std::vector<Change>& changes = log.changes;
+  ASSERT_GE(changes.size(), 4u);
+  EXPECT_FALSE(changes[0].speech);
+  EXPECT_EQ(changes[0].silence_start, 0u) << "a stream starts in silence";
+  EXPECT_TRUE(changes[1].speech);
+  // The silence that parts the two readings: the last silence event
+  // before the last speech event.
+  size_t last_speech = changes.size() - 1;
+  while (last_speech > 0 && !changes[last_speech].speech) --last_speech;
+  ASSERT_GE(last_speech, 3u);
+  const Change& pause_start = changes[last_speech - 1];
+  ASSERT_FALSE(pause_start.speech);
+  const GstClockTime end1 = gst_util_uint64_scale_int(first_end, GST_SECOND, 16000);
+  const GstClockTime start2 = gst_util_uint64_scale_int(second_start, GST_SECOND, 16000);
+  // The reading's own quiet last half second may count as silence.
+  EXPECT_GT(pause_start.silence_start + GST_SECOND / 2, end1);
+  EXPECT_LT(pause_start.silence_start, start2 - GST_SECOND);
+  // The second reading's onset: the speech event comes before the frames
+  // of its first 100 ms (the detector confirms speech after 10 frames),
+  // and not long before the onset (a pushed piece of audio, up to 25
+  // frames here, and the reading's own first 30 frames of quiet).
+  const guint64 onset_frame = second_start / 160;
+  EXPECT_LE(changes[last_speech].frames_before, onset_frame + 10);
+  EXPECT_GT(changes[last_speech].frames_before + 60, onset_frame);
 }
 
 TEST_F(GstGpuFeatures, FlushDropsPendingAudio) {

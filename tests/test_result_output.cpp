@@ -7,6 +7,7 @@
 #include <limits>
 #include <string>
 
+#include "common/engine/adaptive_redecoder.h"
 #include "common/engine/endpointing.h"
 #include "common/output/result_json.h"
 
@@ -92,6 +93,57 @@ TEST(Endpointing, FinalAfterWordsAndSilence) {
   EXPECT_EQ(decide_endpoint(50, 300, partial(2, 50)), EndpointDecision::kFinal);
   // Inside a word (no trailing silence) an utterance is never cut, however long.
   EXPECT_EQ(decide_endpoint(50, 100000, partial(1, 0)), EndpointDecision::kNone);
+}
+
+TEST(Endpointing, TheDetectorEndsAndDropsUtterances) {
+  VoiceActivity speaking;  // the detector hears speech: the search's rules
+  EXPECT_EQ(decide_endpoint(50, 300, partial(2, 49), &speaking), EndpointDecision::kNone);
+  EXPECT_EQ(decide_endpoint(50, 300, partial(2, 50), &speaking), EndpointDecision::kFinal);
+  // Speech heard in the utterance ended E frames ago: final, even inside a
+  // "word" the search hears in the noise; without a word, the search's
+  // rules.
+  VoiceActivity ended;
+  ended.silence_frames = 49;
+  EXPECT_EQ(decide_endpoint(50, 300, partial(2, 0), &ended), EndpointDecision::kNone);
+  ended.silence_frames = 50;
+  EXPECT_EQ(decide_endpoint(50, 300, partial(2, 0), &ended), EndpointDecision::kFinal);
+  EXPECT_EQ(decide_endpoint(50, 300, partial(0, 0), &ended), EndpointDecision::kNone);
+  // No speech heard in the whole utterance: dropped once it is long
+  // enough, words or not.
+  VoiceActivity silent;
+  silent.silent_throughout = true;
+  EXPECT_EQ(decide_endpoint(50, kVadSilentDropFrames - 1, partial(1, 0), &silent),
+            EndpointDecision::kNone);
+  EXPECT_EQ(decide_endpoint(50, kVadSilentDropFrames, partial(1, 0), &silent),
+            EndpointDecision::kDrop);
+  // Endpointing off: nothing ends.
+  EXPECT_EQ(decide_endpoint(0, 300, partial(2, 0), &ended), EndpointDecision::kNone);
+  EXPECT_EQ(decide_endpoint(0, 300, partial(2, 0), &silent), EndpointDecision::kNone);
+}
+
+// The last words whose middle lies in the detector's silence go; a word
+// that only runs into it stays; kNoSilence keeps everything.
+TEST(Endpointing, WordsInTheDetectorsSilenceAreLeftOut) {
+  auto hyp = [] {
+    Hypothesis h;
+    h.words = {word("the", 0, 19, 1.0f), word("sun", 20, 59, 1.0f), word("off", 56, 90, 1.0f)};
+    h.stable_words = 3;
+    return h;
+  };
+  Hypothesis h = hyp();
+  EXPECT_EQ(drop_words_from(h, 70), 1u);  // "off": middle 73
+  ASSERT_EQ(h.words.size(), 2u);
+  EXPECT_EQ(h.words.back().text, "sun");
+  EXPECT_EQ(h.stable_words, 2);
+  h = hyp();
+  EXPECT_EQ(drop_words_from(h, 74), 0u) << "the middle of \"off\" (73) is before the silence";
+  h = hyp();
+  EXPECT_EQ(drop_words_from(h, 30), 2u) << "\"sun\" (middle 39.5) too";
+  h = hyp();
+  EXPECT_EQ(drop_words_from(h, 0), 3u);
+  h = hyp();
+  EXPECT_EQ(drop_words_from(h, kNoSilence), 0u);
+  EXPECT_EQ(h.words.size(), 3u);
 }
 
 TEST(Endpointing, DropsSilenceWithoutWords) {

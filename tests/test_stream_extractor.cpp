@@ -514,6 +514,82 @@ TEST(StreamExtractor, LiveCmnLearnsOnlyFromSpeech) {
   EXPECT_GT(std::fabs(mean_c0(whole, from) - o.norm.cmn_init[0]), 1.0);
 }
 
+// vad_silence_start(): where the detector's silence began, as its states
+// after the hangover (what live CMN learns from) say. Speech between pauses
+// of quiet noise: 0 before the first speech, -1 in speech, then the first
+// frame of the non-speech run that ended each speech (the run of
+// vad_postspeech frames that flipped the state), reported once flipped;
+// streamed in random pieces, the same values in the same order.
+TEST(StreamExtractor, ReportsWhereTheDetectorsSilenceBegan) {
+  BackendPtr cpu = make_cpu_backend();
+  std::mt19937 gen(23);
+  std::normal_distribution<float> hiss(0.0f, 20.0f);
+  std::vector<float> audio;
+  auto pause = [&](double seconds) {
+    for (int i = 0; i < static_cast<int>(seconds * 16000); ++i) audio.push_back(hiss(gen));
+  };
+  auto say = [&](const char* f) {
+    for (float x : speech(f)) audio.push_back(x + hiss(gen));
+  };
+  pause(1.0);
+  say("sense_and_sensibility_01_austen_64kb-0870.wav");
+  pause(2.0);
+  say("sense_and_sensibility_01_austen_64kb-0880.wav");
+  pause(2.0);
+  FeatureOptions o = FeatureOptions::for_flavour(Flavour::kSphinx, FeatureKind::kMfcc);
+  o.noise.remove_noise = true;
+  o.norm.cmn = NormOptions::Cmn::kLive;
+  ASSERT_TRUE(o.norm.live_from_speech);
+
+  FeatureExtractor fx(o, *cpu);
+  fx.compute(audio.data(), static_cast<int64_t>(audio.size()));
+  const std::vector<uint8_t> learn = fx.cmn_learn_rows();
+  // Expected: the value after each frame, from the states alone.
+  std::vector<int64_t> expected(learn.size());
+  int64_t value = 0;
+  for (size_t t = 0; t < learn.size(); ++t) {
+    if (learn[t]) value = -1;
+    else if (t > 0 && learn[t - 1]) value = std::max<int64_t>(0, static_cast<int64_t>(t) - o.noise.vad_postspeech + 1);
+    expected[t] = value;
+  }
+  std::vector<int64_t> changes{0};
+  for (int64_t v : expected)
+    if (v != changes.back()) changes.push_back(v);
+  // Silence, speech, silence, ... (a reader's own pauses add turns),
+  // ending in the last pause.
+  ASSERT_GE(changes.size(), 5u);
+  ASSERT_EQ(changes.size() % 2, 1u);
+  for (size_t i = 1; i < changes.size(); ++i) {
+    if (i % 2) EXPECT_EQ(changes[i], -1) << i;
+    else EXPECT_GT(changes[i], i > 2 ? changes[i - 2] : 0) << i;
+  }
+  EXPECT_GT(changes.back(), static_cast<int64_t>(learn.size()) - 300)
+      << "the last 2 s pause, with the reading's own quiet end";
+
+  StreamingFeatureExtractor ex(o, *cpu);
+  EXPECT_EQ(ex.vad_silence_start(), 0);
+  const std::vector<size_t> sizes = random_sizes(24, 2000);
+  std::vector<int64_t> seen{ex.vad_silence_start()};
+  FeatureMatrix out;
+  size_t pos = 0, k = 0;
+  while (pos < audio.size()) {
+    const size_t n = std::min(sizes[k++ % sizes.size()], audio.size() - pos);
+    ex.accept(audio.data() + pos, n, out);
+    pos += n;
+    if (ex.vad_silence_start() != seen.back()) seen.push_back(ex.vad_silence_start());
+  }
+  EXPECT_EQ(seen, changes);
+  ex.reset();
+  EXPECT_EQ(ex.vad_silence_start(), 0) << "a new utterance starts in silence";
+
+  // Without the detector (live CMN learning from every frame): always -1.
+  FeatureOptions every = o;
+  every.norm.live_from_speech = false;
+  StreamingFeatureExtractor plain(every, *cpu);
+  plain.accept(audio.data(), audio.size(), out);
+  EXPECT_EQ(plain.vad_silence_start(), -1);
+}
+
 // GPU backends: streaming matches the whole utterance on the same backend
 // (not bitwise: block sizes may change the GEMM's summation order).
 TEST(StreamExtractor, OtherBackendsMatchWholeUtterance) {

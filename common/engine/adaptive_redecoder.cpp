@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <stdexcept>
 
 #include "common/seconds_since.h"
@@ -12,6 +13,22 @@ void AdaptiveRedecoderOptions::validate() const {
   if (!(min_redecode_gain >= 0.0) || !std::isfinite(min_redecode_gain))
     throw std::invalid_argument("speaker adaptation: min_redecode_gain must be a finite number >= 0, not " +
                                 std::to_string(min_redecode_gain));
+}
+
+size_t drop_words_from(Hypothesis& h, int64_t silent_from) {
+  // Frames are int32: beyond that no word can reach (and 2 x kNoSilence
+  // would overflow).
+  if (silent_from > std::numeric_limits<int32_t>::max()) return 0;
+  const size_t before = h.words.size();
+  // A word with most of its frames in the silence (its middle there): the
+  // search heard it in the noise, or stretched a noise sound after the
+  // last real word (the "off" after "year" in white noise).
+  while (!h.words.empty() &&
+         static_cast<int64_t>(h.words.back().start_frame) + h.words.back().end_frame >= 2 * silent_from)
+    h.words.pop_back();
+  if (h.stable_words > static_cast<int32_t>(h.words.size()))
+    h.stable_words = static_cast<int32_t>(h.words.size());
+  return before - h.words.size();
 }
 
 AdaptiveRedecoder::AdaptiveRedecoder(Recognizer& recognizer, const AdaptiveRedecoderOptions& options)
@@ -81,7 +98,7 @@ int64_t AdaptiveRedecoder::accumulate_words(const std::vector<HypothesisWord>& w
   return aligned;
 }
 
-RecognitionResult AdaptiveRedecoder::finish() {
+RecognitionResult AdaptiveRedecoder::finish(int64_t silent_from) {
   report_ = RedecodeReport{};
   RecognitionResult first;
   double c0 = thread_cpu_seconds();
@@ -89,6 +106,7 @@ RecognitionResult AdaptiveRedecoder::finish() {
     const LatticeResultOff off(rec_);
     first = rec_.finish();
   }
+  drop_words_from(first.best, silent_from);
   timings_.first_result += thread_cpu_seconds() - c0;
   // The transform the first pass was decoded under.
   const bool first_adapted = !transform_.is_identity();
@@ -130,7 +148,8 @@ RecognitionResult AdaptiveRedecoder::finish() {
         push_transformed(raw_.data() + f0 * dim_, std::min(block, rows - f0));
       {
         const LatticeResultOff off(rec_);
-        const RecognitionResult second = rec_.finish();
+        RecognitionResult second = rec_.finish();
+        drop_words_from(second.best, silent_from);
         timings_.redecode += thread_cpu_seconds() - c0;
         // The adapted decoding's words are the better supervision; their
         // statistics (posteriors under the new transform) are the ones kept.
@@ -138,6 +157,7 @@ RecognitionResult AdaptiveRedecoder::finish() {
       }
       c0 = thread_cpu_seconds();
       result = rec_.finish();  // the lattice pass's, when configured
+      drop_words_from(result.best, silent_from);
       timings_.final_result += thread_cpu_seconds() - c0;
       have_result = true;
       report_.redecoded = true;
@@ -152,6 +172,7 @@ RecognitionResult AdaptiveRedecoder::finish() {
     // a failed second decoding took the recognizer's first one away.
     c0 = thread_cpu_seconds();
     result = holds_first ? rec_.finish() : first;
+    drop_words_from(result.best, silent_from);
     timings_.final_result += thread_cpu_seconds() - c0;
   }
   report_.adapted = report_.redecoded || first_adapted;

@@ -120,6 +120,13 @@ struct RedecodeReport {
   double log_abs_det = 0.0;      // of the transform now in use
 };
 
+// No detected silence: finish() keeps every word.
+constexpr int64_t kNoSilence = INT64_MAX;
+
+// Drops `h`'s last words while the middle of the word lies at or after
+// frame `silent_from`; returns how many.
+size_t drop_words_from(Hypothesis& h, int64_t silent_from);
+
 class AdaptiveRedecoder {
  public:
   // `recognizer` must keep its features (config().keep_features_for_alignment,
@@ -136,8 +143,12 @@ class AdaptiveRedecoder {
   // The utterance's final result (see the top of this file). The
   // recognizer then holds the decoding that gave it (its features can be
   // aligned) until reset(). An alignment or estimation that fails leaves
-  // the first pass's result (reported in last_report()).
-  RecognitionResult finish();
+  // the first pass's result (reported in last_report()). Last words whose
+  // middle lies at or after `silent_from` (a frame of the utterance where a
+  // voice activity detector says the speech ended) are left out of each
+  // pass's words before they supervise the statistics, and of the result:
+  // the search heard them in the noise of a pause (drop_words_from).
+  RecognitionResult finish(int64_t silent_from = kNoSilence);
   // Starts the next utterance: the recognizer reset, the raw frames
   // dropped. Without finish() before, the utterance is dropped unlearnt.
   void reset();

@@ -36,7 +36,13 @@ class UtteranceDecoder {
     else
       rec_.push_features(frames, num_frames);
   }
-  RecognitionResult finish() { return adapter_ ? adapter_->finish() : rec_.finish(); }
+  // `silent_from`: see AdaptiveRedecoder::finish().
+  RecognitionResult finish(int64_t silent_from = kNoSilence) {
+    if (adapter_) return adapter_->finish(silent_from);
+    RecognitionResult r = rec_.finish();
+    drop_words_from(r.best, silent_from);
+    return r;
+  }
   // The next utterance; without finish() before, this one is dropped (and,
   // adapting, not learnt from).
   void reset() {

@@ -80,6 +80,7 @@ void StreamingFeatureExtractor::reset() {
   utterance_.dim = base_dim_;
   if (live_cmn_) live_cmn_->reset();
   if (cmn_vad_) cmn_vad_->reset();
+  vad_silence_start_ = cmn_vad_ ? 0 : -1;  // the detector starts in silence
   // Sphinx noise removal tracks the stream frame by frame; every frame
   // passes through compute_device exactly once and in order (no spectral
   // context without TRAPS), so restarting the trackers here matches
@@ -245,7 +246,19 @@ void StreamingFeatureExtractor::take_spectral(const float* rows, int64_t count,
       throw std::logic_error("StreamingFeatureExtractor: speech decisions do not match the frames");
     for (int64_t r = first_new; r < history_.rows; ++r) {
       const size_t i = static_cast<size_t>(first_decision + (r - first_new));
-      const bool learn = !cmn_vad_ || cmn_vad_->push_state(decisions[i] != 0);
+      bool learn = true;
+      if (cmn_vad_) {
+        const bool was_speech = cmn_vad_->in_speech();
+        learn = cmn_vad_->push_state(decisions[i] != 0);
+        if (was_speech && !learn) {
+          // The run of non-speech frames that ended the speech began
+          // vad_postspeech - 1 frames before this one.
+          const int64_t frame = history_first_ + r;
+          vad_silence_start_ = std::max<int64_t>(0, frame - opts_.noise.vad_postspeech + 1);
+        } else if (learn) {
+          vad_silence_start_ = -1;
+        }
+      }
       live_cmn_->process(history_.row(r), learn);
     }
   }

@@ -127,6 +127,20 @@ class StreamingFeatureExtractor {
   int64_t samples_accepted() const { return samples_accepted_; }
   int64_t frames_emitted() const { return frames_emitted_; }
 
+  // Where the voice activity detector's current silence began: the first
+  // frame (utterance numbering) of the non-speech run that ended the last
+  // speech, or 0 while no speech has been heard since the last reset();
+  // -1 while it is in speech, and always -1 without a detector (it runs
+  // with live CMN learning from speech and the noise stage, as in the
+  // front end gpudecoder configures). The detector is Sphinx's with its
+  // hangover (SphinxVad): speech ends after vad_postspeech non-speech
+  // frames in a row, so the value appears that many frames after the
+  // frame it names. Frames are counted as their spectral features are
+  // computed, which runs the delta context ahead of frames_emitted().
+  // A decoder downstream can end an utterance on it when its own search
+  // hears words in noise (gpudecoder, the `gpuspeech-vad` event).
+  int64_t vad_silence_start() const { return vad_silence_start_; }
+
   // Largest number of frames computed in one backend call (device memory is
   // sized for this plus the TRAPS context). Default 1024.
   void set_max_block_frames(int frames);
@@ -182,6 +196,7 @@ class StreamingFeatureExtractor {
   // NormOptions::live_from_speech with the noise stage: the VAD whose state
   // decides which frames live CMN learns from; null otherwise.
   std::unique_ptr<SphinxVad> cmn_vad_;
+  int64_t vad_silence_start_ = -1;  // see vad_silence_start()
   // buffers_utterance() mode: every spectral frame of the utterance.
   FeatureMatrix utterance_;
 
