@@ -1846,7 +1846,8 @@ drop_utterance (GstGpuDecoder * self, StreamState * st, gint64 keep)
       (gint64) st->recent.size () / dim, keep}) : 0;
   const GstClockTime start = frame_time (self, st, st->utt_frames - overlap);
   GST_DEBUG_OBJECT (self, "dropping %" G_GINT64_FORMAT " frames without a "
-      "word, up to %" GST_TIME_FORMAT, st->utt_frames - overlap,
+      "word or without speech, up to %" GST_TIME_FORMAT,
+      st->utt_frames - overlap,
       GST_TIME_ARGS (start));
   push_gap_until (self, st, start);
   st->decoder->reset ();
