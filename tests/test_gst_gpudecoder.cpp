@@ -18,6 +18,7 @@
 #include <map>
 #include <set>
 #include <sstream>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -437,11 +438,19 @@ struct LiveRun {
   std::vector<std::string> texts;  // src pad buffers
 };
 
+// What a test adds to push_live(): a probe on gpudecoder's sink pad before
+// any audio, and events pushed after the buffer that starts at sample pos.
+struct LiveHooks {
+  std::function<void(GstPad* dec_sink)> on_sink_pad;
+  std::function<void(GstHarness* h, size_t pos)> after_buffer;
+};
+
 // Pushes `audio` in 100 ms buffers with timestamps through
 // gpufeatures ! gpudecoder, reading the bus after every buffer. With
 // `sink_log`, records what passes gpudecoder's sink pad.
 LiveRun push_live(const std::vector<int16_t>& audio, const std::string& gram,
-                  const std::string& dec_extra = "", SinkPadLog* sink_log = nullptr) {
+                  const std::string& dec_extra = "", SinkPadLog* sink_log = nullptr,
+                  const LiveHooks& hooks = {}) {
   LiveRun out;
   GstHarness* h =
       gst_harness_new_parse((features() + " ! " + decoder(gram, dec_extra)).c_str());
@@ -455,6 +464,7 @@ LiveRun push_live(const std::vector<int16_t>& audio, const std::string& gram,
                                         GST_PAD_PROBE_TYPE_EVENT_UPSTREAM |
                                         GST_PAD_PROBE_TYPE_EVENT_DOWNSTREAM),
                       log_sink_pad, sink_log, nullptr);
+  if (hooks.on_sink_pad) hooks.on_sink_pad(dec_sink);
   gst_harness_set_src_caps_str(
       h, "audio/x-raw, format=S16LE, rate=16000, channels=1, layout=interleaved");
   const size_t chunk = 1600;
@@ -463,6 +473,7 @@ LiveRun push_live(const std::vector<int16_t>& audio, const std::string& gram,
     EXPECT_EQ(gst_harness_push(h, s16_buffer(audio.data() + pos, n,
                                              gst_util_uint64_scale_int(pos, GST_SECOND, 16000))),
               GST_FLOW_OK);
+    if (hooks.after_buffer) hooks.after_buffer(h, pos);
     while (GstMessage* m = gst_bus_pop(bus)) {
       take_message(m, out.run);
       gst_message_unref(m);
@@ -527,51 +538,30 @@ TEST(GpuDecoder, LivePartialsStablePrefixAndFinal) {
 // stretch dropped), whatever the search hears; vad-endpointing=false
 // ignores it.
 PipelineRun push_with_silent_detector(const std::string& dec_extra) {
-  PipelineRun run;
-  GstHarness* h = gst_harness_new_parse(
-      (features() + " ! " + decoder(data("goforward.gram"), dec_extra)).c_str());
-  GstBus* bus = gst_bus_new();
-  gst_element_set_bus(h->element, bus);
-  GstElement* dec = gst_bin_get_by_name(GST_BIN(h->element), "dec");
-  GstPad* dec_sink = gst_element_get_static_pad(dec, "sink");
-  gst_pad_add_probe(
-      dec_sink, GST_PAD_PROBE_TYPE_EVENT_DOWNSTREAM,
-      [](GstPad*, GstPadProbeInfo* info, gpointer) -> GstPadProbeReturn {
-        GstEvent* e = gst_pad_probe_info_get_event(info);
-        const GstStructure* st = gst_event_get_structure(e);
-        if (st && gst_structure_has_name(st, GPUSPEECH_VAD_EVENT) &&
-            !gst_structure_has_field(st, "injected"))
-          return GST_PAD_PROBE_DROP;
-        return GST_PAD_PROBE_OK;
-      },
-      nullptr, nullptr);
-  gst_harness_set_src_caps_str(
-      h, "audio/x-raw, format=S16LE, rate=16000, channels=1, layout=interleaved");
-  const std::vector<int16_t> audio = read_raw(data("goforward.raw"));
-  const size_t chunk = 1600;
-  for (size_t pos = 0; pos < audio.size(); pos += chunk) {
-    const size_t n = std::min(chunk, audio.size() - pos);
-    EXPECT_EQ(gst_harness_push(h, s16_buffer(audio.data() + pos, n,
-                                             gst_util_uint64_scale_int(pos, GST_SECOND, 16000))),
-              GST_FLOW_OK);
-    if (pos == 0) {
-      GstEvent* silent = gpuspeech_vad_event_new(FALSE, 0);
-      gst_structure_set(gst_event_writable_structure(silent), "injected", G_TYPE_BOOLEAN, TRUE,
-                        nullptr);
-      EXPECT_TRUE(gst_harness_push_event(h, silent));
-    }
-  }
-  gst_harness_push_event(h, gst_event_new_eos());
-  while (GstMessage* m = gst_bus_pop(bus)) {
-    take_message(m, run);
-    gst_message_unref(m);
-  }
-  gst_object_unref(dec_sink);
-  gst_object_unref(dec);
-  gst_element_set_bus(h->element, nullptr);
-  gst_object_unref(bus);
-  gst_harness_teardown(h);
-  return run;
+  LiveHooks hooks;
+  hooks.on_sink_pad = [](GstPad* dec_sink) {
+    gst_pad_add_probe(
+        dec_sink, GST_PAD_PROBE_TYPE_EVENT_DOWNSTREAM,
+        [](GstPad*, GstPadProbeInfo* info, gpointer) -> GstPadProbeReturn {
+          GstEvent* e = gst_pad_probe_info_get_event(info);
+          const GstStructure* st = gst_event_get_structure(e);
+          if (st && gst_structure_has_name(st, GPUSPEECH_VAD_EVENT) &&
+              !gst_structure_has_field(st, "injected"))
+            return GST_PAD_PROBE_DROP;
+          return GST_PAD_PROBE_OK;
+        },
+        nullptr, nullptr);
+  };
+  hooks.after_buffer = [](GstHarness* h, size_t pos) {
+    if (pos != 0) return;
+    GstEvent* silent = gpuspeech_vad_event_new(FALSE, 0);
+    gst_structure_set(gst_event_writable_structure(silent), "injected", G_TYPE_BOOLEAN, TRUE,
+                      nullptr);
+    EXPECT_TRUE(gst_harness_push_event(h, silent));
+  };
+  return push_live(read_raw(data("goforward.raw")), data("goforward.gram"), dec_extra, nullptr,
+                   hooks)
+      .run;
 }
 
 TEST(GpuDecoder, TheDetectorsSilenceDropsWhatTheSearchHears) {

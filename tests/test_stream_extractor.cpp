@@ -445,13 +445,11 @@ TEST(StreamExtractor, LiveCmnConvergesToBatchCmn) {
   }
 }
 
-// NormOptions::live_from_speech: the running mean stands still while the
-// VAD says silence (the pauses would pull it to the noise floor) and learns
-// from speech; stream and whole utterance agree; turned off, the pauses
-// move it. Speech with long pauses of quiet noise between.
-TEST(StreamExtractor, LiveCmnLearnsOnlyFromSpeech) {
-  BackendPtr cpu = make_cpu_backend();
-  std::mt19937 gen(17);
+// Two LibriVox readings in quiet Gaussian noise (20 in 16-bit units), with
+// 1 s of that noise first and `pause_s` after each reading: speech with
+// pauses for the detector and live CMN. Same seed, same samples.
+std::vector<float> readings_in_hiss(uint32_t seed, double pause_s) {
+  std::mt19937 gen(seed);
   std::normal_distribution<float> hiss(0.0f, 20.0f);
   std::vector<float> audio;
   auto pause = [&](double seconds) {
@@ -462,9 +460,19 @@ TEST(StreamExtractor, LiveCmnLearnsOnlyFromSpeech) {
   };
   pause(1.0);
   say("sense_and_sensibility_01_austen_64kb-0870.wav");
-  pause(3.0);
+  pause(pause_s);
   say("sense_and_sensibility_01_austen_64kb-0880.wav");
-  pause(3.0);
+  pause(pause_s);
+  return audio;
+}
+
+// NormOptions::live_from_speech: the running mean stands still while the
+// VAD says silence (the pauses would pull it to the noise floor) and learns
+// from speech; stream and whole utterance agree; turned off, the pauses
+// move it. Speech with long pauses of quiet noise between.
+TEST(StreamExtractor, LiveCmnLearnsOnlyFromSpeech) {
+  BackendPtr cpu = make_cpu_backend();
+  const std::vector<float> audio = readings_in_hiss(17, 3.0);
 
   FeatureOptions o = FeatureOptions::for_flavour(Flavour::kSphinx, FeatureKind::kMfcc);
   o.delta.layout = DeltaOptions::Layout::kNone;
@@ -522,20 +530,7 @@ TEST(StreamExtractor, LiveCmnLearnsOnlyFromSpeech) {
 // streamed in random pieces, the same values in the same order.
 TEST(StreamExtractor, ReportsWhereTheDetectorsSilenceBegan) {
   BackendPtr cpu = make_cpu_backend();
-  std::mt19937 gen(23);
-  std::normal_distribution<float> hiss(0.0f, 20.0f);
-  std::vector<float> audio;
-  auto pause = [&](double seconds) {
-    for (int i = 0; i < static_cast<int>(seconds * 16000); ++i) audio.push_back(hiss(gen));
-  };
-  auto say = [&](const char* f) {
-    for (float x : speech(f)) audio.push_back(x + hiss(gen));
-  };
-  pause(1.0);
-  say("sense_and_sensibility_01_austen_64kb-0870.wav");
-  pause(2.0);
-  say("sense_and_sensibility_01_austen_64kb-0880.wav");
-  pause(2.0);
+  const std::vector<float> audio = readings_in_hiss(23, 2.0);
   FeatureOptions o = FeatureOptions::for_flavour(Flavour::kSphinx, FeatureKind::kMfcc);
   o.noise.remove_noise = true;
   o.norm.cmn = NormOptions::Cmn::kLive;
