@@ -570,7 +570,7 @@ struct StreamState
    * (buffer time), from gpuspeech-vad events; NONE while it hears speech
    * or when no detector speaks to us. */
   GstClockTime vad_silence_start = GST_CLOCK_TIME_NONE;
-  gboolean vad_heard = FALSE;   /* a gpuspeech-vad event came */
+  gboolean vad_heard = FALSE;   /* a gpuspeech-vad event came: a detector */
 
   /* the utterance in progress */
   gboolean utt_started = FALSE;
@@ -1414,6 +1414,24 @@ frame_time (GstGpuDecoder * self, StreamState * st, gint64 frame)
       (guint64) self->sample_rate);
 }
 
+/* Whole frames in `duration` (rounded down): frame_time()'s inverse. */
+static gint64
+frames_in (GstGpuDecoder * self, GstClockTime duration)
+{
+  return (gint64) gst_util_uint64_scale (duration,
+      (guint64) self->sample_rate,
+      (guint64) self->frame_shift_samples * GST_SECOND);
+}
+
+/* The detector upstream has heard no speech since before the utterance
+ * began (gpuspeech-vad events). */
+static gboolean
+vad_silent_throughout (StreamState * st)
+{
+  return GST_CLOCK_TIME_IS_VALID (st->vad_silence_start)
+      && st->vad_silence_start <= st->utt_pts;
+}
+
 static GstClockTime
 to_stream_time (StreamState * st, GstClockTime t)
 {
@@ -1705,22 +1723,16 @@ analyse (GstGpuDecoder * self, StreamState * st, gs::EndpointDecision * endpoint
 
   /* The detector's view of this utterance, once it has spoken. */
   gs::VoiceActivity vad;
-  const gboolean have_vad = GST_CLOCK_TIME_IS_VALID (st->vad_silence_start)
-      || st->vad_heard;
-  if (GST_CLOCK_TIME_IS_VALID (st->vad_silence_start)) {
-    if (st->vad_silence_start <= st->utt_pts) {
-      vad.silent_throughout = TRUE;
-    } else {
-      const GstClockTime end = frame_time (self, st, st->utt_frames);
-      vad.silence_frames = end > st->vad_silence_start ?
-          (gint64) gst_util_uint64_scale (end - st->vad_silence_start,
-          (guint64) self->sample_rate,
-          (guint64) self->frame_shift_samples * GST_SECOND) : 0;
-    }
+  vad.silent_throughout = vad_silent_throughout (st);
+  if (GST_CLOCK_TIME_IS_VALID (st->vad_silence_start)
+      && !vad.silent_throughout) {
+    const GstClockTime end = frame_time (self, st, st->utt_frames);
+    vad.silence_frames = end > st->vad_silence_start ?
+        frames_in (self, end - st->vad_silence_start) : 0;
   }
   *endpoint = gs::decide_endpoint (st->endpoint_frames, st->utt_frames, h,
-      have_vad ? &vad : NULL);
-  if (have_vad && *endpoint != gs::EndpointDecision::kNone)
+      st->vad_heard ? &vad : NULL);
+  if (st->vad_heard && *endpoint != gs::EndpointDecision::kNone)
     GST_DEBUG_OBJECT (self, "utterance %u: %s with the detector's %s",
         st->utt_index, *endpoint == gs::EndpointDecision::kFinal ?
         "final" : "dropped", vad.silent_throughout ? "silence throughout" :
@@ -1769,9 +1781,7 @@ end_utterance (GstGpuDecoder * self, StreamState * st, const char *reason,
   gint64 silent_from = gs::kNoSilence;
   if (GST_CLOCK_TIME_IS_VALID (st->vad_silence_start)
       && st->vad_silence_start > st->utt_pts)
-    silent_from = (gint64) gst_util_uint64_scale (st->vad_silence_start -
-        st->utt_pts, (guint64) self->sample_rate,
-        (guint64) self->frame_shift_samples * GST_SECOND) +
+    silent_from = frames_in (self, st->vad_silence_start - st->utt_pts) +
         kVadSilenceGraceFrames;
   const gs::RecognitionResult r = st->decoder->finish (silent_from);
   if (st->decoder->adapter ()) {
@@ -1886,9 +1896,7 @@ decode_frames (GstGpuDecoder * self, StreamState * st, const float *frames,
       else if (ret == GST_FLOW_OK && endpoint == gs::EndpointDecision::kDrop)
         /* Silence by the detector's word keeps less: its onset comes
          * confirmed within a few frames. */
-        drop_utterance (self, st,
-            GST_CLOCK_TIME_IS_VALID (st->vad_silence_start)
-            && st->vad_silence_start <= st->utt_pts ?
+        drop_utterance (self, st, vad_silent_throughout (st) ?
             gs::kVadDropOverlapFrames : kDropOverlapFrames);
       if (ret != GST_FLOW_OK)
         return ret;
