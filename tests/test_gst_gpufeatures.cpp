@@ -623,7 +623,7 @@ TEST_F(GstGpuFeatures, SendsTheDetectorsSpeechAndSilence) {
     std::vector<Change> changes;
     guint64 frames = 0;
   } log;
-  Harnessed t({{"backend", "cpu"}, {"cmn", "live"}, {"remove-noise", "true"}});
+  Harnessed t({{"backend", "cpu"}, {"cmn", "live"}, {"deltas", "1s_c_d_dd"}, {"remove-noise", "true"}});
   ASSERT_TRUE(t.h);
   // Buffers and events in the order they leave the element.
   GstPad* src = gst_element_get_static_pad(t.el.element, "src");
@@ -643,9 +643,42 @@ TEST_F(GstGpuFeatures, SendsTheDetectorsSpeechAndSilence) {
       },
       &log, nullptr);
   gst_object_unref(src);
-  push_s16(t.h, audio, random_sizes(32, 4000));
+  const std::vector<size_t> sizes = random_sizes(32, 4000);
+  push_s16(t.h, audio, sizes);
   gst_harness_push_event(t.h, gst_event_new_eos());
   const std::vector<Change>& changes = log.changes;
+
+  // Exactly where they fall: the element's extractor fed the same pieces
+  // (the options it builds for these properties) says after each piece
+  // where its detector's silence began; each change is an event before
+  // that piece's frames, after all frames of the pieces before.
+  {
+    FeatureOptions o = live_sphinx_options();
+    o.noise.remove_noise = true;
+    BackendPtr cpu = make_cpu_backend();
+    StreamingFeatureExtractor ex(o, *cpu);
+    const std::vector<float> samples = as_float(audio);
+    std::vector<Change> want;
+    int64_t sent = -2;  // nothing yet
+    FeatureMatrix frames;
+    for (size_t pos = 0, k = 0; pos < samples.size(); ++k) {
+      const size_t n = std::min(sizes[k % sizes.size()], samples.size() - pos);
+      const guint64 before = static_cast<guint64>(ex.frames_emitted());
+      ex.accept(samples.data() + pos, n, frames);
+      pos += n;
+      const int64_t start = ex.vad_silence_start();
+      if (start == sent || (start < 0 && sent == -2)) continue;
+      sent = start;
+      want.push_back({start < 0, start < 0 ? GST_CLOCK_TIME_NONE : static_cast<GstClockTime>(start) * GST_SECOND / 100,
+                      before});
+    }
+    ASSERT_EQ(changes.size(), want.size());
+    for (size_t i = 0; i < want.size(); ++i) {
+      EXPECT_EQ(changes[i].speech, want[i].speech) << "change " << i;
+      EXPECT_EQ(changes[i].silence_start, want[i].silence_start) << "change " << i;
+      EXPECT_EQ(changes[i].frames_before, want[i].frames_before) << "change " << i;
+    }
+  }
   ASSERT_GE(changes.size(), 4u);
   EXPECT_FALSE(changes[0].speech);
   EXPECT_EQ(changes[0].silence_start, 0u) << "a stream starts in silence";
