@@ -597,7 +597,9 @@ TEST_F(GstGpuFeatures, GapEndsTheUtteranceAndIsForwarded) {
 // say silence from the start, speech, silence beginning inside the pause
 // (within what the detector's hangover allows), speech again; each before
 // the frames that follow it, so a speech event comes before the buffer of
-// the onset.
+// the onset. Exactly: the same changes, at the same place among the
+// buffers, as the extractor gives fed the same pieces (an event sent
+// after its buffer, as a first version did, fails here).
 TEST_F(GstGpuFeatures, SendsTheDetectorsSpeechAndSilence) {
   const std::vector<int16_t> one = speech_s16();
   std::mt19937 gen(31);
