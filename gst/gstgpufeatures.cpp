@@ -23,7 +23,8 @@
  * READY to PAUSED; later property changes take effect at the next start.
  * When no property that shapes the features is set (only backend,
  * device-id, post-messages, remove-noise, remove-silence, declip,
- * cmn-from-speech, cmn-skip-negative-c0 and cmn-init-frames, if any) and
+ * cmn-from-speech, cmn-skip-negative-c0, cmn-init and cmn-init-frames, if
+ * any) and
  * downstream's caps name a `feat-params` file (gpudecoder does: its
  * model's), that file configures the element, with live CMN, so
  * `gpufeatures ! gpudecoder` needs no settings. That front end subtracts
@@ -83,6 +84,13 @@
  * - `frames` (guint64): frames pushed for it.
  * - `reason` (string): "eos", "discont", "gap" or "segment".
  * - `nonfinite-samples` (guint64): NaN/Inf samples replaced by 0 in it.
+ * - `cmn-mean` (string; with live CMN): the running mean as the utterance
+ *   left it, comma-separated, in the form `cmn-init` takes. A stream on
+ *   the same channel can start from it rather than from the model's
+ *   average, as pocketsphinx users carry `-cmninit` from one session to
+ *   the next: a new channel's first words are otherwise decoded against
+ *   another channel's mean (docs/benchmarks.md, "A stream's first
+ *   sentence").
  *
  * An explicitly requested backend that is not available, a missing or
  * malformed `feat-params` file, or an invalid combination of properties is
@@ -719,7 +727,10 @@ gst_gpu_features_class_init (GstGpuFeaturesClass * klass)
       g_param_spec_string ("cmn-init", "CMN start",
           "Comma-separated starting mean for live CMN (Sphinx -cmninit), "
           "padded with zeros to the feature dimension; NULL: start from the "
-          "first frame (default: NULL, or feat.params' -cmninit)",
+          "first frame (default: NULL, or feat.params' -cmninit). Combines "
+          "with the front end taken from gpudecoder's model: a stream can "
+          "start from its channel's mean as an earlier stream ended it "
+          "(gpufeatures-utterance's cmn-mean)",
           NULL, rw));
   g_object_class_install_property (gobject_class, PROP_CMN_INIT_FRAMES,
       g_param_spec_int ("cmn-init-frames", "CMN start's weight",
@@ -1280,8 +1291,9 @@ end_utterance (GstGpuFeatures * self, const char *reason)
   GstFlowReturn ret = GST_FLOW_OK;
   st->frames.rows = 0;
   st->frames.data.clear ();
+  std::vector<float> cmn_mean;
   try {
-    st->extractor->flush (st->frames);
+    st->extractor->flush (st->frames, &cmn_mean);
   } catch (const std::exception & e) {
     GST_ELEMENT_ERROR (self, STREAM, FAILED,
         ("feature extraction failed: %s", e.what ()), (NULL));
@@ -1303,6 +1315,16 @@ end_utterance (GstGpuFeatures * self, const char *reason)
         "frames", G_TYPE_UINT64, (guint64) frames,
         "reason", G_TYPE_STRING, reason,
         "nonfinite-samples", G_TYPE_UINT64, st->utt_nonfinite, NULL);
+    if (!cmn_mean.empty ()) {
+      std::string text;
+      for (size_t i = 0; i < cmn_mean.size (); ++i) {
+        gchar buf[G_ASCII_DTOSTR_BUF_SIZE];
+        /* Locale-independent, as parse_float_list reads it back. */
+        g_ascii_formatd (buf, sizeof buf, "%.3f", cmn_mean[i]);
+        text += (i ? "," : "") + std::string (buf);
+      }
+      gst_structure_set (s, "cmn-mean", G_TYPE_STRING, text.c_str (), NULL);
+    }
     gst_element_post_message (GST_ELEMENT (self),
         gst_message_new_element (GST_OBJECT (self), s));
   }
@@ -1644,11 +1666,14 @@ static void
 adopt_downstream_front_end (GstGpuFeatures * self, Settings * settings)
 {
   /* remove-noise, remove-silence and declip choose a stage, not the
-   * model's front end: they combine with adopting it. */
+   * model's front end: they combine with adopting it. So do live CMN's
+   * start (cmn-init, cmn-init-frames: a stream's channel known from an
+   * earlier stream) and what it learns from. */
   const guint64 non_shaping = (1ull << PROP_BACKEND) |
       (1ull << PROP_DEVICE_ID) | (1ull << PROP_POST_MESSAGES) |
       (1ull << PROP_REMOVE_NOISE) | (1ull << PROP_REMOVE_SILENCE) |
       (1ull << PROP_DECLIP) | (1ull << PROP_CMN_FROM_SPEECH) | (1ull << PROP_CMN_INIT_FRAMES) |
+      (1ull << PROP_CMN_INIT) |
       (1ull << PROP_CMN_SKIP_NEGATIVE_C0);
   if (!settings->feat_params.empty ()
       || (settings->explicit_mask & ~non_shaping) != 0)

@@ -307,6 +307,19 @@ TEST(GpuDecoder, PlainGpufeaturesAdoptsTheModelFrontEnd) {
       src + " ! gpufeatures backend=cpu remove-noise=false ! " + decoder(gram) + " ! fakesink");
   ASSERT_TRUE(plain_no_noise.eos) << plain_no_noise.error_text();
   EXPECT_EQ(final_words(plain_no_noise), final_words(no_noise));
+  // So does live CMN's start (an application that keeps a channel's mean
+  // from an earlier stream): the model's own -cmninit given as cmn-init
+  // gives the plain chain's words; a start far from it still negotiates,
+  // and moves them.
+  const PipelineRun model_start = run_pipeline(
+      src + " ! gpufeatures backend=cpu cmn-init=41.00,-5.29,-0.12,5.09,2.48,-4.07,-1.37,-1.78,"
+            "-5.08,-2.05,-6.45,-1.42,1.17 ! " + decoder(gram) + " ! fakesink");
+  ASSERT_TRUE(model_start.eos) << model_start.error_text();
+  EXPECT_EQ(final_words(model_start), final_words(plain));
+  const PipelineRun other_start = run_pipeline(
+      src + " ! gpufeatures backend=cpu cmn-init=100,20,-20 ! " + decoder(gram) + " ! fakesink");
+  ASSERT_TRUE(other_start.eos) << other_start.error_text();
+  EXPECT_NE(final_words(other_start), final_words(plain)) << "cmn-init had no effect";
   // A front-end property set by the application is respected: 20 filters
   // do not match the model, and negotiation fails naming the difference.
   const PipelineRun changed = run_pipeline(src + " ! gpufeatures backend=cpu num-filters=20 ! " +

@@ -558,6 +558,81 @@ TEST_F(GstGpuFeatures, DiscontEndsTheUtterance) {
   free_messages(ms);
 }
 
+// With live CMN the utterance message carries the running mean as the
+// utterance left it, in the form cmn-init takes, so that the next stream
+// of the channel can start from it; without live CMN it has none.
+TEST_F(GstGpuFeatures, ReportsTheLiveMeanForTheNextStream) {
+  const std::vector<int16_t> audio = speech_s16();
+  const std::vector<float> samples = as_float(audio);
+  BackendPtr cpu = make_cpu_backend();
+  std::string reported;
+  {
+    Harnessed t({{"backend", "cpu"}, {"cmn", "live"}, {"deltas", "1s_c_d_dd"}});
+    ASSERT_TRUE(t.h);
+    push_s16(t.h, audio, random_sizes(41, 3000));
+    gst_harness_push_event(t.h, gst_event_new_eos());
+    std::vector<Message> ms = drain_bus(t.el.bus);
+    for (const Message& m : ms)
+      if (m.name == "gpufeatures-utterance") {
+        const gchar* v = gst_structure_get_string(m.s, "cmn-mean");
+        ASSERT_NE(v, nullptr) << m.text;
+        reported = v;
+      }
+    free_messages(ms);
+  }
+  std::vector<float> got;
+  for (const char* p = reported.c_str(); *p;) {
+    char* end = nullptr;
+    got.push_back(static_cast<float>(g_ascii_strtod(p, &end)));
+    ASSERT_NE(end, p) << reported;
+    p = *end == ',' ? end + 1 : end;
+  }
+  // The extractor's own mean after the same audio.
+  StreamingFeatureExtractor ex(live_sphinx_options(), *cpu);
+  FeatureMatrix frames;
+  std::vector<float> mean;
+  ex.accept(samples.data(), samples.size(), frames);
+  ex.flush(frames, &mean);
+  ASSERT_EQ(got.size(), mean.size());
+  ASSERT_EQ(mean.size(), 13u);
+  for (size_t d = 0; d < mean.size(); ++d) EXPECT_NEAR(got[d], mean[d], 6e-4) << "dim " << d;
+  // It has moved from where it started, the first frame (no cmn-init
+  // here): the test would pass vacuously on the start.
+  FeatureOptions raw = live_sphinx_options();
+  raw.norm.cmn = NormOptions::Cmn::kNone;
+  raw.delta.layout = DeltaOptions::Layout::kNone;
+  const FeatureMatrix cepstra = compute_features(raw, *cpu, samples.data(), samples.size());
+  ASSERT_GT(cepstra.rows, 0);
+  EXPECT_GT(std::fabs(mean[0] - cepstra.row(0)[0]), 1.0f);
+
+  // The next stream starts from it: its first frame is normalised with it.
+  {
+    Harnessed t({{"backend", "cpu"}, {"cmn", "live"}, {"deltas", "1s_c_d_dd"}, {"cmn-init", reported.c_str()}});
+    ASSERT_TRUE(t.h);
+    push_s16(t.h, audio, {1600});
+    gst_harness_push_event(t.h, gst_event_new_eos());
+    Output out;
+    pull_all(t.h, 39, out);
+    FeatureOptions o = live_sphinx_options();
+    o.norm.cmn_init = got;
+    const FeatureMatrix want = compute_features(o, *cpu, samples.data(), samples.size());
+    ASSERT_EQ(out.frames(), want.rows);
+    EXPECT_LE(max_rel_diff(out.data, want.data), 1e-5);
+  }
+  // Without live CMN there is no mean to carry.
+  {
+    Harnessed t({{"backend", "cpu"}, {"cmn", "batch"}});
+    ASSERT_TRUE(t.h);
+    push_s16(t.h, audio, {4000});
+    gst_harness_push_event(t.h, gst_event_new_eos());
+    std::vector<Message> ms = drain_bus(t.el.bus);
+    ASSERT_EQ(count(ms, GST_MESSAGE_ELEMENT, "gpufeatures-utterance"), 1);
+    for (const Message& m : ms)
+      if (m.name == "gpufeatures-utterance") EXPECT_FALSE(gst_structure_has_field(m.s, "cmn-mean"));
+    free_messages(ms);
+  }
+}
+
 TEST_F(GstGpuFeatures, GapEndsTheUtteranceAndIsForwarded) {
   const std::vector<int16_t> audio = speech_s16();
   const size_t half = audio.size() / 2;

@@ -153,7 +153,7 @@ void StreamingFeatureExtractor::take_samples(const float* samples, size_t n,
   drop_consumed_samples();
 }
 
-void StreamingFeatureExtractor::flush(FeatureMatrix& out) {
+void StreamingFeatureExtractor::flush(FeatureMatrix& out, std::vector<float>* live_cmn_mean) {
   prepare_out(out);
   if (declipper_) {
     declipped_.clear();
@@ -176,6 +176,10 @@ void StreamingFeatureExtractor::flush(FeatureMatrix& out) {
     }
   } else {
     emit_ready(/*at_end=*/true, out);
+  }
+  if (live_cmn_mean != nullptr) {
+    live_cmn_mean->clear();
+    if (live_cmn_) *live_cmn_mean = live_cmn_->mean();
   }
   reset();
 }

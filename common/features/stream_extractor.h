@@ -104,7 +104,11 @@ class StreamingFeatureExtractor {
   // Ends the utterance: appends the remaining frames to `out`, so that the
   // frames returned since the last reset() are exactly
   // compute_features(all samples). Then resets for the next utterance.
-  void flush(FeatureMatrix& out);
+  // With live CMN and `live_cmn_mean`, that is set to the running mean as
+  // the utterance left it (base_dim values; cleared without live CMN): a
+  // later stream of the same channel can start from it
+  // (NormOptions::cmn_init) instead of the model's average.
+  void flush(FeatureMatrix& out, std::vector<float>* live_cmn_mean = nullptr);
 
   // Drops all pending audio and frames and starts a new utterance (after a
   // FLUSH or DISCONT). Live CMN restarts from cmn_init.
