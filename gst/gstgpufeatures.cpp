@@ -84,8 +84,9 @@
  * - `frames` (guint64): frames pushed for it.
  * - `reason` (string): "eos", "discont", "gap" or "segment".
  * - `nonfinite-samples` (guint64): NaN/Inf samples replaced by 0 in it.
- * - `cmn-mean` (string; with live CMN): the running mean as the utterance
- *   left it, comma-separated, in the form `cmn-init` takes. A stream on
+ * - `cmn-mean` (string; with live CMN and one warp): the running mean as
+ *   the utterance left it, comma-separated, in the form `cmn-init` takes.
+ *   A stream on
  *   the same channel can start from it rather than from the model's
  *   average, as pocketsphinx users carry `-cmninit` from one session to
  *   the next: a new channel's first words are otherwise decoded against
@@ -1315,7 +1316,9 @@ end_utterance (GstGpuFeatures * self, const char *reason)
         "frames", G_TYPE_UINT64, (guint64) frames,
         "reason", G_TYPE_STRING, reason,
         "nonfinite-samples", G_TYPE_UINT64, st->utt_nonfinite, NULL);
-    if (!cmn_mean.empty ()) {
+    /* Only where cmn-init can take it back: one set of cepstra (several
+     * VTLN warps normalise a mean per warp). */
+    if (!cmn_mean.empty () && (int) cmn_mean.size () == st->opts.base_dim ()) {
       std::string text;
       for (size_t i = 0; i < cmn_mean.size (); ++i) {
         gchar buf[G_ASCII_DTOSTR_BUF_SIZE];
