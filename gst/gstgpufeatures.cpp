@@ -86,12 +86,11 @@
  * - `nonfinite-samples` (guint64): NaN/Inf samples replaced by 0 in it.
  * - `cmn-mean` (string; with live CMN and one warp): the running mean as
  *   the utterance left it, comma-separated, in the form `cmn-init` takes.
- *   A stream on
- *   the same channel can start from it rather than from the model's
- *   average, as pocketsphinx users carry `-cmninit` from one session to
- *   the next: a new channel's first words are otherwise decoded against
- *   another channel's mean (docs/benchmarks.md, "A stream's first
- *   sentence").
+ *   A stream on the same channel can start from it rather than from the
+ *   model's average, as pocketsphinx users carry `-cmninit` from one
+ *   session to the next: a new channel's first words are otherwise
+ *   decoded against another channel's mean (docs/benchmarks.md, "A
+ *   stream's first sentence").
  *
  * An explicitly requested backend that is not available, a missing or
  * malformed `feat-params` file, or an invalid combination of properties is
