@@ -56,8 +56,9 @@
  *   then EOS is forwarded.
  * - DISCONT buffers, GAP events and new SEGMENT events end the current
  *   utterance exactly like EOS (its remaining frames are pushed) and start a
- *   new one: live CMN and deltas restart, and timestamps are taken afresh
- *   from the next buffer. GAP events are forwarded unchanged (no frames are
+ *   new one: deltas restart, live CMN goes on from the mean the utterance
+ *   left (`cmn-carry`; from cmn-init with cmn-carry=false), and timestamps
+ *   are taken afresh from the next buffer. GAP events are forwarded unchanged (no frames are
  *   made for the gap; a consumer sees the same gap in the feature stream).
  * - FLUSH_STOP drops pending audio and frames without output.
  * - SEGMENT events are forwarded in TIME format (DEFAULT-format segments,
@@ -277,6 +278,7 @@ enum
   PROP_CMN_INIT,
   PROP_CMN_INIT_FRAMES,
   PROP_CMN_FROM_SPEECH,
+  PROP_CMN_CARRY,
   PROP_CMN_SKIP_NEGATIVE_C0,
   PROP_CVN,
   PROP_VTLN_WARP,
@@ -312,6 +314,7 @@ struct Settings
   std::string cmn_init;
   gint cmn_init_frames;
   gboolean cmn_from_speech;
+  gboolean cmn_carry;
   gboolean cmn_skip_negative_c0;
   gboolean cvn;
   gfloat vtln_warp;
@@ -342,6 +345,7 @@ struct Settings
     cmn = d.norm.cmn;
     cmn_init_frames = d.norm.live_init_frames;
     cmn_from_speech = d.norm.live_from_speech;
+    cmn_carry = TRUE;
     cmn_skip_negative_c0 = d.norm.skip_negative_c0;
     cvn = d.norm.cvn;
     vtln_warp = d.mel.vtln.warp;
@@ -530,6 +534,7 @@ struct StreamState
   GstCaps *src_caps = NULL;
   gint rate = 0;
   gboolean post_messages = TRUE;
+  gboolean cmn_carry = TRUE;
 
   /* negotiated input */
   gboolean have_format = FALSE;
@@ -738,6 +743,16 @@ gst_gpu_features_class_init (GstGpuFeaturesClass * klass)
           "weighs it as its 500-frame window): with few, a stream's own "
           "speech takes the mean over within a second or two",
           1, G_MAXINT, d.norm.live_init_frames, rw));
+  g_object_class_install_property (gobject_class, PROP_CMN_CARRY,
+      g_param_spec_boolean ("cmn-carry", "Live CMN carried over",
+          "Live CMN starts each utterance after the stream's first (after "
+          "a DISCONT buffer, a GAP or a new SEGMENT) from the mean the "
+          "utterance before it left, as pocketsphinx keeps its live CMN "
+          "from utterance to utterance: the channel has not changed. "
+          "false: every utterance starts from cmn-init, and its frames "
+          "equal gpuspeech-features on its audio alone. A FLUSH (seek) "
+          "and a restart go back to cmn-init either way",
+          TRUE, rw));
   g_object_class_install_property (gobject_class, PROP_CMN_FROM_SPEECH,
       g_param_spec_boolean ("cmn-from-speech", "Live CMN from speech",
           "Live CMN learns its running mean only from the frames Sphinx's "
@@ -929,6 +944,9 @@ gst_gpu_features_set_property (GObject * object, guint prop_id,
     case PROP_CMN_INIT_FRAMES:
       s.cmn_init_frames = g_value_get_int (value);
       break;
+    case PROP_CMN_CARRY:
+      s.cmn_carry = g_value_get_boolean (value);
+      break;
     case PROP_CMN_FROM_SPEECH:
       s.cmn_from_speech = g_value_get_boolean (value);
       break;
@@ -1028,6 +1046,9 @@ gst_gpu_features_get_property (GObject * object, guint prop_id,
       break;
     case PROP_CMN_INIT_FRAMES:
       g_value_set_int (value, s.cmn_init_frames);
+      break;
+    case PROP_CMN_CARRY:
+      g_value_set_boolean (value, s.cmn_carry);
       break;
     case PROP_CMN_FROM_SPEECH:
       g_value_set_boolean (value, s.cmn_from_speech);
@@ -1334,6 +1355,17 @@ end_utterance (GstGpuFeatures * self, const char *reason)
     GST_DEBUG_OBJECT (self, "utterance ended (%s): %" G_GINT64_FORMAT
         " samples, %" G_GINT64_FORMAT " frames", reason, (gint64) samples,
         (gint64) frames);
+  /* The same channel goes on: the next utterance's live CMN starts where
+   * this one left it (cmn-carry). flush() left the extractor reset. */
+  if (st->cmn_carry && !cmn_mean.empty ()) {
+    try {
+      st->extractor->restart_live_cmn_from (cmn_mean);
+    } catch (const std::exception & e) {
+      GST_ELEMENT_ERROR (self, STREAM, FAILED,
+          ("feature extraction failed: %s", e.what ()), (NULL));
+      return GST_FLOW_ERROR;
+    }
+  }
   st->have_base = FALSE;
   st->utt_nonfinite = 0;
   st->vad_sent = -2;
@@ -1675,6 +1707,7 @@ adopt_downstream_front_end (GstGpuFeatures * self, Settings * settings)
       (1ull << PROP_DEVICE_ID) | (1ull << PROP_POST_MESSAGES) |
       (1ull << PROP_REMOVE_NOISE) | (1ull << PROP_REMOVE_SILENCE) |
       (1ull << PROP_DECLIP) | (1ull << PROP_CMN_FROM_SPEECH) | (1ull << PROP_CMN_INIT_FRAMES) |
+      (1ull << PROP_CMN_CARRY) |
       (1ull << PROP_CMN_INIT) |
       (1ull << PROP_CMN_SKIP_NEGATIVE_C0);
   if (!settings->feat_params.empty ()
@@ -1775,6 +1808,7 @@ gst_gpu_features_start (GstGpuFeatures * self)
   }
   st->rate = (gint) st->opts.frame.sample_rate;
   st->post_messages = settings.post_messages;
+  st->cmn_carry = settings.cmn_carry;
   st->src_caps = make_src_caps (st->opts, st->extractor->frame_shift ());
   const std::string signature = gs::feature_signature (st->opts);
   GST_INFO_OBJECT (self, "features %s (config hash %016" G_GINT64_MODIFIER

@@ -522,40 +522,62 @@ TEST_F(GstGpuFeatures, ZeroLengthStreamGivesNoBuffersAndForwardsEos) {
   EXPECT_EQ(gst_harness_buffers_received(t2.h), 0u);
 }
 
+// A DISCONT buffer ends the utterance; the next one's live CMN starts
+// from the mean the first left (cmn-carry, the default: the channel goes
+// on), or with cmn-carry=false from cmn-init, its frames then those of
+// its audio alone.
 TEST_F(GstGpuFeatures, DiscontEndsTheUtterance) {
   const std::vector<int16_t> audio = speech_s16();
   const size_t half = audio.size() / 2 + 123;
-  Harnessed t({{"backend", "cpu"}, {"cmn", "live"}, {"deltas", "1s_c_d_dd"}});
-  push_s16(t.h, audio, {1000}, 0, 0, half);
-  GstBuffer* b = s16_buffer(audio.data() + half, audio.size() - half, 10 * GST_SECOND);
-  GST_BUFFER_FLAG_SET(b, GST_BUFFER_FLAG_DISCONT);
-  ASSERT_EQ(gst_harness_push(t.h, b), GST_FLOW_OK);
-  gst_harness_push_event(t.h, gst_event_new_eos());
-  Output out;
-  pull_all(t.h, 39, out);
-
   BackendPtr cpu = make_cpu_backend();
   const std::vector<float> s = as_float(audio);
   const FeatureMatrix a = compute_features(live_sphinx_options(), *cpu, s.data(), half);
-  const FeatureMatrix c =
-      compute_features(live_sphinx_options(), *cpu, s.data() + half, s.size() - half);
-  ASSERT_EQ(out.frames(), a.rows + c.rows);
-  std::vector<float> expected = a.data;
-  expected.insert(expected.end(), c.data.begin(), c.data.end());
-  EXPECT_LE(max_rel_diff(out.data, expected), 1e-5);
-  // The second utterance's frames are timed from the DISCONT buffer and
-  // flagged DISCONT.
-  bool found = false;
-  for (size_t i = 0; i < out.pts.size(); ++i)
-    if (out.offset[i] == static_cast<guint64>(a.rows)) {
-      EXPECT_EQ(out.pts[i], 10 * GST_SECOND);
-      EXPECT_TRUE(out.discont[i]);
-      found = true;
-    }
-  EXPECT_TRUE(found) << "no buffer starts the second utterance";
-  std::vector<Message> ms = drain_bus(t.el.bus);
-  EXPECT_EQ(count(ms, GST_MESSAGE_ELEMENT, "gpufeatures-utterance"), 2);
-  free_messages(ms);
+  // The mean the first utterance leaves.
+  std::vector<float> left;
+  {
+    StreamingFeatureExtractor ex(live_sphinx_options(), *cpu);
+    FeatureMatrix m;
+    ex.accept(s.data(), half, m);
+    ex.flush(m, &left);
+    ASSERT_EQ(left.size(), 13u);
+  }
+  FeatureOptions carried = live_sphinx_options();
+  carried.norm.cmn_init = left;
+  for (const char* carry : {"true", "false"}) {
+    const bool carries = std::string(carry) == "true";
+    Harnessed t({{"backend", "cpu"}, {"cmn", "live"}, {"deltas", "1s_c_d_dd"}, {"cmn-carry", carry}});
+    push_s16(t.h, audio, {1000}, 0, 0, half);
+    GstBuffer* b = s16_buffer(audio.data() + half, audio.size() - half, 10 * GST_SECOND);
+    GST_BUFFER_FLAG_SET(b, GST_BUFFER_FLAG_DISCONT);
+    ASSERT_EQ(gst_harness_push(t.h, b), GST_FLOW_OK);
+    gst_harness_push_event(t.h, gst_event_new_eos());
+    Output out;
+    pull_all(t.h, 39, out);
+
+    const FeatureMatrix c = compute_features(carries ? carried : live_sphinx_options(), *cpu,
+                                             s.data() + half, s.size() - half);
+    ASSERT_EQ(out.frames(), a.rows + c.rows);
+    std::vector<float> expected = a.data;
+    expected.insert(expected.end(), c.data.begin(), c.data.end());
+    EXPECT_LE(max_rel_diff(out.data, expected), 1e-5) << "cmn-carry=" << carry;
+    // The two differ (else this test could not tell them apart).
+    const FeatureMatrix other = compute_features(carries ? live_sphinx_options() : carried, *cpu,
+                                                 s.data() + half, s.size() - half);
+    EXPECT_GT(max_rel_diff(c.data, other.data), 1e-2);
+    // The second utterance's frames are timed from the DISCONT buffer and
+    // flagged DISCONT.
+    bool found = false;
+    for (size_t i = 0; i < out.pts.size(); ++i)
+      if (out.offset[i] == static_cast<guint64>(a.rows)) {
+        EXPECT_EQ(out.pts[i], 10 * GST_SECOND);
+        EXPECT_TRUE(out.discont[i]);
+        found = true;
+      }
+    EXPECT_TRUE(found) << "no buffer starts the second utterance";
+    std::vector<Message> ms = drain_bus(t.el.bus);
+    EXPECT_EQ(count(ms, GST_MESSAGE_ELEMENT, "gpufeatures-utterance"), 2);
+    free_messages(ms);
+  }
 }
 
 // With live CMN the utterance message carries the running mean as the

@@ -128,6 +128,19 @@ void LiveCmn::reset() {
   }
 }
 
+void LiveCmn::restart_from(const std::vector<float>& start) {
+  if (static_cast<int>(start.size()) != dim_)
+    throw std::invalid_argument("live CMN: a start of " + std::to_string(start.size()) +
+                                " values for " + std::to_string(dim_) + " dimensions");
+  reset();
+  for (int d = 0; d < dim_; ++d) {
+    mean_[d] = start[d];
+    sum_[d] = static_cast<double>(start[d]) * init_frames_;
+  }
+  count_ = init_frames_;
+  started_ = true;
+}
+
 void LiveCmn::process(float* frame, bool learn) {
   if (!started_) {
     for (int d = 0; d < dim_; ++d) mean_[d] = frame[d];

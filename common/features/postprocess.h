@@ -42,7 +42,14 @@ class LiveCmn {
   // still starts the mean when there is no cmn_init.
   void process(float* frame, bool learn = true);
   void reset();
+  // reset(), but this once from `start` (dim values, weighted as
+  // init_frames frames) instead of init: the mean a previous utterance of
+  // the same channel left. The next reset() starts from init again.
+  // std::invalid_argument for a start of another dimension.
+  void restart_from(const std::vector<float>& start);
   const std::vector<float>& mean() const { return mean_; }
+  // False while there is no mean yet (no cmn_init and no frame seen).
+  bool started() const { return started_; }
 
  private:
   int dim_;

@@ -93,6 +93,14 @@ void StreamingFeatureExtractor::reset() {
   }
 }
 
+void StreamingFeatureExtractor::restart_live_cmn_from(const std::vector<float>& start) {
+  if (!live_cmn_)
+    throw std::logic_error("StreamingFeatureExtractor: no live CMN to restart");
+  if (samples_accepted_ > 0)
+    throw std::logic_error("StreamingFeatureExtractor: live CMN restarted inside an utterance");
+  live_cmn_->restart_from(start);
+}
+
 int64_t StreamingFeatureExtractor::latency_samples() const {
   return frame_length_ +
          static_cast<int64_t>(spectral_context_ + delta_context_) *
@@ -179,7 +187,7 @@ void StreamingFeatureExtractor::flush(FeatureMatrix& out, std::vector<float>* li
   }
   if (live_cmn_mean != nullptr) {
     live_cmn_mean->clear();
-    if (live_cmn_) *live_cmn_mean = live_cmn_->mean();
+    if (live_cmn_ && live_cmn_->started()) *live_cmn_mean = live_cmn_->mean();
   }
   reset();
 }

@@ -105,7 +105,8 @@ class StreamingFeatureExtractor {
   // frames returned since the last reset() are exactly
   // compute_features(all samples). Then resets for the next utterance.
   // With live CMN and `live_cmn_mean`, that is set to the running mean as
-  // the utterance left it (base_dim values; cleared without live CMN): a
+  // the utterance left it (base_dim values; cleared without live CMN, or
+  // while it has no mean: no cmn_init and no frame): a
   // later stream of the same channel can start from it
   // (NormOptions::cmn_init) instead of the model's average.
   void flush(FeatureMatrix& out, std::vector<float>* live_cmn_mean = nullptr);
@@ -113,6 +114,13 @@ class StreamingFeatureExtractor {
   // Drops all pending audio and frames and starts a new utterance (after a
   // FLUSH or DISCONT). Live CMN restarts from cmn_init.
   void reset();
+
+  // Live CMN of the utterance just started (after flush() or reset(),
+  // before its audio) starts from `start` instead of cmn_init: the mean
+  // the previous utterance of the same channel left (flush()'s
+  // live_cmn_mean). std::logic_error without live CMN or once audio has
+  // arrived; std::invalid_argument for a start of another dimension.
+  void restart_live_cmn_from(const std::vector<float>& start);
 
   // Samples that must arrive after the first sample of a frame before that
   // frame is emitted (frame length + (TRAPS context + delta context) frame
