@@ -23,8 +23,8 @@
  * READY to PAUSED; later property changes take effect at the next start.
  * When no property that shapes the features is set (only backend,
  * device-id, post-messages, remove-noise, remove-silence, declip,
- * cmn-from-speech, cmn-skip-negative-c0, cmn-init and cmn-init-frames, if
- * any) and
+ * cmn-from-speech, cmn-skip-negative-c0, cmn-init, cmn-init-frames and
+ * cmn-carry, if any) and
  * downstream's caps name a `feat-params` file (gpudecoder does: its
  * model's), that file configures the element, with live CMN, so
  * `gpufeatures ! gpudecoder` needs no settings. That front end subtracts
@@ -58,8 +58,9 @@
  *   utterance exactly like EOS (its remaining frames are pushed) and start a
  *   new one: deltas restart, live CMN goes on from the mean the utterance
  *   left (`cmn-carry`; from cmn-init with cmn-carry=false), and timestamps
- *   are taken afresh from the next buffer. GAP events are forwarded unchanged (no frames are
- *   made for the gap; a consumer sees the same gap in the feature stream).
+ *   are taken afresh from the next buffer. GAP events are forwarded
+ *   unchanged (no frames are made for the gap; a consumer sees the same
+ *   gap in the feature stream).
  * - FLUSH_STOP drops pending audio and frames without output.
  * - SEGMENT events are forwarded in TIME format (DEFAULT-format segments,
  *   in samples, are converted; others become an open TIME segment).
@@ -1702,7 +1703,7 @@ adopt_downstream_front_end (GstGpuFeatures * self, Settings * settings)
   /* remove-noise, remove-silence and declip choose a stage, not the
    * model's front end: they combine with adopting it. So do live CMN's
    * start (cmn-init, cmn-init-frames: a stream's channel known from an
-   * earlier stream) and what it learns from. */
+   * earlier stream), what it learns from and whether it carries over. */
   const guint64 non_shaping = (1ull << PROP_BACKEND) |
       (1ull << PROP_DEVICE_ID) | (1ull << PROP_POST_MESSAGES) |
       (1ull << PROP_REMOVE_NOISE) | (1ull << PROP_REMOVE_SILENCE) |
