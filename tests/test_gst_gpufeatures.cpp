@@ -649,8 +649,11 @@ TEST_F(GstGpuFeatures, ReportsTheLiveMeanForTheNextStream) {
     gst_harness_push_event(t.h, gst_event_new_eos());
     std::vector<Message> ms = drain_bus(t.el.bus);
     ASSERT_EQ(count(ms, GST_MESSAGE_ELEMENT, "gpufeatures-utterance"), 1);
-    for (const Message& m : ms)
-      if (m.name == "gpufeatures-utterance") EXPECT_FALSE(gst_structure_has_field(m.s, "cmn-mean"));
+    for (const Message& m : ms) {
+      if (m.name == "gpufeatures-utterance") {
+        EXPECT_FALSE(gst_structure_has_field(m.s, "cmn-mean"));
+      }
+    }
     free_messages(ms);
   }
 }
