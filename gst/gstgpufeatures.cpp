@@ -397,6 +397,19 @@ parse_float_list (const std::string & text, const char *what)
   return values;
 }
 
+/* parse_float_list's inverse: comma-separated, locale-independent. */
+static std::string
+format_float_list (const std::vector < float >&values)
+{
+  std::string text;
+  for (size_t i = 0; i < values.size (); ++i) {
+    gchar buf[G_ASCII_DTOSTR_BUF_SIZE];
+    g_ascii_formatd (buf, sizeof buf, "%.3f", values[i]);
+    text += (i ? "," : "") + std::string (buf);
+  }
+  return text;
+}
+
 /* FeatureOptions from the settings: flavour defaults or feat.params, then
  * explicit properties. Throws ConfigError with a message for the user. */
 static gs::FeatureOptions
@@ -1339,16 +1352,9 @@ end_utterance (GstGpuFeatures * self, const char *reason)
         "nonfinite-samples", G_TYPE_UINT64, st->utt_nonfinite, NULL);
     /* Only where cmn-init can take it back: one set of cepstra (several
      * VTLN warps normalise a mean per warp). */
-    if (!cmn_mean.empty () && (int) cmn_mean.size () == st->opts.base_dim ()) {
-      std::string text;
-      for (size_t i = 0; i < cmn_mean.size (); ++i) {
-        gchar buf[G_ASCII_DTOSTR_BUF_SIZE];
-        /* Locale-independent, as parse_float_list reads it back. */
-        g_ascii_formatd (buf, sizeof buf, "%.3f", cmn_mean[i]);
-        text += (i ? "," : "") + std::string (buf);
-      }
-      gst_structure_set (s, "cmn-mean", G_TYPE_STRING, text.c_str (), NULL);
-    }
+    if (!cmn_mean.empty () && (int) cmn_mean.size () == st->opts.base_dim ())
+      gst_structure_set (s, "cmn-mean", G_TYPE_STRING,
+          format_float_list (cmn_mean).c_str (), NULL);
     gst_element_post_message (GST_ELEMENT (self),
         gst_message_new_element (GST_OBJECT (self), s));
   }

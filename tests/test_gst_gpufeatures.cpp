@@ -522,6 +522,18 @@ TEST_F(GstGpuFeatures, ZeroLengthStreamGivesNoBuffersAndForwardsEos) {
   EXPECT_EQ(gst_harness_buffers_received(t2.h), 0u);
 }
 
+// The mean live CMN is left at after `n` samples of one utterance, as the
+// element's extractor reports it at the utterance's end.
+std::vector<float> live_mean_after(const FeatureOptions& o, Backend& backend, const float* samples,
+                                   size_t n) {
+  StreamingFeatureExtractor ex(o, backend);
+  FeatureMatrix frames;
+  std::vector<float> mean;
+  ex.accept(samples, n, frames);
+  ex.flush(frames, &mean);
+  return mean;
+}
+
 // A DISCONT buffer ends the utterance; the next one's live CMN starts
 // from the mean the first left (cmn-carry, the default: the channel goes
 // on), or with cmn-carry=false from cmn-init, its frames then those of
@@ -533,14 +545,8 @@ TEST_F(GstGpuFeatures, DiscontEndsTheUtterance) {
   const std::vector<float> s = as_float(audio);
   const FeatureMatrix a = compute_features(live_sphinx_options(), *cpu, s.data(), half);
   // The mean the first utterance leaves.
-  std::vector<float> left;
-  {
-    StreamingFeatureExtractor ex(live_sphinx_options(), *cpu);
-    FeatureMatrix m;
-    ex.accept(s.data(), half, m);
-    ex.flush(m, &left);
-    ASSERT_EQ(left.size(), 13u);
-  }
+  const std::vector<float> left = live_mean_after(live_sphinx_options(), *cpu, s.data(), half);
+  ASSERT_EQ(left.size(), 13u);
   FeatureOptions carried = live_sphinx_options();
   carried.norm.cmn_init = left;
   for (const char* carry : {"true", "false"}) {
@@ -610,11 +616,8 @@ TEST_F(GstGpuFeatures, ReportsTheLiveMeanForTheNextStream) {
     p = *end == ',' ? end + 1 : end;
   }
   // The extractor's own mean after the same audio.
-  StreamingFeatureExtractor ex(live_sphinx_options(), *cpu);
-  FeatureMatrix frames;
-  std::vector<float> mean;
-  ex.accept(samples.data(), samples.size(), frames);
-  ex.flush(frames, &mean);
+  const std::vector<float> mean =
+      live_mean_after(live_sphinx_options(), *cpu, samples.data(), samples.size());
   ASSERT_EQ(got.size(), mean.size());
   ASSERT_EQ(mean.size(), 13u);
   for (size_t d = 0; d < mean.size(); ++d) EXPECT_NEAR(got[d], mean[d], 6e-4) << "dim " << d;

@@ -118,14 +118,8 @@ void LiveCmn::reset() {
   sum_.assign(dim_, 0.0);
   mean_.assign(dim_, 0.0f);
   count_ = 0.0;
-  started_ = !init_.empty();
-  if (started_) {
-    for (int d = 0; d < dim_; ++d) {
-      mean_[d] = init_[d];
-      sum_[d] = static_cast<double>(init_[d]) * init_frames_;
-    }
-    count_ = init_frames_;
-  }
+  started_ = false;
+  if (!init_.empty()) start_with(init_);
 }
 
 void LiveCmn::restart_from(const std::vector<float>& start) {
@@ -133,6 +127,10 @@ void LiveCmn::restart_from(const std::vector<float>& start) {
     throw std::invalid_argument("live CMN: a start of " + std::to_string(start.size()) +
                                 " values for " + std::to_string(dim_) + " dimensions");
   reset();
+  start_with(start);
+}
+
+void LiveCmn::start_with(const std::vector<float>& start) {
   for (int d = 0; d < dim_; ++d) {
     mean_[d] = start[d];
     sum_[d] = static_cast<double>(start[d]) * init_frames_;

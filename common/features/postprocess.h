@@ -52,6 +52,9 @@ class LiveCmn {
   bool started() const { return started_; }
 
  private:
+  // The mean set to `start` (dim values), weighted as init_frames frames.
+  void start_with(const std::vector<float>& start);
+
   int dim_;
   std::vector<float> init_;
   int window_;
