@@ -67,7 +67,8 @@
  * end of each utterance its words are aligned, the transform is estimated
  * again with them, and the utterance is decoded again under it: the final
  * result is that second decoding (the partials are the first). Until the
- * stream has about 3 s of speech there is no transform and no second pass.
+ * stream has about 3 s of speech there is no transform and no second pass
+ * (but see `utterance-cmn` below).
  * The second pass costs one more decoding of each utterance, at its end,
  * so the final result comes that much later (common/engine/
  * adaptive_redecoder.h, docs/gpudecoder.md). Once the transform has
@@ -78,6 +79,12 @@
  * speaker changes at every sentence (the transform then learns the
  * channel); `adapt=false` is for when every stream must cost one decoding.
  * With `adapt`, the features of an utterance are kept until it ends.
+ * When they come from gpufeatures with live CMN (its trace on the buffers,
+ * gst/gpuspeech_cmn_meta.h), the utterance is normalised at its end with
+ * its own cepstral mean, as the batch path normalises a file, for what the
+ * adaptation learns and for the second decoding (`utterance-cmn`); a
+ * stream's first utterance, decoded live against the model's average
+ * mean, is decoded again so even before there is a transform.
  *
  * Every `partial-interval` ms of stream time (counted in frames, so the
  * same frames give the same messages however they are cut into buffers),
@@ -115,6 +122,9 @@
  *   was decoded under a speaker transform: the second decoding, or late in
  *   a stream, when a new estimate gains less than `redecode-min-gain`, the
  *   first (FALSE until the stream has enough speech for a transform).
+ * - `utterance-cmn` (gboolean, final only, with `adapt`): TRUE when the
+ *   utterance was normalised with its own cepstral mean (`utterance-cmn`;
+ *   it needs gpufeatures' live CMN trace on the buffers).
  * - `reason` (string, final only): why the utterance ended: "eos",
  *   "silence", "discont", "gap" or "segment".
  * - `nbest` (GstValueArray of GstStructure `alternative`, final only, when
@@ -230,6 +240,7 @@
 #include "common/output/result_json.h"
 #include "common/output/subtitle_format.h"
 #include "gpuspeech_alignment_event.h"
+#include "gpuspeech_cmn_meta.h"
 #include "gpuspeech_vad_event.h"
 #include "gpuspeech_backend_choice.h"
 #include "gstgpufeatures.h"
@@ -358,6 +369,7 @@ enum
   PROP_LATTICE_WIP,
   PROP_ADAPT,
   PROP_REDECODE_MIN_GAIN,
+  PROP_UTTERANCE_CMN,
   N_PROPS
 };
 
@@ -378,6 +390,7 @@ enum
 #define DEFAULT_LATTICE_LW -1.0 /* auto: with adapt, gs::kDictationLatticeWeight */
 #define DEFAULT_LATTICE_WIP -1.0 /* auto: with adapt, gs::kDictationLatticeWip */
 #define DEFAULT_ADAPT TRUE
+#define DEFAULT_UTTERANCE_CMN TRUE
 
 /* Property values, under the object lock. Empty strings mean unset. */
 struct Settings
@@ -409,6 +422,7 @@ struct Settings
   gboolean adapt = DEFAULT_ADAPT;
   gdouble redecode_min_gain =
       gs::AdaptiveRedecoderOptions ().min_redecode_gain;
+  gboolean utterance_cmn = DEFAULT_UTTERANCE_CMN;
 };
 
 /* A configuration problem for the user; `not_found` marks a missing file. */
@@ -597,6 +611,12 @@ struct StreamState
    * when an utterance of silence is dropped. */
   std::vector < float >recent;
   gint recent_dim = 0;
+  /* Live CMN's trace of `recent`, while every one of its frames had one
+   * (GpuspeechCmnMeta). */
+  gs::CmnTrace recent_trace;
+  gboolean recent_traced = FALSE;
+  /* The trace of the buffer being decoded (empty: none). */
+  gs::CmnTrace buffer_trace;
   /* Its utterances, with the speaker adaptation and second pass when the
    * adapt property is on (then the stream is one speaker: a new stream,
    * READY to PAUSED, starts from no statistics). */
@@ -905,6 +925,21 @@ gst_gpu_decoder_class_init (GstGpuDecoderClass * klass)
           "decode again after every new estimate. Read when a stream starts "
           "(READY to PAUSED)",
           0.0, 1e6, gs::AdaptiveRedecoderOptions ().min_redecode_gain, rw));
+  g_object_class_install_property (gobject_class, PROP_UTTERANCE_CMN,
+      g_param_spec_boolean ("utterance-cmn",
+          "Normalise each utterance by its own mean",
+          "With adapt and features whose CMN is live (gpufeatures' default "
+          "for Sphinx models): at an utterance's end, normalise its frames "
+          "with the utterance's own cepstral mean, as the batch path "
+          "(gpuspeech-transcribe) normalises a file, for what the adaptation "
+          "learns and for the second decoding; a stream's first utterance "
+          "is decoded again with its own mean even before there is a "
+          "transform. Live CMN starts from the model's average, not the "
+          "channel's mean, and gets a stream's first words wrong. Needs "
+          "gpufeatures' trace of its live CMN on the buffers (gpufmllr in "
+          "between removes it; then no effect). Read when a stream starts "
+          "(READY to PAUSED)",
+          DEFAULT_UTTERANCE_CMN, rw));
 
   element_class->change_state =
       GST_DEBUG_FUNCPTR (gst_gpu_decoder_change_state);
@@ -1092,6 +1127,9 @@ gst_gpu_decoder_set_property (GObject * object, guint prop_id,
     case PROP_REDECODE_MIN_GAIN:
       s.redecode_min_gain = g_value_get_double (value);
       break;
+    case PROP_UTTERANCE_CMN:
+      s.utterance_cmn = g_value_get_boolean (value);
+      break;
     default:
       G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
       break;
@@ -1211,6 +1249,9 @@ gst_gpu_decoder_get_property (GObject * object, guint prop_id,
       break;
     case PROP_REDECODE_MIN_GAIN:
       g_value_set_double (value, s.redecode_min_gain);
+      break;
+    case PROP_UTTERANCE_CMN:
+      g_value_set_boolean (value, s.utterance_cmn);
       break;
     default:
       G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
@@ -1502,7 +1543,9 @@ post_result (GstGpuDecoder * self, StreamState * st, const gs::Hypothesis & h,
     gst_structure_set (s, "reason", G_TYPE_STRING, reason, NULL);
   if (final && st->decoder->adapter ())
     gst_structure_set (s, "adapted", G_TYPE_BOOLEAN,
-        (gboolean) st->decoder->adapter ()->last_report ().adapted, NULL);
+        (gboolean) st->decoder->adapter ()->last_report ().adapted,
+        "utterance-cmn", G_TYPE_BOOLEAN,
+        (gboolean) st->decoder->adapter ()->last_report ().own_cmn, NULL);
   if (final && nbest && st->nbest > 0) {
     GValue alts = G_VALUE_INIT;
     gst_value_array_init (&alts, nbest->size ());
@@ -1566,8 +1609,13 @@ push_cues (GstGpuDecoder * self, StreamState * st,
         text = c.text;
         break;
     }
-    ret = push_text (self, st, text, (GstClockTime) c.start_ns,
-        (GstClockTime) (c.end_ns - c.start_ns));
+    /* Text never starts before text already pushed ends (a final word
+     * that begins inside the last stable cue, above). */
+    GstClockTime start = (GstClockTime) c.start_ns;
+    if (GST_CLOCK_TIME_IS_VALID (st->out_pos) && start < st->out_pos
+        && (GstClockTime) c.end_ns > st->out_pos)
+      start = st->out_pos;
+    ret = push_text (self, st, text, start, (GstClockTime) c.end_ns - start);
     if (ret != GST_FLOW_OK)
       break;
   }
@@ -1786,11 +1834,11 @@ end_utterance (GstGpuDecoder * self, StreamState * st, const char *reason,
   const gs::RecognitionResult r = st->decoder->finish (silent_from);
   if (st->decoder->adapter ()) {
     const gs::RedecodeReport & a = st->decoder->adapter ()->last_report ();
-    GST_DEBUG_OBJECT (self, "utterance %u: %s (%s%s%s), gain %.4f, %"
+    GST_DEBUG_OBJECT (self, "utterance %u: %s%s (%s%s%s), gain %.4f, %"
         G_GINT64_FORMAT " frames aligned, speaker statistics %.0f frames, "
         "ln|det A| %.3f", st->utt_index,
-        a.redecoded ? "decoded again under the new transform" :
-        "first pass kept", gs::to_string (a.outcome),
+        a.redecoded ? "decoded again" : "first pass kept",
+        a.own_cmn ? " (own CMN)" : "", gs::to_string (a.outcome),
         a.message.empty ()? "" : ": ", a.message.c_str (), a.gain,
         a.frames_aligned, a.stream_weight, a.log_abs_det);
   }
@@ -1803,8 +1851,12 @@ end_utterance (GstGpuDecoder * self, StreamState * st, const char *reason,
      * pass's words can differ from the stable ones in number, so the index
      * of the last one pushed says nothing here. */
     size_t next = 0;
+    /* A word the second pass moved a little earlier than the first pass's
+     * last cued word ended is still a word to show: words count as pushed
+     * when their middle lies in the time already cued. */
     while (next < final_words.size ()
-        && final_words[next].start_ns < st->cued_end_ns)
+        && (final_words[next].start_ns + final_words[next].end_ns) / 2 <
+        st->cued_end_ns)
       ++next;
     st->cued_words = next;
   }
@@ -1832,15 +1884,36 @@ end_utterance (GstGpuDecoder * self, StreamState * st, const char *reason,
 static const gint64 kDropOverlapFrames = 50;
 
 static void
-remember_frames (StreamState * st, const float *frames, gint64 n, gint dim)
+remember_frames (StreamState * st, const float *frames, gint64 n, gint dim,
+    const float *cmn_offsets, const guint8 * cmn_learned)
 {
-  if (st->recent_dim != dim)
+  if (st->recent_dim != dim) {
     st->recent.clear ();
+    st->recent_trace.clear ();
+    st->recent_traced = TRUE;
+  }
+  if (st->recent.empty ())
+    st->recent_traced = TRUE;
   st->recent_dim = dim;
   st->recent.insert (st->recent.end (), frames, frames + n * dim);
+  if (cmn_offsets && st->recent_traced) {
+    st->recent_trace.dim = dim;
+    st->recent_trace.append (cmn_offsets, cmn_learned, n);
+  } else {
+    st->recent_traced = FALSE;
+    st->recent_trace.clear ();
+  }
   const size_t keep = (size_t) (kDropOverlapFrames * dim);
-  if (st->recent.size () > keep)
-    st->recent.erase (st->recent.begin (), st->recent.end () - keep);
+  if (st->recent.size () > keep) {
+    const size_t drop = st->recent.size () - keep;
+    st->recent.erase (st->recent.begin (), st->recent.begin () + drop);
+    if (st->recent_traced) {
+      st->recent_trace.offsets.erase (st->recent_trace.offsets.begin (),
+          st->recent_trace.offsets.begin () + drop);
+      st->recent_trace.learned.erase (st->recent_trace.learned.begin (),
+          st->recent_trace.learned.begin () + drop / dim);
+    }
+  }
 }
 
 /* Drops the utterance in progress without a result (it held no word, or
@@ -1865,9 +1938,14 @@ drop_utterance (GstGpuDecoder * self, StreamState * st, gint64 keep)
   clear_utterance (st);
   st->utt_started = TRUE;
   st->utt_pts = start;
-  if (overlap > 0)
-    st->decoder->push_features (st->recent.data () +
-        (st->recent.size () - (size_t) (overlap * dim)), overlap);
+  if (overlap > 0) {
+    const size_t from = st->recent.size () - (size_t) (overlap * dim);
+    const gboolean traced = st->recent_traced
+        && st->recent_trace.rows () * dim == (gint64) st->recent.size ();
+    st->decoder->push_features (st->recent.data () + from, overlap,
+        traced ? st->recent_trace.offsets.data () + from : NULL,
+        traced ? st->recent_trace.learned.data () + from / dim : NULL);
+  }
   st->utt_frames = overlap;
   /* Ticks keep their spacing in stream time across the drop. */
   st->next_tick = std::max < gint64 > (overlap + 1, next_tick);
@@ -1883,8 +1961,13 @@ decode_frames (GstGpuDecoder * self, StreamState * st, const float *frames,
   gint64 done = 0;
   while (done < n) {
     const gint64 k = std::min (n - done, st->next_tick - st->utt_frames);
-    st->decoder->push_features (frames + done * dim, k);
-    remember_frames (st, frames + done * dim, k, dim);
+    const gboolean traced = st->buffer_trace.rows () == n;
+    const float *offsets = traced ?
+        st->buffer_trace.offsets.data () + done * dim : NULL;
+    const guint8 *learned = traced ?
+        st->buffer_trace.learned.data () + done : NULL;
+    st->decoder->push_features (frames + done * dim, k, offsets, learned);
+    remember_frames (st, frames + done * dim, k, dim, offsets, learned);
     st->utt_frames += k;
     done += k;
     if (st->utt_frames == st->next_tick) {
@@ -1940,6 +2023,12 @@ gst_gpu_decoder_chain (GstPad * pad, GstObject * parent, GstBuffer * buffer)
     return GST_FLOW_ERROR;
   }
   const gint64 n = (gint64) (map.size / frame_bytes);
+  /* Live CMN's trace, when upstream gave one for these very frames. */
+  st->buffer_trace.clear ();
+  st->buffer_trace.dim = dim;
+  const GpuspeechCmnMeta *cmn = gpuspeech_buffer_get_cmn_meta (buffer);
+  if (cmn && (gint64) cmn->frames == n && (gint) cmn->dim == dim)
+    st->buffer_trace.append (cmn->offsets, cmn->learned, n);
   /* Copy (the data may be unaligned) and keep out NaN/Inf, which would
    * silently empty the search. */
   st->scratch.resize ((size_t) n * dim);
@@ -2326,6 +2415,7 @@ start_stream (GstGpuDecoder * self)
   try {
     gs::AdaptiveRedecoderOptions adaptation;
     adaptation.min_redecode_gain = s.redecode_min_gain;
+    adaptation.own_utterance_cmn = s.utterance_cmn;
     st->decoder.reset (new gs::UtteranceDecoder (*self->recognizer,
             self->adapts, adaptation));
   } catch (const std::exception & e) {

@@ -15,7 +15,11 @@
  * its offset the index of its first frame in the stream (offset-end the
  * index after its last). Frames are identical whether the audio arrives as
  * one buffer or in pieces of any size, down to one sample, and equal to what
- * `gpuspeech-features` computes for the whole file.
+ * `gpuspeech-features` computes for the whole file. With live CMN each
+ * buffer also carries a GpuspeechCmnMeta (gst/gpuspeech_cmn_meta.h): what
+ * live CMN subtracted from each of its frames and whether it learnt from
+ * it, so that gpudecoder can normalise an utterance with its own mean
+ * (its `utterance-cmn`).
  *
  * The configuration comes, in this order, from the flavour's defaults (or
  * an acoustic model's `feat.params` when `feat-params` is set), then from
@@ -128,6 +132,7 @@
 #include "common/features/feature_options.h"
 #include "common/features/stream_extractor.h"
 #include "gpuspeech_backend_choice.h"
+#include "gpuspeech_cmn_meta.h"
 #include "gpuspeech_vad_event.h"
 
 /* Design: a plain GstElement with chain, event and query functions rather
@@ -575,6 +580,7 @@ struct StreamState
 
   std::vector < float >samples;
   gs::FeatureMatrix frames;
+  gs::CmnTrace trace;           /* live CMN's, of `frames` (GpuspeechCmnMeta) */
 
   StreamState ()
   {
@@ -1277,6 +1283,16 @@ push_frames (GstGpuFeatures * self, const gs::FeatureMatrix & m,
     return GST_FLOW_ERROR;
   }
   gst_buffer_fill (buf, 0, m.data.data (), bytes);
+  if (st->extractor->cmn_trace_enabled ()) {
+    st->extractor->take_cmn_trace (st->trace);
+    if (st->trace.rows () == m.rows && st->trace.dim == m.dim)
+      gpuspeech_buffer_add_cmn_meta (buf, (guint) m.rows, (guint) m.dim,
+          st->trace.offsets.data (), st->trace.learned.data ());
+    else
+      GST_WARNING_OBJECT (self, "live CMN's trace has %" G_GINT64_FORMAT
+          " frames for %" G_GINT64_FORMAT, (gint64) st->trace.rows (),
+          (gint64) m.rows);
+  }
   const GstClockTime start = frame_time (st, first);
   const GstClockTime end = frame_time (st, first + m.rows);
   GST_BUFFER_PTS (buf) = start;
@@ -1808,6 +1824,11 @@ gst_gpu_features_start (GstGpuFeatures * self)
   try {
     st->extractor.reset (new gs::StreamingFeatureExtractor (st->opts,
             *st->backend));
+    /* Live CMN's trace goes out with the frames (GpuspeechCmnMeta), so
+     * that gpudecoder can normalise an utterance with its own mean. */
+    if (st->opts.norm.cmn == gs::NormOptions::Cmn::kLive
+        && !st->extractor->buffers_utterance ())
+      st->extractor->set_cmn_trace (true);
   } catch (const std::exception & e) {
     GST_ELEMENT_ERROR (self, RESOURCE, SETTINGS,
         ("cannot set up feature extraction: %s", e.what ()), (NULL));

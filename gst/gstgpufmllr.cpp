@@ -153,6 +153,7 @@
 #include "common/fmllr/online_fmllr.h"
 #include "common/model/acoustic_model.h"
 #include "common/engine/recognizer.h"
+#include "gpuspeech_cmn_meta.h"
 #include "gpuspeech_alignment_event.h"
 #include "gpuspeech_backend_choice.h"
 #include "gstgpufeatures.h"
@@ -959,6 +960,12 @@ gst_gpu_fmllr_transform_ip (GstBaseTransform * trans, GstBuffer * buf)
   GST_OBJECT_UNLOCK (self);
   if (speaker_pending && !switch_speaker_in_stream (self, st.get (), speaker))
     return GST_FLOW_ERROR;
+
+  /* Live CMN's trace describes the frames as gpufeatures made them; once
+   * transformed they are not those (gpuspeech_cmn_meta.h). */
+  GstMeta *cmn = (GstMeta *) gpuspeech_buffer_get_cmn_meta (buf);
+  if (cmn)
+    gst_buffer_remove_meta (buf, cmn);
 
   GstMapInfo map;
   if (!gst_buffer_map (buf, &map, GST_MAP_READWRITE)) {

@@ -13,6 +13,10 @@
 
 #include "common/engine/adaptive_redecoder.h"
 #include "common/engine/recognizer.h"
+#include "common/backends/backend_registry.h"
+#include "common/features/cmn_trace.h"
+#include "common/features/feature_pipeline.h"
+#include "common/features/stream_extractor.h"
 #include "common/features/wav_reader.h"
 #include "common/fmllr/fmllr_transform.h"
 #include "tests/goforward_fixture.h"
@@ -196,6 +200,93 @@ TEST(AdaptiveRedecoder, TooLittleSpeechKeepsTheFirstPass) {
   EXPECT_TRUE(a.transform().is_identity());
   EXPECT_GT(a.stats().beta, 0.0);  // kept for the utterances to come
   expect_same_words(r, decode_plain(plain, f));
+}
+
+// The utterance's own CMN (own_utterance_cmn): frames normalised by live
+// CMN from a start far from the recording's mean, pushed with live CMN's
+// trace; with no transform possible (min_frames out of reach) the final
+// result is the second decoding of the frames normalised by their own
+// mean, the words that batch CMN's features give; without the trace, or
+// with the option off, the first pass stands.
+TEST(AdaptiveRedecoder, SecondDecodingWithTheUtterancesOwnMean) {
+  if (!have_goforward()) GTEST_SKIP() << "pocketsphinx-testdata or pocketsphinx-en-us not installed";
+  Recognizer rec(goforward_config(true));
+  Recognizer plain(goforward_config(false));
+  const AudioData audio = read_raw_s16le_file(testing::audio_dir() + "/goforward.raw", 16000);
+  BackendPtr cpu = make_cpu_backend();
+  FeatureOptions live = rec.feature_options();
+  // Streamed, as gpufeatures gives them: every frame kept, and live CMN
+  // learning from each (then batch CMN takes its mean over the same frames).
+  live.noise.remove_silence = false;
+  live.norm.cmn = NormOptions::Cmn::kLive;
+  live.norm.live_from_speech = false;
+  live.norm.cmn_init.assign(static_cast<size_t>(live.base_dim()), 0.0f);
+  // A channel far from this one (louder, another tilt), whose start the
+  // running mean leaves slowly.
+  live.norm.cmn_init[0] = 80.0f;
+  live.norm.cmn_init[1] = -15.0f;
+  live.norm.cmn_init[2] = 10.0f;
+  live.norm.live_init_frames = 1000;
+  FeatureOptions batch = live;
+  batch.norm.cmn = NormOptions::Cmn::kBatch;
+  batch.norm.cmn_init.clear();
+  StreamingFeatureExtractor ex(live, *cpu);
+  ex.set_cmn_trace(true);
+  FeatureMatrix f;
+  ex.accept(audio.samples.data(), audio.samples.size(), f);
+  ex.flush(f);
+  CmnTrace trace;
+  ex.take_cmn_trace(trace);
+  ASSERT_EQ(trace.rows(), f.rows);
+  const FeatureMatrix b = compute_features(batch, *cpu, audio.samples.data(), audio.samples.size());
+  ASSERT_EQ(b.rows, f.rows);
+  const int dim = rec.feature_dim();
+  ASSERT_EQ(f.dim, dim);
+
+  AdaptiveRedecoderOptions o;
+  o.estimation.min_frames = 1e9;  // no transform: the own mean alone
+  auto push = [&](AdaptiveRedecoder& a, bool with_trace) {
+    for (int64_t at = 0, k = 7; at < f.rows; at += k, k = k * 3 % 61 + 1) {
+      const int64_t n = std::min(k, f.rows - at);
+      a.push_features(f.row(at), n, with_trace ? trace.offsets.data() + at * dim : nullptr,
+                      with_trace ? trace.learned.data() + at : nullptr);
+    }
+  };
+  AdaptiveRedecoder own(rec, o);
+  push(own, true);
+  const RecognitionResult r = own.finish();
+  EXPECT_TRUE(own.last_report().own_cmn);
+  EXPECT_TRUE(own.last_report().redecoded);
+  EXPECT_FALSE(own.last_report().adapted);
+  EXPECT_GT(own.last_report().cmn_shift, 20.0f);
+  EXPECT_EQ(own.last_report().outcome, FmllrOutcome::kTooFewFrames);
+  EXPECT_TRUE(own.transform().is_identity());
+  expect_same_words(r, decode_plain(plain, b.data));
+  own.reset();
+
+  const RecognitionResult first_pass = decode_plain(plain, f.data);
+  const RecognitionResult batch_words = decode_plain(plain, b.data);
+  bool differs = first_pass.best.words.size() != batch_words.best.words.size();
+  for (size_t i = 0; !differs && i < first_pass.best.words.size(); ++i)
+    differs = first_pass.best.words[i].text != batch_words.best.words[i].text ||
+              first_pass.best.words[i].start_frame != batch_words.best.words[i].start_frame ||
+              first_pass.best.words[i].end_frame != batch_words.best.words[i].end_frame;
+  EXPECT_TRUE(differs) << "live CMN's first pass equals batch CMN's decoding: the test proves nothing";
+  AdaptiveRedecoder untraced(rec, o);
+  push(untraced, false);
+  const RecognitionResult u = untraced.finish();
+  EXPECT_FALSE(untraced.last_report().own_cmn);
+  EXPECT_FALSE(untraced.last_report().redecoded);
+  expect_same_words(u, first_pass);
+  untraced.reset();
+
+  o.own_utterance_cmn = false;
+  AdaptiveRedecoder off(rec, o);
+  push(off, true);
+  const RecognitionResult n = off.finish();
+  EXPECT_FALSE(off.last_report().own_cmn);
+  EXPECT_FALSE(off.last_report().redecoded);
+  expect_same_words(n, first_pass);
 }
 
 TEST(AdaptiveRedecoder, AnUtteranceWithoutWordsIsNoError) {

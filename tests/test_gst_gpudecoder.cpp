@@ -17,6 +17,7 @@
 #include <fstream>
 #include <map>
 #include <set>
+#include <algorithm>
 #include <sstream>
 #include <functional>
 #include <string>
@@ -78,6 +79,7 @@ struct Result {
   std::vector<Word> words;
   int nbest = 0;
   int adapted = -1;  // the final's `adapted` field: -1 absent, else 0 or 1
+  int utterance_cmn = -1;  // the final's `utterance-cmn` field, likewise
 };
 
 Result parse_result(const GstStructure* s) {
@@ -110,6 +112,8 @@ Result parse_result(const GstStructure* s) {
   if (nb) r.nbest = static_cast<int>(gst_value_array_get_size(nb));
   gboolean adapted = FALSE;
   if (gst_structure_get_boolean(s, "adapted", &adapted)) r.adapted = adapted ? 1 : 0;
+  gboolean own_cmn = FALSE;
+  if (gst_structure_get_boolean(s, "utterance-cmn", &own_cmn)) r.utterance_cmn = own_cmn ? 1 : 0;
   return r;
 }
 
@@ -1569,6 +1573,10 @@ TEST(GpuDecoder, AdaptsToTheSpeakerAcrossUtterances) {
   for (const Result& r : gram.finals()) EXPECT_EQ(r.adapted, -1);
   // Until the first transform both decode the same features the same way.
   EXPECT_EQ(a[0].words.size(), plain.finals()[0].words.size());
+  // gpufeatures' live CMN trace reached the decoder: every utterance was
+  // normalised with its own mean (utterance-cmn, on by default).
+  for (const Result& r : a) EXPECT_EQ(r.utterance_cmn, 1);
+  for (const Result& r : plain.finals()) EXPECT_EQ(r.utterance_cmn, -1);
 
   // redecode-min-gain (0.01 by default): a gain no estimate reaches keeps
   // each first pass. The utterance that made the first transform is then
@@ -1582,8 +1590,9 @@ TEST(GpuDecoder, AdaptsToTheSpeakerAcrossUtterances) {
   gst_object_unref(dec);
   const std::string path2 = three_goforwards_file();
   ASSERT_FALSE(path2.empty());
+  // With utterance-cmn=false too, so that only the transform decides.
   const PipelineRun kept = run_pipeline(raw_source(path2) + " ! " + features() + " ! " + lm +
-                                        " redecode-min-gain=1000 ! fakesink");
+                                        " redecode-min-gain=1000 utterance-cmn=false ! fakesink");
   g_unlink(path2.c_str());
   ASSERT_TRUE(kept.eos) << kept.error_text();
   const std::vector<Result> k = kept.finals();
@@ -1594,7 +1603,33 @@ TEST(GpuDecoder, AdaptsToTheSpeakerAcrossUtterances) {
   EXPECT_EQ(k[0].adapted, 0);
   EXPECT_EQ(k[1].adapted, 0) << "a second decoding despite redecode-min-gain=1000";
   EXPECT_EQ(k[2].adapted, 1);
-  for (const Result& r : k) EXPECT_EQ(r.hypothesis, "go forward ten meters");
+  for (const Result& r : k) {
+    EXPECT_EQ(r.hypothesis, "go forward ten meters");
+    EXPECT_EQ(r.utterance_cmn, 0);
+  }
+}
+
+// Word-level edit distance (substitutions, insertions, deletions).
+int word_edit_distance(const std::string& a, const std::string& b) {
+  auto split = [](const std::string& s) {
+    std::vector<std::string> w;
+    std::istringstream in(s);
+    for (std::string x; in >> x;) w.push_back(x);
+    return w;
+  };
+  const std::vector<std::string> x = split(a), y = split(b);
+  std::vector<int> row(y.size() + 1);
+  for (size_t j = 0; j <= y.size(); ++j) row[j] = static_cast<int>(j);
+  for (size_t i = 1; i <= x.size(); ++i) {
+    int diag = row[0];
+    row[0] = static_cast<int>(i);
+    for (size_t j = 1; j <= y.size(); ++j) {
+      const int up = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diag + (x[i - 1] == y[j - 1] ? 0 : 1)});
+      diag = up;
+    }
+  }
+  return row[y.size()];
 }
 
 // cue-timing: where a second pass decides the final words (adapt, on by
@@ -1638,8 +1673,10 @@ TEST(GpuDecoder, CueTimingFollowsTheFinalResultWhenASecondPassDecides) {
   }
   for (size_t k = 0; k < 3; ++k) EXPECT_EQ(after[k], auto_run.finals()[k].hypothesis) << k;
 
-  // stable and adapt=false: some text before the first final, and all of
-  // it the finals' words.
+  // stable and adapt=false: some text before the first final. Without a
+  // second pass all of it is the finals' words; with one (stable) the
+  // words pushed early are the first pass's, which the final result may
+  // change, by a word an utterance at most here (docs/gpudecoder.md).
   for (const std::vector<TextBuffer>* bufs : {&stable, &plain}) {
     std::string all;
     int early = 0;
@@ -1648,7 +1685,12 @@ TEST(GpuDecoder, CueTimingFollowsTheFinalResultWhenASecondPassDecides) {
       early += b.finals_before == 0;
     }
     EXPECT_GT(early, 0) << "no text pushed before the first utterance ended";
-    EXPECT_EQ(all, joined(bufs == &stable ? stable_run.finals() : plain_run.finals()));
+    if (bufs == &plain) {
+      EXPECT_EQ(all, joined(plain_run.finals()));
+    } else {
+      EXPECT_LE(word_edit_distance(all, joined(stable_run.finals())), 3)
+          << all << " | " << joined(stable_run.finals());
+    }
   }
 }
 

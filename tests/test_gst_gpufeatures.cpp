@@ -23,6 +23,7 @@
 #include "common/features/feature_writer.h"
 #include "common/features/stream_extractor.h"
 #include "common/features/wav_reader.h"
+#include "gst/gpuspeech_cmn_meta.h"
 #include "gst/gpuspeech_vad_event.h"
 #include "test_backends.h"
 
@@ -658,6 +659,56 @@ TEST_F(GstGpuFeatures, ReportsTheLiveMeanForTheNextStream) {
       }
     }
     free_messages(ms);
+  }
+}
+
+// Every buffer carries live CMN's trace (GpuspeechCmnMeta) of its own
+// frames: added to them it gives the features with no CMN, deltas and all
+// (what gpudecoder's utterance-cmn builds on); none without live CMN.
+TEST_F(GstGpuFeatures, CarriesLiveCmnsTraceOnItsBuffers) {
+  const std::vector<int16_t> audio = speech_s16();
+  const std::vector<float> samples = as_float(audio);
+  BackendPtr cpu = make_cpu_backend();
+  FeatureOptions raw_opts = live_sphinx_options();
+  raw_opts.norm.cmn = NormOptions::Cmn::kNone;
+  const FeatureMatrix raw = compute_features(raw_opts, *cpu, samples.data(), samples.size());
+  {
+    Harnessed t({{"backend", "cpu"}, {"cmn", "live"}, {"deltas", "1s_c_d_dd"}});
+    ASSERT_TRUE(t.h);
+    push_s16(t.h, audio, random_sizes(43, 2500));
+    gst_harness_push_event(t.h, gst_event_new_eos());
+    std::vector<float> undone;
+    int64_t buffers = 0;
+    while (GstBuffer* b = gst_harness_try_pull(t.h)) {
+      ++buffers;
+      GstMapInfo map;
+      ASSERT_TRUE(gst_buffer_map(b, &map, GST_MAP_READ));
+      const float* f = reinterpret_cast<const float*>(map.data);
+      const size_t n = map.size / sizeof(float);
+      const GpuspeechCmnMeta* m = gpuspeech_buffer_get_cmn_meta(b);
+      ASSERT_NE(m, nullptr) << "buffer " << buffers;
+      EXPECT_EQ(m->dim, 39u);
+      ASSERT_EQ(static_cast<size_t>(m->frames) * m->dim, n);
+      for (size_t i = 0; i < n; ++i) undone.push_back(f[i] + m->offsets[i]);
+      gst_buffer_unmap(b, &map);
+      gst_buffer_unref(b);
+    }
+    ASSERT_GT(buffers, 1);
+    ASSERT_EQ(undone.size(), raw.data.size());
+    EXPECT_LE(max_rel_diff(undone, raw.data), 1e-4);
+  }
+  {
+    Harnessed t({{"backend", "cpu"}, {"cmn", "batch"}, {"deltas", "1s_c_d_dd"}});
+    ASSERT_TRUE(t.h);
+    push_s16(t.h, audio, {4000});
+    gst_harness_push_event(t.h, gst_event_new_eos());
+    int64_t buffers = 0;
+    while (GstBuffer* b = gst_harness_try_pull(t.h)) {
+      ++buffers;
+      EXPECT_EQ(gpuspeech_buffer_get_cmn_meta(b), nullptr);
+      gst_buffer_unref(b);
+    }
+    EXPECT_GT(buffers, 0);
   }
 }
 

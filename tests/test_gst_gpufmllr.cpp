@@ -25,6 +25,7 @@
 #include "common/fmllr/fmllr_io.h"
 #include "common/fmllr/fmllr_transform.h"
 #include "common/model/acoustic_model.h"
+#include "gst/gpuspeech_cmn_meta.h"
 #include "gst/gpuspeech_alignment_event.h"
 #include "test_backends.h"
 
@@ -343,6 +344,26 @@ TEST(GpuFmllr, IdentityPassesFramesBitForBit) {
   }
   EXPECT_TRUE(t.messages.errors.empty()) << t.messages.error_text();
   EXPECT_TRUE(t.messages.estimations.empty());
+}
+
+// Live CMN's trace (GpuspeechCmnMeta) describes frames as gpufeatures made
+// them; gpufmllr changes them, so it takes the trace off.
+TEST(GpuFmllr, TakesLiveCmnsTraceOff) {
+  Harness t(fmllr("supervision=decoder"));
+  gst_harness_set_src_caps_str(t.h, kFeatureCaps);
+  std::mt19937 rng(3);
+  const std::vector<float> in = random_frames(20, rng);
+  GstBuffer* b = float_buffer(in, 0);
+  const std::vector<float> offsets(in.size(), 1.5f);
+  const std::vector<guint8> learned(20, 1);
+  ASSERT_NE(gpuspeech_buffer_add_cmn_meta(b, 20, kDim, offsets.data(), learned.data()), nullptr);
+  ASSERT_NE(gpuspeech_buffer_get_cmn_meta(b), nullptr);
+  ASSERT_EQ(t.push(b), GST_FLOW_OK);
+  GstBuffer* out = gst_harness_pull(t.h);
+  ASSERT_NE(out, nullptr);
+  EXPECT_EQ(gpuspeech_buffer_get_cmn_meta(out), nullptr);
+  EXPECT_EQ(floats_of(out).size(), in.size());
+  gst_buffer_unref(out);
 }
 
 TEST(GpuFmllr, SpeakerTagLoadsTheSavedTransform) {

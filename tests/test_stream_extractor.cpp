@@ -522,6 +522,147 @@ TEST(StreamExtractor, LiveCmnLearnsOnlyFromSpeech) {
   EXPECT_GT(std::fabs(mean_c0(whole, from) - o.norm.cmn_init[0]), 1.0);
 }
 
+// Streams `audio` in pieces with live CMN's trace on, taking the trace
+// after every call, as gpufeatures does.
+FeatureMatrix stream_traced(StreamingFeatureExtractor& ex, const std::vector<float>& audio,
+                            const std::vector<size_t>& sizes, CmnTrace& trace) {
+  FeatureMatrix out;
+  trace = CmnTrace{};
+  CmnTrace piece;
+  size_t pos = 0, k = 0;
+  while (pos < audio.size()) {
+    const size_t n = std::min(sizes[k++ % sizes.size()], audio.size() - pos);
+    ex.accept(audio.data() + pos, n, out);
+    ex.take_cmn_trace(piece);
+    trace.append(piece);
+    pos += n;
+  }
+  ex.flush(out);
+  ex.take_cmn_trace(piece);
+  trace.append(piece);
+  return out;
+}
+
+double largest_difference(const FeatureMatrix& a, const FeatureMatrix& b) {
+  double worst = 0.0;
+  for (size_t i = 0; i < a.data.size() && i < b.data.size(); ++i)
+    worst = std::max(worst, static_cast<double>(std::fabs(a.data[i] - b.data[i])));
+  return worst;
+}
+
+// Live CMN's trace (cmn_trace.h): each frame plus its offset is the frame
+// computed with no CMN at all, deltas included (the deltas of the means
+// over the same clamped window); its learn flags are the frames the VAD
+// calls speech (and whose c0 the Sphinx rule keeps). Speech with pauses in
+// quiet noise, the model's front end (noise removal, 1s_c_d_dd), random
+// pieces.
+TEST(StreamExtractor, CmnTraceGivesBackTheFeaturesWithoutCmn) {
+  BackendPtr cpu = make_cpu_backend();
+  const std::vector<float> audio = readings_in_hiss(31, 1.5);
+  FeatureOptions o = FeatureOptions::for_flavour(Flavour::kSphinx, FeatureKind::kMfcc);
+  o.delta.layout = DeltaOptions::Layout::kSphinx1sCDDd;
+  o.noise.remove_noise = true;
+  o.norm.cmn = NormOptions::Cmn::kLive;
+  o.norm.cmn_init = {41.0f, -5.29f, -0.12f, 5.09f, 2.48f, -4.07f, -1.37f,
+                     -1.78f, -5.08f, -2.05f, -6.45f, -1.42f, 1.17f};
+  FeatureOptions none = o;
+  none.norm.cmn = NormOptions::Cmn::kNone;
+  const FeatureMatrix raw = compute_features(none, *cpu, audio.data(), audio.size());
+
+  StreamingFeatureExtractor ex(o, *cpu);
+  ex.set_cmn_trace(true);
+  CmnTrace trace;
+  const FeatureMatrix live = stream_traced(ex, audio, random_sizes(33, 2500), trace);
+  ASSERT_EQ(live.rows, raw.rows);
+  ASSERT_EQ(trace.rows(), live.rows);
+  ASSERT_EQ(trace.dim, live.dim);
+  ASSERT_EQ(live.dim, 39);
+
+  FeatureMatrix undone = live;
+  for (size_t i = 0; i < undone.data.size(); ++i) undone.data[i] += trace.offsets[i];
+  EXPECT_GT(largest_difference(live, raw), 10.0) << "live CMN moved the features (else no test)";
+  EXPECT_LT(largest_difference(undone, raw), 2e-3);
+  // The delta dims' offsets are not all zero: the mean moved during speech.
+  double delta_offset = 0.0;
+  for (int64_t t = 0; t < live.rows; ++t)
+    for (int d = 13; d < 39; ++d)
+      delta_offset = std::max(delta_offset, static_cast<double>(std::fabs(trace.offsets[t * 39 + d])));
+  EXPECT_GT(delta_offset, 1e-3);
+
+  FeatureExtractor fx(o, *cpu);
+  fx.compute(audio.data(), static_cast<int64_t>(audio.size()));
+  const std::vector<uint8_t> speech_rows = fx.cmn_learn_rows();
+  ASSERT_EQ(speech_rows.size(), static_cast<size_t>(live.rows));
+  int64_t learnt = 0;
+  for (int64_t t = 0; t < live.rows; ++t) {
+    const bool expect = speech_rows[static_cast<size_t>(t)] != 0 &&
+                        !(o.cmn_skips_negative_c0() && raw.row(t)[0] < 0.0f);
+    ASSERT_EQ(trace.learned[static_cast<size_t>(t)] != 0, expect) << "frame " << t;
+    learnt += expect;
+  }
+  EXPECT_GT(learnt, live.rows / 2);
+  EXPECT_LT(learnt, live.rows * 9 / 10);  // 4 s of the 14 s are pauses
+
+  // Off by default, refused inside an utterance and without live CMN.
+  StreamingFeatureExtractor quiet(o, *cpu);
+  EXPECT_FALSE(quiet.cmn_trace_enabled());
+  FeatureMatrix some;
+  quiet.accept(audio.data(), 4000, some);
+  EXPECT_THROW(quiet.set_cmn_trace(true), std::logic_error);
+  StreamingFeatureExtractor no_live(none, *cpu);
+  EXPECT_THROW(no_live.set_cmn_trace(true), std::logic_error);
+}
+
+// normalise_with_own_mean on a live stream's frames and trace equals batch
+// CMN of the same audio (compute_features, cmn batch: statics normalised by
+// the utterance's mean, then deltas), without a VAD, so that both take the
+// mean over the same frames (live CMN learning from every frame; the Sphinx
+// rule leaves out negative c0 in both). Two LibriVox readings, random
+// pieces.
+TEST(StreamExtractor, OwnMeanFromTheTraceEqualsBatchCmn) {
+  BackendPtr cpu = make_cpu_backend();
+  std::vector<float> audio = speech("sense_and_sensibility_01_austen_64kb-0870.wav");
+  const std::vector<float> more = speech("sense_and_sensibility_01_austen_64kb-0880.wav");
+  audio.insert(audio.end(), more.begin(), more.end());
+  for (DeltaOptions::Layout layout : {DeltaOptions::Layout::kSphinx1sCDDd, DeltaOptions::Layout::kNone}) {
+    FeatureOptions o = FeatureOptions::for_flavour(Flavour::kSphinx, FeatureKind::kMfcc);
+    o.delta.layout = layout;
+    o.norm.cmn = NormOptions::Cmn::kLive;
+    o.norm.live_from_speech = false;
+    o.norm.cmn_init = {41.0f, -5.29f, -0.12f, 5.09f, 2.48f, -4.07f, -1.37f,
+                       -1.78f, -5.08f, -2.05f, -6.45f, -1.42f, 1.17f};
+    FeatureOptions batch = o;
+    batch.norm.cmn = NormOptions::Cmn::kBatch;
+    batch.norm.cmn_init.clear();
+    const FeatureMatrix expect = compute_features(batch, *cpu, audio.data(), audio.size());
+
+    StreamingFeatureExtractor ex(o, *cpu);
+    ex.set_cmn_trace(true);
+    CmnTrace trace;
+    FeatureMatrix own = stream_traced(ex, audio, random_sizes(41, 3000), trace);
+    ASSERT_EQ(own.rows, expect.rows);
+    const std::vector<uint8_t> statics = static_dims_of_layout(o.delta, o.base_dim());
+    ASSERT_EQ(statics.size(), static_cast<size_t>(own.dim));
+    EXPECT_EQ(std::count(statics.begin(), statics.end(), 1), 13);
+    EXPECT_GT(largest_difference(own, expect), 1.0) << "live and batch CMN differ (else no test)";
+    float moved = 0.0f;
+    ASSERT_TRUE(normalise_with_own_mean(own.data.data(), own.rows, own.dim, trace, statics, &moved));
+    EXPECT_GT(moved, 1.0f);
+    EXPECT_LT(largest_difference(own, expect), 2e-3) << "layout " << static_cast<int>(layout);
+
+    // A trace of other rows, or no frame learnt: refused, features kept.
+    FeatureMatrix kept = own;
+    CmnTrace short_trace = trace;
+    short_trace.learned.pop_back();
+    short_trace.offsets.resize(short_trace.offsets.size() - own.dim);
+    EXPECT_FALSE(normalise_with_own_mean(kept.data.data(), kept.rows, kept.dim, short_trace, statics));
+    CmnTrace silent = trace;
+    std::fill(silent.learned.begin(), silent.learned.end(), 0);
+    EXPECT_FALSE(normalise_with_own_mean(kept.data.data(), kept.rows, kept.dim, silent, statics));
+    EXPECT_TRUE(bitwise_equal(kept, own));
+  }
+}
+
 // vad_silence_start(): where the detector's silence began, as its states
 // after the hangover (what live CMN learns from) say. Speech between pauses
 // of quiet noise: 0 before the first speech, -1 in speech, then the first

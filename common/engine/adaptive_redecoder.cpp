@@ -45,6 +45,10 @@ AdaptiveRedecoder::AdaptiveRedecoder(Recognizer& recognizer, const AdaptiveRedec
         "(keep_features_for_alignment)");
   options_.validate();
   applier_.set_transform(transform_);
+  const FeatureOptions& fo = rec_.feature_options();
+  if (fo.output_dim() == dim_) static_dims_ = static_dims_of_layout(fo.delta, fo.base_dim());
+  if (static_cast<int>(static_dims_.size()) != dim_) static_dims_.clear();
+  trace_.dim = dim_;
 }
 
 void AdaptiveRedecoder::push_transformed(const float* raw, int64_t n) {
@@ -58,9 +62,14 @@ void AdaptiveRedecoder::push_transformed(const float* raw, int64_t n) {
   rec_.push_features(scratch_.data(), n);
 }
 
-void AdaptiveRedecoder::push_features(const float* frames, int64_t num_frames) {
+void AdaptiveRedecoder::push_features(const float* frames, int64_t num_frames,
+                                      const float* cmn_offsets, const uint8_t* cmn_learned) {
   if (num_frames <= 0) return;
   raw_.insert(raw_.end(), frames, frames + num_frames * dim_);
+  if (cmn_offsets && cmn_learned && trace_whole_)
+    trace_.append(cmn_offsets, cmn_learned, num_frames);
+  else
+    trace_whole_ = false;
   largest_push_ = std::max(largest_push_, num_frames);
   push_transformed(frames, num_frames);
 }
@@ -114,6 +123,12 @@ RecognitionResult AdaptiveRedecoder::finish(int64_t silent_from) {
   bool have_result = false;
   bool holds_first = true;  // the recognizer still holds the first pass
   try {
+    // The utterance's own mean from here on: its statistics, and its
+    // second decoding if there is one.
+    const int64_t rows = static_cast<int64_t>(raw_.size()) / dim_;
+    if (options_.own_utterance_cmn && trace_whole_ && !static_dims_.empty())
+      report_.own_cmn = normalise_with_own_mean(raw_.data(), rows, dim_, trace_, static_dims_,
+                                                &report_.cmn_shift);
     report_.frames_aligned = accumulate_words(first.best.words);
     FmllrStats total = stream_;
     total.add(utterance_.stats());
@@ -126,6 +141,10 @@ RecognitionResult AdaptiveRedecoder::finish(int64_t silent_from) {
     const bool updated = est.outcome == FmllrOutcome::kUpdated && est.transform.all_finite();
     if (updated && est.objective.size() >= 2)
       report_.gain = est.objective.back() - est.objective.front();
+    // Too little speech yet for a transform: with its own mean the
+    // utterance is still worth a second decoding (a stream's first).
+    const bool own_mean_alone = report_.own_cmn && est.outcome == FmllrOutcome::kTooFewFrames &&
+                                report_.frames_aligned > 0;
     if (updated && report_.gain < options_.min_redecode_gain) {
       // Too small a change to decode again: the utterances that follow
       // get the new transform, this one keeps its first pass, and the
@@ -133,13 +152,14 @@ RecognitionResult AdaptiveRedecoder::finish(int64_t silent_from) {
       // decoded with) are the utterance's.
       transform_ = est.transform;
       applier_.set_transform(transform_);
-    } else if (updated) {
-      transform_ = est.transform;
-      applier_.set_transform(transform_);
+    } else if (updated || own_mean_alone) {
+      if (updated) {
+        transform_ = est.transform;
+        applier_.set_transform(transform_);
+      }
       holds_first = false;
       c0 = thread_cpu_seconds();
       rec_.reset();
-      const int64_t rows = static_cast<int64_t>(raw_.size()) / dim_;
       // A floor on the block keeps the calls (each a device round trip on
       // a GPU) few for a stream fed a frame or two at a time.
       constexpr int64_t kMinBlock = 32;
@@ -175,7 +195,7 @@ RecognitionResult AdaptiveRedecoder::finish(int64_t silent_from) {
     drop_words_from(result.best, silent_from);
     timings_.final_result += thread_cpu_seconds() - c0;
   }
-  report_.adapted = report_.redecoded || first_adapted;
+  report_.adapted = report_.redecoded ? !transform_.is_identity() : first_adapted;
   report_.stream_weight = stream_.beta;
   report_.log_abs_det = transform_.log_abs_det();
   ++timings_.utterances;
@@ -186,6 +206,9 @@ RecognitionResult AdaptiveRedecoder::finish(int64_t silent_from) {
 void AdaptiveRedecoder::reset() {
   rec_.reset();
   raw_.clear();
+  trace_.clear();
+  trace_.dim = dim_;
+  trace_whole_ = true;
 }
 
 void AdaptiveRedecoder::new_speaker() {

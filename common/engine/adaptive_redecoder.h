@@ -40,6 +40,21 @@
 // the first pass is the final result (its statistics, posteriors under the
 // transform it was decoded with, are then the ones kept).
 //
+// The utterance's own CMN (AdaptiveRedecoderOptions::own_utterance_cmn).
+// Features normalised by live CMN upstream carry, when the client passes
+// it, what live CMN subtracted from each frame (cmn_trace.h). At finish()
+// the utterance's frames are then normalised again with the utterance's
+// own mean, as gpuspeech-transcribe's batch CMN normalises a file, before
+// their statistics are taken, and the second decoding decodes them so.
+// That puts right a young stream's first words, which live CMN normalised
+// with the model's average rather than the channel's mean. A stream's
+// first utterance has too few frames for a transform estimate
+// (FmllrOptions::min_frames) more often than not; it is decoded again
+// with its own mean alone then. Later utterances are decoded again only
+// when the transform's gain asks for it, as before; their statistics are
+// of own-mean features all the same, so the transform is estimated in one
+// space throughout.
+//
 // Statistics of raw features, posteriors on the features decoded (the EM
 // step for the transform in use), as gpuspeech-transcribe's --fmllr
 // two-pass; the estimate is FmllrOptions' (the full transform, as there).
@@ -51,6 +66,7 @@
 #include <vector>
 
 #include "common/engine/recognizer.h"
+#include "common/features/cmn_trace.h"
 #include "common/fmllr/fmllr_estimate.h"
 #include "common/fmllr/fmllr_stats.h"
 #include "common/fmllr/fmllr_transform.h"
@@ -97,6 +113,10 @@ struct AdaptiveRedecoderOptions {
   // with 0 they did not (docs/benchmarks.md, "The second decoding only
   // while the transform moves").
   double min_redecode_gain = 0.01;
+  // Normalise each utterance with its own mean at finish() when every one
+  // of its frames came with live CMN's trace (see the top of this file);
+  // false: the frames as they came.
+  bool own_utterance_cmn = true;
 
   // Throws std::invalid_argument naming the bad value.
   void validate() const;
@@ -105,6 +125,12 @@ struct AdaptiveRedecoderOptions {
 // What the last finish() did, for logs.
 struct RedecodeReport {
   bool redecoded = false;        // the result is the second pass's
+  // The utterance was normalised with its own mean (own_utterance_cmn):
+  // its statistics and, when redecoded, its second decoding.
+  bool own_cmn = false;
+  // With own_cmn: the largest shift of c0 between live CMN's and the
+  // utterance's own normalisation, over its frames.
+  float cmn_shift = 0.0f;
   // The result was decoded under a speaker transform: the second pass's,
   // or the first pass's when the stream already had a transform (a small
   // gain keeps it, or an estimate that was not made).
@@ -138,8 +164,12 @@ class AdaptiveRedecoder {
   explicit AdaptiveRedecoder(Recognizer& recognizer, const AdaptiveRedecoderOptions& options = {});
 
   // Raw features (frames x recognizer.feature_dim()): kept, transformed
-  // and pushed to the recognizer.
-  void push_features(const float* frames, int64_t num_frames);
+  // and pushed to the recognizer. `cmn_offsets` (frames x dim) and
+  // `cmn_learned` (frames), both or neither: live CMN's trace of these
+  // frames (cmn_trace.h); an utterance with a frame pushed without it is
+  // not normalised again.
+  void push_features(const float* frames, int64_t num_frames, const float* cmn_offsets = nullptr,
+                     const uint8_t* cmn_learned = nullptr);
   // The utterance's final result (see the top of this file). The
   // recognizer then holds the decoding that gave it (its features can be
   // aligned) until reset(). An alignment or estimation that fails leaves
@@ -175,6 +205,13 @@ class AdaptiveRedecoder {
   FmllrApplier applier_;
   FmllrTransform transform_;
   std::vector<float> raw_;      // the utterance's raw frames
+  // Live CMN's trace of raw_'s frames, while every frame came with one.
+  CmnTrace trace_;
+  bool trace_whole_ = true;
+  // Which of the model's feature dims are static (static_dims_of_layout of
+  // the recognizer's front end); empty when that front end does not give
+  // the feature dim (then no own CMN).
+  std::vector<uint8_t> static_dims_;
   std::vector<float> scratch_;  // transformed frames
   // The most frames one push_features() call has brought: the second
   // decoding pushes the utterance in blocks this large, so that its scoring

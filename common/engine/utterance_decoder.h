@@ -30,9 +30,12 @@ class UtteranceDecoder {
       : rec_(recognizer),
         adapter_(adapt ? std::make_unique<AdaptiveRedecoder>(recognizer, options) : nullptr) {}
 
-  void push_features(const float* frames, int64_t num_frames) {
+  // `cmn_offsets`, `cmn_learned`: live CMN's trace of the frames, when
+  // known (AdaptiveRedecoder::push_features); unused without adapt.
+  void push_features(const float* frames, int64_t num_frames, const float* cmn_offsets = nullptr,
+                     const uint8_t* cmn_learned = nullptr) {
     if (adapter_)
-      adapter_->push_features(frames, num_frames);
+      adapter_->push_features(frames, num_frames, cmn_offsets, cmn_learned);
     else
       rec_.push_features(frames, num_frames);
   }

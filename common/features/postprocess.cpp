@@ -139,15 +139,16 @@ void LiveCmn::start_with(const std::vector<float>& start) {
   started_ = true;
 }
 
-void LiveCmn::process(float* frame, bool learn) {
+bool LiveCmn::process(float* frame, bool learn, float* mean_used) {
   if (!started_) {
     for (int d = 0; d < dim_; ++d) mean_[d] = frame[d];
     started_ = true;
   }
+  if (mean_used) std::copy(mean_.begin(), mean_.end(), mean_used);
   if (skip_negative_c0_ && frame[0] < 0.0f) learn = false;
   if (!learn) {
     for (int d = 0; d < dim_; ++d) frame[d] -= mean_[d];
-    return;
+    return false;
   }
   for (int d = 0; d < dim_; ++d) {
     const float x = frame[d];
@@ -161,6 +162,7 @@ void LiveCmn::process(float* frame, bool learn) {
   }
   for (int d = 0; d < dim_; ++d)
     mean_[d] = static_cast<float>(sum_[d] / count_);
+  return true;
 }
 
 // ---------------------------------------------------------------------------

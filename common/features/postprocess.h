@@ -40,7 +40,10 @@ class LiveCmn {
   // updates the mean with it (NormOptions::live_from_speech passes false
   // for the frames the VAD calls silence). A frame that does not learn
   // still starts the mean when there is no cmn_init.
-  void process(float* frame, bool learn = true);
+  // Returns whether the frame learnt (false too for a negative c0 under
+  // skip_negative_c0). `mean_used`, if given (dim values), receives the
+  // mean the frame was normalised with (cmn_trace.h).
+  bool process(float* frame, bool learn = true, float* mean_used = nullptr);
   void reset();
   // reset(), but this once from `start` (dim values, weighted as
   // init_frames frames) instead of init: the mean a previous utterance of

@@ -76,6 +76,11 @@ void StreamingFeatureExtractor::reset() {
   history_ = FeatureMatrix{};
   history_.dim = base_dim_;
   history_first_ = 0;
+  history_means_ = FeatureMatrix{};
+  history_means_.dim = base_dim_;
+  history_learned_.clear();
+  trace_.clear();
+  trace_.dim = output_dim_;
   utterance_ = FeatureMatrix{};
   utterance_.dim = base_dim_;
   if (live_cmn_) live_cmn_->reset();
@@ -91,6 +96,20 @@ void StreamingFeatureExtractor::reset() {
     dither_ = std::make_unique<std::normal_distribution<float>>(
         0.0f, opts_.frame.dither);
   }
+}
+
+void StreamingFeatureExtractor::set_cmn_trace(bool on) {
+  if (on && !live_cmn_)
+    throw std::logic_error("StreamingFeatureExtractor: a CMN trace needs live CMN");
+  if (samples_accepted_ > 0)
+    throw std::logic_error("StreamingFeatureExtractor: the CMN trace switched inside an utterance");
+  trace_on_ = on;
+}
+
+void StreamingFeatureExtractor::take_cmn_trace(CmnTrace& out) {
+  out = std::move(trace_);
+  trace_ = CmnTrace{};
+  trace_.dim = output_dim_;
 }
 
 void StreamingFeatureExtractor::restart_live_cmn_from(const std::vector<float>& start) {
@@ -189,7 +208,10 @@ void StreamingFeatureExtractor::flush(FeatureMatrix& out, std::vector<float>* li
     live_cmn_mean->clear();
     if (live_cmn_ && live_cmn_->started()) *live_cmn_mean = live_cmn_->mean();
   }
+  // The last frames' trace waits for take_cmn_trace() across the reset.
+  CmnTrace last = std::move(trace_);
   reset();
+  trace_ = std::move(last);
 }
 
 void StreamingFeatureExtractor::compute_spectral(int64_t t0, int64_t t1,
@@ -271,7 +293,15 @@ void StreamingFeatureExtractor::take_spectral(const float* rows, int64_t count,
           vad_silence_start_ = -1;
         }
       }
-      live_cmn_->process(history_.row(r), learn);
+      if (trace_on_) {
+        // history_means_ runs parallel to history_ (rows appended here,
+        // dropped with history_'s in emit_ready).
+        append_rows(history_means_, history_.row(r), 1);
+        const bool learnt = live_cmn_->process(history_.row(r), learn, history_means_.row(history_means_.rows - 1));
+        history_learned_.push_back(learnt ? 1 : 0);
+      } else {
+        live_cmn_->process(history_.row(r), learn);
+      }
     }
   }
   emit_ready(/*at_end=*/false, out);
@@ -297,6 +327,19 @@ void StreamingFeatureExtractor::emit_ready(bool at_end, FeatureMatrix& out) {
     add_deltas_rows(history_, first_row, count, opts_.delta, dst);
   }
   out.rows += count;
+  if (trace_on_ && history_means_.rows == history_.rows) {
+    // The offsets: the same layout over the means, on the same window, so
+    // the clamping at the utterance's edges is the features' own.
+    const size_t old_trace = trace_.offsets.size();
+    trace_.offsets.resize(old_trace + static_cast<size_t>(count) * output_dim_);
+    float* o = trace_.offsets.data() + old_trace;
+    if (opts_.delta.layout == DeltaOptions::Layout::kNone)
+      std::memcpy(o, history_means_.row(first_row), static_cast<size_t>(count) * base_dim_ * sizeof(float));
+    else
+      add_deltas_rows(history_means_, first_row, count, opts_.delta, o);
+    trace_.learned.insert(trace_.learned.end(), history_learned_.begin() + first_row,
+                          history_learned_.begin() + first_row + count);
+  }
   frames_emitted_ = upto;
 
   // Keep delta_context_ frames before the next frame to emit.
@@ -308,6 +351,12 @@ void StreamingFeatureExtractor::emit_ready(bool at_end, FeatureMatrix& out) {
                         history_.data.begin() + drop * base_dim_);
     history_.rows -= drop;
     history_first_ = keep_from;
+    if (history_means_.rows >= drop) {
+      history_means_.data.erase(history_means_.data.begin(),
+                                history_means_.data.begin() + drop * base_dim_);
+      history_means_.rows -= drop;
+      history_learned_.erase(history_learned_.begin(), history_learned_.begin() + drop);
+    }
   }
 }
 

@@ -71,6 +71,7 @@
 #include <vector>
 
 #include "common/backends/backend.h"
+#include "common/features/cmn_trace.h"
 #include "common/features/declipper.h"
 #include "common/features/feature_pipeline.h"
 #include "common/features/feature_options.h"
@@ -111,8 +112,9 @@ class StreamingFeatureExtractor {
   // (NormOptions::cmn_init) instead of the model's average.
   void flush(FeatureMatrix& out, std::vector<float>* live_cmn_mean = nullptr);
 
-  // Drops all pending audio and frames and starts a new utterance (after a
-  // FLUSH or DISCONT). Live CMN restarts from cmn_init.
+  // Drops all pending audio and frames (and their CMN trace) and starts a
+  // new utterance (after a FLUSH or DISCONT). Live CMN restarts from
+  // cmn_init.
   void reset();
 
   // Live CMN of the utterance just started (after flush() or reset(),
@@ -152,6 +154,18 @@ class StreamingFeatureExtractor {
   // A decoder downstream can end an utterance on it when its own search
   // hears words in noise (gpudecoder, the `gpuspeech-vad` event).
   int64_t vad_silence_start() const { return vad_silence_start_; }
+
+  // Live CMN's trace (cmn_trace.h): with `on`, every frame emitted from
+  // now on has its offset and learn flag recorded, for take_cmn_trace().
+  // Off by default. std::logic_error without live CMN, or inside an
+  // utterance (after its first audio).
+  void set_cmn_trace(bool on);
+  bool cmn_trace_enabled() const { return trace_on_; }
+  // Moves the trace of the frames emitted since the last call into `out`
+  // (replacing what it held): one row per frame accept()/flush() returned,
+  // in order. Which of the output dims are static:
+  // static_dims_of_layout(options().delta, base dim).
+  void take_cmn_trace(CmnTrace& out);
 
   // Largest number of frames computed in one backend call (device memory is
   // sized for this plus the TRAPS context). Default 1024.
@@ -205,6 +219,12 @@ class StreamingFeatureExtractor {
   FeatureMatrix history_;
   int64_t history_first_ = 0;
   std::unique_ptr<LiveCmn> live_cmn_;
+  // With the trace on: row r is the mean live CMN normalised history_'s
+  // row r with, and learned_[r] whether it learnt from it.
+  bool trace_on_ = false;
+  FeatureMatrix history_means_;
+  std::vector<uint8_t> history_learned_;
+  CmnTrace trace_;  // frames emitted, not yet taken
   // NormOptions::live_from_speech with the noise stage: the VAD whose state
   // decides which frames live CMN learns from; null otherwise.
   std::unique_ptr<SphinxVad> cmn_vad_;
