@@ -2,11 +2,12 @@
  * gpufeatures' live CMN subtracted from each frame (in every dim: the mean
  * in the static dims, the deltas of the means in the delta dims) and
  * whether it learnt from the frame (common/features/cmn_trace.h). With it
- * gpudecoder decodes an utterance a second time normalised with the
- * utterance's own mean (adapt's second decoding, the `utterance-cmn`
- * property), as the batch path normalises a file: a stream's first words,
- * which live CMN normalised with the model's average rather than the
- * channel's mean, come out right then.
+ * gpudecoder normalises an utterance again at its end with the mean of the
+ * stream's speech so far, the utterance's included (adapt's second
+ * decoding, the `utterance-cmn` property): for a stream's first utterance
+ * its own mean, as the batch path normalises a file, so that its first
+ * words, which live CMN normalised with the model's average rather than
+ * the channel's mean, come out right.
  *
  * gpufeatures attaches it to every buffer when its CMN is live. It
  * describes the buffer's frames as gpufeatures made them: an element that

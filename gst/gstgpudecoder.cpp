@@ -80,11 +80,14 @@
  * channel); `adapt=false` is for when every stream must cost one decoding.
  * With `adapt`, the features of an utterance are kept until it ends.
  * When they come from gpufeatures with live CMN (its trace on the buffers,
- * gst/gpuspeech_cmn_meta.h), the utterance is normalised at its end with
- * its own cepstral mean, as the batch path normalises a file, for what the
- * adaptation learns and for the second decoding (`utterance-cmn`); a
- * stream's first utterance, decoded live against the model's average
- * mean, is decoded again so even before there is a transform.
+ * gst/gpuspeech_cmn_meta.h), the utterance is normalised again at its end
+ * with the cepstral mean of the stream's speech up to that end (for the
+ * first utterance its own mean, as the batch path normalises a file), for
+ * what the adaptation learns and for the second decoding
+ * (`utterance-cmn`); a stream's first utterance, decoded live against the
+ * model's average mean, is decoded again so even before there is a
+ * transform, and words it hears before the detector's speech (in leading
+ * digital silence) are left out.
  *
  * Every `partial-interval` ms of stream time (counted in frames, so the
  * same frames give the same messages however they are cut into buffers),
@@ -123,8 +126,8 @@
  *   a stream, when a new estimate gains less than `redecode-min-gain`, the
  *   first (FALSE until the stream has enough speech for a transform).
  * - `utterance-cmn` (gboolean, final only, with `adapt`): TRUE when the
- *   utterance was normalised with its own cepstral mean (`utterance-cmn`;
- *   it needs gpufeatures' live CMN trace on the buffers).
+ *   utterance was normalised again at its end (`utterance-cmn`; it needs
+ *   gpufeatures' live CMN trace on the buffers).
  * - `reason` (string, final only): why the utterance ended: "eos",
  *   "silence", "discont", "gap" or "segment".
  * - `nbest` (GstValueArray of GstStructure `alternative`, final only, when
@@ -927,18 +930,19 @@ gst_gpu_decoder_class_init (GstGpuDecoderClass * klass)
           0.0, 1e6, gs::AdaptiveRedecoderOptions ().min_redecode_gain, rw));
   g_object_class_install_property (gobject_class, PROP_UTTERANCE_CMN,
       g_param_spec_boolean ("utterance-cmn",
-          "Normalise each utterance by its own mean",
+          "Normalise each utterance again at its end",
           "With adapt and features whose CMN is live (gpufeatures' default "
           "for Sphinx models): at an utterance's end, normalise its frames "
-          "with the utterance's own cepstral mean, as the batch path "
-          "(gpuspeech-transcribe) normalises a file, for what the adaptation "
-          "learns and for the second decoding; a stream's first utterance "
-          "is decoded again with its own mean even before there is a "
-          "transform. Live CMN starts from the model's average, not the "
-          "channel's mean, and gets a stream's first words wrong. Needs "
-          "gpufeatures' trace of its live CMN on the buffers (gpufmllr in "
-          "between removes it; then no effect). Read when a stream starts "
-          "(READY to PAUSED)",
+          "again with the cepstral mean of the stream's speech up to that "
+          "end, the utterance's included (for a stream's first utterance its "
+          "own mean, as the batch path, gpuspeech-transcribe, normalises a "
+          "file), for what the adaptation learns and for the second "
+          "decoding; a stream's first utterance is decoded again so even "
+          "before there is a transform. Live CMN starts from the model's "
+          "average, not the channel's mean, and gets a stream's first words "
+          "wrong. Needs gpufeatures' trace of its live CMN on the buffers "
+          "(gpufmllr in between removes it; then no effect). Read when a "
+          "stream starts (READY to PAUSED)",
           DEFAULT_UTTERANCE_CMN, rw));
 
   element_class->change_state =

@@ -18,7 +18,7 @@
  * `gpuspeech-features` computes for the whole file. With live CMN each
  * buffer also carries a GpuspeechCmnMeta (gst/gpuspeech_cmn_meta.h): what
  * live CMN subtracted from each of its frames and whether it learnt from
- * it, so that gpudecoder can normalise an utterance with its own mean
+ * it, so that gpudecoder can normalise an utterance again at its end
  * (its `utterance-cmn`).
  *
  * The configuration comes, in this order, from the flavour's defaults (or
@@ -1825,7 +1825,7 @@ gst_gpu_features_start (GstGpuFeatures * self)
     st->extractor.reset (new gs::StreamingFeatureExtractor (st->opts,
             *st->backend));
     /* Live CMN's trace goes out with the frames (GpuspeechCmnMeta), so
-     * that gpudecoder can normalise an utterance with its own mean. */
+     * that gpudecoder can normalise an utterance again at its end. */
     if (st->opts.norm.cmn == gs::NormOptions::Cmn::kLive
         && !st->extractor->buffers_utterance ())
       st->extractor->set_cmn_trace (true);

@@ -289,6 +289,69 @@ TEST(AdaptiveRedecoder, SecondDecodingWithTheUtterancesOwnMean) {
   expect_same_words(n, first_pass);
 }
 
+// cmn_stream_frames: an utterance after the first is normalised with the
+// mean of the stream's speech so far, its own included; with 0, with its
+// own mean alone. Two utterances of one stream: the recording, then the
+// recording at a quarter of the amplitude (c0 lower by ln 16), each
+// streamed with live CMN and its trace. The second one's result is the
+// plain decoding of its frames normalised with the expected mean, and the
+// reported shift of c0 is that mean's.
+TEST(AdaptiveRedecoder, LaterUtterancesTakeTheStreamsMean) {
+  if (!have_goforward()) GTEST_SKIP() << "pocketsphinx-testdata or pocketsphinx-en-us not installed";
+  Recognizer rec(goforward_config(true));
+  Recognizer plain(goforward_config(false));
+  const AudioData audio = read_raw_s16le_file(testing::audio_dir() + "/goforward.raw", 16000);
+  std::vector<float> quiet = audio.samples;
+  for (float& x : quiet) x *= 0.25f;
+  BackendPtr cpu = make_cpu_backend();
+  FeatureOptions live = rec.feature_options();
+  live.noise.remove_silence = false;
+  live.norm.cmn = NormOptions::Cmn::kLive;
+  live.norm.live_from_speech = false;
+  const int dim = rec.feature_dim();
+  const std::vector<uint8_t> statics = static_dims_of_layout(live.delta, live.base_dim());
+  // One live stream: the second utterance starts from the mean the first left.
+  StreamingFeatureExtractor ex(live, *cpu);
+  ex.set_cmn_trace(true);
+  FeatureMatrix f1, f2;
+  CmnTrace t1, t2;
+  std::vector<float> left;
+  ex.accept(audio.samples.data(), audio.samples.size(), f1);
+  ex.flush(f1, &left);
+  ex.take_cmn_trace(t1);
+  ex.restart_live_cmn_from(left);
+  ex.accept(quiet.data(), quiet.size(), f2);
+  ex.flush(f2);
+  ex.take_cmn_trace(t2);
+  ASSERT_EQ(t2.rows(), f2.rows);
+
+  const CmnSums s1 = learned_sums(f1.data.data(), f1.rows, dim, t1, statics);
+  const CmnSums s2 = learned_sums(f2.data.data(), f2.rows, dim, t2, statics);
+  CmnSums both = s1;
+  both.add(s2);
+  ASSERT_GT(s1.mean()[0] - s2.mean()[0], 2.0f) << "the quiet copy's c0 should be lower";
+
+  for (int window : {3000, 0}) {
+    AdaptiveRedecoderOptions o;
+    o.estimation.min_frames = 1e9;
+    o.cmn_stream_frames = window;
+    AdaptiveRedecoder a(rec, o);
+    a.push_features(f1.data.data(), f1.rows, t1.offsets.data(), t1.learned.data());
+    a.finish();
+    a.reset();
+    a.push_features(f2.data.data(), f2.rows, t2.offsets.data(), t2.learned.data());
+    const RecognitionResult r = a.finish();
+    ASSERT_TRUE(a.last_report().own_cmn);
+    const std::vector<float> mean = window > 0 ? both.mean() : s2.mean();
+    std::vector<float> expect = f2.data;
+    float shift = 0.0f;
+    renormalise_with_mean(expect.data(), f2.rows, dim, t2, statics, mean, &shift);
+    EXPECT_NEAR(a.last_report().cmn_shift, shift, 1e-3f) << "window " << window;
+    expect_same_words(r, decode_plain(plain, expect));
+    a.reset();
+  }
+}
+
 TEST(AdaptiveRedecoder, AnUtteranceWithoutWordsIsNoError) {
   if (!have_goforward()) GTEST_SKIP() << "pocketsphinx-testdata or pocketsphinx-en-us not installed";
   Recognizer rec(goforward_config(true));

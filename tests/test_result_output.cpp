@@ -146,6 +146,31 @@ TEST(Endpointing, WordsInTheDetectorsSilenceAreLeftOut) {
   EXPECT_EQ(h.words.size(), 3u);
 }
 
+// The first words whose middle lies before the detector's speech go; a
+// word that only starts before it stays; 0 keeps everything.
+TEST(Endpointing, WordsBeforeTheDetectorsSpeechAreLeftOut) {
+  auto hyp = [] {
+    Hypothesis h;
+    h.words = {word("up", 0, 41, 1.0f), word("the", 62, 74, 1.0f), word("sun", 75, 110, 1.0f)};
+    h.stable_words = 2;
+    return h;
+  };
+  Hypothesis h = hyp();
+  EXPECT_EQ(drop_words_before(h, 40), 1u);  // "up": middle 20.5
+  ASSERT_EQ(h.words.size(), 2u);
+  EXPECT_EQ(h.words.front().text, "the");
+  EXPECT_EQ(h.stable_words, 1);
+  h = hyp();
+  EXPECT_EQ(drop_words_before(h, 20), 0u) << "the middle of \"up\" (20.5) is after the speech's start";
+  h = hyp();
+  EXPECT_EQ(drop_words_before(h, 69), 2u) << "\"the\" (middle 68) too";
+  h = hyp();
+  EXPECT_EQ(drop_words_before(h, 0), 0u);
+  EXPECT_EQ(drop_words_before(h, 1000), 3u);
+  EXPECT_TRUE(h.words.empty());
+  EXPECT_EQ(h.stable_words, 0);
+}
+
 TEST(Endpointing, DropsSilenceWithoutWords) {
   const int64_t e = 50;
   EXPECT_EQ(decide_endpoint(e, 100, partial(0, kNoWordSilenceFactor * e - 1)),

@@ -13,6 +13,9 @@ void AdaptiveRedecoderOptions::validate() const {
   if (!(min_redecode_gain >= 0.0) || !std::isfinite(min_redecode_gain))
     throw std::invalid_argument("speaker adaptation: min_redecode_gain must be a finite number >= 0, not " +
                                 std::to_string(min_redecode_gain));
+  if (cmn_stream_frames < 0)
+    throw std::invalid_argument("speaker adaptation: cmn_stream_frames must be >= 0, not " +
+                                std::to_string(cmn_stream_frames));
 }
 
 size_t drop_words_from(Hypothesis& h, int64_t silent_from) {
@@ -29,6 +32,17 @@ size_t drop_words_from(Hypothesis& h, int64_t silent_from) {
   if (h.stable_words > static_cast<int32_t>(h.words.size()))
     h.stable_words = static_cast<int32_t>(h.words.size());
   return before - h.words.size();
+}
+
+size_t drop_words_before(Hypothesis& h, int64_t speech_from) {
+  size_t n = 0;
+  while (n < h.words.size() &&
+         static_cast<int64_t>(h.words[n].start_frame) + h.words[n].end_frame < 2 * speech_from)
+    ++n;
+  if (n == 0) return 0;
+  h.words.erase(h.words.begin(), h.words.begin() + static_cast<std::ptrdiff_t>(n));
+  h.stable_words = std::max<int32_t>(0, h.stable_words - static_cast<int32_t>(n));
+  return n;
 }
 
 AdaptiveRedecoder::AdaptiveRedecoder(Recognizer& recognizer, const AdaptiveRedecoderOptions& options)
@@ -122,13 +136,28 @@ RecognitionResult AdaptiveRedecoder::finish(int64_t silent_from) {
   RecognitionResult result;
   bool have_result = false;
   bool holds_first = true;  // the recognizer still holds the first pass
+  // With the utterance's own mean: words before this frame are left out.
+  int64_t speech_from = 0;
+  CmnSums utterance_cmn;  // its speech's, for the stream's mean
   try {
     // The utterance's own mean from here on: its statistics, and its
     // second decoding if there is one.
     const int64_t rows = static_cast<int64_t>(raw_.size()) / dim_;
-    if (options_.own_utterance_cmn && trace_whole_ && !static_dims_.empty())
-      report_.own_cmn = normalise_with_own_mean(raw_.data(), rows, dim_, trace_, static_dims_,
-                                                &report_.cmn_shift);
+    if (options_.own_utterance_cmn && trace_whole_ && !static_dims_.empty() && rows > 0) {
+      utterance_cmn = learned_sums(raw_.data(), rows, dim_, trace_, static_dims_);
+      if (utterance_cmn.count > 0.0) {
+        CmnSums total = options_.cmn_stream_frames > 0 ? stream_cmn_ : CmnSums{};
+        total.add(utterance_cmn);
+        renormalise_with_mean(raw_.data(), rows, dim_, trace_, static_dims_, total.mean(),
+                              &report_.cmn_shift);
+        report_.own_cmn = true;
+      }
+    }
+    if (report_.own_cmn) {
+      const auto learnt = std::find(trace_.learned.begin(), trace_.learned.end(), 1);
+      speech_from = static_cast<int64_t>(learnt - trace_.learned.begin()) - kSpeechOnsetGraceFrames;
+      report_.leading_words_dropped = static_cast<int64_t>(drop_words_before(first.best, speech_from));
+    }
     report_.frames_aligned = accumulate_words(first.best.words);
     FmllrStats total = stream_;
     total.add(utterance_.stats());
@@ -170,6 +199,7 @@ RecognitionResult AdaptiveRedecoder::finish(int64_t silent_from) {
         const LatticeResultOff off(rec_);
         RecognitionResult second = rec_.finish();
         drop_words_from(second.best, silent_from);
+        drop_words_before(second.best, speech_from);
         timings_.redecode += thread_cpu_seconds() - c0;
         // The adapted decoding's words are the better supervision; their
         // statistics (posteriors under the new transform) are the ones kept.
@@ -178,11 +208,16 @@ RecognitionResult AdaptiveRedecoder::finish(int64_t silent_from) {
       c0 = thread_cpu_seconds();
       result = rec_.finish();  // the lattice pass's, when configured
       drop_words_from(result.best, silent_from);
+      drop_words_before(result.best, speech_from);
       timings_.final_result += thread_cpu_seconds() - c0;
       have_result = true;
       report_.redecoded = true;
     }
     stream_.add(utterance_.stats());
+    if (report_.own_cmn && options_.cmn_stream_frames > 0) {
+      stream_cmn_.add(utterance_cmn);
+      while (stream_cmn_.count >= 2.0 * options_.cmn_stream_frames) stream_cmn_.halve();
+    }
   } catch (const std::exception& e) {
     report_.outcome = FmllrOutcome::kRefused;
     report_.message = std::string("not adapted: ") + e.what();
@@ -193,6 +228,7 @@ RecognitionResult AdaptiveRedecoder::finish(int64_t silent_from) {
     c0 = thread_cpu_seconds();
     result = holds_first ? rec_.finish() : first;
     drop_words_from(result.best, silent_from);
+    drop_words_before(result.best, speech_from);
     timings_.final_result += thread_cpu_seconds() - c0;
   }
   report_.adapted = report_.redecoded ? !transform_.is_identity() : first_adapted;
@@ -214,6 +250,7 @@ void AdaptiveRedecoder::reset() {
 void AdaptiveRedecoder::new_speaker() {
   reset();
   stream_.reset(dim_);
+  stream_cmn_ = CmnSums{};
   transform_ = FmllrTransform::identity(dim_);
   applier_.set_transform(transform_);
 }

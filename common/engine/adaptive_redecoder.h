@@ -40,20 +40,22 @@
 // the first pass is the final result (its statistics, posteriors under the
 // transform it was decoded with, are then the ones kept).
 //
-// The utterance's own CMN (AdaptiveRedecoderOptions::own_utterance_cmn).
-// Features normalised by live CMN upstream carry, when the client passes
-// it, what live CMN subtracted from each frame (cmn_trace.h). At finish()
-// the utterance's frames are then normalised again with the utterance's
-// own mean, as gpuspeech-transcribe's batch CMN normalises a file, before
-// their statistics are taken, and the second decoding decodes them so.
-// That puts right a young stream's first words, which live CMN normalised
-// with the model's average rather than the channel's mean. A stream's
-// first utterance has too few frames for a transform estimate
-// (FmllrOptions::min_frames) more often than not; it is decoded again
-// with its own mean alone then. Later utterances are decoded again only
-// when the transform's gain asks for it, as before; their statistics are
-// of own-mean features all the same, so the transform is estimated in one
-// space throughout.
+// The utterance normalised again (AdaptiveRedecoderOptions::
+// own_utterance_cmn). Features normalised by live CMN upstream carry, when
+// the client passes it, what live CMN subtracted from each frame
+// (cmn_trace.h). At finish() the utterance's frames are then normalised
+// again with the mean of the stream's speech up to the utterance's end,
+// this utterance included (cmn_stream_frames), before their statistics are
+// taken, and the second decoding decodes them so. For a stream's first
+// utterance that is the utterance's own mean, as gpuspeech-transcribe's
+// batch CMN normalises a file: it puts right a young stream's first words,
+// which live CMN normalised with the model's average rather than the
+// channel's mean. The first utterance usually has too little speech for a
+// transform estimate (FmllrOptions::min_frames); it is decoded again with
+// the new mean alone then. Later utterances are decoded again only when
+// the transform's gain asks for it, as before; their statistics are of
+// renormalised features all the same, so the transform is estimated in
+// one space throughout.
 //
 // Statistics of raw features, posteriors on the features decoded (the EM
 // step for the transform in use), as gpuspeech-transcribe's --fmllr
@@ -113,10 +115,19 @@ struct AdaptiveRedecoderOptions {
   // with 0 they did not (docs/benchmarks.md, "The second decoding only
   // while the transform moves").
   double min_redecode_gain = 0.01;
-  // Normalise each utterance with its own mean at finish() when every one
-  // of its frames came with live CMN's trace (see the top of this file);
-  // false: the frames as they came.
+  // Normalise each utterance again at finish() when every one of its
+  // frames came with live CMN's trace (see the top of this file); false:
+  // the frames as they came.
   bool own_utterance_cmn = true;
+  // The mean it is normalised with: over the speech of the stream so far,
+  // this utterance's included, with older speech halved in weight each
+  // time the frames reach twice this many (a drifting channel); for a
+  // stream's first utterance that is its own mean. 0: each utterance's own
+  // mean alone. An utterance's own mean moves with what is said in it (c4
+  // by 4 between two sentences of one voice in white noise), and decoding
+  // with it lost words that the stream's mean keeps
+  // (docs/benchmarks.md, "Each utterance normalised again").
+  int cmn_stream_frames = 3000;
 
   // Throws std::invalid_argument naming the bad value.
   void validate() const;
@@ -125,12 +136,16 @@ struct AdaptiveRedecoderOptions {
 // What the last finish() did, for logs.
 struct RedecodeReport {
   bool redecoded = false;        // the result is the second pass's
-  // The utterance was normalised with its own mean (own_utterance_cmn):
-  // its statistics and, when redecoded, its second decoding.
+  // The utterance was normalised again (own_utterance_cmn), with the mean
+  // of the stream's speech up to its end (cmn_stream_frames): its
+  // statistics and, when redecoded, its second decoding.
   bool own_cmn = false;
   // With own_cmn: the largest shift of c0 between live CMN's and the
   // utterance's own normalisation, over its frames.
   float cmn_shift = 0.0f;
+  // With own_cmn: first words of the first pass left out as heard before
+  // the detector's speech (see finish()).
+  int64_t leading_words_dropped = 0;
   // The result was decoded under a speaker transform: the second pass's,
   // or the first pass's when the stream already had a transform (a small
   // gain keeps it, or an estimate that was not made).
@@ -145,6 +160,10 @@ struct RedecodeReport {
   double stream_weight = 0.0;    // the stream's statistics (posterior frames)
   double log_abs_det = 0.0;      // of the transform now in use
 };
+
+// Drops `h`'s first words while the middle of the word lies before frame
+// `speech_from`; returns how many.
+size_t drop_words_before(Hypothesis& h, int64_t speech_from);
 
 // No detected silence: finish() keeps every word.
 constexpr int64_t kNoSilence = INT64_MAX;
@@ -178,7 +197,15 @@ class AdaptiveRedecoder {
   // voice activity detector says the speech ended) are left out of each
   // pass's words before they supervise the statistics, and of the result:
   // the search heard them in the noise of a pause (drop_words_from).
+  // Likewise, when the utterance is normalised with its own mean, first
+  // words whose middle lies more than kSpeechOnsetGraceFrames before the
+  // first frame live CMN learnt from (where the detector heard speech
+  // begin): its own mean, taken over speech, turned a stream's leading
+  // digital silence into "up" or "mm" where live CMN's average had kept it
+  // silence (the batch path never decodes those frames: Sphinx's silence
+  // removal drops them).
   RecognitionResult finish(int64_t silent_from = kNoSilence);
+  static constexpr int64_t kSpeechOnsetGraceFrames = 10;
   // Starts the next utterance: the recognizer reset, the raw frames
   // dropped. Without finish() before, the utterance is dropped unlearnt.
   void reset();
@@ -212,6 +239,8 @@ class AdaptiveRedecoder {
   // the recognizer's front end); empty when that front end does not give
   // the feature dim (then no own CMN).
   std::vector<uint8_t> static_dims_;
+  // The stream's speech so far, without CMN (cmn_stream_frames).
+  CmnSums stream_cmn_;
   std::vector<float> scratch_;  // transformed frames
   // The most frames one push_features() call has brought: the second
   // decoding pushes the utterance in blocks this large, so that its scoring

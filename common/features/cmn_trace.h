@@ -56,6 +56,28 @@ struct CmnTrace {
 // delta dim, under `delta`'s layout for `base_dim` base features.
 std::vector<uint8_t> static_dims_of_layout(const DeltaOptions& delta, int base_dim);
 
+// Sums, over the frames live CMN learnt from, of the features without CMN
+// (features + offsets), in the static dims (0 elsewhere): what a mean over
+// several utterances is made of.
+struct CmnSums {
+  std::vector<double> sum;  // dim values
+  double count = 0.0;       // frames
+  void add(const CmnSums& o);
+  // Halves sum and count: older frames weigh less (a drifting channel).
+  void halve();
+  std::vector<float> mean() const;  // sum / count (zeros when count is 0)
+};
+// std::invalid_argument when the trace does not cover the rows or dims.
+CmnSums learned_sums(const float* features, int64_t rows, int dim, const CmnTrace& trace,
+                     const std::vector<uint8_t>& static_dims);
+
+// Replaces live CMN in `features` (rows x dim, normalised as `trace` says)
+// by `mean` (dim values; used in the static dims): features + offsets -
+// mean there, features + offsets elsewhere. `moved`, if given: as below.
+void renormalise_with_mean(float* features, int64_t rows, int dim, const CmnTrace& trace,
+                           const std::vector<uint8_t>& static_dims, const std::vector<float>& mean,
+                           float* moved = nullptr);
+
 // Replaces live CMN in `features` (rows x dim, normalised as `trace` says)
 // by the utterance's own mean: the mean, over the frames live CMN learnt
 // from, of the features without CMN, subtracted in the static dims
