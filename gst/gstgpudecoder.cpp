@@ -228,6 +228,7 @@
  */
 #include "gstgpudecoder.h"
 
+#include <algorithm>
 #include <cmath>
 #include <exception>
 #include <map>
@@ -614,10 +615,10 @@ struct StreamState
    * when an utterance of silence is dropped. */
   std::vector < float >recent;
   gint recent_dim = 0;
-  /* Live CMN's trace of `recent`, while every one of its frames had one
-   * (GpuspeechCmnMeta). */
+  /* Live CMN's trace of `recent` (GpuspeechCmnMeta), and which of its
+   * frames came with one. */
   gs::CmnTrace recent_trace;
-  gboolean recent_traced = FALSE;
+  std::vector < guint8 > recent_has_trace;
   /* The trace of the buffer being decoded (empty: none). */
   gs::CmnTrace buffer_trace;
   /* Its utterances, with the speaker adaptation and second pass when the
@@ -1842,7 +1843,7 @@ end_utterance (GstGpuDecoder * self, StreamState * st, const char *reason,
         G_GINT64_FORMAT " frames aligned, speaker statistics %.0f frames, "
         "ln|det A| %.3f", st->utt_index,
         a.redecoded ? "decoded again" : "first pass kept",
-        a.own_cmn ? " (own CMN)" : "", gs::to_string (a.outcome),
+        a.own_cmn ? " (normalised again)" : "", gs::to_string (a.outcome),
         a.message.empty ()? "" : ": ", a.message.c_str (), a.gain,
         a.frames_aligned, a.stream_weight, a.log_abs_det);
   }
@@ -1894,29 +1895,32 @@ remember_frames (StreamState * st, const float *frames, gint64 n, gint dim,
   if (st->recent_dim != dim) {
     st->recent.clear ();
     st->recent_trace.clear ();
-    st->recent_traced = TRUE;
+    st->recent_has_trace.clear ();
   }
-  if (st->recent.empty ())
-    st->recent_traced = TRUE;
   st->recent_dim = dim;
+  st->recent_trace.dim = dim;
   st->recent.insert (st->recent.end (), frames, frames + n * dim);
-  if (cmn_offsets && st->recent_traced) {
-    st->recent_trace.dim = dim;
+  /* The trace runs parallel to the frames (zeros where a frame had none). */
+  if (cmn_offsets && cmn_learned) {
     st->recent_trace.append (cmn_offsets, cmn_learned, n);
   } else {
-    st->recent_traced = FALSE;
-    st->recent_trace.clear ();
+    st->recent_trace.offsets.insert (st->recent_trace.offsets.end (),
+        (size_t) (n * dim), 0.0f);
+    st->recent_trace.learned.insert (st->recent_trace.learned.end (),
+        (size_t) n, 0);
   }
+  st->recent_has_trace.insert (st->recent_has_trace.end (), (size_t) n,
+      cmn_offsets && cmn_learned ? 1 : 0);
   const size_t keep = (size_t) (kDropOverlapFrames * dim);
   if (st->recent.size () > keep) {
     const size_t drop = st->recent.size () - keep;
     st->recent.erase (st->recent.begin (), st->recent.begin () + drop);
-    if (st->recent_traced) {
-      st->recent_trace.offsets.erase (st->recent_trace.offsets.begin (),
-          st->recent_trace.offsets.begin () + drop);
-      st->recent_trace.learned.erase (st->recent_trace.learned.begin (),
-          st->recent_trace.learned.begin () + drop / dim);
-    }
+    st->recent_trace.offsets.erase (st->recent_trace.offsets.begin (),
+        st->recent_trace.offsets.begin () + drop);
+    st->recent_trace.learned.erase (st->recent_trace.learned.begin (),
+        st->recent_trace.learned.begin () + drop / dim);
+    st->recent_has_trace.erase (st->recent_has_trace.begin (),
+        st->recent_has_trace.begin () + drop / dim);
   }
 }
 
@@ -1944,8 +1948,11 @@ drop_utterance (GstGpuDecoder * self, StreamState * st, gint64 keep)
   st->utt_pts = start;
   if (overlap > 0) {
     const size_t from = st->recent.size () - (size_t) (overlap * dim);
-    const gboolean traced = st->recent_traced
-        && st->recent_trace.rows () * dim == (gint64) st->recent.size ();
+    const gboolean traced =
+        std::all_of (st->recent_has_trace.end () - overlap,
+        st->recent_has_trace.end (),[](guint8 h) {
+          return h != 0;
+        });
     st->decoder->push_features (st->recent.data () + from, overlap,
         traced ? st->recent_trace.offsets.data () + from : NULL,
         traced ? st->recent_trace.learned.data () + from / dim : NULL);

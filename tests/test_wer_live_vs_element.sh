@@ -7,22 +7,20 @@
 #   filesrc ! decodebin ! audioconvert ! audioresample ! gpufeatures ! gpudecoder
 # with the elements' defaults (CPU backend), against Debian's pocketsphinx
 # GStreamer element with its defaults, and against gpuspeech-transcribe on
-# the same degraded audio cut into its sentences, each sentence adapted
-# with its own speech alone (--no-cluster-speakers) and with its default
-# (each adapted with all the sentences of its speaker, found by
+# the same degraded audio cut into its sentences (its default: each
+# sentence adapted with all the sentences of its speaker, found by
 # clustering). tests/bench/live_wer.sh makes the recordings and runs them;
 # sclite scores them. Fails unless
 #   - the live chain's WER <= the pocketsphinx element's, and
 #   - the live chain's WER <= 1.2 x gpuspeech-transcribe's on the cut
-#     audio, each sentence its own speaker,
-# and prints the table.
-# Issue 15 asks for the second against transcribe's default. Until
-# 2026-12-01 that default adapted each sentence alone, as the bound here
-# does. Since then it adapts each sentence with its speaker's later
-# sentences too, which a live stream has not heard yet when it gives the
-# sentence's final words. Against that default the bound is not met; the
-# ratio is printed (docs/benchmarks.md, "Clustered speakers as
-# transcribe's default").
+#     audio,
+# issue 15's two bounds, and prints the table. From 2026-12-01 to
+# 2026-12-02 the second bound was not met against transcribe's default
+# (then new: clustered speakers) and this test bounded the live chain by
+# transcribe with each sentence its own speaker instead; gpudecoder's
+# utterance-cmn (a stream's first sentence normalised with its own mean)
+# took the live chain from 33.9 % to 26.6 % here, 1.16 x the clustered cut
+# (docs/benchmarks.md, "Each utterance normalised again").
 #
 # The set: the first N sentences of tests/data/fmllr_dev/sentences.txt by
 # the flite voices VOICES (default 8 sentences by slt and awb, ~100 words,
@@ -43,14 +41,14 @@ trap 'rm -rf "$T"' EXIT
 fail() { echo "FAIL $*"; exit 1; }
 . "$(dirname "$0")/wer_util.sh"
 
-LIVE_WER_COLUMNS="ours element cut cut1" DEGRADED_CONDITIONS=farfield GPUSPEECH_BUILD=$BUILD GPUSPEECH_GRAPH_CACHE=$CACHE \
+LIVE_WER_COLUMNS="ours element cut" DEGRADED_CONDITIONS=farfield GPUSPEECH_BUILD=$BUILD GPUSPEECH_GRAPH_CACHE=$CACHE \
   bash "$LIVE_WER" "$T/work" "$N" "$VOICES" >"$T/table" 2>"$T/log" ||
   { cat "$T/log"; fail "live_wer.sh exited with status $?"; }
 cat "$T/table"
-# | farfield | live | pocketsphinx element | transcribe, cut | ..., each sentence its own speaker |
+# | farfield | live | pocketsphinx element | transcribe, cut |
 wer_bench_row "$T/table" "$T/log" farfield
-[ ${#WER_ROW[@]} -eq 4 ] || fail "expected four WERs: ${WER_ROW[*]}"
-live=${WER_ROW[0]} element=${WER_ROW[1]} cut_speakers=${WER_ROW[2]} cut=${WER_ROW[3]}
+[ ${#WER_ROW[@]} -eq 3 ] || fail "expected three WERs: ${WER_ROW[*]}"
+live=${WER_ROW[0]} element=${WER_ROW[1]} cut=${WER_ROW[2]}
 status=0
 if awk -v a="$live" -v b="$element" 'BEGIN { exit !(a <= b) }'; then
   echo "ok   far field: live chain $live% <= pocketsphinx element $element%"
@@ -58,10 +56,9 @@ else
   echo "FAIL far field: live chain $live% > pocketsphinx element $element%"; status=1
 fi
 if awk -v a="$live" -v b="$cut" 'BEGIN { exit !(a <= 1.2 * b) }'; then
-  echo "ok   far field: live chain $live% <= 1.2 x transcribe on the cut audio, each sentence its own speaker ($cut%)"
+  echo "ok   far field: live chain $live% <= 1.2 x transcribe on the cut audio ($cut%)"
 else
-  echo "FAIL far field: live chain $live% > 1.2 x transcribe on the cut audio, each sentence its own speaker ($cut%)"; status=1
+  echo "FAIL far field: live chain $live% > 1.2 x transcribe on the cut audio ($cut%)"; status=1
 fi
-echo "note: transcribe's default on the cut audio (speakers clustered): $cut_speakers%;" \
-  "live / that: $(awk -v a="$live" -v b="$cut_speakers" 'BEGIN { printf "%.2f", (b > 0 ? a / b : 0) }')"
+echo "note: live / cut: $(awk -v a="$live" -v b="$cut" 'BEGIN { printf "%.2f", (b > 0 ? a / b : 0) }')"
 exit $status

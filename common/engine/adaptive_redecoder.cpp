@@ -136,12 +136,14 @@ RecognitionResult AdaptiveRedecoder::finish(int64_t silent_from) {
   RecognitionResult result;
   bool have_result = false;
   bool holds_first = true;  // the recognizer still holds the first pass
-  // With the utterance's own mean: words before this frame are left out.
+  // Normalised again: words before this frame (the detector's speech, less
+  // a grace) are left out.
   int64_t speech_from = 0;
   CmnSums utterance_cmn;  // its speech's, for the stream's mean
   try {
-    // The utterance's own mean from here on: its statistics, and its
-    // second decoding if there is one.
+    // Normalised again from here on (the stream's mean, the utterance's
+    // own for a stream's first): its statistics, and its second decoding
+    // if there is one.
     const int64_t rows = static_cast<int64_t>(raw_.size()) / dim_;
     if (options_.own_utterance_cmn && trace_whole_ && !static_dims_.empty() && rows > 0) {
       utterance_cmn = learned_sums(raw_.data(), rows, dim_, trace_, static_dims_);
