@@ -1,5 +1,6 @@
 // What live CMN subtracted from each frame, so that a later stage can
-// normalise an utterance with the utterance's own mean instead.
+// normalise an utterance again with another mean: the utterance's own, or
+// that of a stream's speech so far (AdaptiveRedecoder).
 //
 // Live CMN (LiveCmn, postprocess.h) normalises each frame with the running
 // mean as it stood at that frame. At a stream's start that mean is the

@@ -18,6 +18,8 @@
 // (FramingSpec step 3). Then, on the host and in frame order:
 //   live CMN (LiveCmn, postprocess.h) -> deltas (add_deltas_rows with
 //   delta_context() frames of history and look-ahead) -> output.
+// With set_cmn_trace(true) the means live CMN used go through the same
+// deltas, so that each frame's trace (cmn_trace.h) undoes its CMN exactly.
 //
 // Look-ahead. A frame is emitted once everything it depends on has arrived:
 // its own samples, spectral_context() later frames (TRAPS), and
@@ -220,7 +222,7 @@ class StreamingFeatureExtractor {
   int64_t history_first_ = 0;
   std::unique_ptr<LiveCmn> live_cmn_;
   // With the trace on: row r is the mean live CMN normalised history_'s
-  // row r with, and learned_[r] whether it learnt from it.
+  // row r with, and history_learned_[r] whether it learnt from it.
   bool trace_on_ = false;
   FeatureMatrix history_means_;
   std::vector<uint8_t> history_learned_;
