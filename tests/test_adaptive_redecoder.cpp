@@ -295,8 +295,7 @@ TEST(AdaptiveRedecoder, SecondDecodingWithTheUtterancesOwnMean) {
 // recording at a quarter of the amplitude (c0 lower by ln 16), each
 // streamed with live CMN and its trace. The second one's result is the
 // plain decoding of its frames normalised with the expected mean, and the
-// reported shift of c0 is that mean's. With cmn_young_frames reached, the
-// second utterance is taken as it came.
+// reported shift of c0 is that mean's.
 TEST(AdaptiveRedecoder, LaterUtterancesTakeTheStreamsMean) {
   if (!have_goforward()) GTEST_SKIP() << "pocketsphinx-testdata or pocketsphinx-en-us not installed";
   Recognizer rec(goforward_config(true));
@@ -351,22 +350,6 @@ TEST(AdaptiveRedecoder, LaterUtterancesTakeTheStreamsMean) {
     expect_same_words(r, decode_plain(plain, expect));
     a.reset();
   }
-  // cmn_young_frames: only while the stream has heard fewer frames of
-  // speech; the second utterance then comes as it came.
-  AdaptiveRedecoderOptions young;
-  young.estimation.min_frames = 1e9;
-  young.cmn_young_frames = static_cast<int>(s1.count);  // the first is young, the second not
-  AdaptiveRedecoder y(rec, young);
-  y.push_features(f1.data.data(), f1.rows, t1.offsets.data(), t1.learned.data());
-  y.finish();
-  EXPECT_TRUE(y.last_report().own_cmn);
-  y.reset();
-  y.push_features(f2.data.data(), f2.rows, t2.offsets.data(), t2.learned.data());
-  const RecognitionResult later = y.finish();
-  EXPECT_FALSE(y.last_report().own_cmn);
-  EXPECT_FALSE(y.last_report().redecoded);
-  expect_same_words(later, decode_plain(plain, f2.data));
-  y.reset();
 }
 
 TEST(AdaptiveRedecoder, AnUtteranceWithoutWordsIsNoError) {

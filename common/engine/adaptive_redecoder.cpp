@@ -16,9 +16,6 @@ void AdaptiveRedecoderOptions::validate() const {
   if (cmn_stream_frames < 0)
     throw std::invalid_argument("speaker adaptation: cmn_stream_frames must be >= 0, not " +
                                 std::to_string(cmn_stream_frames));
-  if (cmn_young_frames < 0)
-    throw std::invalid_argument("speaker adaptation: cmn_young_frames must be >= 0, not " +
-                                std::to_string(cmn_young_frames));
 }
 
 size_t drop_words_from(Hypothesis& h, int64_t silent_from) {
@@ -148,9 +145,7 @@ RecognitionResult AdaptiveRedecoder::finish(int64_t silent_from) {
     // own for a stream's first): its statistics, and its second decoding
     // if there is one.
     const int64_t rows = static_cast<int64_t>(raw_.size()) / dim_;
-    const bool young = options_.cmn_young_frames == 0 ||
-                       stream_speech_frames_ < options_.cmn_young_frames;
-    if (options_.own_utterance_cmn && young && trace_whole_ && !static_dims_.empty() && rows > 0) {
+    if (options_.own_utterance_cmn && trace_whole_ && !static_dims_.empty() && rows > 0) {
       utterance_cmn = learned_sums(raw_.data(), rows, dim_, trace_, static_dims_);
       if (utterance_cmn.count > 0.0) {
         CmnSums total = options_.cmn_stream_frames > 0 ? stream_cmn_ : CmnSums{};
@@ -225,7 +220,6 @@ RecognitionResult AdaptiveRedecoder::finish(int64_t silent_from) {
       stream_cmn_.add(utterance_cmn);
       while (stream_cmn_.count >= 2.0 * options_.cmn_stream_frames) stream_cmn_.halve();
     }
-    stream_speech_frames_ += utterance_cmn.count;
   } catch (const std::exception& e) {
     report_.outcome = FmllrOutcome::kRefused;
     report_.message = std::string("not adapted: ") + e.what();
@@ -259,7 +253,6 @@ void AdaptiveRedecoder::new_speaker() {
   reset();
   stream_.reset(dim_);
   stream_cmn_ = CmnSums{};
-  stream_speech_frames_ = 0.0;
   transform_ = FmllrTransform::identity(dim_);
   applier_.set_transform(transform_);
 }

@@ -128,13 +128,6 @@ struct AdaptiveRedecoderOptions {
   // with it lost words that the stream's mean keeps
   // (docs/benchmarks.md, "Each utterance normalised again").
   int cmn_stream_frames = 3000;
-  // Normalise again only while the stream's speech before the utterance
-  // (the frames live CMN learnt from, as counted for cmn_stream_frames,
-  // before any halving) is under this many frames; later utterances are
-  // taken as they came, when live CMN has learnt the channel. 0: every
-  // utterance. (Measured as an option, not the default: docs/benchmarks.md,
-  // "Each utterance normalised again".)
-  int cmn_young_frames = 0;
 
   // Throws std::invalid_argument naming the bad value.
   void validate() const;
@@ -248,8 +241,6 @@ class AdaptiveRedecoder {
   std::vector<uint8_t> static_dims_;
   // The stream's speech so far, without CMN (cmn_stream_frames).
   CmnSums stream_cmn_;
-  // Frames of it, never halved (cmn_young_frames).
-  double stream_speech_frames_ = 0.0;
   std::vector<float> scratch_;  // transformed frames
   // The most frames one push_features() call has brought: the second
   // decoding pushes the utterance in blocks this large, so that its scoring
