@@ -124,7 +124,7 @@ struct AdaptiveRedecoderOptions {
   // time the frames reach twice this many (a drifting channel); for a
   // stream's first utterance that is its own mean. 0: each utterance's own
   // mean alone. An utterance's own mean moves with what is said in it (c4
-  // by 4 between two sentences of one voice in white noise), and decoding
+  // by 5 between two sentences of one voice in white noise), and decoding
   // with it lost words that the stream's mean keeps
   // (docs/benchmarks.md, "Each utterance normalised again").
   int cmn_stream_frames = 3000;
