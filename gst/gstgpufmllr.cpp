@@ -11,7 +11,9 @@
  * `audio/x-gpuspeech-features` (docs/feature-caps.md), and only the values
  * of the frames change. The transform is applied on the chosen backend
  * (one matrix product per buffer); until there is a transform (identity)
- * frames pass bit for bit.
+ * frames pass bit for bit. Live CMN's trace on the buffers
+ * (GpuspeechCmnMeta, which gpudecoder's `utterance-cmn` reads) is taken
+ * off: it describes the frames as gpufeatures made them.
  *
  * Supervision (`supervision`): gpudecoder (with `send-alignments`, its
  * default) sends a `gpuspeech-alignment` event up its sink pad for every
