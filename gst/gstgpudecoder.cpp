@@ -619,8 +619,6 @@ struct StreamState
    * frames came with one. */
   gs::CmnTrace recent_trace;
   std::vector < guint8 > recent_has_trace;
-  /* The trace of the buffer being decoded (empty: none). */
-  gs::CmnTrace buffer_trace;
   /* Its utterances, with the speaker adaptation and second pass when the
    * adapt property is on (then the stream is one speaker: a new stream,
    * READY to PAUSED, starts from no statistics). */
@@ -1846,6 +1844,11 @@ end_utterance (GstGpuDecoder * self, StreamState * st, const char *reason,
         a.own_cmn ? " (normalised again)" : "", gs::to_string (a.outcome),
         a.message.empty ()? "" : ": ", a.message.c_str (), a.gain,
         a.frames_aligned, a.stream_weight, a.log_abs_det);
+    if (a.own_cmn)
+      GST_DEBUG_OBJECT (self, "utterance %u normalised again: c0 moved by up "
+          "to %.2f, %" G_GINT64_FORMAT " first words before the detector's "
+          "speech left out", st->utt_index, a.cmn_shift,
+          a.leading_words_dropped);
   }
   const GstClockTime end = frame_time (self, st, st->utt_frames);
   post_result (self, st, r.best, TRUE, reason, &r.nbest);
@@ -1967,16 +1970,13 @@ drop_utterance (GstGpuDecoder * self, StreamState * st, gint64 keep)
 
 static GstFlowReturn
 decode_frames (GstGpuDecoder * self, StreamState * st, const float *frames,
-    gint64 n, gint dim)
+    gint64 n, gint dim, const GpuspeechCmnMeta * cmn)
 {
   gint64 done = 0;
   while (done < n) {
     const gint64 k = std::min (n - done, st->next_tick - st->utt_frames);
-    const gboolean traced = st->buffer_trace.rows () == n;
-    const float *offsets = traced ?
-        st->buffer_trace.offsets.data () + done * dim : NULL;
-    const guint8 *learned = traced ?
-        st->buffer_trace.learned.data () + done : NULL;
+    const float *offsets = cmn ? cmn->offsets + done * dim : NULL;
+    const guint8 *learned = cmn ? cmn->learned + done : NULL;
     st->decoder->push_features (frames + done * dim, k, offsets, learned);
     remember_frames (st, frames + done * dim, k, dim, offsets, learned);
     st->utt_frames += k;
@@ -2034,12 +2034,11 @@ gst_gpu_decoder_chain (GstPad * pad, GstObject * parent, GstBuffer * buffer)
     return GST_FLOW_ERROR;
   }
   const gint64 n = (gint64) (map.size / frame_bytes);
-  /* Live CMN's trace, when upstream gave one for these very frames. */
-  st->buffer_trace.clear ();
-  st->buffer_trace.dim = dim;
+  /* Live CMN's trace, when upstream gave one for these very frames (read
+   * in place: the buffer outlives decode_frames()). */
   const GpuspeechCmnMeta *cmn = gpuspeech_buffer_get_cmn_meta (buffer);
-  if (cmn && (gint64) cmn->frames == n && (gint) cmn->dim == dim)
-    st->buffer_trace.append (cmn->offsets, cmn->learned, n);
+  if (cmn && ((gint64) cmn->frames != n || (gint) cmn->dim != dim))
+    cmn = NULL;
   /* Copy (the data may be unaligned) and keep out NaN/Inf, which would
    * silently empty the search. */
   st->scratch.resize ((size_t) n * dim);
@@ -2076,7 +2075,7 @@ gst_gpu_decoder_chain (GstPad * pad, GstObject * parent, GstBuffer * buffer)
       st->utt_started = TRUE;
     }
     if (ret == GST_FLOW_OK)
-      ret = decode_frames (self, st, st->scratch.data (), n, dim);
+      ret = decode_frames (self, st, st->scratch.data (), n, dim, cmn);
   } catch (const std::exception & e) {
     GST_ELEMENT_ERROR (self, STREAM, FAILED,
         ("recognition failed: %s", e.what ()), (NULL));

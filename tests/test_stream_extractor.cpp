@@ -60,6 +60,10 @@ std::vector<size_t> random_sizes(uint32_t seed, size_t max) {
   return v;
 }
 
+// The en-us model's -cmninit (its feat.params): where live CMN starts.
+const std::vector<float> kEnUsCmnInit = {41.0f, -5.29f, -0.12f, 5.09f, 2.48f, -4.07f, -1.37f,
+                                         -1.78f, -5.08f, -2.05f, -6.45f, -1.42f, 1.17f};
+
 bool bitwise_equal(const FeatureMatrix& a, const FeatureMatrix& b) {
   return a.rows == b.rows && a.dim == b.dim && a.data.size() == b.data.size() &&
          std::memcmp(a.data.data(), b.data.data(), a.data.size() * sizeof(float)) == 0;
@@ -478,8 +482,7 @@ TEST(StreamExtractor, LiveCmnLearnsOnlyFromSpeech) {
   o.delta.layout = DeltaOptions::Layout::kNone;
   o.noise.remove_noise = true;
   o.norm.cmn = NormOptions::Cmn::kLive;
-  o.norm.cmn_init = {41.0f, -5.29f, -0.12f, 5.09f, 2.48f, -4.07f, -1.37f,
-                     -1.78f, -5.08f, -2.05f, -6.45f, -1.42f, 1.17f};
+  o.norm.cmn_init = kEnUsCmnInit;
   ASSERT_TRUE(o.norm.live_from_speech);  // the default
   FeatureOptions raw_opts = o;
   raw_opts.norm.cmn = NormOptions::Cmn::kNone;
@@ -563,8 +566,7 @@ TEST(StreamExtractor, CmnTraceGivesBackTheFeaturesWithoutCmn) {
   o.delta.layout = DeltaOptions::Layout::kSphinx1sCDDd;
   o.noise.remove_noise = true;
   o.norm.cmn = NormOptions::Cmn::kLive;
-  o.norm.cmn_init = {41.0f, -5.29f, -0.12f, 5.09f, 2.48f, -4.07f, -1.37f,
-                     -1.78f, -5.08f, -2.05f, -6.45f, -1.42f, 1.17f};
+  o.norm.cmn_init = kEnUsCmnInit;
   FeatureOptions none = o;
   none.norm.cmn = NormOptions::Cmn::kNone;
   const FeatureMatrix raw = compute_features(none, *cpu, audio.data(), audio.size());
@@ -629,8 +631,7 @@ TEST(StreamExtractor, OwnMeanFromTheTraceEqualsBatchCmn) {
     o.delta.layout = layout;
     o.norm.cmn = NormOptions::Cmn::kLive;
     o.norm.live_from_speech = false;
-    o.norm.cmn_init = {41.0f, -5.29f, -0.12f, 5.09f, 2.48f, -4.07f, -1.37f,
-                       -1.78f, -5.08f, -2.05f, -6.45f, -1.42f, 1.17f};
+    o.norm.cmn_init = kEnUsCmnInit;
     FeatureOptions batch = o;
     batch.norm.cmn = NormOptions::Cmn::kBatch;
     batch.norm.cmn_init.clear();

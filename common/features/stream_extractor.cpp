@@ -327,7 +327,7 @@ void StreamingFeatureExtractor::emit_ready(bool at_end, FeatureMatrix& out) {
     add_deltas_rows(history_, first_row, count, opts_.delta, dst);
   }
   out.rows += count;
-  if (trace_on_ && history_means_.rows == history_.rows) {
+  if (trace_on_) {
     // The offsets: the same layout over the means, on the same window, so
     // the clamping at the utterance's edges is the features' own.
     const size_t old_trace = trace_.offsets.size();
@@ -351,7 +351,7 @@ void StreamingFeatureExtractor::emit_ready(bool at_end, FeatureMatrix& out) {
                         history_.data.begin() + drop * base_dim_);
     history_.rows -= drop;
     history_first_ = keep_from;
-    if (history_means_.rows >= drop) {
+    if (trace_on_) {
       history_means_.data.erase(history_means_.data.begin(),
                                 history_means_.data.begin() + drop * base_dim_);
       history_means_.rows -= drop;
