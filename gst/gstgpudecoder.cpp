@@ -75,7 +75,11 @@
  * settled (a new estimate gains less than `redecode-min-gain`), an
  * utterance keeps its first pass, already decoded under the transform, and
  * costs one decoding again. A new stream (READY to
- * PAUSED) starts with no transform. Measured, it still gains when the
+ * PAUSED) starts with no transform, or with a channel's: `adapt-prior`
+ * names fMLLR statistics of the channel the streams come through (what
+ * gpuspeech-transcribe --fmllr-dir writes), which every estimate adds,
+ * weighing as `adapt-prior-frames` frames, so that a stream's first
+ * sentence is adapted to the channel too. Measured, it still gains when the
  * speaker changes at every sentence (the transform then learns the
  * channel); `adapt=false` is for when every stream must cost one decoding.
  * With `adapt`, the features of an utterance are kept until it ends.
@@ -241,6 +245,7 @@
 #include "common/features/feature_signature.h"
 #include "common/engine/recognizer.h"
 #include "common/engine/utterance_decoder.h"
+#include "common/fmllr/fmllr_stats_io.h"
 #include "common/output/result_json.h"
 #include "common/output/subtitle_format.h"
 #include "gpuspeech_alignment_event.h"
@@ -374,6 +379,8 @@ enum
   PROP_ADAPT,
   PROP_REDECODE_MIN_GAIN,
   PROP_UTTERANCE_CMN,
+  PROP_ADAPT_PRIOR,
+  PROP_ADAPT_PRIOR_FRAMES,
   N_PROPS
 };
 
@@ -427,6 +434,8 @@ struct Settings
   gdouble redecode_min_gain =
       gs::AdaptiveRedecoderOptions ().min_redecode_gain;
   gboolean utterance_cmn = DEFAULT_UTTERANCE_CMN;
+  std::string adapt_prior;
+  gdouble adapt_prior_frames = gs::AdaptiveRedecoderOptions ().prior_frames;
 };
 
 /* A configuration problem for the user; `not_found` marks a missing file. */
@@ -655,6 +664,8 @@ struct _GstGpuDecoder
   /* As loaded (NULL to READY): send-alignments, and whether adapt applies. */
   gboolean sends_alignments;
   gboolean adapts;
+  /* adapt-prior's statistics, as loaded; shared by the streams. */
+  std::shared_ptr < const gs::FmllrStats > *adapt_prior;
   StreamState *stream;          /* NULL unless PAUSED or PLAYING */
   gint64 latency_ns;
 };
@@ -943,6 +954,25 @@ gst_gpu_decoder_class_init (GstGpuDecoderClass * klass)
           "(gpufmllr in between removes it; then no effect). Read when a "
           "stream starts (READY to PAUSED)",
           DEFAULT_UTTERANCE_CMN, rw));
+  g_object_class_install_property (gobject_class, PROP_ADAPT_PRIOR,
+      g_param_spec_string ("adapt-prior", "Adaptation prior",
+          "With adapt: fMLLR statistics of the channel the streams come "
+          "through (a telephone line, a codec), recorded once from other "
+          "speakers: the .stats file gpuspeech-transcribe --fmllr-dir writes "
+          "beside each speaker's transform. Every stream's estimates start "
+          "from them (weighing as adapt-prior-frames frames) and its first "
+          "pass from their transform, so a stream's first sentence is "
+          "adapted to the channel before the stream has heard enough of its "
+          "speaker; its own speech outweighs them as it grows. Measured to "
+          "pay on a channel that distorts much (GSM) and to cost on mild "
+          "ones (docs/gpudecoder.md). NULL: none. Read when the model is "
+          "loaded (NULL to READY)", NULL, rw));
+  g_object_class_install_property (gobject_class, PROP_ADAPT_PRIOR_FRAMES,
+      g_param_spec_double ("adapt-prior-frames", "Weight of the prior",
+          "How many frames (10 ms each) of the stream's own speech "
+          "adapt-prior weighs as. Read when a stream starts (READY to "
+          "PAUSED)", 1.0, 1e9, gs::AdaptiveRedecoderOptions ().prior_frames,
+          rw));
 
   element_class->change_state =
       GST_DEBUG_FUNCPTR (gst_gpu_decoder_change_state);
@@ -972,6 +1002,7 @@ gst_gpu_decoder_init (GstGpuDecoder * self)
   self->num_senones = 0;
   self->sends_alignments = FALSE;
   self->adapts = FALSE;
+  self->adapt_prior = NULL;
   self->stream = NULL;
   self->latency_ns = 0;
 
@@ -1002,6 +1033,8 @@ free_model (GstGpuDecoder * self)
   delete features;
   delete self->recognizer;
   self->recognizer = NULL;
+  delete self->adapt_prior;
+  self->adapt_prior = NULL;
 }
 
 static void
@@ -1133,6 +1166,12 @@ gst_gpu_decoder_set_property (GObject * object, guint prop_id,
     case PROP_UTTERANCE_CMN:
       s.utterance_cmn = g_value_get_boolean (value);
       break;
+    case PROP_ADAPT_PRIOR:
+      set_string (s.adapt_prior, value);
+      break;
+    case PROP_ADAPT_PRIOR_FRAMES:
+      s.adapt_prior_frames = g_value_get_double (value);
+      break;
     default:
       G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
       break;
@@ -1255,6 +1294,12 @@ gst_gpu_decoder_get_property (GObject * object, guint prop_id,
       break;
     case PROP_UTTERANCE_CMN:
       g_value_set_boolean (value, s.utterance_cmn);
+      break;
+    case PROP_ADAPT_PRIOR:
+      get_string (value, s.adapt_prior);
+      break;
+    case PROP_ADAPT_PRIOR_FRAMES:
+      g_value_set_double (value, s.adapt_prior_frames);
       break;
     default:
       G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
@@ -2374,6 +2419,32 @@ load_model (GstGpuDecoder * self)
   self->num_senones = self->recognizer->acoustic_model ().mdef ().num_senones ();
   self->sends_alignments = settings.send_alignments;
   self->adapts = adapts (settings, config);
+  if (self->adapts && !settings.adapt_prior.empty ()) {
+    try {
+      require_path (settings.adapt_prior, "adapt-prior", false);
+      self->adapt_prior = new std::shared_ptr < const gs::FmllrStats >
+          (std::make_shared < const gs::FmllrStats >
+          (gs::read_fmllr_stats (settings.adapt_prior,
+                  self->recognizer->feature_dim ())));
+      if (!((*self->adapt_prior)->beta > 0.0))
+        throw gs::FmllrFormatError (settings.adapt_prior +
+            ": statistics with no frames");
+    } catch (const ConfigError & e) {
+      free_model (self);
+      if (e.not_found)
+        GST_ELEMENT_ERROR (self, RESOURCE, NOT_FOUND, ("%s", e.what ()),
+            (NULL));
+      else
+        GST_ELEMENT_ERROR (self, RESOURCE, SETTINGS, ("%s", e.what ()),
+            (NULL));
+      return FALSE;
+    } catch (const std::exception & e) {
+      free_model (self);
+      GST_ELEMENT_ERROR (self, RESOURCE, SETTINGS,
+          ("adapt-prior: %s", e.what ()), (NULL));
+      return FALSE;
+    }
+  }
   gs::Backend & b = self->recognizer->scoring_backend ();
   gst_element_post_message (GST_ELEMENT (self),
       gst_message_new_element (GST_OBJECT (self),
@@ -2426,6 +2497,10 @@ start_stream (GstGpuDecoder * self)
     gs::AdaptiveRedecoderOptions adaptation;
     adaptation.min_redecode_gain = s.redecode_min_gain;
     adaptation.own_utterance_cmn = s.utterance_cmn;
+    if (self->adapt_prior) {
+      adaptation.prior = *self->adapt_prior;
+      adaptation.prior_frames = s.adapt_prior_frames;
+    }
     st->decoder.reset (new gs::UtteranceDecoder (*self->recognizer,
             self->adapts, adaptation));
   } catch (const std::exception & e) {

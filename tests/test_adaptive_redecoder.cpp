@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <memory>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -18,6 +19,7 @@
 #include "common/features/feature_pipeline.h"
 #include "common/features/stream_extractor.h"
 #include "common/features/wav_reader.h"
+#include "common/fmllr/fmllr_estimate.h"
 #include "common/fmllr/fmllr_transform.h"
 #include "tests/goforward_fixture.h"
 #include "tests/test_backends.h"
@@ -184,6 +186,116 @@ TEST(AdaptiveRedecoder, ASmallGainKeepsTheFirstPassAndTheNewTransform) {
 
   AdaptiveRedecoderOptions bad;
   bad.min_redecode_gain = -1.0;
+  EXPECT_THROW(AdaptiveRedecoder(rec, bad), std::invalid_argument);
+}
+
+// Largest entry difference between two transforms of one dimension.
+double transform_distance(const FmllrTransform& a, const FmllrTransform& b) {
+  double worst = 0.0;
+  for (size_t i = 0; i < a.w.size(); ++i) worst = std::max(worst, std::abs(a.w[i] - b.w[i]));
+  return worst;
+}
+
+// A prior (AdaptiveRedecoderOptions::prior, a channel's statistics): the
+// stream starts under the prior's own transform (its first pass is the
+// plain decoding under it), the prior weighs as prior_frames frames in the
+// first estimate (a heavy prior keeps the transform near its own, a light
+// one lets the utterance's speech decide), and a new speaker starts from
+// the prior's transform again. The prior is learnt from the recording
+// through another channel (an affine distortion of its features), so that
+// the prior's transform and the clean recording's differ.
+TEST(AdaptiveRedecoder, APriorStartsTheStreamAndWeighsAsItsFrames) {
+  if (!have_goforward()) GTEST_SKIP() << "pocketsphinx-testdata or pocketsphinx-en-us not installed";
+  Recognizer rec(goforward_config(true));
+  Recognizer plain(goforward_config(false));
+  const std::vector<float> f = goforward_features(rec);
+  const int dim = rec.feature_dim();
+  const int64_t rows = static_cast<int64_t>(f.size()) / dim;
+  FmllrTransform channel = FmllrTransform::identity(dim);
+  for (int i = 0; i < dim; ++i) {
+    channel.w[static_cast<size_t>(i) * (dim + 1) + i] = 0.8;
+    channel.w[static_cast<size_t>(i) * (dim + 1) + dim] = (i % 13 == 0) ? 0.0 : 0.3 * ((i % 3) - 1);
+  }
+  const std::vector<float> g = transformed(channel, f);
+  AdaptiveRedecoderOptions o;
+  o.estimation.min_frames = 50.0;
+  // About 2 s of speech: a full transform (1560 parameters) from it is
+  // ill-posed, and its iterations end where they started from; the
+  // diagonal one has a single optimum to compare.
+  o.estimation.update = FmllrUpdateType::kDiag;
+  o.min_redecode_gain = 0.0;
+  std::shared_ptr<const FmllrStats> prior;
+  {
+    AdaptiveRedecoder learner(rec, o);
+    push_chunked(learner, g, dim);
+    learner.finish();
+    learner.reset();
+    prior = std::make_shared<const FmllrStats>(learner.stats());
+  }
+  ASSERT_GT(prior->beta, 50.0);
+  const FmllrEstimate own = estimate_fmllr(*prior, o.estimation);
+  ASSERT_EQ(own.outcome, FmllrOutcome::kUpdated) << own.message;
+
+  // Clean speech with a heavy prior and with a light one. No second
+  // decoding (min_redecode_gain out of reach), so the statistics the
+  // stream keeps are the ones the estimate saw: the transform must be the
+  // estimate of those plus the prior scaled to prior_frames, from the
+  // prior's transform.
+  auto first_transform = [&](double prior_frames) {
+    AdaptiveRedecoderOptions po = o;
+    po.prior = prior;
+    po.prior_frames = prior_frames;
+    po.min_redecode_gain = 1e9;
+    AdaptiveRedecoder a(rec, po);
+    const FmllrTransform start = a.transform();
+    EXPECT_EQ(start.w, own.transform.w);
+    push_chunked(a, f, dim);
+    // The first pass is decoded under the prior's transform.
+    plain.reset();
+    const std::vector<float> y = transformed(start, f);
+    plain.push_features(y.data(), rows);
+    EXPECT_EQ(rec.partial().text(), plain.partial().text());
+    a.finish();
+    EXPECT_EQ(a.last_report().outcome, FmllrOutcome::kUpdated) << a.last_report().message;
+    EXPECT_FALSE(a.last_report().redecoded);
+    FmllrStats total = a.stats();
+    total.add_scaled(*prior, prior_frames / prior->beta);
+    const FmllrEstimate expected = estimate_fmllr(total, po.estimation, &start);
+    EXPECT_LT(transform_distance(a.transform(), expected.transform), 1e-9);
+    const FmllrTransform t = a.transform();
+    a.new_speaker();
+    EXPECT_EQ(a.transform().w, start.w);  // a new speaker: the prior's again
+    return t;
+  };
+  // Without a prior the clean recording's transform lies far from the
+  // channel's; a heavy prior keeps it near the channel's, a light one lets
+  // the recording pull it away.
+  AdaptiveRedecoderOptions no_prior = o;
+  no_prior.min_redecode_gain = 1e9;
+  FmllrTransform none;
+  {
+    AdaptiveRedecoder a(rec, no_prior);
+    EXPECT_TRUE(a.transform().is_identity());
+    push_chunked(a, f, dim);
+    a.finish();
+    none = a.transform();
+    a.reset();
+  }
+  const double apart = transform_distance(none, own.transform);
+  EXPECT_GT(apart, 0.1) << "the channel's transform and the clean recording's should differ";
+  EXPECT_LT(transform_distance(first_transform(1e6), own.transform), 0.05 * apart);
+  EXPECT_GT(transform_distance(first_transform(1.0), own.transform), 0.3 * apart);
+
+  // A prior of another dimension, or no weight, is refused.
+  AdaptiveRedecoderOptions bad = o;
+  bad.prior = std::make_shared<const FmllrStats>(FmllrStats(dim - 1));
+  EXPECT_THROW(AdaptiveRedecoder(rec, bad), std::invalid_argument);  // no frames
+  FmllrStats other(dim + 1);
+  other.beta = 1.0;
+  bad.prior = std::make_shared<const FmllrStats>(other);
+  EXPECT_THROW(AdaptiveRedecoder(rec, bad), std::invalid_argument);  // dimension
+  bad.prior = prior;
+  bad.prior_frames = 0.0;
   EXPECT_THROW(AdaptiveRedecoder(rec, bad), std::invalid_argument);
 }
 

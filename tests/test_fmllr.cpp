@@ -15,6 +15,7 @@
 #include "common/fmllr/fmllr_estimate.h"
 #include "common/fmllr/fmllr_io.h"
 #include "common/fmllr/fmllr_stats.h"
+#include "common/fmllr/fmllr_stats_io.h"
 #include "common/fmllr/fmllr_transform.h"
 #include "common/fmllr/symmetric_eigen_range.h"
 #include "tests/fmllr_test_util.h"
@@ -427,6 +428,87 @@ TEST(FmllrIo, MalformedFilesNameTheFileAndLine) {
     EXPECT_NE(std::string(e.what()).find(path + ":3:"), std::string::npos) << e.what();
   }
   std::remove(path.c_str());
+}
+
+// Statistics saved and read again (fmllr_stats_io.h): the same doubles,
+// estimates from them the same transform; scaled statistics give the same
+// estimate; every malformed file names itself and the reason.
+TEST(FmllrStatsIo, RoundTripsExactlyAndScalingKeepsTheEstimate) {
+  std::mt19937 rng(21);
+  const int d = 5;
+  const GaussianMixtures gm = fmllr_test_model(d, 2, 6, 2, rng);
+  std::vector<int32_t> senones;
+  const std::vector<float> x = draw_features(gm, 800, senones, rng);
+  const FmllrStats st = supervised_stats(gm, x, senones, FmllrTransform::identity(d));
+  const std::string path = temp_path("rt.stats");
+  write_fmllr_stats(path, st);
+  const FmllrStats back = read_fmllr_stats(path, d);
+  EXPECT_EQ(back.dim, d);
+  EXPECT_EQ(back.beta, st.beta);
+  EXPECT_EQ(back.k, st.k);
+  EXPECT_EQ(back.g, st.g);
+  std::remove(path.c_str());
+
+  FmllrOptions opt;
+  opt.min_frames = 10.0;
+  const FmllrEstimate a = estimate_fmllr(st, opt);
+  FmllrStats scaled = st;
+  scaled.scale(0.25);
+  EXPECT_DOUBLE_EQ(scaled.beta, 0.25 * st.beta);
+  const FmllrEstimate b = estimate_fmllr(scaled, opt);
+  ASSERT_EQ(a.outcome, FmllrOutcome::kUpdated) << a.message;
+  ASSERT_EQ(b.outcome, FmllrOutcome::kUpdated) << b.message;
+  for (size_t i = 0; i < a.transform.w.size(); ++i) EXPECT_NEAR(a.transform.w[i], b.transform.w[i], 1e-6);
+  // add_scaled is add of a scaled copy.
+  FmllrStats sum1 = st, sum2 = st, part = st;
+  part.scale(0.5);
+  sum1.add(part);
+  sum2.add_scaled(st, 0.5);
+  EXPECT_EQ(sum1.beta, sum2.beta);
+  EXPECT_EQ(sum1.k, sum2.k);
+  EXPECT_EQ(sum1.g, sum2.g);
+}
+
+void expect_stats_error(const std::string& text, const std::string& want, int expected_dim = -1) {
+  try {
+    parse_fmllr_stats(text, "x.stats", expected_dim);
+    ADD_FAILURE() << "no error for: " << text;
+  } catch (const FmllrFormatError& e) {
+    EXPECT_NE(std::string(e.what()).find(want), std::string::npos)
+        << "message: " << e.what() << "\nexpected to contain: " << want;
+  }
+}
+
+// Statistics of dimension 1 as text: beta, k (1 x 2), G_0 (2 x 2).
+std::string stats_text(double beta, double pad, double k0, double k1, double g00, double g01, double g10,
+                       double g11) {
+  char buf[256];
+  std::snprintf(buf, sizeof buf, "[\n %.17g %.17g\n %.17g %.17g\n %.17g %.17g\n %.17g %.17g ]\n", beta, pad,
+                k0, k1, g00, g01, g10, g11);
+  return buf;
+}
+
+TEST(FmllrStatsIo, MalformedFilesNameTheFileAndTheReason) {
+  const FmllrStats ok = parse_fmllr_stats(stats_text(10, 0, 1, 2, 3, 0.5, 0.5, 10), "x.stats", 1);
+  EXPECT_EQ(ok.beta, 10.0);
+  EXPECT_EQ(ok.k, (std::vector<double>{1, 2}));
+  EXPECT_EQ(ok.g, (std::vector<double>{3, 0.5, 0.5, 10}));
+  expect_stats_error("[ ]", "x.stats: the statistics matrix is empty");
+  expect_stats_error("[ 1 0 0\n 0 1 0 ]", "x.stats: a 2 x 3 matrix is not fMLLR statistics");
+  expect_stats_error("[ 1\n 2 ]", "x.stats: a 2 x 1 matrix is not fMLLR statistics");
+  expect_stats_error(stats_text(10, 0, 1, 2, 3, 0.5, 0.5, 10), "statistics of dimension 1, the features have dimension 39", 39);
+  expect_stats_error(stats_text(-1, 0, 1, 2, 3, 0.5, 0.5, 10), "x.stats: beta (the frame count, row 0) is negative");
+  expect_stats_error(stats_text(10, 7, 1, 2, 3, 0.5, 0.5, 10), "x.stats: row 0 holds beta and then zeros");
+  expect_stats_error(stats_text(10, 0, 1, 2, 3, 0.5, 0.6, 10), "x.stats: G_0 is not symmetric");
+  expect_stats_error(stats_text(10, 0, 1, 2, -3, 0.5, 0.5, 10), "x.stats: G_0 has a negative diagonal entry");
+  expect_stats_error(stats_text(0, 0, 1, 2, 3, 0.5, 0.5, 10), "x.stats: statistics with no frames (beta 0) but non-zero sums");
+  expect_stats_error(stats_text(5, 0, 0, 0, 0, 0, 0, 0), "x.stats: frames (beta > 0) but all sums zero");
+  expect_stats_error("[\n 1 0\n 0 x ]", "x.stats:3: 'x' is not a number");
+  EXPECT_THROW(read_fmllr_stats(temp_path("does-not-exist")), FmllrFormatError);
+  FmllrStats inf(1);
+  inf.beta = 1.0;
+  inf.k[0] = INFINITY;
+  EXPECT_THROW(write_fmllr_stats(temp_path("inf.stats"), inf), FmllrFormatError);
 }
 
 }  // namespace

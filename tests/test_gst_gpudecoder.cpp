@@ -23,7 +23,9 @@
 #include <string>
 #include <vector>
 
+#include "common/engine/adaptive_redecoder.h"
 #include "common/engine/recognizer.h"
+#include "common/fmllr/fmllr_stats_io.h"
 #include "common/model/mdef.h"
 #include "common/features/wav_reader.h"
 #include "gst/gpuspeech_alignment_event.h"
@@ -1607,6 +1609,73 @@ TEST(GpuDecoder, AdaptsToTheSpeakerAcrossUtterances) {
     EXPECT_EQ(r.hypothesis, "go forward ten meters");
     EXPECT_EQ(r.utterance_cmn, 0);
   }
+}
+
+// adapt-prior: a channel's fMLLR statistics (here the goforward
+// recording's own, learnt by the library's AdaptiveRedecoder and saved as
+// gpuspeech-transcribe saves them). Every stream then starts adapted: the
+// first utterance, which alone has too little speech for a transform
+// (AdaptsToTheSpeakerAcrossUtterances), is estimated with the prior's
+// statistics and decoded again (adapted=TRUE), and the words stay right. A
+// missing or malformed file is an error that names it.
+TEST(GpuDecoder, AdaptPriorAdaptsAStreamsFirstUtterance) {
+  std::string stats_path = temp_path(".stats");
+  {
+    RecognizerConfig c = RecognizerConfig::en_us_defaults(testing::model_dir() + "/en-us");
+    c.grammar_kind = GrammarKind::kJsgf;
+    c.grammar = data("goforward.gram");
+    c.scoring_backend = "cpu";
+    c.search_backend = "cpu";
+    c.keep_features_for_alignment = true;
+    Recognizer rec(c);
+    const std::vector<int16_t> go = read_raw(data("goforward.raw"));
+    const std::vector<float> samples(go.begin(), go.end());
+    const std::vector<float> f = rec.compute_features(samples.data(), static_cast<int64_t>(samples.size()));
+    AdaptiveRedecoderOptions o;
+    o.estimation.min_frames = 50.0;
+    AdaptiveRedecoder a(rec, o);
+    a.push_features(f.data(), static_cast<int64_t>(f.size()) / rec.feature_dim());
+    a.finish();
+    ASSERT_GT(a.stats().beta, 50.0);
+    write_fmllr_stats(stats_path, a.stats());
+  }
+  GstElement* dec = gst_element_factory_make("gpudecoder", nullptr);
+  ASSERT_TRUE(dec);
+  gdouble frames = -1.0;
+  gchar* prior = nullptr;
+  g_object_get(dec, "adapt-prior-frames", &frames, "adapt-prior", &prior, nullptr);
+  EXPECT_DOUBLE_EQ(frames, 500.0);
+  EXPECT_EQ(prior, nullptr);
+  gst_object_unref(dec);
+
+  const std::string path = three_goforwards_file();
+  ASSERT_FALSE(path.empty());
+  const std::string src = raw_source(path) + " ! " + features() + " ! ";
+  const std::string lm = "gpudecoder name=dec backend=cpu hmm=" + hmm() + " dict=" + dict() +
+                         " lm=" + data("turtle.lm.bin");
+  const PipelineRun with_prior = run_pipeline(src + lm + " adapt-prior=" + stats_path + " ! fakesink");
+  ASSERT_TRUE(with_prior.eos) << with_prior.error_text();
+  const std::vector<Result> r = with_prior.finals();
+  ASSERT_EQ(r.size(), 3u) << described(r);
+  EXPECT_EQ(r[0].adapted, 1) << "the first utterance was not adapted with the prior";
+  for (const Result& x : r) EXPECT_EQ(x.hypothesis, "go forward ten meters");
+
+  const std::string bad = temp_path(".stats");
+  {
+    std::ofstream out(bad);
+    out << "[\n 1 0 0\n 0 1 0 ]\n";
+  }
+  const PipelineRun missing = run_pipeline(src + lm + " adapt-prior=/no/such.stats ! fakesink");
+  ASSERT_FALSE(missing.errors.empty());
+  EXPECT_NE(missing.errors[0].find("/no/such.stats"), std::string::npos) << missing.errors[0];
+  EXPECT_NE(missing.errors[0].find("does not exist"), std::string::npos) << missing.errors[0];
+  const PipelineRun malformed = run_pipeline(src + lm + " adapt-prior=" + bad + " ! fakesink");
+  ASSERT_FALSE(malformed.errors.empty());
+  EXPECT_NE(malformed.errors[0].find(bad), std::string::npos) << malformed.errors[0];
+  EXPECT_NE(malformed.errors[0].find("not fMLLR statistics"), std::string::npos) << malformed.errors[0];
+  g_unlink(path.c_str());
+  g_unlink(bad.c_str());
+  g_unlink(stats_path.c_str());
 }
 
 // Word-level edit distance (substitutions, insertions, deletions).

@@ -370,6 +370,21 @@ if [ -f "$T/xforms/dealer.mat" ] && awk '
 else
   fail "--fmllr-dir: dealer.mat: $(head -c 300 "$T/xforms/dealer.mat" 2>&1)"
 fi
+# The statistics beside it (a prior for gpudecoder's adapt-prior): one
+# text matrix of 1 + 39 + 39 x 40 rows of 40 numbers; row 0 the frame
+# count (the aligned frames' weight, > 100) and zeros.
+if [ -f "$T/xforms/dealer.stats" ] && awk '
+    { line = $0; if (sub(/\[/, " ", line)) opens++; if (sub(/\]/, " ", line)) closes++
+      nums = split(line, f, /[ \t]+/); c = 0
+      for (i = 1; i <= nums; i++) if (f[i] != "") { c++; n++ }
+      if (c > 0) { rows++; if (c != 40) bad = 1
+                   if (rows == 1) { beta = f[1] == "" ? f[2] : f[1]; for (i = 1; i <= nums; i++) if (f[i] != "" && f[i] + 0 != 0) nz++ } } }
+    END { exit !(opens == 1 && closes == 1 && rows == 1 + 39 + 39 * 40 && !bad && beta + 0 > 100 && nz == 1) }' \
+    "$T/xforms/dealer.stats"; then
+  pass "--fmllr-dir: dealer.stats is fMLLR statistics (1600 x 40, row 0 the frame count)"
+else
+  fail "--fmllr-dir: dealer.stats: $(head -c 300 "$T/xforms/dealer.stats" 2>&1)"
+fi
 # --fmllr-update diag: A diagonal (every off-diagonal entry of A exactly 0),
 # the words still the reference.
 if run --jsgf "$DATA/cards/cards.gram" --fmllr two-pass --fmllr-update diag --spk2utt "$T/cards.spk2utt" \

@@ -31,6 +31,7 @@
 #include "common/features/feature_writer.h"
 #include "common/fmllr/fmllr_estimate.h"
 #include "common/fmllr/fmllr_io.h"
+#include "common/fmllr/fmllr_stats_io.h"
 #include "common/fmllr/fmllr_stats.h"
 #include "common/fmllr/fmllr_transform.h"
 #include "common/search/lattice_options.h"
@@ -142,7 +143,9 @@ Speaker adaptation (feature-space MLLR, docs/transcribe.md):
   --no-cluster-speakers each file its own speaker, named by its id
   --fmllr-dir DIR       two-pass: write each speaker's transform to
                         DIR/<speaker>.mat (Kaldi text matrix [A b], what
-                        transform-feats reads; DIR is created) and the
+                        transform-feats reads; DIR is created), the
+                        statistics it came from to DIR/<speaker>.stats
+                        (gpudecoder's adapt-prior reads them) and the
                         speakers to DIR/spk2utt; apply: read them (the
                         speakers from DIR/spk2utt unless --spk2utt; a file
                         it does not list is its own speaker).
@@ -1185,7 +1188,12 @@ class SpeakerScheduler {
     job.estimated = true;
     if (!more && !plan_.fmllr_dir.empty()) {
       try {
-        write_fmllr_transform(fmllr_speaker_path(plan_.fmllr_dir, job.spk->name), job.transform);
+        const std::string mat = fmllr_speaker_path(plan_.fmllr_dir, job.spk->name);
+        write_fmllr_transform(mat, job.transform);
+        // The statistics the transform came from, beside it: a prior for
+        // gpudecoder (adapt-prior) or for another speaker on that channel.
+        if (job.stats.beta > 0.0)
+          write_fmllr_stats(mat.substr(0, mat.size() - 4) + ".stats", job.stats);
       } catch (const std::exception& e) {
         ++tr.failed;
         tr.error(e.what());

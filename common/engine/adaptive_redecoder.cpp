@@ -16,6 +16,11 @@ void AdaptiveRedecoderOptions::validate() const {
   if (cmn_stream_frames < 0)
     throw std::invalid_argument("speaker adaptation: cmn_stream_frames must be >= 0, not " +
                                 std::to_string(cmn_stream_frames));
+  if (prior && !(prior->beta > 0.0 && std::isfinite(prior->beta)))
+    throw std::invalid_argument("speaker adaptation: prior statistics with no frames");
+  if (prior && !(prior_frames > 0.0 && std::isfinite(prior_frames)))
+    throw std::invalid_argument("speaker adaptation: prior_frames must be a finite number > 0, not " +
+                                std::to_string(prior_frames));
 }
 
 size_t drop_words_from(Hypothesis& h, int64_t silent_from) {
@@ -52,12 +57,25 @@ AdaptiveRedecoder::AdaptiveRedecoder(Recognizer& recognizer, const AdaptiveRedec
       stream_(recognizer.feature_dim()),
       utterance_(recognizer.acoustic_model().mixtures(), recognizer.scoring_backend()),
       applier_(recognizer.scoring_backend(), recognizer.feature_dim()),
-      transform_(FmllrTransform::identity(recognizer.feature_dim())) {
+      transform_(FmllrTransform::identity(recognizer.feature_dim())),
+      start_transform_(transform_) {
   if (!rec_.config().keep_features_for_alignment)
     throw std::invalid_argument(
         "speaker adaptation needs a recognizer that keeps its features "
         "(keep_features_for_alignment)");
   options_.validate();
+  if (options_.prior) {
+    if (options_.prior->dim != dim_)
+      throw std::invalid_argument("speaker adaptation: prior statistics of dimension " +
+                                  std::to_string(options_.prior->dim) + ", the features have " +
+                                  std::to_string(dim_));
+    // The prior's own transform (scaling statistics does not move their
+    // estimate, but min_frames looks at the weight: the prior's full
+    // frames here).
+    const FmllrEstimate est = estimate_fmllr(*options_.prior, options_.estimation);
+    if (est.outcome == FmllrOutcome::kUpdated && est.transform.all_finite()) start_transform_ = est.transform;
+    transform_ = start_transform_;
+  }
   applier_.set_transform(transform_);
   const FeatureOptions& fo = rec_.feature_options();
   if (fo.output_dim() == dim_) static_dims_ = static_dims_of_layout(fo.delta, fo.base_dim());
@@ -163,6 +181,7 @@ RecognitionResult AdaptiveRedecoder::finish(int64_t silent_from) {
     report_.frames_aligned = accumulate_words(first.best.words);
     FmllrStats total = stream_;
     total.add(utterance_.stats());
+    if (options_.prior) total.add_scaled(*options_.prior, options_.prior_frames / options_.prior->beta);
     const FmllrTransform start = transform_;
     c0 = thread_cpu_seconds();
     const FmllrEstimate est = estimate_fmllr(total, options_.estimation, &start);
@@ -253,7 +272,7 @@ void AdaptiveRedecoder::new_speaker() {
   reset();
   stream_.reset(dim_);
   stream_cmn_ = CmnSums{};
-  transform_ = FmllrTransform::identity(dim_);
+  transform_ = start_transform_;
   applier_.set_transform(transform_);
 }
 

@@ -72,6 +72,21 @@ void FmllrStats::add(const FmllrStats& other) {
   for (size_t i = 0; i < g.size(); ++i) g[i] += other.g[i];
 }
 
+void FmllrStats::scale(double f) {
+  beta *= f;
+  for (double& v : k) v *= f;
+  for (double& v : g) v *= f;
+}
+
+void FmllrStats::add_scaled(const FmllrStats& other, double f) {
+  if (other.dim != dim)
+    throw std::invalid_argument("fMLLR statistics: adding dimension " + std::to_string(other.dim) +
+                                " to dimension " + std::to_string(dim));
+  beta += f * other.beta;
+  for (size_t i = 0; i < k.size(); ++i) k[i] += f * other.k[i];
+  for (size_t i = 0; i < g.size(); ++i) g[i] += f * other.g[i];
+}
+
 GaussianPosteriors supervised_posteriors(const GaussianMixtures& gm, const float* feats,
                                          int64_t frames, const int32_t* senones,
                                          double min_posterior) {

@@ -58,6 +58,11 @@ struct FmllrStats {
   // Adds another speaker's or block's statistics of the same dimension
   // (throws std::invalid_argument otherwise).
   void add(const FmllrStats& other);
+  // Every sum times f (beta included): the same statistics weighing as
+  // f times as many frames; the transform they give does not change.
+  void scale(double f);
+  // add(other) with other scaled by f first, without a copy.
+  void add_scaled(const FmllrStats& other, double f);
   const double* k_row(int i) const { return k.data() + static_cast<size_t>(i) * (dim + 1); }
   const double* g_matrix(int i) const {
     return g.data() + static_cast<size_t>(i) * (dim + 1) * (dim + 1);
