@@ -59,7 +59,10 @@ make_noises
 # it (seconds, before the 0.4 s of zeros that degrade adds).
 L=$W/long
 mkdir -p "$L/clean" || degraded_die "cannot create $L"
-sox -n -r 16000 -c 1 -b 16 "$L/pause.wav" trim 0 1.2 || degraded_die "sox (pause)"
+# -R: the dither sox puts on the generated silence (about 1 LSB) is the
+# same on every run; without it the pauses, and the results, varied by
+# run (GSM 15.7-16.9 % on one build).
+sox -R -n -r 16000 -c 1 -b 16 "$L/pause.wav" trim 0 1.2 || degraded_die "sox (pause)"
 : >"$L/ref.trn"; : >"$L/spans"
 RECORDING_NAMES=("${VOICES[@]}")
 [ "${LIVE_WER_MIXED:-0}" = 1 ] && RECORDING_NAMES=(mixed)
