@@ -2419,6 +2419,10 @@ load_model (GstGpuDecoder * self)
   self->num_senones = self->recognizer->acoustic_model ().mdef ().num_senones ();
   self->sends_alignments = settings.send_alignments;
   self->adapts = adapts (settings, config);
+  if (!self->adapts && !settings.adapt_prior.empty ())
+    GST_WARNING_OBJECT (self, "adapt-prior %s not used: the decoder does not "
+        "adapt (adapt=false, or a grammar or keyphrases)",
+        settings.adapt_prior.c_str ());
   if (self->adapts && !settings.adapt_prior.empty ()) {
     try {
       require_path (settings.adapt_prior, "adapt-prior", false);
