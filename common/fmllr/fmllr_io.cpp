@@ -126,13 +126,25 @@ FmllrTransform parse_fmllr_transform(const std::string& text, const std::string&
   return t;
 }
 
-FmllrTransform read_fmllr_transform(const std::string& path, int expected_dim) {
+std::string read_fmllr_text_file(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) throw FmllrFormatError(path + ": cannot open: " + std::strerror(errno));
   std::ostringstream ss;
   ss << in.rdbuf();
   if (in.bad()) throw FmllrFormatError(path + ": read error");
-  return parse_fmllr_transform(ss.str(), path, expected_dim);
+  return ss.str();
+}
+
+void write_fmllr_text_file(const std::string& path, const std::string& text) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  if (!out) throw FmllrFormatError(path + ": cannot create: " + std::strerror(errno));
+  out << text;
+  out.close();
+  if (!out) throw FmllrFormatError(path + ": write error");
+}
+
+FmllrTransform read_fmllr_transform(const std::string& path, int expected_dim) {
+  return parse_fmllr_transform(read_fmllr_text_file(path), path, expected_dim);
 }
 
 void write_fmllr_transform(const std::string& path, const FmllrTransform& t) {
@@ -142,11 +154,7 @@ void write_fmllr_transform(const std::string& path, const FmllrTransform& t) {
   m.rows = t.dim;
   m.cols = t.dim + 1;
   m.data = t.w;
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  if (!out) throw FmllrFormatError(path + ": cannot create: " + std::strerror(errno));
-  out << format_kaldi_text_matrix(m);
-  out.close();
-  if (!out) throw FmllrFormatError(path + ": write error");
+  write_fmllr_text_file(path, format_kaldi_text_matrix(m));
 }
 
 }  // namespace gpuspeech

@@ -37,6 +37,13 @@ struct TextMatrix {
 TextMatrix parse_kaldi_text_matrix(const std::string& text, const std::string& source);
 std::string format_kaldi_text_matrix(const TextMatrix& m);
 
+// A whole file as text, and text written as a whole file (truncating),
+// for the readers and writers here and in fmllr_stats_io.h. Throws
+// FmllrFormatError "PATH: cannot open: ..." / "PATH: read error" /
+// "PATH: cannot create: ..." / "PATH: write error".
+std::string read_fmllr_text_file(const std::string& path);
+void write_fmllr_text_file(const std::string& path, const std::string& text);
+
 // Reads a transform; expected_dim >= 0 also requires that dimension
 // ("FILE: a 13 x 14 transform, the features have dimension 39").
 FmllrTransform read_fmllr_transform(const std::string& path, int expected_dim = -1);

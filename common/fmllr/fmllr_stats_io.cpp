@@ -1,10 +1,6 @@
 #include "common/fmllr/fmllr_stats_io.h"
 
-#include <cerrno>
 #include <cmath>
-#include <cstring>
-#include <fstream>
-#include <sstream>
 
 namespace gpuspeech {
 
@@ -58,12 +54,7 @@ FmllrStats parse_fmllr_stats(const std::string& text, const std::string& source,
 }
 
 FmllrStats read_fmllr_stats(const std::string& path, int expected_dim) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw FmllrFormatError(path + ": cannot open: " + std::strerror(errno));
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  if (in.bad()) throw FmllrFormatError(path + ": read error");
-  return parse_fmllr_stats(ss.str(), path, expected_dim);
+  return parse_fmllr_stats(read_fmllr_text_file(path), path, expected_dim);
 }
 
 std::string format_fmllr_stats(const FmllrStats& s) {
@@ -89,11 +80,7 @@ void write_fmllr_stats(const std::string& path, const FmllrStats& s) {
   } catch (const FmllrFormatError& e) {
     throw FmllrFormatError(path + ": refusing to write " + e.what());
   }
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  if (!out) throw FmllrFormatError(path + ": cannot create: " + std::strerror(errno));
-  out << text;
-  out.close();
-  if (!out) throw FmllrFormatError(path + ": write error");
+  write_fmllr_text_file(path, text);
 }
 
 }  // namespace gpuspeech
