@@ -26,9 +26,9 @@
  * every property set explicitly. It is read when the element goes from
  * READY to PAUSED; later property changes take effect at the next start.
  * When no property that shapes the features is set (only backend,
- * device-id, post-messages, remove-noise, remove-silence, declip,
- * cmn-from-speech, cmn-skip-negative-c0, cmn-init, cmn-init-frames and
- * cmn-carry, if any) and
+ * device-id, post-messages, remove-noise, noise-carry, remove-silence,
+ * declip, cmn-from-speech, cmn-skip-negative-c0, cmn-init, cmn-init-frames
+ * and cmn-carry, if any) and
  * downstream's caps name a `feat-params` file (gpudecoder does: its
  * model's), that file configures the element, with live CMN, so
  * `gpufeatures ! gpudecoder` needs no settings. That front end subtracts
@@ -60,8 +60,10 @@
  *   then EOS is forwarded.
  * - DISCONT buffers, GAP events and new SEGMENT events end the current
  *   utterance exactly like EOS (its remaining frames are pushed) and start a
- *   new one: deltas restart, live CMN goes on from the mean the utterance
- *   left (`cmn-carry`; from cmn-init with cmn-carry=false), and timestamps
+ *   new one: deltas and the voice activity detector restart, live CMN goes
+ *   on from the mean the utterance left (`cmn-carry`; from cmn-init with
+ *   cmn-carry=false), so does noise subtraction from its estimates
+ *   (`noise-carry`; afresh with noise-carry=false), and timestamps
  *   are taken afresh from the next buffer. GAP events are forwarded
  *   unchanged (no frames are made for the gap; a consumer sees the same
  *   gap in the feature stream).
@@ -292,6 +294,7 @@ enum
   PROP_DEVICE_ID,
   PROP_POST_MESSAGES,
   PROP_REMOVE_NOISE,
+  PROP_NOISE_CARRY,
   PROP_REMOVE_SILENCE,
   PROP_DECLIP,
   N_PROPS
@@ -328,6 +331,7 @@ struct Settings
   gint device_id;
   gboolean post_messages;
   gboolean remove_noise;
+  gboolean noise_carry;
   gboolean remove_silence;
   gboolean declip;
   guint64 explicit_mask = 0;
@@ -359,6 +363,7 @@ struct Settings
     device_id = 0;
     post_messages = TRUE;
     remove_noise = d.noise.remove_noise;
+    noise_carry = TRUE;
     remove_silence = d.noise.remove_silence;
     declip = d.declip.enabled;
   }
@@ -821,6 +826,19 @@ gst_gpu_features_class_init (GstGpuFeaturesClass * klass)
           "false with gpufmllr (measured in docs/benchmarks.md); "
           "otherwise off, or feat.params' -remove_noise",
           d.noise.remove_noise, rw));
+  g_object_class_install_property (gobject_class, PROP_NOISE_CARRY,
+      g_param_spec_boolean ("noise-carry", "Noise estimate carried over",
+          "With remove-noise, the noise subtraction's estimates (noise "
+          "level, signal floor, peaks per band) go on from one utterance "
+          "to the next (after a DISCONT buffer, a GAP or a new SEGMENT), "
+          "as pocketsphinx keeps them for a whole stream: the channel has "
+          "not changed, and a fresh estimate takes the utterance's first "
+          "frames to learn the noise. false: every utterance starts them "
+          "afresh, and its frames equal gpuspeech-features on its audio "
+          "alone. A FLUSH (seek) and a restart start them afresh either "
+          "way; the voice activity detector starts each utterance in "
+          "silence either way",
+          TRUE, rw));
   g_object_class_install_property (gobject_class, PROP_DECLIP,
       g_param_spec_boolean ("declip", "Restore clipped peaks",
           "Redraw runs of 2 to 4 ms of (nearly) equal samples at the "
@@ -991,6 +1009,9 @@ gst_gpu_features_set_property (GObject * object, guint prop_id,
     case PROP_REMOVE_NOISE:
       s.remove_noise = g_value_get_boolean (value);
       break;
+    case PROP_NOISE_CARRY:
+      s.noise_carry = g_value_get_boolean (value);
+      break;
     case PROP_REMOVE_SILENCE:
       s.remove_silence = g_value_get_boolean (value);
       break;
@@ -1090,6 +1111,9 @@ gst_gpu_features_get_property (GObject * object, guint prop_id,
       break;
     case PROP_REMOVE_NOISE:
       g_value_set_boolean (value, s.remove_noise);
+      break;
+    case PROP_NOISE_CARRY:
+      g_value_set_boolean (value, s.noise_carry);
       break;
     case PROP_REMOVE_SILENCE:
       g_value_set_boolean (value, s.remove_silence);
@@ -1730,7 +1754,7 @@ adopt_downstream_front_end (GstGpuFeatures * self, Settings * settings)
       (1ull << PROP_DEVICE_ID) | (1ull << PROP_POST_MESSAGES) |
       (1ull << PROP_REMOVE_NOISE) | (1ull << PROP_REMOVE_SILENCE) |
       (1ull << PROP_DECLIP) | (1ull << PROP_CMN_FROM_SPEECH) | (1ull << PROP_CMN_INIT_FRAMES) |
-      (1ull << PROP_CMN_CARRY) |
+      (1ull << PROP_CMN_CARRY) | (1ull << PROP_NOISE_CARRY) |
       (1ull << PROP_CMN_INIT) |
       (1ull << PROP_CMN_SKIP_NEGATIVE_C0);
   if (!settings->feat_params.empty ()
@@ -1829,6 +1853,7 @@ gst_gpu_features_start (GstGpuFeatures * self)
     if (st->opts.norm.cmn == gs::NormOptions::Cmn::kLive
         && !st->extractor->buffers_utterance ())
       st->extractor->set_cmn_trace (true);
+    st->extractor->set_noise_carry (settings.noise_carry);
   } catch (const std::exception & e) {
     GST_ELEMENT_ERROR (self, RESOURCE, SETTINGS,
         ("cannot set up feature extraction: %s", e.what ()), (NULL));

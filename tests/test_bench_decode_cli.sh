@@ -132,6 +132,28 @@ for g in 0 1000; do
   fi
 done
 
+# --live-features: the live chain's front end with live CMN's trace, which
+# --adapt uses as gpudecoder does (utterance-cmn): a stream's first
+# utterance, too short for a transform, is decoded again with its own
+# mean; without the trace it is not (and a gain of 1000 rules out a
+# second decoding for a transform).
+for f in "" --live-features; do
+  if "$TOOL" decode --backend cpu --search cpu --hmm "$MODEL/en-us" --dict "$MODEL/cmudict-en-us.dict" \
+       --lm "$DATA/turtle.lm.bin" --lattice-lw 0 --cache "$T/cache" --streams 1 --adapt \
+       --redecode-min-gain 1000 $f "$DATA/goforward.raw" >"$T/out" 2>"$T/err"; then
+    again=$(sed -nE 's/^adaptation, core-seconds: .*decoded again ([0-9]+) .*/\1/p' "$T/out")
+    want=0; [ -n "$f" ] && want=1
+    if [ "$again" = "$want" ] && [ "$(field errors)" = 0 ] &&
+       { [ -z "$f" ] || grep -q '^decode: 1 stream, .*live-chain features with their CMN trace' "$T/out"; }; then
+      pass "${f:-batch features}: first utterance decoded again $again times"
+    else
+      fail "${f:-batch features}: decoded again '$again', expected $want: $(cat "$T/out")"
+    fi
+  else
+    fail "${f:-batch features}: status $?: $(cat "$T/err")"
+  fi
+done
+
 # --spread-starts: live streams begin at different points of their file.
 # goforward.raw is 3.6 s; fed 2 s, stream 0 (phase 0) ends no utterance
 # before its last, stream 1 (phase 0.618, 2.2 s in) reaches the file's end

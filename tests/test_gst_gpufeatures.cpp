@@ -587,6 +587,47 @@ TEST_F(GstGpuFeatures, DiscontEndsTheUtterance) {
   }
 }
 
+// With remove-noise, a DISCONT's next utterance starts noise subtraction
+// from the estimates the first left (noise-carry, the default), or with
+// noise-carry=false afresh: the element's frames are the extractor's with
+// the same carry, and the two differ.
+TEST_F(GstGpuFeatures, NoiseCarryGoesOnAcrossADiscont) {
+  const std::vector<int16_t> audio = speech_s16();
+  const size_t half = audio.size() / 2 + 77;
+  BackendPtr cpu = make_cpu_backend();
+  const std::vector<float> s = as_float(audio);
+  FeatureOptions o = live_sphinx_options();
+  o.noise.remove_noise = true;
+  auto two_utterances = [&](bool carry) {
+    StreamingFeatureExtractor ex(o, *cpu);
+    ex.set_noise_carry(carry);
+    FeatureMatrix m;
+    ex.accept(s.data(), half, m);
+    ex.flush(m);
+    ex.accept(s.data() + half, s.size() - half, m);
+    ex.flush(m);
+    return m;
+  };
+  const FeatureMatrix carried = two_utterances(true), afresh = two_utterances(false);
+  ASSERT_EQ(carried.rows, afresh.rows);
+  EXPECT_GT(max_rel_diff(carried.data, afresh.data), 1e-2) << "the test tells them apart";
+  for (const char* carry : {"true", "false"}) {
+    const bool carries = std::string(carry) == "true";
+    Harnessed t({{"backend", "cpu"}, {"cmn", "live"}, {"deltas", "1s_c_d_dd"},
+                 {"remove-noise", "true"}, {"cmn-carry", "false"}, {"noise-carry", carry}});
+    push_s16(t.h, audio, {1000}, 0, 0, half);
+    GstBuffer* b = s16_buffer(audio.data() + half, audio.size() - half, 10 * GST_SECOND);
+    GST_BUFFER_FLAG_SET(b, GST_BUFFER_FLAG_DISCONT);
+    ASSERT_EQ(gst_harness_push(t.h, b), GST_FLOW_OK);
+    gst_harness_push_event(t.h, gst_event_new_eos());
+    Output out;
+    pull_all(t.h, 39, out);
+    const FeatureMatrix& expected = carries ? carried : afresh;
+    ASSERT_EQ(out.frames(), expected.rows) << "noise-carry=" << carry;
+    EXPECT_LE(max_rel_diff(out.data, expected.data), 1e-5) << "noise-carry=" << carry;
+  }
+}
+
 // With live CMN the utterance message carries the running mean as the
 // utterance left it, in the form cmn-init takes, so that the next stream
 // of the channel can start from it; without live CMN it has none.

@@ -361,6 +361,61 @@ TEST(StreamExtractor, ResetAndFlushStartCleanUtterances) {
   EXPECT_TRUE(bitwise_equal(stream(ex, b, {1000}), ref_b));
 }
 
+// Noise carry: flush() keeps Sphinx noise removal's trackers, so the next
+// utterance's frames are those FeatureExtractor gives when its trackers
+// run on through both utterances (compute_device carries them from call to
+// call); reset() still restarts them, and without carry each utterance is
+// compute_features() of its own audio.
+TEST(StreamExtractor, NoiseCarryGoesOnFromTheLastUtterance) {
+  BackendPtr cpu = make_cpu_backend();
+  FeatureOptions o = FeatureOptions::for_flavour(Flavour::kSphinx, FeatureKind::kMfcc);
+  o.noise.remove_noise = true;
+  o.norm.cmn = NormOptions::Cmn::kNone;  // the spectral frames alone
+  o.delta.layout = DeltaOptions::Layout::kNone;
+  o.frame.dither = 0.0f;
+  const std::vector<float> a = noise(24000, 31);  // loud hiss: its noise estimate
+  std::vector<float> b = speech("sense_and_sensibility_01_austen_64kb-0880.wav");
+  b.resize(std::min<size_t>(b.size(), 40000));
+
+  // The trackers run on from a's frames (its zero-padded last one included)
+  // into b's.
+  FeatureExtractor fx(o, *cpu);
+  fx.reset_noise_state();
+  FeatureMatrix ref_b;
+  for (const std::vector<float>* audio : {&a, static_cast<const std::vector<float>*>(&b)}) {
+    const int64_t n = static_cast<int64_t>(audio->size());
+    const FramingSpec spec = fx.framing_for(1, n, n);
+    BufferPtr signal = cpu->alloc(static_cast<size_t>(n));
+    cpu->upload(*signal, audio->data(), static_cast<size_t>(n));
+    BufferPtr out = cpu->alloc(static_cast<size_t>(spec.rows()) * fx.base_dim());
+    fx.compute_device(*signal, spec, *out);
+    ref_b.rows = spec.rows();
+    ref_b.dim = fx.base_dim();
+    ref_b.data.resize(out->size());
+    cpu->download(*out, ref_b.data.data(), ref_b.data.size());
+  }
+  const FeatureMatrix alone_b = compute_features(o, *cpu, b.data(), b.size());
+  ASSERT_EQ(ref_b.rows, alone_b.rows);
+  EXPECT_GT(max_rel_diff(ref_b, alone_b), 0.1) << "a's hiss changes b's frames";
+
+  StreamingFeatureExtractor ex(o, *cpu);
+  EXPECT_FALSE(ex.noise_carry());  // the default
+  stream(ex, a, {777});
+  EXPECT_TRUE(bitwise_equal(stream(ex, b, {555}), alone_b));
+
+  ex.set_noise_carry(true);
+  stream(ex, a, {777});
+  const FeatureMatrix carried = stream(ex, b, random_sizes(41, 2000));
+  ASSERT_EQ(carried.rows, ref_b.rows);
+  EXPECT_TRUE(bitwise_equal(carried, ref_b));
+
+  // reset() starts the trackers afresh, carry or not.
+  FeatureMatrix junk;
+  ex.accept(a.data(), a.size(), junk);
+  ex.reset();
+  EXPECT_TRUE(bitwise_equal(stream(ex, b, {555}), alone_b));
+}
+
 TEST(StreamExtractor, RejectsMismatchedOutputMatrix) {
   BackendPtr cpu = make_cpu_backend();
   StreamingFeatureExtractor ex(

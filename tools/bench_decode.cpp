@@ -59,6 +59,14 @@
 // utterances were decoded again. --redecode-min-gain X: the second
 // decoding only while an estimate gains at least X nats a frame
 // (AdaptiveRedecoderOptions::min_redecode_gain; default the element's).
+// --live-features computes each file's features as the live chain's
+// gpufeatures does by default in front of gpudecoder (the model's front
+// end with live CMN from its -cmninit, noise subtraction, clipped peaks
+// restored: live_chain_front_end below) with live CMN's trace, which
+// --adapt passes on as gpudecoder does by default (utterance-cmn: each
+// utterance normalised again, a stream's first utterance decoded again
+// with its own mean). Without it the features are the model's batch
+// front end (Recognizer::compute_features) and carry no trace.
 // The RESULT line is for scripts.
 #include "tools/bench_decode.h"
 
@@ -90,6 +98,7 @@
 #ifdef GPUSPEECH_HAVE_CUDA
 #include "common/search/cuda_round_batcher.h"
 #endif
+#include "common/features/stream_extractor.h"
 #include "common/features/wav_reader.h"
 
 namespace gpuspeech {
@@ -112,6 +121,7 @@ struct DecodeBenchOptions {
   int fibers = 0;       // --fibers T: the streams as fibers on T threads (batch mode); 0: a thread each
   std::string words_out;  // --words OUT: check every decoding of a file against its first; write them
   bool adapt = false;     // --adapt: the element's speaker adaptation and second pass
+  bool live_features = false;  // --live-features: the live chain's front end, with its CMN trace
   AdaptiveRedecoderOptions adaptation;  // --redecode-min-gain
   std::vector<std::string> files;
 };
@@ -121,7 +131,7 @@ struct DecodeBenchOptions {
                "gpuspeech-bench decode: %s\n"
                "usage: gpuspeech-bench decode [--streams N] [--backend B] [--search S] "
                "[--device-id N] [--batched-search on|off|auto] [--maxactive N] [--topn N]\n"
-               "       [--lattice-lw X] [--adapt [--redecode-min-gain X]]\n"
+               "       [--lattice-lw X] [--adapt [--redecode-min-gain X]] [--live-features]\n"
                "       [--hmm DIR] [--dict FILE] [--lm FILE | --jsgf FILE] [--cache DIR]\n"
                "       [--live] [--seconds S] [--block-ms MS] [--partial-ms MS] [--spread-starts]\n"
                "       [--repeat N] [--stream-nice N] [--fibers T] [--words OUT] FILE...\n",
@@ -168,6 +178,7 @@ DecodeBenchOptions parse_decode_args(int argc, char** argv) {
       lattice_given = true;
     }
     else if (a == "--adapt") o.adapt = true;
+    else if (a == "--live-features") o.live_features = true;
     else if (a == "--redecode-min-gain") {
       o.adaptation.min_redecode_gain = nonnegative_arg(a, value());
       redecode_given = true;
@@ -304,16 +315,46 @@ struct Utterance {
   std::vector<float> feats;  // frames x dim
   int64_t frames = 0;
   double seconds = 0.0;
+  CmnTrace trace;  // --live-features: live CMN's trace of feats (else empty)
 };
 
-Utterance load_utterance(Recognizer& rec, const std::string& path) {
+// The front end gpufeatures configures from gpudecoder's model when no
+// front-end property is set (gst/gstgpufeatures.cpp,
+// adopt_downstream_front_end): the model's, with live CMN, noise
+// subtraction, no silence removal (a stream keeps every frame) and
+// declipping.
+FeatureOptions live_chain_front_end(const FeatureOptions& model) {
+  FeatureOptions o = model;
+  o.norm.cmn = NormOptions::Cmn::kLive;
+  o.noise.remove_noise = true;
+  o.noise.remove_silence = false;
+  o.declip.enabled = true;
+  return o;
+}
+
+Utterance load_utterance(Recognizer& rec, const std::string& path, bool live_features) {
   const int rate = static_cast<int>(rec.feature_options().frame.sample_rate);
   AudioData a = read_audio_file(path, rate);
   if (a.sample_rate != rate)
     throw std::runtime_error(path + ": sample rate " + std::to_string(a.sample_rate) +
                              " Hz, the model's is " + std::to_string(rate));
   Utterance u;
-  u.feats = rec.compute_features(a.samples.data(), static_cast<int64_t>(a.samples.size()));
+  if (live_features) {
+    // On the host: the front end is not what this bench times.
+    BackendPtr cpu = make_cpu_backend();
+    StreamingFeatureExtractor ex(live_chain_front_end(rec.feature_options()), *cpu);
+    if (ex.output_dim() != rec.feature_dim())
+      throw std::runtime_error(path + ": the live front end gives " + std::to_string(ex.output_dim()) +
+                               " values a frame, the model wants " + std::to_string(rec.feature_dim()));
+    ex.set_cmn_trace(true);
+    FeatureMatrix m;
+    ex.accept(a.samples.data(), a.samples.size(), m);
+    ex.flush(m);
+    ex.take_cmn_trace(u.trace);
+    u.feats = std::move(m.data);
+  } else {
+    u.feats = rec.compute_features(a.samples.data(), static_cast<int64_t>(a.samples.size()));
+  }
   u.frames = static_cast<int64_t>(u.feats.size()) / rec.feature_dim();
   u.seconds = static_cast<double>(a.samples.size()) / rate;
   if (u.frames == 0) throw std::runtime_error(path + ": too short for a single frame");
@@ -429,19 +470,24 @@ int bench_decode(int argc, char** argv) {
   // (made before the clock).
   std::vector<std::unique_ptr<UtteranceDecoder>> decoders;
   for (const auto& s : streams) decoders.push_back(std::make_unique<UtteranceDecoder>(*s, o.adapt, o.adaptation));
-  auto push = [&](int k, const float* f, int64_t n) {
-    decoders[static_cast<size_t>(k)]->push_features(f, n);
+  // Frames [from, from + n) of `u`, with their CMN trace if it has one.
+  auto push = [&](int k, const Utterance& u, int64_t from, int64_t n) {
+    const int64_t dim = static_cast<int64_t>(u.feats.size()) / u.frames;
+    const bool traced = u.trace.rows() == u.frames;
+    decoders[static_cast<size_t>(k)]->push_features(
+        u.feats.data() + from * dim, n, traced ? u.trace.offsets.data() + from * dim : nullptr,
+        traced ? u.trace.learned.data() + from : nullptr);
   };
   auto finish = [&](int k) { return decoders[static_cast<size_t>(k)]->finish(); };
   auto reset = [&](int k) { decoders[static_cast<size_t>(k)]->reset(); };
   Recognizer& first = *streams[0];
   std::vector<Utterance> utts;
-  for (const std::string& f : o.files) utts.push_back(load_utterance(first, f));
-  const int dim = first.feature_dim();
+  for (const std::string& f : o.files) utts.push_back(load_utterance(first, f, o.live_features));
   const double frame_s = first.feature_options().frame.frame_shift_ms / 1000.0;
-  std::printf("decode: %d stream%s, scoring %s, search %s%s; loading %.2f s, %d more stream%s %.2f s\n",
+  std::printf("decode: %d stream%s, scoring %s, search %s%s%s; loading %.2f s, %d more stream%s %.2f s\n",
               o.streams, o.streams == 1 ? "" : "s", first.scoring_backend().name(),
-              first.search_backend(), o.adapt ? ", adapting (each stream one speaker)" : "", load_s,
+              first.search_backend(), o.adapt ? ", adapting (each stream one speaker)" : "",
+              o.live_features ? ", live-chain features with their CMN trace" : "", load_s,
               o.streams - 1, o.streams == 2 ? "" : "s", streams_s);
 
   std::mutex mutex;  // guards errors, lags, busy, audio, parts, words
@@ -468,7 +514,7 @@ int bench_decode(int argc, char** argv) {
       const size_t i = n % utts.size();
       const auto s0 = Clock::now();
       reset(k);
-      push(k, utts[i].feats.data(), utts[i].frames);
+      push(k, utts[i], 0, utts[i].frames);
       const RecognitionResult result = finish(k);
       my_busy += std::chrono::duration<double>(Clock::now() - s0).count();
       my_audio += utts[i].seconds;
@@ -519,7 +565,7 @@ int bench_decode(int argc, char** argv) {
                                     std::chrono::duration<double>((pushed + n) * frame_s));
       std::this_thread::sleep_until(arrival);
       const auto s0 = Clock::now();
-      push(k, u.feats.data() + in_utt * dim, n);
+      push(k, u, in_utt, n);
       since_partial += n;
       if (since_partial >= partial_every) {
         rec.partial();

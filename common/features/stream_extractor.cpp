@@ -65,7 +65,9 @@ void StreamingFeatureExtractor::set_max_block_frames(int frames) {
   max_block_frames_ = frames;
 }
 
-void StreamingFeatureExtractor::reset() {
+void StreamingFeatureExtractor::reset() { start_utterance(/*restart_noise=*/true); }
+
+void StreamingFeatureExtractor::start_utterance(bool restart_noise) {
   window_.clear();
   window_start_ = 0;
   total_samples_ = 0;
@@ -89,8 +91,9 @@ void StreamingFeatureExtractor::reset() {
   // Sphinx noise removal tracks the stream frame by frame; every frame
   // passes through compute_device exactly once and in order (no spectral
   // context without TRAPS), so restarting the trackers here matches
-  // FeatureExtractor::compute on the whole utterance.
-  extractor_.reset_noise_state();
+  // FeatureExtractor::compute on the whole utterance. Kept, they go on
+  // from the last utterance's frames as if the two had been one call.
+  if (restart_noise) extractor_.reset_noise_state();
   if (opts_.frame.dither > 0.0f) {
     dither_gen_.seed(opts_.frame.dither_seed);
     dither_ = std::make_unique<std::normal_distribution<float>>(
@@ -210,7 +213,7 @@ void StreamingFeatureExtractor::flush(FeatureMatrix& out, std::vector<float>* li
   }
   // The last frames' trace waits for take_cmn_trace() across the reset.
   CmnTrace last = std::move(trace_);
-  reset();
+  start_utterance(/*restart_noise=*/!noise_carry_);
   trace_ = std::move(last);
 }
 

@@ -55,7 +55,8 @@
 // latency_samples()), and its output does not depend on the cutting either.
 //
 // Sphinx noise removal (NoiseOptions::remove_noise) runs frame by frame in
-// order, as on a whole utterance, and restarts at each reset()/flush().
+// order, as on a whole utterance, and restarts at each reset(), and at each
+// flush() unless set_noise_carry(true).
 // remove_silence (dropping frames) is not supported: the constructor throws
 // std::invalid_argument. The tracker's speech decisions still reach live
 // CMN (the tracker runs for them even without remove_noise), which learns
@@ -126,6 +127,17 @@ class StreamingFeatureExtractor {
   // arrived; std::invalid_argument for a start of another dimension.
   void restart_live_cmn_from(const std::vector<float>& start);
 
+  // Whether flush() keeps Sphinx noise removal's trackers (noise estimate,
+  // signal floor, peaks; NoiseOptions) for the next utterance instead of
+  // starting them afresh: the same channel goes on, as sphinxbase keeps
+  // them across the utterances of one stream. Off by default, so that each
+  // utterance's frames are compute_features() of its audio alone; with it
+  // on, a later utterance's frames are those with the trackers as the
+  // earlier utterances left them. reset() restarts them either way. The
+  // voice activity detector restarts at every utterance (in silence).
+  void set_noise_carry(bool on) { noise_carry_ = on; }
+  bool noise_carry() const { return noise_carry_; }
+
   // Samples that must arrive after the first sample of a frame before that
   // frame is emitted (frame length + (TRAPS context + delta context) frame
   // shifts). For a stream, a frame timestamped at its first sample leaves
@@ -191,6 +203,9 @@ class StreamingFeatureExtractor {
   void take_samples(const float* samples, size_t n, FeatureMatrix& out);
   void drop_consumed_samples();
   void prepare_out(FeatureMatrix& out) const;
+  // reset() without restarting the noise trackers when `restart_noise` is
+  // false (flush() with noise carry).
+  void start_utterance(bool restart_noise);
 
   FeatureOptions opts_;
   FeatureExtractor extractor_;
@@ -204,6 +219,7 @@ class StreamingFeatureExtractor {
   bool buffered_ = false;
   bool live_cmn_enabled_ = false;
   int max_block_frames_ = 1024;
+  bool noise_carry_ = false;
 
   // Sliding window of samples: window_[i] is sample window_start_ + i.
   std::vector<float> window_;

@@ -29,6 +29,11 @@
 #   LIVE_WER_MIXED=1: one recording ("mixed") of all the sentences in
 #   their order, the voices taking turns sentence by sentence, instead of
 #   one recording per voice: a stream whose speaker keeps changing.
+#   LIVE_WER_SEGMENTED=1: the live columns (ours and the element) decode each
+#   recording as its cut sentences (the transcribe column's files) joined
+#   by `concat` into one stream of segments, as a playlist of one source's
+#   clips or a push-to-talk app's presses give them: each new segment ends
+#   an utterance in gpufeatures, as a pause does not.
 # Not part of the test suite (minutes of CPU decoding).
 set -u
 [ $# -ge 3 ] || { echo "usage: live_wer.sh WORKDIR N \"VOICE...\" [NAME=FEATURE_PROPS/DECODER_PROPS[/BETWEEN]]..." >&2; exit 2; }
@@ -92,6 +97,38 @@ degrade_all "$L/clean" "$L" 11.3 60 "${RECORDINGS[@]}"
 wer_normalise "$L/ref.trn" >"$L/ref.norm"
 
 COLUMNS_RUN=" ${LIVE_WER_COLUMNS:-ours element cut} "
+# The degraded recordings of a condition cut into their sentences (the
+# clean one has no zeros before it), 0.6 s of the pause on each side:
+# cut-COND/ID.wav.
+cut_sentences() {
+  local cond=$1 lead=0.4 v id t d total from len
+  [ "$cond" = clean ] && lead=0
+  mkdir -p "$L/cut-$cond"
+  while read -r v id t d; do
+    total=$(soxi -D "$L/$cond/$v.wav")
+    from=$(awk -v t="$t" -v l="$lead" 'BEGIN { s = t + l - 0.6; print s < 0 ? 0 : s }')
+    len=$(awk -v t="$t" -v l="$lead" -v d="$d" -v f="$from" -v n="$total" \
+      'BEGIN { e = t + l + d + 0.6; if (e > n) e = n; print e - f }')
+    sox -R "$L/$cond/$v.wav" "$L/cut-$cond/$id.wav" trim "$from" "$len" || degraded_die "sox (cutting $id)"
+  done <"$L/spans"
+}
+# What a live column reads for recording $2 of condition $1: the long
+# recording, or (LIVE_WER_SEGMENTED=1) its cut sentences through concat.
+# Its output, gst-launch fragments: SOURCE, ending in raw audio, starts
+# the pipeline; SOURCE_BRANCHES, after the sink, feeds concat its
+# sentences in order (concat plays its pads in the order they are linked).
+live_source() {
+  local cond=$1 v=$2 id
+  SOURCE_BRANCHES=()
+  if [ "${LIVE_WER_SEGMENTED:-0}" = 1 ]; then
+    SOURCE=(concat name=segments ! audioconvert ! audioresample)
+    for id in $(awk -v v="$v" '$1 == v { print $2 }' "$L/spans"); do
+      SOURCE_BRANCHES+=(filesrc location="$L/cut-$cond/$id.wav" ! wavparse ! segments.)
+    done
+  else
+    SOURCE=(filesrc location="$L/$cond/$v.wav" ! decodebin ! audioconvert ! audioresample)
+  fi
+}
 runs() { [[ $COLUMNS_RUN == *" $1 "* ]]; }
 runs ours || SYSTEMS=()
 header="| condition |"; rule="| --- |"
@@ -102,6 +139,7 @@ runs cut1 && { header="$header transcribe, cut, each sentence its own speaker |"
 rows=()
 for cond in $DEGRADED_CONDITIONS; do
   row="| $cond |"
+  [ "${LIVE_WER_SEGMENTED:-0}" = 1 ] && cut_sentences "$cond"
   for sys in "${SYSTEMS[@]}"; do
     name=${sys%%=*}; props=${sys#*=}
     fprops=(${props%%/*}); rest=${props#*/}
@@ -110,10 +148,11 @@ for cond in $DEGRADED_CONDITIONS; do
     hyp="$L/$cond.$name.trn"; : >"$hyp"
     for v in "${RECORDINGS[@]}"; do
       log="$L/$cond.$name.$v.log"
-      gst-launch-1.0 -m filesrc location="$L/$cond/$v.wav" ! decodebin ! audioconvert ! audioresample ! \
+      live_source "$cond" "$v"
+      gst-launch-1.0 -m "${SOURCE[@]}" ! \
         gpufeatures backend=cpu "${fprops[@]}" ! "${between[@]}" \
         gpudecoder hmm="$M/en-us" dict="$M/cmudict-en-us.dict" lm="$M/en-us.lm.bin" cache-dir="$CACHE" \
-        backend=cpu "${dprops[@]}" ! fakesink >"$log" 2>&1 ||
+        backend=cpu "${dprops[@]}" ! fakesink "${SOURCE_BRANCHES[@]}" >"$log" 2>&1 ||
         echo "live_wer.sh: $name failed on $cond/$v (see $log)" >&2
       echo "$(wer_gst_finals gpudecoder "$log") ($v)" >>"$hyp"
     done
@@ -123,27 +162,19 @@ for cond in $DEGRADED_CONDITIONS; do
   hyp="$L/$cond.pocketsphinx.trn"; : >"$hyp"
   for v in "${RECORDINGS[@]}"; do
     log="$L/$cond.pocketsphinx.$v.log"
-    gst-launch-1.0 -m filesrc location="$L/$cond/$v.wav" ! decodebin ! audioconvert ! audioresample ! \
-      pocketsphinx hmm="$M/en-us" dict="$M/cmudict-en-us.dict" lm="$M/en-us.lm.bin" ! fakesink \
+    live_source "$cond" "$v"
+    gst-launch-1.0 -m "${SOURCE[@]}" ! \
+      pocketsphinx hmm="$M/en-us" dict="$M/cmudict-en-us.dict" lm="$M/en-us.lm.bin" ! fakesink "${SOURCE_BRANCHES[@]}" \
       >"$log" 2>&1 || echo "live_wer.sh: the pocketsphinx element failed on $cond/$v (see $log)" >&2
     echo "$(wer_gst_finals pocketsphinx "$log") ($v)" >>"$hyp"
   done
   row="$row $(wer_percent "$L/ref.norm" "$hyp" || echo "?") |"
   fi
   if runs cut || runs cut1; then
-  # The degraded recording cut into its sentences (the clean one has no
-  # zeros before it), decoded by gpuspeech-transcribe, joined per recording.
-  lead=0.4; [ "$cond" = clean ] && lead=0
-  mkdir -p "$L/cut-$cond"
-  cut=()
-  while read -r v id t d; do
-    total=$(soxi -D "$L/$cond/$v.wav")
-    from=$(awk -v t="$t" -v l="$lead" 'BEGIN { s = t + l - 0.6; print s < 0 ? 0 : s }')
-    len=$(awk -v t="$t" -v l="$lead" -v d="$d" -v f="$from" -v n="$total" \
-      'BEGIN { e = t + l + d + 0.6; if (e > n) e = n; print e - f }')
-    sox -R "$L/$cond/$v.wav" "$L/cut-$cond/$id.wav" trim "$from" "$len" || degraded_die "sox (cutting $id)"
-    cut+=("$L/cut-$cond/$id.wav")
-  done <"$L/spans"
+  # The degraded recording cut into its sentences, decoded by
+  # gpuspeech-transcribe, joined per recording.
+  cut_sentences "$cond"
+  cut=(); while read -r v id t d; do cut+=("$L/cut-$cond/$id.wav"); done <"$L/spans"
   for column in cut cut1; do
     runs $column || continue
     flags=(); [ $column = cut1 ] && flags=(--no-cluster-speakers)
@@ -165,6 +196,7 @@ for cond in $DEGRADED_CONDITIONS; do
 done
 words=$(awk '{ n += NF - 1 } END { print n }' "$L/ref.norm")
 turns=""; [ "${LIVE_WER_MIXED:-0}" = 1 ] && turns=", taking turns in one recording"
+[ "${LIVE_WER_SEGMENTED:-0}" = 1 ] && turns="$turns, live columns: each sentence a segment"
 echo "WER % (live chain, ${#RECORDINGS[@]} recordings of $N sentences, $words words, voices: ${VOICES[*]}$turns)"
 echo "$header"; echo "$rule"
 printf '%s\n' "${rows[@]}"

@@ -10,7 +10,7 @@
 #   .refaudio/         a copy of /usr/share/pocketsphinx/test/data
 # Writes logs and results under $OUT (default /tmp/gpuspeech-out).
 #
-# usage: tests/gpu/device_run.sh [all|build|test|refs|bench|profile|profile_bands|peer|decode|streams|memory|gpus|batch|ab|ab_build|lanes_ncu|soak|dtw|fmllr|rescore]...
+# usage: tests/gpu/device_run.sh [all|build|test|refs|bench|profile|profile_bands|peer|decode|streams|memory|gpus|batch|ab|ab_build|lanes_ncu|soak|dtw|fmllr|rescore|adapt_live]...
 set -u -o pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$ROOT"
@@ -295,6 +295,36 @@ if want decode; then
   mkdir -p /tmp/decode-out && mv "$OUT"/*.trn "$OUT"/*.err "$OUT/mkgraph.log" /tmp/decode-out/ 2>/dev/null
   tar czf "$OUT/decode.tar.gz" -C /tmp/decode-out .
 fi
+# adapt_live: live adapting streams (the gpudecoder element's default
+# adaptation) with their utterances' ends spread, fed the batch front end's
+# features and then the live chain's with live CMN's trace
+# (--live-features: each utterance normalised again, a stream's first
+# decoded again with its own mean, as gpudecoder's utterance-cmn does).
+# ADAPT_LIVE_STREAMS (default 384) streams for ADAPT_LIVE_SECONDS (60) of
+# audio each. Builds gpuspeech-bench alone (no tests) in build-bench, so
+# it needs no other step.
+if [[ " $STEPS " == *" adapt_live "* ]]; then
+  note "adapt_live: build gpuspeech-bench and gpuspeech-mkgraph"
+  nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
+  find_meson >/dev/null || { echo "no meson"; exit 1; }
+  [ -d build-bench ] || "${MESON[@]}" setup build-bench -Dgstreamer=disabled -Dopencl=disabled \
+    -Dcuda=enabled -Dtests=disabled -Dfuzzers=disabled -Dbuildtype=release >"$OUT/bench-build.log" 2>&1 ||
+    { tail -30 "$OUT/bench-build.log"; exit 1; }
+  ninja -C build-bench tools/gpuspeech-bench tools/gpuspeech-mkgraph >>"$OUT/bench-build.log" 2>&1 ||
+    { grep -B2 -A12 -m3 error "$OUT/bench-build.log"; exit 1; }
+  note "adapt_live: en-us graph"
+  build-bench/tools/gpuspeech-mkgraph --hmm .refmodel/en-us/en-us --dict .refmodel/en-us/cmudict-en-us.dict \
+    --lm .refmodel/en-us/en-us.lm.bin --cache $GRAPH_CACHE >"$OUT/mkgraph.log" 2>&1 ||
+    { tail -20 "$OUT/mkgraph.log"; exit 1; }
+  for f in "" --live-features; do
+    note "adapt_live: ${ADAPT_LIVE_STREAMS:-384} streams ${f:-(batch front end)}"
+    build-bench/tools/gpuspeech-bench decode "${EN_US_CUDA[@]}" --streams ${ADAPT_LIVE_STREAMS:-384} --live \
+      --seconds ${ADAPT_LIVE_SECONDS:-60} --adapt --spread-starts $f $GPUSPEECH_AUDIO_DIR/librivox/*.wav \
+      >"$OUT/adapt_live${f}.log" 2>&1 || status=1
+    grep -vE '^RESULT' "$OUT/adapt_live${f}.log" | tail -12
+  done
+fi
+
 if want streams; then
   # Issue 14: N files decoded at once by one process (--streams N), the
   # model, graph and (on cuda) the device graph shared; the LibriVox files
