@@ -828,14 +828,15 @@ gst_gpu_features_class_init (GstGpuFeaturesClass * klass)
           d.noise.remove_noise, rw));
   g_object_class_install_property (gobject_class, PROP_NOISE_CARRY,
       g_param_spec_boolean ("noise-carry", "Noise estimate carried over",
-          "With remove-noise, the noise subtraction's estimates (noise "
-          "level, signal floor, peaks per band) go on from one utterance "
-          "to the next (after a DISCONT buffer, a GAP or a new SEGMENT), "
+          "The noise subtraction's estimates (noise level, signal floor, "
+          "peaks per band; with cmn-from-speech they also make the speech "
+          "decisions live CMN learns from) go on from one utterance to "
+          "the next (after a DISCONT buffer, a GAP or a new SEGMENT), "
           "as pocketsphinx keeps them for a whole stream: the channel has "
           "not changed, and a fresh estimate takes the utterance's first "
           "frames to learn the noise. false: every utterance starts them "
-          "afresh, and its frames equal gpuspeech-features on its audio "
-          "alone. A FLUSH (seek) and a restart start them afresh either "
+          "afresh (and with cmn-carry=false too, an utterance's frames "
+          "equal gpuspeech-features on its audio alone). A FLUSH (seek) and a restart start them afresh either "
           "way; the voice activity detector starts each utterance in "
           "silence either way",
           TRUE, rw));
