@@ -381,6 +381,7 @@ enum
   PROP_UTTERANCE_CMN,
   PROP_ADAPT_PRIOR,
   PROP_ADAPT_PRIOR_FRAMES,
+  PROP_ADAPT_DIAG_FRAMES,
   N_PROPS
 };
 
@@ -436,6 +437,7 @@ struct Settings
   gboolean utterance_cmn = DEFAULT_UTTERANCE_CMN;
   std::string adapt_prior;
   gdouble adapt_prior_frames = gs::AdaptiveRedecoderOptions ().prior_frames;
+  gdouble adapt_diag_frames = gs::AdaptiveRedecoderOptions ().diag_below_frames;
 };
 
 /* A configuration problem for the user; `not_found` marks a missing file. */
@@ -973,6 +975,20 @@ gst_gpu_decoder_class_init (GstGpuDecoderClass * klass)
           "adapt-prior weighs as. Read when a stream starts (READY to "
           "PAUSED)", 1.0, 1e9, gs::AdaptiveRedecoderOptions ().prior_frames,
           rw));
+  g_object_class_install_property (gobject_class, PROP_ADAPT_DIAG_FRAMES,
+      g_param_spec_double ("adapt-diag-frames",
+          "Diagonal transform below this many frames",
+          "With adapt: while the stream's statistics (adapt-prior's weight "
+          "included) hold fewer frames (10 ms each) of speech than this, "
+          "the transform estimated is diagonal (a scale and an offset per "
+          "feature), from then on the full one. A stream's first sentence "
+          "(3-6 s) is too little to estimate the full transform's 1 560 "
+          "values well, and enough for the diagonal one's 78; 600 makes "
+          "only the first estimate diagonal. Measured, 600 gained summed "
+          "over issue 15's live sets but lost on some rows "
+          "(docs/gpudecoder.md). 0: the full transform from the first "
+          "estimate. Read when a stream starts (READY to PAUSED)",
+          0.0, 1e9, gs::AdaptiveRedecoderOptions ().diag_below_frames, rw));
 
   element_class->change_state =
       GST_DEBUG_FUNCPTR (gst_gpu_decoder_change_state);
@@ -1169,6 +1185,9 @@ gst_gpu_decoder_set_property (GObject * object, guint prop_id,
     case PROP_ADAPT_PRIOR:
       set_string (s.adapt_prior, value);
       break;
+    case PROP_ADAPT_DIAG_FRAMES:
+      s.adapt_diag_frames = g_value_get_double (value);
+      break;
     case PROP_ADAPT_PRIOR_FRAMES:
       s.adapt_prior_frames = g_value_get_double (value);
       break;
@@ -1297,6 +1316,9 @@ gst_gpu_decoder_get_property (GObject * object, guint prop_id,
       break;
     case PROP_ADAPT_PRIOR:
       get_string (value, s.adapt_prior);
+      break;
+    case PROP_ADAPT_DIAG_FRAMES:
+      g_value_set_double (value, s.adapt_diag_frames);
       break;
     case PROP_ADAPT_PRIOR_FRAMES:
       g_value_set_double (value, s.adapt_prior_frames);
@@ -2501,6 +2523,7 @@ start_stream (GstGpuDecoder * self)
     gs::AdaptiveRedecoderOptions adaptation;
     adaptation.min_redecode_gain = s.redecode_min_gain;
     adaptation.own_utterance_cmn = s.utterance_cmn;
+    adaptation.diag_below_frames = s.adapt_diag_frames;
     if (self->adapt_prior) {
       adaptation.prior = *self->adapt_prior;
       adaptation.prior_frames = s.adapt_prior_frames;

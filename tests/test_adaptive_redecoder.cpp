@@ -21,6 +21,7 @@
 #include "common/features/wav_reader.h"
 #include "common/fmllr/fmllr_estimate.h"
 #include "common/fmllr/fmllr_transform.h"
+#include "common/fmllr/online_fmllr.h"
 #include "tests/goforward_fixture.h"
 #include "tests/test_backends.h"
 
@@ -186,6 +187,53 @@ TEST(AdaptiveRedecoder, ASmallGainKeepsTheFirstPassAndTheNewTransform) {
 
   AdaptiveRedecoderOptions bad;
   bad.min_redecode_gain = -1.0;
+  EXPECT_THROW(AdaptiveRedecoder(rec, bad), std::invalid_argument);
+}
+
+// diag_below_frames: while the statistics hold fewer frames than that, the
+// estimate is diagonal (a stream's first sentence); from then on full. The
+// result is the decoding under the diagonal transform, and without the
+// option the same first utterance gets a full one.
+TEST(AdaptiveRedecoder, AYoungStreamsTransformIsDiagonal) {
+  if (!have_goforward()) GTEST_SKIP() << "pocketsphinx-testdata or pocketsphinx-en-us not installed";
+  Recognizer rec(goforward_config(true));
+  Recognizer plain(goforward_config(false));
+  const std::vector<float> f = goforward_features(rec);
+  const int dim = rec.feature_dim();
+  AdaptiveRedecoderOptions o;
+  o.estimation.min_frames = 50.0;
+  o.min_redecode_gain = 0.0;
+  double first_beta = 0.0;
+  {
+    Recognizer r2(goforward_config(true));
+    AdaptiveRedecoderOptions full = o;
+    full.diag_below_frames = 0.0;  // full at once
+    AdaptiveRedecoder probe(r2, full);
+    push_chunked(probe, f, dim);
+    probe.finish();
+    ASSERT_TRUE(probe.last_report().redecoded);
+    EXPECT_EQ(fmllr_transform_update_type(probe.transform()), FmllrUpdateType::kFull);
+    first_beta = probe.stats().beta;
+  }
+  ASSERT_GT(first_beta, 50.0);
+  o.diag_below_frames = 1.5 * first_beta;  // the first utterance, not two
+  AdaptiveRedecoder a(rec, o);
+  push_chunked(a, f, dim);
+  const RecognitionResult r1 = a.finish();
+  ASSERT_TRUE(a.last_report().redecoded) << a.last_report().message;
+  const FmllrTransform t1 = a.transform();
+  EXPECT_EQ(fmllr_transform_update_type(t1), FmllrUpdateType::kDiag);
+  expect_same_words(r1, decode_plain(plain, transformed(t1, f)));
+  EXPECT_LT(a.stats().beta, o.diag_below_frames);
+
+  a.reset();
+  push_chunked(a, f, dim);
+  a.finish();
+  EXPECT_GE(a.stats().beta, o.diag_below_frames);
+  EXPECT_EQ(fmllr_transform_update_type(a.transform()), FmllrUpdateType::kFull);
+
+  AdaptiveRedecoderOptions bad;
+  bad.diag_below_frames = -1.0;
   EXPECT_THROW(AdaptiveRedecoder(rec, bad), std::invalid_argument);
 }
 

@@ -1609,6 +1609,26 @@ TEST(GpuDecoder, AdaptsToTheSpeakerAcrossUtterances) {
     EXPECT_EQ(r.hypothesis, "go forward ten meters");
     EXPECT_EQ(r.utterance_cmn, 0);
   }
+
+  // adapt-diag-frames (0 by default: the full transform from the first
+  // estimate): with it beyond any stream's speech every transform is
+  // diagonal, and the stream still adapts with the right words.
+  dec = gst_element_factory_make("gpudecoder", nullptr);
+  ASSERT_TRUE(dec);
+  gdouble diag_frames = -1.0;
+  g_object_get(dec, "adapt-diag-frames", &diag_frames, nullptr);
+  EXPECT_DOUBLE_EQ(diag_frames, 0.0);
+  gst_object_unref(dec);
+  const std::string path3 = three_goforwards_file();
+  ASSERT_FALSE(path3.empty());
+  const PipelineRun diag = run_pipeline(raw_source(path3) + " ! " + features() + " ! " + lm +
+                                        " adapt-diag-frames=1e9 ! fakesink");
+  g_unlink(path3.c_str());
+  ASSERT_TRUE(diag.eos) << diag.error_text();
+  const std::vector<Result> dg = diag.finals();
+  ASSERT_EQ(dg.size(), 3u) << described(dg);
+  EXPECT_EQ(dg[2].adapted, 1);
+  for (const Result& r : dg) EXPECT_EQ(r.hypothesis, "go forward ten meters");
 }
 
 // adapt-prior: a channel's fMLLR statistics (here the goforward

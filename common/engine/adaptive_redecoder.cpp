@@ -18,6 +18,9 @@ void AdaptiveRedecoderOptions::validate() const {
                                 std::to_string(cmn_stream_frames));
   if (prior && !(prior->beta > 0.0 && std::isfinite(prior->beta)))
     throw std::invalid_argument("speaker adaptation: prior statistics with no frames");
+  if (!(diag_below_frames >= 0.0) || !std::isfinite(diag_below_frames))
+    throw std::invalid_argument("speaker adaptation: diag_below_frames must be a finite number >= 0, not " +
+                                std::to_string(diag_below_frames));
   if (prior && !(prior_frames > 0.0 && std::isfinite(prior_frames)))
     throw std::invalid_argument("speaker adaptation: prior_frames must be a finite number > 0, not " +
                                 std::to_string(prior_frames));
@@ -184,7 +187,9 @@ RecognitionResult AdaptiveRedecoder::finish(int64_t silent_from) {
     if (options_.prior) total.add_scaled(*options_.prior, options_.prior_frames / options_.prior->beta);
     const FmllrTransform start = transform_;
     c0 = thread_cpu_seconds();
-    const FmllrEstimate est = estimate_fmllr(total, options_.estimation, &start);
+    FmllrOptions estimation = options_.estimation;
+    if (total.beta < options_.diag_below_frames) estimation.update = FmllrUpdateType::kDiag;
+    const FmllrEstimate est = estimate_fmllr(total, estimation, &start);
     timings_.estimate += thread_cpu_seconds() - c0;
     report_.outcome = est.outcome;
     report_.message = est.message;

@@ -147,6 +147,21 @@ struct AdaptiveRedecoderOptions {
   // through them cost 0.4-3 points at 500.
   std::shared_ptr<const FmllrStats> prior;
   double prior_frames = 500.0;
+  // While the statistics (the stream's, and the prior's weight) hold fewer
+  // frames than this, estimates are diagonal (a scale and an offset per
+  // dimension) whatever estimation.update says; from then on
+  // estimation.update's. 0 (default): never. A stream's first sentence
+  // gives 300-400 aligned frames, few for the full transform's 1 560
+  // values and plenty for the diagonal one's 78; at 600 only the first
+  // estimate is diagonal. Measured against 0 on issue 15's live sets, it
+  // gained summed over each set (13 conditions x 255 words 256.5 -> 250.2
+  // %, 40-sentence streams 110.3 -> 105.8, LibriVox as five streams 21.1
+  // -> 18.3 %) but rows moved both ways, and on the far-field set that CI
+  // guards it lost 3 words of 109 (26.6 -> 29.4 %, past issue 15's bound),
+  // so it is not the default (docs/benchmarks.md, "A diagonal transform
+  // for a stream's first sentence"). With a prior of 500 frames the first
+  // estimate is already past 600, so it is full.
+  double diag_below_frames = 0.0;
 
   // Throws std::invalid_argument naming the bad value.
   void validate() const;
