@@ -836,9 +836,9 @@ gst_gpu_features_class_init (GstGpuFeaturesClass * klass)
           "not changed, and a fresh estimate takes the utterance's first "
           "frames to learn the noise. false: every utterance starts them "
           "afresh (and with cmn-carry=false too, an utterance's frames "
-          "equal gpuspeech-features on its audio alone). A FLUSH (seek) and a restart start them afresh either "
-          "way; the voice activity detector starts each utterance in "
-          "silence either way",
+          "equal gpuspeech-features on its audio alone). A FLUSH (seek) "
+          "and a restart start them afresh either way; the voice activity "
+          "detector starts each utterance in silence either way",
           TRUE, rw));
   g_object_class_install_property (gobject_class, PROP_DECLIP,
       g_param_spec_boolean ("declip", "Restore clipped peaks",
