@@ -547,12 +547,13 @@ TEST(GpuFmllr, AlignmentsOfAnotherSegmentAreDropped) {
 
 // gpufeatures ! gpufmllr ! gpudecoder with the decoder's own alignments:
 // goforward.raw three times over, the speaker changed before the third.
-// Live CMN restarts at each utterance (cmn-carry=false), so that the third
-// repetition's frames are the first's and the new speaker's first
-// estimate can be compared with the first speaker's.
+// Live CMN and noise subtraction restart at each utterance (cmn-carry=false,
+// noise-carry=false), so that the third repetition's frames are the
+// first's and the new speaker's first estimate can be compared with the
+// first speaker's.
 TEST(GpuFmllr, LiveDecoderSupervisionAdaptsAndASpeakerChangeResets) {
   const std::vector<int16_t> one = read_raw(data("goforward.raw"));
-  Harness t(features() + " cmn-carry=false ! " +
+  Harness t(features() + " cmn-carry=false noise-carry=false ! " +
             fmllr("supervision=decoder update-interval=1 min-frames=100 update-type=diag") +
             " ! gpudecoder backend=cpu hmm=" + hmm() + " dict=" + dict() +
             " jsgf=" + data("goforward.gram") + " endpoint-silence=0");
