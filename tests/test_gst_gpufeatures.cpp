@@ -535,6 +535,18 @@ std::vector<float> live_mean_after(const FeatureOptions& o, Backend& backend, co
   return mean;
 }
 
+// Pushes `audio` as two utterances: samples [0, half) in 1000-sample
+// buffers, then the rest as one DISCONT buffer stamped 10 s; then EOS, and
+// pulls every 39-dim frame into `out`.
+void push_split_at_discont(Harnessed& t, const std::vector<int16_t>& audio, size_t half, Output& out) {
+  push_s16(t.h, audio, {1000}, 0, 0, half);
+  GstBuffer* b = s16_buffer(audio.data() + half, audio.size() - half, 10 * GST_SECOND);
+  GST_BUFFER_FLAG_SET(b, GST_BUFFER_FLAG_DISCONT);
+  ASSERT_EQ(gst_harness_push(t.h, b), GST_FLOW_OK);
+  gst_harness_push_event(t.h, gst_event_new_eos());
+  pull_all(t.h, 39, out);
+}
+
 // A DISCONT buffer ends the utterance; the next one's live CMN starts
 // from the mean the first left (cmn-carry, the default: the channel goes
 // on), or with cmn-carry=false from cmn-init, its frames then those of
@@ -553,13 +565,8 @@ TEST_F(GstGpuFeatures, DiscontEndsTheUtterance) {
   for (const char* carry : {"true", "false"}) {
     const bool carries = std::string(carry) == "true";
     Harnessed t({{"backend", "cpu"}, {"cmn", "live"}, {"deltas", "1s_c_d_dd"}, {"cmn-carry", carry}});
-    push_s16(t.h, audio, {1000}, 0, 0, half);
-    GstBuffer* b = s16_buffer(audio.data() + half, audio.size() - half, 10 * GST_SECOND);
-    GST_BUFFER_FLAG_SET(b, GST_BUFFER_FLAG_DISCONT);
-    ASSERT_EQ(gst_harness_push(t.h, b), GST_FLOW_OK);
-    gst_harness_push_event(t.h, gst_event_new_eos());
     Output out;
-    pull_all(t.h, 39, out);
+    ASSERT_NO_FATAL_FAILURE(push_split_at_discont(t, audio, half, out));
 
     const FeatureMatrix c = compute_features(carries ? carried : live_sphinx_options(), *cpu,
                                              s.data() + half, s.size() - half);
@@ -615,13 +622,8 @@ TEST_F(GstGpuFeatures, NoiseCarryGoesOnAcrossADiscont) {
     const bool carries = std::string(carry) == "true";
     Harnessed t({{"backend", "cpu"}, {"cmn", "live"}, {"deltas", "1s_c_d_dd"},
                  {"remove-noise", "true"}, {"cmn-carry", "false"}, {"noise-carry", carry}});
-    push_s16(t.h, audio, {1000}, 0, 0, half);
-    GstBuffer* b = s16_buffer(audio.data() + half, audio.size() - half, 10 * GST_SECOND);
-    GST_BUFFER_FLAG_SET(b, GST_BUFFER_FLAG_DISCONT);
-    ASSERT_EQ(gst_harness_push(t.h, b), GST_FLOW_OK);
-    gst_harness_push_event(t.h, gst_event_new_eos());
     Output out;
-    pull_all(t.h, 39, out);
+    ASSERT_NO_FATAL_FAILURE(push_split_at_discont(t, audio, half, out));
     const FeatureMatrix& expected = carries ? carried : afresh;
     ASSERT_EQ(out.frames(), expected.rows) << "noise-carry=" << carry;
     EXPECT_LE(max_rel_diff(out.data, expected.data), 1e-5) << "noise-carry=" << carry;

@@ -99,9 +99,13 @@ wer_normalise "$L/ref.trn" >"$L/ref.norm"
 COLUMNS_RUN=" ${LIVE_WER_COLUMNS:-ours element cut} "
 # The degraded recordings of a condition cut into their sentences (the
 # clean one has no zeros before it), 0.6 s of the pause on each side:
-# cut-COND/ID.wav.
+# cut-COND/ID.wav. Once a condition per run (the segmented live columns
+# and the transcribe columns read the same files).
+declare -A CUT_DONE=()
 cut_sentences() {
   local cond=$1 lead=0.4 v id t d total from len
+  [ -n "${CUT_DONE[$cond]:-}" ] && return
+  CUT_DONE[$cond]=1
   [ "$cond" = clean ] && lead=0
   mkdir -p "$L/cut-$cond"
   while read -r v id t d; do
