@@ -79,7 +79,12 @@
  * names fMLLR statistics of the channel the streams come through (what
  * gpuspeech-transcribe --fmllr-dir writes), which every estimate adds,
  * weighing as `adapt-prior-frames` frames, so that a stream's first
- * sentence is adapted to the channel too. Measured, it still gains when the
+ * sentence is adapted to the channel too. Where the channel is not known,
+ * `adapt-channels` names a library of such priors, and each stream takes
+ * the one its own speech fits best, or none (by default the library made
+ * for the en-us model, with one channel: the GSM telephone codec; on
+ * GSM-coded speech it takes the live chain from 17.3 to 10.6 % WER and on
+ * other channels it is not taken; common/fmllr/channel_priors.h). Measured, it still gains when the
  * speaker changes at every sentence (the transform then learns the
  * channel); `adapt=false` is for when every stream must cost one decoding.
  * With `adapt`, the features of an utterance are kept until it ends.
@@ -132,6 +137,9 @@
  * - `utterance-cmn` (gboolean, final only, with `adapt`): TRUE when the
  *   utterance was normalised again at its end (`utterance-cmn`; it needs
  *   gpufeatures' live CMN trace on the buffers).
+ * - `channel` (string, final only, with `adapt` and a channel library
+ *   (`adapt-channels`)): the channel the stream was last found to come
+ *   through ("gsm"), "" for none.
  * - `reason` (string, final only): why the utterance ended: "eos",
  *   "silence", "discont", "gap" or "segment".
  * - `nbest` (GstValueArray of GstStructure `alternative`, final only, when
@@ -382,6 +390,8 @@ enum
   PROP_ADAPT_PRIOR,
   PROP_ADAPT_PRIOR_FRAMES,
   PROP_ADAPT_DIAG_FRAMES,
+  PROP_ADAPT_CHANNELS,
+  PROP_ADAPT_CHANNEL_MIN_GAIN,
   N_PROPS
 };
 
@@ -405,6 +415,31 @@ enum
 #define DEFAULT_UTTERANCE_CMN TRUE
 
 /* Property values, under the object lock. Empty strings mean unset. */
+/* The channel prior library made for the default model (adapt-channels'
+ * default): the first directory of GPUSPEECH_CHANNEL_PRIORS_DIRS (the
+ * installed copy, then the source tree's) that holds one; "" when none
+ * does. */
+static const std::string &
+default_channel_priors (void)
+{
+  static const std::string dir =[]{
+    const std::string list = GPUSPEECH_CHANNEL_PRIORS_DIRS;
+    for (size_t at = 0; at <= list.size ();) {
+      size_t end = list.find (':', at);
+      if (end == std::string::npos)
+        end = list.size ();
+      const std::string d = list.substr (at, end - at);
+      if (!d.empty () && g_file_test ((d + "/reference.stats").c_str (),
+              G_FILE_TEST_IS_REGULAR))
+        return d;
+      at = end + 1;
+    }
+    return std::string ();
+  }
+  ();
+  return dir;
+}
+
 struct Settings
 {
   std::string hmm, dict, fdict, lm, jsgf, jsgf_rule, fsg, kws, cache_dir;
@@ -438,6 +473,9 @@ struct Settings
   std::string adapt_prior;
   gdouble adapt_prior_frames = gs::AdaptiveRedecoderOptions ().prior_frames;
   gdouble adapt_diag_frames = gs::AdaptiveRedecoderOptions ().diag_below_frames;
+  std::string adapt_channels = default_channel_priors ();
+  gdouble adapt_channel_min_gain =
+      gs::AdaptiveRedecoderOptions ().channel_min_gain;
 };
 
 /* A configuration problem for the user; `not_found` marks a missing file. */
@@ -668,6 +706,8 @@ struct _GstGpuDecoder
   gboolean adapts;
   /* adapt-prior's statistics, as loaded; shared by the streams. */
   std::shared_ptr < const gs::FmllrStats > *adapt_prior;
+  /* adapt-channels' library, as loaded; shared by the streams. */
+  std::shared_ptr < const gs::ChannelPriorSet > *adapt_channels;
   StreamState *stream;          /* NULL unless PAUSED or PLAYING */
   gint64 latency_ns;
 };
@@ -969,6 +1009,30 @@ gst_gpu_decoder_class_init (GstGpuDecoderClass * klass)
           "pay on a channel that distorts much (GSM) and to cost on mild "
           "ones (docs/gpudecoder.md). NULL: none. Read when the model is "
           "loaded (NULL to READY)", NULL, rw));
+  g_object_class_install_property (gobject_class, PROP_ADAPT_CHANNELS,
+      g_param_spec_string ("adapt-channels", "Channel prior library",
+          "With adapt: a directory of channel priors (reference.stats, the "
+          "library's recordings as made, and NAME.stats, the same through "
+          "each channel; tools/make-channel-priors.sh writes one). At every "
+          "estimate each stream takes the channel whose transform explains "
+          "its speech best, by at least adapt-channel-min-gain nats a frame "
+          "over the reference's, as adapt-prior (weighing "
+          "adapt-prior-frames frames), or none. For streams whose channel "
+          "is not known in advance. Default: the library made for the "
+          "default model (en-us: GSM 06.10; skipped with another model or "
+          "with adapt-prior). NULL or \"\": none. Read when the model is "
+          "loaded (NULL to READY)", default_channel_priors ().empty ()? NULL :
+          default_channel_priors ().c_str (), rw));
+  g_object_class_install_property (gobject_class, PROP_ADAPT_CHANNEL_MIN_GAIN,
+      g_param_spec_double ("adapt-channel-min-gain",
+          "Least gain to take a channel",
+          "With adapt-channels: how much better (fMLLR objective, nats a "
+          "frame) a channel's transform must explain a stream's speech than "
+          "the library's reference before the stream takes that channel. On "
+          "issue 15's sets a GSM channel scored 3.1-5.3 on GSM speech and "
+          "at most 0.8 on eight other channels. Read when a stream starts "
+          "(READY to PAUSED)", -1e9, 1e9,
+          gs::AdaptiveRedecoderOptions ().channel_min_gain, rw));
   g_object_class_install_property (gobject_class, PROP_ADAPT_PRIOR_FRAMES,
       g_param_spec_double ("adapt-prior-frames", "Weight of the prior",
           "How many frames (10 ms each) of the stream's own speech "
@@ -1019,6 +1083,7 @@ gst_gpu_decoder_init (GstGpuDecoder * self)
   self->sends_alignments = FALSE;
   self->adapts = FALSE;
   self->adapt_prior = NULL;
+  self->adapt_channels = NULL;
   self->stream = NULL;
   self->latency_ns = 0;
 
@@ -1051,6 +1116,8 @@ free_model (GstGpuDecoder * self)
   self->recognizer = NULL;
   delete self->adapt_prior;
   self->adapt_prior = NULL;
+  delete self->adapt_channels;
+  self->adapt_channels = NULL;
 }
 
 static void
@@ -1188,6 +1255,12 @@ gst_gpu_decoder_set_property (GObject * object, guint prop_id,
     case PROP_ADAPT_DIAG_FRAMES:
       s.adapt_diag_frames = g_value_get_double (value);
       break;
+    case PROP_ADAPT_CHANNELS:
+      set_string (s.adapt_channels, value);
+      break;
+    case PROP_ADAPT_CHANNEL_MIN_GAIN:
+      s.adapt_channel_min_gain = g_value_get_double (value);
+      break;
     case PROP_ADAPT_PRIOR_FRAMES:
       s.adapt_prior_frames = g_value_get_double (value);
       break;
@@ -1319,6 +1392,12 @@ gst_gpu_decoder_get_property (GObject * object, guint prop_id,
       break;
     case PROP_ADAPT_DIAG_FRAMES:
       g_value_set_double (value, s.adapt_diag_frames);
+      break;
+    case PROP_ADAPT_CHANNELS:
+      get_string (value, s.adapt_channels);
+      break;
+    case PROP_ADAPT_CHANNEL_MIN_GAIN:
+      g_value_set_double (value, s.adapt_channel_min_gain);
       break;
     case PROP_ADAPT_PRIOR_FRAMES:
       g_value_set_double (value, s.adapt_prior_frames);
@@ -1616,6 +1695,11 @@ post_result (GstGpuDecoder * self, StreamState * st, const gs::Hypothesis & h,
         (gboolean) st->decoder->adapter ()->last_report ().adapted,
         "utterance-cmn", G_TYPE_BOOLEAN,
         (gboolean) st->decoder->adapter ()->last_report ().own_cmn, NULL);
+  if (final && st->decoder->adapter () && self->adapt_channels) {
+    const gs::ChannelPrior *c = st->decoder->adapter ()->channel ();
+    gst_structure_set (s, "channel", G_TYPE_STRING, c ? c->name.c_str () : "",
+        NULL);
+  }
   if (final && nbest && st->nbest > 0) {
     GValue alts = G_VALUE_INIT;
     gst_value_array_init (&alts, nbest->size ());
@@ -1911,6 +1995,10 @@ end_utterance (GstGpuDecoder * self, StreamState * st, const char *reason,
         a.own_cmn ? " (normalised again)" : "", gs::to_string (a.outcome),
         a.message.empty ()? "" : ": ", a.message.c_str (), a.gain,
         a.frames_aligned, a.stream_weight, a.log_abs_det);
+    if (self->adapt_channels)
+      GST_DEBUG_OBJECT (self, "utterance %u: channel %s (best gain over the "
+          "reference %.3f nats a frame)", st->utt_index,
+          a.channel.empty ()? "none" : a.channel.c_str (), a.channel_gain);
     if (a.own_cmn)
       GST_DEBUG_OBJECT (self, "utterance %u normalised again: c0 moved by up "
           "to %.2f, %" G_GINT64_FORMAT " first words before the detector's "
@@ -2471,6 +2559,51 @@ load_model (GstGpuDecoder * self)
       return FALSE;
     }
   }
+  /* The default library is for the default model: with another model,
+   * or with adapt-prior, it steps aside; one the user names must load. */
+  const bool default_channels = !settings.adapt_channels.empty () &&
+      settings.adapt_channels == default_channel_priors ();
+  if (!self->adapts && !settings.adapt_channels.empty () && !default_channels)
+    GST_WARNING_OBJECT (self, "adapt-channels %s not used: the decoder does "
+        "not adapt (adapt=false, or a grammar or keyphrases)",
+        settings.adapt_channels.c_str ());
+  if (self->adapts && !settings.adapt_channels.empty () && self->adapt_prior) {
+    if (!default_channels) {
+      free_model (self);
+      GST_ELEMENT_ERROR (self, RESOURCE, SETTINGS,
+          ("adapt-prior and adapt-channels are both set: give the channel's "
+              "prior, or a library to choose one from, not both"), (NULL));
+      return FALSE;
+    }
+    GST_INFO_OBJECT (self, "adapt-prior given: the default channel priors "
+        "are not used");
+  } else if (self->adapts && !settings.adapt_channels.empty ()) {
+    try {
+      self->adapt_channels = new std::shared_ptr < const gs::ChannelPriorSet >
+          (std::make_shared < const gs::ChannelPriorSet >
+          (gs::load_channel_priors (settings.adapt_channels,
+                  self->recognizer->feature_dim (),
+                  config.model_dir + "/means")));
+      std::string names;
+      for (const gs::ChannelPrior & c:(*self->adapt_channels)->channels)
+        names += (names.empty ()? "" : ", ") + c.name;
+      GST_INFO_OBJECT (self, "channel priors from %s: %s",
+          settings.adapt_channels.c_str (), names.c_str ());
+    } catch (const gs::ChannelPriorModelMismatch & e) {
+      if (!default_channels) {
+        free_model (self);
+        GST_ELEMENT_ERROR (self, RESOURCE, SETTINGS,
+            ("adapt-channels: %s", e.what ()), (NULL));
+        return FALSE;
+      }
+      GST_INFO_OBJECT (self, "default channel priors not used: %s", e.what ());
+    } catch (const std::exception & e) {
+      free_model (self);
+      GST_ELEMENT_ERROR (self, RESOURCE, SETTINGS,
+          ("adapt-channels: %s", e.what ()), (NULL));
+      return FALSE;
+    }
+  }
   gs::Backend & b = self->recognizer->scoring_backend ();
   gst_element_post_message (GST_ELEMENT (self),
       gst_message_new_element (GST_OBJECT (self),
@@ -2526,6 +2659,11 @@ start_stream (GstGpuDecoder * self)
     adaptation.diag_below_frames = s.adapt_diag_frames;
     if (self->adapt_prior) {
       adaptation.prior = *self->adapt_prior;
+      adaptation.prior_frames = s.adapt_prior_frames;
+    }
+    if (self->adapt_channels) {
+      adaptation.channel_priors = *self->adapt_channels;
+      adaptation.channel_min_gain = s.adapt_channel_min_gain;
       adaptation.prior_frames = s.adapt_prior_frames;
     }
     st->decoder.reset (new gs::UtteranceDecoder (*self->recognizer,

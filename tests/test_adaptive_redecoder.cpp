@@ -347,6 +347,110 @@ TEST(AdaptiveRedecoder, APriorStartsTheStreamAndWeighsAsItsFrames) {
   EXPECT_THROW(AdaptiveRedecoder(rec, bad), std::invalid_argument);
 }
 
+// Channel priors (AdaptiveRedecoderOptions::channel_priors): a stream takes
+// the channel its own statistics say it came through, and that channel's
+// statistics join its estimate as a prior would; a stream that came through
+// none of them, or a threshold out of reach, takes none and is estimated
+// from its own statistics alone; a new speaker chooses again. The library
+// is learnt from the recording as it is (the reference) and through two
+// affine channels.
+TEST(AdaptiveRedecoder, AStreamTakesTheChannelItsSpeechCameThrough) {
+  if (!have_goforward()) GTEST_SKIP() << "pocketsphinx-testdata or pocketsphinx-en-us not installed";
+  Recognizer rec(goforward_config(true));
+  const std::vector<float> f = goforward_features(rec);
+  const int dim = rec.feature_dim();
+  auto channel = [&](double scale, double offset) {
+    FmllrTransform t = FmllrTransform::identity(dim);
+    for (int i = 0; i < dim; ++i) {
+      t.w[static_cast<size_t>(i) * (dim + 1) + i] = scale;
+      t.w[static_cast<size_t>(i) * (dim + 1) + dim] = (i % 13 == 0) ? 0.0 : offset * ((i % 3) - 1);
+    }
+    return t;
+  };
+  const std::vector<float> via_x = transformed(channel(0.8, 0.3), f);
+  const std::vector<float> via_y = transformed(channel(1.25, -0.4), f);
+  AdaptiveRedecoderOptions o;
+  o.estimation.min_frames = 50.0;
+  o.estimation.update = FmllrUpdateType::kDiag;  // about 2 s of speech (see above)
+  o.min_redecode_gain = 0.0;
+  auto prior_of = [&](const std::string& name, const std::vector<float>& g) {
+    AdaptiveRedecoder learner(rec, o);
+    push_chunked(learner, g, dim);
+    learner.finish();
+    learner.reset();
+    ChannelPrior p;
+    p.name = name;
+    p.stats = std::make_shared<const FmllrStats>(learner.stats());
+    const FmllrEstimate est = estimate_fmllr(*p.stats, o.estimation);
+    EXPECT_EQ(est.outcome, FmllrOutcome::kUpdated) << est.message;
+    p.transform = est.transform;
+    return p;
+  };
+  auto set = std::make_shared<ChannelPriorSet>();
+  set->reference = prior_of("reference", f);
+  set->channels.push_back(prior_of("x", via_x));
+  set->channels.push_back(prior_of("y", via_y));
+
+  AdaptiveRedecoderOptions co = o;
+  co.channel_priors = set;
+  // These channels are milder than a codec (gains about 1 nat a frame);
+  // the threshold is the choice's, tested below.
+  co.channel_min_gain = 0.25;
+  // No second decoding, so that the statistics the stream keeps are the
+  // ones its estimate saw.
+  co.min_redecode_gain = 1e9;
+  auto run = [&](const AdaptiveRedecoderOptions& opt, const std::vector<float>& g, const char* want) -> double {
+    AdaptiveRedecoder a(rec, opt);
+    EXPECT_TRUE(a.transform().is_identity()) << "the first pass is decoded without a channel";
+    EXPECT_EQ(a.channel(), nullptr);
+    push_chunked(a, g, dim);
+    a.finish();
+    const RedecodeReport& r = a.last_report();
+    EXPECT_EQ(r.outcome, FmllrOutcome::kUpdated) << r.message;
+    EXPECT_EQ(r.channel, want);
+    FmllrStats total = a.stats();
+    if (*want) {
+      EXPECT_GE(r.channel_gain, opt.channel_min_gain);
+      if (!a.channel()) {
+        ADD_FAILURE() << "no channel taken, expected " << want;
+        return r.channel_gain;
+      }
+      EXPECT_EQ(a.channel()->name, want);
+      total.add_scaled(*a.channel()->stats, opt.prior_frames / a.channel()->stats->beta);
+    } else {
+      EXPECT_LT(r.channel_gain, opt.channel_min_gain);
+      EXPECT_EQ(a.channel(), nullptr);
+    }
+    const FmllrTransform identity = FmllrTransform::identity(dim);
+    const FmllrEstimate expected = estimate_fmllr(total, opt.estimation, &identity);
+    EXPECT_LT(transform_distance(a.transform(), expected.transform), 1e-9) << "channel " << want;
+    a.new_speaker();
+    EXPECT_EQ(a.channel(), nullptr);
+    EXPECT_TRUE(a.transform().is_identity());
+    a.reset();
+    return r.channel_gain;
+  };
+  const double gain_x = run(co, via_x, "x");
+  const double gain_y = run(co, via_y, "y");
+  // The recording as it is: the reference is its own, no channel beats it.
+  EXPECT_LT(run(co, f, ""), 0.0);
+  AdaptiveRedecoderOptions strict = co;
+  strict.channel_min_gain = std::max(gain_x, gain_y) + 1.0;
+  run(strict, via_x, "");
+
+  // Refused: a prior and a library both, a library of another dimension.
+  AdaptiveRedecoderOptions bad = co;
+  bad.prior = set->channels[0].stats;
+  EXPECT_THROW(AdaptiveRedecoder(rec, bad), std::invalid_argument);
+  auto other = std::make_shared<ChannelPriorSet>(*set);
+  FmllrStats small(dim - 1);
+  small.beta = 1.0;
+  other->channels[1].stats = std::make_shared<const FmllrStats>(small);
+  bad = co;
+  bad.channel_priors = other;
+  EXPECT_THROW(AdaptiveRedecoder(rec, bad), std::invalid_argument);
+}
+
 TEST(AdaptiveRedecoder, TooLittleSpeechKeepsTheFirstPass) {
   if (!have_goforward()) GTEST_SKIP() << "pocketsphinx-testdata or pocketsphinx-en-us not installed";
   Recognizer rec(goforward_config(true));

@@ -25,7 +25,9 @@
 
 #include "common/engine/adaptive_redecoder.h"
 #include "common/engine/recognizer.h"
+#include "common/fmllr/channel_priors.h"
 #include "common/fmllr/fmllr_stats_io.h"
+#include "common/fmllr/fmllr_transform.h"
 #include "common/model/mdef.h"
 #include "common/features/wav_reader.h"
 #include "gst/gpuspeech_alignment_event.h"
@@ -82,6 +84,8 @@ struct Result {
   int nbest = 0;
   int adapted = -1;  // the final's `adapted` field: -1 absent, else 0 or 1
   int utterance_cmn = -1;  // the final's `utterance-cmn` field, likewise
+  bool has_channel = false;  // the final's `channel` field (adapt-channels)
+  std::string channel;
 };
 
 Result parse_result(const GstStructure* s) {
@@ -116,6 +120,10 @@ Result parse_result(const GstStructure* s) {
   if (gst_structure_get_boolean(s, "adapted", &adapted)) r.adapted = adapted ? 1 : 0;
   gboolean own_cmn = FALSE;
   if (gst_structure_get_boolean(s, "utterance-cmn", &own_cmn)) r.utterance_cmn = own_cmn ? 1 : 0;
+  if (const gchar* c = gst_structure_get_string(s, "channel")) {
+    r.has_channel = true;
+    r.channel = c;
+  }
   return r;
 }
 
@@ -1696,6 +1704,113 @@ TEST(GpuDecoder, AdaptPriorAdaptsAStreamsFirstUtterance) {
   g_unlink(path.c_str());
   g_unlink(bad.c_str());
   g_unlink(stats_path.c_str());
+}
+
+// adapt-channels: a library of channel priors, one chosen per stream. The
+// library here: the goforward recording's statistics as the channel "own"
+// and, as the reference, those of the recording through an affine
+// distortion, so that the stream (the recording as it is) takes "own" and
+// says so in every final's `channel` field; a threshold out of reach
+// leaves it none (""). The default names the library made for the default
+// model; a library made with another model, or a missing directory, is an
+// error that names it.
+TEST(GpuDecoder, AdaptChannelsGivesAStreamTheChannelItCameThrough) {
+  gchar* tmpl = g_build_filename(g_get_tmp_dir(), "gpudecoder-channels-XXXXXX", nullptr);
+  ASSERT_NE(g_mkdtemp(tmpl), nullptr);
+  const std::string lib = tmpl;
+  g_free(tmpl);
+  {
+    RecognizerConfig c = RecognizerConfig::en_us_defaults(testing::model_dir() + "/en-us");
+    c.grammar_kind = GrammarKind::kJsgf;
+    c.grammar = data("goforward.gram");
+    c.scoring_backend = "cpu";
+    c.search_backend = "cpu";
+    c.keep_features_for_alignment = true;
+    Recognizer rec(c);
+    const std::vector<int16_t> go = read_raw(data("goforward.raw"));
+    const std::vector<float> samples(go.begin(), go.end());
+    const std::vector<float> f = rec.compute_features(samples.data(), static_cast<int64_t>(samples.size()));
+    const int dim = rec.feature_dim();
+    const int64_t rows = static_cast<int64_t>(f.size()) / dim;
+    FmllrTransform distortion = FmllrTransform::identity(dim);
+    for (int i = 0; i < dim; ++i) {
+      distortion.at(i, i) = 0.7;
+      distortion.at(i, dim) = (i % 13 == 0) ? 0.0 : 0.5 * ((i % 3) - 1);
+    }
+    std::vector<float> g(f.size());
+    apply_fmllr_reference(distortion, f.data(), rows, g.data());
+    AdaptiveRedecoderOptions o;
+    o.estimation.min_frames = 50.0;
+    auto stats_of = [&](const std::vector<float>& x, const std::string& to) {
+      AdaptiveRedecoder a(rec, o);
+      a.push_features(x.data(), rows);
+      a.finish();
+      a.reset();
+      ASSERT_GT(a.stats().beta, 50.0);
+      // A library needs the frames of a transform estimate (300); scaled
+      // statistics give the same transform.
+      FmllrStats s = a.stats();
+      s.scale(4.0);
+      write_fmllr_stats(to, s);
+    };
+    stats_of(f, lib + "/own.stats");
+    stats_of(g, lib + "/reference.stats");
+  }
+  GstElement* dec = gst_element_factory_make("gpudecoder", nullptr);
+  ASSERT_TRUE(dec);
+  gchar* shipped = nullptr;
+  gdouble min_gain = 0.0;
+  g_object_get(dec, "adapt-channels", &shipped, "adapt-channel-min-gain", &min_gain, nullptr);
+  ASSERT_NE(shipped, nullptr) << "no default channel library";
+  EXPECT_TRUE(g_file_test((std::string(shipped) + "/reference.stats").c_str(), G_FILE_TEST_IS_REGULAR)) << shipped;
+  EXPECT_TRUE(g_file_test((std::string(shipped) + "/gsm.stats").c_str(), G_FILE_TEST_IS_REGULAR)) << shipped;
+  EXPECT_DOUBLE_EQ(min_gain, 1.5);
+  g_free(shipped);
+  gst_object_unref(dec);
+
+  const std::string path = three_goforwards_file();
+  ASSERT_FALSE(path.empty());
+  const std::string src = raw_source(path) + " ! " + features() + " ! ";
+  const std::string lm = "gpudecoder name=dec backend=cpu hmm=" + hmm() + " dict=" + dict() +
+                         " lm=" + data("turtle.lm.bin") + " adapt-channels=" + lib;
+  const PipelineRun taken = run_pipeline(src + lm + " adapt-channel-min-gain=0.1 ! fakesink");
+  ASSERT_TRUE(taken.eos) << taken.error_text();
+  const std::vector<Result> r = taken.finals();
+  ASSERT_EQ(r.size(), 3u) << described(r);
+  for (const Result& x : r) {
+    EXPECT_TRUE(x.has_channel);
+    EXPECT_EQ(x.channel, "own") << "utterance " << x.utterance;
+    EXPECT_EQ(x.hypothesis, "go forward ten meters");
+  }
+  const PipelineRun none = run_pipeline(src + lm + " adapt-channel-min-gain=1e9 ! fakesink");
+  ASSERT_TRUE(none.eos) << none.error_text();
+  const std::vector<Result> n = none.finals();
+  ASSERT_EQ(n.size(), 3u) << described(n);
+  for (const Result& x : n) {
+    EXPECT_TRUE(x.has_channel);
+    EXPECT_EQ(x.channel, "");
+  }
+  // Without a library no final carries the field.
+  const PipelineRun off = run_pipeline(src + "gpudecoder backend=cpu hmm=" + hmm() + " dict=" + dict() +
+                                       " lm=" + data("turtle.lm.bin") + " adapt-channels=\"\" ! fakesink");
+  ASSERT_TRUE(off.eos) << off.error_text();
+  for (const Result& x : off.finals()) EXPECT_FALSE(x.has_channel);
+
+  {
+    std::ofstream(lib + "/model") << "means 1 0000000000000000\n";
+  }
+  const PipelineRun other_model = run_pipeline(src + lm + " ! fakesink");
+  ASSERT_FALSE(other_model.errors.empty());
+  EXPECT_NE(other_model.errors[0].find("another acoustic model"), std::string::npos) << other_model.errors[0];
+  EXPECT_NE(other_model.errors[0].find(lib), std::string::npos) << other_model.errors[0];
+  const PipelineRun missing = run_pipeline(src + lm + "/absent ! fakesink");
+  ASSERT_FALSE(missing.errors.empty());
+  EXPECT_NE(missing.errors[0].find(lib + "/absent"), std::string::npos) << missing.errors[0];
+  g_unlink((lib + "/model").c_str());
+  g_unlink((lib + "/own.stats").c_str());
+  g_unlink((lib + "/reference.stats").c_str());
+  g_rmdir(lib.c_str());
+  g_unlink(path.c_str());
 }
 
 // Word-level edit distance (substitutions, insertions, deletions).

@@ -21,7 +21,13 @@ void AdaptiveRedecoderOptions::validate() const {
   if (!(diag_below_frames >= 0.0) || !std::isfinite(diag_below_frames))
     throw std::invalid_argument("speaker adaptation: diag_below_frames must be a finite number >= 0, not " +
                                 std::to_string(diag_below_frames));
-  if (prior && !(prior_frames > 0.0 && std::isfinite(prior_frames)))
+  if (prior && channel_priors)
+    throw std::invalid_argument("speaker adaptation: a prior and channel priors, give one or the other");
+  if (channel_priors && (!channel_priors->reference.stats || channel_priors->channels.empty()))
+    throw std::invalid_argument("speaker adaptation: channel priors without a reference or a channel");
+  if (!std::isfinite(channel_min_gain))
+    throw std::invalid_argument("speaker adaptation: channel_min_gain must be finite");
+  if ((prior || channel_priors) && !(prior_frames > 0.0 && std::isfinite(prior_frames)))
     throw std::invalid_argument("speaker adaptation: prior_frames must be a finite number > 0, not " +
                                 std::to_string(prior_frames));
 }
@@ -78,6 +84,16 @@ AdaptiveRedecoder::AdaptiveRedecoder(Recognizer& recognizer, const AdaptiveRedec
     const FmllrEstimate est = estimate_fmllr(*options_.prior, options_.estimation);
     if (est.outcome == FmllrOutcome::kUpdated && est.transform.all_finite()) start_transform_ = est.transform;
     transform_ = start_transform_;
+  }
+  if (options_.channel_priors) {
+    const ChannelPriorSet& set = *options_.channel_priors;
+    if (set.reference.stats->dim != dim_ || set.reference.transform.dim != dim_)
+      throw std::invalid_argument("speaker adaptation: channel priors of dimension " +
+                                  std::to_string(set.reference.stats->dim) + ", the features have " +
+                                  std::to_string(dim_));
+    for (const ChannelPrior& c : set.channels)
+      if (!c.stats || c.stats->dim != dim_ || c.transform.dim != dim_)
+        throw std::invalid_argument("speaker adaptation: channel prior " + c.name + " of another dimension");
   }
   applier_.set_transform(transform_);
   const FeatureOptions& fo = rec_.feature_options();
@@ -185,6 +201,16 @@ RecognitionResult AdaptiveRedecoder::finish(int64_t silent_from) {
     FmllrStats total = stream_;
     total.add(utterance_.stats());
     if (options_.prior) total.add_scaled(*options_.prior, options_.prior_frames / options_.prior->beta);
+    if (options_.channel_priors) {
+      // Chosen on the stream's own statistics, before any prior joins them.
+      const ChannelChoice choice = options_.channel_priors->choose(total, options_.channel_min_gain);
+      channel_ = choice.index;
+      report_.channel_gain = choice.gain;
+      if (const ChannelPrior* c = channel()) {
+        report_.channel = c->name;
+        total.add_scaled(*c->stats, options_.prior_frames / c->stats->beta);
+      }
+    }
     const FmllrTransform start = transform_;
     c0 = thread_cpu_seconds();
     FmllrOptions estimation = options_.estimation;
@@ -265,6 +291,11 @@ RecognitionResult AdaptiveRedecoder::finish(int64_t silent_from) {
   return result;
 }
 
+const ChannelPrior* AdaptiveRedecoder::channel() const {
+  if (!options_.channel_priors || channel_ < 0) return nullptr;
+  return &options_.channel_priors->channels[static_cast<size_t>(channel_)];
+}
+
 void AdaptiveRedecoder::reset() {
   rec_.reset();
   raw_.clear();
@@ -277,6 +308,7 @@ void AdaptiveRedecoder::new_speaker() {
   reset();
   stream_.reset(dim_);
   stream_cmn_ = CmnSums{};
+  channel_ = -1;
   transform_ = start_transform_;
   applier_.set_transform(transform_);
 }

@@ -71,6 +71,7 @@
 
 #include "common/engine/recognizer.h"
 #include "common/features/cmn_trace.h"
+#include "common/fmllr/channel_priors.h"
 #include "common/fmllr/fmllr_estimate.h"
 #include "common/fmllr/fmllr_stats.h"
 #include "common/fmllr/fmllr_transform.h"
@@ -147,6 +148,15 @@ struct AdaptiveRedecoderOptions {
   // through them cost 0.4-3 points at 500.
   std::shared_ptr<const FmllrStats> prior;
   double prior_frames = 500.0;
+  // Several priors, one chosen per stream (channel_priors.h): at every
+  // estimate, the channel whose transform explains the stream's statistics
+  // best by at least channel_min_gain nats a frame over the library's
+  // reference joins them as `prior` would (weighing prior_frames frames);
+  // when none does, none. A stream's first pass is decoded without one
+  // (its statistics choose), later ones under the transform so estimated.
+  // Null: none. Not with `prior` (validate() refuses both).
+  std::shared_ptr<const ChannelPriorSet> channel_priors;
+  double channel_min_gain = 1.5;
   // While the statistics (the stream's, and the prior's weight) hold fewer
   // frames than this, estimates are diagonal (a scale and an offset per
   // dimension) whatever estimation.update says; from then on
@@ -193,6 +203,11 @@ struct RedecodeReport {
   int64_t frames_aligned = 0;    // this utterance's, first pass
   double stream_weight = 0.0;    // the stream's statistics (posterior frames)
   double log_abs_det = 0.0;      // of the transform now in use
+  // With channel_priors: the channel chosen at this estimate ("" for
+  // none) and its objective over the reference's (nats a frame; the best
+  // channel's when none was chosen).
+  std::string channel;
+  double channel_gain = 0.0;
 };
 
 // Drops `h`'s first words while the middle of the word lies before frame
@@ -249,6 +264,8 @@ class AdaptiveRedecoder {
   void new_speaker();
 
   const FmllrTransform& transform() const { return transform_; }
+  // With channel_priors: the stream's channel as last chosen, or null.
+  const ChannelPrior* channel() const;
   const FmllrStats& stats() const { return stream_; }
   const RedecodeReport& last_report() const { return report_; }
   const AdaptationTimings& timings() const { return timings_; }
@@ -269,6 +286,7 @@ class AdaptiveRedecoder {
   FmllrTransform transform_;
   // The transform of the prior alone: a new speaker's first.
   FmllrTransform start_transform_;
+  int channel_ = -1;  // into options_.channel_priors->channels
   std::vector<float> raw_;      // the utterance's raw frames
   // Live CMN's trace of raw_'s frames, while every frame came with one.
   CmnTrace trace_;
