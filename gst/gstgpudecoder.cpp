@@ -392,6 +392,7 @@ enum
   PROP_ADAPT_DIAG_FRAMES,
   PROP_ADAPT_CHANNELS,
   PROP_ADAPT_CHANNEL_MIN_GAIN,
+  PROP_ADAPT_PRIOR_FADE_FRAMES,
   N_PROPS
 };
 
@@ -476,6 +477,8 @@ struct Settings
   std::string adapt_channels = default_channel_priors ();
   gdouble adapt_channel_min_gain =
       gs::AdaptiveRedecoderOptions ().channel_min_gain;
+  gdouble adapt_prior_fade_frames =
+      gs::AdaptiveRedecoderOptions ().prior_fade_frames;
 };
 
 /* A configuration problem for the user; `not_found` marks a missing file. */
@@ -1029,10 +1032,18 @@ gst_gpu_decoder_class_init (GstGpuDecoderClass * klass)
           "With adapt-channels: how much better (fMLLR objective, nats a "
           "frame) a channel's transform must explain a stream's speech than "
           "the library's reference before the stream takes that channel. On "
-          "issue 15's sets a GSM channel scored 3.1-5.3 on GSM speech and "
-          "at most 0.8 on eight other channels. Read when a stream starts "
+          "issue 15's sets a GSM channel scored 3.2-5.7 on GSM speech and "
+          "at most 0.84 on eight other channels. Read when a stream starts "
           "(READY to PAUSED)", -1e9, 1e9,
           gs::AdaptiveRedecoderOptions ().channel_min_gain, rw));
+  g_object_class_install_property (gobject_class, PROP_ADAPT_PRIOR_FADE_FRAMES,
+      g_param_spec_double ("adapt-prior-fade-frames",
+          "Frames over which the prior fades",
+          "With adapt-prior or a channel from adapt-channels: the prior "
+          "weighs adapt-prior-frames x (1 - own / this), own being the "
+          "stream's frames of speech so far, and nothing from this many on. "
+          "0: it never fades. Read when a stream starts (READY to PAUSED)",
+          0.0, 1e9, gs::AdaptiveRedecoderOptions ().prior_fade_frames, rw));
   g_object_class_install_property (gobject_class, PROP_ADAPT_PRIOR_FRAMES,
       g_param_spec_double ("adapt-prior-frames", "Weight of the prior",
           "How many frames (10 ms each) of the stream's own speech "
@@ -1261,6 +1272,9 @@ gst_gpu_decoder_set_property (GObject * object, guint prop_id,
     case PROP_ADAPT_CHANNEL_MIN_GAIN:
       s.adapt_channel_min_gain = g_value_get_double (value);
       break;
+    case PROP_ADAPT_PRIOR_FADE_FRAMES:
+      s.adapt_prior_fade_frames = g_value_get_double (value);
+      break;
     case PROP_ADAPT_PRIOR_FRAMES:
       s.adapt_prior_frames = g_value_get_double (value);
       break;
@@ -1398,6 +1412,9 @@ gst_gpu_decoder_get_property (GObject * object, guint prop_id,
       break;
     case PROP_ADAPT_CHANNEL_MIN_GAIN:
       g_value_set_double (value, s.adapt_channel_min_gain);
+      break;
+    case PROP_ADAPT_PRIOR_FADE_FRAMES:
+      g_value_set_double (value, s.adapt_prior_fade_frames);
       break;
     case PROP_ADAPT_PRIOR_FRAMES:
       g_value_set_double (value, s.adapt_prior_frames);
@@ -2657,6 +2674,7 @@ start_stream (GstGpuDecoder * self)
     adaptation.min_redecode_gain = s.redecode_min_gain;
     adaptation.own_utterance_cmn = s.utterance_cmn;
     adaptation.diag_below_frames = s.adapt_diag_frames;
+    adaptation.prior_fade_frames = s.adapt_prior_fade_frames;
     if (self->adapt_prior) {
       adaptation.prior = *self->adapt_prior;
       adaptation.prior_frames = s.adapt_prior_frames;

@@ -293,6 +293,7 @@ TEST(AdaptiveRedecoder, APriorStartsTheStreamAndWeighsAsItsFrames) {
     AdaptiveRedecoderOptions po = o;
     po.prior = prior;
     po.prior_frames = prior_frames;
+    po.prior_fade_frames = 0.0;  // the weight as given (the fade: below)
     po.min_redecode_gain = 1e9;
     AdaptiveRedecoder a(rec, po);
     const FmllrTransform start = a.transform();
@@ -393,6 +394,9 @@ TEST(AdaptiveRedecoder, AStreamTakesTheChannelItsSpeechCameThrough) {
 
   AdaptiveRedecoderOptions co = o;
   co.channel_priors = set;
+  // The channel's weight fades with the stream's frames: here to about
+  // half (goforward has about 165 frames of speech).
+  co.prior_fade_frames = 330.0;
   // These channels are milder than a codec (gains about 1 nat a frame);
   // the threshold is the choice's, tested below.
   co.channel_min_gain = 0.25;
@@ -416,7 +420,11 @@ TEST(AdaptiveRedecoder, AStreamTakesTheChannelItsSpeechCameThrough) {
         return r.channel_gain;
       }
       EXPECT_EQ(a.channel()->name, want);
-      total.add_scaled(*a.channel()->stats, opt.prior_frames / a.channel()->stats->beta);
+      const double own = total.beta;
+      const double weight = opt.prior_frames * std::max(0.0, 1.0 - own / opt.prior_fade_frames);
+      EXPECT_GT(weight, 0.2 * opt.prior_frames);
+      EXPECT_LT(weight, 0.8 * opt.prior_frames);
+      total.add_scaled(*a.channel()->stats, weight / a.channel()->stats->beta);
     } else {
       EXPECT_LT(r.channel_gain, opt.channel_min_gain);
       EXPECT_EQ(a.channel(), nullptr);
@@ -448,6 +456,9 @@ TEST(AdaptiveRedecoder, AStreamTakesTheChannelItsSpeechCameThrough) {
   other->channels[1].stats = std::make_shared<const FmllrStats>(small);
   bad = co;
   bad.channel_priors = other;
+  EXPECT_THROW(AdaptiveRedecoder(rec, bad), std::invalid_argument);
+  bad = co;
+  bad.prior_fade_frames = -1.0;
   EXPECT_THROW(AdaptiveRedecoder(rec, bad), std::invalid_argument);
 }
 

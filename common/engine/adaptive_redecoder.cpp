@@ -27,6 +27,9 @@ void AdaptiveRedecoderOptions::validate() const {
     throw std::invalid_argument("speaker adaptation: channel priors without a reference or a channel");
   if (!std::isfinite(channel_min_gain))
     throw std::invalid_argument("speaker adaptation: channel_min_gain must be finite");
+  if (!(prior_fade_frames >= 0.0) || !std::isfinite(prior_fade_frames))
+    throw std::invalid_argument("speaker adaptation: prior_fade_frames must be a finite number >= 0, not " +
+                                std::to_string(prior_fade_frames));
   if ((prior || channel_priors) && !(prior_frames > 0.0 && std::isfinite(prior_frames)))
     throw std::invalid_argument("speaker adaptation: prior_frames must be a finite number > 0, not " +
                                 std::to_string(prior_frames));
@@ -200,7 +203,11 @@ RecognitionResult AdaptiveRedecoder::finish(int64_t silent_from) {
     report_.frames_aligned = accumulate_words(first.best.words);
     FmllrStats total = stream_;
     total.add(utterance_.stats());
-    if (options_.prior) total.add_scaled(*options_.prior, options_.prior_frames / options_.prior->beta);
+    double prior_weight = options_.prior_frames;
+    if (options_.prior_fade_frames > 0.0)
+      prior_weight *= std::max(0.0, 1.0 - total.beta / options_.prior_fade_frames);
+    if (options_.prior && prior_weight > 0.0)
+      total.add_scaled(*options_.prior, prior_weight / options_.prior->beta);
     if (options_.channel_priors) {
       // Chosen on the stream's own statistics, before any prior joins them.
       const ChannelChoice choice = options_.channel_priors->choose(total, options_.channel_min_gain);
@@ -208,7 +215,7 @@ RecognitionResult AdaptiveRedecoder::finish(int64_t silent_from) {
       report_.channel_gain = choice.gain;
       if (const ChannelPrior* c = channel()) {
         report_.channel = c->name;
-        total.add_scaled(*c->stats, options_.prior_frames / c->stats->beta);
+        if (prior_weight > 0.0) total.add_scaled(*c->stats, prior_weight / c->stats->beta);
       }
     }
     const FmllrTransform start = transform_;

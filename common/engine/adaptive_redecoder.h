@@ -157,6 +157,18 @@ struct AdaptiveRedecoderOptions {
   // Null: none. Not with `prior` (validate() refuses both).
   std::shared_ptr<const ChannelPriorSet> channel_priors;
   double channel_min_gain = 1.5;
+  // The prior's (or the chosen channel's) weight fades as the stream's own
+  // statistics grow: prior_frames x (1 - own / prior_fade_frames), none
+  // from prior_fade_frames own frames (30 s of speech) on. 0: it never
+  // fades (count smoothing alone, a share of prior_frames / (prior_frames
+  // + own)). Why: the prior is other speakers' speech through the
+  // channel; once the stream has enough of its own for a full transform,
+  // what the prior still adds is those speakers. On a 40-sentence GSM
+  // stream of one voice the unfaded GSM channel gained its first sentence
+  // (14 errors to 3) and lost sentences 3-10 (WER 17.0 without a prior,
+  // 20.7 with it, 15.4 faded at 3 000; docs/benchmarks.md, "Channel
+  // priors chosen per stream").
+  double prior_fade_frames = 3000.0;
   // While the statistics (the stream's, and the prior's weight) hold fewer
   // frames than this, estimates are diagonal (a scale and an offset per
   // dimension) whatever estimation.update says; from then on

@@ -20,8 +20,8 @@
 // identity but against a reference: the transform of the same recordings
 // without the channel. The difference is what the channel adds. Measured
 // on issue 15's sentences, one sentence a speaker: the GSM prior's
-// difference was 3.1-5.3 nats a frame on every GSM sentence and at most
-// 0.8 on the eight other channels (noise, reverberation, clipping, opus,
+// difference was 3.2-5.7 nats a frame on every GSM sentence and at most
+// 0.84 on the eight other channels (noise, reverberation, clipping, opus,
 // mp3, a telephone band); the default threshold, 1.5, lies between.
 //
 // On disk, a directory (tools/make-channel-priors.sh writes one):
