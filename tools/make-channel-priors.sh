@@ -16,6 +16,8 @@
 #     gsm    GSM 06.10 full rate at 8 kHz (sox), back to 16 kHz: what
 #            tests/bench/degraded_set.sh's gsm condition does
 #     mulaw  G.711 mu-law at 8 kHz (sox), back to 16 kHz
+#     telephone  the 300-3400 Hz band at 8 kHz, back to 16 kHz: degraded_set.sh's
+#            phone condition without its noise
 # env: GPUSPEECH_BUILD (the build directory, default ./build),
 #   GPUSPEECH_MODEL_DIR (default /usr/share/pocketsphinx/model; en-us under
 #   it), GPUSPEECH_TESTDATA (default /usr/share/pocketsphinx/test/data).
@@ -37,8 +39,8 @@ die() { echo "make-channel-priors.sh: $*" >&2; exit 1; }
 [ -d "$DATA/librivox" ] || die "no pocketsphinx-testdata at $DATA (GPUSPEECH_TESTDATA)"
 command -v sox >/dev/null || die "missing sox"
 for c in "${CHANNELS[@]}"; do
-  case $c in gsm | mulaw) ;; reference) die "'reference' is the library's own name" ;;
-    *) die "unknown channel '$c' (gsm, mulaw)" ;; esac
+  case $c in gsm | mulaw | telephone) ;; reference) die "'reference' is the library's own name" ;;
+    *) die "unknown channel '$c' (gsm, mulaw, telephone)" ;; esac
 done
 
 T=$(mktemp -d)
@@ -64,6 +66,7 @@ through() {
     case $c in
       gsm) sox -R "$in" -r 8000 "$T/tmp.gsm" && sox -R "$T/tmp.gsm" -r 16000 -b 16 "$out" ;;
       mulaw) sox -R "$in" -r 8000 -e mu-law "$T/tmp.wav" && sox -R "$T/tmp.wav" -r 16000 -e signed -b 16 "$out" ;;
+      telephone) sox -R "$in" "$T/tmp.wav" sinc 300-3400 rate 8000 && sox -R "$T/tmp.wav" -b 16 "$out" rate 16000 ;;
     esac
   done
 }
