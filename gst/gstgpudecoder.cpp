@@ -84,7 +84,9 @@
  * the one its own speech fits best, or none (by default the library made
  * for the en-us model, with one channel: the GSM telephone codec; on
  * GSM-coded speech it takes the live chain from 17.3 to 10.6 % WER and on
- * other channels it is not taken; common/fmllr/channel_priors.h). Measured, it still gains when the
+ * other channels it is not taken; common/fmllr/channel_priors.h). A
+ * prior's weight fades as the stream's own speech grows
+ * (`adapt-prior-fade-frames`). Measured, adaptation still gains when the
  * speaker changes at every sentence (the transform then learns the
  * channel); `adapt=false` is for when every stream must cost one decoding.
  * With `adapt`, the features of an utterance are kept until it ends.
@@ -415,7 +417,6 @@ enum
 #define DEFAULT_ADAPT TRUE
 #define DEFAULT_UTTERANCE_CMN TRUE
 
-/* Property values, under the object lock. Empty strings mean unset. */
 /* The channel prior library made for the default model (adapt-channels'
  * default): the first directory of GPUSPEECH_CHANNEL_PRIORS_DIRS (the
  * installed copy, then the source tree's) that holds one; "" when none
@@ -441,6 +442,7 @@ default_channel_priors (void)
   return dir;
 }
 
+/* Property values, under the object lock. Empty strings mean unset. */
 struct Settings
 {
   std::string hmm, dict, fdict, lm, jsgf, jsgf_rule, fsg, kws, cache_dir;
@@ -2613,12 +2615,19 @@ load_model (GstGpuDecoder * self)
             ("adapt-channels: %s", e.what ()), (NULL));
         return FALSE;
       }
+      /* Another model than the one the default library was made for. */
       GST_INFO_OBJECT (self, "default channel priors not used: %s", e.what ());
     } catch (const std::exception & e) {
-      free_model (self);
-      GST_ELEMENT_ERROR (self, RESOURCE, SETTINGS,
-          ("adapt-channels: %s", e.what ()), (NULL));
-      return FALSE;
+      if (!default_channels) {
+        free_model (self);
+        GST_ELEMENT_ERROR (self, RESOURCE, SETTINGS,
+            ("adapt-channels: %s", e.what ()), (NULL));
+        return FALSE;
+      }
+      /* A damaged installation, or a model whose means cannot be read:
+       * recognition goes on without the default library. */
+      GST_WARNING_OBJECT (self, "default channel priors not used: %s",
+          e.what ());
     }
   }
   gs::Backend & b = self->recognizer->scoring_backend ();
