@@ -1025,7 +1025,7 @@ gst_gpu_decoder_class_init (GstGpuDecoderClass * klass)
           "adapt-prior-frames frames), or none. For streams whose channel "
           "is not known in advance. Default: the library made for the "
           "default model (en-us: GSM 06.10; skipped with another model or "
-          "with adapt-prior). NULL or \"\": none. Read when the model is "
+          "with adapt-prior). \"none\", \"\" or NULL: none. Read when the model is "
           "loaded (NULL to READY)", default_channel_priors ().empty ()? NULL :
           default_channel_priors ().c_str (), rw));
   g_object_class_install_property (gobject_class, PROP_ADAPT_CHANNEL_MIN_GAIN,
@@ -2578,15 +2578,19 @@ load_model (GstGpuDecoder * self)
       return FALSE;
     }
   }
+  /* "none" turns the library off as "" does (a shell eats the quotes of
+   * adapt-channels="" on a gst-launch line). */
+  const std::string channels_dir =
+      settings.adapt_channels == "none" ? std::string () : settings.adapt_channels;
   /* The default library is for the default model: with another model,
    * or with adapt-prior, it steps aside; one the user names must load. */
-  const bool default_channels = !settings.adapt_channels.empty () &&
-      settings.adapt_channels == default_channel_priors ();
-  if (!self->adapts && !settings.adapt_channels.empty () && !default_channels)
+  const bool default_channels = !channels_dir.empty () &&
+      channels_dir == default_channel_priors ();
+  if (!self->adapts && !channels_dir.empty () && !default_channels)
     GST_WARNING_OBJECT (self, "adapt-channels %s not used: the decoder does "
         "not adapt (adapt=false, or a grammar or keyphrases)",
-        settings.adapt_channels.c_str ());
-  if (self->adapts && !settings.adapt_channels.empty () && self->adapt_prior) {
+        channels_dir.c_str ());
+  if (self->adapts && !channels_dir.empty () && self->adapt_prior) {
     if (!default_channels) {
       free_model (self);
       GST_ELEMENT_ERROR (self, RESOURCE, SETTINGS,
@@ -2596,18 +2600,18 @@ load_model (GstGpuDecoder * self)
     }
     GST_INFO_OBJECT (self, "adapt-prior given: the default channel priors "
         "are not used");
-  } else if (self->adapts && !settings.adapt_channels.empty ()) {
+  } else if (self->adapts && !channels_dir.empty ()) {
     try {
       self->adapt_channels = new std::shared_ptr < const gs::ChannelPriorSet >
           (std::make_shared < const gs::ChannelPriorSet >
-          (gs::load_channel_priors (settings.adapt_channels,
+          (gs::load_channel_priors (channels_dir,
                   self->recognizer->feature_dim (),
                   config.model_dir + "/means")));
       std::string names;
       for (const gs::ChannelPrior & c:(*self->adapt_channels)->channels)
         names += (names.empty ()? "" : ", ") + c.name;
       GST_INFO_OBJECT (self, "channel priors from %s: %s",
-          settings.adapt_channels.c_str (), names.c_str ());
+          channels_dir.c_str (), names.c_str ());
     } catch (const gs::ChannelPriorModelMismatch & e) {
       if (!default_channels) {
         free_model (self);

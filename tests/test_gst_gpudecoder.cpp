@@ -1794,7 +1794,14 @@ TEST(GpuDecoder, AdaptChannelsGivesAStreamTheChannelItCameThrough) {
   const PipelineRun off = run_pipeline(src + "gpudecoder backend=cpu hmm=" + hmm() + " dict=" + dict() +
                                        " lm=" + data("turtle.lm.bin") + " adapt-channels=\"\" ! fakesink");
   ASSERT_TRUE(off.eos) << off.error_text();
+  EXPECT_EQ(off.finals().size(), 3u);
   for (const Result& x : off.finals()) EXPECT_FALSE(x.has_channel);
+  // "none" likewise (a shell eats the quotes of adapt-channels="").
+  const PipelineRun none_word = run_pipeline(src + "gpudecoder backend=cpu hmm=" + hmm() + " dict=" + dict() +
+                                             " lm=" + data("turtle.lm.bin") + " adapt-channels=none ! fakesink");
+  ASSERT_TRUE(none_word.eos) << none_word.error_text();
+  EXPECT_EQ(none_word.finals().size(), 3u);
+  for (const Result& x : none_word.finals()) EXPECT_FALSE(x.has_channel);
 
   {
     std::ofstream(lib + "/model") << "means 1 0000000000000000\n";

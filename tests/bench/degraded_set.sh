@@ -21,6 +21,8 @@
 #              gives it), 0.4 s of zeros before and after
 #   gsm        the 8 kHz GSM 06.10 full-rate telephone codec (sox), back to
 #              16 kHz, 0.4 s of zeros before and after
+#   mulaw      G.711 mu-law at 8 kHz (sox), back to 16 kHz, 0.4 s of zeros
+#              before and after (not in the default list)
 #   opus16     Opus at 16 kb/s through GStreamer's opusenc (Ogg), decoded by
 #              decodebin, 0.4 s of zeros before and after
 #   mp3        MP3 at 32 kb/s CBR through GStreamer's lamemp3enc, decoded by
@@ -133,6 +135,10 @@ degrade() {
       sox -R "$in" -r 8000 "$W/tmp.gsm" &&
         sox -R "$W/tmp.gsm" -r 16000 -b 16 "$W/tmp-gsm.wav" &&
         sox -R "$W/tmp-gsm.wav" "$out" pad 0.4 0.4 ;;
+    mulaw)
+      sox -R "$in" -r 8000 -e mu-law "$W/tmp-ulaw.wav" &&
+        sox -R "$W/tmp-ulaw.wav" -r 16000 -e signed -b 16 "$W/tmp-ulaw16.wav" &&
+        sox -R "$W/tmp-ulaw16.wav" "$out" pad 0.4 0.4 ;;
     opus16) degraded_codec "$in" "$out" ogg "opusenc bitrate=16000 ! oggmux" ;;
     mp3) degraded_codec "$in" "$out" mp3 "lamemp3enc target=bitrate bitrate=32 cbr=true" ;;
     *) add_noise "$in" "$out" "${cond%[0-9][0-9]}" "${cond#"${cond%[0-9][0-9]}"}" "$offset" ;;
