@@ -44,6 +44,16 @@ void push_chunked(AdaptiveRedecoder& a, const std::vector<float>& f, int dim) {
     a.push_features(f.data() + at * dim, std::min(k, rows - at));
 }
 
+// What an adapting stream learns from `f` as one utterance: its statistics
+// (the recognizer reset after).
+FmllrStats learnt_stats(Recognizer& rec, const AdaptiveRedecoderOptions& o, const std::vector<float>& f) {
+  AdaptiveRedecoder learner(rec, o);
+  push_chunked(learner, f, rec.feature_dim());
+  learner.finish();
+  learner.reset();
+  return learner.stats();
+}
+
 RecognitionResult decode_plain(Recognizer& rec, const std::vector<float>& f) {
   rec.reset();
   rec.push_features(f.data(), static_cast<int64_t>(f.size()) / rec.feature_dim());
@@ -272,14 +282,7 @@ TEST(AdaptiveRedecoder, APriorStartsTheStreamAndWeighsAsItsFrames) {
   // diagonal one has a single optimum to compare.
   o.estimation.update = FmllrUpdateType::kDiag;
   o.min_redecode_gain = 0.0;
-  std::shared_ptr<const FmllrStats> prior;
-  {
-    AdaptiveRedecoder learner(rec, o);
-    push_chunked(learner, g, dim);
-    learner.finish();
-    learner.reset();
-    prior = std::make_shared<const FmllrStats>(learner.stats());
-  }
+  const auto prior = std::make_shared<const FmllrStats>(learnt_stats(rec, o, g));
   ASSERT_GT(prior->beta, 50.0);
   const FmllrEstimate own = estimate_fmllr(*prior, o.estimation);
   ASSERT_EQ(own.outcome, FmllrOutcome::kUpdated) << own.message;
@@ -375,13 +378,9 @@ TEST(AdaptiveRedecoder, AStreamTakesTheChannelItsSpeechCameThrough) {
   o.estimation.update = FmllrUpdateType::kDiag;  // about 2 s of speech (see above)
   o.min_redecode_gain = 0.0;
   auto prior_of = [&](const std::string& name, const std::vector<float>& g) {
-    AdaptiveRedecoder learner(rec, o);
-    push_chunked(learner, g, dim);
-    learner.finish();
-    learner.reset();
     ChannelPrior p;
     p.name = name;
-    p.stats = std::make_shared<const FmllrStats>(learner.stats());
+    p.stats = std::make_shared<const FmllrStats>(learnt_stats(rec, o, g));
     const FmllrEstimate est = estimate_fmllr(*p.stats, o.estimation);
     EXPECT_EQ(est.outcome, FmllrOutcome::kUpdated) << est.message;
     p.transform = est.transform;

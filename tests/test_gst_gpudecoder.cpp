@@ -1639,6 +1639,36 @@ TEST(GpuDecoder, AdaptsToTheSpeakerAcrossUtterances) {
   for (const Result& r : dg) EXPECT_EQ(r.hypothesis, "go forward ten meters");
 }
 
+// For the adaptation-prior tests: a CPU recognizer of the goforward
+// grammar that keeps its features (AdaptiveRedecoder needs them), the
+// recording's features through it, and the statistics AdaptiveRedecoder
+// learns from features as one utterance (the recognizer reset after).
+RecognizerConfig goforward_adapting_config() {
+  RecognizerConfig c = RecognizerConfig::en_us_defaults(testing::model_dir() + "/en-us");
+  c.grammar_kind = GrammarKind::kJsgf;
+  c.grammar = data("goforward.gram");
+  c.scoring_backend = "cpu";
+  c.search_backend = "cpu";
+  c.keep_features_for_alignment = true;
+  return c;
+}
+
+std::vector<float> goforward_features(Recognizer& rec) {
+  const std::vector<int16_t> go = read_raw(data("goforward.raw"));
+  const std::vector<float> samples(go.begin(), go.end());
+  return rec.compute_features(samples.data(), static_cast<int64_t>(samples.size()));
+}
+
+FmllrStats learnt_stats(Recognizer& rec, const std::vector<float>& f) {
+  AdaptiveRedecoderOptions o;
+  o.estimation.min_frames = 50.0;
+  AdaptiveRedecoder a(rec, o);
+  a.push_features(f.data(), static_cast<int64_t>(f.size()) / rec.feature_dim());
+  a.finish();
+  a.reset();  // the recognizer ready for the next call
+  return a.stats();
+}
+
 // adapt-prior: a channel's fMLLR statistics (here the goforward
 // recording's own, learnt by the library's AdaptiveRedecoder and saved as
 // gpuspeech-transcribe saves them). Every stream then starts adapted: the
@@ -1649,23 +1679,10 @@ TEST(GpuDecoder, AdaptsToTheSpeakerAcrossUtterances) {
 TEST(GpuDecoder, AdaptPriorAdaptsAStreamsFirstUtterance) {
   std::string stats_path = temp_path(".stats");
   {
-    RecognizerConfig c = RecognizerConfig::en_us_defaults(testing::model_dir() + "/en-us");
-    c.grammar_kind = GrammarKind::kJsgf;
-    c.grammar = data("goforward.gram");
-    c.scoring_backend = "cpu";
-    c.search_backend = "cpu";
-    c.keep_features_for_alignment = true;
-    Recognizer rec(c);
-    const std::vector<int16_t> go = read_raw(data("goforward.raw"));
-    const std::vector<float> samples(go.begin(), go.end());
-    const std::vector<float> f = rec.compute_features(samples.data(), static_cast<int64_t>(samples.size()));
-    AdaptiveRedecoderOptions o;
-    o.estimation.min_frames = 50.0;
-    AdaptiveRedecoder a(rec, o);
-    a.push_features(f.data(), static_cast<int64_t>(f.size()) / rec.feature_dim());
-    a.finish();
-    ASSERT_GT(a.stats().beta, 50.0);
-    write_fmllr_stats(stats_path, a.stats());
+    Recognizer rec(goforward_adapting_config());
+    const FmllrStats learnt = learnt_stats(rec, goforward_features(rec));
+    ASSERT_GT(learnt.beta, 50.0);
+    write_fmllr_stats(stats_path, learnt);
   }
   GstElement* dec = gst_element_factory_make("gpudecoder", nullptr);
   ASSERT_TRUE(dec);
@@ -1720,16 +1737,8 @@ TEST(GpuDecoder, AdaptChannelsGivesAStreamTheChannelItCameThrough) {
   const std::string lib = tmpl;
   g_free(tmpl);
   {
-    RecognizerConfig c = RecognizerConfig::en_us_defaults(testing::model_dir() + "/en-us");
-    c.grammar_kind = GrammarKind::kJsgf;
-    c.grammar = data("goforward.gram");
-    c.scoring_backend = "cpu";
-    c.search_backend = "cpu";
-    c.keep_features_for_alignment = true;
-    Recognizer rec(c);
-    const std::vector<int16_t> go = read_raw(data("goforward.raw"));
-    const std::vector<float> samples(go.begin(), go.end());
-    const std::vector<float> f = rec.compute_features(samples.data(), static_cast<int64_t>(samples.size()));
+    Recognizer rec(goforward_adapting_config());
+    const std::vector<float> f = goforward_features(rec);
     const int dim = rec.feature_dim();
     const int64_t rows = static_cast<int64_t>(f.size()) / dim;
     FmllrTransform distortion = FmllrTransform::identity(dim);
@@ -1739,17 +1748,11 @@ TEST(GpuDecoder, AdaptChannelsGivesAStreamTheChannelItCameThrough) {
     }
     std::vector<float> g(f.size());
     apply_fmllr_reference(distortion, f.data(), rows, g.data());
-    AdaptiveRedecoderOptions o;
-    o.estimation.min_frames = 50.0;
     auto stats_of = [&](const std::vector<float>& x, const std::string& to) {
-      AdaptiveRedecoder a(rec, o);
-      a.push_features(x.data(), rows);
-      a.finish();
-      a.reset();
-      ASSERT_GT(a.stats().beta, 50.0);
+      FmllrStats s = learnt_stats(rec, x);
+      ASSERT_GT(s.beta, 50.0);
       // A library needs the frames of a transform estimate (300); scaled
       // statistics give the same transform.
-      FmllrStats s = a.stats();
       s.scale(4.0);
       write_fmllr_stats(to, s);
     };
