@@ -203,21 +203,22 @@ RecognitionResult AdaptiveRedecoder::finish(int64_t silent_from) {
     report_.frames_aligned = accumulate_words(first.best.words);
     FmllrStats total = stream_;
     total.add(utterance_.stats());
-    double prior_weight = options_.prior_frames;
-    if (options_.prior_fade_frames > 0.0)
-      prior_weight *= std::max(0.0, 1.0 - total.beta / options_.prior_fade_frames);
-    if (options_.prior && prior_weight > 0.0)
-      total.add_scaled(*options_.prior, prior_weight / options_.prior->beta);
+    // The prior in effect: the fixed one, or the channel the stream's own
+    // statistics choose (validate() allows one or the other).
+    const FmllrStats* prior = options_.prior.get();
     if (options_.channel_priors) {
-      // Chosen on the stream's own statistics, before any prior joins them.
       const ChannelChoice choice = options_.channel_priors->choose(total, options_.channel_min_gain);
       channel_ = choice.index;
       report_.channel_gain = choice.gain;
       if (const ChannelPrior* c = channel()) {
         report_.channel = c->name;
-        if (prior_weight > 0.0) total.add_scaled(*c->stats, prior_weight / c->stats->beta);
+        prior = c->stats.get();
       }
     }
+    double prior_weight = options_.prior_frames;
+    if (options_.prior_fade_frames > 0.0)
+      prior_weight *= std::max(0.0, 1.0 - total.beta / options_.prior_fade_frames);
+    if (prior && prior_weight > 0.0) total.add_scaled(*prior, prior_weight / prior->beta);
     const FmllrTransform start = transform_;
     c0 = thread_cpu_seconds();
     FmllrOptions estimation = options_.estimation;
