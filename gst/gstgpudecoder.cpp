@@ -255,6 +255,7 @@
 #include "common/features/feature_signature.h"
 #include "common/engine/recognizer.h"
 #include "common/engine/utterance_decoder.h"
+#include "common/fmllr/channel_prior_cache.h"
 #include "common/fmllr/fmllr_stats_io.h"
 #include "common/output/result_json.h"
 #include "common/output/subtitle_format.h"
@@ -2602,16 +2603,19 @@ load_model (GstGpuDecoder * self)
         "are not used");
   } else if (self->adapts && !channels_dir.empty ()) {
     try {
+      /* One copy per process, as the model is: a decoder per stream
+       * shares the library its neighbours loaded. */
+      bool shared = false;
       self->adapt_channels = new std::shared_ptr < const gs::ChannelPriorSet >
-          (std::make_shared < const gs::ChannelPriorSet >
-          (gs::load_channel_priors (channels_dir,
-                  self->recognizer->feature_dim (),
-                  config.model_dir + "/means")));
+          (gs::acquire_channel_priors (channels_dir,
+              self->recognizer->feature_dim (),
+              config.model_dir + "/means", &shared));
       std::string names;
       for (const gs::ChannelPrior & c:(*self->adapt_channels)->channels)
         names += (names.empty ()? "" : ", ") + c.name;
-      GST_INFO_OBJECT (self, "channel priors from %s: %s",
-          channels_dir.c_str (), names.c_str ());
+      GST_INFO_OBJECT (self, "channel priors from %s: %s%s",
+          channels_dir.c_str (), names.c_str (),
+          shared ? " (shared with the decoders already using them)" : "");
     } catch (const gs::ChannelPriorModelMismatch & e) {
       if (!default_channels) {
         free_model (self);

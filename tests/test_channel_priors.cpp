@@ -1,18 +1,21 @@
 // Channel priors (common/fmllr/channel_priors.h): a stream is given the
 // channel its statistics came through, scored against the library's
 // reference, and none when it came through none of them; the library's
-// directory is read with its errors named.
+// directory is read with its errors named; decoders share one copy of it
+// (channel_prior_cache.h).
 #include <gtest/gtest.h>
 
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <memory>
 #include <random>
 #include <string>
 #include <vector>
 
 #include "common/backends/backend_registry.h"
+#include "common/fmllr/channel_prior_cache.h"
 #include "common/fmllr/channel_priors.h"
 #include "common/fmllr/fmllr_estimate.h"
 #include "common/fmllr/fmllr_stats.h"
@@ -199,6 +202,51 @@ TEST_F(ChannelPriorDir, RefusesWhatIsNotALibraryNamingTheFile) {
   // Statistics with no frames.
   write_fmllr_stats(path("empty.stats"), FmllrStats(kDim));
   EXPECT_NE(message_of(kDim).find("empty.stats"), std::string::npos) << message_of(kDim);
+}
+
+TEST_F(ChannelPriorDir, DecodersShareOneCopyOfALibrary) {
+  std::mt19937 rng(5);
+  const Library lib = make_library(rng);
+  write_fmllr_stats(path("reference.stats"), *lib.set.reference.stats);
+  write_fmllr_stats(path("gsm.stats"), *lib.set.channels[0].stats);
+  const size_t before = channel_prior_sets_alive();
+  bool shared = true;
+  std::shared_ptr<const ChannelPriorSet> a = acquire_channel_priors(dir_, kDim, "", &shared);
+  EXPECT_FALSE(shared);
+  EXPECT_EQ(a->channels.size(), 1u);
+  // The same directory named another way is the same library.
+  std::shared_ptr<const ChannelPriorSet> b = acquire_channel_priors(dir_ + "/./", kDim, "", &shared);
+  EXPECT_TRUE(shared);
+  EXPECT_EQ(a.get(), b.get());
+  EXPECT_EQ(channel_prior_sets_alive(), before + 1);
+  // Another dimension is another library (here: refused, and nothing kept).
+  EXPECT_THROW(acquire_channel_priors(dir_, kDim + 1), ChannelPriorError);
+  EXPECT_EQ(channel_prior_sets_alive(), before + 1);
+  // A library changed on disk (a channel added) is a new one for the next
+  // decoder; the running ones keep theirs.
+  write_fmllr_stats(path("second.stats"), *lib.set.channels[1].stats);
+  std::shared_ptr<const ChannelPriorSet> c = acquire_channel_priors(dir_, kDim, "", &shared);
+  EXPECT_FALSE(shared);
+  EXPECT_EQ(c->channels.size(), 2u);
+  EXPECT_EQ(a->channels.size(), 1u);
+  EXPECT_EQ(channel_prior_sets_alive(), before + 2);
+  // The last holder lets go: freed.
+  a.reset();
+  b.reset();
+  EXPECT_EQ(channel_prior_sets_alive(), before + 1);
+  // A failed load caches nothing: after the damage is mended it loads.
+  c.reset();
+  write("reference.stats", "[ 1 2\n 3 4 ]\n");
+  EXPECT_THROW(acquire_channel_priors(dir_, kDim), ChannelPriorError);
+  write_fmllr_stats(path("reference.stats"), *lib.set.reference.stats);
+  EXPECT_EQ(acquire_channel_priors(dir_, kDim)->channels.size(), 2u);
+  // Sharing off (GPUSPEECH_SHARE_RESOURCES=0): a copy each.
+  std::shared_ptr<const ChannelPriorSet> d = acquire_channel_priors(dir_, kDim);
+  setenv("GPUSPEECH_SHARE_RESOURCES", "0", 1);
+  std::shared_ptr<const ChannelPriorSet> e = acquire_channel_priors(dir_, kDim, "", &shared);
+  unsetenv("GPUSPEECH_SHARE_RESOURCES");
+  EXPECT_FALSE(shared);
+  EXPECT_NE(d.get(), e.get());
 }
 
 }  // namespace

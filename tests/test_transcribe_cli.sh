@@ -385,6 +385,16 @@ if [ -f "$T/xforms/dealer.stats" ] && awk '
 else
   fail "--fmllr-dir: dealer.stats: $(head -c 300 "$T/xforms/dealer.stats" 2>&1)"
 fi
+# The model the statistics were taken with: "means BYTES FNV1A64" of the
+# model's means, the line data/channel-priors/en-us/model holds (written by
+# the Python that made that library, with the same model).
+LIB_MODEL=$(dirname "$0")/../data/channel-priors/en-us/model
+if [ -f "$T/xforms/model" ] && [ "$(cat "$T/xforms/model")" = "$(cat "$LIB_MODEL")" ] &&
+   [ "$(cut -d' ' -f2 "$T/xforms/model")" = "$(stat -c %s "$MODEL/en-us/means")" ]; then
+  pass "--fmllr-dir: model names the model's means ($(cat "$T/xforms/model"))"
+else
+  fail "--fmllr-dir: model: '$(cat "$T/xforms/model" 2>&1)', the library's '$(cat "$LIB_MODEL" 2>&1)'"
+fi
 # --fmllr-update diag: A diagonal (every off-diagonal entry of A exactly 0),
 # the words still the reference.
 if run --jsgf "$DATA/cards/cards.gram" --fmllr two-pass --fmllr-update diag --spk2utt "$T/cards.spk2utt" \

@@ -29,6 +29,7 @@
 #include "common/engine/thread_priority.h"
 #include "common/features/feature_pipeline.h"
 #include "common/features/feature_writer.h"
+#include "common/fmllr/channel_priors.h"
 #include "common/fmllr/fmllr_estimate.h"
 #include "common/fmllr/fmllr_io.h"
 #include "common/fmllr/fmllr_stats_io.h"
@@ -145,8 +146,11 @@ Speaker adaptation (feature-space MLLR, docs/transcribe.md):
                         DIR/<speaker>.mat (Kaldi text matrix [A b], what
                         transform-feats reads; DIR is created), the
                         statistics it came from to DIR/<speaker>.stats
-                        (gpudecoder's adapt-prior reads them) and the
-                        speakers to DIR/spk2utt; apply: read them (the
+                        (gpudecoder's adapt-prior reads them), the
+                        speakers to DIR/spk2utt and the model's signature
+                        to DIR/model (what a channel prior library
+                        holds; tools/make-channel-priors.sh); apply: read
+                        them (the
                         speakers from DIR/spk2utt unless --spk2utt; a file
                         it does not list is its own speaker).
                         Bytes of the speaker id other than ASCII letters,
@@ -370,6 +374,23 @@ void make_directory(const std::string& dir) {
 // Where a two-pass run with --fmllr-dir writes down its speakers (spk2utt),
 // for --fmllr apply without --spk2utt to take the same ones.
 std::string speakers_file_path(const std::string& dir) { return dir + "/spk2utt"; }
+
+// Writes DIR/model, the signature of the acoustic model's means
+// (model_file_signature); returns why not ("" when written).
+std::string write_model_file(const std::string& dir, const std::string& model_dir) {
+  const std::string path = dir + "/model";
+  std::string line;
+  try {
+    line = model_file_signature(model_dir + "/means") + "\n";
+  } catch (const std::exception& e) {
+    return path + ": not written: " + e.what();
+  }
+  FILE* f = std::fopen(path.c_str(), "w");
+  if (f == nullptr) return path + ": cannot write: " + std::strerror(errno);
+  const bool ok = std::fputs(line.c_str(), f) >= 0;
+  if (std::fclose(f) != 0 || !ok) return path + ": cannot write: " + std::strerror(errno);
+  return "";
+}
 
 // Writes DIR/spk2utt; returns why not ("" when written). Ids with white
 // space cannot be written as spk2utt; an older file is removed then, so
@@ -1759,6 +1780,10 @@ int run(int argc, char** argv) {
   }
   if (fmllr_mode == FmllrMode::kTwoPass && !fmllr_dir.empty()) {
     if (const std::string why = write_speakers_file(fmllr_dir, speakers, files); !why.empty())
+      std::fprintf(stderr, "%s: warning: %s\n", kProgram, why.c_str());
+    // The statistics are the model's Gaussians' own: say which model, as a
+    // channel prior library's `model` file does (channel_priors.h).
+    if (const std::string why = write_model_file(fmllr_dir, config.model_dir); !why.empty())
       std::fprintf(stderr, "%s: warning: %s\n", kProgram, why.c_str());
   }
   if (fmllr_mode == FmllrMode::kNone) {

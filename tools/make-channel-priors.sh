@@ -80,6 +80,8 @@ statistics() {
     { cat "$T/log" >&2; die "gpuspeech-transcribe failed on $dir"; }
   awk '{ for (i = 1; i <= NF; ++i) if ($i ~ /^[-0-9.]/) $i = sprintf("%.9g", $i); print }' \
     "$T/fmllr/chan.stats" >"$to"
+  # The model the statistics were taken with (the same for every run).
+  mv "$T/fmllr/model" "$OUT/model" || die "gpuspeech-transcribe wrote no $T/fmllr/model"
   rm -rf "$T/fmllr"
 }
 
@@ -89,13 +91,4 @@ for c in "${CHANNELS[@]}"; do
   through "$c"
   statistics "$T/$c" "$OUT/$c.stats"
 done
-# The model's means, FNV-1a 64 (channel_priors.h's model_file_signature).
-python3 - "$M/en-us/means" >"$OUT/model" <<'EOF'
-import sys
-data = open(sys.argv[1], 'rb').read()
-h = 1469598103934665603
-for b in data:
-    h = ((h ^ b) * 1099511628211) & 0xFFFFFFFFFFFFFFFF
-print("means %d %016x" % (len(data), h))
-EOF
 echo "make-channel-priors.sh: $OUT: reference ${CHANNELS[*]}"

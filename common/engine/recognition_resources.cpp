@@ -11,6 +11,7 @@
 #include <stdexcept>
 #include <utility>
 
+#include "common/file_identity.h"
 #include "common/model/fsg.h"
 #include "common/model/jsgf.h"
 #include "common/model/keyphrase_list.h"
@@ -42,21 +43,6 @@ void ResourceOptions::validate() const {
 }
 
 namespace {
-
-// "path=dev:inode:size:mtime_ns;" or "path=absent;".
-void append_file_identity(std::string& key, const std::string& path) {
-  key += path;
-  struct stat st;
-  if (::stat(path.c_str(), &st) != 0) {
-    key += "=absent;";
-    return;
-  }
-  key += "=" + std::to_string(static_cast<unsigned long long>(st.st_dev)) + ":" +
-         std::to_string(static_cast<unsigned long long>(st.st_ino)) + ":" +
-         std::to_string(static_cast<long long>(st.st_size)) + ":" +
-         std::to_string(static_cast<long long>(st.st_mtim.tv_sec)) + "." +
-         std::to_string(static_cast<long long>(st.st_mtim.tv_nsec)) + ";";
-}
 
 // The files of a Sphinx model directory that AcousticModel::load reads.
 constexpr const char* kModelFiles[] = {"mdef",      "means",   "variances", "mixture_weights",
