@@ -710,7 +710,9 @@ struct _GstGpuDecoder
   /* As loaded (NULL to READY): send-alignments, and whether adapt applies. */
   gboolean sends_alignments;
   gboolean adapts;
-  /* adapt-prior's statistics, as loaded; shared by the streams. */
+  /* adapt-prior's statistics, as loaded; shared by the streams, and by
+   * the decoders of the process that name the same file
+   * (common/fmllr/channel_prior_cache.h). */
   std::shared_ptr < const gs::FmllrStats > *adapt_prior;
   /* adapt-channels' library, as loaded; shared by the streams. */
   std::shared_ptr < const gs::ChannelPriorSet > *adapt_channels;
@@ -2556,10 +2558,13 @@ load_model (GstGpuDecoder * self)
   if (self->adapts && !settings.adapt_prior.empty ()) {
     try {
       require_path (settings.adapt_prior, "adapt-prior", false);
+      bool shared = false;
       self->adapt_prior = new std::shared_ptr < const gs::FmllrStats >
-          (std::make_shared < const gs::FmllrStats >
-          (gs::read_fmllr_stats (settings.adapt_prior,
-                  self->recognizer->feature_dim ())));
+          (gs::acquire_prior_stats (settings.adapt_prior,
+              self->recognizer->feature_dim (), &shared));
+      GST_INFO_OBJECT (self, "adapt-prior from %s%s",
+          settings.adapt_prior.c_str (),
+          shared ? " (shared with the decoders already using it)" : "");
       if (!((*self->adapt_prior)->beta > 0.0))
         throw gs::FmllrFormatError (settings.adapt_prior +
             ": statistics with no frames");

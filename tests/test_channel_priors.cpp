@@ -1,8 +1,8 @@
 // Channel priors (common/fmllr/channel_priors.h): a stream is given the
 // channel its statistics came through, scored against the library's
 // reference, and none when it came through none of them; the library's
-// directory is read with its errors named; decoders share one copy of it
-// (channel_prior_cache.h).
+// directory is read with its errors named; decoders share one copy of it,
+// and of an adapt-prior file (channel_prior_cache.h).
 #include <gtest/gtest.h>
 
 #include <cstdio>
@@ -247,6 +247,50 @@ TEST_F(ChannelPriorDir, DecodersShareOneCopyOfALibrary) {
   unsetenv("GPUSPEECH_SHARE_RESOURCES");
   EXPECT_FALSE(shared);
   EXPECT_NE(d.get(), e.get());
+}
+
+// adapt-prior's statistics file: one copy per file and dimension, a file
+// rewritten on disk a new one, a failed read cached as nothing.
+TEST_F(ChannelPriorDir, DecodersShareOneCopyOfAPriorFile) {
+  std::mt19937 rng(6);
+  const Library lib = make_library(rng);
+  write_fmllr_stats(path("gsm.stats"), *lib.set.channels[0].stats);
+  const size_t before = prior_stats_alive();
+  bool shared = true;
+  std::shared_ptr<const FmllrStats> a = acquire_prior_stats(path("gsm.stats"), kDim, &shared);
+  EXPECT_FALSE(shared);
+  EXPECT_EQ(a->g, lib.set.channels[0].stats->g);
+  std::shared_ptr<const FmllrStats> b = acquire_prior_stats(dir_ + "/./gsm.stats", kDim, &shared);
+  EXPECT_TRUE(shared);
+  EXPECT_EQ(a.get(), b.get());
+  EXPECT_EQ(prior_stats_alive(), before + 1);
+  EXPECT_THROW(acquire_prior_stats(path("gsm.stats"), kDim + 1), FmllrFormatError);
+  EXPECT_EQ(prior_stats_alive(), before + 1);
+  // Replaced with another channel's statistics (written beside it and
+  // renamed over it, a new inode: a rewrite in place within one tick of
+  // the file clock with the same size would keep its identity): the next
+  // decoder reads it.
+  write_fmllr_stats(path("new.stats"), *lib.set.channels[1].stats);
+  fs::rename(path("new.stats"), path("gsm.stats"));
+  std::shared_ptr<const FmllrStats> c = acquire_prior_stats(path("gsm.stats"), kDim, &shared);
+  EXPECT_FALSE(shared);
+  EXPECT_EQ(c->g, lib.set.channels[1].stats->g);
+  EXPECT_EQ(a->g, lib.set.channels[0].stats->g);
+  a.reset();
+  b.reset();
+  EXPECT_EQ(prior_stats_alive(), before + 1);
+  c.reset();
+  write("gsm.stats", "[ 1 2\n 3 4 ]\n");
+  EXPECT_THROW(acquire_prior_stats(path("gsm.stats"), kDim), FmllrFormatError);
+  EXPECT_EQ(prior_stats_alive(), before);
+  setenv("GPUSPEECH_SHARE_RESOURCES", "0", 1);
+  write_fmllr_stats(path("gsm.stats"), *lib.set.channels[0].stats);
+  std::shared_ptr<const FmllrStats> d = acquire_prior_stats(path("gsm.stats"), kDim);
+  std::shared_ptr<const FmllrStats> e = acquire_prior_stats(path("gsm.stats"), kDim, &shared);
+  unsetenv("GPUSPEECH_SHARE_RESOURCES");
+  EXPECT_FALSE(shared);
+  EXPECT_NE(d.get(), e.get());
+  EXPECT_EQ(prior_stats_alive(), before);
 }
 
 }  // namespace

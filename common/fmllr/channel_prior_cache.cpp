@@ -1,4 +1,5 @@
-// The process-wide cache of channel prior libraries (channel_prior_cache.h).
+// The process-wide caches of channel prior libraries and of prior
+// statistics files (channel_prior_cache.h).
 #include "common/fmllr/channel_prior_cache.h"
 
 #include <algorithm>
@@ -11,18 +12,22 @@
 #include <vector>
 
 #include "common/file_identity.h"
+#include "common/fmllr/fmllr_stats_io.h"
 
 namespace gpuspeech {
 
 namespace {
 
+// Loaded objects by key, each held while a holder keeps it.
+template <typename T>
 struct Cache {
-  std::mutex mutex;  // guards `sets`, and is held while one loads
-  std::map<std::string, std::weak_ptr<const ChannelPriorSet>> sets;
+  std::mutex mutex;  // guards `held`, and is held while one loads
+  std::map<std::string, std::weak_ptr<const T>> held;
 };
 
-Cache& cache() {
-  static Cache* c = new Cache();  // never destroyed: decoders may outlive static destruction
+template <typename T>
+Cache<T>& cache() {
+  static Cache<T>* c = new Cache<T>();  // never destroyed: decoders may outlive static destruction
   return *c;
 }
 
@@ -56,6 +61,42 @@ std::string sharing_key(const std::string& dir, int dim, const std::string& mode
   return key;
 }
 
+// A statistics file's key: its canonical path, the dimension and its
+// identity.
+std::string file_key(const std::string& path, int dim) {
+  std::error_code ec;
+  const std::filesystem::path p = std::filesystem::canonical(path, ec);
+  const std::string named = (ec ? std::filesystem::path(path) : p).string();
+  std::string key = std::to_string(dim) + ";";
+  append_file_identity(key, named);
+  return key;
+}
+
+// The copy held under `key`, or a new one from load() (whose failure
+// caches nothing); `shared` says which.
+template <typename T, typename Load>
+std::shared_ptr<const T> acquire(const std::string& key, bool* shared, Load load) {
+  Cache<T>& c = cache<T>();
+  std::lock_guard<std::mutex> lock(c.mutex);
+  for (auto it = c.held.begin(); it != c.held.end();) it = it->second.expired() ? c.held.erase(it) : std::next(it);
+  if (std::shared_ptr<const T> held = c.held[key].lock()) {
+    if (shared != nullptr) *shared = true;
+    return held;
+  }
+  auto loaded = std::make_shared<const T>(load());
+  c.held[key] = loaded;
+  return loaded;
+}
+
+template <typename T>
+size_t alive() {
+  Cache<T>& c = cache<T>();
+  std::lock_guard<std::mutex> lock(c.mutex);
+  size_t n = 0;
+  for (const auto& [key, held] : c.held) n += !held.expired();
+  return n;
+}
+
 }  // namespace
 
 std::shared_ptr<const ChannelPriorSet> acquire_channel_priors(const std::string& dir, int dim,
@@ -64,26 +105,18 @@ std::shared_ptr<const ChannelPriorSet> acquire_channel_priors(const std::string&
   if (shared != nullptr) *shared = false;
   if (!sharing_enabled())
     return std::make_shared<const ChannelPriorSet>(load_channel_priors(dir, dim, model_means));
-  const std::string key = sharing_key(dir, dim, model_means);
-  Cache& c = cache();
-  std::lock_guard<std::mutex> lock(c.mutex);
-  for (auto it = c.sets.begin(); it != c.sets.end();)
-    it = it->second.expired() ? c.sets.erase(it) : std::next(it);
-  if (std::shared_ptr<const ChannelPriorSet> held = c.sets[key].lock()) {
-    if (shared != nullptr) *shared = true;
-    return held;
-  }
-  auto loaded = std::make_shared<const ChannelPriorSet>(load_channel_priors(dir, dim, model_means));
-  c.sets[key] = loaded;
-  return loaded;
+  return acquire<ChannelPriorSet>(sharing_key(dir, dim, model_means), shared,
+                                  [&] { return load_channel_priors(dir, dim, model_means); });
 }
 
-size_t channel_prior_sets_alive() {
-  Cache& c = cache();
-  std::lock_guard<std::mutex> lock(c.mutex);
-  size_t n = 0;
-  for (const auto& [key, set] : c.sets) n += !set.expired();
-  return n;
+size_t channel_prior_sets_alive() { return alive<ChannelPriorSet>(); }
+
+std::shared_ptr<const FmllrStats> acquire_prior_stats(const std::string& path, int dim, bool* shared) {
+  if (shared != nullptr) *shared = false;
+  if (!sharing_enabled()) return std::make_shared<const FmllrStats>(read_fmllr_stats(path, dim));
+  return acquire<FmllrStats>(file_key(path, dim), shared, [&] { return read_fmllr_stats(path, dim); });
 }
+
+size_t prior_stats_alive() { return alive<FmllrStats>(); }
 
 }  // namespace gpuspeech

@@ -1,4 +1,5 @@
-// One copy of each channel prior library per process.
+// One copy of each channel prior library, and of each prior's statistics
+// file, per process.
 //
 // Every gpudecoder that adapts loads the default library (1.4 MB of text,
 // its transforms estimated: 20 ms) when its model loads; a media server
@@ -22,6 +23,7 @@
 #include <string>
 
 #include "common/fmllr/channel_priors.h"
+#include "common/fmllr/fmllr_stats.h"
 
 namespace gpuspeech {
 
@@ -35,5 +37,14 @@ std::shared_ptr<const ChannelPriorSet> acquire_channel_priors(const std::string&
 
 // How many distinct libraries are held now (for tests and reports).
 size_t channel_prior_sets_alive();
+
+// read_fmllr_stats(path, dim) (gpudecoder's `adapt-prior`: one channel's
+// statistics, 0.5 MB for en-us), or the copy a holder already has, keyed
+// and shared as the libraries are: by the file's canonical path, the
+// dimension and the file's identity. Throws what read_fmllr_stats throws.
+std::shared_ptr<const FmllrStats> acquire_prior_stats(const std::string& path, int dim, bool* shared = nullptr);
+
+// How many distinct statistics files are held now.
+size_t prior_stats_alive();
 
 }  // namespace gpuspeech
