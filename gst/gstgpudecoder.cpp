@@ -1976,12 +1976,6 @@ clear_utterance (StreamState * st)
   st->aligned_end = 0;
 }
 
-/* Frames past the start of the detector's silence that still count as
- * speech when words are left out (end_utterance()): at 10 dB SNR it calls
- * the weak end of a sentence's last word silence ("the sun came up" lost
- * its "up" in brown noise without this). */
-static const gint64 kVadSilenceGraceFrames = 10;
-
 /* Ends the utterance in progress: final result, remaining text, reset. With
  * `continues`, the next utterance starts at the frame after. */
 static GstFlowReturn
@@ -2001,13 +1995,16 @@ end_utterance (GstGpuDecoder * self, StreamState * st, const char *reason,
   /* Last words that lie mostly in the detector's silence are what the
    * search heard in the noise of the pause (the detector heard no speech
    * there): left out of the result and of what the adaptation learns
-   * from. */
-  gint64 silent_from = gs::kNoSilence;
+   * from (gs::drop_words_from has the rule). */
+  gint64 silence_start = gs::kNoSilence;
   if (GST_CLOCK_TIME_IS_VALID (st->vad_silence_start)
-      && st->vad_silence_start > st->utt_pts)
-    silent_from = frames_in (self, st->vad_silence_start - st->utt_pts) +
-        kVadSilenceGraceFrames;
-  const gs::RecognitionResult r = st->decoder->finish (silent_from);
+      && st->vad_silence_start > st->utt_pts) {
+    silence_start = frames_in (self, st->vad_silence_start - st->utt_pts);
+    GST_DEBUG_OBJECT (self, "utterance %u: the detector's silence from frame %"
+        G_GINT64_FORMAT " of %" G_GINT64_FORMAT, st->utt_index, silence_start,
+        st->utt_frames);
+  }
+  const gs::RecognitionResult r = st->decoder->finish (silence_start);
   if (st->decoder->adapter ()) {
     const gs::RedecodeReport & a = st->decoder->adapter ()->last_report ();
     GST_DEBUG_OBJECT (self, "utterance %u: %s%s (%s%s%s), gain %.4f, %"

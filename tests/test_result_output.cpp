@@ -121,8 +121,10 @@ TEST(Endpointing, TheDetectorEndsAndDropsUtterances) {
   EXPECT_EQ(decide_endpoint(0, 300, partial(2, 0), &silent), EndpointDecision::kNone);
 }
 
-// The last words whose middle lies in the detector's silence go; a word
-// that only runs into it stays; kNoSilence keeps everything.
+// The last words whose middle lies in the detector's silence (past its
+// grace) go; a word that only runs into it stays, and so does one begun in
+// the speech that the search stretched into the pause; kNoSilence keeps
+// everything.
 TEST(Endpointing, WordsInTheDetectorsSilenceAreLeftOut) {
   auto hyp = [] {
     Hypothesis h;
@@ -130,20 +132,31 @@ TEST(Endpointing, WordsInTheDetectorsSilenceAreLeftOut) {
     h.stable_words = 3;
     return h;
   };
+  ASSERT_EQ(kSilenceGraceFrames, 10);
+  ASSERT_EQ(kSpeechBeganFrames, 30);
   Hypothesis h = hyp();
-  EXPECT_EQ(drop_words_from(h, 70), 1u);  // "off": middle 73
+  EXPECT_EQ(drop_words_from(h, 60), 1u);  // "off": middle 73, began 56
   ASSERT_EQ(h.words.size(), 2u);
   EXPECT_EQ(h.words.back().text, "sun");
   EXPECT_EQ(h.stable_words, 2);
   h = hyp();
-  EXPECT_EQ(drop_words_from(h, 74), 0u) << "the middle of \"off\" (73) is before the silence";
+  EXPECT_EQ(drop_words_from(h, 64), 0u) << "the middle of \"off\" (73) is within the grace";
   h = hyp();
-  EXPECT_EQ(drop_words_from(h, 30), 2u) << "\"sun\" (middle 39.5) too";
+  EXPECT_EQ(drop_words_from(h, 25), 2u) << "\"sun\" (middle 39.5, began 20) too";
   h = hyp();
-  EXPECT_EQ(drop_words_from(h, 0), 3u);
+  EXPECT_EQ(drop_words_from(h, -10), 3u);
   h = hyp();
   EXPECT_EQ(drop_words_from(h, kNoSilence), 0u);
   EXPECT_EQ(h.words.size(), 3u);
+  // A last word begun in the speech, stretched far into the pause: kept
+  // while it began 30 frames or more before the silence, else dropped.
+  Hypothesis stretched;
+  stretched.words = {word("the", 0, 19, 1.0f), word("lake", 20, 140, 1.0f)};
+  stretched.stable_words = 2;
+  EXPECT_EQ(drop_words_from(stretched, 51), 0u);
+  EXPECT_EQ(drop_words_from(stretched, 50), 0u);
+  EXPECT_EQ(drop_words_from(stretched, 49), 1u);
+  EXPECT_EQ(stretched.words.back().text, "the");
 }
 
 // The first words whose middle lies before the detector's speech go; a

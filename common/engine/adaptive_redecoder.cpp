@@ -35,17 +35,19 @@ void AdaptiveRedecoderOptions::validate() const {
                                 std::to_string(prior_frames));
 }
 
-size_t drop_words_from(Hypothesis& h, int64_t silent_from) {
-  // Frames are int32: beyond that no word can reach (and 2 x kNoSilence
+size_t drop_words_from(Hypothesis& h, int64_t silence_start) {
+  // Frames are int32: beyond that no word can reach (and the sums below
   // would overflow).
-  if (silent_from > std::numeric_limits<int32_t>::max()) return 0;
+  if (silence_start > std::numeric_limits<int32_t>::max()) return 0;
   const size_t before = h.words.size();
-  // A word with most of its frames in the silence (its middle there): the
-  // search heard it in the noise, or stretched a noise sound after the
-  // last real word (the "off" after "year" in white noise).
-  while (!h.words.empty() &&
-         static_cast<int64_t>(h.words.back().start_frame) + h.words.back().end_frame >= 2 * silent_from)
+  while (!h.words.empty()) {
+    const HypothesisWord& w = h.words.back();
+    const bool middle_in_silence =
+        static_cast<int64_t>(w.start_frame) + w.end_frame >= 2 * (silence_start + kSilenceGraceFrames);
+    const bool began_in_speech = w.start_frame <= silence_start - kSpeechBeganFrames;
+    if (!middle_in_silence || began_in_speech) break;
     h.words.pop_back();
+  }
   if (h.stable_words > static_cast<int32_t>(h.words.size()))
     h.stable_words = static_cast<int32_t>(h.words.size());
   return before - h.words.size();
@@ -161,7 +163,7 @@ int64_t AdaptiveRedecoder::accumulate_words(const std::vector<HypothesisWord>& w
   return aligned;
 }
 
-RecognitionResult AdaptiveRedecoder::finish(int64_t silent_from) {
+RecognitionResult AdaptiveRedecoder::finish(int64_t silence_start) {
   report_ = RedecodeReport{};
   RecognitionResult first;
   double c0 = thread_cpu_seconds();
@@ -169,7 +171,7 @@ RecognitionResult AdaptiveRedecoder::finish(int64_t silent_from) {
     const LatticeResultOff off(rec_);
     first = rec_.finish();
   }
-  drop_words_from(first.best, silent_from);
+  drop_words_from(first.best, silence_start);
   timings_.first_result += thread_cpu_seconds() - c0;
   // The transform the first pass was decoded under.
   const bool first_adapted = !transform_.is_identity();
@@ -258,7 +260,7 @@ RecognitionResult AdaptiveRedecoder::finish(int64_t silent_from) {
       {
         const LatticeResultOff off(rec_);
         RecognitionResult second = rec_.finish();
-        drop_words_from(second.best, silent_from);
+        drop_words_from(second.best, silence_start);
         drop_words_before(second.best, speech_from);
         timings_.redecode += thread_cpu_seconds() - c0;
         // The adapted decoding's words are the better supervision; their
@@ -267,7 +269,7 @@ RecognitionResult AdaptiveRedecoder::finish(int64_t silent_from) {
       }
       c0 = thread_cpu_seconds();
       result = rec_.finish();  // the lattice pass's, when configured
-      drop_words_from(result.best, silent_from);
+      drop_words_from(result.best, silence_start);
       drop_words_before(result.best, speech_from);
       timings_.final_result += thread_cpu_seconds() - c0;
       have_result = true;
@@ -287,7 +289,7 @@ RecognitionResult AdaptiveRedecoder::finish(int64_t silent_from) {
     // a failed second decoding took the recognizer's first one away.
     c0 = thread_cpu_seconds();
     result = holds_first ? rec_.finish() : first;
-    drop_words_from(result.best, silent_from);
+    drop_words_from(result.best, silence_start);
     drop_words_before(result.best, speech_from);
     timings_.final_result += thread_cpu_seconds() - c0;
   }

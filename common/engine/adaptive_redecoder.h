@@ -229,9 +229,25 @@ size_t drop_words_before(Hypothesis& h, int64_t speech_from);
 // No detected silence: finish() keeps every word.
 constexpr int64_t kNoSilence = INT64_MAX;
 
-// Drops `h`'s last words while the middle of the word lies at or after
-// frame `silent_from`; returns how many.
-size_t drop_words_from(Hypothesis& h, int64_t silent_from);
+// Drops `h`'s last words that the search heard in a pause, given the frame
+// where a voice activity detector's silence began (`silence_start`;
+// kNoSilence: none); returns how many. A last word goes while its middle
+// lies kSilenceGraceFrames or more into the silence (the noise after the
+// last real word: "off" after "year" in white noise), unless it began
+// kSpeechBeganFrames or more before the silence did: a word begun in the
+// speech is the speaker's, however far into the pause the search stretched
+// it ("lake" held for 1.2 s of brown noise at 10 dB, begun 42 frames
+// before the silence). Why 30: in white noise at 20 dB a noise word ("off"
+// after "friends") began 18 frames before the detector's silence, which
+// lags the speech's end there; 10 kept it, and with it the stream's
+// adaptation took another path (docs/benchmarks.md, "Last words begun in
+// the speech").
+// The grace after the silence's start is for the weak end of a last word
+// that the detector at 10 dB already calls silence ("the sun came up" lost
+// its "up" in brown noise without it).
+size_t drop_words_from(Hypothesis& h, int64_t silence_start);
+constexpr int64_t kSilenceGraceFrames = 10;
+constexpr int64_t kSpeechBeganFrames = 30;
 
 class AdaptiveRedecoder {
  public:
@@ -254,11 +270,11 @@ class AdaptiveRedecoder {
   // The utterance's final result (see the top of this file). The
   // recognizer then holds the decoding that gave it (its features can be
   // aligned) until reset(). An alignment or estimation that fails leaves
-  // the first pass's result (reported in last_report()). Last words whose
-  // middle lies at or after `silent_from` (a frame of the utterance where a
-  // voice activity detector says the speech ended) are left out of each
-  // pass's words before they supervise the statistics, and of the result:
-  // the search heard them in the noise of a pause (drop_words_from).
+  // the first pass's result (reported in last_report()). Last words that
+  // the search heard in the pause after `silence_start` (a frame of the
+  // utterance where a voice activity detector says the speech ended;
+  // drop_words_from has the rule) are left out of each pass's words before
+  // they supervise the statistics, and of the result.
   // Likewise, when the utterance is normalised with its own mean, first
   // words whose middle lies more than kSpeechOnsetGraceFrames before the
   // first frame live CMN learnt from (where the detector heard speech
@@ -266,7 +282,7 @@ class AdaptiveRedecoder {
   // digital silence into "up" or "mm" where live CMN's average had kept it
   // silence (the batch path never decodes those frames: Sphinx's silence
   // removal drops them).
-  RecognitionResult finish(int64_t silent_from = kNoSilence);
+  RecognitionResult finish(int64_t silence_start = kNoSilence);
   static constexpr int64_t kSpeechOnsetGraceFrames = 10;
   // Starts the next utterance: the recognizer reset, the raw frames
   // dropped. Without finish() before, the utterance is dropped unlearnt.

@@ -39,11 +39,11 @@ class UtteranceDecoder {
     else
       rec_.push_features(frames, num_frames);
   }
-  // `silent_from`: see AdaptiveRedecoder::finish().
-  RecognitionResult finish(int64_t silent_from = kNoSilence) {
-    if (adapter_) return adapter_->finish(silent_from);
+  // `silence_start`: see AdaptiveRedecoder::finish().
+  RecognitionResult finish(int64_t silence_start = kNoSilence) {
+    if (adapter_) return adapter_->finish(silence_start);
     RecognitionResult r = rec_.finish();
-    drop_words_from(r.best, silent_from);
+    drop_words_from(r.best, silence_start);
     return r;
   }
   // The next utterance; without finish() before, this one is dropped (and,
