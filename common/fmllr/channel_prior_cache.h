@@ -39,9 +39,10 @@ std::shared_ptr<const ChannelPriorSet> acquire_channel_priors(const std::string&
 size_t channel_prior_sets_alive();
 
 // read_fmllr_stats(path, dim) (gpudecoder's `adapt-prior`: one channel's
-// statistics, 0.5 MB for en-us), or the copy a holder already has, keyed
-// and shared as the libraries are: by the file's canonical path, the
-// dimension and the file's identity. Throws what read_fmllr_stats throws.
+// statistics, 0.5 MB in memory for en-us, up to 1.2 MB of text), or the
+// copy a holder already has, keyed and shared as the libraries are: by the
+// file's canonical path, the dimension and the file's identity. Throws
+// what read_fmllr_stats throws.
 std::shared_ptr<const FmllrStats> acquire_prior_stats(const std::string& path, int dim, bool* shared = nullptr);
 
 // How many distinct statistics files are held now.
