@@ -240,8 +240,9 @@ constexpr int64_t kNoSilence = INT64_MAX;
 // before the silence). Why 30: in white noise at 20 dB a noise word ("off"
 // after "friends") began 18 frames before the detector's silence, which
 // lags the speech's end there; 10 kept it, and with it the stream's
-// adaptation took another path (docs/benchmarks.md, "Last words begun in
-// the speech").
+// adaptation took another path. Where the detector lags more, 30 still
+// keeps such words (white noise on 40 sentences lost what pink and brown
+// gained: docs/benchmarks.md, "Last words begun in the speech").
 // The grace after the silence's start is for the weak end of a last word
 // that the detector at 10 dB already calls silence ("the sun came up" lost
 // its "up" in brown noise without it).
