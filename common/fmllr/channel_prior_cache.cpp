@@ -36,18 +36,26 @@ bool sharing_enabled() {
   return env == nullptr || std::string(env) != "0";
 }
 
-// The key: the library's directory (the same directory named two ways,
-// relative or through a link, is one library), the dimension, and the
-// identity of every file in it and of the model's means, so that a
-// library rewritten on disk is loaded afresh by the next decoder while
-// running ones keep theirs. A path that does not resolve keys as given
-// (the load reports it).
+// A path as one name for the thing it names (the same file or directory
+// named two ways, relative or through a link, is one), or as given when it
+// does not resolve (the load reports it); `resolved` says which.
+std::string canonical_name(const std::string& path, bool* resolved) {
+  std::error_code ec;
+  const std::filesystem::path p = std::filesystem::canonical(path, ec);
+  *resolved = !ec;
+  return ec ? path : p.string();
+}
+
+// The key: the library's directory, the dimension, and the identity of
+// every file in it and of the model's means, so that a library rewritten
+// on disk is loaded afresh by the next decoder while running ones keep
+// theirs.
 std::string sharing_key(const std::string& dir, int dim, const std::string& model_means) {
   namespace fs = std::filesystem;
-  std::error_code ec;
-  const fs::path root = fs::canonical(dir, ec);
-  std::string key = (ec ? fs::path(dir) : root).string() + ";" + std::to_string(dim) + ";";
-  if (!ec) {
+  bool resolved = false;
+  const std::string root = canonical_name(dir, &resolved);
+  std::string key = root + ";" + std::to_string(dim) + ";";
+  if (resolved) {
     std::vector<std::string> files;
     try {
       for (const fs::directory_entry& e : fs::directory_iterator(root)) files.push_back(e.path().string());
@@ -61,21 +69,23 @@ std::string sharing_key(const std::string& dir, int dim, const std::string& mode
   return key;
 }
 
-// A statistics file's key: its canonical path, the dimension and its
-// identity.
+// A statistics file's key: the dimension and the file's identity under
+// its canonical name.
 std::string file_key(const std::string& path, int dim) {
-  std::error_code ec;
-  const std::filesystem::path p = std::filesystem::canonical(path, ec);
-  const std::string named = (ec ? std::filesystem::path(path) : p).string();
+  bool resolved = false;
   std::string key = std::to_string(dim) + ";";
-  append_file_identity(key, named);
+  append_file_identity(key, canonical_name(path, &resolved));
   return key;
 }
 
-// The copy held under `key`, or a new one from load() (whose failure
-// caches nothing); `shared` says which.
-template <typename T, typename Load>
-std::shared_ptr<const T> acquire(const std::string& key, bool* shared, Load load) {
+// The copy held under the key make_key() gives, or a new one from load()
+// (whose failure caches nothing); `shared` says which. With sharing off,
+// always a new one.
+template <typename T, typename MakeKey, typename Load>
+std::shared_ptr<const T> acquire(MakeKey make_key, bool* shared, Load load) {
+  if (shared != nullptr) *shared = false;
+  if (!sharing_enabled()) return std::make_shared<const T>(load());
+  const std::string key = make_key();
   Cache<T>& c = cache<T>();
   std::lock_guard<std::mutex> lock(c.mutex);
   for (auto it = c.held.begin(); it != c.held.end();) it = it->second.expired() ? c.held.erase(it) : std::next(it);
@@ -102,19 +112,15 @@ size_t alive() {
 std::shared_ptr<const ChannelPriorSet> acquire_channel_priors(const std::string& dir, int dim,
                                                               const std::string& model_means,
                                                               bool* shared) {
-  if (shared != nullptr) *shared = false;
-  if (!sharing_enabled())
-    return std::make_shared<const ChannelPriorSet>(load_channel_priors(dir, dim, model_means));
-  return acquire<ChannelPriorSet>(sharing_key(dir, dim, model_means), shared,
+  return acquire<ChannelPriorSet>([&] { return sharing_key(dir, dim, model_means); }, shared,
                                   [&] { return load_channel_priors(dir, dim, model_means); });
 }
 
 size_t channel_prior_sets_alive() { return alive<ChannelPriorSet>(); }
 
 std::shared_ptr<const FmllrStats> acquire_prior_stats(const std::string& path, int dim, bool* shared) {
-  if (shared != nullptr) *shared = false;
-  if (!sharing_enabled()) return std::make_shared<const FmllrStats>(read_fmllr_stats(path, dim));
-  return acquire<FmllrStats>(file_key(path, dim), shared, [&] { return read_fmllr_stats(path, dim); });
+  return acquire<FmllrStats>([&] { return file_key(path, dim); }, shared,
+                             [&] { return read_fmllr_stats(path, dim); });
 }
 
 size_t prior_stats_alive() { return alive<FmllrStats>(); }
