@@ -335,6 +335,32 @@ gst_gpu_decoder_cue_timing_get_type (void)
   return type;
 }
 
+/* adapt-update: which part of the speaker transform is estimated
+ * (FmllrUpdateType's values, the same nicks as gpufmllr's update-type). */
+#define GST_TYPE_GPU_DECODER_ADAPT_UPDATE \
+  (gst_gpu_decoder_adapt_update_get_type ())
+static GType
+gst_gpu_decoder_adapt_update_get_type (void)
+{
+  static GType type = 0;
+  static const GEnumValue values[] = {
+    {(gint) gs::FmllrUpdateType::kFull,
+        "Full matrix and offset (1 560 values for 39 features)", "full"},
+    {(gint) gs::FmllrUpdateType::kBlock,
+        "Matrix of three diagonal blocks (static, delta, acceleration) and "
+          "offset (546 values for 39 features)", "block"},
+    {(gint) gs::FmllrUpdateType::kDiag,
+        "Diagonal matrix and offset (78 values for 39 features)", "diag"},
+    {(gint) gs::FmllrUpdateType::kOffset,
+        "Offset only (39 values for 39 features)", "offset"},
+    {0, NULL, NULL},
+  };
+  if (g_once_init_enter (&type))
+    g_once_init_leave (&type,
+        g_enum_register_static ("GstGpuDecoderAdaptUpdate", values));
+  return type;
+}
+
 static const char *
 format_media_type (OutputFormat f)
 {
@@ -396,6 +422,7 @@ enum
   PROP_ADAPT_CHANNELS,
   PROP_ADAPT_CHANNEL_MIN_GAIN,
   PROP_ADAPT_PRIOR_FADE_FRAMES,
+  PROP_ADAPT_UPDATE,
   N_PROPS
 };
 
@@ -482,6 +509,8 @@ struct Settings
       gs::AdaptiveRedecoderOptions ().channel_min_gain;
   gdouble adapt_prior_fade_frames =
       gs::AdaptiveRedecoderOptions ().prior_fade_frames;
+  gs::FmllrUpdateType adapt_update =
+      gs::AdaptiveRedecoderOptions ().estimation.update;
 };
 
 /* A configuration problem for the user; `not_found` marks a missing file. */
@@ -1069,6 +1098,16 @@ gst_gpu_decoder_class_init (GstGpuDecoderClass * klass)
           "(docs/gpudecoder.md). 0: the full transform from the first "
           "estimate. Read when a stream starts (READY to PAUSED)",
           0.0, 1e9, gs::AdaptiveRedecoderOptions ().diag_below_frames, rw));
+  g_object_class_install_property (gobject_class, PROP_ADAPT_UPDATE,
+      g_param_spec_enum ("adapt-update", "Speaker transform's form",
+          "With adapt: which part of the transform [A b] is estimated "
+          "(from adapt-diag-frames frames on, when that is set): all of "
+          "it, A in three diagonal blocks (static, delta, acceleration "
+          "features), A diagonal, or b alone. Fewer values need less "
+          "speech to estimate well (docs/gpudecoder.md). Read when a "
+          "stream starts (READY to PAUSED)",
+          GST_TYPE_GPU_DECODER_ADAPT_UPDATE,
+          (gint) gs::AdaptiveRedecoderOptions ().estimation.update, rw));
 
   element_class->change_state =
       GST_DEBUG_FUNCPTR (gst_gpu_decoder_change_state);
@@ -1271,6 +1310,9 @@ gst_gpu_decoder_set_property (GObject * object, guint prop_id,
     case PROP_ADAPT_DIAG_FRAMES:
       s.adapt_diag_frames = g_value_get_double (value);
       break;
+    case PROP_ADAPT_UPDATE:
+      s.adapt_update = (gs::FmllrUpdateType) g_value_get_enum (value);
+      break;
     case PROP_ADAPT_CHANNELS:
       set_string (s.adapt_channels, value);
       break;
@@ -1411,6 +1453,9 @@ gst_gpu_decoder_get_property (GObject * object, guint prop_id,
       break;
     case PROP_ADAPT_DIAG_FRAMES:
       g_value_set_double (value, s.adapt_diag_frames);
+      break;
+    case PROP_ADAPT_UPDATE:
+      g_value_set_enum (value, (gint) s.adapt_update);
       break;
     case PROP_ADAPT_CHANNELS:
       get_string (value, s.adapt_channels);
@@ -2693,6 +2738,7 @@ start_stream (GstGpuDecoder * self)
     adaptation.min_redecode_gain = s.redecode_min_gain;
     adaptation.own_utterance_cmn = s.utterance_cmn;
     adaptation.diag_below_frames = s.adapt_diag_frames;
+    adaptation.estimation.update = s.adapt_update;
     adaptation.prior_fade_frames = s.adapt_prior_fade_frames;
     if (self->adapt_prior) {
       adaptation.prior = *self->adapt_prior;

@@ -75,7 +75,7 @@
  * - `outcome` (string): "updated" (the new transform applies from the next
  *   buffer), "too-few-frames" (fewer than `min-frames`: the transform is
  *   kept) or "refused" (statistics that give no safe transform: kept).
- * - `update-type` (string): "full", "diag" or "offset": the part of
+ * - `update-type` (string): "full", "block", "diag" or "offset": the part of
  *   [A b] estimated (with `update-type` auto, chosen by `frames`).
  * - `message` (string): why not updated, or which dimensions needed
  *   regularisation; "" otherwise.
@@ -208,9 +208,13 @@ gst_gpu_fmllr_update_type_get_type (void)
   static GType type = 0;
   static const GEnumValue values[] = {
     {GPU_FMLLR_UPDATE_AUTO, "By the amount of statistics: offset, then "
-          "diagonal from 10d frames, then full from 5d(d+1) frames", "auto"},
+          "diagonal, then full, each once there are frames-per-parameter "
+          "frames for each of its parameters", "auto"},
     {(gint) gs::FmllrUpdateType::kFull,
         "Full matrix and offset (d x (d+1) parameters)", "full"},
+    {(gint) gs::FmllrUpdateType::kBlock,
+        "Matrix of three diagonal blocks (static, delta, acceleration) and "
+          "offset (d(d/3+1) parameters)", "block"},
     {(gint) gs::FmllrUpdateType::kDiag,
         "Diagonal matrix and offset (2d parameters)", "diag"},
     {(gint) gs::FmllrUpdateType::kOffset, "Offset only (d parameters)",

@@ -242,6 +242,22 @@ TEST(AdaptiveRedecoder, AYoungStreamsTransformIsDiagonal) {
   EXPECT_GE(a.stats().beta, o.diag_below_frames);
   EXPECT_EQ(fmllr_transform_update_type(a.transform()), FmllrUpdateType::kFull);
 
+  // From diag_below_frames on, estimation.update's form: here the three
+  // blocks (gpudecoder's adapt-update=block).
+  Recognizer r3(goforward_config(true));
+  AdaptiveRedecoderOptions blocks = o;
+  blocks.estimation.update = FmllrUpdateType::kBlock;
+  AdaptiveRedecoder b(r3, blocks);
+  push_chunked(b, f, dim);
+  b.finish();
+  EXPECT_EQ(fmllr_transform_update_type(b.transform()), FmllrUpdateType::kDiag);
+  b.reset();
+  push_chunked(b, f, dim);
+  const RecognitionResult rb = b.finish();
+  ASSERT_TRUE(b.last_report().redecoded) << b.last_report().message;
+  EXPECT_EQ(fmllr_transform_update_type(b.transform()), FmllrUpdateType::kBlock);
+  expect_same_words(rb, decode_plain(plain, transformed(b.transform(), f)));
+
   AdaptiveRedecoderOptions bad;
   bad.diag_below_frames = -1.0;
   EXPECT_THROW(AdaptiveRedecoder(rec, bad), std::invalid_argument);

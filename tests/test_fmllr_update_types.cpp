@@ -6,18 +6,25 @@
 // update reaches at least the diagonal one's objective. The prior of the
 // full update (FmllrOptions::prior_frames) moves its estimate from the full
 // one (no prior) to the diagonal one (a prior of many frames), maximising
-// the objective less the prior's penalty.
+// the objective less the prior's penalty. The block update (three diagonal
+// blocks) undoes a block-diagonal distortion, keeps the entries outside its
+// blocks at zero, is a maximum over its own entries, and lies between the
+// diagonal and the full update's objectives; a dimension that does not
+// split into three blocks is refused.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "common/backends/backend_registry.h"
 #include "common/fmllr/fmllr_estimate.h"
 #include "common/fmllr/fmllr_stats.h"
 #include "common/fmllr/fmllr_transform.h"
+#include "common/fmllr/online_fmllr.h"
 #include "tests/fmllr_test_util.h"
 
 namespace gpuspeech {
@@ -61,14 +68,19 @@ FmllrTransform em(const GaussianMixtures& gm, const std::vector<float>& x,
   for (int p = 0; p < passes; ++p) {
     const FmllrEstimate est = estimate_fmllr(stats_at(gm, x, senones, w), opt, &w);
     EXPECT_EQ(est.outcome, FmllrOutcome::kUpdated) << est.message;
-    EXPECT_EQ(est.objective.size(), type == FmllrUpdateType::kFull ? 11u : 2u);
+    // The start, then every sweep of the row updates; the block update's
+    // diagonal start before its sweeps.
+    EXPECT_EQ(est.objective.size(), type == FmllrUpdateType::kFull    ? 11u
+                                    : type == FmllrUpdateType::kBlock ? 12u
+                                                                      : 2u);
     w = est.transform;
   }
   return w;
 }
 
 TEST(FmllrUpdateTypes, NamesRoundTrip) {
-  for (FmllrUpdateType t : {FmllrUpdateType::kFull, FmllrUpdateType::kDiag, FmllrUpdateType::kOffset}) {
+  for (FmllrUpdateType t : {FmllrUpdateType::kFull, FmllrUpdateType::kBlock, FmllrUpdateType::kDiag,
+                            FmllrUpdateType::kOffset}) {
     FmllrUpdateType back = FmllrUpdateType::kFull;
     ASSERT_TRUE(parse_fmllr_update_type(to_string(t), &back));
     EXPECT_EQ(back, t);
@@ -154,6 +166,96 @@ TEST(FmllrUpdateTypes, EachEstimateIsItsParametersMaximum) {
       EXPECT_GE(full.objective.back(), est.objective.back());
     }
   }
+}
+
+TEST(FmllrUpdateTypes, BlockUndoesABlockDiagonalDistortion) {
+  std::mt19937 rng(19);
+  const int d = 6, size = d / kFmllrBlocks;
+  const GaussianMixtures gm = fmllr_test_model(d, 2, 12, 2, rng);
+  std::vector<int32_t> senones;
+  const std::vector<float> clean = draw_features(gm, 8000, senones, rng);
+  // Each block mixed within itself, and shifted.
+  FmllrTransform distortion = testing::random_affine(d, 0.3, rng);
+  for (int i = 0; i < d; ++i)
+    for (int j = 0; j < d; ++j)
+      if (i / size != j / size) distortion.at(i, j) = 0.0;
+  std::vector<float> x(clean.size());
+  apply_fmllr_reference(distortion, clean.data(), 8000, x.data());
+  const FmllrTransform w = em(gm, x, senones, FmllrUpdateType::kBlock, 4);
+  EXPECT_EQ(fmllr_transform_update_type(w), FmllrUpdateType::kBlock);
+  // W o distortion, the identity's A and a zero offset.
+  double worst = 0.0;
+  for (int i = 0; i < d; ++i) {
+    for (int j = 0; j < d; ++j) {
+      if (i / size != j / size) {
+        EXPECT_EQ(w.at(i, j), 0.0) << "entry outside the blocks " << i << "," << j;
+      }
+      double m = 0.0;
+      for (int r = 0; r < d; ++r) m += w.at(i, r) * distortion.at(r, j);
+      worst = std::max(worst, std::fabs(m - (i == j ? 1.0 : 0.0)));
+    }
+    double b = w.at(i, d);
+    for (int r = 0; r < d; ++r) b += w.at(i, r) * distortion.at(r, d);
+    worst = std::max(worst, std::fabs(b) / 3.0);
+  }
+  std::printf("block update: largest deviation of W o distortion from the identity %.4f\n", worst);
+  EXPECT_LT(worst, 0.05);
+  // The diagonal update cannot undo the mixing within the blocks.
+  const FmllrTransform diag = em(gm, x, senones, FmllrUpdateType::kDiag, 4);
+  double diag_worst = 0.0;
+  for (int i = 0; i < d; ++i)
+    for (int j = 0; j < d; ++j) {
+      const double m = diag.at(i, i) * distortion.at(i, j);
+      diag_worst = std::max(diag_worst, std::fabs(m - (i == j ? 1.0 : 0.0)));
+    }
+  EXPECT_GT(diag_worst, 4.0 * worst);
+}
+
+TEST(FmllrUpdateTypes, BlockIsItsEntriesMaximumBetweenDiagonalAndFull) {
+  const int d = 6, size = d / kFmllrBlocks;
+  const FmllrStats st = distorted_stats(d, 23, 3000);
+  FmllrOptions opt;
+  opt.update = FmllrUpdateType::kBlock;
+  opt.iterations = 30;
+  // The start transform does not matter, as for diag and offset.
+  std::mt19937 rng(5);
+  const FmllrTransform start = testing::random_affine(d, 0.1, rng);
+  const FmllrEstimate est = estimate_fmllr(st, opt, &start);
+  ASSERT_EQ(est.outcome, FmllrOutcome::kUpdated) << est.message;
+  const FmllrEstimate again = estimate_fmllr(st, opt);
+  EXPECT_EQ(again.transform.w, est.transform.w);
+  const double best = fmllr_objective(st, est.transform);
+  EXPECT_NEAR(best / st.beta, est.objective.back(), 1e-9 * std::fabs(best));
+  for (size_t k = 2; k < est.objective.size(); ++k)
+    EXPECT_GE(est.objective[k], est.objective[k - 1] - 1e-12) << "sweep " << k - 1;
+  for (int i = 0; i < d; ++i)
+    for (int col = 0; col <= d; ++col) {
+      if (col < d && col / size != i / size) {
+        EXPECT_EQ(est.transform.at(i, col), 0.0);
+        continue;
+      }
+      for (double step : {-1e-3, 1e-3}) {
+        FmllrTransform t = est.transform;
+        t.at(i, col) += step;
+        EXPECT_LE(fmllr_objective(st, t), best + 1e-9 * std::fabs(best))
+            << "entry " << i << "," << col << " step " << step;
+      }
+    }
+  FmllrOptions diag_opt;
+  diag_opt.update = FmllrUpdateType::kDiag;
+  const FmllrEstimate diag = estimate_fmllr(st, diag_opt);
+  const FmllrEstimate full = estimate_fmllr(st, FmllrOptions{}, &est.transform);
+  ASSERT_EQ(full.outcome, FmllrOutcome::kUpdated) << full.message;
+  // The random distortion mixes across blocks: strictly between.
+  EXPECT_GT(est.objective.back(), diag.objective.back() + 1e-3);
+  EXPECT_GT(full.objective.back(), est.objective.back() + 1e-3);
+
+  // A dimension that three blocks do not divide: refused, start kept.
+  const FmllrStats odd = distorted_stats(5, 29, 3000);
+  const FmllrEstimate refused = estimate_fmllr(odd, opt);
+  EXPECT_EQ(refused.outcome, FmllrOutcome::kRefused);
+  EXPECT_NE(refused.message.find("divisible by 3"), std::string::npos) << refused.message;
+  EXPECT_EQ(refused.transform.w, FmllrTransform::identity(5).w);
 }
 
 // The penalty of the prior as fmllr_estimate.h defines it.

@@ -1626,6 +1626,12 @@ TEST(GpuDecoder, AdaptsToTheSpeakerAcrossUtterances) {
   gdouble diag_frames = -1.0;
   g_object_get(dec, "adapt-diag-frames", &diag_frames, nullptr);
   EXPECT_DOUBLE_EQ(diag_frames, 0.0);
+  gint update = -1;
+  g_object_get(dec, "adapt-update", &update, nullptr);
+  EXPECT_EQ(update, static_cast<gint>(FmllrUpdateType::kFull));
+  g_object_set(dec, "adapt-update", static_cast<gint>(FmllrUpdateType::kBlock), nullptr);
+  g_object_get(dec, "adapt-update", &update, nullptr);
+  EXPECT_EQ(update, static_cast<gint>(FmllrUpdateType::kBlock));
   gst_object_unref(dec);
   const std::string path3 = three_goforwards_file();
   ASSERT_FALSE(path3.empty());
@@ -1637,6 +1643,19 @@ TEST(GpuDecoder, AdaptsToTheSpeakerAcrossUtterances) {
   ASSERT_EQ(dg.size(), 3u) << described(dg);
   EXPECT_EQ(dg[2].adapted, 1);
   for (const Result& r : dg) EXPECT_EQ(r.hypothesis, "go forward ten meters");
+
+  // adapt-update=block by its nick, as gst-launch sets it: the stream
+  // adapts and keeps its words.
+  const std::string path4 = three_goforwards_file();
+  ASSERT_FALSE(path4.empty());
+  const PipelineRun blk = run_pipeline(raw_source(path4) + " ! " + features() + " ! " + lm +
+                                       " adapt-update=block ! fakesink");
+  g_unlink(path4.c_str());
+  ASSERT_TRUE(blk.eos) << blk.error_text();
+  const std::vector<Result> bk = blk.finals();
+  ASSERT_EQ(bk.size(), 3u) << described(bk);
+  EXPECT_EQ(bk[2].adapted, 1);
+  for (const Result& r : bk) EXPECT_EQ(r.hypothesis, "go forward ten meters");
 }
 
 // For the adaptation-prior tests: a CPU recognizer of the goforward

@@ -166,13 +166,15 @@ Speaker adaptation (feature-space MLLR, docs/transcribe.md):
   --fmllr-redecode N    after estimating, N times: decode under the transform,
                         align those words and estimate again from it (default
                         1; 0: the plain two-pass). Each costs a decoding pass
-  --fmllr-update U      full (default: 39 x 40, all of [A b]) | diag (diagonal
-                        A and offset b: 2 x 39 parameters, for little data) |
-                        offset (b alone) | auto (per speaker, the richest type
+  --fmllr-update U      full (default: 39 x 40, all of [A b]) | block (A in
+                        three diagonal blocks, static, delta and
+                        acceleration, and b: 3 x 13 x 14 parameters) | diag
+                        (diagonal A and offset b: 2 x 39 parameters, for
+                        little data) | offset (b alone) | auto (per speaker, the richest type
                         with 2 aligned frames a parameter: offset, diag from
                         156 frames, full from 3120; the gpufmllr element's rule)
   --fmllr-prior-frames X
-                        a full update is drawn towards the diagonal estimate
+                        a full or block update is drawn towards the diagonal estimate
                         of the same statistics as if by X frames of speech
                         that favour it (default 0: none); with more data
                         than X the data dominate (docs/fmllr.md)
@@ -1591,7 +1593,7 @@ int run(int argc, char** argv) {
       const std::string u = value();
       fmllr_update_by_data = u == "auto";
       if (!fmllr_update_by_data && !parse_fmllr_update_type(u, &fmllr_options.update))
-        usage_error("--fmllr-update: expected auto, full, diag or offset, got '" + u + "'");
+        usage_error("--fmllr-update: expected auto, full, block, diag or offset, got '" + u + "'");
       fmllr_tuned = true;
     } else if (a == "--times") {
       times = true;
@@ -1639,8 +1641,8 @@ int run(int argc, char** argv) {
                             : "--fibers applies to one decoding a file: add --one-pass (with an "
                               "n-gram LM the default is two-pass fMLLR)");
   if (fmllr_options.prior_frames > 0.0 && !fmllr_update_by_data &&
-      fmllr_options.update != FmllrUpdateType::kFull)
-    usage_error("--fmllr-prior-frames applies to the full update (--fmllr-update full or auto)");
+      fmllr_options.update != FmllrUpdateType::kFull && fmllr_options.update != FmllrUpdateType::kBlock)
+    usage_error("--fmllr-prior-frames applies to the full and block updates (--fmllr-update full, block or auto)");
   if (fmllr_mode == FmllrMode::kApply && fmllr_tuned)
     usage_error("--fmllr-min-frames, --fmllr-em-passes, --fmllr-redecode, --fmllr-update and --fmllr-prior-frames apply to --fmllr two-pass only");
   if (cluster_speakers_flag >= 0 && fmllr_mode != FmllrMode::kTwoPass)

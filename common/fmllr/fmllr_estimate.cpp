@@ -197,6 +197,7 @@ const char* to_string(FmllrOutcome outcome) {
 const char* to_string(FmllrUpdateType type) {
   switch (type) {
     case FmllrUpdateType::kFull: return "full";
+    case FmllrUpdateType::kBlock: return "block";
     case FmllrUpdateType::kDiag: return "diag";
     case FmllrUpdateType::kOffset: return "offset";
   }
@@ -204,7 +205,8 @@ const char* to_string(FmllrUpdateType type) {
 }
 
 bool parse_fmllr_update_type(const std::string& name, FmllrUpdateType* type) {
-  for (FmllrUpdateType t : {FmllrUpdateType::kFull, FmllrUpdateType::kDiag, FmllrUpdateType::kOffset})
+  for (FmllrUpdateType t : {FmllrUpdateType::kFull, FmllrUpdateType::kBlock, FmllrUpdateType::kDiag,
+                            FmllrUpdateType::kOffset})
     if (name == to_string(t)) {
       *type = t;
       return true;
@@ -237,6 +239,15 @@ FmllrEstimate estimate_fmllr(const FmllrStats& st, const FmllrOptions& opt,
     out.outcome = FmllrOutcome::kTooFewFrames;
     msg << "fMLLR: " << st.beta << " frames of statistics, fewer than the " << opt.min_frames
         << " required; keeping the " << (start ? "previous" : "identity") << " transform";
+    out.message = msg.str();
+    return out;
+  }
+  const bool block = opt.update == FmllrUpdateType::kBlock;
+  if (block && d % kFmllrBlocks != 0) {
+    out.outcome = FmllrOutcome::kRefused;
+    msg << "fMLLR: a block-diagonal transform needs a dimension divisible by " << kFmllrBlocks
+        << " (static, delta, acceleration), not " << d << "; keeping the "
+        << (start ? "previous" : "identity") << " transform";
     out.message = msg.str();
     return out;
   }
@@ -283,7 +294,8 @@ FmllrEstimate estimate_fmllr(const FmllrStats& st, const FmllrOptions& opt,
   out.regularised_dims = static_cast<int>(regularised.size());
 
   std::vector<double> kk = k_rows(st);
-  if (opt.update == FmllrUpdateType::kFull && opt.prior_frames > 0.0) {
+  const bool row_updates = opt.update == FmllrUpdateType::kFull || block;
+  if (row_updates && opt.prior_frames > 0.0) {
     // The prior towards the diagonal estimate (top of fmllr_estimate.h):
     // G_i + tau G_i / beta, k_i + tau v_i G_i / beta.
     const FmllrTransform v = restricted_estimate(FmllrUpdateType::kDiag, st.beta, g, kk, d);
@@ -305,29 +317,69 @@ FmllrEstimate estimate_fmllr(const FmllrStats& st, const FmllrOptions& opt,
   FmllrTransform& t = out.transform;
   out.objective.push_back(objective_with(st.beta, g, kk, t) / st.beta);
   if (opt.update != FmllrUpdateType::kFull) {
-    t = restricted_estimate(opt.update, st.beta, g, kk, d);
+    // The block update starts from the diagonal estimate: block-diagonal
+    // itself, and independent of the start transform, as diag and offset are.
+    t = restricted_estimate(block ? FmllrUpdateType::kDiag : opt.update, st.beta, g, kk, d);
     out.objective.push_back(objective_with(st.beta, g, kk, t) / st.beta);
+  }
+  // The entries each row estimates: all of them (full), or its block's
+  // columns and the offset (block), with G_i's Cholesky factor over them.
+  std::vector<std::vector<int>> support(static_cast<size_t>(d));
+  if (block) {
+    const int size = d / kFmllrBlocks;
+    for (int i = 0; i < d; ++i) {
+      std::vector<int>& idx = support[static_cast<size_t>(i)];
+      const int lo = i / size * size;
+      for (int j = lo; j < lo + size; ++j) idx.push_back(j);
+      idx.push_back(d);
+      const int m = static_cast<int>(idx.size());
+      Matrix sub(static_cast<size_t>(m) * m);
+      for (int r = 0; r < m; ++r)
+        for (int c = 0; c < m; ++c)
+          sub[static_cast<size_t>(r) * m + c] =
+              g[static_cast<size_t>(i)][static_cast<size_t>(idx[static_cast<size_t>(r)]) * n + idx[static_cast<size_t>(c)]];
+      // A principal block of a positive definite matrix is positive
+      // definite; only rounding could fail here.
+      if (!cholesky(sub, m, chol[static_cast<size_t>(i)])) {
+        out.outcome = FmllrOutcome::kRefused;
+        msg << "fMLLR: the statistics of dimension " << i << " are singular within its block; keeping the "
+            << (start ? "previous" : "identity") << " transform";
+        out.message = msg.str();
+        out.transform = kept;
+        out.objective.clear();
+        return out;
+      }
+    }
+  } else {
+    for (int i = 0; i < d; ++i)
+      for (int j = 0; j < n; ++j) support[static_cast<size_t>(i)].push_back(j);
   }
   // Row i of A⁻ᵀ (the cofactor direction) is column i of A⁻¹. A⁻¹ is
   // inverted afresh at each sweep and kept up to date through the sweep's
   // row updates by Sherman-Morrison (n² a row instead of an n³ inverse).
   Matrix inv;
-  std::vector<double> p(static_cast<size_t>(n)), gp(static_cast<size_t>(n)), gk(static_cast<size_t>(n)),
-      delta(static_cast<size_t>(d)), y;
-  for (int iter = 0; opt.update == FmllrUpdateType::kFull && iter < opt.iterations; ++iter) {
+  std::vector<double> p(static_cast<size_t>(n)), k(static_cast<size_t>(n)), gp(static_cast<size_t>(n)),
+      gk(static_cast<size_t>(n)), delta(static_cast<size_t>(d)), y;
+  for (int iter = 0; row_updates && iter < opt.iterations; ++iter) {
     bool have_inverse = invert_a(t, inv);
     for (int i = 0; i < d; ++i) {
       if (!have_inverse) break;  // caught below as non-finite / singular
-      for (int r = 0; r < d; ++r) p[static_cast<size_t>(r)] = inv[static_cast<size_t>(r) * d + i];
-      p[static_cast<size_t>(d)] = 0.0;
+      // p and k_i over the row's entries; p's offset entry is 0.
+      const std::vector<int>& idx = support[static_cast<size_t>(i)];
+      const int m = static_cast<int>(idx.size());
+      const double* ki = kk.data() + static_cast<size_t>(i) * n;
+      for (int r = 0; r < m; ++r) {
+        const int c = idx[static_cast<size_t>(r)];
+        p[static_cast<size_t>(r)] = c < d ? inv[static_cast<size_t>(c) * d + i] : 0.0;
+        k[static_cast<size_t>(r)] = ki[c];
+      }
       const Matrix& l = chol[static_cast<size_t>(i)];
-      const double* k = kk.data() + static_cast<size_t>(i) * n;
-      cholesky_solve(l, n, p.data(), gp.data());  // G⁻¹ pᵀ
-      cholesky_solve(l, n, k, gk.data());         // G⁻¹ kᵀ
+      cholesky_solve(l, m, p.data(), gp.data());  // G⁻¹ pᵀ
+      cholesky_solve(l, m, k.data(), gk.data());  // G⁻¹ kᵀ
       double a = 0.0, e = 0.0;
-      for (int r = 0; r < n; ++r) {
+      for (int r = 0; r < m; ++r) {
         a += p[static_cast<size_t>(r)] * gp[static_cast<size_t>(r)];
-        e += k[r] * gp[static_cast<size_t>(r)];
+        e += k[static_cast<size_t>(r)] * gp[static_cast<size_t>(r)];
       }
       if (!(a > 0.0) || !std::isfinite(a) || !std::isfinite(e)) continue;
       const double root = std::sqrt(e * e + 4.0 * a * st.beta);
@@ -335,10 +387,14 @@ FmllrEstimate estimate_fmllr(const FmllrStats& st, const FmllrOptions& opt,
       auto q = [&](double al) { return st.beta * std::log(std::fabs(al * a + e)) - 0.5 * al * al * a; };
       const double alpha = q(a1) >= q(a2) ? a1 : a2;
       double* w = t.w.data() + static_cast<size_t>(i) * n;
-      for (int r = 0; r < n; ++r) {
+      // Entries outside the support stay as they are (zero: the block
+      // update starts from the diagonal estimate).
+      std::fill(delta.begin(), delta.end(), 0.0);
+      for (int r = 0; r < m; ++r) {
+        const int c = idx[static_cast<size_t>(r)];
         const double v = alpha * gp[static_cast<size_t>(r)] + gk[static_cast<size_t>(r)];
-        if (r < d) delta[static_cast<size_t>(r)] = v - w[r];
-        w[r] = v;
+        if (c < d) delta[static_cast<size_t>(c)] = v - w[c];
+        w[c] = v;
       }
       if (!update_inverse_row(inv, d, i, delta.data(), y)) have_inverse = invert_a(t, inv);
     }

@@ -24,8 +24,8 @@
 //    start transform is kept (refused).
 // Never returns NaN.
 //
-// A prior for the full update (FmllrOptions::prior_frames = tau > 0): the
-// objective maximised is
+// A prior for the full and block updates (FmllrOptions::prior_frames =
+// tau > 0): the objective maximised is
 //   Q(W) - tau/2 sum_i (w_i - v_i) (G_i / beta) (w_i - v_i)ᵀ,
 // V = [A b] the diagonal estimate from the same statistics. G_i / beta is
 // one average frame's G_i, so the prior weighs as tau frames that favour the
@@ -53,14 +53,25 @@ namespace gpuspeech {
 //  - kDiag: A diagonal and b, 2d parameters: each row's (a_ii, b_i) is the
 //    same row maximum restricted to those two entries, exact in one pass
 //    (the rows do not interact when A is diagonal);
+//  - kBlock: A block-diagonal in three equal blocks, and b: d (d/3 + 1)
+//    parameters (546 for d = 39). The blocks are the static, delta and
+//    acceleration parts of the feature vector (Sphinx's 1s_c_d_dd and
+//    Kaldi's add-deltas lay them out so); each row's update is the full
+//    update restricted to its block's columns and the offset, starting from
+//    the diagonal estimate. Why: HTK's CMLLR does this by default for
+//    cepstra with deltas; the three parts are nearly uncorrelated, so the
+//    blocks keep most of what a full transform buys with a third of its
+//    parameters. Needs d divisible by 3 (refused otherwise);
 //  - kOffset: A = I, b alone (d parameters): b_i = (k_i[d] - G_i[d][i]) / G_i[d][d].
 // The diag and offset estimates do not depend on the start transform (as in
 // Kaldi); the start is still what is kept when no update is made. Fewer
 // parameters need less data: a full transform is 1560 parameters for
 // d = 39, a diagonal one 78.
-enum class FmllrUpdateType { kFull, kDiag, kOffset };
+enum class FmllrUpdateType { kFull, kDiag, kOffset, kBlock };
 const char* to_string(FmllrUpdateType type);
-// "full", "diag", "offset"; false for anything else.
+// kBlock's blocks: static, delta, acceleration.
+constexpr int kFmllrBlocks = 3;
+// "full", "block", "diag", "offset"; false for anything else.
 bool parse_fmllr_update_type(const std::string& name, FmllrUpdateType* type);
 
 struct FmllrOptions {
@@ -79,8 +90,8 @@ struct FmllrOptions {
   // above the float32 rounding, small against any real eigenvalue.
   double ridge = 1e-5;
   double max_log_det = 50.0;
-  // Frames of the prior towards the diagonal estimate (full update only; 0:
-  // none). See the top of this file.
+  // Frames of the prior towards the diagonal estimate (full and block
+  // updates; 0: none). See the top of this file.
   double prior_frames = 0.0;
 };
 

@@ -33,9 +33,10 @@ int richness(FmllrUpdateType t) {
   switch (t) {
     case FmllrUpdateType::kOffset: return 0;
     case FmllrUpdateType::kDiag: return 1;
-    case FmllrUpdateType::kFull: return 2;
+    case FmllrUpdateType::kBlock: return 2;
+    case FmllrUpdateType::kFull: return 3;
   }
-  return 2;
+  return 3;
 }
 
 // Frames of statistics update_type_by_data wants before estimating `t`:
@@ -44,6 +45,7 @@ double frames_needed_for(FmllrUpdateType t, int dim, double frames_per_parameter
   const double d = dim;
   switch (t) {
     case FmllrUpdateType::kFull: return frames_per_parameter * d * (d + 1.0);
+    case FmllrUpdateType::kBlock: return frames_per_parameter * d * (d / kFmllrBlocks + 1.0);
     case FmllrUpdateType::kDiag: return frames_per_parameter * 2.0 * d;
     case FmllrUpdateType::kOffset: return 0.0;
   }
@@ -109,17 +111,18 @@ FmllrUpdateType fmllr_update_type_for_frames(double frames, int dim, double fram
 }
 
 FmllrUpdateType fmllr_transform_update_type(const FmllrTransform& t) {
-  bool diagonal = true, unit = true;
-  for (int i = 0; i < t.dim && diagonal; ++i)
+  const int size = t.dim % kFmllrBlocks == 0 ? t.dim / kFmllrBlocks : 0;
+  bool diagonal = true, unit = true, blocks = size > 0;
+  for (int i = 0; i < t.dim; ++i)
     for (int j = 0; j < t.dim; ++j) {
       const double a = t.at(i, j);
       if (i != j && a != 0.0) {
         diagonal = false;
-        break;
+        if (size == 0 || i / size != j / size) blocks = false;
       }
       if (i == j && a != 1.0) unit = false;
     }
-  if (!diagonal) return FmllrUpdateType::kFull;
+  if (!diagonal) return blocks ? FmllrUpdateType::kBlock : FmllrUpdateType::kFull;
   return unit ? FmllrUpdateType::kOffset : FmllrUpdateType::kDiag;
 }
 

@@ -133,7 +133,8 @@ struct OnlineFmllrOptions {
 FmllrUpdateType fmllr_update_type_for_frames(double frames, int dim, double frames_per_parameter);
 
 // The update type a transform is of, judged from its A: the identity (b
-// free) is kOffset, a diagonal A kDiag, anything else kFull. Only exact
+// free) is kOffset, a diagonal A kDiag, an A of three diagonal blocks
+// (fmllr_estimate.h) kBlock, anything else kFull. Only exact
 // zeros (and ones) count: the diag and offset estimates write them exactly,
 // and the Kaldi text format keeps them, so a transform they saved reads
 // back as what it was; a transform from elsewhere with tiny off-diagonal
