@@ -68,7 +68,10 @@
  * again with them, and the utterance is decoded again under it: the final
  * result is that second decoding (the partials are the first). Until the
  * stream has about 3 s of speech there is no transform and no second pass
- * (but see `utterance-cmn` below).
+ * (but see `utterance-cmn` below). A young stream's transform (its first
+ * sentence, below `adapt-young-frames`) has fewer values than the full
+ * one (`adapt-young-update`: three diagonal blocks), which so little
+ * speech estimates better; later ones have `adapt-update`'s form.
  * The second pass costs one more decoding of each utterance, at its end,
  * so the final result comes that much later (common/engine/
  * adaptive_redecoder.h, docs/gpudecoder.md). Once the transform has
@@ -418,7 +421,8 @@ enum
   PROP_UTTERANCE_CMN,
   PROP_ADAPT_PRIOR,
   PROP_ADAPT_PRIOR_FRAMES,
-  PROP_ADAPT_DIAG_FRAMES,
+  PROP_ADAPT_YOUNG_FRAMES,
+  PROP_ADAPT_YOUNG_UPDATE,
   PROP_ADAPT_CHANNELS,
   PROP_ADAPT_CHANNEL_MIN_GAIN,
   PROP_ADAPT_PRIOR_FADE_FRAMES,
@@ -503,7 +507,9 @@ struct Settings
   gboolean utterance_cmn = DEFAULT_UTTERANCE_CMN;
   std::string adapt_prior;
   gdouble adapt_prior_frames = gs::AdaptiveRedecoderOptions ().prior_frames;
-  gdouble adapt_diag_frames = gs::AdaptiveRedecoderOptions ().diag_below_frames;
+  gdouble adapt_young_frames = gs::AdaptiveRedecoderOptions ().young_below_frames;
+  gs::FmllrUpdateType adapt_young_update =
+      gs::AdaptiveRedecoderOptions ().young_update;
   std::string adapt_channels = default_channel_priors ();
   gdouble adapt_channel_min_gain =
       gs::AdaptiveRedecoderOptions ().channel_min_gain;
@@ -1084,28 +1090,33 @@ gst_gpu_decoder_class_init (GstGpuDecoderClass * klass)
           "adapt-prior weighs as. Read when a stream starts (READY to "
           "PAUSED)", 1.0, 1e9, gs::AdaptiveRedecoderOptions ().prior_frames,
           rw));
-  g_object_class_install_property (gobject_class, PROP_ADAPT_DIAG_FRAMES,
-      g_param_spec_double ("adapt-diag-frames",
-          "Diagonal transform below this many frames",
-          "With adapt: while the stream's statistics (adapt-prior's weight "
+  g_object_class_install_property (gobject_class, PROP_ADAPT_YOUNG_FRAMES,
+      g_param_spec_double ("adapt-young-frames",
+          "Young stream's frames",
+          "With adapt: while the stream's statistics (the prior's weight "
           "included) hold fewer frames (10 ms each) of speech than this, "
-          "the transform estimated is diagonal (a scale and an offset per "
-          "feature), from then on the full one. A stream's first sentence "
-          "(3-6 s) is too little to estimate the full transform's 1 560 "
-          "values well, and enough for the diagonal one's 78; 600 makes "
-          "only the first estimate diagonal. Measured, 600 gained summed "
-          "over issue 15's live sets but lost on some rows "
-          "(docs/gpudecoder.md). 0: the full transform from the first "
-          "estimate. Read when a stream starts (READY to PAUSED)",
-          0.0, 1e9, gs::AdaptiveRedecoderOptions ().diag_below_frames, rw));
+          "the transform estimated has adapt-young-update's form, from "
+          "then on adapt-update's. A stream's first sentence (3-6 s) is "
+          "too little to estimate the full transform's 1 560 values well; "
+          "at 600 only the first estimate of a stream without a channel "
+          "prior is young (docs/gpudecoder.md). 0: never. Read when a "
+          "stream starts (READY to PAUSED)",
+          0.0, 1e9, gs::AdaptiveRedecoderOptions ().young_below_frames, rw));
+  g_object_class_install_property (gobject_class, PROP_ADAPT_YOUNG_UPDATE,
+      g_param_spec_enum ("adapt-young-update", "Young stream's transform form",
+          "With adapt: the form of the transform estimated below "
+          "adapt-young-frames frames (the values as for adapt-update). "
+          "Read when a stream starts (READY to PAUSED)",
+          GST_TYPE_GPU_DECODER_ADAPT_UPDATE,
+          (gint) gs::AdaptiveRedecoderOptions ().young_update, rw));
   g_object_class_install_property (gobject_class, PROP_ADAPT_UPDATE,
       g_param_spec_enum ("adapt-update", "Speaker transform's form",
           "With adapt: which part of the transform [A b] is estimated "
-          "(from adapt-diag-frames frames on, when that is set): all of "
-          "it, A in three diagonal blocks (static, delta, acceleration "
-          "features), A diagonal, or b alone. Fewer values need less "
-          "speech to estimate well (docs/gpudecoder.md). Read when a "
-          "stream starts (READY to PAUSED)",
+          "(from adapt-young-frames frames on): all of it, A in three "
+          "diagonal blocks (static, delta, acceleration features), A "
+          "diagonal, or b alone. Fewer values need less speech to "
+          "estimate well (docs/gpudecoder.md). Read when a stream starts "
+          "(READY to PAUSED)",
           GST_TYPE_GPU_DECODER_ADAPT_UPDATE,
           (gint) gs::AdaptiveRedecoderOptions ().estimation.update, rw));
 
@@ -1307,8 +1318,11 @@ gst_gpu_decoder_set_property (GObject * object, guint prop_id,
     case PROP_ADAPT_PRIOR:
       set_string (s.adapt_prior, value);
       break;
-    case PROP_ADAPT_DIAG_FRAMES:
-      s.adapt_diag_frames = g_value_get_double (value);
+    case PROP_ADAPT_YOUNG_FRAMES:
+      s.adapt_young_frames = g_value_get_double (value);
+      break;
+    case PROP_ADAPT_YOUNG_UPDATE:
+      s.adapt_young_update = (gs::FmllrUpdateType) g_value_get_enum (value);
       break;
     case PROP_ADAPT_UPDATE:
       s.adapt_update = (gs::FmllrUpdateType) g_value_get_enum (value);
@@ -1451,8 +1465,11 @@ gst_gpu_decoder_get_property (GObject * object, guint prop_id,
     case PROP_ADAPT_PRIOR:
       get_string (value, s.adapt_prior);
       break;
-    case PROP_ADAPT_DIAG_FRAMES:
-      g_value_set_double (value, s.adapt_diag_frames);
+    case PROP_ADAPT_YOUNG_FRAMES:
+      g_value_set_double (value, s.adapt_young_frames);
+      break;
+    case PROP_ADAPT_YOUNG_UPDATE:
+      g_value_set_enum (value, (gint) s.adapt_young_update);
       break;
     case PROP_ADAPT_UPDATE:
       g_value_set_enum (value, (gint) s.adapt_update);
@@ -2737,7 +2754,8 @@ start_stream (GstGpuDecoder * self)
     gs::AdaptiveRedecoderOptions adaptation;
     adaptation.min_redecode_gain = s.redecode_min_gain;
     adaptation.own_utterance_cmn = s.utterance_cmn;
-    adaptation.diag_below_frames = s.adapt_diag_frames;
+    adaptation.young_below_frames = s.adapt_young_frames;
+    adaptation.young_update = s.adapt_young_update;
     adaptation.estimation.update = s.adapt_update;
     adaptation.prior_fade_frames = s.adapt_prior_fade_frames;
     if (self->adapt_prior) {

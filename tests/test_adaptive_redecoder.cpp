@@ -200,11 +200,12 @@ TEST(AdaptiveRedecoder, ASmallGainKeepsTheFirstPassAndTheNewTransform) {
   EXPECT_THROW(AdaptiveRedecoder(rec, bad), std::invalid_argument);
 }
 
-// diag_below_frames: while the statistics hold fewer frames than that, the
-// estimate is diagonal (a stream's first sentence); from then on full. The
-// result is the decoding under the diagonal transform, and without the
-// option the same first utterance gets a full one.
-TEST(AdaptiveRedecoder, AYoungStreamsTransformIsDiagonal) {
+// young_below_frames: while the statistics hold fewer frames than that, the
+// estimate has young_update's form (a stream's first sentence); from then
+// on estimation.update's. The result is the decoding under the young
+// transform, and without the option the same first utterance gets a full
+// one.
+TEST(AdaptiveRedecoder, AYoungStreamsTransformHasTheYoungForm) {
   if (!have_goforward()) GTEST_SKIP() << "pocketsphinx-testdata or pocketsphinx-en-us not installed";
   Recognizer rec(goforward_config(true));
   Recognizer plain(goforward_config(false));
@@ -217,7 +218,7 @@ TEST(AdaptiveRedecoder, AYoungStreamsTransformIsDiagonal) {
   {
     Recognizer r2(goforward_config(true));
     AdaptiveRedecoderOptions full = o;
-    full.diag_below_frames = 0.0;  // full at once
+    full.young_below_frames = 0.0;  // full at once
     AdaptiveRedecoder probe(r2, full);
     push_chunked(probe, f, dim);
     probe.finish();
@@ -226,32 +227,37 @@ TEST(AdaptiveRedecoder, AYoungStreamsTransformIsDiagonal) {
     first_beta = probe.stats().beta;
   }
   ASSERT_GT(first_beta, 50.0);
-  o.diag_below_frames = 1.5 * first_beta;  // the first utterance, not two
-  AdaptiveRedecoder a(rec, o);
-  push_chunked(a, f, dim);
-  const RecognitionResult r1 = a.finish();
-  ASSERT_TRUE(a.last_report().redecoded) << a.last_report().message;
-  const FmllrTransform t1 = a.transform();
-  EXPECT_EQ(fmllr_transform_update_type(t1), FmllrUpdateType::kDiag);
-  expect_same_words(r1, decode_plain(plain, transformed(t1, f)));
-  EXPECT_LT(a.stats().beta, o.diag_below_frames);
+  // Each young form, then full from the second utterance on.
+  for (const FmllrUpdateType young : {FmllrUpdateType::kDiag, FmllrUpdateType::kBlock}) {
+    SCOPED_TRACE(to_string(young));
+    Recognizer r(goforward_config(true));
+    AdaptiveRedecoderOptions y = o;
+    y.young_below_frames = 1.5 * first_beta;  // the first utterance, not two
+    y.young_update = young;
+    AdaptiveRedecoder a(r, y);
+    push_chunked(a, f, dim);
+    const RecognitionResult r1 = a.finish();
+    ASSERT_TRUE(a.last_report().redecoded) << a.last_report().message;
+    const FmllrTransform t1 = a.transform();
+    EXPECT_EQ(fmllr_transform_update_type(t1), young);
+    expect_same_words(r1, decode_plain(plain, transformed(t1, f)));
+    EXPECT_LT(a.stats().beta, y.young_below_frames);
 
-  a.reset();
-  push_chunked(a, f, dim);
-  a.finish();
-  EXPECT_GE(a.stats().beta, o.diag_below_frames);
-  EXPECT_EQ(fmllr_transform_update_type(a.transform()), FmllrUpdateType::kFull);
+    a.reset();
+    push_chunked(a, f, dim);
+    a.finish();
+    EXPECT_GE(a.stats().beta, y.young_below_frames);
+    EXPECT_EQ(fmllr_transform_update_type(a.transform()), FmllrUpdateType::kFull);
+  }
 
-  // From diag_below_frames on, estimation.update's form: here the three
-  // blocks (gpudecoder's adapt-update=block).
+  // estimation.update's form throughout when the stream is never young
+  // (gpudecoder's adapt-update=block adapt-young-frames=0).
   Recognizer r3(goforward_config(true));
   AdaptiveRedecoderOptions blocks = o;
+  blocks.young_below_frames = 0.0;
+  blocks.young_update = FmllrUpdateType::kDiag;
   blocks.estimation.update = FmllrUpdateType::kBlock;
   AdaptiveRedecoder b(r3, blocks);
-  push_chunked(b, f, dim);
-  b.finish();
-  EXPECT_EQ(fmllr_transform_update_type(b.transform()), FmllrUpdateType::kDiag);
-  b.reset();
   push_chunked(b, f, dim);
   const RecognitionResult rb = b.finish();
   ASSERT_TRUE(b.last_report().redecoded) << b.last_report().message;
@@ -259,8 +265,19 @@ TEST(AdaptiveRedecoder, AYoungStreamsTransformIsDiagonal) {
   expect_same_words(rb, decode_plain(plain, transformed(b.transform(), f)));
 
   AdaptiveRedecoderOptions bad;
-  bad.diag_below_frames = -1.0;
+  bad.young_below_frames = -1.0;
   EXPECT_THROW(AdaptiveRedecoder(rec, bad), std::invalid_argument);
+}
+
+// The estimation AdaptiveRedecoder makes from `total` (the prior's weight
+// included): young_update's form below young_below_frames.
+FmllrOptions estimation_for(const FmllrStats& total, const AdaptiveRedecoderOptions& o) {
+  FmllrOptions e = o.estimation;
+  if (total.beta < o.young_below_frames) {
+    e.update = o.young_update;
+    if (e.update == FmllrUpdateType::kBlock && total.dim % kFmllrBlocks != 0) e.update = FmllrUpdateType::kDiag;
+  }
+  return e;
 }
 
 // Largest entry difference between two transforms of one dimension.
@@ -328,7 +345,7 @@ TEST(AdaptiveRedecoder, APriorStartsTheStreamAndWeighsAsItsFrames) {
     EXPECT_FALSE(a.last_report().redecoded);
     FmllrStats total = a.stats();
     total.add_scaled(*prior, prior_frames / prior->beta);
-    const FmllrEstimate expected = estimate_fmllr(total, po.estimation, &start);
+    const FmllrEstimate expected = estimate_fmllr(total, estimation_for(total, po), &start);
     EXPECT_LT(transform_distance(a.transform(), expected.transform), 1e-9);
     const FmllrTransform t = a.transform();
     a.new_speaker();
@@ -445,7 +462,7 @@ TEST(AdaptiveRedecoder, AStreamTakesTheChannelItsSpeechCameThrough) {
       EXPECT_EQ(a.channel(), nullptr);
     }
     const FmllrTransform identity = FmllrTransform::identity(dim);
-    const FmllrEstimate expected = estimate_fmllr(total, opt.estimation, &identity);
+    const FmllrEstimate expected = estimate_fmllr(total, estimation_for(total, opt), &identity);
     EXPECT_LT(transform_distance(a.transform(), expected.transform), 1e-9) << "channel " << want;
     a.new_speaker();
     EXPECT_EQ(a.channel(), nullptr);

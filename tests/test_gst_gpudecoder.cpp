@@ -1618,16 +1618,18 @@ TEST(GpuDecoder, AdaptsToTheSpeakerAcrossUtterances) {
     EXPECT_EQ(r.utterance_cmn, 0);
   }
 
-  // adapt-diag-frames (0 by default: the full transform from the first
-  // estimate): with it beyond any stream's speech every transform is
-  // diagonal, and the stream still adapts with the right words.
+  // adapt-young-frames and adapt-young-update (a stream's first estimate
+  // in three blocks by default): with the threshold beyond any stream's
+  // speech every transform is diagonal, and the stream still adapts with
+  // the right words.
   dec = gst_element_factory_make("gpudecoder", nullptr);
   ASSERT_TRUE(dec);
-  gdouble diag_frames = -1.0;
-  g_object_get(dec, "adapt-diag-frames", &diag_frames, nullptr);
-  EXPECT_DOUBLE_EQ(diag_frames, 0.0);
-  gint update = -1;
-  g_object_get(dec, "adapt-update", &update, nullptr);
+  gdouble young_frames = -1.0;
+  gint young_update = -1, update = -1;
+  g_object_get(dec, "adapt-young-frames", &young_frames, "adapt-young-update", &young_update, "adapt-update",
+               &update, nullptr);
+  EXPECT_DOUBLE_EQ(young_frames, AdaptiveRedecoderOptions().young_below_frames);
+  EXPECT_EQ(young_update, static_cast<gint>(AdaptiveRedecoderOptions().young_update));
   EXPECT_EQ(update, static_cast<gint>(FmllrUpdateType::kFull));
   g_object_set(dec, "adapt-update", static_cast<gint>(FmllrUpdateType::kBlock), nullptr);
   g_object_get(dec, "adapt-update", &update, nullptr);
@@ -1636,7 +1638,7 @@ TEST(GpuDecoder, AdaptsToTheSpeakerAcrossUtterances) {
   const std::string path3 = three_goforwards_file();
   ASSERT_FALSE(path3.empty());
   const PipelineRun diag = run_pipeline(raw_source(path3) + " ! " + features() + " ! " + lm +
-                                        " adapt-diag-frames=1e9 ! fakesink");
+                                        " adapt-young-frames=1e9 adapt-young-update=diag ! fakesink");
   g_unlink(path3.c_str());
   ASSERT_TRUE(diag.eos) << diag.error_text();
   const std::vector<Result> dg = diag.finals();
@@ -1649,7 +1651,7 @@ TEST(GpuDecoder, AdaptsToTheSpeakerAcrossUtterances) {
   const std::string path4 = three_goforwards_file();
   ASSERT_FALSE(path4.empty());
   const PipelineRun blk = run_pipeline(raw_source(path4) + " ! " + features() + " ! " + lm +
-                                       " adapt-update=block ! fakesink");
+                                       " adapt-update=block adapt-young-frames=0 ! fakesink");
   g_unlink(path4.c_str());
   ASSERT_TRUE(blk.eos) << blk.error_text();
   const std::vector<Result> bk = blk.finals();

@@ -18,9 +18,9 @@ void AdaptiveRedecoderOptions::validate() const {
                                 std::to_string(cmn_stream_frames));
   if (prior && !(prior->beta > 0.0 && std::isfinite(prior->beta)))
     throw std::invalid_argument("speaker adaptation: prior statistics with no frames");
-  if (!(diag_below_frames >= 0.0) || !std::isfinite(diag_below_frames))
-    throw std::invalid_argument("speaker adaptation: diag_below_frames must be a finite number >= 0, not " +
-                                std::to_string(diag_below_frames));
+  if (!(young_below_frames >= 0.0) || !std::isfinite(young_below_frames))
+    throw std::invalid_argument("speaker adaptation: young_below_frames must be a finite number >= 0, not " +
+                                std::to_string(young_below_frames));
   if (prior && channel_priors)
     throw std::invalid_argument("speaker adaptation: a prior and channel priors, give one or the other");
   if (channel_priors && (!channel_priors->reference.stats || channel_priors->channels.empty()))
@@ -224,7 +224,14 @@ RecognitionResult AdaptiveRedecoder::finish(int64_t silence_start) {
     const FmllrTransform start = transform_;
     c0 = thread_cpu_seconds();
     FmllrOptions estimation = options_.estimation;
-    if (total.beta < options_.diag_below_frames) estimation.update = FmllrUpdateType::kDiag;
+    if (total.beta < options_.young_below_frames) {
+      estimation.update = options_.young_update;
+      // The default young form needs the static/delta/acceleration layout
+      // (a dimension divisible by three); a model without it gets the
+      // diagonal form rather than no transform.
+      if (estimation.update == FmllrUpdateType::kBlock && total.dim % kFmllrBlocks != 0)
+        estimation.update = FmllrUpdateType::kDiag;
+    }
     const FmllrEstimate est = estimate_fmllr(total, estimation, &start);
     timings_.estimate += thread_cpu_seconds() - c0;
     report_.outcome = est.outcome;

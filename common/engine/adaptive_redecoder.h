@@ -170,20 +170,21 @@ struct AdaptiveRedecoderOptions {
   // priors chosen per stream").
   double prior_fade_frames = 3000.0;
   // While the statistics (the stream's, and the prior's weight) hold fewer
-  // frames than this, estimates are diagonal (a scale and an offset per
-  // dimension) whatever estimation.update says; from then on
-  // estimation.update's. 0 (default): never. A stream's first sentence
-  // gives 300-400 aligned frames, few for the full transform's 1 560
-  // values and plenty for the diagonal one's 78; at 600 only the first
-  // estimate is diagonal. Measured against 0 on issue 15's live sets, it
-  // gained summed over each set (13 conditions x 255 words 256.5 -> 250.2
-  // %, 40-sentence streams 110.3 -> 105.8, LibriVox as five streams 21.1
-  // -> 18.3 %) but rows moved both ways, and on the far-field set that CI
-  // guards it lost 3 words of 109 (26.6 -> 29.4 %, past issue 15's bound),
-  // so it is not the default (docs/benchmarks.md, "A diagonal transform
-  // for a stream's first sentence"). With a prior of 500 frames the first
-  // estimate is already past 600, so it is full.
-  double diag_below_frames = 0.0;
+  // frames than young_below_frames, estimates take the form young_update
+  // whatever estimation.update says (kBlock with a dimension not divisible
+  // by three: kDiag); from then on estimation.update's. 0: never. Why: a
+  // stream's first sentence gives 300-400 aligned frames, few for the full
+  // transform's 1 560 values; the three-block form's 546
+  // (or the diagonal one's 78) are estimated better from them. At 600 only
+  // the first estimate of a stream without a channel prior is young (with
+  // one, the prior's 500 frames put it past). Measured against 0 on issue
+  // 15's live sets (docs/benchmarks.md, "Three blocks for a stream's first
+  // sentence"): 20 sentences of 4 voices, 14 conditions, 256.5 -> 243.1 %
+  // summed; 40 sentences 225.9 -> 215.2; the diagonal form at 600 lost
+  // clean speech (4.7 -> 5.9 %), where this keeps it. On the 8 far-field
+  // sentences of slt and awb (109 words) it lost 3 words (26.6 -> 29.4 %).
+  double young_below_frames = 600.0;
+  FmllrUpdateType young_update = FmllrUpdateType::kBlock;
 
   // Throws std::invalid_argument naming the bad value.
   void validate() const;
