@@ -10,7 +10,9 @@
 # Both also define _GLIBCXX_ASSERTIONS (as Ubuntu's g++ does by default):
 # libstdc++ then checks every vector index, which ASan misses inside a
 # vector's capacity.
-# Ends with one line "tests: N passed, N failed, N skipped" over all three.
+# Ends with the failed tests (name, exit status, the end of their log) and any
+# test a suite lists but never reported, then one line
+# "tests: N passed, N failed, N skipped" over all three.
 # Environment: GPUSPEECH_REQUIRE_BACKENDS=opencl,cuda makes backend tests
 # fail rather than skip when a named backend is missing (CI sets opencl).
 set -u
@@ -53,16 +55,48 @@ else
   echo "clang++ not found: fuzzers not run"; status=1
 fi
 
-python3 - build build-asan build-fuzz <<'PY'
-import json, os, sys
+# The summary comes last because CI shows only the tail of this output: it
+# names each failed test with the end of its log, and any test a suite lists
+# but never reported (a test runner that died leaves no line for the rest).
+python3 - build:all build-asan:unit,reference,cli build-fuzz:fuzz <<'PY'
+import json, os, subprocess, sys
 counts = {"OK": 0, "FAIL": 0, "SKIP": 0, "TIMEOUT": 0, "ERROR": 0}
-for d in sys.argv[1:]:
+report = []
+for arg in sys.argv[1:]:
+    d, suites = arg.split(":")
     log = os.path.join(d, "meson-logs", "testlog.json")
-    if not os.path.exists(log):
+    if not os.path.exists(d):
         continue
-    for line in open(log):
-        r = json.loads(line).get("result", "ERROR")
-        counts[r if r in counts else "ERROR"] += 1
+    cmd = ["meson", "test", "-C", d, "--list", "--no-rebuild"]
+    if suites != "all":
+        for s in suites.split(","):
+            cmd += ["--suite", s]
+    try:
+        listed = [l.strip() for l in subprocess.run(
+            cmd, capture_output=True, text=True).stdout.splitlines()
+            if " / " in l]
+    except OSError:
+        listed = []
+    seen = set()
+    if os.path.exists(log):
+        for line in open(log):
+            r = json.loads(line)
+            result = r.get("result", "ERROR")
+            counts[result if result in counts else "ERROR"] += 1
+            seen.add(r.get("name", ""))
+            if result not in ("OK", "SKIP", "EXPECTEDFAIL"):
+                tail = (r.get("stdout") or "").splitlines()[-40:]
+                report.append(f"--- {d}: {r.get('name')} {result} "
+                              f"(exit {r.get('returncode')}, "
+                              f"{r.get('duration', 0):.0f} s); its last lines:")
+                report += ["    " + t for t in tail]
+    missing = [n for n in listed if n not in seen]
+    if missing:
+        counts["ERROR"] += len(missing)
+        report.append(f"--- {d}: {len(missing)} listed tests never reported: "
+                      + ", ".join(missing))
+if report:
+    print("\n".join(report))
 failed = counts["FAIL"] + counts["TIMEOUT"] + counts["ERROR"]
 print(f"tests: {counts['OK']} passed, {failed} failed, {counts['SKIP']} skipped")
 PY
