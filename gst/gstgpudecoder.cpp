@@ -85,9 +85,11 @@
  * sentence is adapted to the channel too. Where the channel is not known,
  * `adapt-channels` names a library of such priors, and each stream takes
  * the one its own speech fits best, or none (by default the library made
- * for the en-us model, with one channel: the GSM telephone codec; on
- * GSM-coded speech it takes the live chain from 17.3 to 10.6 % WER and on
- * other channels it is not taken; common/fmllr/channel_priors.h). A
+ * for the en-us model: the GSM telephone codec, which takes GSM-coded
+ * speech in the live chain from 17.3 to 10.6 % WER, and G.711 mu-law,
+ * recognised so that mu-law streams do not take GSM's prior but bringing
+ * none of its own (its `weights` file), 11.0 -> 8.2 %;
+ * common/fmllr/channel_priors.h). A
  * prior's weight fades as the stream's own speech grows
  * (`adapt-prior-fade-frames`). Measured, adaptation still gains when the
  * speaker changes at every sentence (the transform then learns the
@@ -1056,13 +1058,15 @@ gst_gpu_decoder_class_init (GstGpuDecoderClass * klass)
       g_param_spec_string ("adapt-channels", "Channel prior library",
           "With adapt: a directory of channel priors (reference.stats, the "
           "library's recordings as made, and NAME.stats, the same through "
-          "each channel; tools/make-channel-priors.sh writes one). At every "
+          "each channel; an optional weights file scales a channel's "
+          "prior, 0 for none; tools/make-channel-priors.sh writes one). At every "
           "estimate each stream takes the channel whose transform explains "
           "its speech best, by at least adapt-channel-min-gain nats a frame "
           "over the reference's, as adapt-prior (weighing "
           "adapt-prior-frames frames), or none. For streams whose channel "
           "is not known in advance. Default: the library made for the "
-          "default model (en-us: GSM 06.10; skipped with another model or "
+          "default model (en-us: GSM 06.10, and G.711 mu-law with no prior; "
+          "skipped with another model or "
           "with adapt-prior). \"none\", \"\" or NULL: none. Read when the model is "
           "loaded (NULL to READY)", default_channel_priors ().empty ()? NULL :
           default_channel_priors ().c_str (), rw));

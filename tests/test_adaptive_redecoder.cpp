@@ -453,10 +453,13 @@ TEST(AdaptiveRedecoder, AStreamTakesTheChannelItsSpeechCameThrough) {
       }
       EXPECT_EQ(a.channel()->name, want);
       const double own = total.beta;
-      const double weight = opt.prior_frames * std::max(0.0, 1.0 - own / opt.prior_fade_frames);
-      EXPECT_GT(weight, 0.2 * opt.prior_frames);
-      EXPECT_LT(weight, 0.8 * opt.prior_frames);
-      total.add_scaled(*a.channel()->stats, weight / a.channel()->stats->beta);
+      const double fade = std::max(0.0, 1.0 - own / opt.prior_fade_frames);
+      EXPECT_GT(fade, 0.2);
+      EXPECT_LT(fade, 0.8);
+      // The library's weight for the channel scales the prior; 0: the
+      // channel is taken, its statistics are not added.
+      const double weight = opt.prior_frames * a.channel()->weight * fade;
+      if (weight > 0.0) total.add_scaled(*a.channel()->stats, weight / a.channel()->stats->beta);
     } else {
       EXPECT_LT(r.channel_gain, opt.channel_min_gain);
       EXPECT_EQ(a.channel(), nullptr);
@@ -477,6 +480,27 @@ TEST(AdaptiveRedecoder, AStreamTakesTheChannelItsSpeechCameThrough) {
   AdaptiveRedecoderOptions strict = co;
   strict.channel_min_gain = std::max(gain_x, gain_y) + 1.0;
   run(strict, via_x, "");
+  // A channel the library weighs 0 (recognised, no prior): still taken,
+  // and the estimate is the stream's own statistics alone, so it differs
+  // from the weighted channel's.
+  auto unweighted = std::make_shared<ChannelPriorSet>(*set);
+  unweighted->channels[0].weight = 0.0;
+  AdaptiveRedecoderOptions zero = co;
+  zero.channel_priors = unweighted;
+  EXPECT_DOUBLE_EQ(run(zero, via_x, "x"), gain_x);
+  {
+    // One recogniser: each decoder runs and resets before the next.
+    FmllrTransform with_prior, without;
+    for (const AdaptiveRedecoderOptions* opt : {&co, &zero}) {
+      AdaptiveRedecoder a(rec, *opt);
+      push_chunked(a, via_x, dim);
+      a.finish();
+      (opt == &co ? with_prior : without) = a.transform();
+      a.reset();
+    }
+    EXPECT_GT(transform_distance(with_prior, without), 1e-3)
+        << "the weighted channel's statistics should move the estimate";
+  }
 
   // Refused: a prior and a library both, a library of another dimension.
   AdaptiveRedecoderOptions bad = co;
@@ -491,6 +515,11 @@ TEST(AdaptiveRedecoder, AStreamTakesTheChannelItsSpeechCameThrough) {
   EXPECT_THROW(AdaptiveRedecoder(rec, bad), std::invalid_argument);
   bad = co;
   bad.prior_fade_frames = -1.0;
+  EXPECT_THROW(AdaptiveRedecoder(rec, bad), std::invalid_argument);
+  auto heavy = std::make_shared<ChannelPriorSet>(*set);
+  heavy->channels[0].weight = 1.5;
+  bad = co;
+  bad.channel_priors = heavy;
   EXPECT_THROW(AdaptiveRedecoder(rec, bad), std::invalid_argument);
 }
 

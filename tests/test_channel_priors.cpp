@@ -174,6 +174,53 @@ TEST_F(ChannelPriorDir, ReadsTheReferenceAndEveryChannelInOrder) {
   EXPECT_THROW(load_channel_priors(dir_, kDim, path("means")), ChannelPriorError);
 }
 
+// The optional `weights` file: "NAME WEIGHT" lines, comments and blank
+// lines allowed; a channel it does not name weighs 1; a bad line or an
+// unknown channel is refused with the file and line named.
+TEST_F(ChannelPriorDir, ReadsEachChannelsWeight) {
+  std::mt19937 rng(5);
+  const Library lib = make_library(rng);
+  write_fmllr_stats(path("reference.stats"), *lib.set.reference.stats);
+  write_fmllr_stats(path("gsm.stats"), *lib.set.channels[0].stats);
+  write_fmllr_stats(path("mulaw.stats"), *lib.set.channels[1].stats);
+  EXPECT_EQ(load_channel_priors(dir_, kDim).channels[1].weight, 1.0);
+  write("weights", "# recognised, no prior\n\nmulaw 0   # its statistics cost more than they give\n");
+  ChannelPriorSet set = load_channel_priors(dir_, kDim);
+  ASSERT_EQ(set.channels.size(), 2u);
+  EXPECT_EQ(set.channels[0].name, "gsm");
+  EXPECT_EQ(set.channels[0].weight, 1.0);
+  EXPECT_EQ(set.channels[1].name, "mulaw");
+  EXPECT_EQ(set.channels[1].weight, 0.0);
+  write("weights", "gsm 0.25\n");
+  EXPECT_EQ(load_channel_priors(dir_, kDim).channels[0].weight, 0.25);
+  for (const char* bad : {"gsm\n", "gsm 1.5\n", "gsm -0.1\n", "gsm nan\n", "gsm 0.5 extra\n", "gsm x\n",
+                          "gsm 0.5x\n", "gsm 0,5\n", "gsm 1\nmulaw 0\ngsm 0\n", "# fine\nopus 0.5\n"}) {
+    write("weights", bad);
+    try {
+      load_channel_priors(dir_, kDim);
+      ADD_FAILURE() << "accepted weights: " << bad;
+    } catch (const ChannelPriorError& e) {
+      EXPECT_NE(std::string(e.what()).find("weights:"), std::string::npos) << e.what();
+    }
+  }
+  write("weights", "# fine\nopus 0.5\n");
+  try {
+    load_channel_priors(dir_, kDim);
+  } catch (const ChannelPriorError& e) {
+    EXPECT_NE(std::string(e.what()).find("weights:2: no channel opus"), std::string::npos) << e.what();
+  }
+  write("weights", "gsm 1\nmulaw 0\ngsm 0\n");
+  try {
+    load_channel_priors(dir_, kDim);
+  } catch (const ChannelPriorError& e) {
+    EXPECT_NE(std::string(e.what()).find("weights:3: gsm given a weight again (first on line 1)"),
+              std::string::npos)
+        << e.what();
+  }
+  write("weights", "");  // empty: every channel weighs 1
+  EXPECT_EQ(load_channel_priors(dir_, kDim).channels[1].weight, 1.0);
+}
+
 TEST_F(ChannelPriorDir, RefusesWhatIsNotALibraryNamingTheFile) {
   std::mt19937 rng(4);
   const Library lib = make_library(rng);

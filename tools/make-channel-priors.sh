@@ -11,7 +11,10 @@
 # statistics are the model's own, so a library is made for one model;
 # gpudecoder refuses one made with another.
 #
-# Usage: make-channel-priors.sh OUTDIR [CHANNEL...]
+# Usage: make-channel-priors.sh OUTDIR [CHANNEL[:WEIGHT]...]
+#   WEIGHT (0 to 1, default 1) goes to the library's `weights` file: how
+#   much of its prior a stream that takes the channel gets (0: recognised,
+#   no prior; common/fmllr/channel_priors.h).
 #   CHANNEL (default: gsm):
 #     gsm    GSM 06.10 full rate at 8 kHz (sox), back to 16 kHz: what
 #            tests/bench/degraded_set.sh's gsm condition does
@@ -22,13 +25,24 @@
 #   GPUSPEECH_MODEL_DIR (default /usr/share/pocketsphinx/model; en-us under
 #   it), GPUSPEECH_TESTDATA (default /usr/share/pocketsphinx/test/data).
 # data/channel-priors/en-us is this script's output for the default model
-# (`make-channel-priors.sh data/channel-priors/en-us gsm`).
+# (`make-channel-priors.sh data/channel-priors/en-us gsm mulaw:0`).
 set -eu
 [ $# -ge 1 ] || { echo "usage: make-channel-priors.sh OUTDIR [CHANNEL...]" >&2; exit 2; }
 OUT=$1
 shift
 CHANNELS=("$@")
 [ ${#CHANNELS[@]} -gt 0 ] || CHANNELS=(gsm)
+WEIGHTS=()
+for i in "${!CHANNELS[@]}"; do
+  c=${CHANNELS[$i]}
+  if [[ $c == *:* ]]; then
+    w=${c#*:}
+    awk -v w="$w" 'BEGIN { exit !(w ~ /^([0-9]+[.]?[0-9]*|[.][0-9]+)$/ && w + 0 <= 1) }' ||
+      { echo "make-channel-priors.sh: $c: the weight must be a number from 0 to 1" >&2; exit 2; }
+    CHANNELS[$i]=${c%%:*}
+    WEIGHTS+=("${c%%:*} $w")
+  fi
+done
 BUILD=${GPUSPEECH_BUILD:-build}
 M=${GPUSPEECH_MODEL_DIR:-/usr/share/pocketsphinx/model}/en-us
 DATA=${GPUSPEECH_TESTDATA:-/usr/share/pocketsphinx/test/data}
@@ -86,6 +100,11 @@ statistics() {
 }
 
 mkdir -p "$OUT"
+rm -f "$OUT/weights"
+if [ ${#WEIGHTS[@]} -gt 0 ]; then
+  { echo "# NAME WEIGHT: the share of adapt-prior-frames a stream taking the channel gets"
+    printf '%s\n' "${WEIGHTS[@]}"; } >"$OUT/weights"
+fi
 statistics "$T/reference" "$OUT/reference.stats"
 for c in "${CHANNELS[@]}"; do
   through "$c"

@@ -96,9 +96,12 @@ AdaptiveRedecoder::AdaptiveRedecoder(Recognizer& recognizer, const AdaptiveRedec
       throw std::invalid_argument("speaker adaptation: channel priors of dimension " +
                                   std::to_string(set.reference.stats->dim) + ", the features have " +
                                   std::to_string(dim_));
-    for (const ChannelPrior& c : set.channels)
+    for (const ChannelPrior& c : set.channels) {
       if (!c.stats || c.stats->dim != dim_ || c.transform.dim != dim_)
         throw std::invalid_argument("speaker adaptation: channel prior " + c.name + " of another dimension");
+      if (!(c.weight >= 0.0 && c.weight <= 1.0))
+        throw std::invalid_argument("speaker adaptation: channel prior " + c.name + ": weight must be 0 to 1");
+    }
   }
   applier_.set_transform(transform_);
   const FeatureOptions& fo = rec_.feature_options();
@@ -208,6 +211,7 @@ RecognitionResult AdaptiveRedecoder::finish(int64_t silence_start) {
     // The prior in effect: the fixed one, or the channel the stream's own
     // statistics choose (validate() allows one or the other).
     const FmllrStats* prior = options_.prior.get();
+    double prior_weight = options_.prior_frames;
     if (options_.channel_priors) {
       const ChannelChoice choice = options_.channel_priors->choose(total, options_.channel_min_gain);
       channel_ = choice.index;
@@ -215,9 +219,9 @@ RecognitionResult AdaptiveRedecoder::finish(int64_t silence_start) {
       if (const ChannelPrior* c = channel()) {
         report_.channel = c->name;
         prior = c->stats.get();
+        prior_weight *= c->weight;
       }
     }
-    double prior_weight = options_.prior_frames;
     if (options_.prior_fade_frames > 0.0)
       prior_weight *= std::max(0.0, 1.0 - total.beta / options_.prior_fade_frames);
     if (prior && prior_weight > 0.0) total.add_scaled(*prior, prior_weight / prior->beta);

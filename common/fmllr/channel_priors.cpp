@@ -6,8 +6,10 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <limits>
 
+#include "common/fmllr/channel_weights.h"
 #include "common/fmllr/fmllr_io.h"
 #include "common/fmllr/fmllr_stats_io.h"
 
@@ -112,6 +114,21 @@ ChannelPriorSet load_channel_priors(const std::string& dir, int dim, const std::
   for (const fs::path& f : files) set.channels.push_back(load_prior(f, dim, estimation));
   if (set.channels.empty())
     throw ChannelPriorError(dir + ": no channel (NAME.stats beside reference.stats)");
+  const fs::path weights_file = root / "weights";
+  if (fs::exists(weights_file, ec)) {
+    std::ifstream in(weights_file, std::ios::binary);
+    if (!in) throw ChannelPriorError(weights_file.string() + ": cannot be read");
+    const std::string text{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+    if (in.bad()) throw ChannelPriorError(weights_file.string() + ": cannot be read");
+    for (const ChannelWeight& w : parse_channel_weights(text, weights_file.string())) {
+      auto it = std::find_if(set.channels.begin(), set.channels.end(),
+                             [&](const ChannelPrior& c) { return c.name == w.name; });
+      if (it == set.channels.end())
+        throw ChannelPriorError(weights_file.string() + ":" + std::to_string(w.line) + ": no channel " + w.name +
+                                " (no " + w.name + ".stats)");
+      it->weight = w.weight;
+    }
+  }
   return set;
 }
 

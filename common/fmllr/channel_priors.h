@@ -8,7 +8,12 @@
 // 0.4-3 points (docs/benchmarks.md, "A channel's statistics as a prior").
 // A media server or a phone gateway knows its channel; a general pipeline
 // does not. So the streams are given several priors and each stream takes
-// the one its speech says it came through, or none.
+// the one its speech says it came through, or none. A channel may also be
+// in a library only to be recognised (weight 0): a stream nearest to it
+// then takes no other channel's prior. Mu-law streams took GSM's, the
+// nearest channel there was, and lost by it (11.0 against 8.2 % with none,
+// docs/benchmarks.md); the mu-law channel's own statistics as a prior
+// gave 10.2 %, the library's speakers costing more than its channel gives.
 //
 // The choice: the transform of each prior's statistics alone, scored by
 // the fMLLR objective (fmllr_estimate.h) on the stream's statistics (the
@@ -32,6 +37,8 @@
 //                        model's means file the statistics were taken
 //                        with; a model with other means is refused
 //                        (statistics are the model's Gaussians' own).
+//   weights              optional: lines "NAME WEIGHT", a channel's
+//                        ChannelPrior::weight (channel_weights.h).
 #pragma once
 
 #include <cstdint>
@@ -50,6 +57,12 @@ struct ChannelPrior {
   std::string name;  // the file's stem: "gsm"
   std::shared_ptr<const FmllrStats> stats;
   FmllrTransform transform;  // estimated from `stats` alone
+  // How much of the prior a stream that takes this channel gets, a factor
+  // on AdaptiveRedecoderOptions::prior_frames (the library's `weights`
+  // file; 1 when it names no weight). 0: the channel is recognised (a
+  // stream that is nearer to it than to the others takes it, and not a
+  // channel whose prior would mislead it) but brings no statistics.
+  double weight = 1.0;
 };
 
 struct ChannelChoice {
