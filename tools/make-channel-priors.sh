@@ -27,7 +27,7 @@
 # data/channel-priors/en-us is this script's output for the default model
 # (`make-channel-priors.sh data/channel-priors/en-us gsm mulaw:0`).
 set -eu
-[ $# -ge 1 ] || { echo "usage: make-channel-priors.sh OUTDIR [CHANNEL...]" >&2; exit 2; }
+[ $# -ge 1 ] || { echo "usage: make-channel-priors.sh OUTDIR [CHANNEL[:WEIGHT]...]" >&2; exit 2; }
 OUT=$1
 shift
 CHANNELS=("$@")
