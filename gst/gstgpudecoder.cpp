@@ -69,9 +69,10 @@
  * result is that second decoding (the partials are the first). Until the
  * stream has about 3 s of speech there is no transform and no second pass
  * (but see `utterance-cmn` below). A young stream's transform (its first
- * sentence, below `adapt-young-frames`) has fewer values than the full
- * one (`adapt-young-update`: three diagonal blocks), which so little
- * speech estimates better; later ones have `adapt-update`'s form.
+ * sentences, below `adapt-young-frames`, with no channel prior) has fewer
+ * values than the full one (`adapt-young-update`: three diagonal blocks),
+ * which so little speech estimates better; later ones, and those with a
+ * channel prior's statistics, have `adapt-update`'s form.
  * The second pass costs one more decoding of each utterance, at its end,
  * so the final result comes that much later (common/engine/
  * adaptive_redecoder.h, docs/gpudecoder.md). Once the transform has
@@ -1097,14 +1098,15 @@ gst_gpu_decoder_class_init (GstGpuDecoderClass * klass)
   g_object_class_install_property (gobject_class, PROP_ADAPT_YOUNG_FRAMES,
       g_param_spec_double ("adapt-young-frames",
           "Young stream's frames",
-          "With adapt: while the stream's statistics (the prior's weight "
-          "included) hold fewer frames (10 ms each) of speech than this, "
-          "the transform estimated has adapt-young-update's form, from "
-          "then on adapt-update's. A stream's first sentence (3-6 s) is "
-          "too little to estimate the full transform's 1 560 values well; "
-          "at 600 only the first estimate of a stream without a channel "
-          "prior is young (docs/gpudecoder.md). 0: never. Read when a "
-          "stream starts (READY to PAUSED)",
+          "With adapt: while the stream's own statistics hold fewer "
+          "frames (10 ms each) of speech than this and no prior's "
+          "statistics are joined to them (adapt-prior, or a channel "
+          "adapt-channels chose), the transform estimated has "
+          "adapt-young-update's form, otherwise adapt-update's. A "
+          "stream's first sentences (1 500 frames: about four) are too "
+          "little to estimate the full transform's 1 560 values well; a "
+          "prior's statistics carry the full form (docs/gpudecoder.md). "
+          "0: never. Read when a stream starts (READY to PAUSED)",
           0.0, 1e9, gs::AdaptiveRedecoderOptions ().young_below_frames, rw));
   g_object_class_install_property (gobject_class, PROP_ADAPT_YOUNG_UPDATE,
       g_param_spec_enum ("adapt-young-update", "Young stream's transform form",
@@ -1116,11 +1118,11 @@ gst_gpu_decoder_class_init (GstGpuDecoderClass * klass)
   g_object_class_install_property (gobject_class, PROP_ADAPT_UPDATE,
       g_param_spec_enum ("adapt-update", "Speaker transform's form",
           "With adapt: which part of the transform [A b] is estimated "
-          "(from adapt-young-frames frames on): all of it, A in three "
-          "diagonal blocks (static, delta, acceleration features), A "
-          "diagonal, or b alone. Fewer values need less speech to "
-          "estimate well (docs/gpudecoder.md). Read when a stream starts "
-          "(READY to PAUSED)",
+          "once a stream is past adapt-young-frames, or has a prior: all "
+          "of it, A in three diagonal blocks (static, delta, acceleration "
+          "features), A diagonal, or b alone. Fewer values need less "
+          "speech to estimate well (docs/gpudecoder.md). Read when a "
+          "stream starts (READY to PAUSED)",
           GST_TYPE_GPU_DECODER_ADAPT_UPDATE,
           (gint) gs::AdaptiveRedecoderOptions ().estimation.update, rw));
 

@@ -250,6 +250,28 @@ TEST(AdaptiveRedecoder, AYoungStreamsTransformHasTheYoungForm) {
     EXPECT_EQ(fmllr_transform_update_type(a.transform()), FmllrUpdateType::kFull);
   }
 
+  // A prior joined to the statistics carries the richer form: the same
+  // first utterance with a prior (the utterance's own statistics, as a
+  // channel's would be) is estimated in full, young or not.
+  {
+    Recognizer r(goforward_config(true));
+    AdaptiveRedecoderOptions p = o;
+    p.young_below_frames = 1.5 * first_beta;
+    p.young_update = FmllrUpdateType::kBlock;
+    // Light enough that the utterance and the prior together are still
+    // below young_below_frames: the count alone would say young.
+    p.prior_frames = 0.2 * first_beta;
+    AdaptiveRedecoderOptions learn = o;
+    learn.young_below_frames = 0.0;
+    p.prior = std::make_shared<const FmllrStats>(learnt_stats(r, learn, f));
+    AdaptiveRedecoder a(r, p);
+    push_chunked(a, f, dim);
+    a.finish();
+    ASSERT_EQ(a.last_report().outcome, FmllrOutcome::kUpdated) << a.last_report().message;
+    EXPECT_LT(a.stats().beta, p.young_below_frames);
+    EXPECT_EQ(fmllr_transform_update_type(a.transform()), FmllrUpdateType::kFull);
+  }
+
   // estimation.update's form throughout when the stream is never young
   // (gpudecoder's adapt-update=block adapt-young-frames=0).
   Recognizer r3(goforward_config(true));
@@ -269,13 +291,15 @@ TEST(AdaptiveRedecoder, AYoungStreamsTransformHasTheYoungForm) {
   EXPECT_THROW(AdaptiveRedecoder(rec, bad), std::invalid_argument);
 }
 
-// The estimation AdaptiveRedecoder makes from `total` (the prior's weight
-// included): young_update's form below young_below_frames.
-FmllrOptions estimation_for(const FmllrStats& total, const AdaptiveRedecoderOptions& o) {
+// The estimation AdaptiveRedecoder makes for a stream whose own statistics
+// are `own`: young_update's form while they hold fewer frames than
+// young_below_frames and no prior is joined to them, estimation.update's
+// otherwise.
+FmllrOptions estimation_for(const FmllrStats& own, bool prior_joined, const AdaptiveRedecoderOptions& o) {
   FmllrOptions e = o.estimation;
-  if (total.beta < o.young_below_frames) {
+  if (!prior_joined && own.beta < o.young_below_frames) {
     e.update = o.young_update;
-    if (e.update == FmllrUpdateType::kBlock && total.dim % kFmllrBlocks != 0) e.update = FmllrUpdateType::kDiag;
+    if (e.update == FmllrUpdateType::kBlock && own.dim % kFmllrBlocks != 0) e.update = FmllrUpdateType::kDiag;
   }
   return e;
 }
@@ -312,8 +336,11 @@ TEST(AdaptiveRedecoder, APriorStartsTheStreamAndWeighsAsItsFrames) {
   o.estimation.min_frames = 50.0;
   // About 2 s of speech: a full transform (1560 parameters) from it is
   // ill-posed, and its iterations end where they started from; the
-  // diagonal one has a single optimum to compare.
+  // diagonal one has a single optimum to compare. Diagonal throughout:
+  // no young form (the stream without a prior would be young, the ones
+  // with a prior not).
   o.estimation.update = FmllrUpdateType::kDiag;
+  o.young_below_frames = 0.0;
   o.min_redecode_gain = 0.0;
   const auto prior = std::make_shared<const FmllrStats>(learnt_stats(rec, o, g));
   ASSERT_GT(prior->beta, 50.0);
@@ -345,7 +372,7 @@ TEST(AdaptiveRedecoder, APriorStartsTheStreamAndWeighsAsItsFrames) {
     EXPECT_FALSE(a.last_report().redecoded);
     FmllrStats total = a.stats();
     total.add_scaled(*prior, prior_frames / prior->beta);
-    const FmllrEstimate expected = estimate_fmllr(total, estimation_for(total, po), &start);
+    const FmllrEstimate expected = estimate_fmllr(total, estimation_for(a.stats(), true, po), &start);
     EXPECT_LT(transform_distance(a.transform(), expected.transform), 1e-9);
     const FmllrTransform t = a.transform();
     a.new_speaker();
@@ -445,6 +472,7 @@ TEST(AdaptiveRedecoder, AStreamTakesTheChannelItsSpeechCameThrough) {
     EXPECT_EQ(r.outcome, FmllrOutcome::kUpdated) << r.message;
     EXPECT_EQ(r.channel, want);
     FmllrStats total = a.stats();
+    bool prior_joined = false;
     if (*want) {
       EXPECT_GE(r.channel_gain, opt.channel_min_gain);
       if (!a.channel()) {
@@ -459,13 +487,14 @@ TEST(AdaptiveRedecoder, AStreamTakesTheChannelItsSpeechCameThrough) {
       // The library's weight for the channel scales the prior; 0: the
       // channel is taken, its statistics are not added.
       const double weight = opt.prior_frames * a.channel()->weight * fade;
-      if (weight > 0.0) total.add_scaled(*a.channel()->stats, weight / a.channel()->stats->beta);
+      prior_joined = weight > 0.0;
+      if (prior_joined) total.add_scaled(*a.channel()->stats, weight / a.channel()->stats->beta);
     } else {
       EXPECT_LT(r.channel_gain, opt.channel_min_gain);
       EXPECT_EQ(a.channel(), nullptr);
     }
     const FmllrTransform identity = FmllrTransform::identity(dim);
-    const FmllrEstimate expected = estimate_fmllr(total, estimation_for(total, opt), &identity);
+    const FmllrEstimate expected = estimate_fmllr(total, estimation_for(a.stats(), prior_joined, opt), &identity);
     EXPECT_LT(transform_distance(a.transform(), expected.transform), 1e-9) << "channel " << want;
     a.new_speaker();
     EXPECT_EQ(a.channel(), nullptr);

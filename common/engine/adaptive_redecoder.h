@@ -169,21 +169,27 @@ struct AdaptiveRedecoderOptions {
   // 20.7 with it, 15.4 faded at 3 000; docs/benchmarks.md, "Channel
   // priors chosen per stream").
   double prior_fade_frames = 3000.0;
-  // While the statistics (the stream's, and the prior's weight) hold fewer
-  // frames than young_below_frames, estimates take the form young_update
-  // whatever estimation.update says (kBlock with a dimension not divisible
-  // by three: kDiag); from then on estimation.update's. 0: never. Why: a
-  // stream's first sentence gives 300-400 aligned frames, few for the full
-  // transform's 1 560 values; the three-block form's 546
-  // (or the diagonal one's 78) are estimated better from them. At 600 only
-  // the first estimate of a stream without a channel prior is young (with
-  // one, the prior's 500 frames put it past). Measured against 0 on issue
-  // 15's live sets (docs/benchmarks.md, "Three blocks for a stream's first
-  // sentence"): 20 sentences of 4 voices, 14 conditions, 256.5 -> 243.1 %
-  // summed; 40 sentences 225.9 -> 215.2; the diagonal form at 600 lost
-  // clean speech (4.7 -> 5.9 %), where this keeps it. On the 8 far-field
-  // sentences of slt and awb (109 words) it lost 3 words (26.6 -> 29.4 %).
-  double young_below_frames = 600.0;
+  // While the stream's own statistics hold fewer frames than
+  // young_below_frames and no prior is joined to them (no `prior`, no
+  // channel taken, or a channel of weight 0, or a prior faded out),
+  // estimates take the form young_update whatever estimation.update says
+  // (kBlock with a dimension not divisible by three: kDiag); otherwise
+  // estimation.update's. 0: never. Why: a stream's first sentence gives
+  // 300-400 aligned frames, its first four 1 200-1 600, few for the full
+  // transform's 1 560 values; the three-block form's 546 (or the diagonal
+  // one's 78) are estimated better from them. A prior's statistics carry
+  // the full form instead: three blocks joined to a prior lost GSM
+  // streams' first sentences (10.6 -> 13.3 % on the 20-sentence set).
+  // Measured on issue 15's live sets (docs/benchmarks.md, "Three blocks
+  // for a stream's first sentence" and "Three blocks until 1 500 frames,
+  // full with a prior"): young at 600 frames of statistics, the prior's
+  // weight counted, against none: 20 sentences of 4 voices, 14 conditions,
+  // 256.5 -> 243.1 % summed, 40 sentences 225.9 -> 215.2; then own frames
+  // below 1 500 and no prior: 237.2 and 207.2 (from 240.3 and 212.6 with the
+  // mu-law channel of weight 0), and on the 8 far-field sentences of slt
+  // and awb (109 words) 29.4 -> 24.8 %. The diagonal form lost clean
+  // speech (4.7 -> 5.9 % at 600).
+  double young_below_frames = 1500.0;
   FmllrUpdateType young_update = FmllrUpdateType::kBlock;
 
   // Throws std::invalid_argument naming the bad value.
