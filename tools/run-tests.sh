@@ -39,13 +39,16 @@ setup build && run_suites build || status=1
 
 # The sanitizer build is CPU-only, so no device backend is required there.
 # The core is a shared library there: one instrumented copy instead of one
-# in each test program (about 190 MB each).
+# in each test program (about 190 MB each). Its programs run 2-3 times
+# slower than the plain build's, so its timeouts are three times theirs:
+# transcribe_cli, 150 s in the plain build on 2 cores, ran past its 300 s
+# under ASan beside dtw_accuracy (a fresh clone, 2026-12-04).
 CC=gcc CXX=g++ setup build-asan -Db_sanitize=address,undefined -Db_lundef=false \
   -Ddefault_library=shared -Dcpp_args=-D_GLIBCXX_ASSERTIONS \
   -Dgstreamer=disabled -Dcuda=disabled -Dopencl=disabled -Dfuzzers=disabled &&
   GPUSPEECH_REQUIRE_BACKENDS= ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
   UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
-  run_suites build-asan --suite unit --suite reference --suite cli || status=1
+  run_suites build-asan --timeout-multiplier 3 --suite unit --suite reference --suite cli || status=1
 
 if command -v clang++ >/dev/null 2>&1; then
   CC=clang CXX=clang++ setup build-fuzz -Dfuzzers=enabled -Dgstreamer=disabled \
