@@ -224,10 +224,11 @@ RecognitionResult AdaptiveRedecoder::finish(int64_t silence_start) {
     }
     if (options_.prior_fade_frames > 0.0)
       prior_weight *= std::max(0.0, 1.0 - total.beta / options_.prior_fade_frames);
+    const bool prior_joined = prior != nullptr && prior_weight > 0.0;
     // Young: the stream's own frames alone, with no prior's to carry the
     // richer form (see young_below_frames).
-    const bool young = !(prior && prior_weight > 0.0) && total.beta < options_.young_below_frames;
-    if (prior && prior_weight > 0.0) total.add_scaled(*prior, prior_weight / prior->beta);
+    const bool young = !prior_joined && total.beta < options_.young_below_frames;
+    if (prior_joined) total.add_scaled(*prior, prior_weight / prior->beta);
     const FmllrTransform start = transform_;
     c0 = thread_cpu_seconds();
     FmllrOptions estimation = options_.estimation;

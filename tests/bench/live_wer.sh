@@ -42,11 +42,7 @@ shift 3
 SYSTEMS=("$@")
 [ ${#SYSTEMS[@]} -gt 0 ] || SYSTEMS=("live=/")
 HERE=$(cd "$(dirname "$0")/.." && pwd)
-BUILD=${GPUSPEECH_BUILD:-$HERE/../build}
-M=${GPUSPEECH_MODEL_DIR:-/usr/share/pocketsphinx/model}/en-us
-CACHE=${GPUSPEECH_GRAPH_CACHE:-$HOME/.cache/gpuspeech}
-. "$HERE/bench/degraded_set.sh"
-. "$HERE/wer_util.sh"
+. "$HERE/bench/live_wer_env.sh"
 for t in flite sox soxi sctk gst-launch-1.0 gst-inspect-1.0; do
   command -v $t >/dev/null || degraded_die "missing $t"
 done
@@ -54,8 +50,6 @@ gst-inspect-1.0 pocketsphinx >/dev/null 2>&1 ||
   degraded_die "missing the pocketsphinx GStreamer element (gstreamer1.0-pocketsphinx)"
 export GST_PLUGIN_PATH=$BUILD/gst${GST_PLUGIN_PATH:+:$GST_PLUGIN_PATH}
 gst-inspect-1.0 gpudecoder >/dev/null 2>&1 || degraded_die "no gpudecoder under $BUILD/gst (GPUSPEECH_BUILD)"
-TRANSCRIBE=$BUILD/tools/gpuspeech-transcribe
-[ -x "$TRANSCRIBE" ] || degraded_die "no $TRANSCRIBE"
 
 make_clean_set "$N" "${VOICES[@]}"
 make_noises
@@ -182,14 +176,13 @@ for cond in $DEGRADED_CONDITIONS; do
   for column in cut cut1; do
     runs $column || continue
     flags=(); [ $column = cut1 ] && flags=(--no-cluster-speakers)
-    "$TRANSCRIBE" --backend cpu --search cpu --cache "$CACHE" --hmm "$M/en-us" \
-      --dict "$M/cmudict-en-us.dict" --lm "$M/en-us.lm.bin" "${flags[@]}" "${cut[@]}" >"$L/$cond.$column.hyp" \
-      2>"$L/$cond.$column.log" || echo "live_wer.sh: transcribe ($column) failed on $cond (see $L/$cond.$column.log)" >&2
+    transcribe_cut "$L/$cond.$column.hyp" "$L/$cond.$column.log" "${flags[@]}" "${cut[@]}" ||
+      echo "live_wer.sh: transcribe ($column) failed on $cond (see $L/$cond.$column.log)" >&2
     hyp="$L/$cond.$column.trn"; : >"$hyp"
     for v in "${RECORDINGS[@]}"; do
       # The recording's sentences in order (from the spans).
       echo "$(awk -v v="$v" '$1 == v { print $2 }' "$L/spans" | while read -r id; do
-          grep -F "($id)" "$L/$cond.$column.hyp" | sed -E 's/ *\([^)]*\)$//'; done | tr '\n' ' ' |
+          utterance_words "$L/$cond.$column.hyp" "$id"; done | tr '\n' ' ' |
         wer_normalise_text) ($v)" >>"$hyp"
     done
     row="$row $(wer_percent "$L/ref.norm" "$hyp" || echo "?") |"

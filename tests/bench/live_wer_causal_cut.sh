@@ -12,18 +12,13 @@
 #   including cut), for each condition of DEGRADED_CONDITIONS (the same
 #   environment as live_wer.sh; default as there).
 # Not part of the test suite: k runs of transcribe for a recording of k
-# sentences, for each condition.
+# sentences, for each condition. Runs over different conditions of one
+# WORKDIR may go side by side (each condition's files are its own).
 set -u
 [ $# -eq 1 ] || { echo "usage: live_wer_causal_cut.sh WORKDIR" >&2; exit 2; }
 W=$1
 HERE=$(cd "$(dirname "$0")/.." && pwd)
-BUILD=${GPUSPEECH_BUILD:-$HERE/../build}
-M=${GPUSPEECH_MODEL_DIR:-/usr/share/pocketsphinx/model}/en-us
-CACHE=${GPUSPEECH_GRAPH_CACHE:-$HOME/.cache/gpuspeech}
-. "$HERE/bench/degraded_set.sh"
-. "$HERE/wer_util.sh"
-TRANSCRIBE=$BUILD/tools/gpuspeech-transcribe
-[ -x "$TRANSCRIBE" ] || degraded_die "no $TRANSCRIBE"
+. "$HERE/bench/live_wer_env.sh"
 L=$W/long
 [ -f "$L/spans" ] && [ -f "$L/ref.norm" ] || degraded_die "$W: no long recordings (run live_wer.sh first)"
 RECORDINGS=($(awk '{ print $1 }' "$L/spans" | uniq))
@@ -38,12 +33,10 @@ for cond in $DEGRADED_CONDITIONS; do
     for k in $(seq 1 ${#ids[@]}); do
       files=()
       for id in "${ids[@]:0:$k}"; do files+=("$L/cut-$cond/$id.wav"); done
-      echo "$v ${ids[*]:0:$k}" >"$L/causal.spk2utt"
-      "$TRANSCRIBE" --backend cpu --search cpu --cache "$CACHE" --hmm "$M/en-us" \
-        --dict "$M/cmudict-en-us.dict" --lm "$M/en-us.lm.bin" --spk2utt "$L/causal.spk2utt" \
-        "${files[@]}" >"$L/causal.hyp" 2>"$L/$cond.causal.log" ||
+      echo "$v ${ids[*]:0:$k}" >"$L/$cond.causal.spk2utt"
+      transcribe_cut "$L/$cond.causal.hyp" "$L/$cond.causal.log" --spk2utt "$L/$cond.causal.spk2utt" "${files[@]}" ||
         echo "live_wer_causal_cut.sh: transcribe failed on $cond/$v, $k sentences (see $L/$cond.causal.log)" >&2
-      words="$words $(grep -F "(${ids[$((k - 1))]})" "$L/causal.hyp" | sed -E 's/ *\([^)]*\)$//')"
+      words="$words $(utterance_words "$L/$cond.causal.hyp" "${ids[$((k - 1))]}")"
     done
     echo "$(echo "$words" | wer_normalise_text) ($v)" >>"$hyp"
   done
