@@ -113,17 +113,20 @@ fi
 
 # --redecode-min-gain: a gain no estimate reaches keeps every first pass
 # (the estimates still run), 0 decodes again after every new estimate.
+# The second run also gives --adapt-young-frames, which the line reports.
 for g in 0 1000; do
+  young=(); [ $g = 1000 ] && young=(--adapt-young-frames 250)
   if "$TOOL" decode --backend cpu --search cpu --hmm "$MODEL/en-us" --dict "$MODEL/cmudict-en-us.dict" \
        --lm "$DATA/turtle.lm.bin" --lattice-lw 0 --cache "$T/cache" --streams 1 --repeat 4 --adapt \
-       --redecode-min-gain $g "$DATA/goforward.raw" >"$T/out" 2>"$T/err"; then
+       --redecode-min-gain $g "${young[@]}" "$DATA/goforward.raw" >"$T/out" 2>"$T/err"; then
     line=$(grep '^adaptation, core-seconds: ' "$T/out")
     again=$(echo "$line" | sed -nE 's/.*decoded again ([0-9]+) \(min gain ([0-9.e+]+)\).*/\1 \2/p')
     est=$(echo "$line" | sed -nE 's/.*estimates ([0-9.]+),.*/\1/p')
     if [ $g = 0 ] && [ "${again% *}" -ge 1 ] 2>/dev/null && [ "${again#* }" = 0 ]; then
       pass "--redecode-min-gain 0: $again"
-    elif [ $g = 1000 ] && [ "$again" = "0 1000" ] && awk -v e="$est" 'BEGIN { exit !(e > 0) }'; then
-      pass "--redecode-min-gain 1000: no second decoding, estimates $est s"
+    elif [ $g = 1000 ] && [ "$again" = "0 1000" ] && awk -v e="$est" 'BEGIN { exit !(e > 0) }' &&
+         [[ $line == *"young form below 250 frames" ]]; then
+      pass "--redecode-min-gain 1000: no second decoding, estimates $est s; --adapt-young-frames 250 reported"
     else
       fail "--redecode-min-gain $g: $line"
     fi
@@ -192,6 +195,10 @@ expect_error "--redecode-min-gain -1" 2 "--redecode-min-gain needs a number >= 0
   --adapt --redecode-min-gain -1 "$DATA/goforward.raw"
 expect_error "--redecode-min-gain without --adapt" 2 "--redecode-min-gain applies to --adapt only" \
   --redecode-min-gain 0.1 "$DATA/goforward.raw"
+expect_error "--adapt-young-frames x" 2 "--adapt-young-frames needs a number >= 0, got 'x'" \
+  --adapt --adapt-young-frames x "$DATA/goforward.raw"
+expect_error "--adapt-young-frames without --adapt" 2 "--adapt-young-frames applies to --adapt only" \
+  --adapt-young-frames 0 "$DATA/goforward.raw"
 expect_error "--spread-starts without --live" 2 "--spread-starts applies to --live only" \
   --spread-starts "$DATA/goforward.raw"
 expect_error "unknown option" 2 "unknown option --fast" --fast "$DATA/goforward.raw"

@@ -59,6 +59,11 @@
 // utterances were decoded again. --redecode-min-gain X: the second
 // decoding only while an estimate gains at least X nats a frame
 // (AdaptiveRedecoderOptions::min_redecode_gain; default the element's).
+// --adapt-young-frames X: a stream's estimates take the young form
+// (three diagonal blocks) while its statistics hold fewer than X frames
+// (AdaptiveRedecoderOptions::young_below_frames, default the element's;
+// 0: the full form from the first estimate, as before 2026-12-03), so a
+// device run can weigh the young form's host time against its absence.
 // --live-features computes each file's features as the live chain's
 // gpufeatures does by default in front of gpudecoder (the model's front
 // end with live CMN from its -cmninit, noise subtraction, clipped peaks
@@ -122,7 +127,7 @@ struct DecodeBenchOptions {
   std::string words_out;  // --words OUT: check every decoding of a file against its first; write them
   bool adapt = false;     // --adapt: the element's speaker adaptation and second pass
   bool live_features = false;  // --live-features: the live chain's front end, with its CMN trace
-  AdaptiveRedecoderOptions adaptation;  // --redecode-min-gain
+  AdaptiveRedecoderOptions adaptation;  // --redecode-min-gain, --adapt-young-frames
   std::vector<std::string> files;
 };
 
@@ -131,7 +136,8 @@ struct DecodeBenchOptions {
                "gpuspeech-bench decode: %s\n"
                "usage: gpuspeech-bench decode [--streams N] [--backend B] [--search S] "
                "[--device-id N] [--batched-search on|off|auto] [--maxactive N] [--topn N]\n"
-               "       [--lattice-lw X] [--adapt [--redecode-min-gain X]] [--live-features]\n"
+               "       [--lattice-lw X] [--adapt [--redecode-min-gain X] [--adapt-young-frames X]]\n"
+               "       [--live-features]\n"
                "       [--hmm DIR] [--dict FILE] [--lm FILE | --jsgf FILE] [--cache DIR]\n"
                "       [--live] [--seconds S] [--block-ms MS] [--partial-ms MS] [--spread-starts]\n"
                "       [--repeat N] [--stream-nice N] [--fibers T] [--words OUT] FILE...\n",
@@ -159,7 +165,7 @@ double nonnegative_arg(const std::string& flag, const char* v) {
 
 DecodeBenchOptions parse_decode_args(int argc, char** argv) {
   DecodeBenchOptions o;
-  bool lattice_given = false, redecode_given = false;
+  bool lattice_given = false, redecode_given = false, young_given = false;
   for (int i = 2; i < argc; ++i) {
     const std::string a = argv[i];
     auto value = [&]() -> const char* {
@@ -182,6 +188,9 @@ DecodeBenchOptions parse_decode_args(int argc, char** argv) {
     else if (a == "--redecode-min-gain") {
       o.adaptation.min_redecode_gain = nonnegative_arg(a, value());
       redecode_given = true;
+    } else if (a == "--adapt-young-frames") {
+      o.adaptation.young_below_frames = nonnegative_arg(a, value());
+      young_given = true;
     }
     else if (a == "--hmm") o.config.model_dir = value();
     else if (a == "--dict") o.config.dictionary = value();
@@ -216,6 +225,7 @@ DecodeBenchOptions parse_decode_args(int argc, char** argv) {
   if (!o.words_out.empty() && o.adapt)
     decode_usage("--words and --adapt exclude each other (an adapting stream's words depend on what it decoded before)");
   if (redecode_given && !o.adapt) decode_usage("--redecode-min-gain applies to --adapt only");
+  if (young_given && !o.adapt) decode_usage("--adapt-young-frames applies to --adapt only");
   if (o.adapt) {
     if (o.config.grammar_kind != GrammarKind::kNgram) decode_usage("--adapt needs an n-gram LM (--lm)");
     o.config.keep_features_for_alignment = true;
@@ -658,10 +668,12 @@ int bench_decode(int argc, char** argv) {
       for (const auto& d : decoders) at.add(d->adapter()->timings());
       std::printf("adaptation, core-seconds: first result %.3f, alignments %.3f, statistics %.3f, "
                   "estimates %.3f, second decodings %.3f (in scoring and search above), final "
-                  "results %.3f; utterances %lld, decoded again %lld (min gain %g)\n",
+                  "results %.3f; utterances %lld, decoded again %lld (min gain %g); young form "
+                  "below %g frames\n",
                   at.first_result, at.align, at.statistics, at.estimate, at.redecode,
                   at.final_result, static_cast<long long>(at.utterances),
-                  static_cast<long long>(at.redecoded), o.adaptation.min_redecode_gain);
+                  static_cast<long long>(at.redecoded), o.adaptation.min_redecode_gain,
+                  o.adaptation.young_below_frames);
     }
     if (parts.rounds > 0)
       std::printf("search rounds: %lld for %lld frames searched (%lld only pruning a frame); "
