@@ -120,7 +120,7 @@ live_source() {
   SOURCE_BRANCHES=()
   if [ "${LIVE_WER_SEGMENTED:-0}" = 1 ]; then
     SOURCE=(concat name=segments ! audioconvert ! audioresample)
-    for id in $(awk -v v="$v" '$1 == v { print $2 }' "$L/spans"); do
+    for id in $(recording_utterances "$L/spans" "$v"); do
       SOURCE_BRANCHES+=(filesrc location="$L/cut-$cond/$id.wav" ! wavparse ! segments.)
     done
   else
@@ -180,8 +180,8 @@ for cond in $DEGRADED_CONDITIONS; do
       echo "live_wer.sh: transcribe ($column) failed on $cond (see $L/$cond.$column.log)" >&2
     hyp="$L/$cond.$column.trn"; : >"$hyp"
     for v in "${RECORDINGS[@]}"; do
-      # The recording's sentences in order (from the spans).
-      echo "$(awk -v v="$v" '$1 == v { print $2 }' "$L/spans" | while read -r id; do
+      # The recording's sentences in order.
+      echo "$(recording_utterances "$L/spans" "$v" | while read -r id; do
           utterance_words "$L/$cond.$column.hyp" "$id"; done | tr '\n' ' ' |
         wer_normalise_text) ($v)" >>"$hyp"
     done

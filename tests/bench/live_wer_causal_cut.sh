@@ -28,7 +28,7 @@ for cond in $DEGRADED_CONDITIONS; do
   [ -d "$L/cut-$cond" ] || degraded_die "$L/cut-$cond: missing (run live_wer.sh with its cut column)"
   hyp=$L/$cond.causal.trn; : >"$hyp"
   for v in "${RECORDINGS[@]}"; do
-    ids=($(awk -v v="$v" '$1 == v { print $2 }' "$L/spans"))
+    ids=($(recording_utterances "$L/spans" "$v"))
     words=""
     for k in $(seq 1 ${#ids[@]}); do
       files=()

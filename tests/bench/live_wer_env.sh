@@ -23,3 +23,7 @@ transcribe_cut() {
 
 # utterance_words HYP ID: the words of utterance ID in transcribe's output.
 utterance_words() { grep -F "($2)" "$1" | sed -E 's/ *\([^)]*\)$//'; }
+
+# recording_utterances SPANS VOICE: the utterance ids of VOICE's recording,
+# in the order spoken (SPANS: "voice id start duration" lines).
+recording_utterances() { awk -v v="$2" '$1 == v { print $2 }' "$1"; }
