@@ -302,7 +302,9 @@ fi
 # decoded again with its own mean, as gpudecoder's utterance-cmn does).
 # ADAPT_LIVE_STREAMS (default 384) streams for ADAPT_LIVE_SECONDS (60) of
 # audio each. Builds gpuspeech-bench alone (no tests) in build-bench, so
-# it needs no other step.
+# it needs no other step. ADAPT_LIVE_FRONT_ENDS: "batch live" (default) or
+# either alone. With ab_build among the steps, the base tree's bench runs
+# each front end too, after this tree's: a same-host A/B.
 if [[ " $STEPS " == *" adapt_live "* ]]; then
   note "adapt_live: build gpuspeech-bench and gpuspeech-mkgraph"
   nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
@@ -316,12 +318,21 @@ if [[ " $STEPS " == *" adapt_live "* ]]; then
   build-bench/tools/gpuspeech-mkgraph --hmm .refmodel/en-us/en-us --dict .refmodel/en-us/cmudict-en-us.dict \
     --lm .refmodel/en-us/en-us.lm.bin --cache $GRAPH_CACHE >"$OUT/mkgraph.log" 2>&1 ||
     { tail -20 "$OUT/mkgraph.log"; exit 1; }
-  for f in "" --live-features; do
-    note "adapt_live: ${ADAPT_LIVE_STREAMS:-384} streams ${f:-(batch front end)}"
-    build-bench/tools/gpuspeech-bench decode "${EN_US_CUDA[@]}" --streams ${ADAPT_LIVE_STREAMS:-384} --live \
-      --seconds ${ADAPT_LIVE_SECONDS:-60} --adapt --spread-starts $f $GPUSPEECH_AUDIO_DIR/librivox/*.wav \
-      >"$OUT/adapt_live${f}.log" 2>&1 || status=1
-    grep -vE '^RESULT' "$OUT/adapt_live${f}.log" | tail -12
+  sides=(new)
+  if [[ " $STEPS " == *" ab_build "* ]]; then
+    wait_ab_base
+    [ -x build-ab-base/tools/gpuspeech-bench ] && sides+=(base)
+  fi
+  for fe in ${ADAPT_LIVE_FRONT_ENDS:-batch live}; do
+    f=""; [ "$fe" = live ] && f=--live-features
+    for side in "${sides[@]}"; do
+      B=build-bench/tools/gpuspeech-bench; [ $side = base ] && B=build-ab-base/tools/gpuspeech-bench
+      note "adapt_live ($side): ${ADAPT_LIVE_STREAMS:-384} streams ${f:-(batch front end)}"
+      $B decode "${EN_US_CUDA[@]}" --streams ${ADAPT_LIVE_STREAMS:-384} --live \
+        --seconds ${ADAPT_LIVE_SECONDS:-60} --adapt --spread-starts $f $GPUSPEECH_AUDIO_DIR/librivox/*.wav \
+        >"$OUT/adapt_live${f}-$side.log" 2>&1 || status=1
+      grep -vE '^RESULT' "$OUT/adapt_live${f}-$side.log" | grep -E '^(decode|host CPU|adaptation|live)[:,]'
+    done
   done
 fi
 
