@@ -324,7 +324,11 @@ if [[ " $STEPS " == *" adapt_live "* ]]; then
     [ -x build-ab-base/tools/gpuspeech-bench ] && sides+=(base)
   fi
   for fe in ${ADAPT_LIVE_FRONT_ENDS:-batch live}; do
-    f=""; [ "$fe" = live ] && f=--live-features
+    case $fe in
+      batch) f="" ;;
+      live) f=--live-features ;;
+      *) echo "adapt_live: ADAPT_LIVE_FRONT_ENDS takes batch and live, not '$fe'"; status=1; continue ;;
+    esac
     for side in "${sides[@]}"; do
       B=build-bench/tools/gpuspeech-bench; [ $side = base ] && B=build-ab-base/tools/gpuspeech-bench
       note "adapt_live ($side): ${ADAPT_LIVE_STREAMS:-384} streams ${f:-(batch front end)}"
