@@ -304,7 +304,13 @@ fi
 # audio each. Builds gpuspeech-bench alone (no tests) in build-bench, so
 # it needs no other step. ADAPT_LIVE_FRONT_ENDS: "batch live" (default) or
 # either alone. With ab_build among the steps, the base tree's bench runs
-# each front end too, after this tree's: a same-host A/B.
+# each front end too, after this tree's: a same-host A/B. ADAPT_LIVE_ALT_ARGS
+# (e.g. "--adapt-young-frames 0"): this tree's bench runs each front end a
+# second time with those options added (side "alt"), an A/B of one option
+# on one host. ADAPT_LIVE_REPEATS (default 1): the sides run in turn that
+# many times (logs -new, -alt, ... then -new.2, -alt.2, ...), so that the
+# spread between runs of one side shows beside the difference between
+# sides.
 if [[ " $STEPS " == *" adapt_live "* ]]; then
   note "adapt_live: build gpuspeech-bench and gpuspeech-mkgraph"
   nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
@@ -319,6 +325,7 @@ if [[ " $STEPS " == *" adapt_live "* ]]; then
     --lm .refmodel/en-us/en-us.lm.bin --cache $GRAPH_CACHE >"$OUT/mkgraph.log" 2>&1 ||
     { tail -20 "$OUT/mkgraph.log"; exit 1; }
   sides=(new)
+  [ -n "${ADAPT_LIVE_ALT_ARGS:-}" ] && sides+=(alt)
   if [[ " $STEPS " == *" ab_build "* ]]; then
     wait_ab_base
     [ -x build-ab-base/tools/gpuspeech-bench ] && sides+=(base)
@@ -329,13 +336,17 @@ if [[ " $STEPS " == *" adapt_live "* ]]; then
       live) f=--live-features ;;
       *) echo "adapt_live: ADAPT_LIVE_FRONT_ENDS takes batch and live, not '$fe'"; status=1; continue ;;
     esac
-    for side in "${sides[@]}"; do
-      B=build-bench/tools/gpuspeech-bench; [ $side = base ] && B=build-ab-base/tools/gpuspeech-bench
-      note "adapt_live ($side): ${ADAPT_LIVE_STREAMS:-384} streams ${f:-(batch front end)}"
-      $B decode "${EN_US_CUDA[@]}" --streams ${ADAPT_LIVE_STREAMS:-384} --live \
-        --seconds ${ADAPT_LIVE_SECONDS:-60} --adapt --spread-starts $f $GPUSPEECH_AUDIO_DIR/librivox/*.wav \
-        >"$OUT/adapt_live${f}-$side.log" 2>&1 || status=1
-      grep -vE '^RESULT' "$OUT/adapt_live${f}-$side.log" | grep -E '^(decode|host CPU|adaptation|live)[:,]'
+    for ((rep = 1; rep <= ${ADAPT_LIVE_REPEATS:-1}; ++rep)); do
+      for side in "${sides[@]}"; do
+        B=build-bench/tools/gpuspeech-bench; [ $side = base ] && B=build-ab-base/tools/gpuspeech-bench
+        alt=(); [ $side = alt ] && read -r -a alt <<<"$ADAPT_LIVE_ALT_ARGS"
+        log="$OUT/adapt_live${f}-$side$([ $rep -gt 1 ] && echo .$rep).log"
+        note "adapt_live ($side${alt[*]:+: ${alt[*]}}, run $rep): ${ADAPT_LIVE_STREAMS:-384} streams ${f:-(batch front end)}"
+        $B decode "${EN_US_CUDA[@]}" --streams ${ADAPT_LIVE_STREAMS:-384} --live \
+          --seconds ${ADAPT_LIVE_SECONDS:-60} --adapt --spread-starts $f "${alt[@]}" \
+          $GPUSPEECH_AUDIO_DIR/librivox/*.wav >"$log" 2>&1 || status=1
+        grep -vE '^RESULT' "$log" | grep -E '^(decode|host CPU|adaptation|live)[:,]'
+      done
     done
   done
 fi
