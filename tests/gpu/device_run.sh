@@ -324,6 +324,8 @@ if [[ " $STEPS " == *" adapt_live "* ]]; then
   build-bench/tools/gpuspeech-mkgraph --hmm .refmodel/en-us/en-us --dict .refmodel/en-us/cmudict-en-us.dict \
     --lm .refmodel/en-us/en-us.lm.bin --cache $GRAPH_CACHE >"$OUT/mkgraph.log" 2>&1 ||
     { tail -20 "$OUT/mkgraph.log"; exit 1; }
+  [[ ${ADAPT_LIVE_REPEATS:-1} =~ ^[1-9][0-9]*$ ]] ||
+    { echo "adapt_live: ADAPT_LIVE_REPEATS must be a count >= 1, not '$ADAPT_LIVE_REPEATS'"; exit 1; }
   sides=(new)
   [ -n "${ADAPT_LIVE_ALT_ARGS:-}" ] && sides+=(alt)
   if [[ " $STEPS " == *" ab_build "* ]]; then
