@@ -91,6 +91,15 @@ TEST(FeatureSignature, EveryRelevantOptionChangesIt) {
   EXPECT_NE(feature_signature(live), feature_signature(live_skip));
   EXPECT_EQ(feature_signature(live).find("cmn-mean-of"), std::string::npos);
   EXPECT_NE(feature_signature(live_skip).find("cmn-mean-of=nonnegative-c0"), std::string::npos);
+  // Where the noise estimate starts, with noise removal: the default is not
+  // named (older signatures still match), the other start is.
+  FeatureOptions nr = sphinx();
+  nr.noise.remove_noise = true;
+  FeatureOptions nr_first_sound = nr;
+  nr_first_sound.noise.start_at_first_sound = true;
+  EXPECT_NE(feature_signature(nr), feature_signature(nr_first_sound));
+  EXPECT_EQ(feature_signature(nr).find("noise-start"), std::string::npos);
+  EXPECT_NE(feature_signature(nr_first_sound).find("noise-start=first-sound"), std::string::npos);
 }
 
 TEST(FeatureSignature, IrrelevantOptionsDoNotChangeIt) {
@@ -103,6 +112,7 @@ TEST(FeatureSignature, IrrelevantOptionsDoNotChangeIt) {
   o.delta.window = 5;        // only with regression deltas
   o.mel.vtln.low_cutoff = 300.0f;  // only with a warp
   o.noise.vad_threshold = 3.0f;    // only with noise or silence removal
+  o.noise.start_at_first_sound = true;  // idem
   EXPECT_EQ(feature_signature(o), base);
   // "offset from Nyquist" and the same edge in Hz are the same filterbank.
   FeatureOptions a = sphinx(), b = sphinx();

@@ -279,6 +279,51 @@ TEST(SphinxNoiseRemover, FirstFrameInClosedForm) {
   }
 }
 
+// NoiseOptions::start_at_first_sound: digital silence before a stream's
+// first sound leaves the trackers unset (the zeros pass as they are, as
+// non-speech), so the stream behaves as if it began at the sound; and the
+// noise estimate starts at that sound's energy, so that noise alone after
+// the zeros is not taken for speech, which the default start (energy / 20,
+// 0 after zeros, rising at 0.5 % a frame) does for many frames.
+TEST(SphinxNoiseRemover, StartAtFirstSoundSkipsDigitalSilence) {
+  const int bands = 25, zeros = 30, frames = 120;
+  std::mt19937 gen(11);
+  // Steady noise: every band within +-30 % of its own level.
+  std::uniform_real_distribution<float> jitter(0.7f, 1.3f);
+  std::vector<float> noise(static_cast<size_t>(frames) * bands);
+  for (int t = 0; t < frames; ++t)
+    for (int i = 0; i < bands; ++i) noise[t * bands + i] = 1e4f * (i + 1) * jitter(gen);
+  NoiseOptions first_sound;
+  first_sound.remove_noise = true;
+  first_sound.start_at_first_sound = true;
+  NoiseOptions first_frame = first_sound;
+  first_frame.start_at_first_sound = false;
+
+  SphinxNoiseRemover after_zeros(bands, first_sound), alone(bands, first_sound), sphinx(bands, first_frame);
+  std::vector<float> zero(bands, 0.0f);
+  for (int t = 0; t < zeros; ++t) {
+    std::vector<float> a = zero, c = zero;
+    EXPECT_FALSE(after_zeros.process(a.data())) << t;
+    EXPECT_EQ(a, zero) << t;
+    sphinx.process(c.data());
+  }
+  int speech_first_sound = 0, speech_sphinx = 0;
+  for (int t = 0; t < frames; ++t) {
+    std::vector<float> a(noise.begin() + t * bands, noise.begin() + (t + 1) * bands);
+    std::vector<float> b = a, c = a;
+    const bool sa = after_zeros.process(a.data());
+    const bool sb = alone.process(b.data());
+    EXPECT_EQ(sa, sb) << t;
+    EXPECT_EQ(a, b) << "the zeros before changed nothing, frame " << t;
+    speech_first_sound += sa;
+    speech_sphinx += sphinx.process(c.data());
+  }
+  // From 0 the default estimate reaches E / e^2 (the detector's threshold,
+  // ln(power / noise) = 2) after k frames with 1 - 0.995^k = 0.135: k = 29.
+  EXPECT_LE(speech_first_sound, 6);
+  EXPECT_GE(speech_sphinx, 20);
+}
+
 // compute_device carries the trackers from call to call: an utterance cut
 // in two blocks gives what compute() gives in one.
 TEST(SphinxNoise, StateCarriesAcrossComputeDeviceCalls) {

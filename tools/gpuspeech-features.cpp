@@ -118,6 +118,10 @@ Configuration (applied in this order: flavour/kind defaults, then
                         is yes; here it is off unless asked for)
   --remove-silence[=BOOL]
                         drop the frames Sphinx's VAD calls silence (idem)
+  --noise-start first-frame|first-sound
+                        where the noise estimate starts: at the first frame,
+                        at its energy / 20, as sphinx_fe does (default), or
+                        past any digital silence, at the first sound's energy
   --declip[=BOOL]       restore clipped peaks before framing (runs of 2 to 4 ms
                         of equal samples at the peak level, recurring at one
                         level; what gpuspeech-transcribe does by default;
@@ -385,6 +389,12 @@ const std::map<std::string, FeatureFlag>& feature_flags() {
       {"--remove-noise", {true, [](O& o, S f, S v) { o.noise.remove_noise = parse_bool(f, v); }}},
       {"--remove-silence",
        {true, [](O& o, S f, S v) { o.noise.remove_silence = parse_bool(f, v); }}},
+      {"--noise-start",
+       {false, [](O& o, S f, S v) {
+          if (v != "first-frame" && v != "first-sound")
+            throw UsageError(f + ": '" + v + "' is not first-frame or first-sound");
+          o.noise.start_at_first_sound = v == "first-sound";
+        }}},
       {"--declip", {true, [](O& o, S f, S v) { o.declip.enabled = parse_bool(f, v); }}},
       {"--vad-threshold",
        {false, [](O& o, S f, S v) { o.noise.vad_threshold = parse_float(f, v); }}},

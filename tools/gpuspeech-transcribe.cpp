@@ -183,6 +183,12 @@ Front end (pocketsphinx's defaults: both on; noise and silence removal
 not for --mfc input, the CMN rule for both; and declipping):
   --no-remove-noise     no spectral noise subtraction (pocketsphinx
                         -remove_noise no)
+  --noise-start first-frame|first-sound
+                        where the noise estimate starts: at the first frame,
+                        at its energy / 20, as pocketsphinx does (default),
+                        or past any digital silence, at the first sound's
+                        energy (for files that begin in noise, such as a
+                        long recording cut into its sentences)
   --no-remove-silence   decode every frame instead of dropping those the
                         voice activity detector calls silence (pocketsphinx
                         -remove_silence no)
@@ -1501,6 +1507,12 @@ int run(int argc, char** argv) {
       config.nbest = parse_int(a, value());
     } else if (a == "--no-remove-noise") {
       config.remove_noise = false;
+      front_end_flag = a;
+    } else if (a == "--noise-start") {
+      const std::string v = value();
+      if (v != "first-frame" && v != "first-sound")
+        usage_error("--noise-start: must be first-frame or first-sound, not '" + v + "'");
+      config.noise_start_at_first_sound = v == "first-sound";
       front_end_flag = a;
     } else if (a == "--no-remove-silence") {
       config.remove_silence = false;

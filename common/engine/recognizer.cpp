@@ -145,6 +145,7 @@ void Recognizer::open_stream(std::string* log) {
   m.features = res.feature_options();
   m.features.noise.remove_noise = config_.remove_noise;
   m.features.noise.remove_silence = config_.remove_silence;
+  m.features.noise.start_at_first_sound = config_.noise_start_at_first_sound;
   m.features.declip.enabled = config_.declip;
   m.features.norm.skip_negative_c0 = config_.cmn_skip_negative_c0;
   m.rescorer = res.make_rescorer();

@@ -110,6 +110,10 @@ struct RecognizerConfig : ResourceOptions {
   // remove_silence off; see docs/gpudecoder.md.
   bool remove_noise = true;
   bool remove_silence = true;
+  // NoiseOptions::start_at_first_sound for that front end. Off by default:
+  // it gains on files that begin in noise and changes little elsewhere
+  // (docs/benchmarks.md, "The noise estimate started at the first sound").
+  bool noise_start_at_first_sound = false;
   // Restore clipped peaks before the front end (DeclipOptions, declipper.h;
   // the model's toolkit has no such stage). On by default: on the degraded
   // sets' clipped condition it took the WER from about 50 % to about 20 %,

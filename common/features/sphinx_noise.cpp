@@ -72,11 +72,17 @@ void SphinxNoiseRemover::reset() { fresh_ = true; }
 
 bool SphinxNoiseRemover::process(float* bands) {
   const int n = num_filters_;
+  if (fresh_ && opts_.start_at_first_sound) {
+    // Digital silence says nothing about the noise: wait for a sound.
+    bool silent = true;
+    for (int i = 0; i < n && silent; ++i) silent = bands[i] <= 0.0f;
+    if (silent) return false;
+  }
   if (fresh_) {
     slow_peak_ = 0.0;
     for (int i = 0; i < n; ++i) {
       power_[i] = bands[i];
-      noise_[i] = bands[i] / kMaxGain;
+      noise_[i] = opts_.start_at_first_sound ? bands[i] : bands[i] / kMaxGain;
       floor_[i] = bands[i] / kMaxGain;
       peak_[i] = 0.0;
     }

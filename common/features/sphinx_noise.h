@@ -28,7 +28,8 @@
 // fe_noise.c and were checked against the machine code of Debian's
 // libsphinxbase.so.3 (0.8+5prealpha+1), whose own build differs from the
 // last upstream commit in one detail (the noise estimate starts at
-// energy / MAX_GAIN, not at the energy).
+// energy / MAX_GAIN, not at the energy). NoiseOptions::start_at_first_sound
+// takes upstream's start instead, after any leading digital silence.
 #pragma once
 
 #include <cstdint>
