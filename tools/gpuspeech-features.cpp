@@ -390,11 +390,7 @@ const std::map<std::string, FeatureFlag>& feature_flags() {
       {"--remove-silence",
        {true, [](O& o, S f, S v) { o.noise.remove_silence = parse_bool(f, v); }}},
       {"--noise-start",
-       {false, [](O& o, S f, S v) {
-          if (v != "first-frame" && v != "first-sound")
-            throw UsageError(f + ": '" + v + "' is not first-frame or first-sound");
-          o.noise.start_at_first_sound = v == "first-sound";
-        }}},
+       {false, [](O& o, S f, S v) { o.noise.start_at_first_sound = named(f, [&] { return parse_noise_start(v); }); }}},
       {"--declip", {true, [](O& o, S f, S v) { o.declip.enabled = parse_bool(f, v); }}},
       {"--vad-threshold",
        {false, [](O& o, S f, S v) { o.noise.vad_threshold = parse_float(f, v); }}},

@@ -1509,10 +1509,11 @@ int run(int argc, char** argv) {
       config.remove_noise = false;
       front_end_flag = a;
     } else if (a == "--noise-start") {
-      const std::string v = value();
-      if (v != "first-frame" && v != "first-sound")
-        usage_error("--noise-start: must be first-frame or first-sound, not '" + v + "'");
-      config.noise_start_at_first_sound = v == "first-sound";
+      try {
+        config.noise_start_at_first_sound = parse_noise_start(value());
+      } catch (const std::invalid_argument& e) {
+        usage_error(a + ": " + e.what());
+      }
       front_end_flag = a;
     } else if (a == "--no-remove-silence") {
       config.remove_silence = false;

@@ -287,4 +287,14 @@ WindowType parse_window(const std::string& s) {
       "' (expected hamming|hanning|povey|rectangular|blackman)");
 }
 
+const char* noise_start_name(bool start_at_first_sound) {
+  return start_at_first_sound ? "first-sound" : "first-frame";
+}
+
+bool parse_noise_start(const std::string& s) {
+  for (bool first_sound : {false, true})
+    if (s == noise_start_name(first_sound)) return first_sound;
+  bad("unknown noise start '" + s + "' (expected first-frame|first-sound)");
+}
+
 }  // namespace gpuspeech

@@ -300,5 +300,9 @@ const char* to_string(WindowType);
 Flavour parse_flavour(const std::string&);
 FeatureKind parse_feature_kind(const std::string&);
 WindowType parse_window(const std::string&);
+// NoiseOptions::start_at_first_sound by name: "first-frame" (false) or
+// "first-sound" (true).
+const char* noise_start_name(bool start_at_first_sound);
+bool parse_noise_start(const std::string&);
 
 }  // namespace gpuspeech

@@ -161,7 +161,7 @@ std::string feature_signature(const FeatureOptions& o) {
     w.put("remove-silence", o.noise.remove_silence);
     w.put("vad-threshold", o.noise.vad_threshold);
     // Only when set, so that every signature made before it stays valid.
-    if (o.noise.start_at_first_sound) w.put("noise-start", "first-sound");
+    if (o.noise.start_at_first_sound) w.put("noise-start", noise_start_name(true));
     if (o.noise.remove_silence || cmn_vad) {
       w.put("vad-prespeech", o.noise.vad_prespeech);
       w.put("vad-postspeech", o.noise.vad_postspeech);
