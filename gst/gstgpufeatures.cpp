@@ -26,9 +26,9 @@
  * every property set explicitly. It is read when the element goes from
  * READY to PAUSED; later property changes take effect at the next start.
  * When no property that shapes the features is set (only backend,
- * device-id, post-messages, remove-noise, noise-carry, remove-silence,
- * declip, cmn-from-speech, cmn-skip-negative-c0, cmn-init, cmn-init-frames
- * and cmn-carry, if any) and
+ * device-id, post-messages, remove-noise, noise-carry, noise-start,
+ * remove-silence, declip, cmn-from-speech, cmn-skip-negative-c0, cmn-init,
+ * cmn-init-frames and cmn-carry, if any) and
  * downstream's caps name a `feat-params` file (gpudecoder does: its
  * model's), that file configures the element, with live CMN, so
  * `gpufeatures ! gpudecoder` needs no settings. That front end subtracts
@@ -260,6 +260,26 @@ gst_gpu_features_cmn_get_type (void)
   return type;
 }
 
+/* Where noise subtraction's estimate starts (NoiseOptions::
+ * start_at_first_sound): the values are the CLI's --noise-start names. */
+#define GST_TYPE_GPU_FEATURES_NOISE_START (gst_gpu_features_noise_start_get_type ())
+static GType
+gst_gpu_features_noise_start_get_type (void)
+{
+  static GType type = 0;
+  static const GEnumValue values[] = {
+    {0, "At the stream's first frame, at its energy / 20 (as pocketsphinx "
+          "and sphinx_fe)", "first-frame"},
+    {1, "At the first frame with sound, at its energy (digital silence "
+          "before it leaves the estimate unset)", "first-sound"},
+    {0, NULL, NULL},
+  };
+  if (g_once_init_enter (&type))
+    g_once_init_leave (&type,
+        g_enum_register_static ("GstGpuFeaturesNoiseStart", values));
+  return type;
+}
+
 
 
 /* ------------------------------------------------------------------------ */
@@ -295,6 +315,7 @@ enum
   PROP_POST_MESSAGES,
   PROP_REMOVE_NOISE,
   PROP_NOISE_CARRY,
+  PROP_NOISE_START,
   PROP_REMOVE_SILENCE,
   PROP_DECLIP,
   N_PROPS
@@ -332,6 +353,7 @@ struct Settings
   gboolean post_messages;
   gboolean remove_noise;
   gboolean noise_carry;
+  gboolean noise_start_at_first_sound;
   gboolean remove_silence;
   gboolean declip;
   guint64 explicit_mask = 0;
@@ -364,6 +386,7 @@ struct Settings
     post_messages = TRUE;
     remove_noise = d.noise.remove_noise;
     noise_carry = TRUE;
+    noise_start_at_first_sound = d.noise.start_at_first_sound;
     remove_silence = d.noise.remove_silence;
     declip = d.declip.enabled;
   }
@@ -508,6 +531,8 @@ build_options (const Settings & s, std::vector < std::string > *warnings,
     o.mel.vtln.warp = s.vtln_warp;
   if (s.is_set (PROP_REMOVE_NOISE))
     o.noise.remove_noise = s.remove_noise;
+  if (s.is_set (PROP_NOISE_START))
+    o.noise.start_at_first_sound = s.noise_start_at_first_sound;
   if (s.is_set (PROP_REMOVE_SILENCE))
     o.noise.remove_silence = s.remove_silence;
   if (s.is_set (PROP_DECLIP))
@@ -840,6 +865,18 @@ gst_gpu_features_class_init (GstGpuFeaturesClass * klass)
           "and a restart start them afresh either way; the voice activity "
           "detector starts each utterance in silence either way",
           TRUE, rw));
+  g_object_class_install_property (gobject_class, PROP_NOISE_START,
+      g_param_spec_enum ("noise-start", "Where the noise estimate starts",
+          "With remove-noise: first-frame starts the noise estimate at the "
+          "stream's first frame, at its energy / 20, as pocketsphinx and "
+          "sphinx_fe do (0 after digital silence, so the first seconds of "
+          "noise pass for speech); first-sound skips digital silence and "
+          "starts it at the first sound's energy, as gpuspeech-transcribe "
+          "--noise-start first-sound does (docs/benchmarks.md, \"The noise "
+          "estimate started at the first sound\"). The same at every "
+          "fresh start of the estimate (see noise-carry)",
+          GST_TYPE_GPU_FEATURES_NOISE_START,
+          d.noise.start_at_first_sound ? 1 : 0, rw));
   g_object_class_install_property (gobject_class, PROP_DECLIP,
       g_param_spec_boolean ("declip", "Restore clipped peaks",
           "Redraw runs of 2 to 4 ms of (nearly) equal samples at the "
@@ -1013,6 +1050,9 @@ gst_gpu_features_set_property (GObject * object, guint prop_id,
     case PROP_NOISE_CARRY:
       s.noise_carry = g_value_get_boolean (value);
       break;
+    case PROP_NOISE_START:
+      s.noise_start_at_first_sound = g_value_get_enum (value) == 1;
+      break;
     case PROP_REMOVE_SILENCE:
       s.remove_silence = g_value_get_boolean (value);
       break;
@@ -1115,6 +1155,9 @@ gst_gpu_features_get_property (GObject * object, guint prop_id,
       break;
     case PROP_NOISE_CARRY:
       g_value_set_boolean (value, s.noise_carry);
+      break;
+    case PROP_NOISE_START:
+      g_value_set_enum (value, s.noise_start_at_first_sound ? 1 : 0);
       break;
     case PROP_REMOVE_SILENCE:
       g_value_set_boolean (value, s.remove_silence);
@@ -1756,7 +1799,7 @@ adopt_downstream_front_end (GstGpuFeatures * self, Settings * settings)
       (1ull << PROP_REMOVE_NOISE) | (1ull << PROP_REMOVE_SILENCE) |
       (1ull << PROP_DECLIP) | (1ull << PROP_CMN_FROM_SPEECH) | (1ull << PROP_CMN_INIT_FRAMES) |
       (1ull << PROP_CMN_CARRY) | (1ull << PROP_NOISE_CARRY) |
-      (1ull << PROP_CMN_INIT) |
+      (1ull << PROP_NOISE_START) | (1ull << PROP_CMN_INIT) |
       (1ull << PROP_CMN_SKIP_NEGATIVE_C0);
   if (!settings->feat_params.empty ()
       || (settings->explicit_mask & ~non_shaping) != 0)

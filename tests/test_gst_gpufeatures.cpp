@@ -1208,6 +1208,50 @@ TEST_F(GstGpuFeatures, RemoveNoiseIsExactAcrossBufferSizesOnEveryBackend) {
                                       std::vector<size_t>{160}, std::vector<size_t>{1}});
 }
 
+// noise-start=first-sound: a stream of digital zeros, then steady noise,
+// then speech, gives the frames of the extractor with
+// NoiseOptions::start_at_first_sound however it is cut (bitwise on the
+// CPU), on every backend, and not those of the default start.
+TEST_F(GstGpuFeatures, NoiseStartFirstSoundEqualsTheCoreOption) {
+  const std::vector<int16_t> speech = speech_s16();
+  uint32_t state = 12345;
+  auto noise = [&state] {  // uniform in [-512, 512): about 36 dB below full scale
+    state = state * 1664525u + 1013904223u;
+    return static_cast<int>(state >> 22) - 512;
+  };
+  std::vector<int16_t> audio(8000, 0);  // 0.5 s of digital silence
+  for (int i = 0; i < 16000; ++i) audio.push_back(static_cast<int16_t>(noise()));  // 1 s of noise
+  for (int16_t v : speech)
+    audio.push_back(static_cast<int16_t>(std::max(-32768, std::min(32767, v + noise()))));
+  const std::vector<float> samples = as_float(audio);
+  BackendPtr cpu = make_cpu_backend();
+  FeatureOptions o = live_sphinx_options();
+  o.noise.remove_noise = true;
+  const FeatureMatrix first_frame = compute_features(o, *cpu, samples.data(), samples.size());
+  o.noise.start_at_first_sound = true;
+  const FeatureMatrix first_sound = compute_features(o, *cpu, samples.data(), samples.size());
+  ASSERT_EQ(first_frame.rows, first_sound.rows);
+  ASSERT_GT(max_rel_diff(first_frame.data, first_sound.data), 1e-2) << "the test tells them apart";
+  for (const std::string& backend : testing::backends_under_test()) {
+    SCOPED_TRACE(backend);
+    const double tolerance = backend == "cpu" ? 1e-5 : 1e-3;
+    for (const char* start : {"first-frame", "first-sound"}) {
+      const FeatureMatrix& ref = std::string(start) == "first-sound" ? first_sound : first_frame;
+      for (const auto& sizes : {std::vector<size_t>{audio.size()}, random_sizes(8, 900)}) {
+        Harnessed t({{"backend", backend.c_str()}, {"cmn", "live"}, {"deltas", "1s_c_d_dd"},
+                     {"remove-noise", "true"}, {"noise-start", start}});
+        ASSERT_NE(t.h, nullptr);
+        push_s16(t.h, audio, sizes);
+        EXPECT_TRUE(gst_harness_push_event(t.h, gst_event_new_eos()));
+        Output out;
+        pull_all(t.h, 39, out);
+        ASSERT_EQ(out.frames(), ref.rows) << start;
+        EXPECT_LE(max_rel_diff(out.data, ref.data), tolerance) << start;
+      }
+    }
+  }
+}
+
 // remove-noise=true gives the cepstra of sphinx_fe -remove_noise yes
 // -remove_silence no (tests/data/sphinx_fe/generate.sh), through the element.
 TEST_F(GstGpuFeatures, RemoveNoiseMatchesSphinxFe) {
