@@ -110,9 +110,11 @@ struct RecognizerConfig : ResourceOptions {
   // remove_silence off; see docs/gpudecoder.md.
   bool remove_noise = true;
   bool remove_silence = true;
-  // NoiseOptions::start_at_first_sound for that front end. Off by default:
-  // it gains on files that begin in noise and changes little elsewhere
-  // (docs/benchmarks.md, "The noise estimate started at the first sound").
+  // NoiseOptions::start_at_first_sound for that front end. Off here, so
+  // that the defaults above give sphinx_fe's numbers; gpuspeech-transcribe
+  // turns it on (it gains on files that begin in noise and changes little
+  // elsewhere: docs/benchmarks.md, "The noise estimate started at the first
+  // sound").
   bool noise_start_at_first_sound = false;
   // Restore clipped peaks before the front end (DeclipOptions, declipper.h;
   // the model's toolkit has no such stage). On by default: on the degraded
