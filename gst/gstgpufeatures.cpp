@@ -872,7 +872,7 @@ gst_gpu_features_class_init (GstGpuFeaturesClass * klass)
           "sphinx_fe do (0 after digital silence, so the first seconds of "
           "noise pass for speech); first-sound skips digital silence and "
           "starts it at the first sound's energy, as gpuspeech-transcribe "
-          "--noise-start first-sound does (docs/benchmarks.md, \"The noise "
+          "does by default (docs/benchmarks.md, \"The noise "
           "estimate started at the first sound\"). The same at every "
           "fresh start of the estimate (see noise-carry)",
           GST_TYPE_GPU_FEATURES_NOISE_START,

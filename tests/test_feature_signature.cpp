@@ -181,6 +181,12 @@ TEST(FeatureSignatureMismatch, NamesRealDifferencesOnly) {
   EXPECT_NE(feature_signature(declipped).find("declip-max-run-ms="), std::string::npos);
   EXPECT_EQ(feature_signature(model).find("declip"), std::string::npos);
   EXPECT_EQ(feature_signature_mismatch(feature_signature(declipped), wanted), "");
+  // Nor where the noise estimate started (gpufeatures noise-start).
+  FeatureOptions first_sound = model;
+  first_sound.noise.remove_noise = true;
+  first_sound.noise.start_at_first_sound = true;
+  EXPECT_NE(feature_signature(first_sound).find("noise-start=first-sound"), std::string::npos);
+  EXPECT_EQ(feature_signature_mismatch(feature_signature(first_sound), wanted), "");
   EXPECT_EQ(feature_signature_mismatch("kind=mfcc;rate=16000;cmn=none", base),
             "cmn: upstream none, model batch");
   EXPECT_EQ(feature_signature_mismatch("kind=plp;rate=16000;cmn=batch;extra=1", base),

@@ -321,6 +321,12 @@ TEST(GpuDecoder, PlainGpufeaturesAdoptsTheModelFrontEnd) {
       src + " ! gpufeatures backend=cpu remove-noise=false ! " + decoder(gram) + " ! fakesink");
   ASSERT_TRUE(plain_no_noise.eos) << plain_no_noise.error_text();
   EXPECT_EQ(final_words(plain_no_noise), final_words(no_noise));
+  // So does where the noise estimate starts (noise-start): the decoder
+  // accepts either start, as it accepts either noise choice.
+  const PipelineRun first_sound = run_pipeline(
+      src + " ! gpufeatures backend=cpu noise-start=first-sound ! " + decoder(gram) + " ! fakesink");
+  ASSERT_TRUE(first_sound.eos) << first_sound.error_text();
+  EXPECT_EQ(joined(first_sound.finals()), "go forward ten meters");
   // So does live CMN's start (an application that keeps a channel's mean
   // from an earlier stream): the model's own -cmninit given as cmn-init
   // gives the plain chain's words; a start far from it still negotiates,

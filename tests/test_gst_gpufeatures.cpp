@@ -1215,7 +1215,7 @@ TEST_F(GstGpuFeatures, RemoveNoiseIsExactAcrossBufferSizesOnEveryBackend) {
 TEST_F(GstGpuFeatures, NoiseStartFirstSoundEqualsTheCoreOption) {
   const std::vector<int16_t> speech = speech_s16();
   uint32_t state = 12345;
-  auto noise = [&state] {  // uniform in [-512, 512): about 36 dB below full scale
+  auto noise = [&state] {  // uniform in [-512, 512): about 40 dB below full scale
     state = state * 1664525u + 1013904223u;
     return static_cast<int>(state >> 22) - 512;
   };

@@ -230,8 +230,8 @@ bool is_cmn_detail(const std::string& key) {
 // declipping) are the feature producer's choice: a model is not trained
 // for one setting of them.
 bool is_noise_stage_detail(const std::string& key) {
-  return key == "remove-noise" || key == "remove-silence" || key.rfind("vad-", 0) == 0 ||
-         key.rfind("declip-", 0) == 0;
+  return key == "remove-noise" || key == "remove-silence" || key == "noise-start" ||
+         key.rfind("vad-", 0) == 0 || key.rfind("declip-", 0) == 0;
 }
 
 }  // namespace
