@@ -86,11 +86,15 @@ through() {
 }
 
 # The statistics of a directory's recordings as one speaker, 9 significant
-# digits (the sums are float32 on the device anyway).
+# digits (the sums are float32 on the device anyway). The noise estimate
+# starts as in gpufeatures' default front end (--noise-start first-frame),
+# which the library's streams use, and as when data/channel-priors/en-us
+# was made (transcribe's default then).
 statistics() {
   local dir=$1 to=$2
   echo "chan $(for f in "$dir"/*.wav; do basename "$f" .wav; done | tr '\n' ' ')" >"$T/spk2utt"
-  "$TRANSCRIBE" --hmm "$M/en-us" --spk2utt "$T/spk2utt" --fmllr-dir "$T/fmllr" "$dir"/*.wav >/dev/null 2>"$T/log" ||
+  "$TRANSCRIBE" --hmm "$M/en-us" --noise-start first-frame --spk2utt "$T/spk2utt" --fmllr-dir "$T/fmllr" \
+    "$dir"/*.wav >/dev/null 2>"$T/log" ||
     { cat "$T/log" >&2; die "gpuspeech-transcribe failed on $dir"; }
   awk '{ for (i = 1; i <= NF; ++i) if ($i ~ /^[-0-9.]/) $i = sprintf("%.9g", $i); print }' \
     "$T/fmllr/chan.stats" >"$to"
