@@ -261,17 +261,18 @@ gst_gpu_features_cmn_get_type (void)
 }
 
 /* Where noise subtraction's estimate starts (NoiseOptions::
- * start_at_first_sound): the values are the CLI's --noise-start names. */
+ * start_at_first_sound, the value): the nicks are the CLI's --noise-start
+ * names, from the one place that spells them. */
 #define GST_TYPE_GPU_FEATURES_NOISE_START (gst_gpu_features_noise_start_get_type ())
 static GType
 gst_gpu_features_noise_start_get_type (void)
 {
   static GType type = 0;
   static const GEnumValue values[] = {
-    {0, "At the stream's first frame, at its energy / 20 (as pocketsphinx "
-          "and sphinx_fe)", "first-frame"},
-    {1, "At the first frame with sound, at its energy (digital silence "
-          "before it leaves the estimate unset)", "first-sound"},
+    {FALSE, "At the stream's first frame, at its energy / 20 (as "
+          "pocketsphinx and sphinx_fe)", gs::noise_start_name (false)},
+    {TRUE, "At the first frame with sound, at its energy (digital silence "
+          "before it leaves the estimate unset)", gs::noise_start_name (true)},
     {0, NULL, NULL},
   };
   if (g_once_init_enter (&type))
@@ -876,7 +877,7 @@ gst_gpu_features_class_init (GstGpuFeaturesClass * klass)
           "estimate started at the first sound\"). The same at every "
           "fresh start of the estimate (see noise-carry)",
           GST_TYPE_GPU_FEATURES_NOISE_START,
-          d.noise.start_at_first_sound ? 1 : 0, rw));
+          d.noise.start_at_first_sound, rw));
   g_object_class_install_property (gobject_class, PROP_DECLIP,
       g_param_spec_boolean ("declip", "Restore clipped peaks",
           "Redraw runs of 2 to 4 ms of (nearly) equal samples at the "
@@ -1051,7 +1052,7 @@ gst_gpu_features_set_property (GObject * object, guint prop_id,
       s.noise_carry = g_value_get_boolean (value);
       break;
     case PROP_NOISE_START:
-      s.noise_start_at_first_sound = g_value_get_enum (value) == 1;
+      s.noise_start_at_first_sound = g_value_get_enum (value) != FALSE;
       break;
     case PROP_REMOVE_SILENCE:
       s.remove_silence = g_value_get_boolean (value);
@@ -1157,7 +1158,7 @@ gst_gpu_features_get_property (GObject * object, guint prop_id,
       g_value_set_boolean (value, s.noise_carry);
       break;
     case PROP_NOISE_START:
-      g_value_set_enum (value, s.noise_start_at_first_sound ? 1 : 0);
+      g_value_set_enum (value, s.noise_start_at_first_sound);
       break;
     case PROP_REMOVE_SILENCE:
       g_value_set_boolean (value, s.remove_silence);
