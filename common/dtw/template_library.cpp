@@ -10,6 +10,7 @@
 #include <cstring>
 #include <fstream>
 #include <sstream>
+#include <stdexcept>
 
 #include "common/dtw/syllable_count.h"
 #include "common/search/content_hash.h"
@@ -258,6 +259,13 @@ void TemplateLibrary::add(DtwTemplate t) {
                                 " frames of " + std::to_string(t.features.dim) + " values, the library has " +
                                 std::to_string(dim_));
   templates_.push_back(std::move(t));
+}
+
+TemplateLibrary TemplateLibrary::empty(int dim) {
+  if (dim < 1) throw std::invalid_argument("TemplateLibrary::empty: dim must be at least 1");
+  TemplateLibrary l;
+  l.dim_ = dim;
+  return l;
 }
 
 TemplateLibrary TemplateLibrary::empty_copy() const {

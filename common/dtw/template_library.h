@@ -87,6 +87,9 @@ class TemplateLibrary {
   void add(DtwTemplate t);
   // A library with this one's dimension and no templates.
   TemplateLibrary empty_copy() const;
+  // A library with no templates whose features have `dim` values a frame
+  // (dim >= 1; std::invalid_argument otherwise), for templates made in memory.
+  static TemplateLibrary empty(int dim);
 
  private:
   std::vector<DtwTemplate> templates_;

@@ -1,0 +1,231 @@
+// The DTW feature projection (common/dtw/feature_projection.h), its
+// learner (projection_learner.h) and the eigen solver under it
+// (symmetric_eigen.h).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "common/dtw/dtw.h"
+#include "common/dtw/feature_projection.h"
+#include "common/dtw/projection_learner.h"
+#include "common/dtw/symmetric_eigen.h"
+#include "common/dtw/template_library.h"
+
+namespace gpuspeech {
+namespace {
+
+std::mt19937 fresh_rng() { return std::mt19937(std::random_device{}()); }
+
+FeatureMatrix random_matrix(int64_t rows, int dim, std::mt19937& rng) {
+  std::normal_distribution<float> g(0.0f, 1.0f);
+  FeatureMatrix m;
+  m.rows = rows;
+  m.dim = dim;
+  for (int64_t i = 0; i < rows * dim; ++i) m.data.push_back(g(rng));
+  return m;
+}
+
+TEST(SymmetricEigen, DecomposesARandomMatrix) {
+  std::mt19937 rng = fresh_rng();
+  std::normal_distribution<double> g(0.0, 1.0);
+  const int n = 9;
+  std::vector<double> a(n * n);
+  for (int i = 0; i < n; ++i)
+    for (int j = 0; j <= i; ++j) a[i * n + j] = a[j * n + i] = g(rng);
+  const SymmetricEigen e = symmetric_eigen(a, n);
+  ASSERT_EQ(e.values.size(), size_t(n));
+  for (int j = 0; j + 1 < n; ++j) EXPECT_GE(e.values[j], e.values[j + 1]);
+  for (int j = 0; j < n; ++j) {
+    for (int i = 0; i < n; ++i) {  // A v = lambda v, row by row
+      double av = 0.0;
+      for (int k = 0; k < n; ++k) av += a[i * n + k] * e.vectors[k * n + j];
+      EXPECT_NEAR(av, e.values[j] * e.vectors[i * n + j], 1e-9);
+    }
+    for (int k = 0; k < n; ++k) {  // orthonormal columns
+      double dot = 0.0;
+      for (int i = 0; i < n; ++i) dot += e.vectors[i * n + j] * e.vectors[i * n + k];
+      EXPECT_NEAR(dot, j == k ? 1.0 : 0.0, 1e-9);
+    }
+  }
+}
+
+TEST(SymmetricEigen, RefusesBadInput) {
+  EXPECT_THROW(symmetric_eigen({}, 0), std::invalid_argument);
+  EXPECT_THROW(symmetric_eigen({1, 2, 3}, 2), std::invalid_argument);
+  EXPECT_THROW(symmetric_eigen({1, 0, 0, NAN}, 2), std::invalid_argument);
+}
+
+TEST(DtwProjection, SpliceRepeatsTheEdgeFrames) {
+  FeatureMatrix m;
+  m.rows = 3;
+  m.dim = 2;
+  m.data = {1, 2, 3, 4, 5, 6};
+  const FeatureMatrix s = splice_frames(m, 1);
+  ASSERT_EQ(s.dim, 6);
+  ASSERT_EQ(s.rows, 3);
+  EXPECT_EQ(s.data, (std::vector<float>{1, 2, 1, 2, 3, 4,  //
+                                        1, 2, 3, 4, 5, 6,  //
+                                        3, 4, 5, 6, 5, 6}));
+  EXPECT_EQ(splice_frames(m, 0).data, m.data);
+}
+
+TEST(DtwProjection, AppliesTheMatrixToSplicedFrames) {
+  std::mt19937 rng = fresh_rng();
+  const FeatureMatrix m = random_matrix(7, 3, rng);
+  // Output 0 is the next frame's first value, output 1 the sum of the
+  // current frame's values.
+  DtwProjection p;
+  p.input_dim = 3;
+  p.splice = 1;
+  p.output_dim = 2;
+  p.weights.assign(2 * 9, 0.0f);
+  p.weights[0 * 9 + 6] = 1.0f;
+  p.weights[1 * 9 + 3] = p.weights[1 * 9 + 4] = p.weights[1 * 9 + 5] = 1.0f;
+  const FeatureMatrix r = p.apply(m);
+  ASSERT_EQ(r.rows, 7);
+  ASSERT_EQ(r.dim, 2);
+  for (int64_t i = 0; i < 7; ++i) {
+    EXPECT_EQ(r.row(i)[0], m.row(std::min<int64_t>(i + 1, 6))[0]);
+    EXPECT_NEAR(r.row(i)[1], m.row(i)[0] + m.row(i)[1] + m.row(i)[2], 1e-5);
+  }
+  FeatureMatrix wrong = random_matrix(4, 2, rng);
+  EXPECT_THROW(p.apply(wrong), std::invalid_argument);
+}
+
+TEST(DtwProjection, TextRoundTripsExactly) {
+  std::mt19937 rng = fresh_rng();
+  std::normal_distribution<float> g(0.0f, 3.0f);
+  DtwProjection p;
+  p.input_dim = 4;
+  p.splice = 2;
+  p.output_dim = 3;
+  p.threshold = std::fabs(g(rng)) + 0.1f;
+  for (int i = 0; i < 3 * 20; ++i) p.weights.push_back(g(rng));
+  const std::string text = format_dtw_projection(p, "made by a test\nsecond line");
+  const DtwProjection q = parse_dtw_projection(text, "round.trip");
+  EXPECT_EQ(q.input_dim, 4);
+  EXPECT_EQ(q.splice, 2);
+  EXPECT_EQ(q.output_dim, 3);
+  EXPECT_EQ(q.threshold, p.threshold);
+  EXPECT_EQ(q.weights, p.weights);
+}
+
+TEST(DtwProjection, BadTextNamesTheLine) {
+  const std::string head = "gpuspeech-dtw-projection 1\ninput-dim 2\nsplice 0\noutput-dim 1\nthreshold 1\nweights\n";
+  struct Case {
+    std::string text;
+    std::string where;  // "bad:LINE:"
+  } cases[] = {
+      {"", "bad:0:"},
+      {"something else\n", "bad:1:"},
+      {"gpuspeech-dtw-projection 2\n", "bad:1:"},
+      {"gpuspeech-dtw-projection 1\ninput-dim 0\n", "bad:2:"},
+      {"gpuspeech-dtw-projection 1\ninput-dim 2.5\n", "bad:2:"},
+      {"gpuspeech-dtw-projection 1\nsplice 0\n", "bad:2:"},
+      {"gpuspeech-dtw-projection 1\ninput-dim 2\nsplice 40\n", "bad:3:"},
+      {"gpuspeech-dtw-projection 1\ninput-dim 4096\nsplice 32\noutput-dim 4096\nthreshold 1\nweights\n", "bad:6:"},
+      {"gpuspeech-dtw-projection 1\ninput-dim 2\nsplice 0\noutput-dim 1\nthreshold nan\n", "bad:5:"},
+      {head, "bad:6:"},
+      {head + "1 2 3\n", "bad:7:"},
+      {head + "1 inf\n", "bad:7:"},
+      {head + "1 2x\n", "bad:7:"},
+      {head + "1 1e39\n", "bad:7:"},  // finite as a double, not as a float (found by the fuzzer)
+      {head + "# a comment\n\n1 2\n3 4\n", "bad:10:"},
+  };
+  for (const Case& c : cases) {
+    try {
+      parse_dtw_projection(c.text, "bad");
+      ADD_FAILURE() << "parsed: " << c.text;
+    } catch (const std::runtime_error& e) {
+      EXPECT_EQ(std::string(e.what()).rfind(c.where, 0), 0u) << e.what() << " for: " << c.text;
+    }
+  }
+  EXPECT_NO_THROW(parse_dtw_projection(head + "# a comment\n\n1 2\n", "good"));
+  EXPECT_THROW(load_dtw_projection("/nonexistent/map.txt"), std::runtime_error);
+}
+
+// A corpus where dimension 0 carries the word (each word its own contour)
+// and dimensions 1-3 carry the voice (an offset per voice, as large as the
+// words' differences, which CMN would not remove were it a slope or a
+// shape; here it stays a constant so that DTW's paths follow the word):
+// the learnt map must look at dimension 0 and make a word by a new voice
+// nearer its own word than another word.
+TEST(ProjectionLearner, FindsTheDirectionThatTellsWordsApart) {
+  std::mt19937 rng = fresh_rng();
+  std::normal_distribution<float> g(0.0f, 1.0f);
+  const int words = 6, voices = 8, frames = 20, dim = 4;
+  std::vector<std::vector<float>> contour(words, std::vector<float>(frames));
+  for (auto& c : contour)
+    for (float& x : c) x = g(rng);
+  std::vector<std::vector<float>> offset(voices + 1, std::vector<float>(dim));
+  for (auto& o : offset)
+    for (int k = 1; k < dim; ++k) o[k] = g(rng);
+  auto utterance = [&](int w, int v) {
+    FeatureMatrix m;
+    m.rows = frames;
+    m.dim = dim;
+    for (int i = 0; i < frames; ++i) {
+      m.data.push_back(contour[w][i] + 0.05f * g(rng));
+      for (int k = 1; k < dim; ++k) m.data.push_back(offset[v][k] + 0.05f * g(rng));
+    }
+    return m;
+  };
+  TemplateLibrary corpus = TemplateLibrary::empty(dim);
+  for (int w = 0; w < words; ++w)
+    for (int v = 0; v < voices; ++v) {
+      DtwTemplate t;
+      t.label = "w" + std::to_string(w);
+      t.path = t.label + "_v" + std::to_string(v) + ".wav";
+      t.features = utterance(w, v);
+      corpus.add(std::move(t));
+    }
+  DtwOptions dtw;
+  dtw.pattern = StepPattern::kSymmetric;
+  ProjectionLearnerOptions opts;
+  opts.splice = 0;
+  opts.output_dim = 1;
+  opts.within_regularisation = 0.0f;
+  ProjectionLearnerReport report;
+  const DtwProjection p = learn_dtw_projection(corpus, dtw, opts, &report);
+  ASSERT_EQ(p.output_dim, 1);
+  ASSERT_EQ(p.spliced_dim(), dim);
+  for (int k = 1; k < dim; ++k) EXPECT_LT(std::fabs(p.weights[k]), 0.1f * std::fabs(p.weights[0])) << k;
+  EXPECT_GT(report.within_pairs, 0);
+  EXPECT_GT(report.between_pairs, 0);
+  ASSERT_EQ(report.kept_ratios.size(), 1u);
+  EXPECT_GT(report.kept_ratios[0], 3.0);  // the voice directions: about 1
+
+  // A new voice (offset[voices]) saying word 0, against word 0 and word 1
+  // by voice 0: once mapped, the voice no longer counts.
+  const FeatureMatrix test = utterance(0, voices), same = utterance(0, 0), other = utterance(1, 0);
+  auto dist = [&](const FeatureMatrix& a, const FeatureMatrix& b) {
+    return dtw_distance(a.data.data(), a.rows, b.data.data(), b.rows, a.dim, dtw);
+  };
+  const FeatureMatrix pt = p.apply(test), ps = p.apply(same), po = p.apply(other);
+  EXPECT_LT(dist(pt, ps), 0.5f * dist(pt, po));
+}
+
+TEST(ProjectionLearner, RefusesACorpusItCannotLearnFrom) {
+  TemplateLibrary one_word = TemplateLibrary::empty(2);
+  for (int v = 0; v < 3; ++v) {
+    DtwTemplate t;
+    t.label = "yes";
+    t.path = "yes_" + std::to_string(v) + ".wav";
+    t.features.rows = 5;
+    t.features.dim = 2;
+    t.features.data.assign(10, float(v));
+    one_word.add(std::move(t));
+  }
+  EXPECT_THROW(learn_dtw_projection(one_word, DtwOptions{}, ProjectionLearnerOptions{}), std::invalid_argument);
+  ProjectionLearnerOptions bad;
+  bad.pairs_per_template = 0;
+  EXPECT_THROW(bad.validate(), std::invalid_argument);
+  EXPECT_THROW(TemplateLibrary::empty(0), std::invalid_argument);
+}
+
+}  // namespace
+}  // namespace gpuspeech
