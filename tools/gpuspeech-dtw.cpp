@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <fstream>
 #include <random>
 #include <sstream>
 #include <stdexcept>
@@ -18,6 +19,8 @@
 #include "common/dtw/dtw.h"
 #include "common/dtw/dtw_engine.h"
 #include "common/dtw/dtw_features.h"
+#include "common/dtw/feature_projection.h"
+#include "common/dtw/projection_learner.h"
 #include "common/dtw/template_library.h"
 #include "common/dtw/template_matcher.h"
 #include "common/dtw/word_recognizer.h"
@@ -114,6 +117,12 @@ Other:
                         warp to F (a header line of template ids with
                         their frames, ID:FRAMES, then "ID WARP FRAMES D..."
                         per file and warp), for analysis
+  --learn-projection F  instead of recognising: learn a map of the features
+                        (docs/dtw.md, "A projection learnt from other
+                        voices") from --templates taken as a corpus of
+                        words by many voices (tests/dtw/
+                        make_projection_corpus.sh), with the feature
+                        options given, and write it to F; no input files
   -v, --verbose         per file: distance, runner-up and its distance, the
                         frames kept; the templates loaded
   -h, --help            this text
@@ -177,6 +186,7 @@ struct Args {
   int bench_repeats = 5;
   bool verbose = false;
   std::string dump;
+  std::string learn_projection;
   int lifter = -1;  // -1 = the default of the feature kind
   int plp_order = 0;  // 0 = the default
   TemplateAveraging averaging = WordRecognizerOptions::defaults().averaging;
@@ -277,6 +287,8 @@ Args parse_args(int argc, char** argv) {
         if (a.bench.empty()) usage_error("--bench needs at least one count");
       } else if (f == "--bench-repeats") {
         a.bench_repeats = parse_int(f, value(i, f), 1);
+      } else if (f == "--learn-projection") {
+        a.learn_projection = value(i, f);
       } else if (f == "--dump-distances") {
         a.dump = value(i, f);
       } else if (f == "-v" || f == "--verbose") {
@@ -292,7 +304,8 @@ Args parse_args(int argc, char** argv) {
   }
   if (a.bench.empty()) {
     if (a.templates.empty()) usage_error("--templates is required");
-    if (a.files.empty()) usage_error("no input files");
+    if (a.files.empty() && a.learn_projection.empty()) usage_error("no input files");
+    if (!a.files.empty() && !a.learn_projection.empty()) usage_error("--learn-projection takes no input files");
   }
   if (a.remove_noise && a.kind != DtwFeatureKind::kMfcc && a.kind != DtwFeatureKind::kFbank)
     usage_error("--remove-noise works on mfcc and fbank only");
@@ -393,9 +406,57 @@ int run_bench(const Args& a) {
   return 0;
 }
 
+// --learn-projection: the corpus's features as the recogniser would make
+// its templates (same options, same cache), the map learnt with the
+// learner's defaults, written with what it was learnt from.
+int run_learn_projection(const Args& a) {
+  BackendPtr backend = open_backend(a.backend == "auto" ? "auto" : a.backend, a.device_id);
+  TemplateLibraryOptions lo;
+  lo.features = feature_config(a);
+  lo.cache_dir = a.cache;
+  const auto t0 = std::chrono::steady_clock::now();
+  TemplateLibrary corpus;
+  try {
+    corpus = TemplateLibrary::load(a.templates, lo, *backend);
+  } catch (const std::exception& e) {
+    error(std::string("corpus: ") + e.what());
+    return 1;
+  }
+  const ProjectionLearnerOptions po;
+  ProjectionLearnerReport rep;
+  DtwProjection p;
+  try {
+    p = learn_dtw_projection(corpus, a.dtw, po, &rep);
+  } catch (const std::exception& e) {
+    error(std::string("corpus: ") + e.what());
+    return 1;
+  }
+  std::ostringstream ratios;
+  for (double r : rep.kept_ratios) ratios << " " << r;
+  std::fprintf(stderr, "%s: %zu recordings, %lld same-word and %lld other-word alignments; kept directions' "
+               "between/within ratios:%s (%.1f s)\n", kProgram, corpus.size(),
+               static_cast<long long>(rep.within_pairs), static_cast<long long>(rep.between_pairs),
+               ratios.str().c_str(), seconds_since(t0));
+  std::ostringstream comment;
+  comment << "learnt by " << kProgram << " " << GPUSPEECH_VERSION << " from " << corpus.size()
+          << " recordings in " << a.templates << "\nfeatures " << lo.features.fingerprint() << "\ndtw "
+          << a.dtw.fingerprint() << "\nlearner splice " << po.splice << " output-dim " << po.output_dim
+          << " regularisation " << po.within_regularisation << " pairs " << po.pairs_per_template << " seed "
+          << po.seed;
+  std::ofstream out(a.learn_projection, std::ios::binary);
+  out << format_dtw_projection(p, comment.str());
+  out.close();
+  if (!out) {
+    error("--learn-projection: cannot write " + a.learn_projection);
+    return 1;
+  }
+  return 0;
+}
+
 int run(int argc, char** argv) {
   const Args a = parse_args(argc, argv);
   if (!a.bench.empty()) return run_bench(a);
+  if (!a.learn_projection.empty()) return run_learn_projection(a);
 
   BackendPtr backend = open_backend(a.backend == "auto" ? "auto" : a.backend, a.device_id);
   const auto t_load = std::chrono::steady_clock::now();
