@@ -111,6 +111,16 @@ else
   fail "--reject: got '$(cat "$T/out")': $(cat "$T/err")"
 fi
 
+# --learn-projection: the tones as a corpus (up said twice, two other words).
+if run --templates "$T/tpl" --band-match off --learn-projection "$T/map.txt" >"$T/out" 2>"$T/err" &&
+   [ "$(head -1 "$T/map.txt")" = "gpuspeech-dtw-projection 1" ] &&
+   grep -q '^output-dim 13$' "$T/map.txt" && grep -q '4 recordings' "$T/err" &&
+   [ "$(sed -n '/^weights$/,$p' "$T/map.txt" | tail -n +2 | wc -l)" -eq 13 ]; then
+  pass "--learn-projection writes a map of 13 rows"
+else
+  fail "--learn-projection: $(cat "$T/err") $(head -c 400 "$T/map.txt" 2>&1)"
+fi
+
 # --- bad input ------------------------------------------------------------------
 
 mkdir -p "$T/empty" "$T/zero" "$T/rate" "$T/silent"
@@ -130,6 +140,14 @@ expect_error "missing template directory" 1 "nowhere" --templates "$T/nowhere" "
 printf 'a b c\n' > "$T/badlist.txt"
 expect_error "malformed list line" 1 "badlist.txt:1: expected" --templates "$T/badlist.txt" "$T/test/t1.wav"
 expect_error "no --templates" 2 "--templates is required" "$T/test/t1.wav"
+expect_error "--learn-projection with input files" 2 "--learn-projection takes no input files" \
+  --templates "$T/tpl" --learn-projection "$T/map2.txt" "$T/test/t1.wav"
+mkdir -p "$T/oneword"
+cp "$T/tpl/up_a.wav" "$T/tpl/up_b.wav" "$T/oneword/"
+expect_error "--learn-projection from one word" 1 "needs at least two words" \
+  --templates "$T/oneword" --learn-projection "$T/map3.txt"
+expect_error "--learn-projection to an unwritable file" 1 "cannot write $T/nowhere/map.txt" \
+  --templates "$T/tpl" --learn-projection "$T/nowhere/map.txt"
 expect_error "unknown features" 2 "unknown feature kind 'mel'" --templates "$T/tpl" --features mel "$T/test/t1.wav"
 expect_error "cepstral distance on fbank" 2 "--distance cepstral needs cepstra" \
   --templates "$T/tpl" --features fbank --distance cepstral "$T/test/t1.wav"
