@@ -134,6 +134,8 @@ TEST(DtwProjection, BadTextNamesTheLine) {
       {head + "1 inf\n", "bad:7:"},
       {head + "1 2x\n", "bad:7:"},
       {head + "1 1e39\n", "bad:7:"},  // finite as a double, not as a float (found by the fuzzer)
+      {head + "1 1,5\n", "bad:7:"},   // a decimal comma, in any locale
+      {head + "1 +-2\n", "bad:7:"},
       {head + "# a comment\n\n1 2\n3 4\n", "bad:10:"},
   };
   for (const Case& c : cases) {
@@ -144,7 +146,8 @@ TEST(DtwProjection, BadTextNamesTheLine) {
       EXPECT_EQ(std::string(e.what()).rfind(c.where, 0), 0u) << e.what() << " for: " << c.text;
     }
   }
-  EXPECT_NO_THROW(parse_dtw_projection(head + "# a comment\n\n1 2\n", "good"));
+  const DtwProjection good = parse_dtw_projection(head + "# a comment\n\n+1.5 -2e-1\n", "good");
+  EXPECT_EQ(good.weights, (std::vector<float>{1.5f, -0.2f}));
   EXPECT_THROW(load_dtw_projection("/nonexistent/map.txt"), std::runtime_error);
 }
 

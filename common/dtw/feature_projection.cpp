@@ -1,12 +1,12 @@
 #include "common/dtw/feature_projection.h"
 
 #include <algorithm>
-#include <cerrno>
+#include <charconv>
 #include <cmath>
-#include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <limits>
+#include <locale>
 #include <sstream>
 #include <stdexcept>
 
@@ -58,13 +58,24 @@ class LineReader {
   int line_no_ = 0;
 };
 
+// from_chars, not strtod: a program that sets a locale with a decimal
+// comma (a desktop app calling setlocale) must read the same file.
 double parse_number(const std::string& word, const LineReader& r) {
-  errno = 0;
-  char* end = nullptr;
-  const double x = std::strtod(word.c_str(), &end);
-  if (end == word.c_str() || *end != '\0' || errno == ERANGE || !std::isfinite(x))
+  const char* begin = word.data();
+  const char* end = word.data() + word.size();
+  if (begin != end && *begin == '+' && end - begin > 1 && begin[1] != '-' && begin[1] != '+') ++begin;
+  double x = 0.0;
+  const std::from_chars_result res = std::from_chars(begin, end, x, std::chars_format::general);
+  if (begin == end || res.ec != std::errc() || res.ptr != end || !std::isfinite(x))
     r.fail("'" + word + "' is not a finite number");
   return x;
+}
+
+// The shortest text that reads back as the same float, in any locale.
+std::string float_text(float x) {
+  char buf[64];
+  const std::to_chars_result res = std::to_chars(buf, buf + sizeof buf, x);
+  return std::string(buf, res.ptr);
 }
 
 // A weight or threshold: a finite number that a float can hold.
@@ -176,19 +187,15 @@ DtwProjection load_dtw_projection(const std::string& path) {
 std::string format_dtw_projection(const DtwProjection& p, const std::string& comment) {
   p.validate();
   std::ostringstream out;
+  out.imbue(std::locale::classic());
   out << "gpuspeech-dtw-projection 1\n";
   std::istringstream lines(comment);
   for (std::string line; std::getline(lines, line);) out << "# " << line << "\n";
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.9g", p.threshold);
   out << "input-dim " << p.input_dim << "\nsplice " << p.splice << "\noutput-dim " << p.output_dim
-      << "\nthreshold " << buf << "\nweights\n";
+      << "\nthreshold " << float_text(p.threshold) << "\nweights\n";
   const int in = p.spliced_dim();
   for (int o = 0; o < p.output_dim; ++o) {
-    for (int k = 0; k < in; ++k) {
-      std::snprintf(buf, sizeof buf, "%.9g", p.weights[static_cast<size_t>(o) * in + k]);
-      out << (k ? " " : "") << buf;
-    }
+    for (int k = 0; k < in; ++k) out << (k ? " " : "") << float_text(p.weights[static_cast<size_t>(o) * in + k]);
     out << "\n";
   }
   return out.str();

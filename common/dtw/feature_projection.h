@@ -19,7 +19,9 @@
 //   weights
 //   <output-dim lines of (2 splice + 1) input-dim numbers>
 //
-// The keys come in this order; every number must be finite.
+// The keys come in this order; every number must be finite (and a weight
+// or the threshold within a float's range). Numbers are read and written
+// the same in every locale.
 #pragma once
 
 #include <string>
@@ -56,7 +58,7 @@ DtwProjection parse_dtw_projection(const std::string& text, const std::string& s
 // cannot be read).
 DtwProjection load_dtw_projection(const std::string& path);
 // The text format; parse_dtw_projection(format_dtw_projection(p)) == p
-// (floats written with 9 significant digits).
+// (each float written as the shortest text that reads back as it).
 std::string format_dtw_projection(const DtwProjection& p, const std::string& comment = "");
 
 }  // namespace gpuspeech
