@@ -228,6 +228,25 @@ TEST(ProjectionLearner, RefusesACorpusItCannotLearnFrom) {
   bad.pairs_per_template = 0;
   EXPECT_THROW(bad.validate(), std::invalid_argument);
   EXPECT_THROW(TemplateLibrary::empty(0), std::invalid_argument);
+
+  // A spliced spectrum is refused before any memory is taken for it.
+  TemplateLibrary wide = TemplateLibrary::empty(257);
+  for (int w = 0; w < 2; ++w)
+    for (int v = 0; v < 2; ++v) {
+      DtwTemplate t;
+      t.label = w ? "yes" : "no";
+      t.path = t.label + "_" + std::to_string(v) + ".wav";
+      t.features.rows = 4;
+      t.features.dim = 257;
+      t.features.data.assign(4 * 257, float(v + w));
+      wide.add(std::move(t));
+    }
+  try {
+    learn_dtw_projection(wide, DtwOptions{}, ProjectionLearnerOptions{});
+    ADD_FAILURE() << "a 1285-value spliced frame was learnt from";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("more than 512"), std::string::npos) << e.what();
+  }
 }
 
 }  // namespace

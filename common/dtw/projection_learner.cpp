@@ -39,6 +39,8 @@ bool add_aligned_differences(const DtwTemplate& a, const DtwTemplate& b, const F
   return true;
 }
 
+constexpr int kMaxLearnerDim = 512;
+
 }  // namespace
 
 void ProjectionLearnerOptions::validate() const {
@@ -61,6 +63,12 @@ DtwProjection learn_dtw_projection(const TemplateLibrary& corpus, const DtwOptio
     throw std::invalid_argument(
         "projection learner: the corpus needs at least two words and a word with two recordings");
   const int input_dim = corpus.dim();
+  // Two n x n scatters and an O(n^3) eigen solver per sweep: a spliced
+  // spectrum (257 x 5) would need gigabytes and hours.
+  if (input_dim * (2 * opts.splice + 1) > kMaxLearnerDim)
+    throw std::invalid_argument("projection learner: " + std::to_string(input_dim) + " values a frame spliced +-" +
+                                std::to_string(opts.splice) + " is more than " + std::to_string(kMaxLearnerDim) +
+                                " (a map is for cepstra or a filterbank, not the spectrum)");
   if (opts.output_dim > input_dim * (2 * opts.splice + 1))
     throw std::invalid_argument("projection learner: output-dim is larger than the spliced dimension");
 
