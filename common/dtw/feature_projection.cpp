@@ -10,6 +10,8 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "common/model/text_lines.h"
+
 namespace gpuspeech {
 
 namespace {
@@ -58,16 +60,11 @@ class LineReader {
   int line_no_ = 0;
 };
 
-// from_chars, not strtod: a program that sets a locale with a decimal
+// parse_double (from_chars): a program that sets a locale with a decimal
 // comma (a desktop app calling setlocale) must read the same file.
 double parse_number(const std::string& word, const LineReader& r) {
-  const char* begin = word.data();
-  const char* end = word.data() + word.size();
-  if (begin != end && *begin == '+' && end - begin > 1 && begin[1] != '-' && begin[1] != '+') ++begin;
   double x = 0.0;
-  const std::from_chars_result res = std::from_chars(begin, end, x, std::chars_format::general);
-  if (begin == end || res.ec != std::errc() || res.ptr != end || !std::isfinite(x))
-    r.fail("'" + word + "' is not a finite number");
+  if (!parse_double(word, x) || !std::isfinite(x)) r.fail("'" + word + "' is not a finite number");
   return x;
 }
 
