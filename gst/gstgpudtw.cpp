@@ -28,6 +28,9 @@
  *                             the word's templates has
  *   band-limited (boolean)    (band-match) the utterance had nothing above
  *                             4 kHz and was matched at that band
+ *   mapped-distance (double)  (reject-mapped) the word's score under the
+ *                             learnt map, which its threshold judges; 0
+ *                             when no word was scored
  *   template (string)         path of the best template
  *   utterance (uint)          index in the stream, from 0
  *   timestamp, duration (uint64)  where the utterance lies (stream time, ns)
@@ -46,8 +49,11 @@
  *   reject-scale  reject above this many times the templates' own scale,
  *              the upper quartile of same-word template distances (0 = off;
  *              see docs/dtw.md)
- *   syllable-check  with reject or reject-scale: also reject a word whose
- *              syllable count none of its templates has (TRUE)
+ *   reject-mapped  reject by a map of the features learnt from many other
+ *              voices, against the map's own threshold (FALSE; docs/dtw.md)
+ *   projection  the maps for reject-mapped ("" = the installed ones)
+ *   syllable-check  with reject, reject-scale or reject-mapped: also reject
+ *              a word whose syllable count none of its templates has (TRUE)
  *   band-match  an utterance that passed through a narrow channel (8 kHz
  *              audio resampled) is matched against templates cut at 4 kHz
  *              (TRUE; docs/dtw.md)
@@ -73,6 +79,7 @@
 
 #include <cmath>
 #include <memory>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -109,6 +116,8 @@ enum {
   PROP_AVERAGING,
   PROP_SYLLABLE_CHECK,
   PROP_BAND_MATCH,
+  PROP_REJECT_MAPPED,
+  PROP_PROJECTION,
 };
 
 /* Everything built at READY and the per-stream state. */
@@ -153,6 +162,8 @@ struct _GstGpuDtw {
   gchar *averaging;
   gboolean syllable_check;
   gboolean band_match;
+  gboolean reject_mapped;
+  gchar *projection;
   DtwState *state;
 };
 
@@ -252,7 +263,7 @@ gst_gpu_dtw_class_init (GstGpuDtwClass * klass)
           "templates' own scale (the upper quartile of the DTW distances "
           "between templates of the same word; needs two templates of a "
           "word; 0.8 measured, docs/dtw.md). 0 = off; not together with "
-          "reject",
+          "reject or reject-mapped",
           0.0f, G_MAXFLOAT, 0.0f, rw));
   g_object_class_install_property (gobject_class, PROP_WARPS,
       g_param_spec_string ("warps", "VTLN test warps",
@@ -281,7 +292,7 @@ gst_gpu_dtw_class_init (GstGpuDtwClass * klass)
           rw));
   g_object_class_install_property (gobject_class, PROP_SYLLABLE_CHECK,
       g_param_spec_boolean ("syllable-check", "Syllable check",
-          "With rejection on (reject or reject-scale): also reject a word "
+          "With rejection on (reject, reject-scale or reject-mapped): also reject a word "
           "whose count of syllables (loudness peaks of the 300-3000 Hz band) "
           "none of the winning word's templates has (docs/dtw.md)",
           dd.syllable_check, rw));
@@ -291,6 +302,22 @@ gst_gpu_dtw_class_init (GstGpuDtwClass * klass)
           "telephone) is matched against the templates' features cut at "
           "4 kHz, its own the same (docs/dtw.md)",
           gs::WordRecognizerOptions::defaults ().band_match, rw));
+  g_object_class_install_property (gobject_class, PROP_REJECT_MAPPED,
+      g_param_spec_boolean ("reject-mapped", "Reject by a learnt map",
+          "Reject an utterance whose score under a map of the features "
+          "learnt from many other voices (the winning word's k nearest "
+          "templates, both mapped) is above the map's own threshold; the "
+          "word is still chosen as without it (docs/dtw.md). Not together "
+          "with reject or reject-scale",
+          FALSE, rw));
+  g_object_class_install_property (gobject_class, PROP_PROJECTION,
+      g_param_spec_string ("projection", "Projection maps",
+          "With reject-mapped: a map file or a directory of *.projection "
+          "maps (several separated by ':'); the map learnt on the element's "
+          "features is taken (\"\" = the maps installed with gpuspeech, "
+          "for the default features; gpuspeech-dtw --learn-projection "
+          "learns others)",
+          "", rw));
 
   gst_element_class_set_static_metadata (element_class,
       "DTW template matching", "Filter/Analyzer/Audio",
@@ -339,6 +366,8 @@ gst_gpu_dtw_init (GstGpuDtw * self)
           defaults ().averaging));
   self->syllable_check = gs::DtwDecisionOptions ().syllable_check;
   self->band_match = gs::WordRecognizerOptions::defaults ().band_match;
+  self->reject_mapped = FALSE;
+  self->projection = g_strdup ("");
   self->state = NULL;
 }
 
@@ -355,6 +384,7 @@ gst_gpu_dtw_finalize (GObject * object)
   g_free (self->cache_dir);
   g_free (self->warps);
   g_free (self->averaging);
+  g_free (self->projection);
   G_OBJECT_CLASS (gst_gpu_dtw_parent_class)->finalize (object);
 }
 
@@ -397,6 +427,10 @@ gst_gpu_dtw_set_property (GObject * object, guint prop_id,
     case PROP_BAND_MATCH:
       self->band_match = g_value_get_boolean (value);
       break;
+    case PROP_REJECT_MAPPED:
+      self->reject_mapped = g_value_get_boolean (value);
+      break;
+    case PROP_PROJECTION: replace_string (&self->projection, value); break;
     default:
       G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
       break;
@@ -436,6 +470,10 @@ gst_gpu_dtw_get_property (GObject * object, guint prop_id, GValue * value,
     case PROP_BAND_MATCH:
       g_value_set_boolean (value, self->band_match);
       break;
+    case PROP_REJECT_MAPPED:
+      g_value_set_boolean (value, self->reject_mapped);
+      break;
+    case PROP_PROJECTION: g_value_set_string (value, self->projection); break;
     default:
       G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
       break;
@@ -467,6 +505,8 @@ gst_gpu_dtw_setup (GstGpuDtw * self)
   const std::string averaging = self->averaging ? self->averaging : "";
   const gboolean syllable_check = self->syllable_check;
   const gboolean band_match = self->band_match;
+  const gboolean reject_mapped = self->reject_mapped;
+  const std::string projection = self->projection ? self->projection : "";
   GST_OBJECT_UNLOCK (self);
 
   if (templates.empty ()) {
@@ -498,10 +538,18 @@ gst_gpu_dtw_setup (GstGpuDtw * self)
     ro.decision.syllable_check = syllable_check != FALSE;
     ro.band_match = band_match != FALSE;
     ro.averaging = gs::parse_template_averaging (averaging);
-    if (reject > 0.0f && reject_scale > 0.0f)
-      throw std::invalid_argument ("set reject (a distance) or reject-scale "
-          "(from the templates), not both");
-    if (reject > 0.0f) {
+    if ((reject > 0.0f) + (reject_scale > 0.0f) + (reject_mapped != FALSE) > 1)
+      throw std::invalid_argument ("set one of reject (a distance), "
+          "reject-scale (from the templates) and reject-mapped (a learnt map)");
+    if (!projection.empty () && !reject_mapped)
+      throw std::invalid_argument ("projection is for reject-mapped");
+    if (reject_mapped) {
+      ro.decision.reject = gs::DtwDecisionOptions::Reject::kMapped;
+      std::istringstream list (projection);
+      for (std::string path; std::getline (list, path, ':');)
+        if (!path.empty ())
+          ro.projections.push_back (path);
+    } else if (reject > 0.0f) {
       ro.decision.reject = gs::DtwDecisionOptions::Reject::kFixed;
       ro.decision.reject_distance = reject;
     } else if (reject_scale > 0.0f) {
@@ -634,6 +682,8 @@ handle_segment (GstGpuDtw * self, const gs::SpeechSegment & seg)
       "runner-up-distance", G_TYPE_DOUBLE, (gdouble) m.runner_up_distance,
       "rejected", G_TYPE_BOOLEAN, (gboolean) m.rejected,
       "band-limited", G_TYPE_BOOLEAN, band_limited,
+      "mapped-distance", G_TYPE_DOUBLE,
+      (gdouble) st->recognizer->last_mapped_score (),
       "template", G_TYPE_STRING, m.template_index >= 0 ?
       st->recognizer->library ()[(size_t) m.
       template_index].path.c_str () : "",

@@ -121,6 +121,17 @@ else
   fail "--learn-projection: $(cat "$T/err") $(head -c 400 "$T/map.txt" 2>&1)"
 fi
 
+# --reject mapped with no --projection: the map shipped for the default
+# features (data/dtw-projection), its threshold in force.
+SHIPPED=$(dirname "$0")/../data/dtw-projection/plp.projection
+want=$(awk '$1 == "threshold" { printf "%.4f", $2 }' "$SHIPPED")
+if run --templates "$T/tpl" --reject mapped -v "$T/test/t1.wav" >"$T/out" 2>"$T/err" &&
+   [ -n "$want" ] && grep -q "rejection threshold $want" "$T/err" && grep -q ', mapped [0-9.]*; ' "$T/err"; then
+  pass "--reject mapped: the shipped map's threshold $want"
+else
+  fail "--reject mapped: wanted threshold '$want': $(cat "$T/err")"
+fi
+
 # --- bad input ------------------------------------------------------------------
 
 mkdir -p "$T/empty" "$T/zero" "$T/rate" "$T/silent"
@@ -148,6 +159,18 @@ expect_error "--learn-projection from one word" 1 "needs at least two words" \
   --templates "$T/oneword" --learn-projection "$T/map3.txt"
 expect_error "--learn-projection to an unwritable file" 1 "cannot write $T/nowhere/map.txt" \
   --templates "$T/tpl" --learn-projection "$T/nowhere/map.txt"
+expect_error "--reject mapped, a map without a threshold" 1 "has no rejection threshold" \
+  --templates "$T/tpl" --reject mapped --projection "$T/map.txt" "$T/test/t1.wav"
+expect_error "--reject mapped, no map for mfcc" 1 "no DTW projection map was learnt on these features" \
+  --templates "$T/tpl" --features mfcc --reject mapped "$T/test/t1.wav"
+expect_error "--reject mapped, a missing map" 1 "$T/none.projection: cannot open" \
+  --templates "$T/tpl" --reject mapped --projection "$T/none.projection" "$T/test/t1.wav"
+expect_error "--projection without --reject mapped" 2 "--projection goes with --reject mapped" \
+  --templates "$T/tpl" --projection "$T/map.txt" "$T/test/t1.wav"
+expect_error "--calibrate-projection without --learn-projection" 2 "go with --learn-projection" \
+  --templates "$T/tpl" --calibrate-projection "$T/tpl" "$T/test/t1.wav"
+expect_error "--calibrate-projection on too few voices" 1 "more than 6 are needed" \
+  --templates "$T/tpl" --learn-projection "$T/map4.txt" --calibrate-projection "$T/tpl"
 expect_error "unknown features" 2 "unknown feature kind 'mel'" --templates "$T/tpl" --features mel "$T/test/t1.wav"
 expect_error "cepstral distance on fbank" 2 "--distance cepstral needs cepstra" \
   --templates "$T/tpl" --features fbank --distance cepstral "$T/test/t1.wav"
@@ -164,7 +187,7 @@ expect_error "--rescore-power below 1" 2 "--rescore-power: must be in [1, 16]" -
   --rescore-power 0.5 "$T/test/t1.wav"
 expect_error "negative --rescore-weight" 2 "--rescore-weight: must be >= 0" --templates "$T/tpl" \
   --rescore-weight -1 "$T/test/t1.wav"
-expect_error "bad --reject" 2 "--reject: must be auto, off or a distance" --templates "$T/tpl" --reject -1 "$T/test/t1.wav"
+expect_error "bad --reject" 2 "--reject: must be auto, mapped, off or a distance" --templates "$T/tpl" --reject -1 "$T/test/t1.wav"
 expect_error "unknown averaging" 2 "unknown template averaging 'mean'" --templates "$T/tpl" --average mean "$T/test/t1.wav"
 mkdir -p "$T/single" && cp "$T/tpl/up_a.wav" "$T/tpl/down_a.wav" "$T/single/"
 expect_error "--reject auto, one template a word" 1 "at least two templates of one word" --templates "$T/single" \

@@ -3,7 +3,11 @@
 // (symmetric_eigen.h).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <filesystem>
 #include <random>
 #include <stdexcept>
 #include <string>
@@ -11,7 +15,9 @@
 
 #include "common/dtw/dtw.h"
 #include "common/dtw/feature_projection.h"
+#include "common/dtw/projection_catalog.h"
 #include "common/dtw/projection_learner.h"
+#include "common/dtw/projection_threshold.h"
 #include "common/dtw/symmetric_eigen.h"
 #include "common/dtw/template_library.h"
 
@@ -100,6 +106,7 @@ TEST(DtwProjection, TextRoundTripsExactly) {
   std::mt19937 rng = fresh_rng();
   std::normal_distribution<float> g(0.0f, 3.0f);
   DtwProjection p;
+  p.features = "dtw-kind=plp;kind=plp;rate=16000";
   p.input_dim = 4;
   p.splice = 2;
   p.output_dim = 3;
@@ -107,6 +114,7 @@ TEST(DtwProjection, TextRoundTripsExactly) {
   for (int i = 0; i < 3 * 20; ++i) p.weights.push_back(g(rng));
   const std::string text = format_dtw_projection(p, "made by a test\nsecond line");
   const DtwProjection q = parse_dtw_projection(text, "round.trip");
+  EXPECT_EQ(q.features, p.features);
   EXPECT_EQ(q.input_dim, 4);
   EXPECT_EQ(q.splice, 2);
   EXPECT_EQ(q.output_dim, 3);
@@ -115,7 +123,7 @@ TEST(DtwProjection, TextRoundTripsExactly) {
 }
 
 TEST(DtwProjection, BadTextNamesTheLine) {
-  const std::string head = "gpuspeech-dtw-projection 1\ninput-dim 2\nsplice 0\noutput-dim 1\nthreshold 1\nweights\n";
+  const std::string head = "gpuspeech-dtw-projection 1\nfeatures f\ninput-dim 2\nsplice 0\noutput-dim 1\nthreshold 1\nweights\n";
   struct Case {
     std::string text;
     std::string where;  // "bad:LINE:"
@@ -123,20 +131,22 @@ TEST(DtwProjection, BadTextNamesTheLine) {
       {"", "bad:0:"},
       {"something else\n", "bad:1:"},
       {"gpuspeech-dtw-projection 2\n", "bad:1:"},
-      {"gpuspeech-dtw-projection 1\ninput-dim 0\n", "bad:2:"},
-      {"gpuspeech-dtw-projection 1\ninput-dim 2.5\n", "bad:2:"},
+      {"gpuspeech-dtw-projection 1\ninput-dim 2\n", "bad:2:"},
+      {"gpuspeech-dtw-projection 1\nfeatures a b\n", "bad:2:"},
+      {"gpuspeech-dtw-projection 1\nfeatures f\ninput-dim 0\n", "bad:3:"},
+      {"gpuspeech-dtw-projection 1\nfeatures f\ninput-dim 2.5\n", "bad:3:"},
       {"gpuspeech-dtw-projection 1\nsplice 0\n", "bad:2:"},
-      {"gpuspeech-dtw-projection 1\ninput-dim 2\nsplice 40\n", "bad:3:"},
-      {"gpuspeech-dtw-projection 1\ninput-dim 4096\nsplice 32\noutput-dim 4096\nthreshold 1\nweights\n", "bad:6:"},
-      {"gpuspeech-dtw-projection 1\ninput-dim 2\nsplice 0\noutput-dim 1\nthreshold nan\n", "bad:5:"},
-      {head, "bad:6:"},
-      {head + "1 2 3\n", "bad:7:"},
-      {head + "1 inf\n", "bad:7:"},
-      {head + "1 2x\n", "bad:7:"},
-      {head + "1 1e39\n", "bad:7:"},  // finite as a double, not as a float (found by the fuzzer)
-      {head + "1 1,5\n", "bad:7:"},   // a decimal comma, in any locale
-      {head + "1 +-2\n", "bad:7:"},
-      {head + "# a comment\n\n1 2\n3 4\n", "bad:10:"},
+      {"gpuspeech-dtw-projection 1\nfeatures f\ninput-dim 2\nsplice 40\n", "bad:4:"},
+      {"gpuspeech-dtw-projection 1\nfeatures f\ninput-dim 4096\nsplice 32\noutput-dim 4096\nthreshold 1\nweights\n", "bad:7:"},
+      {"gpuspeech-dtw-projection 1\nfeatures f\ninput-dim 2\nsplice 0\noutput-dim 1\nthreshold nan\n", "bad:6:"},
+      {head, "bad:7:"},
+      {head + "1 2 3\n", "bad:8:"},
+      {head + "1 inf\n", "bad:8:"},
+      {head + "1 2x\n", "bad:8:"},
+      {head + "1 1e39\n", "bad:8:"},  // finite as a double, not as a float (found by the fuzzer)
+      {head + "1 1,5\n", "bad:8:"},   // a decimal comma, in any locale
+      {head + "1 +-2\n", "bad:8:"},
+      {head + "# a comment\n\n1 2\n3 4\n", "bad:11:"},
   };
   for (const Case& c : cases) {
     try {
@@ -247,6 +257,157 @@ TEST(ProjectionLearner, RefusesACorpusItCannotLearnFrom) {
   } catch (const std::invalid_argument& e) {
     EXPECT_NE(std::string(e.what()).find("more than 512"), std::string::npos) << e.what();
   }
+}
+
+// A corpus of `words` x `voices` random recordings named WORD_VOICE.wav.
+TemplateLibrary random_corpus(int words, int voices, int dim, std::mt19937& rng) {
+  std::uniform_int_distribution<int> len(12, 20);
+  TemplateLibrary corpus = TemplateLibrary::empty(dim);
+  for (int w = 0; w < words; ++w)
+    for (int v = 0; v < voices; ++v) {
+      DtwTemplate t;
+      t.label = "w" + std::to_string(w);
+      t.path = "/corpus/" + t.label + "_en.v" + std::to_string(v) + ".wav";
+      t.features = random_matrix(len(rng), dim, rng);
+      corpus.add(std::move(t));
+    }
+  return corpus;
+}
+
+DtwProjection identity_map(int dim, float scale) {
+  DtwProjection p;
+  p.features = "test";
+  p.input_dim = p.output_dim = dim;
+  p.weights.assign(static_cast<size_t>(dim) * dim, 0.0f);
+  for (int k = 0; k < dim; ++k) p.weights[static_cast<size_t>(k) * dim + k] = scale;
+  return p;
+}
+
+TEST(ProjectionThreshold, VoiceComesFromTheFileName) {
+  EXPECT_EQ(recording_voice("/a/b/dog_en.gb.Max.wav"), "en.gb.Max");
+  EXPECT_EQ(recording_voice("red_car_anna.wav"), "car_anna");
+  EXPECT_EQ(recording_voice("dog.wav"), "");
+  EXPECT_EQ(recording_voice("dir_x/dog.wav"), "");
+}
+
+// With every voice but one recording templates and keep = 1, the
+// threshold is the largest score of any (word, test voice): computed here
+// directly, each test against the other voices' recordings of its word.
+TEST(ProjectionThreshold, KeepAllIsTheLargestLeaveOneVoiceOutScore) {
+  std::mt19937 rng = fresh_rng();
+  const int words = 3, voices = 4, dim = 3;
+  const TemplateLibrary corpus = random_corpus(words, voices, dim, rng);
+  DtwOptions dtw;
+  dtw.pattern = StepPattern::kSymmetric;
+  const DtwProjection map = identity_map(dim, 1.0f);
+  float largest = 0.0f;
+  for (int w = 0; w < words; ++w)
+    for (int tv = 0; tv < voices; ++tv) {
+      const FeatureMatrix& test = corpus[static_cast<size_t>(w * voices + tv)].features;
+      std::vector<float> d;
+      for (int rv = 0; rv < voices; ++rv) {
+        if (rv == tv) continue;
+        const FeatureMatrix& ref = corpus[static_cast<size_t>(w * voices + rv)].features;
+        d.push_back(dtw_distance(test.data.data(), test.rows, ref.data.data(), ref.rows, dim, dtw));
+      }
+      std::sort(d.begin(), d.end());
+      largest = std::max(largest, 0.5f * (d[0] + d[1]));  // k = 2
+    }
+  ProjectionThresholdOptions opts;
+  opts.words = words;
+  opts.template_voices = voices - 1;
+  opts.libraries = 60;  // every voice is drawn as the test voice (1 - 4 (3/4)^60 ~ 1)
+  opts.keep = 1.0f;
+  ProjectionThresholdReport report;
+  const float t = calibrate_projection_threshold(corpus, map, dtw, opts, nullptr, &report);
+  EXPECT_NEAR(t, largest, 1e-4f * largest);
+  EXPECT_EQ(report.scores, int64_t{60} * words);
+
+  // Distances scale with the map; a smaller share keeps a smaller score.
+  EXPECT_NEAR(calibrate_projection_threshold(corpus, identity_map(dim, 2.0f), dtw, opts), 2.0f * t, 2e-4f * t);
+  opts.keep = 0.5f;
+  EXPECT_LT(calibrate_projection_threshold(corpus, map, dtw, opts), t);
+}
+
+// Test warps: a recording whose second "warp" is another voice's recording
+// of the same word scores at most as without it (each template keeps its
+// best warp); the same warp twice changes nothing.
+TEST(ProjectionThreshold, TestWarpsTakeTheBestPerTemplate) {
+  std::mt19937 rng = fresh_rng();
+  const int words = 4, voices = 6, dim = 3;
+  const TemplateLibrary corpus = random_corpus(words, voices, dim, rng);
+  DtwOptions dtw;
+  dtw.pattern = StepPattern::kSymmetric;
+  const DtwProjection map = identity_map(dim, 1.0f);
+  ProjectionThresholdOptions opts;
+  opts.words = 3;
+  opts.template_voices = 4;
+  const float plain = calibrate_projection_threshold(corpus, map, dtw, opts);
+  std::vector<std::vector<FeatureMatrix>> twice, helped;
+  for (size_t i = 0; i < corpus.size(); ++i) {
+    twice.push_back({corpus[i].features, corpus[i].features});
+    const size_t same_word_other_voice = i % voices == 0 ? i + 1 : i - 1;
+    helped.push_back({corpus[i].features, corpus[same_word_other_voice].features});
+  }
+  EXPECT_EQ(calibrate_projection_threshold(corpus, map, dtw, opts, &twice), plain);
+  EXPECT_LE(calibrate_projection_threshold(corpus, map, dtw, opts, &helped), plain);
+  twice.pop_back();
+  EXPECT_THROW(calibrate_projection_threshold(corpus, map, dtw, opts, &twice), std::invalid_argument);
+}
+
+TEST(ProjectionThreshold, RefusesWhatItCannotSimulate) {
+  std::mt19937 rng = fresh_rng();
+  const TemplateLibrary corpus = random_corpus(3, 4, 2, rng);
+  const DtwProjection map = identity_map(2, 1.0f);
+  ProjectionThresholdOptions opts;
+  opts.words = 3;
+  opts.template_voices = 4;  // no voice left to test
+  EXPECT_THROW(calibrate_projection_threshold(corpus, map, DtwOptions{}, opts), std::invalid_argument);
+  opts.template_voices = 3;
+  opts.words = 4;  // more words than the corpus has
+  EXPECT_THROW(calibrate_projection_threshold(corpus, map, DtwOptions{}, opts), std::invalid_argument);
+  opts.words = 3;
+  EXPECT_THROW(calibrate_projection_threshold(corpus, identity_map(3, 1.0f), DtwOptions{}, opts),
+               std::invalid_argument);  // a map of 3 values a frame
+  TemplateLibrary unnamed = TemplateLibrary::empty(2);
+  DtwTemplate t;
+  t.label = "dog";
+  t.path = "dog.wav";
+  t.features = random_matrix(5, 2, rng);
+  unnamed.add(t);
+  EXPECT_THROW(calibrate_projection_threshold(unnamed, map, DtwOptions{}, opts), std::invalid_argument);
+  opts.keep = 0.0f;
+  EXPECT_THROW(opts.validate(), std::invalid_argument);
+}
+
+TEST(ProjectionCatalog, TakesTheMapOfTheFeaturesAsked) {
+  const std::filesystem::path dir =
+      std::filesystem::temp_directory_path() / ("gpuspeech-catalog-" + std::to_string(std::random_device{}()));
+  std::filesystem::create_directories(dir);
+  auto write = [&](const std::string& name, const std::string& features, float threshold) {
+    DtwProjection p = identity_map(2, 1.0f);
+    p.features = features;
+    p.threshold = threshold;
+    std::ofstream(dir / name) << format_dtw_projection(p);
+  };
+  write("a.projection", "dtw-kind=plp;high-freq=6800", 1.5f);
+  write("b.projection", "dtw-kind=plp;high-freq=4000", 2.5f);
+  write("c.txt", "dtw-kind=mfcc", 3.5f);  // not a .projection: not looked at in the directory
+  EXPECT_EQ(find_dtw_projection({dir.string()}, "dtw-kind=plp;high-freq=4000").threshold, 2.5f);
+  EXPECT_EQ(find_dtw_projection({dir.string()}, "dtw-kind=plp;high-freq=6800").threshold, 1.5f);
+  EXPECT_EQ(find_dtw_projection({(dir / "c.txt").string(), dir.string()}, "dtw-kind=mfcc").threshold, 3.5f);
+  try {
+    find_dtw_projection({dir.string()}, "dtw-kind=mfcc");
+    ADD_FAILURE() << "a map of other features was taken";
+  } catch (const std::runtime_error& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("a.projection: templates dtw-kind=mfcc, map dtw-kind=plp"), std::string::npos) << what;
+    EXPECT_NE(what.find("b.projection"), std::string::npos) << what;
+    EXPECT_EQ(what.find("c.txt"), std::string::npos) << what;
+  }
+  EXPECT_THROW(find_dtw_projection({}, "dtw-kind=plp"), std::runtime_error);
+  EXPECT_THROW(find_dtw_projection({(dir / "missing.projection").string()}, "x"), std::runtime_error);
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace

@@ -1,7 +1,8 @@
 // The gpudtw element under GstHarness: a stream of tone "words" between
 // silences gives one bus message and one timed-text buffer per word with
 // the right label and timing, however the audio is cut; rejection; an
-// utterance open at EOS is still matched; bad templates and a wrong rate
+// utterance open at EOS is still matched; rejection by a learnt map
+// (reject-mapped) judges the mapped score; bad templates and a wrong rate
 // end in an error naming the problem.
 #include <gst/check/gstharness.h>
 #include <gst/gst.h>
@@ -15,7 +16,12 @@
 #include <sys/stat.h>
 #include <vector>
 
+#include "common/dtw/feature_projection.h"
+#include "common/dtw/word_recognizer.h"
+
 namespace {
+
+namespace gs = gpuspeech;
 
 class GstEnvironment : public ::testing::Environment {
  public:
@@ -63,6 +69,7 @@ struct Result {
   double distance;
   bool rejected;
   bool band_limited;
+  double mapped;
   guint64 timestamp, duration;
 };
 
@@ -122,6 +129,7 @@ class GpuDtwTest : public ::testing::Test {
         gboolean band = FALSE;
         EXPECT_TRUE(gst_structure_get_boolean(s, "band-limited", &band));
         r.band_limited = band;
+        EXPECT_TRUE(gst_structure_get_double(s, "mapped-distance", &r.mapped));
         gst_structure_get_uint64(s, "timestamp", &r.timestamp);
         gst_structure_get_uint64(s, "duration", &r.duration);
         EXPECT_TRUE(gst_structure_has_field(s, "runner-up"));
@@ -204,6 +212,57 @@ TEST_F(GpuDtwTest, RejectionKeepsTheMessageAndDropsTheText) {
   EXPECT_TRUE(texts.empty());
 }
 
+void expect_start_error(const std::string& desc, const std::string& needle);
+
+// A map of the features as they are (13 x 13 identity, no context) for
+// the element's features and for band matching's cut set, with the given
+// threshold: under it a word's mapped score is its plain score.
+void write_identity_maps(const std::string& dir, float threshold) {
+  const gs::WordRecognizerOptions ro = gs::WordRecognizerOptions::defaults();
+  const gs::TemplateLibraryOptions cut = gs::band_limited_library(ro.library, ro.band_limit);
+  int n = 0;
+  for (const gs::DtwFeatureConfig* f : {&ro.library.features, &cut.features}) {
+    gs::DtwProjection p;
+    p.features = f->frame_signature();
+    p.input_dim = p.output_dim = f->dim();
+    p.weights.assign(static_cast<size_t>(p.input_dim) * p.input_dim, 0.0f);
+    for (int k = 0; k < p.input_dim; ++k) p.weights[static_cast<size_t>(k) * p.input_dim + k] = 1.0f;
+    p.threshold = threshold;
+    std::ofstream(dir + "/m" + std::to_string(n++) + ".projection") << gs::format_dtw_projection(p);
+  }
+}
+
+TEST_F(GpuDtwTest, MappedRejectionJudgesTheMappedScore) {
+  for (float threshold : {1e30f, 1e-6f}) {
+    const std::string maps = dir_ + "/maps" + std::to_string(threshold > 1.0f);
+    ::mkdir(maps.c_str(), 0755);
+    write_identity_maps(maps, threshold);
+    GstHarness* h = make("rescore=0 reject-mapped=true syllable-check=false projection=" + maps);
+    std::vector<Result> r;
+    std::vector<std::string> texts;
+    std::vector<GstClockTime> pts;
+    run(h, 4000, &r, &texts, &pts);
+    gst_harness_teardown(h);
+    SCOPED_TRACE("threshold " + std::to_string(threshold));
+    ASSERT_EQ(r.size(), 2u);
+    EXPECT_EQ(r[0].label, "up");  // the word is chosen as without the map
+    EXPECT_EQ(r[1].label, "down");
+    for (const Result& x : r) {
+      EXPECT_GT(x.mapped, 0.0);
+      EXPECT_NEAR(x.mapped, x.distance, 1e-3 * x.distance);  // one template a word, no rescoring
+      EXPECT_EQ(x.rejected, threshold < 1.0f);
+    }
+    EXPECT_EQ(texts.size(), threshold < 1.0f ? 0u : 2u);
+  }
+  // Maps of other features only: refused, naming what differs.
+  const std::string other = dir_ + "/other";
+  ::mkdir(other.c_str(), 0755);
+  write_identity_maps(other, 1.0f);
+  expect_start_error("fakesrc ! gpudtw templates=" + dir_ + "/tpl cache-dir=- features=mfcc reject-mapped=true "
+                     "projection=" + other + " ! fakesink",
+                     "no DTW projection map was learnt on these features");
+}
+
 TEST_F(GpuDtwTest, UtteranceOpenAtEosIsMatched) {
   stream_.resize(static_cast<size_t>(1.4 * kRate));  // cut inside "up"
   GstHarness* h = make();
@@ -250,7 +309,9 @@ TEST_F(GpuDtwTest, BadMatchingSettingsFailTheStateChange) {
   expect_start_error(e + "warps=0.9,,1.1 ! fakesink", "bad warp list");
   expect_start_error(e + "features=spectrum warps=0.9,1 ! fakesink", "VTLN warps need mfcc or fbank");
   expect_start_error(e + "features=fbank lifter=10 ! fakesink", "lifter needs features=mfcc or plp");
-  expect_start_error(e + "reject=10 reject-scale=1.2 ! fakesink", "not both");
+  expect_start_error(e + "reject=10 reject-scale=1.2 ! fakesink", "set one of");
+  expect_start_error(e + "reject=10 reject-mapped=true ! fakesink", "set one of");
+  expect_start_error(e + "projection=/x.projection ! fakesink", "projection is for reject-mapped");
   expect_start_error(e + "averaging=mean ! fakesink", "unknown template averaging 'mean'");
   // One template per word: nothing to learn a rejection scale from.
   expect_start_error(e + "reject-scale=1.2 ! fakesink", "at least two templates of one word");

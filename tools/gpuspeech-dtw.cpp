@@ -21,6 +21,7 @@
 #include "common/dtw/dtw_features.h"
 #include "common/dtw/feature_projection.h"
 #include "common/dtw/projection_learner.h"
+#include "common/dtw/projection_threshold.h"
 #include "common/dtw/template_library.h"
 #include "common/dtw/template_matcher.h"
 #include "common/dtw/word_recognizer.h"
@@ -87,7 +88,14 @@ Matching:
   --reject R            when the best score means "none of the words":
                         auto (scale x the upper quartile of the distances
                         between templates of the same word, see docs/dtw.md)
-                        | off (default) | a distance X
+                        | mapped (the chosen word's score under a map
+                        learnt from many other voices, against the map's
+                        threshold; see --projection) | off (default) | a
+                        distance X
+  --projection P        with --reject mapped: a map file, or a directory of
+                        *.projection maps, to take the map learnt on these
+                        features from; repeatable (default: the maps
+                        installed with gpuspeech, for the default features)
   --reject-scale S      the scale of --reject auto (default 0.8)
   --syllable-check on|off  with --reject: also reject a word whose syllable
                         count none of the chosen word's templates has
@@ -123,6 +131,13 @@ Other:
                         words by many voices (tests/dtw/
                         make_projection_corpus.sh), with the feature
                         options given, and write it to F; no input files
+  --calibrate-projection C  with --learn-projection: the map's rejection
+                        threshold from corpus C, whose voices the map did
+                        not learn from (make_projection_corpus.sh OUT 2):
+                        the score that keeps 95 % of its words in simulated
+                        libraries of 12 words by 6 voices (docs/dtw.md)
+  --learn-band-limited  with --learn-projection: learn on the features cut
+                        as --band-match cuts them (its map for 8 kHz audio)
   -v, --verbose         per file: distance, runner-up and its distance, the
                         frames kept; the templates loaded
   -h, --help            this text
@@ -187,6 +202,9 @@ struct Args {
   bool verbose = false;
   std::string dump;
   std::string learn_projection;
+  bool learn_band_limited = false;
+  std::string calibrate_projection;
+  std::vector<std::string> projections;
   int lifter = -1;  // -1 = the default of the feature kind
   int plp_order = 0;  // 0 = the default
   TemplateAveraging averaging = WordRecognizerOptions::defaults().averaging;
@@ -252,12 +270,15 @@ Args parse_args(int argc, char** argv) {
         const std::string v = value(i, f);
         if (v == "auto") {
           a.decision.reject = DtwDecisionOptions::Reject::kFromTemplates;
+        } else if (v == "mapped") {
+          a.decision.reject = DtwDecisionOptions::Reject::kMapped;
         } else if (v == "off") {
           a.decision.reject = DtwDecisionOptions::Reject::kOff;
         } else {
           a.decision.reject = DtwDecisionOptions::Reject::kFixed;
           a.decision.reject_distance = static_cast<float>(parse_double(f, v));
-          if (!(a.decision.reject_distance > 0.0f)) usage_error("--reject: must be auto, off or a distance > 0");
+          if (!(a.decision.reject_distance > 0.0f))
+          usage_error("--reject: must be auto, mapped, off or a distance > 0");
         }
       } else if (f == "--syllable-check") {
         const std::string v = value(i, f);
@@ -289,6 +310,12 @@ Args parse_args(int argc, char** argv) {
         a.bench_repeats = parse_int(f, value(i, f), 1);
       } else if (f == "--learn-projection") {
         a.learn_projection = value(i, f);
+      } else if (f == "--learn-band-limited") {
+        a.learn_band_limited = true;
+      } else if (f == "--calibrate-projection") {
+        a.calibrate_projection = value(i, f);
+      } else if (f == "--projection") {
+        a.projections.push_back(value(i, f));
       } else if (f == "--dump-distances") {
         a.dump = value(i, f);
       } else if (f == "-v" || f == "--verbose") {
@@ -306,6 +333,10 @@ Args parse_args(int argc, char** argv) {
     if (a.templates.empty()) usage_error("--templates is required");
     if (a.files.empty() && a.learn_projection.empty()) usage_error("no input files");
     if (!a.files.empty() && !a.learn_projection.empty()) usage_error("--learn-projection takes no input files");
+    if (a.learn_projection.empty() && (a.learn_band_limited || !a.calibrate_projection.empty()))
+      usage_error("--calibrate-projection and --learn-band-limited go with --learn-projection");
+    if (!a.projections.empty() && a.decision.reject != DtwDecisionOptions::Reject::kMapped)
+      usage_error("--projection goes with --reject mapped");
   }
   if (a.remove_noise && a.kind != DtwFeatureKind::kMfcc && a.kind != DtwFeatureKind::kFbank)
     usage_error("--remove-noise works on mfcc and fbank only");
@@ -414,6 +445,7 @@ int run_learn_projection(const Args& a) {
   TemplateLibraryOptions lo;
   lo.features = feature_config(a);
   lo.cache_dir = a.cache;
+  if (a.learn_band_limited) lo = band_limited_library(lo, WordRecognizerOptions::defaults().band_limit);
   const auto t0 = std::chrono::steady_clock::now();
   TemplateLibrary corpus;
   try {
@@ -427,9 +459,31 @@ int run_learn_projection(const Args& a) {
   DtwProjection p;
   try {
     p = learn_dtw_projection(corpus, a.dtw, po, &rep);
+    p.features = lo.features.frame_signature();
   } catch (const std::exception& e) {
     error(std::string("corpus: ") + e.what());
     return 1;
+  }
+  ProjectionThresholdOptions to;
+  to.k_nearest = a.decision.k_nearest;
+  ProjectionThresholdReport trep;
+  if (!a.calibrate_projection.empty()) {
+    try {
+      const TemplateLibrary held_out = TemplateLibrary::load(a.calibrate_projection, lo, *backend);
+      // Its recordings as tests, at the recogniser's test warps.
+      DtwFeatureComputer features(lo.features, *backend);
+      std::vector<std::vector<FeatureMatrix>> warped;
+      for (const DtwTemplate& t : held_out.templates()) {
+        const AudioData audio = read_dtw_audio(t.path, lo.features.features.frame.sample_rate);
+        warped.push_back(features.compute_warped(audio.samples.data(), static_cast<int64_t>(audio.samples.size())));
+      }
+      p.threshold = calibrate_projection_threshold(held_out, p, a.dtw, to, &warped, &trep);
+    } catch (const std::exception& e) {
+      error(std::string("calibration corpus: ") + e.what());
+      return 1;
+    }
+    std::fprintf(stderr, "%s: threshold %.4f keeps %.0f %% of %lld simulated tests (median score %.4f)\n",
+                 kProgram, p.threshold, 100.0 * to.keep, static_cast<long long>(trep.scores), trep.median);
   }
   std::ostringstream ratios;
   for (double r : rep.kept_ratios) ratios << " " << r;
@@ -443,6 +497,12 @@ int run_learn_projection(const Args& a) {
           << a.dtw.fingerprint() << "\nlearner splice " << po.splice << " output-dim " << po.output_dim
           << " regularisation " << po.within_regularisation << " pairs " << po.pairs_per_template << " seed "
           << po.seed;
+  if (p.threshold > 0.0f)
+    comment << "\nthreshold from " << a.calibrate_projection << ": keeps " << to.keep << " of " << trep.scores
+            << " tests in " << to.libraries << " libraries of " << to.words << " words by " << to.template_voices
+            << " voices, k " << to.k_nearest << ", seed " << to.seed;
+  else
+    comment << "\nno threshold (no --calibrate-projection): this map cannot reject";
   std::ofstream out(a.learn_projection, std::ios::binary);
   out << format_dtw_projection(p, comment.str());
   out.close();
@@ -451,6 +511,16 @@ int run_learn_projection(const Args& a) {
     return 1;
   }
   return 0;
+}
+
+// -v with --reject mapped: the chosen word's score under the map, which the
+// map's threshold judges ("" without one).
+std::string mapped_note(const WordRecognizer& rec) {
+  if (rec.options().decision.reject != DtwDecisionOptions::Reject::kMapped || !(rec.last_mapped_score() > 0.0f))
+    return "";
+  char buf[64];
+  std::snprintf(buf, sizeof buf, ", mapped %.4f", rec.last_mapped_score());
+  return buf;
 }
 
 int run(int argc, char** argv) {
@@ -467,6 +537,7 @@ int run(int argc, char** argv) {
   ro.decision = a.decision;
   ro.averaging = a.averaging;
   ro.band_match = a.band_match;
+  ro.projections = a.projections;
   ro.engine = a.backend;
   ro.device_id = a.device_id;
   ro.threads = a.threads;
@@ -479,6 +550,9 @@ int run(int argc, char** argv) {
     return 1;
   } catch (const std::invalid_argument& e) {
     error(std::string("templates: ") + e.what());
+    return 1;
+  } catch (const std::runtime_error& e) {  // a projection map (--reject mapped)
+    error(e.what());
     return 1;
   }
   const TemplateLibrary& lib = rec->library();
@@ -532,13 +606,13 @@ int run(int argc, char** argv) {
       std::printf("%s (%s)\n", m.rejected ? "" : m.label.c_str(), utterance_id(path).c_str());
       std::fflush(stdout);
       if (a.verbose)
-        std::fprintf(stderr, "%s: %s: best %s %.4f (%s), runner-up %s %.4f%s%s; %lld frames (samples %lld..%lld)\n",
+        std::fprintf(stderr, "%s: %s: best %s %.4f (%s), runner-up %s %.4f%s%s%s; %lld frames (samples %lld..%lld)\n",
                      kProgram, utterance_id(path).c_str(), m.label.empty() ? "-" : m.label.c_str(),
                      m.distance,
                      m.template_index >= 0 ? lib[static_cast<size_t>(m.template_index)].path.c_str() : "-",
                      m.runner_up.empty() ? "-" : m.runner_up.c_str(), m.runner_up_distance,
                      r.syllables_rejected ? ", rejected (syllables)" : m.rejected ? ", rejected" : "",
-                     r.band_limited ? ", band-limited" : "", static_cast<long long>(r.frames),
+                     r.band_limited ? ", band-limited" : "", mapped_note(*rec).c_str(), static_cast<long long>(r.frames),
                      static_cast<long long>(r.kept.begin), static_cast<long long>(r.kept.end));
     } catch (const std::exception& e) {
       error(e.what());

@@ -48,7 +48,10 @@ void DtwDecisionOptions::validate() const {
 }
 
 std::string DtwDecisionOptions::fingerprint() const {
-  const char* mode = reject == Reject::kOff ? "off" : reject == Reject::kFixed ? "fixed" : "templates";
+  const char* mode = reject == Reject::kOff      ? "off"
+                     : reject == Reject::kFixed  ? "fixed"
+                     : reject == Reject::kMapped ? "mapped"
+                                                 : "templates";
   return "k=" + std::to_string(k_nearest) + ";reject=" + mode + ";reject-distance=" + num(reject_distance) +
          ";reject-scale=" + num(reject_scale) + ";rescore=" + std::to_string(rescore_words) + "," +
          num(rescore_power) + "," + num(rescore_weight) + ";syllables=" + (syllable_check ? "on" : "off");
@@ -127,6 +130,13 @@ int DtwFeatureConfig::dim() const {
 }
 
 std::string DtwFeatureConfig::fingerprint() const {
+  std::string s = frame_signature();
+  s += ";trim=" + std::string(trim_silence ? "1;" : "0");
+  if (trim_silence) s += endpoint.fingerprint();
+  return s;
+}
+
+std::string DtwFeatureConfig::frame_signature() const {
   std::string s = std::string("dtw-kind=") + to_string(kind) + ";";
   if (kind == DtwFeatureKind::kSpectrum) {
     // Only the framing and normalisation apply.
@@ -137,8 +147,6 @@ std::string DtwFeatureConfig::fingerprint() const {
   } else {
     s += feature_signature(features);
   }
-  s += ";trim=" + std::string(trim_silence ? "1;" : "0");
-  if (trim_silence) s += endpoint.fingerprint();
   return s;
 }
 

@@ -121,6 +121,12 @@ struct DtwFeatureConfig {
   int dim() const;
   // Everything that decides the numbers, for the template cache key.
   std::string fingerprint() const;
+  // What decides one frame's numbers: "dtw-kind=K;" and the front end's
+  // feature_signature() (for spectrum only its framing and normalisation).
+  // Trimming and the test warps are left out: a projection map
+  // (feature_projection.h) records this, and works frame by frame on
+  // features from the same front end at any warp.
+  std::string frame_signature() const;
 };
 
 // How the distances to the templates become a label, and when the answer is
@@ -153,7 +159,12 @@ struct DtwDecisionOptions {
   //             Templates of a word from several voices thereby say how far
   //             apart the word lies across speakers; a user never has to
   //             guess a distance.
-  enum class Reject { kOff, kFixed, kFromTemplates };
+  //  kMapped:  the score and the threshold of a map of the features
+  //             learnt from other voices (feature_projection.h;
+  //             WordRecognizerOptions::projection): the chosen word's
+  //             k-mean distance in the mapped space against the map's own
+  //             threshold. The word is still chosen in the plain space.
+  enum class Reject { kOff, kFixed, kFromTemplates, kMapped };
   Reject reject = Reject::kOff;
   float reject_distance = 0.0f;
   float reject_scale = 0.8f;

@@ -104,6 +104,8 @@ void DtwProjection::validate() const {
     throw std::invalid_argument("DTW projection: " + std::to_string(weights.size()) + " weights for a " +
                                 std::to_string(output_dim) + " x " + std::to_string(spliced_dim()) + " map");
   if (!std::isfinite(threshold)) throw std::invalid_argument("DTW projection: the threshold is not finite");
+  if (features.empty() || features.find_first_of(" \t\r\n") != std::string::npos)
+    throw std::invalid_argument("DTW projection: the features must be one word, got '" + features + "'");
 }
 
 FeatureMatrix splice_frames(const FeatureMatrix& m, int k) {
@@ -148,6 +150,9 @@ DtwProjection parse_dtw_projection(const std::string& text, const std::string& s
   if (w.size() != 2 || w[0] != "gpuspeech-dtw-projection") r.fail("not a gpuspeech DTW projection");
   if (w[1] != "1") r.fail("version " + w[1] + " is not known (this build reads version 1)");
   DtwProjection p;
+  w = r.expect("features");
+  if (w.size() != 2 || w[0] != "features") r.fail("expected 'features SIGNATURE' (one word)");
+  p.features = w[1];
   p.input_dim = parse_int_key(r, "input-dim", 1, kMaxDim);
   p.splice = parse_int_key(r, "splice", 0, kMaxSplice);
   p.output_dim = parse_int_key(r, "output-dim", 1, kMaxDim);
@@ -188,7 +193,7 @@ std::string format_dtw_projection(const DtwProjection& p, const std::string& com
   out << "gpuspeech-dtw-projection 1\n";
   std::istringstream lines(comment);
   for (std::string line; std::getline(lines, line);) out << "# " << line << "\n";
-  out << "input-dim " << p.input_dim << "\nsplice " << p.splice << "\noutput-dim " << p.output_dim
+  out << "features " << p.features << "\ninput-dim " << p.input_dim << "\nsplice " << p.splice << "\noutput-dim " << p.output_dim
       << "\nthreshold " << float_text(p.threshold) << "\nweights\n";
   const int in = p.spliced_dim();
   for (int o = 0; o < p.output_dim; ++o) {

@@ -12,6 +12,7 @@
 // File format (text, UTF-8; '#' starts a comment line, blank lines ignored):
 //
 //   gpuspeech-dtw-projection 1
+//   features dtw-kind=plp;kind=plp;flavour=sphinx;...
 //   input-dim 13
 //   splice 2
 //   output-dim 13
@@ -19,7 +20,11 @@
 //   weights
 //   <output-dim lines of (2 splice + 1) input-dim numbers>
 //
-// The keys come in this order; every number must be finite (and a weight
+// `features` names the features the map was learnt on (DtwFeatureConfig::
+// frame_signature(): the DTW feature kind and the front end's signature),
+// one word without blanks: a map of PLP cepstra means nothing for MFCCs of
+// the same dimension, so a recogniser refuses a map whose features are not
+// its templates'. The keys come in this order; every number must be finite (and a weight
 // or the threshold within a float's range). Numbers are read and written
 // the same in every locale.
 #pragma once
@@ -32,6 +37,7 @@
 namespace gpuspeech {
 
 struct DtwProjection {
+  std::string features;  // DtwFeatureConfig::frame_signature() of what it was learnt on
   int input_dim = 0;
   int splice = 0;
   int output_dim = 0;

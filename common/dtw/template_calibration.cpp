@@ -37,6 +37,7 @@ float rejection_threshold(const TemplateLibrary& library, const DtwOptions& dtw,
   switch (decision.reject) {
     case DtwDecisionOptions::Reject::kOff: return 0.0f;
     case DtwDecisionOptions::Reject::kFixed: return decision.reject_distance;
+    case DtwDecisionOptions::Reject::kMapped: return 0.0f;  // the map's own (word_recognizer.cpp)
     case DtwDecisionOptions::Reject::kFromTemplates: break;
   }
   const TemplateScale s = template_scale(library, dtw);

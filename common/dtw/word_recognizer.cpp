@@ -1,9 +1,13 @@
 #include "common/dtw/word_recognizer.h"
 
+#include <algorithm>
+#include <limits>
 #include <stdexcept>
 #include <utility>
 
 #include "common/dtw/path_rescoring.h"
+#include "common/dtw/dtw.h"
+#include "common/dtw/projection_catalog.h"
 #include "common/dtw/syllable_count.h"
 #include "common/dtw/template_averaging.h"
 #include "common/dtw/template_calibration.h"
@@ -51,6 +55,11 @@ WordRecognizer::WordRecognizer(const std::string& source, const WordRecognizerOp
                                std::vector<std::string>* log)
     : opts_(opts), source_(source), backend_(backend) {
   opts_.validate();
+  if (opts_.decision.reject == DtwDecisionOptions::Reject::kMapped && opts_.projections.empty()) {
+    opts_.projections = shipped_dtw_projection_dirs();
+    if (opts_.projections.empty())
+      throw std::runtime_error("mapped rejection: no DTW projection map given, and none is installed");
+  }
   load_set(wide_, opts_.library, log);
 }
 
@@ -59,6 +68,15 @@ void WordRecognizer::load_set(TemplateSet& set, const TemplateLibraryOptions& li
   set.library = TemplateLibrary::load(source_, library, backend_, log);
   // From the recordings themselves: an average is not an independent voice.
   set.threshold = rejection_threshold(set.library, opts_.dtw, opts_.decision);
+  if (opts_.decision.reject == DtwDecisionOptions::Reject::kMapped) {
+    set.projection = find_dtw_projection(opts_.projections, library.features.frame_signature());
+    // The same features give the same dimension; a map without a threshold
+    // (learnt without a calibration corpus) cannot reject.
+    if (!(set.projection.threshold > 0.0f))
+      throw std::runtime_error("the DTW projection map for these features has no rejection threshold "
+                               "(gpuspeech-dtw --learn-projection learns one with --calibrate-projection)");
+    set.threshold = set.projection.threshold;
+  }
   if (opts_.averaging != TemplateAveraging::kNone) {
     std::vector<DtwTemplate> averages = average_templates(set.library, opts_.dtw);
     if (opts_.averaging == TemplateAveraging::kOnly) {
@@ -76,6 +94,26 @@ void WordRecognizer::load_set(TemplateSet& set, const TemplateLibraryOptions& li
   set.features = std::make_unique<DtwFeatureComputer>(library.features, backend_);
   set.engine = make_dtw_engine(opts_.engine, opts_.dtw, opts_.device_id, opts_.threads);
   set.engine->set_templates(set.library.pack());
+  set.mapped.clear();
+  if (!set.projection.empty())
+    for (const DtwTemplate& t : set.library.templates()) set.mapped.push_back(set.projection.apply(t.features));
+}
+
+float WordRecognizer::mapped_score(const TemplateSet& set, const std::vector<FeatureMatrix>& warped,
+                                   const std::string& label) const {
+  std::vector<FeatureMatrix> mapped_test;
+  for (const FeatureMatrix& f : warped) mapped_test.push_back(set.projection.apply(f));
+  std::vector<float> d;
+  const std::vector<DtwTemplate>& ts = set.library.templates();
+  for (size_t t = 0; t < ts.size(); ++t) {
+    if (ts[t].label != label) continue;
+    float best = std::numeric_limits<float>::infinity();
+    for (const FeatureMatrix& f : mapped_test)
+      best = std::min(best, dtw_distance(f.data.data(), f.rows, set.mapped[t].data.data(), set.mapped[t].rows,
+                                         f.dim, opts_.dtw));
+    d.push_back(best);
+  }
+  return label_score(d, opts_.decision.k_nearest);
 }
 
 bool WordRecognizer::narrow_set_possible() const {
@@ -86,20 +124,24 @@ bool WordRecognizer::narrow_set_possible() const {
   return opts_.band_limit.edge_hz < resolve_high_freq(wide.features.mel.high_freq, rate);
 }
 
-WordRecognizer::TemplateSet* WordRecognizer::narrow_set() {
-  if (narrow_tried_) return narrow_.get();
-  if (!narrow_set_possible()) return nullptr;
-  narrow_tried_ = true;
-  const DtwFeatureConfig& wide = opts_.library.features;
-  const float rate = wide.features.frame.sample_rate;
-  const double top = resolve_high_freq(wide.features.mel.high_freq, rate);
-  const double edge = opts_.band_limit.edge_hz;
-  TemplateLibraryOptions library = opts_.library;
+TemplateLibraryOptions band_limited_library(const TemplateLibraryOptions& wide, const BandLimitOptions& band) {
+  const float rate = wide.features.features.frame.sample_rate;
+  const double top = resolve_high_freq(wide.features.features.mel.high_freq, rate);
+  const double edge = band.edge_hz;
+  TemplateLibraryOptions library = wide;
   MelOptions& mel = library.features.features.mel;
   // The VTLN knee keeps its place relative to the band's top.
   const double knee = mel.vtln.high_cutoff > 0.0f ? mel.vtln.high_cutoff : 0.5 * rate + mel.vtln.high_cutoff;
   mel.high_freq = static_cast<float>(edge);
   mel.vtln.high_cutoff = static_cast<float>(knee * edge / top);
+  return library;
+}
+
+WordRecognizer::TemplateSet* WordRecognizer::narrow_set() {
+  if (narrow_tried_) return narrow_.get();
+  if (!narrow_set_possible()) return nullptr;
+  narrow_tried_ = true;
+  const TemplateLibraryOptions library = band_limited_library(opts_.library, opts_.band_limit);
   // A set that cannot be made (say, test warps whose knees leave the
   // narrow band) leaves band-limited tests to the wide set, as without
   // band matching, and says why (band_match_error).
@@ -116,8 +158,16 @@ WordRecognizer::TemplateSet* WordRecognizer::narrow_set() {
 MatchDecision WordRecognizer::decide_with(TemplateSet& set, const std::vector<FeatureMatrix>& warped) {
   std::vector<std::vector<float>> per_warp;
   for (const FeatureMatrix& f : warped) per_warp.push_back(set.engine->match(f.data.data(), f.rows));
+  const bool mapped = opts_.decision.reject == DtwDecisionOptions::Reject::kMapped;
+  last_mapped_score_ = 0.0f;
+  // The word is chosen in the plain space (measured better there, docs/dtw.md);
+  // the map only says whether it was said.
   MatchDecision m = decide_rescored(warped, per_warp, set.library.templates(), set.labels, opts_.dtw,
-                                    opts_.decision, set.threshold);
+                                    opts_.decision, mapped ? 0.0f : set.threshold);
+  if (mapped && !m.rejected && !m.label.empty()) {
+    last_mapped_score_ = mapped_score(set, warped, m.label);
+    m.rejected = !(last_mapped_score_ <= set.threshold);
+  }
   last_per_warp_ = std::move(per_warp);
   return m;
 }

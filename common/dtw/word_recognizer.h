@@ -2,8 +2,9 @@
 // place so that gpuspeech-dtw and the gpudtw element behave identically:
 // the template library, the test utterance's features (at every VTLN test
 // warp), one engine call per warp, the best warp per template, the k-nearest
-// decision, its second pass (path_rescoring.h) and the rejection threshold (fixed or learnt from the templates,
-// template_calibration.h).
+// decision, its second pass (path_rescoring.h) and the rejection threshold
+// (fixed, learnt from the templates, template_calibration.h, or a map's,
+// feature_projection.h).
 #pragma once
 
 #include <memory>
@@ -15,6 +16,7 @@
 #include "common/dtw/dtw_engine.h"
 #include "common/dtw/dtw_features.h"
 #include "common/dtw/dtw_options.h"
+#include "common/dtw/feature_projection.h"
 #include "common/dtw/template_library.h"
 #include "common/dtw/template_matcher.h"
 
@@ -49,12 +51,24 @@ struct WordRecognizerOptions {
   // filterbank to cut).
   bool band_match = true;
   BandLimitOptions band_limit;
+  // Where DtwDecisionOptions::Reject::kMapped finds its maps
+  // (projection_catalog.h): map files and directories of them; each
+  // template set takes the map learnt on its own features (band matching's
+  // cut set the map of the cut filterbank). Empty: the maps shipped with
+  // gpuspeech. A wide set without a map is an error; a cut set without one
+  // is not made (band_match_error()), so band-limited tests are matched as
+  // wide-band ones.
+  std::vector<std::string> projections;
 
   // The defaults chosen on the cross-speaker benchmark (docs/dtw.md).
   static WordRecognizerOptions defaults();
   // Throws std::invalid_argument naming the bad option.
   void validate() const;
 };
+
+// The library options of band matching's second set: the filterbank cut at
+// band.edge_hz, the VTLN knee kept in its place relative to the band's top.
+TemplateLibraryOptions band_limited_library(const TemplateLibraryOptions& wide, const BandLimitOptions& band);
 
 class WordRecognizer {
  public:
@@ -95,8 +109,12 @@ class WordRecognizer {
   const std::vector<std::string>& labels() const { return wide_.labels; }
   DtwEngine& engine() { return *wide_.engine; }
   const WordRecognizerOptions& options() const { return opts_; }
-  // The threshold in force for wide-band tests: 0 = none.
+  // The threshold in force for wide-band tests: 0 = none. With kMapped a
+  // distance in the mapped space.
   float reject_threshold() const { return wide_.threshold; }
+  // kMapped: the last decision's score in the mapped space (the chosen
+  // word's k-nearest mean there); 0 when no word was scored.
+  float last_mapped_score() const { return last_mapped_score_; }
   // Why the band-limited set could not be made (band-limited tests are
   // then matched as wide-band ones); empty when it was, or was not needed.
   const std::string& band_match_error() const { return band_match_error_; }
@@ -115,7 +133,13 @@ class WordRecognizer {
     std::unique_ptr<DtwFeatureComputer> features;
     std::unique_ptr<DtwEngine> engine;
     float threshold = 0.0f;
+    // kMapped: the set's map and its templates mapped.
+    DtwProjection projection;
+    std::vector<FeatureMatrix> mapped;
   };
+  // kMapped: the chosen word's k-mean distance in the set's mapped space.
+  float mapped_score(const TemplateSet& set, const std::vector<FeatureMatrix>& warped,
+                     const std::string& label) const;
   void load_set(TemplateSet& set, const TemplateLibraryOptions& library, std::vector<std::string>* log);
   MatchDecision decide_with(TemplateSet& set, const std::vector<FeatureMatrix>& warped);
   // The band-limited set, made on first use; null when band matching
@@ -131,6 +155,7 @@ class WordRecognizer {
   std::string source_;
   Backend& backend_;
   TemplateSet wide_;
+  float last_mapped_score_ = 0.0f;
   std::unique_ptr<TemplateSet> narrow_;
   bool narrow_tried_ = false;
   std::string band_match_error_;

@@ -1,0 +1,130 @@
+#include "common/dtw/projection_threshold.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <map>
+#include <random>
+#include <stdexcept>
+#include <vector>
+
+#include "common/dtw/dtw.h"
+#include "common/dtw/template_matcher.h"
+
+namespace gpuspeech {
+
+void ProjectionThresholdOptions::validate() const {
+  if (words < 1) throw std::invalid_argument("projection threshold: words must be >= 1");
+  if (template_voices < 1) throw std::invalid_argument("projection threshold: template voices must be >= 1");
+  if (libraries < 1) throw std::invalid_argument("projection threshold: libraries must be >= 1");
+  if (!(keep > 0.0f && keep <= 1.0f)) throw std::invalid_argument("projection threshold: keep must be in (0, 1]");
+  if (k_nearest < 1) throw std::invalid_argument("projection threshold: k_nearest must be >= 1");
+}
+
+std::string recording_voice(const std::string& path) {
+  const size_t slash = path.find_last_of('/');
+  std::string name = slash == std::string::npos ? path : path.substr(slash + 1);
+  const size_t dot = name.rfind('.');
+  if (dot != std::string::npos && dot > 0) name.resize(dot);
+  const size_t under = name.find('_');
+  return under == std::string::npos ? std::string() : name.substr(under + 1);
+}
+
+float calibrate_projection_threshold(const TemplateLibrary& corpus, const DtwProjection& map,
+                                     const DtwOptions& dtw, const ProjectionThresholdOptions& opts,
+                                     const std::vector<std::vector<FeatureMatrix>>* test_warps,
+                                     ProjectionThresholdReport* report) {
+  opts.validate();
+  map.validate();
+  if (map.input_dim != corpus.dim())
+    throw std::invalid_argument("projection threshold: the map takes " + std::to_string(map.input_dim) +
+                                " values a frame, the corpus has " + std::to_string(corpus.dim()));
+  const std::vector<DtwTemplate>& t = corpus.templates();
+  std::map<std::string, int> voice_index;
+  std::map<std::string, std::map<int, size_t>> by_word;  // word -> voice -> recording
+  for (size_t i = 0; i < t.size(); ++i) {
+    const std::string voice = recording_voice(t[i].path);
+    if (voice.empty())
+      throw std::invalid_argument("projection threshold: " + t[i].path +
+                                  " names no voice (recordings are WORD_VOICE.wav)");
+    const int v = voice_index.emplace(voice, static_cast<int>(voice_index.size())).first->second;
+    by_word[t[i].label][v] = i;
+  }
+  const int voices = static_cast<int>(voice_index.size());
+  if (voices <= opts.template_voices)
+    throw std::invalid_argument("projection threshold: " + std::to_string(voices) + " voices, more than " +
+                                std::to_string(opts.template_voices) + " are needed (the rest test)");
+  if (test_warps && test_warps->size() != t.size())
+    throw std::invalid_argument("projection threshold: test warps for " + std::to_string(test_warps->size()) +
+                                " recordings, the corpus has " + std::to_string(t.size()));
+  std::vector<FeatureMatrix> mapped;
+  mapped.reserve(t.size());
+  for (const DtwTemplate& r : t) mapped.push_back(map.apply(r.features));
+  // A recording as a test: its features at each warp, mapped (made when
+  // first drawn; most recordings are tests in several libraries).
+  std::vector<std::vector<FeatureMatrix>> mapped_tests(t.size());
+  auto test_of = [&](size_t i) -> const std::vector<FeatureMatrix>& {
+    std::vector<FeatureMatrix>& m = mapped_tests[i];
+    if (m.empty()) {
+      if (test_warps && !(*test_warps)[i].empty())
+        for (const FeatureMatrix& f : (*test_warps)[i]) m.push_back(map.apply(f));
+      else
+        m.push_back(mapped[i]);
+    }
+    return m;
+  };
+
+  std::mt19937 rng(opts.seed);
+  std::vector<int> voice_order(voices);
+  for (int v = 0; v < voices; ++v) voice_order[v] = v;
+  std::vector<float> scores;
+  for (int lib = 0; lib < opts.libraries; ++lib) {
+    std::shuffle(voice_order.begin(), voice_order.end(), rng);
+    std::vector<bool> is_template(voices, false);
+    for (int i = 0; i < opts.template_voices; ++i) is_template[voice_order[i]] = true;
+    // A word can be in the library when the template voices give it k
+    // templates (as a user's library would) and another voice says it.
+    std::vector<const std::map<int, size_t>*> eligible;
+    for (const auto& [word, recs] : by_word) {
+      int templates = 0, tests = 0;
+      for (const auto& [v, i] : recs) (is_template[v] ? templates : tests) += 1;
+      if (templates >= std::min(opts.k_nearest + 1, opts.template_voices) && tests > 0)
+        eligible.push_back(&recs);
+    }
+    if (static_cast<int>(eligible.size()) < opts.words)
+      throw std::invalid_argument("projection threshold: only " + std::to_string(eligible.size()) +
+                                  " words have templates by the drawn voices and a test, " +
+                                  std::to_string(opts.words) + " are needed");
+    std::shuffle(eligible.begin(), eligible.end(), rng);
+    for (int w = 0; w < opts.words; ++w) {
+      const std::map<int, size_t>& recs = *eligible[w];
+      for (const auto& [tv, ti] : recs) {
+        if (is_template[tv]) continue;
+        const std::vector<FeatureMatrix>& warps = test_of(ti);
+        std::vector<float> d;
+        for (const auto& [rv, ri] : recs) {
+          if (!is_template[rv]) continue;
+          float best = std::numeric_limits<float>::infinity();
+          for (const FeatureMatrix& test : warps)
+            best = std::min(best, dtw_distance(test.data.data(), test.rows, mapped[ri].data.data(),
+                                               mapped[ri].rows, test.dim, dtw));
+          d.push_back(best);
+        }
+        scores.push_back(label_score(d, opts.k_nearest));
+      }
+    }
+  }
+  std::sort(scores.begin(), scores.end());  // +inf (no path) last
+  const size_t n = scores.size();
+  const size_t at = std::min(n - 1, static_cast<size_t>(std::ceil(opts.keep * static_cast<double>(n))) - 1);
+  const float threshold = scores[at];
+  if (!std::isfinite(threshold))
+    throw std::runtime_error("projection threshold: too many tests found no DTW path to their templates");
+  if (report) {
+    report->scores = static_cast<int64_t>(n);
+    report->median = scores[n / 2];
+  }
+  return threshold;
+}
+
+}  // namespace gpuspeech
