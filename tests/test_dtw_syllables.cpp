@@ -1,7 +1,7 @@
 // The syllable count of common/dtw/syllable_count.h on synthetic words: n
 // vowel-like bursts (a 1 kHz tone, in the counted band) parted by
 // silence or by a deep dip are n syllables; a shallow dip does not part
-// them; a 6 kHz "fricative" well below the vowels adds none; the samples'
+// them; a 6 kHz "fricative" adds none, however loud; the samples'
 // scale and a noise floor well below the word change nothing.
 #include <gtest/gtest.h>
 
@@ -69,14 +69,42 @@ std::vector<float> vowel_s_vowel(float s_db) {
   return x;
 }
 
-TEST(DtwSyllables, EnergyAboveTheBandCountsOnlyWhenLoud) {
+TEST(DtwSyllables, AFricativeIsNoNucleusHoweverLoud) {
   // The band's edges are first-order filters: 6 kHz loses only about 5 dB
-  // against 1 kHz. A fricative 14 dB below the vowels then lies below the
-  // nuclei's 15 dB floor and adds nothing; one as loud as the vowels is a
-  // nucleus of its own (as flite's /s/ of "start" and "stop" is, which is
-  // why a word accepts every count its templates have).
+  // against 1 kHz, so a loud "s" reaches the counted band. It is no
+  // nucleus: its level there is below, not 15 dB above, the fricative
+  // band's (as flite's /s/ of "six", "start" and "stop").
   EXPECT_EQ(count(vowel_s_vowel(14.0f)), 2);
-  EXPECT_EQ(count(vowel_s_vowel(0.0f)), 3);
+  EXPECT_EQ(count(vowel_s_vowel(0.0f)), 2);
+  EXPECT_EQ(count(vowel_s_vowel(-6.0f)), 2) << "an s louder than the vowels";
+  // Without the voicing test it was a nucleus of its own.
+  SyllableCountOptions off;
+  off.voiced_margin_db = 0.0f;
+  const std::vector<float> x = vowel_s_vowel(0.0f);
+  EXPECT_EQ(count_syllables(x.data(), static_cast<int64_t>(x.size()), kRate, off), 3);
+}
+
+// At 8 kHz there is no fricative band: every frame may be a nucleus, and
+// the count is the band's alone.
+TEST(DtwSyllables, NoFricativeBandAtEightKilohertz) {
+  std::vector<float> x;
+  const float rate = 8000.0f;
+  for (int burst = 0; burst < 2; ++burst) {
+    x.insert(x.end(), 800, 0.0f);
+    for (int i = 0; i < 960; ++i) x.push_back(std::sin(2.0f * 3.14159265f * 1000.0f * i / rate));
+  }
+  x.insert(x.end(), 800, 0.0f);
+  EXPECT_EQ(count_syllables(x.data(), static_cast<int64_t>(x.size()), rate), 2);
+}
+
+// Nothing voiced (noise with as much energy above 4 kHz as in the band):
+// no syllable.
+TEST(DtwSyllables, NoiseAloneHasNoNucleus) {
+  std::mt19937 rng(7);
+  std::normal_distribution<float> noise(0.0f, 1.0f);
+  std::vector<float> x(8000);
+  for (float& v : x) v = noise(rng);
+  EXPECT_EQ(count(x), 0);
 }
 
 TEST(DtwSyllables, ScaleAndAQuietNoiseFloorChangeNothing) {

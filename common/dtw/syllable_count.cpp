@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 namespace gpuspeech {
 
@@ -48,16 +49,23 @@ std::vector<float> syllable_band_level(const float* samples, int64_t n, float sa
   return smooth;
 }
 
-int count_nuclei(const std::vector<float>& level, const SyllableCountOptions& opts) {
+int count_nuclei(const std::vector<float>& level, const SyllableCountOptions& opts,
+                 const std::vector<float>* fricative) {
   if (level.size() < 3) return 0;
-  const float top = *std::max_element(level.begin(), level.end());
+  std::vector<bool> voiced(level.size(), true);
+  if (fricative && opts.voiced_margin_db > 0.0f && fricative->size() == level.size())
+    for (size_t i = 0; i < level.size(); ++i) voiced[i] = level[i] - (*fricative)[i] >= opts.voiced_margin_db;
+  float top = -std::numeric_limits<float>::infinity();
+  for (size_t i = 0; i < level.size(); ++i)
+    if (voiced[i]) top = std::max(top, level[i]);
+  if (!std::isfinite(top)) return 0;  // nothing voiced
   const float threshold = top - opts.floor_db;
   int nuclei = 0;
   float last = 0.0f;    // the current nucleus's level
   float lowest = 0.0f;  // the lowest level since the current nucleus began
   for (size_t i = 1; i + 1 < level.size(); ++i) {
     const float v = level[i];
-    const bool peak = v >= threshold && v >= level[i - 1] && v >= level[i + 1];
+    const bool peak = voiced[i] && v >= threshold && v >= level[i - 1] && v >= level[i + 1];
     if (nuclei == 0) {
       if (peak) {
         nuclei = 1;
@@ -65,9 +73,10 @@ int count_nuclei(const std::vector<float>& level, const SyllableCountOptions& op
       }
       continue;
     }
-    // Rising above the current nucleus with no dip since: the same one.
+    // Rising above the current nucleus with no dip since: the same one (a
+    // fricative next to it does not become its level).
     if (v > last && lowest >= last - opts.dip_db) {
-      last = v;
+      if (voiced[i]) last = v;
       continue;
     }
     lowest = std::min(lowest, v);
@@ -80,7 +89,14 @@ int count_nuclei(const std::vector<float>& level, const SyllableCountOptions& op
 }
 
 int count_syllables(const float* samples, int64_t n, float sample_rate, const SyllableCountOptions& opts) {
-  return count_nuclei(syllable_band_level(samples, n, sample_rate, opts), opts);
+  const std::vector<float> level = syllable_band_level(samples, n, sample_rate, opts);
+  const float top_hz = 0.49f * sample_rate;
+  if (opts.voiced_margin_db <= 0.0f || opts.fricative_low_hz >= top_hz) return count_nuclei(level, opts);
+  SyllableCountOptions fricative = opts;
+  fricative.band_low_hz = opts.fricative_low_hz;
+  fricative.band_high_hz = top_hz;
+  const std::vector<float> f = syllable_band_level(samples, n, sample_rate, fricative);
+  return count_nuclei(level, opts, &f);
 }
 
 }  // namespace gpuspeech

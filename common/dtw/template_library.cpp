@@ -21,8 +21,9 @@ namespace {
 
 // Bump when the file layout or the feature code changes meaning.
 // Format 2 keeps the template's syllable count in the header word that
-// format 1 left zero.
-constexpr const char* kCacheFormat = "gpuspeech-dtw-features-2";
+// format 1 left zero; format 3 counts syllables of voiced nuclei only
+// (syllable_count.h), so no template keeps a count of before.
+constexpr const char* kCacheFormat = "gpuspeech-dtw-features-3";
 constexpr char kMagic[8] = {'G', 'S', 'D', 'T', 'W', 'F', '1', '\0'};
 
 bool is_directory(const std::string& p) {
