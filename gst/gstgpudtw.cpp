@@ -50,7 +50,8 @@
  *              the upper quartile of same-word template distances (0 = off;
  *              see docs/dtw.md)
  *   reject-mapped  reject by a map of the features learnt from many other
- *              voices, against the map's own threshold (FALSE; docs/dtw.md)
+ *              voices, against the map's own threshold (TRUE; reject and
+ *              reject-scale take its place when set; docs/dtw.md)
  *   projection  the maps for reject-mapped ("" = the installed ones)
  *   syllable-check  with reject, reject-scale or reject-mapped: also reject
  *              a word whose syllable count none of its templates has (TRUE)
@@ -263,7 +264,7 @@ gst_gpu_dtw_class_init (GstGpuDtwClass * klass)
           "templates' own scale (the upper quartile of the DTW distances "
           "between templates of the same word; needs two templates of a "
           "word; 0.8 measured, docs/dtw.md). 0 = off; not together with "
-          "reject or reject-mapped",
+          "reject; takes the place of reject-mapped",
           0.0f, G_MAXFLOAT, 0.0f, rw));
   g_object_class_install_property (gobject_class, PROP_WARPS,
       g_param_spec_string ("warps", "VTLN test warps",
@@ -307,9 +308,12 @@ gst_gpu_dtw_class_init (GstGpuDtwClass * klass)
           "Reject an utterance whose score under a map of the features "
           "learnt from many other voices (the winning word's k nearest "
           "templates, both mapped) is above the map's own threshold; the "
-          "word is still chosen as without it (docs/dtw.md). Not together "
-          "with reject or reject-scale",
-          FALSE, rw));
+          "word is still chosen as without it (docs/dtw.md). reject or "
+          "reject-scale, when set, take its place. With "
+          "other features than the installed maps' and no projection, "
+          "nothing is rejected and a warning is posted",
+          gs::WordRecognizerOptions::defaults ().decision.reject ==
+          gs::DtwDecisionOptions::Reject::kMapped, rw));
   g_object_class_install_property (gobject_class, PROP_PROJECTION,
       g_param_spec_string ("projection", "Projection maps",
           "With reject-mapped: a map file or a directory of *.projection "
@@ -366,7 +370,8 @@ gst_gpu_dtw_init (GstGpuDtw * self)
           defaults ().averaging));
   self->syllable_check = gs::DtwDecisionOptions ().syllable_check;
   self->band_match = gs::WordRecognizerOptions::defaults ().band_match;
-  self->reject_mapped = FALSE;
+  self->reject_mapped = gs::WordRecognizerOptions::defaults ().decision.reject
+      == gs::DtwDecisionOptions::Reject::kMapped;
   self->projection = g_strdup ("");
   self->state = NULL;
 }
@@ -538,12 +543,16 @@ gst_gpu_dtw_setup (GstGpuDtw * self)
     ro.decision.syllable_check = syllable_check != FALSE;
     ro.band_match = band_match != FALSE;
     ro.averaging = gs::parse_template_averaging (averaging);
-    if ((reject > 0.0f) + (reject_scale > 0.0f) + (reject_mapped != FALSE) > 1)
-      throw std::invalid_argument ("set one of reject (a distance), "
-          "reject-scale (from the templates) and reject-mapped (a learnt map)");
-    if (!projection.empty () && !reject_mapped)
-      throw std::invalid_argument ("projection is for reject-mapped");
-    if (reject_mapped) {
+    if (reject > 0.0f && reject_scale > 0.0f)
+      throw std::invalid_argument ("set reject (a distance) or reject-scale "
+          "(from the templates), not both");
+    /* reject and reject-scale take the place of reject-mapped (on by
+     * default), so that setting one is enough. */
+    const bool mapped = reject_mapped && reject <= 0.0f && reject_scale <= 0.0f;
+    if (!projection.empty () && !mapped)
+      throw std::invalid_argument ("projection is for reject-mapped (and "
+          "neither reject nor reject-scale)");
+    if (mapped) {
       ro.decision.reject = gs::DtwDecisionOptions::Reject::kMapped;
       std::istringstream list (projection);
       for (std::string path; std::getline (list, path, ':');)
@@ -575,6 +584,9 @@ gst_gpu_dtw_setup (GstGpuDtw * self)
     st->endpoint = fc.endpoint;
     st->endpointer = std::make_unique < gs::Endpointer > (fc.endpoint,
         fc.features.frame.sample_rate);
+    if (!st->recognizer->rejection_note ().empty ())
+      GST_ELEMENT_WARNING (self, RESOURCE, SETTINGS, ("gpudtw: %s",
+              st->recognizer->rejection_note ().c_str ()), (NULL));
     GST_INFO_OBJECT (self, "%zu templates from %s; DTW on %s (%s); %zu test "
         "warp(s), k %d, rejection threshold %g",
         st->recognizer->library ().size (), templates.c_str (),

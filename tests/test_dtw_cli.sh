@@ -15,7 +15,9 @@ cli_setup dtw
 
 command -v sox >/dev/null || { echo "missing sox"; exit 1; }
 
-run() { "$TOOL" --backend cpu --cache "$T/cache" "$@"; }
+# Tones are no speech: rejection (on by default, by the installed map and
+# the syllable count) is off unless a check asks for it.
+run() { "$TOOL" --backend cpu --cache "$T/cache" --reject off "$@"; }
 
 # word NAME DURATION SYNTH-ARGS [EFFECTS...]: a tone "word" between silences.
 word() {
@@ -132,6 +134,22 @@ else
   fail "--reject mapped: wanted threshold '$want': $(cat "$T/err")"
 fi
 
+# The default rejection: the installed map for the default features...
+if "$TOOL" --backend cpu --cache "$T/cache" -v --templates "$T/tpl" "$T/test/t1.wav" >"$T/out" 2>"$T/err" &&
+   grep -q "rejection threshold $want" "$T/err" && grep -q ', mapped [0-9.]*; ' "$T/err"; then
+  pass "default rejection: the installed map"
+else
+  fail "default rejection: $(cat "$T/err")"
+fi
+# ... and with features that no installed map was learnt on, nothing
+# rejected and a warning.
+if "$TOOL" --backend cpu --cache "$T/cache" --templates "$T/tpl" --features mfcc "$T/test/t1.wav" >"$T/out" 2>"$T/err" &&
+   [ "$(cat "$T/out")" = "up (t1)" ] && grep -q "warning: nothing is rejected: no DTW projection map was learnt on these features" "$T/err"; then
+  pass "default rejection, mfcc: off with a warning"
+else
+  fail "default rejection, mfcc: got '$(cat "$T/out")': $(cat "$T/err")"
+fi
+
 # --- bad input ------------------------------------------------------------------
 
 mkdir -p "$T/empty" "$T/zero" "$T/rate" "$T/silent"
@@ -161,8 +179,10 @@ expect_error "--learn-projection to an unwritable file" 1 "cannot write $T/nowhe
   --templates "$T/tpl" --learn-projection "$T/nowhere/map.txt"
 expect_error "--reject mapped, a map without a threshold" 1 "has no rejection threshold" \
   --templates "$T/tpl" --reject mapped --projection "$T/map.txt" "$T/test/t1.wav"
-expect_error "--reject mapped, no map for mfcc" 1 "no DTW projection map was learnt on these features" \
-  --templates "$T/tpl" --features mfcc --reject mapped "$T/test/t1.wav"
+expect_error "--reject mapped, no map for mfcc in a named directory" 1 \
+  "no DTW projection map was learnt on these features" \
+  --templates "$T/tpl" --features mfcc --reject mapped --projection "$(dirname "$0")/../data/dtw-projection" \
+  "$T/test/t1.wav"
 expect_error "--reject mapped, a missing map" 1 "$T/none.projection: cannot open" \
   --templates "$T/tpl" --reject mapped --projection "$T/none.projection" "$T/test/t1.wav"
 expect_error "--projection without --reject mapped" 2 "--projection goes with --reject mapped" \

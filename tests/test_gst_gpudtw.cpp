@@ -263,6 +263,52 @@ TEST_F(GpuDtwTest, MappedRejectionJudgesTheMappedScore) {
                      "no DTW projection map was learnt on these features");
 }
 
+// By default the installed map of the default features rejects (every
+// message carries its score); with features no installed map was learnt
+// on, the element starts, warns that nothing is rejected, and matches.
+TEST_F(GpuDtwTest, DefaultRejectionIsTheInstalledMapOrAWarning) {
+  GstHarness* h = make();
+  std::vector<Result> r;
+  std::vector<std::string> texts;
+  std::vector<GstClockTime> pts;
+  run(h, 4000, &r, &texts, &pts);
+  gst_harness_teardown(h);
+  ASSERT_EQ(r.size(), 2u);
+  for (const Result& x : r) EXPECT_GT(x.mapped, 0.0) << x.label;
+
+  GstElement* pipe = gst_parse_launch(
+      ("fakesrc ! gpudtw templates=" + dir_ + "/tpl cache-dir=- features=mfcc ! fakesink").c_str(), nullptr);
+  ASSERT_NE(pipe, nullptr);
+  EXPECT_NE(gst_element_set_state(pipe, GST_STATE_READY), GST_STATE_CHANGE_FAILURE);
+  GstBus* bus = gst_element_get_bus(pipe);
+  GstMessage* m = gst_bus_pop_filtered(bus, GST_MESSAGE_WARNING);
+  ASSERT_NE(m, nullptr) << "no warning";
+  GError* err = nullptr;
+  gchar* dbg = nullptr;
+  gst_message_parse_warning(m, &err, &dbg);
+  EXPECT_NE(std::string(err->message).find("nothing is rejected: no DTW projection map was learnt"), std::string::npos) << err->message;
+  g_error_free(err);
+  g_free(dbg);
+  gst_message_unref(m);
+  gst_object_unref(bus);
+  gst_element_set_state(pipe, GST_STATE_NULL);
+  gst_object_unref(pipe);
+
+  GstHarness* mfcc = make("features=mfcc");
+  r.clear();
+  texts.clear();
+  pts.clear();
+  run(mfcc, 4000, &r, &texts, &pts);
+  gst_harness_teardown(mfcc);
+  ASSERT_EQ(r.size(), 2u);
+  EXPECT_EQ(r[0].label, "up");
+  EXPECT_EQ(r[1].label, "down");
+  for (const Result& x : r) {
+    EXPECT_FALSE(x.rejected);
+    EXPECT_EQ(x.mapped, 0.0);
+  }
+}
+
 TEST_F(GpuDtwTest, UtteranceOpenAtEosIsMatched) {
   stream_.resize(static_cast<size_t>(1.4 * kRate));  // cut inside "up"
   GstHarness* h = make();
@@ -309,9 +355,9 @@ TEST_F(GpuDtwTest, BadMatchingSettingsFailTheStateChange) {
   expect_start_error(e + "warps=0.9,,1.1 ! fakesink", "bad warp list");
   expect_start_error(e + "features=spectrum warps=0.9,1 ! fakesink", "VTLN warps need mfcc or fbank");
   expect_start_error(e + "features=fbank lifter=10 ! fakesink", "lifter needs features=mfcc or plp");
-  expect_start_error(e + "reject=10 reject-scale=1.2 ! fakesink", "set one of");
-  expect_start_error(e + "reject=10 reject-mapped=true ! fakesink", "set one of");
-  expect_start_error(e + "projection=/x.projection ! fakesink", "projection is for reject-mapped");
+  expect_start_error(e + "reject=10 reject-scale=1.2 ! fakesink", "not both");
+  expect_start_error(e + "reject=10 projection=/x.projection ! fakesink", "projection is for reject-mapped");
+  expect_start_error(e + "projection=/x.projection ! fakesink", "/x.projection: cannot open");
   expect_start_error(e + "averaging=mean ! fakesink", "unknown template averaging 'mean'");
   // One template per word: nothing to learn a rejection scale from.
   expect_start_error(e + "reject-scale=1.2 ! fakesink", "at least two templates of one word");

@@ -88,16 +88,18 @@ Matching:
   --reject R            when the best score means "none of the words":
                         auto (scale x the upper quartile of the distances
                         between templates of the same word, see docs/dtw.md)
-                        | mapped (the chosen word's score under a map
-                        learnt from many other voices, against the map's
-                        threshold; see --projection) | off (default) | a
-                        distance X
+                        | mapped (default: the chosen word's score under a
+                        map learnt from many other voices, against the
+                        map's threshold; see --projection; with other
+                        features than the installed maps', nothing is
+                        rejected and a warning says so) | off | a distance X
   --projection P        with --reject mapped: a map file, or a directory of
                         *.projection maps, to take the map learnt on these
-                        features from; repeatable (default: the maps
-                        installed with gpuspeech, for the default features)
+                        features from (it must have one); repeatable
+                        (default: the maps installed with gpuspeech, for
+                        the default features)
   --reject-scale S      the scale of --reject auto (default 0.8)
-  --syllable-check on|off  with --reject: also reject a word whose syllable
+  --syllable-check on|off  with rejection: also reject a word whose syllable
                         count none of the chosen word's templates has
                         (default on; docs/dtw.md)
   --band-match on|off   a test that passed through a narrow channel (8 kHz
@@ -556,6 +558,7 @@ int run(int argc, char** argv) {
     return 1;
   }
   const TemplateLibrary& lib = rec->library();
+  if (!rec->rejection_note().empty()) std::fprintf(stderr, "%s: warning: %s\n", kProgram, rec->rejection_note().c_str());
   for (const std::string& l : log) std::fprintf(stderr, "%s: %s\n", kProgram, l.c_str());
   if (a.verbose)
     std::fprintf(stderr,

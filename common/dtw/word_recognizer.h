@@ -55,9 +55,10 @@ struct WordRecognizerOptions {
   // (projection_catalog.h): map files and directories of them; each
   // template set takes the map learnt on its own features (band matching's
   // cut set the map of the cut filterbank). Empty: the maps shipped with
-  // gpuspeech. A wide set without a map is an error; a cut set without one
-  // is not made (band_match_error()), so band-limited tests are matched as
-  // wide-band ones.
+  // gpuspeech, which cover the default features; with other features
+  // rejection is then off (rejection_note()). A named map that does not fit
+  // is an error; a cut set without a map is not made (band_match_error()),
+  // so band-limited tests are matched as wide-band ones.
   std::vector<std::string> projections;
 
   // The defaults chosen on the cross-speaker benchmark (docs/dtw.md).
@@ -112,6 +113,10 @@ class WordRecognizer {
   // The threshold in force for wide-band tests: 0 = none. With kMapped a
   // distance in the mapped space.
   float reject_threshold() const { return wide_.threshold; }
+  // Non-empty when the options asked for rejection by the installed maps
+  // (kMapped, no projections given) and none fits the features: rejection
+  // is then off, and this says so (for a warning).
+  const std::string& rejection_note() const { return rejection_note_; }
   // kMapped: the last decision's score in the mapped space (the chosen
   // word's k-nearest mean there); 0 when no word was scored.
   float last_mapped_score() const { return last_mapped_score_; }
@@ -156,6 +161,8 @@ class WordRecognizer {
   Backend& backend_;
   TemplateSet wide_;
   float last_mapped_score_ = 0.0f;
+  bool installed_maps_ = false;
+  std::string rejection_note_;
   std::unique_ptr<TemplateSet> narrow_;
   bool narrow_tried_ = false;
   std::string band_match_error_;
