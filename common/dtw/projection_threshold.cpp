@@ -22,10 +22,7 @@ void ProjectionThresholdOptions::validate() const {
 }
 
 std::string recording_voice(const std::string& path) {
-  const size_t slash = path.find_last_of('/');
-  std::string name = slash == std::string::npos ? path : path.substr(slash + 1);
-  const size_t dot = name.rfind('.');
-  if (dot != std::string::npos && dot > 0) name.resize(dot);
+  const std::string name = template_file_stem(path);
   const size_t under = name.find('_');
   return under == std::string::npos ? std::string() : name.substr(under + 1);
 }

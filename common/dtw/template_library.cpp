@@ -152,10 +152,15 @@ void write_cache(const std::string& path, const FeatureMatrix& m, int syllables,
 
 }  // namespace
 
-std::string template_label_from_path(const std::string& path) {
+std::string template_file_stem(const std::string& path) {
   std::string base = path.substr(path.find_last_of('/') + 1);
   const size_t dot = base.find_last_of('.');
   if (dot != std::string::npos && dot > 0) base.resize(dot);
+  return base;
+}
+
+std::string template_label_from_path(const std::string& path) {
+  std::string base = template_file_stem(path);
   const size_t us = base.find('_');
   if (us != std::string::npos && us > 0) base.resize(us);
   return base;

@@ -64,6 +64,9 @@ struct TemplateLibraryOptions {
   std::string cache_dir;
 };
 
+// A template file's base name without its extension ("a/yes_1.wav" ->
+// "yes_1"), the text the naming rule above reads.
+std::string template_file_stem(const std::string& path);
 // The label of a template file by the naming rule above.
 std::string template_label_from_path(const std::string& path);
 
