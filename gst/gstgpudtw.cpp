@@ -50,7 +50,8 @@
  *              the upper quartile of same-word template distances (0 = off;
  *              see docs/dtw.md)
  *   reject-mapped  reject by a map of the features learnt from many other
- *              voices, against the map's own threshold (TRUE; reject and
+ *              voices, against the map's own threshold for a word with
+ *              that many templates (TRUE; reject and
  *              reject-scale take its place when set; docs/dtw.md)
  *   projection  the maps for reject-mapped ("" = the installed ones)
  *   syllable-check  with reject, reject-scale or reject-mapped: also reject
@@ -307,7 +308,8 @@ gst_gpu_dtw_class_init (GstGpuDtwClass * klass)
       g_param_spec_boolean ("reject-mapped", "Reject by a learnt map",
           "Reject an utterance whose score under a map of the features "
           "learnt from many other voices (the winning word's k nearest "
-          "templates, both mapped) is above the map's own threshold; the "
+          "templates, both mapped) is above the map's own threshold for a "
+          "word of that many templates; the "
           "word is still chosen as without it (docs/dtw.md). reject or "
           "reject-scale, when set, take its place. With "
           "other features than the installed maps' and no projection, "

@@ -124,7 +124,9 @@ else
 fi
 
 # --reject mapped with no --projection: the map shipped for the default
-# features (data/dtw-projection), its threshold in force.
+# features (data/dtw-projection), its threshold in force. -v prints the
+# largest of the words' thresholds: here a word of one template's, the
+# map's first.
 SHIPPED=$(dirname "$0")/../data/dtw-projection/plp.projection
 want=$(awk '$1 == "threshold" { printf "%.4f", $2 }' "$SHIPPED")
 if run --templates "$T/tpl" --reject mapped -v "$T/test/t1.wav" >"$T/out" 2>"$T/err" &&
@@ -189,7 +191,7 @@ expect_error "--projection without --reject mapped" 2 "--projection goes with --
   --templates "$T/tpl" --projection "$T/map.txt" "$T/test/t1.wav"
 expect_error "--calibrate-projection without --learn-projection" 2 "go with --learn-projection" \
   --templates "$T/tpl" --calibrate-projection "$T/tpl" "$T/test/t1.wav"
-expect_error "--calibrate-projection on too few voices" 1 "more than 6 are needed" \
+expect_error "--calibrate-projection on too few voices" 1 "12 are needed" \
   --templates "$T/tpl" --learn-projection "$T/map4.txt" --calibrate-projection "$T/tpl"
 expect_error "unknown features" 2 "unknown feature kind 'mel'" --templates "$T/tpl" --features mel "$T/test/t1.wav"
 expect_error "cepstral distance on fbank" 2 "--distance cepstral needs cepstra" \

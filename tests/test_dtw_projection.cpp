@@ -110,7 +110,7 @@ TEST(DtwProjection, TextRoundTripsExactly) {
   p.input_dim = 4;
   p.splice = 2;
   p.output_dim = 3;
-  p.threshold = std::fabs(g(rng)) + 0.1f;
+  p.thresholds = {std::fabs(g(rng)) + 0.1f, std::fabs(g(rng)) + 0.1f, std::fabs(g(rng)) + 0.1f};
   for (int i = 0; i < 3 * 20; ++i) p.weights.push_back(g(rng));
   const std::string text = format_dtw_projection(p, "made by a test\nsecond line");
   const DtwProjection q = parse_dtw_projection(text, "round.trip");
@@ -118,8 +118,23 @@ TEST(DtwProjection, TextRoundTripsExactly) {
   EXPECT_EQ(q.input_dim, 4);
   EXPECT_EQ(q.splice, 2);
   EXPECT_EQ(q.output_dim, 3);
-  EXPECT_EQ(q.threshold, p.threshold);
+  EXPECT_EQ(q.thresholds, p.thresholds);
   EXPECT_EQ(q.weights, p.weights);
+}
+
+// Element n - 1 serves a word of n templates, the last every larger word;
+// a map without thresholds gives 0 (cannot reject).
+TEST(DtwProjection, ThresholdByTemplatesAWordHas) {
+  DtwProjection p;
+  EXPECT_EQ(p.threshold_for(3), 0.0f);
+  p.thresholds = {2.0f, 1.8f, 1.7f};
+  EXPECT_EQ(p.threshold_for(0), 2.0f);
+  EXPECT_EQ(p.threshold_for(1), 2.0f);
+  EXPECT_EQ(p.threshold_for(2), 1.8f);
+  EXPECT_EQ(p.threshold_for(3), 1.7f);
+  EXPECT_EQ(p.threshold_for(40), 1.7f);
+  p.thresholds = {1.5f};
+  EXPECT_EQ(p.threshold_for(7), 1.5f);
 }
 
 TEST(DtwProjection, BadTextNamesTheLine) {
@@ -140,6 +155,12 @@ TEST(DtwProjection, BadTextNamesTheLine) {
       {"gpuspeech-dtw-projection 1\nfeatures f\ninput-dim 4096\nsplice 32\noutput-dim 4096\nthreshold 1\nweights\n", "bad:7:"},
       {"gpuspeech-dtw-projection 1\nfeatures f\ninput-dim 2\nsplice 0\noutput-dim 1\nthreshold nan\n", "bad:6:"},
       {head, "bad:7:"},
+      {"gpuspeech-dtw-projection 1\nfeatures f\ninput-dim 2\nsplice 0\noutput-dim 1\nthreshold\n", "bad:6:"},
+      {"gpuspeech-dtw-projection 1\nfeatures f\ninput-dim 2\nsplice 0\noutput-dim 1\nthreshold 2 0\n", "bad:6:"},
+      {"gpuspeech-dtw-projection 1\nfeatures f\ninput-dim 2\nsplice 0\noutput-dim 1\nthreshold 2 -1\n", "bad:6:"},
+      {"gpuspeech-dtw-projection 1\nfeatures f\ninput-dim 2\nsplice 0\noutput-dim 1\nthreshold" +
+           [] { std::string t; for (int i = 0; i < 65; ++i) t += " 1"; return t; }() + "\n",
+       "bad:6:"},
       {head + "1 2 3\n", "bad:8:"},
       {head + "1 inf\n", "bad:8:"},
       {head + "1 2x\n", "bad:8:"},
@@ -158,6 +179,10 @@ TEST(DtwProjection, BadTextNamesTheLine) {
   }
   const DtwProjection good = parse_dtw_projection(head + "# a comment\n\n+1.5 -2e-1\n", "good");
   EXPECT_EQ(good.weights, (std::vector<float>{1.5f, -0.2f}));
+  EXPECT_EQ(good.thresholds, (std::vector<float>{1.0f}));
+  std::string none = head;
+  none.replace(none.find("threshold 1"), 11, "threshold 0");
+  EXPECT_FALSE(parse_dtw_projection(none + "1 2\n", "none").has_threshold());
   EXPECT_THROW(load_dtw_projection("/nonexistent/map.txt"), std::runtime_error);
 }
 
@@ -355,6 +380,32 @@ TEST(ProjectionThreshold, TestWarpsTakeTheBestPerTemplate) {
   EXPECT_THROW(calibrate_projection_threshold(corpus, map, dtw, opts, &twice), std::invalid_argument);
 }
 
+// One threshold per library size, each the single-size calibration with
+// that many template voices; a size that leaves no voice to test is refused.
+TEST(ProjectionThreshold, OneThresholdPerLibrarySize) {
+  std::mt19937 rng = fresh_rng();
+  const int words = 4, voices = 6, dim = 3;
+  const TemplateLibrary corpus = random_corpus(words, voices, dim, rng);
+  DtwOptions dtw;
+  dtw.pattern = StepPattern::kSymmetric;
+  const DtwProjection map = identity_map(dim, 1.0f);
+  ProjectionThresholdOptions opts;
+  opts.words = 3;
+  std::vector<ProjectionThresholdReport> reports;
+  const std::vector<float> t = calibrate_projection_thresholds(corpus, map, dtw, opts, voices - 1, nullptr, &reports);
+  ASSERT_EQ(t.size(), static_cast<size_t>(voices - 1));
+  ASSERT_EQ(reports.size(), t.size());
+  for (int n = 1; n < voices; ++n) {
+    ProjectionThresholdOptions one = opts;
+    one.template_voices = n;
+    ProjectionThresholdReport r;
+    EXPECT_EQ(t[static_cast<size_t>(n - 1)], calibrate_projection_threshold(corpus, map, dtw, one, nullptr, &r)) << n;
+    EXPECT_EQ(reports[static_cast<size_t>(n - 1)].scores, r.scores);
+  }
+  EXPECT_THROW(calibrate_projection_thresholds(corpus, map, dtw, opts, voices), std::invalid_argument);
+  EXPECT_THROW(calibrate_projection_thresholds(corpus, map, dtw, opts, 0), std::invalid_argument);
+}
+
 TEST(ProjectionThreshold, RefusesWhatItCannotSimulate) {
   std::mt19937 rng = fresh_rng();
   const TemplateLibrary corpus = random_corpus(3, 4, 2, rng);
@@ -387,15 +438,15 @@ TEST(ProjectionCatalog, TakesTheMapOfTheFeaturesAsked) {
   auto write = [&](const std::string& name, const std::string& features, float threshold) {
     DtwProjection p = identity_map(2, 1.0f);
     p.features = features;
-    p.threshold = threshold;
+    p.thresholds = {threshold};
     std::ofstream(dir / name) << format_dtw_projection(p);
   };
   write("a.projection", "dtw-kind=plp;high-freq=6800", 1.5f);
   write("b.projection", "dtw-kind=plp;high-freq=4000", 2.5f);
   write("c.txt", "dtw-kind=mfcc", 3.5f);  // not a .projection: not looked at in the directory
-  EXPECT_EQ(find_dtw_projection({dir.string()}, "dtw-kind=plp;high-freq=4000").threshold, 2.5f);
-  EXPECT_EQ(find_dtw_projection({dir.string()}, "dtw-kind=plp;high-freq=6800").threshold, 1.5f);
-  EXPECT_EQ(find_dtw_projection({(dir / "c.txt").string(), dir.string()}, "dtw-kind=mfcc").threshold, 3.5f);
+  EXPECT_EQ(find_dtw_projection({dir.string()}, "dtw-kind=plp;high-freq=4000").threshold_for(1), 2.5f);
+  EXPECT_EQ(find_dtw_projection({dir.string()}, "dtw-kind=plp;high-freq=6800").threshold_for(1), 1.5f);
+  EXPECT_EQ(find_dtw_projection({(dir / "c.txt").string(), dir.string()}, "dtw-kind=mfcc").threshold_for(1), 3.5f);
   try {
     find_dtw_projection({dir.string()}, "dtw-kind=mfcc");
     ADD_FAILURE() << "a map of other features was taken";

@@ -249,8 +249,9 @@ void expect_start_error(const std::string& desc, const std::string& needle) {
 
 // A map of the features as they are (13 x 13 identity, no context) for
 // the element's features and for band matching's cut set, with the given
-// threshold: under it a word's mapped score is its plain score.
-void write_identity_maps(const std::string& dir, float threshold) {
+// thresholds (by the templates a word has): under it a word's mapped score
+// is its plain score.
+void write_identity_maps(const std::string& dir, std::vector<float> thresholds) {
   const gs::WordRecognizerOptions ro = gs::WordRecognizerOptions::defaults();
   const gs::TemplateLibraryOptions cut = gs::band_limited_library(ro.library, ro.band_limit);
   int n = 0;
@@ -260,7 +261,7 @@ void write_identity_maps(const std::string& dir, float threshold) {
     p.input_dim = p.output_dim = f->dim();
     p.weights.assign(static_cast<size_t>(p.input_dim) * p.input_dim, 0.0f);
     for (int k = 0; k < p.input_dim; ++k) p.weights[static_cast<size_t>(k) * p.input_dim + k] = 1.0f;
-    p.threshold = threshold;
+    p.thresholds = thresholds;
     std::ofstream(dir + "/m" + std::to_string(n++) + ".projection") << gs::format_dtw_projection(p);
   }
 }
@@ -269,7 +270,7 @@ TEST_F(GpuDtwTest, MappedRejectionJudgesTheMappedScore) {
   for (float threshold : {1e30f, 1e-6f}) {
     const std::string maps = dir_ + "/maps" + std::to_string(threshold > 1.0f);
     ::mkdir(maps.c_str(), 0755);
-    write_identity_maps(maps, threshold);
+    write_identity_maps(maps, {threshold});
     GstHarness* h = make("rescore=0 reject-mapped=true syllable-check=false projection=" + maps);
     std::vector<Result> r;
     std::vector<std::string> texts;
@@ -290,10 +291,37 @@ TEST_F(GpuDtwTest, MappedRejectionJudgesTheMappedScore) {
   // Maps of other features only: refused, naming what differs.
   const std::string other = dir_ + "/other";
   ::mkdir(other.c_str(), 0755);
-  write_identity_maps(other, 1.0f);
+  write_identity_maps(other, {1.0f});
   expect_start_error("fakesrc ! gpudtw templates=" + dir_ + "/tpl cache-dir=- features=mfcc reject-mapped=true "
                      "projection=" + other + " ! fakesink",
                      "no DTW projection map was learnt on these features");
+}
+
+// A word takes the map's threshold for its count of templates: with
+// thresholds {huge, tiny}, "up" with a second template is rejected and
+// "down" with one is not.
+TEST_F(GpuDtwTest, MappedRejectionTakesTheThresholdOfTheWordsTemplateCount) {
+  std::mt19937 gen(2);
+  std::vector<int16_t> s;
+  add_silence(s, 0.3, gen);
+  add_chirp(s, 280, 1600, 0.55);
+  add_silence(s, 0.3, gen);
+  write_wav(dir_ + "/tpl/up_2.wav", s);
+  const std::string maps = dir_ + "/maps";
+  ::mkdir(maps.c_str(), 0755);
+  write_identity_maps(maps, {1e30f, 1e-6f});
+  GstHarness* h = make("rescore=0 reject-mapped=true syllable-check=false projection=" + maps);
+  std::vector<Result> r;
+  std::vector<std::string> texts;
+  std::vector<GstClockTime> pts;
+  run(h, 4000, &r, &texts, &pts);
+  gst_harness_teardown(h);
+  ASSERT_EQ(r.size(), 2u);
+  EXPECT_EQ(r[0].label, "up");
+  EXPECT_TRUE(r[0].rejected);
+  EXPECT_EQ(r[1].label, "down");
+  EXPECT_FALSE(r[1].rejected);
+  EXPECT_EQ(texts, (std::vector<std::string>{"down"}));
 }
 
 // By default the installed map of the default features rejects (every

@@ -34,6 +34,10 @@
 namespace gpuspeech {
 
 constexpr const char* kProgram = "gpuspeech-dtw";
+// --calibrate-projection learns a threshold for libraries of 1 ... this many
+// template voices; a word with more templates takes the last (from eight
+// voices on the thresholds change by hundredths, docs/dtw.md).
+constexpr int kCalibratedLibrarySizes = 8;
 
 constexpr const char* kUsage = R"USAGE(Usage: gpuspeech-dtw --templates SOURCE [OPTIONS] FILE...
        gpuspeech-dtw --bench N[,N...] [OPTIONS]
@@ -134,10 +138,12 @@ Other:
                         make_projection_corpus.sh), with the feature
                         options given, and write it to F; no input files
   --calibrate-projection C  with --learn-projection: the map's rejection
-                        threshold from corpus C, whose voices the map did
+                        thresholds from corpus C, whose voices the map did
                         not learn from (make_projection_corpus.sh OUT 2):
                         the score that keeps 95 % of its words in simulated
-                        libraries of 12 words by 6 voices (docs/dtw.md)
+                        libraries of 12 words by 1, 2, ... 8 voices, one
+                        threshold for each number of templates a word has
+                        (docs/dtw.md)
   --learn-band-limited  with --learn-projection: learn on the features cut
                         as --band-match cuts them (its map for 8 kHz audio)
   -v, --verbose         per file: distance, runner-up and its distance, the
@@ -468,7 +474,7 @@ int run_learn_projection(const Args& a) {
   }
   ProjectionThresholdOptions to;
   to.k_nearest = a.decision.k_nearest;
-  ProjectionThresholdReport trep;
+  std::vector<ProjectionThresholdReport> treps;
   if (!a.calibrate_projection.empty()) {
     try {
       const TemplateLibrary held_out = TemplateLibrary::load(a.calibrate_projection, lo, *backend);
@@ -479,13 +485,15 @@ int run_learn_projection(const Args& a) {
         const AudioData audio = read_dtw_audio(t.path, lo.features.features.frame.sample_rate);
         warped.push_back(features.compute_warped(audio.samples.data(), static_cast<int64_t>(audio.samples.size())));
       }
-      p.threshold = calibrate_projection_threshold(held_out, p, a.dtw, to, &warped, &trep);
+      p.thresholds = calibrate_projection_thresholds(held_out, p, a.dtw, to, kCalibratedLibrarySizes, &warped, &treps);
     } catch (const std::exception& e) {
       error(std::string("calibration corpus: ") + e.what());
       return 1;
     }
-    std::fprintf(stderr, "%s: threshold %.4f keeps %.0f %% of %lld simulated tests (median score %.4f)\n",
-                 kProgram, p.threshold, 100.0 * to.keep, static_cast<long long>(trep.scores), trep.median);
+    for (size_t n = 0; n < p.thresholds.size(); ++n)
+      std::fprintf(stderr, "%s: %zu template voice(s): threshold %.4f keeps %.0f %% of %lld simulated tests (median score %.4f)\n",
+                   kProgram, n + 1, p.thresholds[n], 100.0 * to.keep, static_cast<long long>(treps[n].scores),
+                   treps[n].median);
   }
   std::ostringstream ratios;
   for (double r : rep.kept_ratios) ratios << " " << r;
@@ -499,10 +507,10 @@ int run_learn_projection(const Args& a) {
           << a.dtw.fingerprint() << "\nlearner splice " << po.splice << " output-dim " << po.output_dim
           << " regularisation " << po.within_regularisation << " pairs " << po.pairs_per_template << " seed "
           << po.seed;
-  if (p.threshold > 0.0f)
-    comment << "\nthreshold from " << a.calibrate_projection << ": keeps " << to.keep << " of " << trep.scores
-            << " tests in " << to.libraries << " libraries of " << to.words << " words by " << to.template_voices
-            << " voices, k " << to.k_nearest << ", seed " << to.seed;
+  if (p.has_threshold())
+    comment << "\nthresholds from " << a.calibrate_projection << ": each keeps " << to.keep << " of the tests in "
+            << to.libraries << " libraries of " << to.words << " words by 1, 2, ... " << kCalibratedLibrarySizes
+            << " template voices, k " << to.k_nearest << ", seed " << to.seed;
   else
     comment << "\nno threshold (no --calibrate-projection): this map cannot reject";
   std::ofstream out(a.learn_projection, std::ios::binary);

@@ -8,7 +8,9 @@
 # Each map is learnt from corpus set 1 of tests/dtw/make_projection_corpus.sh
 # (323 English words by 24 espeak-ng voices) and its rejection threshold
 # calibrated on set 2 (the same words by 24 other voices): the score that
-# keeps 95 % of the words in simulated libraries of 12 words by 6 voices.
+# keeps 95 % of the words in simulated libraries of 12 words by 1, 2, ... 8
+# template voices, a threshold for each (a word takes the one of its count
+# of templates).
 # Both corpora are made afresh (about 8 minutes each on two cores); the
 # maps come out byte for byte the same on every run.
 #

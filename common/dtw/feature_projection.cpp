@@ -22,6 +22,9 @@ constexpr int kMaxDim = 4096;
 constexpr int kMaxSplice = 32;
 // And no more weights than 16 MiB of floats, whatever the dimensions say.
 constexpr int64_t kMaxWeights = int64_t{1} << 22;
+// A threshold per number of templates a word has: more than a few dozen
+// would say nothing new (the simulation draws up to eight).
+constexpr size_t kMaxThresholds = 64;
 
 class LineReader {
  public:
@@ -103,9 +106,18 @@ void DtwProjection::validate() const {
   if (weights.size() != static_cast<size_t>(output_dim) * spliced_dim())
     throw std::invalid_argument("DTW projection: " + std::to_string(weights.size()) + " weights for a " +
                                 std::to_string(output_dim) + " x " + std::to_string(spliced_dim()) + " map");
-  if (!std::isfinite(threshold)) throw std::invalid_argument("DTW projection: the threshold is not finite");
+  if (thresholds.size() > kMaxThresholds)
+    throw std::invalid_argument("DTW projection: more than " + std::to_string(kMaxThresholds) + " thresholds");
+  for (float t : thresholds)
+    if (!(std::isfinite(t) && t > 0.0f))
+      throw std::invalid_argument("DTW projection: a threshold is not a finite number > 0");
   if (features.empty() || features.find_first_of(" \t\r\n") != std::string::npos)
     throw std::invalid_argument("DTW projection: the features must be one word, got '" + features + "'");
+}
+
+float DtwProjection::threshold_for(size_t templates) const {
+  if (thresholds.empty()) return 0.0f;
+  return thresholds[std::min(std::max<size_t>(templates, 1), thresholds.size()) - 1];
 }
 
 FeatureMatrix splice_frames(const FeatureMatrix& m, int k) {
@@ -157,8 +169,14 @@ DtwProjection parse_dtw_projection(const std::string& text, const std::string& s
   p.splice = parse_int_key(r, "splice", 0, kMaxSplice);
   p.output_dim = parse_int_key(r, "output-dim", 1, kMaxDim);
   w = r.expect("threshold");
-  if (w.size() != 2 || w[0] != "threshold") r.fail("expected 'threshold X'");
-  p.threshold = parse_float(w[1], r);
+  if (w.size() < 2 || w[0] != "threshold") r.fail("expected 'threshold X [X ...]'");
+  if (w.size() - 1 > kMaxThresholds) r.fail("more than " + std::to_string(kMaxThresholds) + " thresholds");
+  if (!(w.size() == 2 && parse_float(w[1], r) == 0.0f))
+    for (size_t i = 1; i < w.size(); ++i) {
+      const float t = parse_float(w[i], r);
+      if (!(t > 0.0f)) r.fail("a threshold must be > 0 ('threshold 0' alone: none learnt)");
+      p.thresholds.push_back(t);
+    }
   w = r.expect("weights");
   if (w.size() != 1 || w[0] != "weights") r.fail("expected 'weights'");
   const int in = p.spliced_dim();
@@ -194,7 +212,10 @@ std::string format_dtw_projection(const DtwProjection& p, const std::string& com
   std::istringstream lines(comment);
   for (std::string line; std::getline(lines, line);) out << "# " << line << "\n";
   out << "features " << p.features << "\ninput-dim " << p.input_dim << "\nsplice " << p.splice << "\noutput-dim " << p.output_dim
-      << "\nthreshold " << float_text(p.threshold) << "\nweights\n";
+      << "\nthreshold";
+  if (p.thresholds.empty()) out << " 0";
+  for (float t : p.thresholds) out << " " << float_text(t);
+  out << "\nweights\n";
   const int in = p.spliced_dim();
   for (int o = 0; o < p.output_dim; ++o) {
     for (int k = 0; k < in; ++k) out << (k ? " " : "") << float_text(p.weights[static_cast<size_t>(o) * in + k]);

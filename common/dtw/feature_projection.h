@@ -5,9 +5,14 @@
 //
 // Each frame is spliced with `splice` neighbours on either side (the first
 // and last frame repeated at the edges) and multiplied by an output_dim x
-// (2 splice + 1) input_dim matrix. `threshold` is the rejection distance
-// learnt with the map: a distance in the mapped space, so that a user never
-// has to guess one.
+// (2 splice + 1) input_dim matrix. `thresholds` holds the rejection distances
+// learnt with the map: distances in the mapped space, so that a user never
+// has to guess one. One per number of templates a word has (1, 2, ... n,
+// the last for more): a word's score is the mean of its k nearest
+// templates, and the nearest of two templates lies further from a new
+// voice than the nearest of eight, so one distance cannot serve a library
+// of two voices and one of ten alike (docs/dtw.md, "Thresholds by the
+// templates a word has").
 //
 // File format (text, UTF-8; '#' starts a comment line, blank lines ignored):
 //
@@ -16,7 +21,7 @@
 //   input-dim 13
 //   splice 2
 //   output-dim 13
-//   threshold 1.5
+//   threshold 2.09 1.82 1.71 1.66 1.63 1.60 1.57 1.56
 //   weights
 //   <output-dim lines of (2 splice + 1) input-dim numbers>
 //
@@ -24,9 +29,11 @@
 // frame_signature(): the DTW feature kind and the front end's signature),
 // one word without blanks: a map of PLP cepstra means nothing for MFCCs of
 // the same dimension, so a recogniser refuses a map whose features are not
-// its templates'. The keys come in this order; every number must be finite (and a weight
-// or the threshold within a float's range). Numbers are read and written
-// the same in every locale.
+// its templates'. `threshold` takes 1 to 64 numbers: one applies to every
+// word; 0 (alone) means none was learnt, and a map without one cannot
+// reject. The keys come in this order; every number must be finite (and a
+// weight or a threshold within a float's range, a threshold > 0). Numbers
+// are read and written the same in every locale.
 #pragma once
 
 #include <string>
@@ -41,11 +48,17 @@ struct DtwProjection {
   int input_dim = 0;
   int splice = 0;
   int output_dim = 0;
-  float threshold = 0.0f;  // <= 0: none learnt
+  // [n - 1]: the threshold of a word with n templates, the last for more;
+  // empty: none learnt.
+  std::vector<float> thresholds;
   std::vector<float> weights;  // output_dim x spliced_dim(), row-major
 
   int spliced_dim() const { return input_dim * (2 * splice + 1); }
   bool empty() const { return output_dim == 0; }
+  bool has_threshold() const { return !thresholds.empty(); }
+  // The threshold of a word with `templates` templates (at least 1); 0 when
+  // none was learnt.
+  float threshold_for(size_t templates) const;
   // Throws std::invalid_argument when the fields disagree with each other.
   void validate() const;
   // Maps every frame of `m` (m.dim must be input_dim; std::invalid_argument

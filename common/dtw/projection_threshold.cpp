@@ -124,4 +124,21 @@ float calibrate_projection_threshold(const TemplateLibrary& corpus, const DtwPro
   return threshold;
 }
 
+std::vector<float> calibrate_projection_thresholds(const TemplateLibrary& corpus, const DtwProjection& map,
+                                                   const DtwOptions& dtw, ProjectionThresholdOptions opts,
+                                                   int max_voices,
+                                                   const std::vector<std::vector<FeatureMatrix>>* test_warps,
+                                                   std::vector<ProjectionThresholdReport>* reports) {
+  if (max_voices < 1) throw std::invalid_argument("projection threshold: at least one library size is needed");
+  std::vector<float> thresholds;
+  if (reports) reports->clear();
+  for (int n = 1; n <= max_voices; ++n) {
+    opts.template_voices = n;
+    ProjectionThresholdReport report;
+    thresholds.push_back(calibrate_projection_threshold(corpus, map, dtw, opts, test_warps, &report));
+    if (reports) reports->push_back(report);
+  }
+  return thresholds;
+}
+
 }  // namespace gpuspeech

@@ -87,10 +87,9 @@ void WordRecognizer::load_set(TemplateSet& set, const TemplateLibraryOptions& li
   if (opts_.decision.reject == DtwDecisionOptions::Reject::kMapped) {
     // The same features give the same dimension; a map without a threshold
     // (learnt without a calibration corpus) cannot reject.
-    if (!(set.projection.threshold > 0.0f))
+    if (!set.projection.has_threshold())
       throw std::runtime_error("the DTW projection map for these features has no rejection threshold "
                                "(gpuspeech-dtw --learn-projection learns one with --calibrate-projection)");
-    set.threshold = set.projection.threshold;
   }
   if (opts_.averaging != TemplateAveraging::kNone) {
     std::vector<DtwTemplate> averages = average_templates(set.library, opts_.dtw);
@@ -106,6 +105,18 @@ void WordRecognizer::load_set(TemplateSet& set, const TemplateLibraryOptions& li
     for (DtwTemplate& a : averages) set.library.add(std::move(a));
   }
   set.labels = set.library.labels();
+  set.word_thresholds.clear();
+  if (opts_.decision.reject == DtwDecisionOptions::Reject::kMapped) {
+    // Counted as mapped_score() sees them: the recordings and any averages.
+    std::map<std::string, size_t> templates;
+    for (const DtwTemplate& t : set.library.templates()) ++templates[t.label];
+    set.threshold = 0.0f;
+    for (const auto& [label, n] : templates) {
+      const float t = set.projection.threshold_for(n);
+      set.word_thresholds[label] = t;
+      set.threshold = std::max(set.threshold, t);
+    }
+  }
   set.features = std::make_unique<DtwFeatureComputer>(library.features, backend_);
   set.engine = make_dtw_engine(opts_.engine, opts_.dtw, opts_.device_id, opts_.threads);
   set.engine->set_templates(set.library.pack());
@@ -181,7 +192,8 @@ MatchDecision WordRecognizer::decide_with(TemplateSet& set, const std::vector<Fe
                                     opts_.decision, mapped ? 0.0f : set.threshold);
   if (mapped && !m.rejected && !m.label.empty()) {
     last_mapped_score_ = mapped_score(set, warped, m.label);
-    m.rejected = !(last_mapped_score_ <= set.threshold);
+    const auto t = set.word_thresholds.find(m.label);
+    m.rejected = t == set.word_thresholds.end() || !(last_mapped_score_ <= t->second);
   }
   last_per_warp_ = std::move(per_warp);
   return m;
@@ -223,6 +235,12 @@ WordRecognizer::Result WordRecognizer::recognise(const float* samples, int64_t n
     r.syllables_rejected = r.decision.rejected;
   }
   return r;
+}
+
+float WordRecognizer::reject_threshold(const std::string& label) const {
+  if (label.empty() || wide_.word_thresholds.empty()) return wide_.threshold;
+  const auto t = wide_.word_thresholds.find(label);
+  return t == wide_.word_thresholds.end() ? 0.0f : t->second;
 }
 
 bool WordRecognizer::syllables_fit(const std::string& label, int syllables) const {

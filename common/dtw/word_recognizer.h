@@ -7,6 +7,7 @@
 // feature_projection.h).
 #pragma once
 
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -111,8 +112,10 @@ class WordRecognizer {
   DtwEngine& engine() { return *wide_.engine; }
   const WordRecognizerOptions& options() const { return opts_; }
   // The threshold in force for wide-band tests: 0 = none. With kMapped a
-  // distance in the mapped space.
-  float reject_threshold() const { return wide_.threshold; }
+  // distance in the mapped space, which depends on how many templates a
+  // word has (DtwProjection::thresholds): `label`'s, or without a label the
+  // largest of any word.
+  float reject_threshold(const std::string& label = "") const;
   // Non-empty when the options asked for rejection by the installed maps
   // (kMapped, no projections given) and none fits the features: rejection
   // is then off, and this says so (for a warning).
@@ -138,6 +141,8 @@ class WordRecognizer {
     std::unique_ptr<DtwFeatureComputer> features;
     std::unique_ptr<DtwEngine> engine;
     float threshold = 0.0f;
+    // kMapped: each word's threshold, by its count of templates.
+    std::map<std::string, float> word_thresholds;
     // kMapped: the set's map and its templates mapped.
     DtwProjection projection;
     std::vector<FeatureMatrix> mapped;

@@ -51,7 +51,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
 
   const DtwProjection back = parse_dtw_projection(format_dtw_projection(p, "fuzz"), kSource);
   if (back.features != p.features || back.input_dim != p.input_dim || back.splice != p.splice || back.output_dim != p.output_dim ||
-      back.threshold != p.threshold || back.weights != p.weights)
+      back.thresholds != p.thresholds || back.weights != p.weights)
     __builtin_trap();
   return 0;
 }
