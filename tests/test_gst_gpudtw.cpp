@@ -97,6 +97,16 @@ class GpuDtwTest : public ::testing::Test {
   }
   void TearDown() override { std::system(("rm -rf '" + dir_ + "'").c_str()); }
 
+  // A second, slightly different recording of "up" in the templates.
+  void add_second_up_template() {
+    std::mt19937 gen(2);
+    std::vector<int16_t> s;
+    add_silence(s, 0.3, gen);
+    add_chirp(s, 280, 1600, 0.55);
+    add_silence(s, 0.3, gen);
+    write_wav(dir_ + "/tpl/up_2.wav", s);
+  }
+
   GstHarness* make(const std::string& extra = "") {
     const std::string desc = "gpudtw templates=" + dir_ + "/tpl cache-dir=- " + extra;
     GstHarness* h = gst_harness_new_parse(desc.c_str());
@@ -301,12 +311,7 @@ TEST_F(GpuDtwTest, MappedRejectionJudgesTheMappedScore) {
 // thresholds {huge, tiny}, "up" with a second template is rejected and
 // "down" with one is not.
 TEST_F(GpuDtwTest, MappedRejectionTakesTheThresholdOfTheWordsTemplateCount) {
-  std::mt19937 gen(2);
-  std::vector<int16_t> s;
-  add_silence(s, 0.3, gen);
-  add_chirp(s, 280, 1600, 0.55);
-  add_silence(s, 0.3, gen);
-  write_wav(dir_ + "/tpl/up_2.wav", s);
+  add_second_up_template();
   const std::string maps = dir_ + "/maps";
   ::mkdir(maps.c_str(), 0755);
   write_identity_maps(maps, {1e30f, 1e-6f});
@@ -392,12 +397,7 @@ TEST_F(GpuDtwTest, BadMatchingSettingsFailTheStateChange) {
 TEST_F(GpuDtwTest, SettingsOfTheMatchingAreUsed) {
   // Without warping, k 1 and the lifter of before, and with a second
   // template of "up" and a scale learnt from the two "up" templates.
-  std::mt19937 gen(2);
-  std::vector<int16_t> s;
-  add_silence(s, 0.3, gen);
-  add_chirp(s, 280, 1600, 0.55);
-  add_silence(s, 0.3, gen);
-  write_wav(dir_ + "/tpl/up_2.wav", s);
+  add_second_up_template();
   for (const std::string& extra : {std::string("warps=1 k-nearest=1 lifter=22"), std::string("averaging=add"),
                                    std::string("rescore=0"), std::string("rescore=5"),
                                    std::string("reject-scale=100")}) {
