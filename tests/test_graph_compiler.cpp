@@ -647,6 +647,56 @@ TEST(EnUsGraphs, CacheByContent) {
   { std::error_code ec; std::filesystem::remove_all(dir, ec); }
 }
 
+// A pruned LM is cached with its graph; on a hit it is read only when
+// asked (read_pruned_lm, on a second thread beside the graph), and then it
+// is the model the file holds.
+TEST(EnUsGraphs, CacheHitReadsThePrunedLmWhenAsked) {
+  const std::string dir = scratch_dir("gpuspeech-graph-pruned-test");
+  GraphSources src;
+  src.model_dir = en_us_dir();
+  src.dictionary = testing::audio_dir() + "/turtle.dic";
+  src.kind = GraphSourceKind::kNgram;
+  src.grammar = testing::audio_dir() + "/turtle.lm.bin";
+  GraphBuildOptions opt;
+  opt.cache_dir = dir;
+  opt.prune = LmPruneOptions{1, 0};  // unigrams: a graph that compiles in seconds
+  const GraphBuildResult first = build_search_graph(src, opt);
+  ASSERT_FALSE(first.from_cache);
+  ASSERT_NE(first.pruned_lm, nullptr);
+  ASSERT_FALSE(first.pruned_lm_path.empty());
+  const GraphBuildResult unasked = build_search_graph(src, opt);
+  EXPECT_TRUE(unasked.from_cache);
+  EXPECT_EQ(unasked.pruned_lm, nullptr);
+  EXPECT_EQ(unasked.pruned_lm_path, first.pruned_lm_path);
+  GraphBuildOptions asked = opt;
+  asked.read_pruned_lm = true;
+  const GraphBuildResult hit = build_search_graph(src, asked);
+  EXPECT_TRUE(hit.from_cache);
+  EXPECT_EQ(hit.graph.arc_dest, first.graph.arc_dest);
+  ASSERT_NE(hit.pruned_lm, nullptr);
+  const NgramModel from_file = read_ngram_model(first.pruned_lm_path);
+  EXPECT_EQ(hit.pruned_lm->order(), 1);
+  EXPECT_EQ(hit.pruned_lm->order(), from_file.order());
+  ASSERT_EQ(hit.pruned_lm->vocabulary_size(), from_file.vocabulary_size());
+  EXPECT_EQ(hit.pruned_lm->vocabulary_size(), first.pruned_lm->vocabulary_size());
+  for (int w = 0; w < from_file.vocabulary_size(); ++w)
+    EXPECT_EQ(hit.pruned_lm->word(w), from_file.word(w));
+  // A damaged cached LM is an error naming it, as reading it would be.
+  {
+    std::FILE* f = std::fopen(first.pruned_lm_path.c_str(), "wb");
+    ASSERT_NE(f, nullptr);
+    std::fputs("\\data\\\nngram 1=nonsense\n", f);
+    std::fclose(f);
+  }
+  try {
+    build_search_graph(src, asked);
+    ADD_FAILURE() << "a damaged pruned LM was accepted";
+  } catch (const std::exception& e) {
+    EXPECT_NE(std::string(e.what()).find(first.pruned_lm_path), std::string::npos) << e.what();
+  }
+  { std::error_code ec; std::filesystem::remove_all(dir, ec); }
+}
+
 // Two builders that miss the cache together compile once: a build that
 // finds the entry's lock held waits for it (saying so through the progress
 // callback), then loads what the holder stored instead of compiling. The

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <future>
 #include <stdexcept>
 #include <utility>
 
@@ -134,6 +135,7 @@ SearchGraph obtain_graph(const ResourceOptions& c, const AcousticModel& am, std:
     opts.compile = c.graph;
     if (c.grammar_kind == GrammarKind::kNgram) opts.prune = c.lm_prune;
     opts.cache_dir = c.cache_dir;
+    opts.read_pruned_lm = pruned_lm != nullptr;
     GraphBuildResult r = build_search_graph(src, opts);
     for (const std::string& line : r.log) append_log(log, line);
     if (!r.from_cache) append_log(log, r.report.summary());
@@ -202,10 +204,18 @@ std::shared_ptr<const RecognitionResources> RecognitionResources::load(
                            std::to_string(r.model_.mixtures().num_senones) + " senones)");
 
   const bool rescore = options.rescore_with_full_lm && options.grammar_kind == GrammarKind::kNgram;
+  // The full LM is read on another thread while the graph loads: on a
+  // cached start the graph, the pruned LM and the full LM are most of the
+  // time, and each is one core's work. It is needed only if the graph's LM
+  // turns out pruned; if not, the future's destructor waits for the read
+  // and drops it (an LM small enough not to be pruned reads quickly).
+  std::future<NgramModel> full_lm;
+  if (rescore)
+    full_lm = std::async(std::launch::async, [&options] { return read_ngram_model(options.grammar); });
   std::shared_ptr<const NgramModel> pruned_lm;
   r.graph_ = obtain_graph(options, r.model_, &own_log, rescore ? &pruned_lm : nullptr);
   if (pruned_lm) {  // the graph has a pruned LM: the full one at word ends
-    r.full_lm_ = std::make_shared<const NgramModel>(read_ngram_model(options.grammar));
+    r.full_lm_ = std::make_shared<const NgramModel>(full_lm.get());
     r.pruned_lm_ = std::move(pruned_lm);
     // Made once here so that a word missing from either LM fails the load,
     // not the first stream.

@@ -51,6 +51,10 @@ struct GraphBuildOptions {
   // "" = default_graph_cache_dir(); "-" = no cache (always compile).
   std::string cache_dir;
   bool rebuild = false;      // compile even if cached (and replace the entry)
+  // On a cache hit, also read the cached pruned LM into
+  // GraphBuildResult::pruned_lm, on a second thread while the graph loads
+  // (word-end rescoring needs it; the two are most of a cached start).
+  bool read_pruned_lm = false;
 };
 
 struct GraphBuildResult {
@@ -58,8 +62,8 @@ struct GraphBuildResult {
   bool from_cache = false;
   std::string cache_path;      // "" when not cached
   std::string pruned_lm_path;  // the pruned LM as ARPA in the cache, when the LM was pruned
-  // The pruned LM itself, when it was pruned here (not on a cache hit: read
-  // pruned_lm_path then).
+  // The pruned LM itself, when it was pruned here, or on a cache hit with
+  // GraphBuildOptions::read_pruned_lm (otherwise read pruned_lm_path).
   std::shared_ptr<const NgramModel> pruned_lm;
   GraphCompileReport report;   // empty when from the cache
   LmPruneOptions prune;        // the pruning applied (none, asked for, or automatic)

@@ -18,7 +18,8 @@
 //   u64      checksum: ContentHasher::low64 of every byte before it
 //
 // Every count is checked against the file size before anything is
-// allocated, and the graph is validate()d after parsing.
+// allocated; the checksum is compared once every section has been read,
+// and the graph is then validate()d.
 #include "common/search/search_graph.h"
 
 #include <cerrno>
@@ -28,6 +29,7 @@
 #include <stdexcept>
 
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "common/search/content_hash.h"
@@ -101,10 +103,51 @@ void advise_huge_pages(void* p, size_t bytes) {
 #endif
 }
 
+// Where the parser's bytes come from, read once, in order: a buffer in
+// memory (parse) or an open file (load). load() reads each array of the
+// file straight into the graph's own storage: a staging copy of the whole
+// file would double the memory a load touches (the en-us graph is 400 MB)
+// and add a copy of it.
+class ByteSource {
+ public:
+  virtual ~ByteSource() = default;
+  // Copies the next n bytes to dst; false when fewer than n remain.
+  virtual bool read(void* dst, size_t n) = 0;
+};
+
+class MemorySource : public ByteSource {
+ public:
+  MemorySource(const uint8_t* data, size_t size) : data_(data), size_(size) {}
+  bool read(void* dst, size_t n) override {
+    if (n > size_ - pos_) return false;
+    if (n) std::memcpy(dst, data_ + pos_, n);
+    pos_ += n;
+    return true;
+  }
+
+ private:
+  const uint8_t* data_;
+  size_t size_;
+  size_t pos_ = 0;
+};
+
+class FileSource : public ByteSource {
+ public:
+  explicit FileSource(FILE* f) : f_(f) {}
+  bool read(void* dst, size_t n) override {
+    return n == 0 || std::fread(dst, 1, n, f_) == n;  // (large reads bypass stdio's buffer)
+  }
+
+ private:
+  FILE* f_;
+};
+
+// Reads the file's fields in order from a source of `size` bytes, hashing
+// every byte it reads for the checksum at the end.
 class Reader {
  public:
-  Reader(const uint8_t* data, size_t size, const std::string& name)
-      : data_(data), size_(size), name_(name) {}
+  Reader(ByteSource& source, size_t size, const std::string& name)
+      : source_(source), size_(size), name_(name) {}
   [[noreturn]] void fail(const std::string& why) const {
     throw std::runtime_error(name_ + ": " + why + " (at byte " + std::to_string(pos_) + ")");
   }
@@ -112,10 +155,8 @@ class Reader {
   size_t pos() const { return pos_; }
   template <typename T>
   T get(const char* what) {
-    if (remaining() < sizeof(T)) fail(std::string("truncated reading ") + what);
     T v;
-    std::memcpy(&v, data_ + pos_, sizeof(T));
-    pos_ += sizeof(T);
+    take(&v, sizeof(T), what);
     return host_is_little_endian() ? v : byteswap(v);
   }
   template <typename T>
@@ -124,24 +165,42 @@ class Reader {
     out.reserve(static_cast<size_t>(count));
     advise_huge_pages(out.data(), static_cast<size_t>(count) * sizeof(T));
     out.resize(static_cast<size_t>(count));
-    if (count) std::memcpy(out.data(), data_ + pos_, static_cast<size_t>(count) * sizeof(T));
-    pos_ += static_cast<size_t>(count) * sizeof(T);
+    take(out.data(), static_cast<size_t>(count) * sizeof(T), what);
     if (!host_is_little_endian())
       for (T& x : out) x = byteswap(x);
   }
   std::string get_string(uint64_t n, const char* what) {
     if (n > remaining()) fail(std::string("truncated reading ") + what);
-    std::string s(reinterpret_cast<const char*>(data_ + pos_), static_cast<size_t>(n));
-    pos_ += static_cast<size_t>(n);
+    std::string s(static_cast<size_t>(n), '\0');
+    take(s.data(), s.size(), what);
     return s;
+  }
+  // Reads the stored checksum, the file's last 8 bytes, and compares it
+  // with the hash of every byte read before it.
+  bool checksum_matches() {
+    if (remaining() != 8) fail("checksum is not at the end of the file");
+    uint8_t b[8];
+    if (!source_.read(b, 8)) fail("truncated reading checksum");
+    pos_ += 8;
+    uint64_t stored = 0;
+    for (int i = 0; i < 8; ++i) stored |= uint64_t{b[i]} << (8 * i);
+    return stored == hash_.low64();
   }
 
  private:
-  const uint8_t* data_;
+  void take(void* dst, size_t n, const char* what) {
+    if (n > remaining() || !source_.read(dst, n)) fail(std::string("truncated reading ") + what);
+    hash_.update(dst, n);
+    pos_ += n;
+  }
+  ByteSource& source_;
   size_t size_;
   std::string name_;
   size_t pos_ = 0;
+  ContentHasher hash_;
 };
+
+SearchGraph parse_from(ByteSource& source, size_t size, const std::string& name);
 
 }  // namespace
 
@@ -248,32 +307,33 @@ void SearchGraph::save(const std::string& path) const {
 SearchGraph SearchGraph::load(const std::string& path) {
   FILE* f = std::fopen(path.c_str(), "rb");
   if (!f) throw std::runtime_error(path + ": cannot open: " + std::strerror(errno));
-  std::vector<uint8_t> bytes;
-  if (std::fseek(f, 0, SEEK_END) == 0) {
-    long end = std::ftell(f);
-    if (end > 0) {
-      bytes.reserve(static_cast<size_t>(end));
-      advise_huge_pages(bytes.data(), static_cast<size_t>(end));
-    }
-    std::rewind(f);
+  struct stat st;
+  if (fstat(fileno(f), &st) != 0 || !S_ISREG(st.st_mode)) {
+    std::fclose(f);
+    throw std::runtime_error(path + ": not a regular file");
   }
-  std::vector<uint8_t> buf(1 << 20);
-  for (;;) {
-    size_t n = std::fread(buf.data(), 1, buf.size(), f);
-    bytes.insert(bytes.end(), buf.data(), buf.data() + n);
-    if (n < buf.size()) break;
+  FileSource source(f);
+  try {
+    SearchGraph g = parse_from(source, static_cast<size_t>(st.st_size), path);
+    std::fclose(f);
+    return g;
+  } catch (...) {
+    std::fclose(f);
+    throw;
   }
-  bool failed = std::ferror(f) != 0;
-  std::fclose(f);
-  if (failed) throw std::runtime_error(path + ": read error");
-  return parse(bytes.data(), bytes.size(), path);
 }
 
 SearchGraph SearchGraph::parse(const uint8_t* bytes, size_t size, const std::string& name) {
-  Reader r(bytes, size, name);
-  if (size < 8 || std::memcmp(bytes, kMagic, 8) != 0)
+  MemorySource source(bytes, size);
+  return parse_from(source, size, name);
+}
+
+namespace {
+
+SearchGraph parse_from(ByteSource& source, size_t size, const std::string& name) {
+  Reader r(source, size, name);
+  if (size < 8 || r.get_string(8, "magic") != std::string(kMagic, 8))
     throw std::runtime_error(name + ": not a gpuspeech search graph (bad magic)");
-  r.get_string(8, "magic");
   const uint32_t version = r.get<uint32_t>("version");
   if (version != kVersion)
     r.fail("unsupported version " + std::to_string(version) + " (this build reads " +
@@ -316,13 +376,6 @@ SearchGraph SearchGraph::parse(const uint8_t* bytes, size_t size, const std::str
   if (word_bytes < 4ull * static_cast<uint64_t>(num_words))
     r.fail("word table too small for its word count");
 
-  ContentHasher h;
-  h.update(bytes, size - 8);
-  uint64_t stored;
-  std::memcpy(&stored, bytes + size - 8, 8);
-  if (!host_is_little_endian()) stored = byteswap(stored);
-  if (stored != h.low64()) throw std::runtime_error(name + ": checksum mismatch (file corrupt)");
-
   SearchGraph g;
   g.start_state = start;
   g.num_senones = num_senones;
@@ -343,6 +396,8 @@ SearchGraph SearchGraph::parse(const uint8_t* bytes, size_t size, const std::str
   }
   if (r.pos() - words_start != word_bytes) r.fail("word table size does not match its words");
   r.get_array(g.word_is_filler, static_cast<uint64_t>(num_words), "filler flags");
+  // Checked before validate(), so that a damaged file is named as such.
+  if (!r.checksum_matches()) throw std::runtime_error(name + ": checksum mismatch (file corrupt)");
   try {
     g.validate();
   } catch (const std::invalid_argument& e) {
@@ -350,5 +405,7 @@ SearchGraph SearchGraph::parse(const uint8_t* bytes, size_t size, const std::str
   }
   return g;
 }
+
+}  // namespace
 
 }  // namespace gpuspeech
