@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <random>
@@ -16,6 +17,7 @@
 #include <vector>
 
 #include "common/backends/backend_registry.h"
+#include "common/dtw/template_feature_cache.h"
 #include "common/dtw/template_library.h"
 #include "common/dtw/template_matcher.h"
 #include "tests/test_backends.h"
@@ -91,6 +93,79 @@ TEST_F(TemplateLibraryTest, DamagedCacheEntryIsRecomputed) {
   const TemplateLibrary b = TemplateLibrary::load(dir_ + "/tpl", opts_, *backend_);
   EXPECT_EQ(b.cache_hits(), 0);
   EXPECT_EQ(a[0].features.data, b[0].features.data);
+  EXPECT_EQ(TemplateLibrary::load(dir_ + "/tpl", opts_, *backend_).cache_hits(), 3);
+}
+
+// An entry's parser takes exactly what the writer wrote and nothing else:
+// every truncation, an appended byte, counts the size does not hold (with
+// no allocation sized by them) and values that are not finite are "not an
+// entry", leaving the outputs as they were.
+TEST(DtwFeatureCache, ParsesExactlyWhatItWrites) {
+  std::mt19937 rng(7);
+  std::normal_distribution<float> value(0.0f, 3.0f);
+  FeatureMatrix m;
+  m.rows = 17;
+  m.dim = 13;
+  m.data.resize(17 * 13);
+  for (float& x : m.data) x = value(rng);
+  const std::vector<uint8_t> bytes = dtw_feature_cache_bytes(m, 2);
+  FeatureMatrix got;
+  int syllables = -1;
+  ASSERT_TRUE(parse_dtw_feature_cache(bytes.data(), bytes.size(), &got, &syllables));
+  EXPECT_EQ(got.rows, 17);
+  EXPECT_EQ(got.dim, 13);
+  EXPECT_EQ(got.data, m.data);
+  EXPECT_EQ(syllables, 2);
+
+  FeatureMatrix untouched;
+  int count = -1;
+  for (size_t n = 0; n < bytes.size(); n += 1 + n / 8)
+    EXPECT_FALSE(parse_dtw_feature_cache(bytes.data(), n, &untouched, &count)) << n;
+  std::vector<uint8_t> b = bytes;
+  b.push_back(0);
+  EXPECT_FALSE(parse_dtw_feature_cache(b.data(), b.size(), &untouched, &count));
+  b = bytes;
+  const int64_t huge_rows = int64_t{1} << 40;
+  std::memcpy(b.data() + 8, &huge_rows, 8);
+  EXPECT_FALSE(parse_dtw_feature_cache(b.data(), b.size(), &untouched, &count));
+  b = bytes;
+  const int32_t negative = -1;
+  std::memcpy(b.data() + 20, &negative, 4);  // syllable count
+  EXPECT_FALSE(parse_dtw_feature_cache(b.data(), b.size(), &untouched, &count));
+  for (float bad : {std::nanf(""), INFINITY, -INFINITY}) {
+    b = bytes;
+    std::memcpy(b.data() + 24 + 4 * 100, &bad, 4);
+    EXPECT_FALSE(parse_dtw_feature_cache(b.data(), b.size(), &untouched, &count));
+  }
+  EXPECT_EQ(untouched.rows, 0);
+  EXPECT_TRUE(untouched.data.empty());
+  EXPECT_EQ(count, -1);
+}
+
+// A cache entry whose header claims more frames than the file holds, or
+// whose features are not finite, is computed again, as a truncated one is.
+TEST_F(TemplateLibraryTest, CacheEntryWithLyingCountsOrNanIsRecomputed) {
+  const TemplateLibrary a = TemplateLibrary::load(dir_ + "/tpl", opts_, *backend_);
+  std::vector<std::string> entries;
+  for (const auto& e : std::filesystem::directory_iterator(opts_.cache_dir + "/dtw"))
+    entries.push_back(e.path().string());
+  ASSERT_EQ(entries.size(), 3u);
+  for (size_t i = 0; i < entries.size(); ++i) {
+    std::fstream f(entries[i], std::ios::in | std::ios::out | std::ios::binary);
+    ASSERT_TRUE(f.good());
+    if (i == 0) {
+      const int64_t rows = int64_t{1} << 28;  // 2^28 x 13 floats, were it believed: 14 GB
+      f.seekp(8);
+      f.write(reinterpret_cast<const char*>(&rows), 8);
+    } else {
+      const float nan = std::nanf("");
+      f.seekp(24 + 4 * static_cast<std::streamoff>(i));
+      f.write(reinterpret_cast<const char*>(&nan), 4);
+    }
+  }
+  const TemplateLibrary b = TemplateLibrary::load(dir_ + "/tpl", opts_, *backend_);
+  EXPECT_EQ(b.cache_hits(), 0);
+  for (size_t i = 0; i < a.size(); ++i) EXPECT_EQ(a[i].features.data, b[i].features.data) << i;
   EXPECT_EQ(TemplateLibrary::load(dir_ + "/tpl", opts_, *backend_).cache_hits(), 3);
 }
 

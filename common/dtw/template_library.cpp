@@ -13,6 +13,7 @@
 #include <stdexcept>
 
 #include "common/dtw/syllable_count.h"
+#include "common/dtw/template_feature_cache.h"
 #include "common/search/content_hash.h"
 #include "common/search/graph_cache.h"
 
@@ -24,7 +25,6 @@ namespace {
 // format 1 left zero; format 3 counts syllables of voiced nuclei only
 // (syllable_count.h), so no template keeps a count of before.
 constexpr const char* kCacheFormat = "gpuspeech-dtw-features-3";
-constexpr char kMagic[8] = {'G', 'S', 'D', 'T', 'W', 'F', '1', '\0'};
 
 bool is_directory(const std::string& p) {
   struct stat st;
@@ -106,50 +106,6 @@ std::vector<Entry> read_list(const std::string& list) {
   return out;
 }
 
-bool read_cache(const std::string& path, FeatureMatrix* m, int* syllables) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return false;
-  char magic[8];
-  int64_t rows = 0;
-  int32_t dim = 0, count = 0;
-  if (!in.read(magic, 8) || std::memcmp(magic, kMagic, 8) != 0) return false;
-  if (!in.read(reinterpret_cast<char*>(&rows), 8) || !in.read(reinterpret_cast<char*>(&dim), 4) ||
-      !in.read(reinterpret_cast<char*>(&count), 4))
-    return false;
-  if (rows < 1 || dim < 1 || rows > (int64_t{1} << 32) / dim || count < 0) return false;
-  *syllables = count;
-  m->rows = rows;
-  m->dim = dim;
-  m->data.resize(static_cast<size_t>(rows * dim));
-  if (!in.read(reinterpret_cast<char*>(m->data.data()),
-               static_cast<std::streamsize>(m->data.size() * sizeof(float))))
-    return false;
-  char extra;
-  return !in.read(&extra, 1);  // exactly the expected size
-}
-
-// Written to a temporary name and renamed, so a reader never sees half a file.
-void write_cache(const std::string& path, const FeatureMatrix& m, int syllables,
-                 std::vector<std::string>* log) {
-  const std::string tmp = path + ".tmp" + std::to_string(::getpid());
-  {
-    std::ofstream out(tmp, std::ios::binary);
-    const int32_t dim = m.dim, count = syllables;
-    out.write(kMagic, 8);
-    out.write(reinterpret_cast<const char*>(&m.rows), 8);
-    out.write(reinterpret_cast<const char*>(&dim), 4);
-    out.write(reinterpret_cast<const char*>(&count), 4);
-    out.write(reinterpret_cast<const char*>(m.data.data()),
-              static_cast<std::streamsize>(m.data.size() * sizeof(float)));
-    if (!out) {
-      if (log) log->push_back(path + ": could not write the cache entry (continuing without)");
-      std::remove(tmp.c_str());
-      return;
-    }
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) std::remove(tmp.c_str());
-}
-
 }  // namespace
 
 std::string template_file_stem(const std::string& path) {
@@ -214,7 +170,7 @@ TemplateLibrary TemplateLibrary::load(const std::string& source, const TemplateL
     h.update_field(fingerprint);
     h.update(bytes.data(), bytes.size());
     const std::string cache_path = cache_dir.empty() ? "" : cache_dir + "/dtw-" + h.hex() + ".feat";
-    if (!cache_path.empty() && read_cache(cache_path, &t.features, &t.syllables) &&
+    if (!cache_path.empty() && read_dtw_feature_cache(cache_path, &t.features, &t.syllables) &&
         t.features.dim == lib.dim_) {
       ++lib.cache_hits_;
       if (log) log->push_back(e.path + ": features from the cache " + cache_path);
@@ -246,7 +202,7 @@ TemplateLibrary TemplateLibrary::load(const std::string& source, const TemplateL
       log->push_back(e.path + ": " + std::to_string(t.features.rows) + " frames (samples " +
                      std::to_string(u.kept.begin) + ".." + std::to_string(u.kept.end) + " of " +
                      std::to_string(audio.samples.size()) + ")");
-    if (!cache_path.empty()) write_cache(cache_path, t.features, t.syllables, log);
+    if (!cache_path.empty()) write_dtw_feature_cache(cache_path, t.features, t.syllables, log);
     lib.templates_.push_back(std::move(t));
   }
   return lib;
