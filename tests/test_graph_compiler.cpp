@@ -647,10 +647,11 @@ TEST(EnUsGraphs, CacheByContent) {
   { std::error_code ec; std::filesystem::remove_all(dir, ec); }
 }
 
-// A pruned LM is cached with its graph; on a hit it is read only when
-// asked (read_pruned_lm, on a second thread beside the graph), and then it
-// is the model the file holds.
-TEST(EnUsGraphs, CacheHitReadsThePrunedLmWhenAsked) {
+// A pruned LM is cached with its graph; on a hit the two LMs of word-end
+// rescoring are read only when asked (read_rescoring_lms, on threads beside
+// the graph), and then they are the models their files hold. A graph whose
+// LM was not pruned reads neither.
+TEST(EnUsGraphs, CacheHitReadsTheRescoringLmsWhenAsked) {
   const std::string dir = scratch_dir("gpuspeech-graph-pruned-test");
   GraphSources src;
   src.model_dir = en_us_dir();
@@ -664,23 +665,30 @@ TEST(EnUsGraphs, CacheHitReadsThePrunedLmWhenAsked) {
   ASSERT_FALSE(first.from_cache);
   ASSERT_NE(first.pruned_lm, nullptr);
   ASSERT_FALSE(first.pruned_lm_path.empty());
+  EXPECT_EQ(first.full_lm, nullptr);  // (a miss reads nothing more)
   const GraphBuildResult unasked = build_search_graph(src, opt);
   EXPECT_TRUE(unasked.from_cache);
   EXPECT_EQ(unasked.pruned_lm, nullptr);
+  EXPECT_EQ(unasked.full_lm, nullptr);
   EXPECT_EQ(unasked.pruned_lm_path, first.pruned_lm_path);
   GraphBuildOptions asked = opt;
-  asked.read_pruned_lm = true;
+  asked.read_rescoring_lms = true;
   const GraphBuildResult hit = build_search_graph(src, asked);
   EXPECT_TRUE(hit.from_cache);
   EXPECT_EQ(hit.graph.arc_dest, first.graph.arc_dest);
   ASSERT_NE(hit.pruned_lm, nullptr);
-  const NgramModel from_file = read_ngram_model(first.pruned_lm_path);
+  ASSERT_NE(hit.full_lm, nullptr);
+  const NgramModel pruned_file = read_ngram_model(first.pruned_lm_path);
+  const NgramModel full_file = read_ngram_model(src.grammar);
   EXPECT_EQ(hit.pruned_lm->order(), 1);
-  EXPECT_EQ(hit.pruned_lm->order(), from_file.order());
-  ASSERT_EQ(hit.pruned_lm->vocabulary_size(), from_file.vocabulary_size());
+  EXPECT_EQ(hit.full_lm->order(), full_file.order());
+  EXPECT_GT(hit.full_lm->order(), 1);
+  for (int n = 1; n <= full_file.order(); ++n)
+    EXPECT_EQ(hit.full_lm->num_ngrams(n), full_file.num_ngrams(n)) << n;
+  ASSERT_EQ(hit.pruned_lm->vocabulary_size(), pruned_file.vocabulary_size());
   EXPECT_EQ(hit.pruned_lm->vocabulary_size(), first.pruned_lm->vocabulary_size());
-  for (int w = 0; w < from_file.vocabulary_size(); ++w)
-    EXPECT_EQ(hit.pruned_lm->word(w), from_file.word(w));
+  for (int w = 0; w < pruned_file.vocabulary_size(); ++w)
+    EXPECT_EQ(hit.pruned_lm->word(w), pruned_file.word(w));
   // A damaged cached LM is an error naming it, as reading it would be.
   {
     std::FILE* f = std::fopen(first.pruned_lm_path.c_str(), "wb");
@@ -694,6 +702,16 @@ TEST(EnUsGraphs, CacheHitReadsThePrunedLmWhenAsked) {
   } catch (const std::exception& e) {
     EXPECT_NE(std::string(e.what()).find(first.pruned_lm_path), std::string::npos) << e.what();
   }
+  // A grammar's graph has no LM to read.
+  GraphSources jsgf = goforward_jsgf_sources();
+  GraphBuildOptions plain;
+  plain.cache_dir = dir;
+  plain.read_rescoring_lms = true;
+  build_search_graph(jsgf, plain);
+  const GraphBuildResult jsgf_hit = build_search_graph(jsgf, plain);
+  EXPECT_TRUE(jsgf_hit.from_cache);
+  EXPECT_EQ(jsgf_hit.pruned_lm, nullptr);
+  EXPECT_EQ(jsgf_hit.full_lm, nullptr);
   { std::error_code ec; std::filesystem::remove_all(dir, ec); }
 }
 

@@ -8,7 +8,6 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
-#include <future>
 #include <stdexcept>
 #include <utility>
 
@@ -118,9 +117,11 @@ WordGrammar keyphrase_grammar(const KeyphraseList& list, const ModelDefinition& 
 // cache (graph_cache.h); keyphrase lists, quick to compile and not a cache
 // source kind, compiled every time.
 // `pruned_lm` (optional) receives the LM the graph was built from when it
-// was pruned (null otherwise).
+// was pruned (null otherwise), and then `full_lm` the LM itself; both are
+// read beside the graph on a cache hit (GraphBuildOptions::read_rescoring_lms).
 SearchGraph obtain_graph(const ResourceOptions& c, const AcousticModel& am, std::string* log,
-                         std::shared_ptr<const NgramModel>* pruned_lm = nullptr) {
+                         std::shared_ptr<const NgramModel>* pruned_lm = nullptr,
+                         std::shared_ptr<const NgramModel>* full_lm = nullptr) {
   if (c.grammar_kind != GrammarKind::kKeyphrases) {
     GraphSources src;
     src.model_dir = c.model_dir;
@@ -135,7 +136,7 @@ SearchGraph obtain_graph(const ResourceOptions& c, const AcousticModel& am, std:
     opts.compile = c.graph;
     if (c.grammar_kind == GrammarKind::kNgram) opts.prune = c.lm_prune;
     opts.cache_dir = c.cache_dir;
-    opts.read_pruned_lm = pruned_lm != nullptr;
+    opts.read_rescoring_lms = pruned_lm != nullptr;
     GraphBuildResult r = build_search_graph(src, opts);
     for (const std::string& line : r.log) append_log(log, line);
     if (!r.from_cache) append_log(log, r.report.summary());
@@ -146,6 +147,11 @@ SearchGraph obtain_graph(const ResourceOptions& c, const AcousticModel& am, std:
       *pruned_lm = r.pruned_lm;
       if (!*pruned_lm && !r.pruned_lm_path.empty())
         *pruned_lm = std::make_shared<const NgramModel>(read_ngram_model(r.pruned_lm_path));
+      if (full_lm != nullptr) {
+        *full_lm = r.full_lm;
+        if (*pruned_lm && !*full_lm)  // (compiled here: not read beside the graph)
+          *full_lm = std::make_shared<const NgramModel>(read_ngram_model(c.grammar));
+      }
     }
     return std::move(r.graph);
   }
@@ -204,18 +210,11 @@ std::shared_ptr<const RecognitionResources> RecognitionResources::load(
                            std::to_string(r.model_.mixtures().num_senones) + " senones)");
 
   const bool rescore = options.rescore_with_full_lm && options.grammar_kind == GrammarKind::kNgram;
-  // The full LM is read on another thread while the graph loads: on a
-  // cached start the graph, the pruned LM and the full LM are most of the
-  // time, and each is one core's work. It is needed only if the graph's LM
-  // turns out pruned; if not, the future's destructor waits for the read
-  // and drops it (an LM small enough not to be pruned reads quickly).
-  std::future<NgramModel> full_lm;
-  if (rescore)
-    full_lm = std::async(std::launch::async, [&options] { return read_ngram_model(options.grammar); });
-  std::shared_ptr<const NgramModel> pruned_lm;
-  r.graph_ = obtain_graph(options, r.model_, &own_log, rescore ? &pruned_lm : nullptr);
+  std::shared_ptr<const NgramModel> pruned_lm, full_lm;
+  r.graph_ = obtain_graph(options, r.model_, &own_log, rescore ? &pruned_lm : nullptr,
+                          rescore ? &full_lm : nullptr);
   if (pruned_lm) {  // the graph has a pruned LM: the full one at word ends
-    r.full_lm_ = std::make_shared<const NgramModel>(full_lm.get());
+    r.full_lm_ = std::move(full_lm);
     r.pruned_lm_ = std::move(pruned_lm);
     // Made once here so that a word missing from either LM fails the load,
     // not the first stream.

@@ -175,11 +175,13 @@ GraphBuildResult build_search_graph(const GraphSources& src, const GraphBuildOpt
     if (r.cache_path.empty() || !is_file(r.cache_path) ||
         (opt.prune.prunes() && src.kind == GraphSourceKind::kNgram && !is_file(pruned_path)))
       return false;
-    // (On a graph that turns out unusable, the future's destructor waits
-    // for the read and drops what it threw.)
-    std::future<NgramModel> pruned;
-    if (opt.read_pruned_lm && is_file(pruned_path))
+    // (On a graph that turns out unusable, the futures' destructors wait
+    // for the reads and drop what they threw.)
+    std::future<NgramModel> pruned, full;
+    if (opt.read_rescoring_lms && src.kind == GraphSourceKind::kNgram && is_file(pruned_path)) {
       pruned = std::async(std::launch::async, [&pruned_path] { return read_ngram_model(pruned_path); });
+      full = std::async(std::launch::async, [&src] { return read_ngram_model(src.grammar); });
+    }
     try {
       r.graph = SearchGraph::load(r.cache_path);
       if (r.graph.source_hash != key) throw std::runtime_error(r.cache_path + ": key mismatch");
@@ -188,7 +190,10 @@ GraphBuildResult build_search_graph(const GraphSources& src, const GraphBuildOpt
       return false;
     }
     if (is_file(pruned_path)) r.pruned_lm_path = pruned_path;
-    if (pruned.valid()) r.pruned_lm = std::make_shared<const NgramModel>(pruned.get());
+    if (pruned.valid()) {
+      r.pruned_lm = std::make_shared<const NgramModel>(pruned.get());
+      r.full_lm = std::make_shared<const NgramModel>(full.get());
+    }
     r.from_cache = true;
     r.log.push_back("graph loaded from the cache: " + r.cache_path);
     return true;

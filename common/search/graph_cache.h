@@ -51,10 +51,13 @@ struct GraphBuildOptions {
   // "" = default_graph_cache_dir(); "-" = no cache (always compile).
   std::string cache_dir;
   bool rebuild = false;      // compile even if cached (and replace the entry)
-  // On a cache hit, also read the cached pruned LM into
-  // GraphBuildResult::pruned_lm, on a second thread while the graph loads
-  // (word-end rescoring needs it; the two are most of a cached start).
-  bool read_pruned_lm = false;
+  // On a cache hit of a graph whose n-gram LM was pruned, also read the
+  // two LMs that word-end rescoring needs, the cached pruned LM and the
+  // full one (the grammar), into GraphBuildResult::pruned_lm and full_lm,
+  // each on a thread of its own while the graph loads: the three are most
+  // of a cached start, and each is one core's work. Nothing is read when
+  // the LM was not pruned, or on a miss (compiling dominates then).
+  bool read_rescoring_lms = false;
 };
 
 struct GraphBuildResult {
@@ -63,8 +66,11 @@ struct GraphBuildResult {
   std::string cache_path;      // "" when not cached
   std::string pruned_lm_path;  // the pruned LM as ARPA in the cache, when the LM was pruned
   // The pruned LM itself, when it was pruned here, or on a cache hit with
-  // GraphBuildOptions::read_pruned_lm (otherwise read pruned_lm_path).
+  // GraphBuildOptions::read_rescoring_lms (otherwise read pruned_lm_path).
   std::shared_ptr<const NgramModel> pruned_lm;
+  // The full LM, read on a cache hit with read_rescoring_lms when the LM
+  // was pruned; null otherwise.
+  std::shared_ptr<const NgramModel> full_lm;
   GraphCompileReport report;   // empty when from the cache
   LmPruneOptions prune;        // the pruning applied (none, asked for, or automatic)
   LmPruneReport prune_report;
