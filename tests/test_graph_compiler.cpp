@@ -421,6 +421,17 @@ GraphSources goforward_jsgf_sources() {
   return src;
 }
 
+// The turtle LM and dictionary with the en-us model: an n-gram graph that
+// compiles in seconds when pruned to its unigrams.
+GraphSources turtle_lm_sources() {
+  GraphSources src;
+  src.model_dir = en_us_dir();
+  src.dictionary = testing::audio_dir() + "/turtle.dic";
+  src.kind = GraphSourceKind::kNgram;
+  src.grammar = testing::audio_dir() + "/turtle.lm.bin";
+  return src;
+}
+
 // A directory name of this process's own under $TMPDIR (else /tmp).
 std::string scratch_dir(const std::string& name) {
   const char* tmp = std::getenv("TMPDIR");
@@ -653,11 +664,7 @@ TEST(EnUsGraphs, CacheByContent) {
 // LM was not pruned reads neither.
 TEST(EnUsGraphs, CacheHitReadsTheRescoringLmsWhenAsked) {
   const std::string dir = scratch_dir("gpuspeech-graph-pruned-test");
-  GraphSources src;
-  src.model_dir = en_us_dir();
-  src.dictionary = testing::audio_dir() + "/turtle.dic";
-  src.kind = GraphSourceKind::kNgram;
-  src.grammar = testing::audio_dir() + "/turtle.lm.bin";
+  const GraphSources src = turtle_lm_sources();
   GraphBuildOptions opt;
   opt.cache_dir = dir;
   opt.prune = LmPruneOptions{1, 0};  // unigrams: a graph that compiles in seconds
