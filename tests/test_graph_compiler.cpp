@@ -12,6 +12,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <future>
 #include <cmath>
 #include <random>
@@ -30,6 +31,7 @@
 #include "common/search/graph_cache.h"
 #include "common/search/graph_compiler.h"
 #include "common/search/lm_pruning.h"
+#include "common/search/ngram_image.h"
 #include "graph_test_util.h"
 #include "test_backends.h"
 
@@ -685,7 +687,10 @@ TEST(EnUsGraphs, CacheHitReadsTheRescoringLmsWhenAsked) {
   EXPECT_EQ(hit.graph.arc_dest, first.graph.arc_dest);
   ASSERT_NE(hit.pruned_lm, nullptr);
   ASSERT_NE(hit.full_lm, nullptr);
-  const NgramModel pruned_file = read_ngram_model(first.pruned_lm_path);
+  // The cache holds the pruned LM as an image, which gives back the very
+  // model that was pruned: every value bit for bit.
+  EXPECT_EQ(first.pruned_lm_path, dir + "/graph-" + first.graph.source_hash + ".pruned.lm");
+  const NgramModel pruned_file = read_cached_ngram_model(first.pruned_lm_path);
   const NgramModel full_file = read_ngram_model(src.grammar);
   EXPECT_EQ(hit.pruned_lm->order(), 1);
   EXPECT_EQ(hit.full_lm->order(), full_file.order());
@@ -693,14 +698,35 @@ TEST(EnUsGraphs, CacheHitReadsTheRescoringLmsWhenAsked) {
   for (int n = 1; n <= full_file.order(); ++n)
     EXPECT_EQ(hit.full_lm->num_ngrams(n), full_file.num_ngrams(n)) << n;
   ASSERT_EQ(hit.pruned_lm->vocabulary_size(), pruned_file.vocabulary_size());
-  EXPECT_EQ(hit.pruned_lm->vocabulary_size(), first.pruned_lm->vocabulary_size());
-  for (int w = 0; w < pruned_file.vocabulary_size(); ++w)
-    EXPECT_EQ(hit.pruned_lm->word(w), pruned_file.word(w));
+  ASSERT_EQ(hit.pruned_lm->vocabulary_size(), first.pruned_lm->vocabulary_size());
+  for (int w = 0; w < pruned_file.vocabulary_size(); ++w) {
+    EXPECT_EQ(hit.pruned_lm->word(w), first.pruned_lm->word(w));
+    EXPECT_EQ(hit.pruned_lm->levels()[0].log10_prob[w], first.pruned_lm->levels()[0].log10_prob[w]);
+  }
+  // A cache written before images holds the pruned LM as ARPA text: a hit
+  // reads it and writes the image beside it for the next start.
+  const std::string arpa_path = dir + "/graph-" + first.graph.source_hash + ".pruned.arpa";
+  {
+    std::ofstream f(arpa_path, std::ios::binary);
+    f << format_arpa_lm(*first.pruned_lm);
+  }
+  ASSERT_EQ(std::remove(first.pruned_lm_path.c_str()), 0);
+  const GraphBuildResult old_cache = build_search_graph(src, asked);
+  EXPECT_TRUE(old_cache.from_cache);
+  ASSERT_NE(old_cache.pruned_lm, nullptr);
+  EXPECT_EQ(old_cache.pruned_lm->vocabulary_size(), first.pruned_lm->vocabulary_size());
+  EXPECT_EQ(old_cache.pruned_lm_path, first.pruned_lm_path);
+  const NgramModel migrated = read_ngram_image(first.pruned_lm_path);
+  EXPECT_EQ(migrated.vocabulary_size(), first.pruned_lm->vocabulary_size());
+  ASSERT_EQ(std::remove(arpa_path.c_str()), 0);
   // A damaged cached LM is an error naming it, as reading it would be.
   {
-    std::FILE* f = std::fopen(first.pruned_lm_path.c_str(), "wb");
+    std::FILE* f = std::fopen(first.pruned_lm_path.c_str(), "r+b");
     ASSERT_NE(f, nullptr);
-    std::fputs("\\data\\\nngram 1=nonsense\n", f);
+    std::fseek(f, 60, SEEK_SET);
+    const int c = std::fgetc(f);
+    std::fseek(f, 60, SEEK_SET);
+    std::fputc(c ^ 0x40, f);
     std::fclose(f);
   }
   try {

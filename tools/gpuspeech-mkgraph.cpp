@@ -12,6 +12,7 @@
 
 #include "common/model/arpa_lm.h"
 #include "common/search/graph_cache.h"
+#include "common/search/ngram_image.h"
 #include "common/search/graph_compiler.h"
 
 #ifndef GPUSPEECH_VERSION
@@ -184,7 +185,7 @@ int run(int argc, char** argv) {
     // The rescorer needs the LM the graph was built with.
     if (r.pruned_lm || !r.pruned_lm_path.empty()) {
       pruned_out = out + ".pruned.arpa";
-      const NgramModel lm = r.pruned_lm ? *r.pruned_lm : read_arpa_lm(r.pruned_lm_path);
+      const NgramModel lm = r.pruned_lm ? *r.pruned_lm : read_cached_ngram_model(r.pruned_lm_path);
       std::ofstream f(pruned_out, std::ios::binary);
       f << format_arpa_lm(lm);
       if (!f) throw std::runtime_error(pruned_out + ": write failed");

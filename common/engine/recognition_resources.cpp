@@ -18,6 +18,7 @@
 #include "common/model/model_error.h"
 #include "common/model/vocabulary_check.h"
 #include "common/search/graph_cache.h"
+#include "common/search/ngram_image.h"
 #include "common/search/lm_rescorer.h"
 #include "common/search/token_passing.h"
 #include "common/search/word_grammar.h"
@@ -146,7 +147,7 @@ SearchGraph obtain_graph(const ResourceOptions& c, const AcousticModel& am, std:
     if (pruned_lm != nullptr) {  // (a cache hit says so by the pruned LM's file)
       *pruned_lm = r.pruned_lm;
       if (!*pruned_lm && !r.pruned_lm_path.empty())
-        *pruned_lm = std::make_shared<const NgramModel>(read_ngram_model(r.pruned_lm_path));
+        *pruned_lm = std::make_shared<const NgramModel>(read_cached_ngram_model(r.pruned_lm_path));
       if (full_lm != nullptr) {
         *full_lm = r.full_lm;
         if (*pruned_lm && !*full_lm)  // (compiled here: not read beside the graph)

@@ -10,7 +10,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <fstream>
 #include <functional>
 #include <future>
 #include <memory>
@@ -18,12 +17,13 @@
 #include <stdexcept>
 
 #include "common/model/acoustic_model.h"
-#include "common/model/arpa_lm.h"
 #include "common/model/dictionary.h"
 #include "common/model/fsg.h"
 #include "common/model/jsgf.h"
 #include "common/model/ngram_model.h"
+#include "common/search/cache_file_io.h"
 #include "common/search/content_hash.h"
+#include "common/search/ngram_image.h"
 
 namespace gpuspeech {
 
@@ -50,23 +50,6 @@ bool make_dirs(const std::string& path) {
     if (mkdir(cur.c_str(), 0755) != 0 && errno != EEXIST) return false;
   }
   return true;
-}
-
-void write_file_atomically(const std::string& path, const std::string& bytes) {
-  const std::string tmp = path + ".tmp" + std::to_string(static_cast<long>(getpid()));
-  {
-    std::ofstream f(tmp, std::ios::binary);
-    f.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-    f.close();
-    if (!f) {
-      std::remove(tmp.c_str());
-      throw std::runtime_error(path + ": write failed");
-    }
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    std::remove(tmp.c_str());
-    throw std::runtime_error(path + ": cannot rename into place");
-  }
 }
 
 // An exclusive advisory lock (flock) on DIR/graph-KEY.lock for the time of
@@ -168,18 +151,28 @@ GraphBuildResult build_search_graph(const GraphSources& src, const GraphBuildOpt
   const std::string dir = opt.cache_dir == "-" ? "" : (opt.cache_dir.empty() ? default_graph_cache_dir() : opt.cache_dir);
   if (!dir.empty()) r.cache_path = dir + "/graph-" + key + ".gsg";
   // A pruned LM is cached with the graph; whether automatic pruning applied
-  // shows by the file's presence.
-  const std::string pruned_path = dir.empty() ? "" : dir + "/graph-" + key + ".pruned.arpa";
+  // shows by the file's presence. Caches written before n-gram images hold
+  // it as ARPA text.
+  const std::string stem = dir.empty() ? "" : dir + "/graph-" + key;
+  const std::string pruned_image = dir.empty() ? "" : stem + ".pruned.lm";
+  const std::string pruned_arpa = dir.empty() ? "" : stem + ".pruned.arpa";
+  auto cached_pruned_lm = [&]() -> std::string {
+    if (dir.empty()) return "";
+    if (is_file(pruned_image)) return pruned_image;
+    return is_file(pruned_arpa) ? pruned_arpa : "";
+  };
   // The cache entry, when there is a usable one (true: r holds it).
   auto load_cached = [&]() {
+    const std::string pruned_path = cached_pruned_lm();
     if (r.cache_path.empty() || !is_file(r.cache_path) ||
-        (opt.prune.prunes() && src.kind == GraphSourceKind::kNgram && !is_file(pruned_path)))
+        (opt.prune.prunes() && src.kind == GraphSourceKind::kNgram && pruned_path.empty()))
       return false;
     // (On a graph that turns out unusable, the futures' destructors wait
     // for the reads and drop what they threw.)
     std::future<NgramModel> pruned, full;
-    if (opt.read_rescoring_lms && src.kind == GraphSourceKind::kNgram && is_file(pruned_path)) {
-      pruned = std::async(std::launch::async, [&pruned_path] { return read_ngram_model(pruned_path); });
+    if (opt.read_rescoring_lms && src.kind == GraphSourceKind::kNgram && !pruned_path.empty()) {
+      pruned = std::async(std::launch::async,
+                          [&pruned_path] { return read_cached_ngram_model(pruned_path); });
       full = std::async(std::launch::async, [&src] { return read_ngram_model(src.grammar); });
     }
     try {
@@ -189,10 +182,20 @@ GraphBuildResult build_search_graph(const GraphSources& src, const GraphBuildOpt
       r.log.push_back(std::string("cache entry unusable, compiling again: ") + e.what());
       return false;
     }
-    if (is_file(pruned_path)) r.pruned_lm_path = pruned_path;
+    if (!pruned_path.empty()) r.pruned_lm_path = pruned_path;
     if (pruned.valid()) {
       r.pruned_lm = std::make_shared<const NgramModel>(pruned.get());
       r.full_lm = std::make_shared<const NgramModel>(full.get());
+      if (pruned_path != pruned_image) {
+        // An older cache's ARPA text: the next start reads the image.
+        try {
+          write_ngram_image(pruned_image, *r.pruned_lm);
+          r.pruned_lm_path = pruned_image;
+          r.log.push_back("pruned LM cached as " + pruned_image);
+        } catch (const std::exception& e) {
+          r.log.push_back(std::string("pruned LM image not written: ") + e.what());
+        }
+      }
     }
     r.from_cache = true;
     r.log.push_back("graph loaded from the cache: " + r.cache_path);
@@ -243,7 +246,7 @@ GraphBuildResult build_search_graph(const GraphSources& src, const GraphBuildOpt
                         ": pruned for the graph (" + r.prune.fingerprint() + ")");
       }
       if (r.prune.prunes()) {
-        r.pruned_lm_path = pruned_path;
+        r.pruned_lm_path = pruned_image;
         lm = prune_ngram_model(lm, r.prune, &r.prune_report);
         r.log.push_back(r.prune_report.summary());
         if (opt.compile.progress) opt.compile.progress(r.prune_report.summary());
@@ -252,7 +255,7 @@ GraphBuildResult build_search_graph(const GraphSources& src, const GraphBuildOpt
       if (r.prune.prunes()) r.pruned_lm = std::make_shared<const NgramModel>(std::move(lm));
       if (!r.pruned_lm_path.empty() && make_dirs(dir)) {
         try {
-          write_file_atomically(r.pruned_lm_path, format_arpa_lm(*r.pruned_lm));
+          write_ngram_image(r.pruned_lm_path, *r.pruned_lm);
         } catch (const std::exception& e) {
           r.log.push_back(std::string("pruned LM not cached: ") + e.what());
           r.pruned_lm_path.clear();

@@ -28,11 +28,7 @@
 #include <cstring>
 #include <stdexcept>
 
-#include <sys/mman.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
-#include "common/search/content_hash.h"
+#include "common/search/cache_file_io.h"
 
 namespace gpuspeech {
 
@@ -43,162 +39,6 @@ constexpr uint32_t kVersion = 1;
 constexpr size_t kFixedHeaderBytes = 8 + 4 + 4 + 4 + 4 + 8 + 4 + 4 + 4 + 4 + 8;
 constexpr uint32_t kMaxHashBytes = 4096;
 constexpr uint32_t kMaxWordBytes = 65536;
-
-constexpr bool host_is_little_endian() {
-#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
-  return false;
-#else
-  return true;
-#endif
-}
-
-template <typename T>
-T byteswap(T v) {
-  uint8_t b[sizeof(T)];
-  std::memcpy(b, &v, sizeof(T));
-  for (size_t i = 0; i < sizeof(T) / 2; ++i) std::swap(b[i], b[sizeof(T) - 1 - i]);
-  std::memcpy(&v, b, sizeof(T));
-  return v;
-}
-
-// Appends values in little-endian order.
-class Writer {
- public:
-  template <typename T>
-  void put(T v) {
-    if (!host_is_little_endian()) v = byteswap(v);
-    const uint8_t* p = reinterpret_cast<const uint8_t*>(&v);
-    bytes.insert(bytes.end(), p, p + sizeof(T));
-  }
-  template <typename T>
-  void put_array(const std::vector<T>& v) {
-    if (host_is_little_endian()) {
-      const uint8_t* p = reinterpret_cast<const uint8_t*>(v.data());
-      bytes.insert(bytes.end(), p, p + v.size() * sizeof(T));
-    } else {
-      for (T x : v) put(x);
-    }
-  }
-  void put_bytes(const std::string& s) { bytes.insert(bytes.end(), s.begin(), s.end()); }
-  std::vector<uint8_t> bytes;
-};
-
-// Asks the kernel to back the whole 2 MB pages inside [p, p + bytes) with
-// huge pages (transparent huge pages in "madvise" mode, the default of
-// Debian and Ubuntu). The en-us graph's arrays are 400 MB, written once as
-// they load: with 4 KB pages that is 100 000 page faults, which on a
-// virtual machine cost more than the copying (a profile of the loading
-// had page faults and the arrays' zero fill at half its time). Advice
-// only: where it is refused, nothing changes.
-void advise_huge_pages(void* p, size_t bytes) {
-#ifdef MADV_HUGEPAGE
-  constexpr uintptr_t kHuge = uintptr_t{2} << 20;
-  if (bytes < 2 * kHuge) return;
-  const uintptr_t begin = (reinterpret_cast<uintptr_t>(p) + kHuge - 1) & ~(kHuge - 1);
-  const uintptr_t end = (reinterpret_cast<uintptr_t>(p) + bytes) & ~(kHuge - 1);
-  if (end > begin) madvise(reinterpret_cast<void*>(begin), end - begin, MADV_HUGEPAGE);
-#else
-  (void)p;
-  (void)bytes;
-#endif
-}
-
-// Where the parser's bytes come from, read once, in order: a buffer in
-// memory (parse) or an open file (load). load() reads each array of the
-// file straight into the graph's own storage: a staging copy of the whole
-// file would double the memory a load touches (the en-us graph is 400 MB)
-// and add a copy of it.
-class ByteSource {
- public:
-  virtual ~ByteSource() = default;
-  // Copies the next n bytes to dst; false when fewer than n remain.
-  virtual bool read(void* dst, size_t n) = 0;
-};
-
-class MemorySource : public ByteSource {
- public:
-  MemorySource(const uint8_t* data, size_t size) : data_(data), size_(size) {}
-  bool read(void* dst, size_t n) override {
-    if (n > size_ - pos_) return false;
-    if (n) std::memcpy(dst, data_ + pos_, n);
-    pos_ += n;
-    return true;
-  }
-
- private:
-  const uint8_t* data_;
-  size_t size_;
-  size_t pos_ = 0;
-};
-
-class FileSource : public ByteSource {
- public:
-  explicit FileSource(FILE* f) : f_(f) {}
-  bool read(void* dst, size_t n) override {
-    return n == 0 || std::fread(dst, 1, n, f_) == n;  // (large reads bypass stdio's buffer)
-  }
-
- private:
-  FILE* f_;
-};
-
-// Reads the file's fields in order from a source of `size` bytes, hashing
-// every byte it reads for the checksum at the end.
-class Reader {
- public:
-  Reader(ByteSource& source, size_t size, const std::string& name)
-      : source_(source), size_(size), name_(name) {}
-  [[noreturn]] void fail(const std::string& why) const {
-    throw std::runtime_error(name_ + ": " + why + " (at byte " + std::to_string(pos_) + ")");
-  }
-  size_t remaining() const { return size_ - pos_; }
-  size_t pos() const { return pos_; }
-  template <typename T>
-  T get(const char* what) {
-    T v;
-    take(&v, sizeof(T), what);
-    return host_is_little_endian() ? v : byteswap(v);
-  }
-  template <typename T>
-  void get_array(std::vector<T>& out, uint64_t count, const char* what) {
-    if (count > remaining() / sizeof(T)) fail(std::string("truncated reading ") + what);
-    out.reserve(static_cast<size_t>(count));
-    advise_huge_pages(out.data(), static_cast<size_t>(count) * sizeof(T));
-    out.resize(static_cast<size_t>(count));
-    take(out.data(), static_cast<size_t>(count) * sizeof(T), what);
-    if (!host_is_little_endian())
-      for (T& x : out) x = byteswap(x);
-  }
-  std::string get_string(uint64_t n, const char* what) {
-    if (n > remaining()) fail(std::string("truncated reading ") + what);
-    std::string s(static_cast<size_t>(n), '\0');
-    take(s.data(), s.size(), what);
-    return s;
-  }
-  // Reads the stored checksum, the file's last 8 bytes, and compares it
-  // with the hash of every byte read before it.
-  bool checksum_matches() {
-    if (remaining() != 8) fail("checksum is not at the end of the file");
-    uint8_t b[8];
-    if (!source_.read(b, 8)) fail("truncated reading checksum");
-    pos_ += 8;
-    uint64_t stored = 0;
-    for (int i = 0; i < 8; ++i) stored |= uint64_t{b[i]} << (8 * i);
-    return stored == hash_.low64();
-  }
-
- private:
-  void take(void* dst, size_t n, const char* what) {
-    if (n > remaining() || !source_.read(dst, n)) fail(std::string("truncated reading ") + what);
-    hash_.update(dst, n);
-    pos_ += n;
-  }
-  ByteSource& source_;
-  size_t size_;
-  std::string name_;
-  size_t pos_ = 0;
-  ContentHasher hash_;
-};
 
 SearchGraph parse_from(ByteSource& source, size_t size, const std::string& name);
 
@@ -255,7 +95,7 @@ void SearchGraph::save(const std::string& path) const {
   uint64_t word_bytes = 0;
   for (const std::string& w : words) word_bytes += 4 + w.size();
 
-  Writer w;
+  CacheFileWriter w;
   w.bytes.reserve(kFixedHeaderBytes + source_hash.size() + arc_begin.size() * 8 +
                   arc_dest.size() * 16 + final_cost.size() * 4 + word_bytes + words.size() + 8);
   w.bytes.insert(w.bytes.end(), kMagic, kMagic + 8);
@@ -281,46 +121,16 @@ void SearchGraph::save(const std::string& path) const {
     w.put_bytes(word);
   }
   w.put_array(word_is_filler);
-  ContentHasher h;
-  h.update(w.bytes.data(), w.bytes.size());
-  w.put<uint64_t>(h.low64());
-
-  // Write to a temporary name and rename, so that a reader (or a second
+  w.put_checksum();
+  // Written to a temporary name and renamed, so that a reader (or a second
   // compiler filling the same cache) never sees a half-written file.
-  const std::string tmp = path + ".tmp" + std::to_string(static_cast<long>(getpid()));
-  FILE* f = std::fopen(tmp.c_str(), "wb");
-  if (!f) throw std::runtime_error(path + ": cannot create: " + std::strerror(errno));
-  size_t n = std::fwrite(w.bytes.data(), 1, w.bytes.size(), f);
-  bool ok = n == w.bytes.size();
-  ok = (std::fclose(f) == 0) && ok;
-  if (!ok) {
-    std::remove(tmp.c_str());
-    throw std::runtime_error(path + ": write failed (disk full?)");
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    int e = errno;
-    std::remove(tmp.c_str());
-    throw std::runtime_error(path + ": cannot rename into place: " + std::strerror(e));
-  }
+  write_file_atomically(path, w.bytes.data(), w.bytes.size());
 }
 
 SearchGraph SearchGraph::load(const std::string& path) {
-  FILE* f = std::fopen(path.c_str(), "rb");
-  if (!f) throw std::runtime_error(path + ": cannot open: " + std::strerror(errno));
-  struct stat st;
-  if (fstat(fileno(f), &st) != 0 || !S_ISREG(st.st_mode)) {
-    std::fclose(f);
-    throw std::runtime_error(path + ": not a regular file");
-  }
-  FileSource source(f);
-  try {
-    SearchGraph g = parse_from(source, static_cast<size_t>(st.st_size), path);
-    std::fclose(f);
-    return g;
-  } catch (...) {
-    std::fclose(f);
-    throw;
-  }
+  return parse_cache_file(path, [&](ByteSource& source, size_t size) {
+    return parse_from(source, size, path);
+  });
 }
 
 SearchGraph SearchGraph::parse(const uint8_t* bytes, size_t size, const std::string& name) {
@@ -331,7 +141,7 @@ SearchGraph SearchGraph::parse(const uint8_t* bytes, size_t size, const std::str
 namespace {
 
 SearchGraph parse_from(ByteSource& source, size_t size, const std::string& name) {
-  Reader r(source, size, name);
+  CacheFileReader r(source, size, name);
   if (size < 8 || r.get_string(8, "magic") != std::string(kMagic, 8))
     throw std::runtime_error(name + ": not a gpuspeech search graph (bad magic)");
   const uint32_t version = r.get<uint32_t>("version");
