@@ -466,6 +466,72 @@ TEST(TokenPassing, TrailingSilenceCountsFillerFramesAfterTheLastWord) {
   EXPECT_THROW(plain.set_filler_senones({1}), std::invalid_argument);  // too short
 }
 
+// Searcher::state_kinds against its definition, computed plainly: a state
+// entered by emitting arcs has their senones' kind (word, filler, or mixed
+// when both); one entered only by label-less epsilon arcs takes the kinds
+// of their sources, to a fixed point; anything mixed or unreached is
+// unknown. Random graphs of at most 7 states (so that the fixed point is
+// reached within the searcher's 16 passes: a state changes at most twice).
+TEST(TokenPassing, StateKindsAreTheFixedPointOfTheirDefinition) {
+  std::mt19937 rng(57);
+  constexpr int kUnset = 0, kWord = 1, kFiller = 2, kMixed = 3;
+  auto merge = [](int a, int b) { return a == kUnset || a == b ? b : kMixed; };
+  int seen_filler = 0, seen_word = 0, seen_inherited = 0;
+  for (int trial = 0; trial < 400; ++trial) {
+    const int n = 2 + static_cast<int>(rng() % 6), senones = 4;
+    GraphBuilder b(n, senones, {"a", "<sil>"});
+    b.filler(1);
+    const std::vector<uint8_t> is_filler{0, 0, 1, 1};
+    const int arcs = static_cast<int>(rng() % (3 * n)) + 1;
+    for (int i = 0; i < arcs; ++i) {
+      const int src = static_cast<int>(rng() % n), dst = static_cast<int>(rng() % n);
+      const int r = static_cast<int>(rng() % 4);
+      // Emitting, label-less epsilon, or epsilon with a word label.
+      b.arc(src, dst, r < 2 ? 1 + static_cast<int>(rng() % senones) : 0,
+            r == 3 ? 1 + static_cast<int>(rng() % 2) : 0, 0.0f);
+    }
+    b.final(n - 1);
+    const SearchGraph g = b.build();
+    std::vector<int> kind(n, kUnset);
+    std::vector<bool> emitting_in(n, false);
+    for (int s = 0; s < n; ++s)
+      for (int64_t a = g.arc_begin[s]; a < g.arc_begin[s + 1]; ++a)
+        if (g.arc_ilabel[a] > 0) {
+          emitting_in[g.arc_dest[a]] = true;
+          kind[g.arc_dest[a]] =
+              merge(kind[g.arc_dest[a]], is_filler[g.arc_ilabel[a] - 1] ? kFiller : kWord);
+        }
+    for (bool changed = true; changed;) {
+      changed = false;
+      for (int s = 0; s < n; ++s)
+        for (int64_t a = g.arc_begin[s]; a < g.arc_begin[s + 1]; ++a) {
+          const int d = g.arc_dest[a];
+          if (g.arc_ilabel[a] != 0 || g.arc_olabel[a] != 0 || emitting_in[d] || kind[s] == kUnset)
+            continue;
+          const int k = merge(kind[d], kind[s]);
+          if (k != kind[d]) {
+            kind[d] = k;
+            changed = true;
+            if (k != kMixed) ++seen_inherited;
+          }
+        }
+    }
+    const auto got = Searcher::state_kinds(g, is_filler);
+    ASSERT_EQ(got->size(), static_cast<size_t>(n));
+    for (int s = 0; s < n; ++s) {
+      // StateKind: 0 unknown, 1 word, 2 filler.
+      const int want = kind[s] == kWord ? 1 : kind[s] == kFiller ? 2 : 0;
+      ASSERT_EQ((*got)[s], want) << "trial " << trial << ", state " << s;
+      seen_word += want == 1;
+      seen_filler += want == 2;
+    }
+  }
+  // The trials reached every case.
+  EXPECT_GT(seen_word, 100);
+  EXPECT_GT(seen_filler, 100);
+  EXPECT_GT(seen_inherited, 20);
+}
+
 // Word confidences come with best() and partial() (not only n-best): where
 // an alternative survives, the word it disputes gets less than 1, the word
 // every path shares 1.

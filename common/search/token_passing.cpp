@@ -354,39 +354,50 @@ std::shared_ptr<const std::vector<uint8_t>> Searcher::state_kinds(
   // never taken for silence). States behind a word label need no kind: a
   // token there passed the label at this very boundary.
   constexpr uint8_t kUnset = 0, kWord = 1, kFiller = 2, kMixed = 3;
+  // Per state, its kind in the low two bits and kEmittingIn when an emitting
+  // arc enters it: one byte a state, so that the walk over every arc below
+  // (19.4 M on the en-us graph, into 7.4 M states in no order) touches one
+  // place per arc.
+  constexpr uint8_t kKindBits = 3, kEmittingIn = 4;
   const int32_t n = graph.num_states();
-  std::vector<uint8_t> kind(n, kUnset);
-  std::vector<uint8_t> emitting_in(n, 0);
+  std::vector<uint8_t> state(n, kUnset);
   auto merge = [](uint8_t a, uint8_t b) { return a == kUnset || a == b ? b : kMixed; };
+  // The epsilon arcs without a word label, in graph order: the passes below
+  // walk only these (438 k of the en-us graph's 19.4 M arcs), in the order a
+  // walk of every arc would meet them, so each pass changes what it would.
+  std::vector<std::pair<int32_t, int32_t>> epsilon_arcs;
   for (int32_t s = 0; s < n; ++s)
     for (int64_t a = graph.arc_begin[s]; a < graph.arc_begin[s + 1]; ++a) {
       const int32_t il = graph.arc_ilabel[a];
-      if (il <= 0) continue;
       const int32_t d = graph.arc_dest[a];
-      emitting_in[d] = 1;
-      kind[d] = merge(kind[d], is_filler_senone[il - 1] ? kFiller : kWord);
+      if (il == 0) {
+        if (graph.arc_olabel[a] == 0) epsilon_arcs.emplace_back(s, d);
+        continue;
+      }
+      if (il < 0) continue;
+      const uint8_t k = merge(state[d] & kKindBits, is_filler_senone[il - 1] ? kFiller : kWord);
+      state[d] = static_cast<uint8_t>(k | kEmittingIn);
     }
   // Epsilon chains are short; a bounded number of passes reaches them all
   // (merge only moves up unset -> kind -> mixed, so this terminates).
   for (int pass = 0; pass < 16; ++pass) {
     bool changed = false;
-    for (int32_t s = 0; s < n; ++s) {
-      if (kind[s] == kUnset) continue;
-      for (int64_t a = graph.arc_begin[s]; a < graph.arc_begin[s + 1]; ++a) {
-        const int32_t d = graph.arc_dest[a];
-        if (graph.arc_ilabel[a] != 0 || graph.arc_olabel[a] != 0 || emitting_in[d]) continue;
-        const uint8_t k = merge(kind[d], kind[s]);
-        if (k != kind[d]) {
-          kind[d] = k;
-          changed = true;
-        }
+    for (const auto& [s, d] : epsilon_arcs) {
+      const uint8_t from = state[s] & kKindBits;
+      if (from == kUnset || (state[d] & kEmittingIn)) continue;
+      const uint8_t k = merge(state[d], from);
+      if (k != state[d]) {
+        state[d] = k;
+        changed = true;
       }
     }
     if (!changed) break;
   }
   auto out = std::make_shared<std::vector<uint8_t>>(static_cast<size_t>(n), kUnknownState);
-  for (int32_t s = 0; s < n; ++s)
-    (*out)[s] = kind[s] == kWord ? kWordState : kind[s] == kFiller ? kFillerState : kUnknownState;
+  for (int32_t s = 0; s < n; ++s) {
+    const uint8_t k = state[s] & kKindBits;
+    (*out)[s] = k == kWord ? kWordState : k == kFiller ? kFillerState : kUnknownState;
+  }
   return out;
 }
 
