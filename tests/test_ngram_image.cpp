@@ -14,9 +14,9 @@
 
 #include "common/model/arpa_lm.h"
 #include "common/model/ngram_model.h"
-#include "common/search/content_hash.h"
 #include "common/search/ngram_image.h"
 #include "rescoring_test_util.h"
+#include "tests/fuzz/fixed_checksum.h"
 
 namespace gpuspeech {
 namespace {
@@ -41,15 +41,6 @@ void expect_same_model(const NgramModel& a, const NgramModel& b) {
       (void)derived;
     });
   }
-}
-
-// The stored checksum made right again after a deliberate change, so that
-// the structural checks behind it are reached.
-void fix_checksum(std::vector<uint8_t>& b) {
-  ContentHasher h;
-  h.update(b.data(), b.size() - 8);
-  const uint64_t sum = h.low64();
-  for (int i = 0; i < 8; ++i) b[b.size() - 8 + i] = static_cast<uint8_t>(sum >> (8 * i));
 }
 
 std::string parse_error(const std::vector<uint8_t>& b) {
@@ -162,7 +153,7 @@ TEST(NgramImage, DamageIsAnErrorNamingTheFile) {
     std::vector<uint8_t> b = good;
     const size_t bigram_count = 32 + 16;  // fixed header, then the unigrams' level header
     for (int k = 0; k < 8; ++k) b[bigram_count + k] = k == 3 ? 0x80 : 0;
-    fix_checksum(b);
+    testing::fix_checksum(b);
     EXPECT_NE(parse_error(b).find("file too short"), std::string::npos) << parse_error(b);
   }
   // A word id beyond the vocabulary (the last bigram's, which stays in
@@ -176,14 +167,14 @@ TEST(NgramImage, DamageIsAnErrorNamingTheFile) {
                                      m.num_ngrams(1) * 4 * 2 + (m.num_ngrams(1) + 1) * 4 +
                                      m.levels()[0].derived.size();
     b[first_bigram_word + 4 * (m.num_ngrams(2) - 1) + 3] = 0x7f;
-    fix_checksum(b);
+    testing::fix_checksum(b);
     EXPECT_NE(parse_error(b).find("beyond the vocabulary"), std::string::npos) << parse_error(b);
   }
   // Another version.
   {
     std::vector<uint8_t> b = good;
     b[8] = 9;
-    fix_checksum(b);
+    testing::fix_checksum(b);
     EXPECT_NE(parse_error(b).find("unsupported version 9"), std::string::npos) << parse_error(b);
   }
 }

@@ -10,8 +10,8 @@
 #include <stdexcept>
 #include <vector>
 
-#include "common/search/content_hash.h"
 #include "common/search/search_graph.h"
+#include "tests/fuzz/fixed_checksum.h"
 
 namespace {
 
@@ -27,14 +27,6 @@ void try_parse(const uint8_t* data, size_t size) {
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  try_parse(data, size);
-  if (size >= 8) {
-    std::vector<uint8_t> fixed(data, data + size);
-    gpuspeech::ContentHasher h;
-    h.update(fixed.data(), size - 8);
-    const uint64_t sum = h.low64();
-    for (int i = 0; i < 8; ++i) fixed[size - 8 + i] = static_cast<uint8_t>(sum >> (8 * i));
-    try_parse(fixed.data(), fixed.size());
-  }
+  gpuspeech::testing::try_as_is_and_with_fixed_checksum(data, size, try_parse);
   return 0;
 }
