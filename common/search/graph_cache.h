@@ -12,9 +12,9 @@
 // read then, and its image written beside it for the next start.
 // KEY = graph_cache_key(); the graph's source_hash is KEY. Writes go to a
 // temporary name and are renamed into place, so concurrent builders and
-// readers never see half a file; and a compilation holds an advisory lock on DIR/graph-KEY.lock, so that
-// processes that miss the cache together compile once (the others wait
-// for it, then load the entry).
+// readers never see half a file; and a compilation holds an advisory lock
+// on DIR/graph-KEY.lock, so that processes that miss the cache together
+// compile once (the others wait for it, then load the entry).
 #pragma once
 
 #include <memory>
