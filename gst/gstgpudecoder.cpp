@@ -426,6 +426,7 @@ enum
   PROP_ADAPT_PRIOR_FRAMES,
   PROP_ADAPT_YOUNG_FRAMES,
   PROP_ADAPT_YOUNG_UPDATE,
+  PROP_ADAPT_YOUNG_VTLN,
   PROP_ADAPT_CHANNELS,
   PROP_ADAPT_CHANNEL_MIN_GAIN,
   PROP_ADAPT_PRIOR_FADE_FRAMES,
@@ -513,6 +514,7 @@ struct Settings
   gdouble adapt_young_frames = gs::AdaptiveRedecoderOptions ().young_below_frames;
   gs::FmllrUpdateType adapt_young_update =
       gs::AdaptiveRedecoderOptions ().young_update;
+  gboolean adapt_young_vtln = gs::AdaptiveRedecoderOptions ().young_vtln;
   std::string adapt_channels = default_channel_priors ();
   gdouble adapt_channel_min_gain =
       gs::AdaptiveRedecoderOptions ().channel_min_gain;
@@ -1115,6 +1117,16 @@ gst_gpu_decoder_class_init (GstGpuDecoderClass * klass)
           "Read when a stream starts (READY to PAUSED)",
           GST_TYPE_GPU_DECODER_ADAPT_UPDATE,
           (gint) gs::AdaptiveRedecoderOptions ().young_update, rw));
+  g_object_class_install_property (gobject_class, PROP_ADAPT_YOUNG_VTLN,
+      g_param_spec_boolean ("adapt-young-vtln", "Young stream's VTLN warp",
+          "With adapt: below adapt-young-frames (and with no prior), the "
+          "transform is a vocal tract length warp (0.80-1.20, done on the "
+          "cepstra) with a diagonal scaling, the warp the stream's "
+          "statistics favour, instead of adapt-young-update's form: one "
+          "value that a first pass's errors cannot teach much "
+          "(docs/gpudecoder.md). MFCC models only; others keep "
+          "adapt-young-update. Read when a stream starts (READY to PAUSED)",
+          gs::AdaptiveRedecoderOptions ().young_vtln, rw));
   g_object_class_install_property (gobject_class, PROP_ADAPT_UPDATE,
       g_param_spec_enum ("adapt-update", "Speaker transform's form",
           "With adapt: which part of the transform [A b] is estimated "
@@ -1330,6 +1342,9 @@ gst_gpu_decoder_set_property (GObject * object, guint prop_id,
     case PROP_ADAPT_YOUNG_UPDATE:
       s.adapt_young_update = (gs::FmllrUpdateType) g_value_get_enum (value);
       break;
+    case PROP_ADAPT_YOUNG_VTLN:
+      s.adapt_young_vtln = g_value_get_boolean (value);
+      break;
     case PROP_ADAPT_UPDATE:
       s.adapt_update = (gs::FmllrUpdateType) g_value_get_enum (value);
       break;
@@ -1476,6 +1491,9 @@ gst_gpu_decoder_get_property (GObject * object, guint prop_id,
       break;
     case PROP_ADAPT_YOUNG_UPDATE:
       g_value_set_enum (value, (gint) s.adapt_young_update);
+      break;
+    case PROP_ADAPT_YOUNG_VTLN:
+      g_value_set_boolean (value, s.adapt_young_vtln);
       break;
     case PROP_ADAPT_UPDATE:
       g_value_set_enum (value, (gint) s.adapt_update);
@@ -2082,6 +2100,8 @@ end_utterance (GstGpuDecoder * self, StreamState * st, const char *reason,
         a.own_cmn ? " (normalised again)" : "", gs::to_string (a.outcome),
         a.message.empty ()? "" : ": ", a.message.c_str (), a.gain,
         a.frames_aligned, a.stream_weight, a.log_abs_det);
+    if (a.warp > 0.0)
+      GST_DEBUG_OBJECT (self, "utterance %u: VTLN warp %.2f", st->utt_index, a.warp);
     if (self->adapt_channels)
       GST_DEBUG_OBJECT (self, "utterance %u: channel %s (best gain over the "
           "reference %.3f nats a frame)", st->utt_index,
@@ -2762,6 +2782,7 @@ start_stream (GstGpuDecoder * self)
     adaptation.own_utterance_cmn = s.utterance_cmn;
     adaptation.young_below_frames = s.adapt_young_frames;
     adaptation.young_update = s.adapt_young_update;
+    adaptation.young_vtln = s.adapt_young_vtln;
     adaptation.estimation.update = s.adapt_update;
     adaptation.prior_fade_frames = s.adapt_prior_fade_frames;
     if (self->adapt_prior) {

@@ -22,6 +22,7 @@
 #include "common/fmllr/fmllr_estimate.h"
 #include "common/fmllr/fmllr_transform.h"
 #include "common/fmllr/online_fmllr.h"
+#include "common/fmllr/vtln_choice.h"
 #include "tests/goforward_fixture.h"
 #include "tests/test_backends.h"
 
@@ -291,6 +292,66 @@ TEST(AdaptiveRedecoder, AYoungStreamsTransformHasTheYoungForm) {
   EXPECT_THROW(AdaptiveRedecoder(rec, bad), std::invalid_argument);
 }
 
+// Largest entry difference between two transforms of one dimension.
+double transform_distance(const FmllrTransform& a, const FmllrTransform& b) {
+  double worst = 0.0;
+  for (size_t i = 0; i < a.w.size(); ++i) worst = std::max(worst, std::abs(a.w[i] - b.w[i]));
+  return worst;
+}
+
+// young_vtln: a young stream's first estimate is the warp and diagonal
+// transform that the first pass's statistics favour (choose_vtln_warp on
+// them), and the utterance is decoded again under it; the stream's next
+// estimates take young_update's form while it is young, the full form
+// after.
+TEST(AdaptiveRedecoder, AYoungStreamsFirstEstimateIsTheWarpItsStatisticsChoose) {
+  if (!have_goforward()) GTEST_SKIP() << "pocketsphinx-testdata or pocketsphinx-en-us not installed";
+  Recognizer rec(goforward_config(true));
+  Recognizer plain(goforward_config(false));
+  const std::vector<float> f = goforward_features(rec);
+  const int dim = rec.feature_dim();
+  AdaptiveRedecoderOptions o;
+  o.estimation.min_frames = 50.0;
+  o.min_redecode_gain = 0.0;
+  // The first pass's statistics: no estimate, so no second decoding.
+  AdaptiveRedecoderOptions none = o;
+  none.estimation.min_frames = 1e9;
+  const FmllrStats first = learnt_stats(rec, none, f);
+  ASSERT_GT(first.beta, 50.0);
+  const VtlnChoice expected = choose_vtln_warp(first, LinearVtlnCandidates(rec.feature_options(), dim));
+
+  AdaptiveRedecoderOptions y = o;
+  y.young_below_frames = 2.5 * first.beta;  // young for two utterances, not three
+  y.young_vtln = true;
+  Recognizer r(goforward_config(true));
+  AdaptiveRedecoder a(r, y);
+  push_chunked(a, f, dim);
+  const RecognitionResult r1 = a.finish();
+  ASSERT_TRUE(a.last_report().redecoded) << a.last_report().message;
+  EXPECT_EQ(a.last_report().warp, expected.warp);
+  EXPECT_LT(transform_distance(a.transform(), expected.transform), 1e-9);
+  expect_same_words(r1, decode_plain(plain, transformed(expected.transform, f)));
+
+  a.reset();
+  push_chunked(a, f, dim);
+  a.finish();
+  EXPECT_LT(a.stats().beta, y.young_below_frames);
+  EXPECT_EQ(a.last_report().warp, 0.0);
+  EXPECT_EQ(fmllr_transform_update_type(a.transform()), FmllrUpdateType::kBlock);
+
+  a.reset();
+  push_chunked(a, f, dim);
+  a.finish();
+  EXPECT_GE(a.stats().beta, y.young_below_frames);
+  EXPECT_EQ(fmllr_transform_update_type(a.transform()), FmllrUpdateType::kFull);
+
+  // A new speaker starts with the warp again.
+  a.new_speaker();
+  push_chunked(a, f, dim);
+  a.finish();
+  EXPECT_EQ(a.last_report().warp, expected.warp);
+}
+
 // The estimation AdaptiveRedecoder makes for a stream whose own statistics
 // are `own`: young_update's form while they hold fewer frames than
 // young_below_frames and no prior is joined to them, estimation.update's
@@ -302,13 +363,6 @@ FmllrOptions estimation_for(const FmllrStats& own, bool prior_joined, const Adap
     if (e.update == FmllrUpdateType::kBlock && own.dim % kFmllrBlocks != 0) e.update = FmllrUpdateType::kDiag;
   }
   return e;
-}
-
-// Largest entry difference between two transforms of one dimension.
-double transform_distance(const FmllrTransform& a, const FmllrTransform& b) {
-  double worst = 0.0;
-  for (size_t i = 0; i < a.w.size(); ++i) worst = std::max(worst, std::abs(a.w[i] - b.w[i]));
-  return worst;
 }
 
 // A prior (AdaptiveRedecoderOptions::prior, a channel's statistics): the

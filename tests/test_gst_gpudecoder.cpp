@@ -1652,6 +1652,25 @@ TEST(GpuDecoder, AdaptsToTheSpeakerAcrossUtterances) {
   EXPECT_EQ(dg[2].adapted, 1);
   for (const Result& r : dg) EXPECT_EQ(r.hypothesis, "go forward ten meters");
 
+  // adapt-young-vtln (off by default): the first estimate a VTLN warp;
+  // the stream adapts and keeps its words.
+  dec = gst_element_factory_make("gpudecoder", nullptr);
+  ASSERT_TRUE(dec);
+  gboolean young_vtln = TRUE;
+  g_object_get(dec, "adapt-young-vtln", &young_vtln, nullptr);
+  EXPECT_EQ(young_vtln, AdaptiveRedecoderOptions().young_vtln ? TRUE : FALSE);
+  gst_object_unref(dec);
+  const std::string path5 = three_goforwards_file();
+  ASSERT_FALSE(path5.empty());
+  const PipelineRun warp = run_pipeline(raw_source(path5) + " ! " + features() + " ! " + lm +
+                                        " adapt-young-vtln=true ! fakesink");
+  g_unlink(path5.c_str());
+  ASSERT_TRUE(warp.eos) << warp.error_text();
+  const std::vector<Result> wp = warp.finals();
+  ASSERT_EQ(wp.size(), 3u) << described(wp);
+  EXPECT_EQ(wp[2].adapted, 1);
+  for (const Result& r : wp) EXPECT_EQ(r.hypothesis, "go forward ten meters");
+
   // adapt-update=block by its nick, as gst-launch sets it: the stream
   // adapts and keeps its words.
   const std::string path4 = three_goforwards_file();

@@ -446,6 +446,18 @@ if run --jsgf "$DATA/cards/cards.gram" --fmllr two-pass --fmllr-update auto --fm
 else
   fail "--fmllr-update auto / --fmllr-redecode: $(cat "$T/diff") $(cat "$T/err")"
 fi
+# --fmllr-vtln: the speaker's first estimate (770 aligned frames, under
+# the flag's 1 500) is a warp with a diagonal transform, reported; the
+# re-estimation from the decoding under it is full; the reference words.
+if run --jsgf "$DATA/cards/cards.gram" --fmllr two-pass --fmllr-vtln --spk2utt "$T/cards.spk2utt" \
+     "${CARDS[@]}" >"$T/out-vtln" 2>"$T/err" &&
+   diff -u "$T/cards.ref" "$T/out-vtln" >"$T/diff" &&
+   grep -q "^gpuspeech-transcribe: fmllr speaker dealer: 5 file(s), .*, VTLN warp [01]\.[0-9][0-9] with a diagonal transform, objective/frame" "$T/err" &&
+   grep -q "^gpuspeech-transcribe: fmllr speaker dealer: re-estimation 1 of 1 (adapted decoding): .*update type full: updated" "$T/err"; then
+  pass "--fmllr-vtln: $(grep -o 'VTLN warp [0-9.]*' "$T/err"), then full; reference words"
+else
+  fail "--fmllr-vtln: $(cat "$T/diff") $(cat "$T/err")"
+fi
 for bad in "--fmllr-redecode -1" "--fmllr-update sometimes" "--fmllr-prior-frames -5" "--fmllr-prior-frames inf" \
            "--fmllr-prior-frames 100 --fmllr-update diag"; do
   # shellcheck disable=SC2086

@@ -5,6 +5,7 @@
 #include <limits>
 #include <stdexcept>
 
+#include "common/features/linear_vtln.h"
 #include "common/seconds_since.h"
 
 namespace gpuspeech {
@@ -33,6 +34,7 @@ void AdaptiveRedecoderOptions::validate() const {
   if ((prior || channel_priors) && !(prior_frames > 0.0 && std::isfinite(prior_frames)))
     throw std::invalid_argument("speaker adaptation: prior_frames must be a finite number > 0, not " +
                                 std::to_string(prior_frames));
+  if (young_vtln) vtln.validate();
 }
 
 size_t drop_words_from(Hypothesis& h, int64_t silence_start) {
@@ -104,6 +106,9 @@ AdaptiveRedecoder::AdaptiveRedecoder(Recognizer& recognizer, const AdaptiveRedec
     }
   }
   applier_.set_transform(transform_);
+  if (options_.young_vtln && linear_vtln_blocks(rec_.feature_options()) > 0 &&
+      rec_.feature_options().kind == FeatureKind::kMfcc)
+    vtln_ = std::make_unique<LinearVtlnCandidates>(rec_.feature_options(), dim_, options_.vtln);
   const FeatureOptions& fo = rec_.feature_options();
   if (fo.output_dim() == dim_) static_dims_ = static_dims_of_layout(fo.delta, fo.base_dim());
   if (static_cast<int>(static_dims_.size()) != dim_) static_dims_.clear();
@@ -240,8 +245,26 @@ RecognitionResult AdaptiveRedecoder::finish(int64_t silence_start) {
       if (estimation.update == FmllrUpdateType::kBlock && total.dim % kFmllrBlocks != 0)
         estimation.update = FmllrUpdateType::kDiag;
     }
-    const FmllrEstimate est = estimate_fmllr(total, estimation, &start);
+    // The young VTLN form: the warp and diagonal transform the statistics
+    // favour, its gain over the transform in use by the same objective
+    // (the warp matrices' own ln|det| left out unless the options count it).
+    const bool vtln = young && vtln_ != nullptr && !first_estimated_ && total.beta >= estimation.min_frames;
+    FmllrEstimate est;
+    double new_warp_log_det = 0.0;
+    if (vtln) {
+      const VtlnChoice c = choose_vtln_warp(total, *vtln_, options_.vtln);
+      est.transform = c.transform;
+      const double jacobian_left_out = options_.vtln.warp_jacobian ? 0.0 : transform_warp_log_det_;
+      est.objective = {fmllr_objective(total, start) / total.beta - jacobian_left_out, c.objective};
+      for (size_t k = 0; k < vtln_->warps().size(); ++k)
+        if (vtln_->warps()[k] == c.warp && !options_.vtln.warp_jacobian)
+          new_warp_log_det = vtln_->transform(k).log_abs_det();
+      report_.warp = c.warp;
+    } else {
+      est = estimate_fmllr(total, estimation, &start);
+    }
     timings_.estimate += thread_cpu_seconds() - c0;
+    if (est.outcome == FmllrOutcome::kUpdated) first_estimated_ = true;
     report_.outcome = est.outcome;
     report_.message = est.message;
     const bool updated = est.outcome == FmllrOutcome::kUpdated && est.transform.all_finite();
@@ -257,10 +280,12 @@ RecognitionResult AdaptiveRedecoder::finish(int64_t silence_start) {
       // first pass's statistics (posteriors under the transform it was
       // decoded with) are the utterance's.
       transform_ = est.transform;
+      transform_warp_log_det_ = new_warp_log_det;
       applier_.set_transform(transform_);
     } else if (updated || own_mean_alone) {
       if (updated) {
         transform_ = est.transform;
+        transform_warp_log_det_ = new_warp_log_det;
         applier_.set_transform(transform_);
       }
       holds_first = false;
@@ -335,6 +360,8 @@ void AdaptiveRedecoder::new_speaker() {
   stream_cmn_ = CmnSums{};
   channel_ = -1;
   transform_ = start_transform_;
+  transform_warp_log_det_ = 0.0;
+  first_estimated_ = false;
   applier_.set_transform(transform_);
 }
 

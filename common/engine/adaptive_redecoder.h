@@ -75,6 +75,7 @@
 #include "common/fmllr/fmllr_estimate.h"
 #include "common/fmllr/fmllr_stats.h"
 #include "common/fmllr/fmllr_transform.h"
+#include "common/fmllr/vtln_choice.h"
 
 namespace gpuspeech {
 
@@ -191,6 +192,18 @@ struct AdaptiveRedecoderOptions {
   // speech (4.7 -> 5.9 % at 600).
   double young_below_frames = 1500.0;
   FmllrUpdateType young_update = FmllrUpdateType::kBlock;
+  // A young stream's first estimate a VTLN warp done on the cepstra with
+  // a diagonal transform (vtln_choice.h), chosen by the objective on the
+  // stream's statistics; the estimates after it young_update's form from
+  // the statistics of the decodings under it. Why: a stream's first
+  // sentence is aligned by a first pass that is often wrong on hard audio,
+  // and one warp factor cannot learn those errors as a transform of
+  // hundreds of values does. (The warp as the whole young form lost to
+  // three blocks on later sentences: docs/benchmarks.md, "VTLN on the
+  // cepstra".) A front end linear VTLN does not apply to (not MFCC, or
+  // s2_4x) keeps young_update.
+  bool young_vtln = false;
+  VtlnChoiceOptions vtln;
 
   // Throws std::invalid_argument naming the bad value.
   void validate() const;
@@ -227,6 +240,9 @@ struct RedecodeReport {
   // channel's when none was chosen).
   std::string channel;
   double channel_gain = 0.0;
+  // With young_vtln: the warp of this estimate's VTLN form (0: the
+  // estimate was not of that form).
+  double warp = 0.0;
 };
 
 // Drops `h`'s first words while the middle of the word lies before frame
@@ -320,6 +336,14 @@ class AdaptiveRedecoder {
   FmllrAccumulator utterance_;  // one utterance's
   FmllrApplier applier_;
   FmllrTransform transform_;
+  // With young_vtln: the candidates (null when linear VTLN does not apply
+  // to the front end), and ln|det| of the warp matrix inside transform_
+  // when that is a VTLN form (0 otherwise): the objective the choice
+  // compares leaves it out (VtlnChoiceOptions::warp_jacobian).
+  std::unique_ptr<LinearVtlnCandidates> vtln_;
+  double transform_warp_log_det_ = 0.0;
+  // The speaker has had an estimate (its first is the VTLN form).
+  bool first_estimated_ = false;
   // The transform of the prior alone: a new speaker's first.
   FmllrTransform start_transform_;
   int channel_ = -1;  // into options_.channel_priors->channels

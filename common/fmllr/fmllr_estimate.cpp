@@ -164,26 +164,34 @@ FmllrTransform restricted_estimate(FmllrUpdateType type, double beta, const std:
       r.at(i, d) = (k[d] - gid) / gdd;  // with a_ii = 1, the other a_ij = 0
       continue;
     }
-    // Row (a, b) maximising beta ln|a| + a k_i + b k_d - ½ [a b] G2 [a b]ᵀ,
-    // G2 the 2 x 2 block of G_i at (i, d): the full row update with
-    // p = [1 0] (the cofactor direction of a diagonal A).
-    const double det = gii * gdd - gid * gid;
-    if (!(det > 0.0)) continue;  // left as identity; cannot happen for positive definite G_i
-    const double inv00 = gdd / det, inv01 = -gid / det, inv11 = gii / det;
-    const double a = inv00, e = k[i] * inv00 + k[d] * inv01;  // p G2⁻¹ pᵀ, k2 G2⁻¹ pᵀ
-    const double root = std::sqrt(e * e + 4.0 * a * beta);
-    const double a1 = (-e + root) / (2.0 * a), a2 = (-e - root) / (2.0 * a);
-    auto q = [&](double al) { return beta * std::log(std::fabs(al * a + e)) - 0.5 * al * al * a; };
-    const double alpha = q(a1) >= q(a2) ? a1 : a2;
-    // [a b] = (alpha p + k2) G2⁻¹
-    const double v0 = alpha + k[i], v1 = k[d];
-    r.at(i, i) = v0 * inv00 + v1 * inv01;
-    r.at(i, d) = v0 * inv01 + v1 * inv11;
+    // left as identity when G2 is not positive definite (cannot happen for
+    // a positive definite G_i)
+    diagonal_row_estimate(beta, gii, gid, gdd, k[i], k[d], &r.at(i, i), &r.at(i, d));
   }
   return r;
 }
 
 }  // namespace
+
+bool diagonal_row_estimate(double beta, double gii, double gid, double gdd, double ki, double kd, double* a,
+                           double* b) {
+  // Row (a, b) maximising beta ln|a| + a ki + b kd - ½ [a b] G2 [a b]ᵀ,
+  // G2 = [[gii gid] [gid gdd]]: the full row update with p = [1 0] (the
+  // cofactor direction of a diagonal A).
+  const double det = gii * gdd - gid * gid;
+  if (!(det > 0.0)) return false;
+  const double inv00 = gdd / det, inv01 = -gid / det, inv11 = gii / det;
+  const double pa = inv00, e = ki * inv00 + kd * inv01;  // p G2⁻¹ pᵀ, k2 G2⁻¹ pᵀ
+  const double root = std::sqrt(e * e + 4.0 * pa * beta);
+  const double a1 = (-e + root) / (2.0 * pa), a2 = (-e - root) / (2.0 * pa);
+  auto q = [&](double al) { return beta * std::log(std::fabs(al * pa + e)) - 0.5 * al * al * pa; };
+  const double alpha = q(a1) >= q(a2) ? a1 : a2;
+  // [a b] = (alpha p + k2) G2⁻¹
+  const double v0 = alpha + ki, v1 = kd;
+  *a = v0 * inv00 + v1 * inv01;
+  *b = v0 * inv01 + v1 * inv11;
+  return true;
+}
 
 const char* to_string(FmllrOutcome outcome) {
   switch (outcome) {

@@ -113,6 +113,16 @@ struct FmllrEstimate {
 FmllrEstimate estimate_fmllr(const FmllrStats& stats, const FmllrOptions& options = {},
                              const FmllrTransform* start = nullptr);
 
+// One row of the diagonal update in closed form: (a, b) maximising
+//   beta ln|a| + a ki + b kd - ½ [a b] [[gii gid] [gid gdd]] [a b]ᵀ,
+// the part of Q that row i's diagonal entry and offset move when the other
+// entries of the row are 0 (gii, gid, gdd: G_i at (i, i), (i, d), (d, d);
+// ki, kd: k_i at i and d). False, and *a and *b untouched, when that 2 x 2
+// block is not positive definite. The kDiag estimate is this for every row;
+// linear VTLN (vtln_choice.h) uses it on statistics seen through a warp.
+bool diagonal_row_estimate(double beta, double gii, double gid, double gdd, double ki, double kd, double* a,
+                           double* b);
+
 // Q(W) as above with the statistics as given (no regularisation).
 double fmllr_objective(const FmllrStats& stats, const FmllrTransform& t);
 
