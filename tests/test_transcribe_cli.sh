@@ -246,6 +246,16 @@ one (woman.ak.1b)"
   else
     fail "--mfc tidigits: got '$(cat "$T/out")': $(cat "$T/err")"
   fi
+  # --fmllr-vtln with a front end that mixes its cepstra (s2_4x): a usage
+  # error naming the flag, before anything is decoded.
+  run --hmm "$TD/hmm" --dict "$TD/lm/tidigits.dic" --lm "$TD/lm/tidigits.lm.bin" --fmllr two-pass \
+    --fmllr-vtln --mfc "$TD/woman.ak.1b.mfc" >"$T/out" 2>"$T/err"
+  st=$?
+  if [ $st -eq 2 ] && grep -q -- "--fmllr-vtln: linear VTLN" "$T/err" && [ ! -s "$T/out" ]; then
+    pass "--fmllr-vtln with the s2_4x tidigits model: usage error"
+  else
+    fail "--fmllr-vtln with tidigits: status $st: $(cat "$T/err") $(cat "$T/out")"
+  fi
 fi
 if run --jsgf "$DATA/goforward.gram" --mfc "$DATA/goforward.mfc" >"$T/out" 2>"$T/err" &&
    [ "$(cat "$T/out")" = "go forward ten meters (goforward)" ]; then

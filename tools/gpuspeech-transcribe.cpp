@@ -1857,6 +1857,15 @@ int run(int argc, char** argv) {
   if (fmllr_mode == FmllrMode::kNone) {
     transcribe_files(trs, files, &last_stream, stream_nice, fibers);
   } else {
+    if (fmllr_vtln) {
+      // A front end linear VTLN cannot warp (not MFCC, s2_4x) is the
+      // model's: say so before decoding, not at every speaker.
+      try {
+        LinearVtlnCandidates(trs.front().rec.feature_options(), trs.front().rec.feature_dim());
+      } catch (const std::invalid_argument& e) {
+        usage_error(std::string("--fmllr-vtln: ") + e.what());
+      }
+    }
     AdaptationPlan plan;
     plan.mode = fmllr_mode;
     plan.options = fmllr_options;

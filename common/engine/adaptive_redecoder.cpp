@@ -106,8 +106,10 @@ AdaptiveRedecoder::AdaptiveRedecoder(Recognizer& recognizer, const AdaptiveRedec
     }
   }
   applier_.set_transform(transform_);
-  if (options_.young_vtln && linear_vtln_blocks(rec_.feature_options()) > 0 &&
-      rec_.feature_options().kind == FeatureKind::kMfcc)
+  // Linear VTLN where the front end allows it (MFCC, whole blocks of its
+  // cepstra); elsewhere young_update's form, as documented.
+  if (options_.young_vtln && rec_.feature_options().kind == FeatureKind::kMfcc &&
+      linear_vtln_blocks(rec_.feature_options()) > 0 && rec_.feature_options().output_dim() == dim_)
     vtln_ = std::make_unique<LinearVtlnCandidates>(rec_.feature_options(), dim_, options_.vtln);
   const FeatureOptions& fo = rec_.feature_options();
   if (fo.output_dim() == dim_) static_dims_ = static_dims_of_layout(fo.delta, fo.base_dim());
