@@ -228,6 +228,7 @@ TEST(VtlnChoice, TheTransformIsTheWarpThenTheBestDiagonal) {
     const VtlnChoice c = choose_vtln_warp(stats, candidates, o);
     size_t k = 0;
     while (candidates.warps()[k] != c.warp) ++k;
+    EXPECT_EQ(c.index, k);
     const FmllrTransform& warp = candidates.transform(k);
     // Row i is a_i times the warp's row i: one ratio over the row's block.
     for (int i = 0; i < 39; ++i) {

@@ -809,16 +809,17 @@ struct AdaptationPlan {
   bool update_by_data = false;
   int em_passes = 1;
   int redecodes = 1;
-  // The first estimate a linear VTLN warp with a diagonal transform
-  // (vtln_choice.h) instead of options.update, for a speaker with fewer
+  // --fmllr-vtln: the first estimate a linear VTLN warp with a diagonal
+  // transform (vtln_choice.h) instead of options.update, for a speaker with fewer
   // than vtln_below_frames frames of statistics after pass 1. With more, a
   // full first estimate aligns the re-decode better than a warp does: a
   // voice's six sentences (about 2 000 frames) through a telephone band
   // lost 13.1 -> 22.2 % with the warp first (docs/benchmarks.md, "VTLN on
   // the cepstra"); 1 500 is where the live decoder's young form ends
   // (AdaptiveRedecoderOptions::young_below_frames).
-  bool vtln = false;
   double vtln_below_frames = 1500.0;
+  // The warps of the model's front end, made once; null without the flag.
+  std::shared_ptr<const LinearVtlnCandidates> vtln_candidates;
   std::string fmllr_dir;  // two-pass: where transforms go; apply: where they are read
 };
 
@@ -1267,7 +1268,8 @@ class SpeakerScheduler {
     Recognizer& rec = tr.rec;
     const GaussianMixtures& gm = rec.acoustic_model().mixtures();
     const int em_passes = plan_.em_passes;
-    if (plan_.vtln && job.stats.beta >= plan_.options.min_frames && job.stats.beta < plan_.vtln_below_frames)
+    if (plan_.vtln_candidates && job.stats.beta >= plan_.options.min_frames &&
+        job.stats.beta < plan_.vtln_below_frames)
       return vtln_estimate(tr, job);
     std::vector<Pass> passes;
     FmllrStats stats = job.stats;
@@ -1344,9 +1346,7 @@ class SpeakerScheduler {
   // follows. Below --fmllr-min-frames the plain first estimate keeps the
   // identity, as it would.
   bool vtln_estimate(Transcriber& tr, Job& job) {
-    const Recognizer& rec = tr.rec;
-    const LinearVtlnCandidates candidates(rec.feature_options(), rec.feature_dim());
-    const VtlnChoice c = choose_vtln_warp(job.stats, candidates);
+    const VtlnChoice c = choose_vtln_warp(job.stats, *plan_.vtln_candidates);
     job.transform = c.transform;
     job.used_pass = 1;
     size_t decoded = 0;
@@ -1857,22 +1857,22 @@ int run(int argc, char** argv) {
   if (fmllr_mode == FmllrMode::kNone) {
     transcribe_files(trs, files, &last_stream, stream_nice, fibers);
   } else {
+    AdaptationPlan plan;
     if (fmllr_vtln) {
       // A front end linear VTLN cannot warp (not MFCC, s2_4x) is the
       // model's: say so before decoding, not at every speaker.
       try {
-        LinearVtlnCandidates(trs.front().rec.feature_options(), trs.front().rec.feature_dim());
+        plan.vtln_candidates = std::make_shared<const LinearVtlnCandidates>(
+            trs.front().rec.feature_options(), trs.front().rec.feature_dim());
       } catch (const std::invalid_argument& e) {
         usage_error(std::string("--fmllr-vtln: ") + e.what());
       }
     }
-    AdaptationPlan plan;
     plan.mode = fmllr_mode;
     plan.options = fmllr_options;
     plan.update_by_data = fmllr_update_by_data;
     plan.em_passes = fmllr_em_passes;
     plan.redecodes = fmllr_redecodes;
-    plan.vtln = fmllr_vtln;
     plan.fmllr_dir = fmllr_dir;
     SpeakerScheduler(trs, files, speakers, plan).run(stream_nice, &last_stream);
   }

@@ -258,9 +258,7 @@ RecognitionResult AdaptiveRedecoder::finish(int64_t silence_start) {
       est.transform = c.transform;
       const double jacobian_left_out = options_.vtln.warp_jacobian ? 0.0 : transform_warp_log_det_;
       est.objective = {fmllr_objective(total, start) / total.beta - jacobian_left_out, c.objective};
-      for (size_t k = 0; k < vtln_->warps().size(); ++k)
-        if (vtln_->warps()[k] == c.warp && !options_.vtln.warp_jacobian)
-          new_warp_log_det = vtln_->transform(k).log_abs_det();
+      if (!options_.vtln.warp_jacobian) new_warp_log_det = vtln_->transform(c.index).log_abs_det();
       report_.warp = c.warp;
     } else {
       est = estimate_fmllr(total, estimation, &start);

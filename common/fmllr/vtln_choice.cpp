@@ -82,6 +82,7 @@ VtlnChoice choose_vtln_warp(const FmllrStats& stats, const LinearVtlnCandidates&
     if (!have || q > best.objective) {
       have = true;
       best.warp = candidates.warps()[k];
+      best.index = k;
       best.transform = std::move(t);
       best.objective = q;
     }

@@ -32,6 +32,7 @@
 // d = 39.
 #pragma once
 
+#include <cstddef>
 #include <string>
 #include <vector>
 
@@ -76,6 +77,7 @@ class LinearVtlnCandidates {
 
 struct VtlnChoice {
   double warp = 1.0;
+  size_t index = 0;  // of the warp among the candidates
   // The warp's matrix followed by the diagonal transform chosen with it.
   FmllrTransform transform;
   // Q / beta of that transform, and of the diagonal transform alone (warp
