@@ -7,9 +7,13 @@
 // round would fail). The choice, on features put through the inverse of a
 // warp's matrix: exact maximum likelihood finds that warp; the transform
 // is the warp's matrix followed by a diagonal one that no small change
-// improves; its objective is the fMLLR objective of that transform.
+// improves; its objective is the fMLLR objective of that transform. The
+// choice along an alignment: each warp's objective is the statistics'
+// choice on statistics with that warp's own posteriors, and maximum
+// likelihood finds the warp there too.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <random>
 #include <stdexcept>
@@ -20,6 +24,7 @@
 #include "common/features/linear_vtln.h"
 #include "common/fmllr/fmllr_estimate.h"
 #include "common/fmllr/fmllr_stats.h"
+#include "common/fmllr/fmllr_transform.h"
 #include "common/fmllr/vtln_choice.h"
 #include "tests/fmllr_test_util.h"
 
@@ -179,28 +184,52 @@ std::vector<double> inverse(std::vector<double> m, int n) {
   return inv;
 }
 
-FmllrStats warped_stats(double w0, unsigned seed, FeatureOptions* front_end) {
-  *front_end = sphinx_mfcc();
-  front_end->delta.layout = DeltaOptions::Layout::kSphinx1sCDDd;
-  std::mt19937 rng(seed);
-  const GaussianMixtures gm = testing::fmllr_test_model(39, 1, 12, 3, rng);
+struct WarpedSpeech {
+  FeatureOptions front_end;
+  GaussianMixtures model;
+  std::vector<float> x;  // frames x 39
   std::vector<int32_t> senones;
-  const int64_t frames = 4000;
-  const std::vector<float> z = testing::draw_features(gm, frames, senones, rng);
-  const std::vector<double> back = inverse(linear_vtln_matrix(*front_end, w0), 13);
-  std::vector<float> x(z.size());
+  int64_t frames = 0;
+};
+
+WarpedSpeech warped_speech(double w0, unsigned seed, int streams = 1, int64_t frames = 4000) {
+  WarpedSpeech w;
+  w.front_end = sphinx_mfcc();
+  w.front_end.delta.layout = DeltaOptions::Layout::kSphinx1sCDDd;
+  std::mt19937 rng(seed);
+  w.model = testing::fmllr_test_model(39, streams, 12, 3, rng);
+  w.frames = frames;
+  const std::vector<float> z = testing::draw_features(w.model, frames, w.senones, rng);
+  const std::vector<double> back = inverse(linear_vtln_matrix(w.front_end, w0), 13);
+  w.x.resize(z.size());
   for (int64_t f = 0; f < frames; ++f)
     for (int b = 0; b < 3; ++b)
       for (int i = 0; i < 13; ++i) {
         double v = 0.0;
         for (int j = 0; j < 13; ++j) v += back[static_cast<size_t>(i) * 13 + j] * z[static_cast<size_t>(f * 39 + b * 13 + j)];
-        x[static_cast<size_t>(f * 39 + b * 13 + i)] = static_cast<float>(v);
+        w.x[static_cast<size_t>(f * 39 + b * 13 + i)] = static_cast<float>(v);
       }
+  return w;
+}
+
+// Statistics of frames [from, from + n) of the speech with posteriors on
+// the features put through `t` (the identity: a first pass at warp 1), from
+// the definitions.
+FmllrStats stats_under(const WarpedSpeech& w, const FmllrTransform& t, int64_t from, int64_t n) {
+  const float* x = w.x.data() + from * 39;
+  std::vector<float> y(static_cast<size_t>(n) * 39);
+  apply_fmllr_reference(t, x, n, y.data());
+  return accumulate_fmllr_reference(w.model, x, n, supervised_posteriors(w.model, y.data(), n, w.senones.data() + from));
+}
+
+FmllrStats warped_stats(double w0, unsigned seed, FeatureOptions* front_end) {
+  const WarpedSpeech w = warped_speech(w0, seed);
+  *front_end = w.front_end;
   // Posteriors on the features as they come (a first pass at warp 1).
-  const GaussianPosteriors post = supervised_posteriors(gm, x.data(), frames, senones.data());
+  const GaussianPosteriors post = supervised_posteriors(w.model, w.x.data(), w.frames, w.senones.data());
   BackendPtr cpu = make_cpu_backend();
-  FmllrAccumulator acc(gm, *cpu);
-  acc.accumulate(x.data(), frames, post);
+  FmllrAccumulator acc(w.model, *cpu);
+  acc.accumulate(w.x.data(), w.frames, post);
   return acc.stats();
 }
 
@@ -257,6 +286,94 @@ TEST(VtlnChoice, TheTransformIsTheWarpThenTheBestDiagonal) {
               << "row " << i << " offset " << offset << " step " << step;
         }
   }
+}
+
+// The choice along an alignment is the statistics' choice made once per
+// warp, each on statistics whose posteriors came from that warp's
+// features: every candidate's objective is choose_vtln_warp's for that
+// candidate on such statistics (from the definitions, in double, the
+// earlier speech's added), the largest is chosen, and its transform has
+// that objective. Three streams, two stretches of speech and earlier
+// statistics whose frames are gone.
+TEST(VtlnChoice, OnAnAlignmentEachWarpIsScoredWithItsOwnPosteriors) {
+  const WarpedSpeech w = warped_speech(1.12, 5, 3, 1800);
+  // Frames [0, 500): earlier speech, known by its statistics alone (at
+  // warp 1); [500, 1200) and [1200, 1800) the stretches, a few frames
+  // unaligned.
+  std::vector<int32_t> senones = w.senones;
+  for (int64_t f = 600; f < 640; ++f) senones[static_cast<size_t>(f)] = -1;
+  const FmllrStats earlier = stats_under(w, FmllrTransform::identity(39), 0, 500);
+  const std::vector<AlignedFrames> speech = {{w.x.data() + 500 * 39, 700, senones.data() + 500},
+                                             {w.x.data() + 1200 * 39, 600, senones.data() + 1200}};
+  for (const bool jacobian : {false, true}) {
+    VtlnChoiceOptions o;
+    o.warp_jacobian = jacobian;
+    const LinearVtlnCandidates candidates(w.front_end, 39, o);
+    const VtlnChoice c = choose_vtln_warp_on_alignment(speech, w.model, candidates, &earlier, o);
+    ASSERT_EQ(c.objectives.size(), candidates.warps().size());
+    WarpedSpeech masked = w;
+    masked.senones = senones;
+    std::vector<double> expected;
+    std::vector<FmllrStats> stats;
+    for (size_t k = 0; k < candidates.warps().size(); ++k) {
+      FmllrStats st = earlier;
+      st.add(stats_under(masked, candidates.transform(k), 500, 1300));
+      expected.push_back(choose_vtln_warp(st, candidates, o).objectives[k]);
+      stats.push_back(std::move(st));
+      EXPECT_NEAR(c.objectives[k], expected[k], 1e-6 * std::fabs(expected[k]) + 1e-9) << "warp " << k;
+    }
+    const size_t best = static_cast<size_t>(std::max_element(expected.begin(), expected.end()) - expected.begin());
+    const FmllrStats& best_stats = stats[best];
+    EXPECT_EQ(c.index, best);
+    EXPECT_EQ(c.warp, candidates.warps()[best]);
+    EXPECT_EQ(c.objective, c.objectives[best]);
+    const double jac = jacobian ? 0.0 : candidates.transform(best).log_abs_det();
+    EXPECT_NEAR(c.objective, fmllr_objective(best_stats, c.transform) / best_stats.beta - jac, 1e-6);
+    // The candidates' warp 1 is the identity: its objective is the unwarped one.
+    size_t one = 0;
+    while (candidates.warps()[one] != 1.0) ++one;
+    EXPECT_EQ(c.unwarped_objective, c.objectives[one]);
+  }
+}
+
+// Exact maximum likelihood along the alignment finds the warp that made the
+// features, as it does from the statistics.
+TEST(VtlnChoice, OnAnAlignmentMaximumLikelihoodFindsTheWarpThatMadeTheFeatures) {
+  VtlnChoiceOptions exact;
+  exact.warp_jacobian = true;
+  unsigned seed = 17;
+  for (const double w0 : {0.86, 1.0, 1.16}) {
+    const WarpedSpeech w = warped_speech(w0, ++seed);
+    const LinearVtlnCandidates candidates(w.front_end, 39, exact);
+    const VtlnChoice c = choose_vtln_warp_on_alignment({{w.x.data(), w.frames, w.senones.data()}}, w.model,
+                                                       candidates, nullptr, exact);
+    EXPECT_NEAR(c.warp, w0, 1e-9) << "seed " << seed;
+    EXPECT_GE(c.objective, c.unwarped_objective);
+  }
+}
+
+TEST(VtlnChoice, OnAnAlignmentRefusesWhatDoesNotFit) {
+  const WarpedSpeech w = warped_speech(1.0, 3, 1, 200);
+  const LinearVtlnCandidates candidates(w.front_end, 39);
+  const std::vector<AlignedFrames> speech = {{w.x.data(), w.frames, w.senones.data()}};
+  std::mt19937 rng(1);
+  const GaussianMixtures small = testing::fmllr_test_model(13, 1, 4, 2, rng);
+  EXPECT_THROW(choose_vtln_warp_on_alignment(speech, small, candidates), std::invalid_argument);
+  const FmllrStats fitting = stats_under(w, FmllrTransform::identity(39), 0, 100);
+  FmllrStats short_stats(13);
+  short_stats.beta = 5.0;
+  EXPECT_THROW(choose_vtln_warp_on_alignment(speech, w.model, candidates, &short_stats), std::invalid_argument);
+  EXPECT_NO_THROW(choose_vtln_warp_on_alignment(speech, w.model, candidates, &fitting));
+  EXPECT_THROW(choose_vtln_warp_on_alignment({{nullptr, 10, w.senones.data()}}, w.model, candidates),
+               std::invalid_argument);
+  std::vector<int32_t> none(static_cast<size_t>(w.frames), -1);
+  EXPECT_THROW(choose_vtln_warp_on_alignment({{w.x.data(), w.frames, none.data()}}, w.model, candidates),
+               std::invalid_argument);
+  EXPECT_THROW(choose_vtln_warp_on_alignment({}, w.model, candidates), std::invalid_argument);
+  std::vector<int32_t> bad = w.senones;
+  bad[3] = 12;  // the model has 12 senones
+  EXPECT_THROW(choose_vtln_warp_on_alignment({{w.x.data(), w.frames, bad.data()}}, w.model, candidates),
+               std::invalid_argument);
 }
 
 TEST(VtlnChoice, RefusesStatisticsThatDoNotFit) {

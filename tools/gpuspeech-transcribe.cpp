@@ -1342,11 +1342,20 @@ class SpeakerScheduler {
   }
 
   // --fmllr-vtln: the first estimate is the warp (with its diagonal
-  // transform) that pass 1's statistics favour; true when a re-decode
+  // transform) that pass 1's alignment favours, each warp scored with its
+  // own posteriors (choose_vtln_warp_on_alignment); true when a re-decode
   // follows. Below --fmllr-min-frames the plain first estimate keeps the
   // identity, as it would.
   bool vtln_estimate(Transcriber& tr, Job& job) {
-    const VtlnChoice c = choose_vtln_warp(job.stats, *plan_.vtln_candidates);
+    std::vector<AlignedFrames> speech;
+    for (size_t p = 0; p < job.files.size(); ++p) {
+      if (!job.in[p]) continue;
+      const PendingFile& d = job.files[p];
+      speech.push_back({d.u.feats.data.data() + d.align_first * d.u.feats.dim,
+                        static_cast<int64_t>(d.senones.size()), d.senones.data()});
+    }
+    const VtlnChoice c =
+        choose_vtln_warp_on_alignment(speech, tr.rec.acoustic_model().mixtures(), *plan_.vtln_candidates);
     job.transform = c.transform;
     job.used_pass = 1;
     size_t decoded = 0;

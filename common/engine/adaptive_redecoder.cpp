@@ -140,7 +140,7 @@ void AdaptiveRedecoder::push_features(const float* frames, int64_t num_frames,
   push_transformed(frames, num_frames);
 }
 
-int64_t AdaptiveRedecoder::accumulate_words(const std::vector<HypothesisWord>& words) {
+int64_t AdaptiveRedecoder::accumulate_words(const std::vector<HypothesisWord>& words, FrameAlignment* alignment) {
   utterance_.reset();
   // Words whose features the client let go are left out (align() refuses
   // them); the rest keep their order.
@@ -170,6 +170,7 @@ int64_t AdaptiveRedecoder::accumulate_words(const std::vector<HypothesisWord>& w
   timings_.statistics += thread_cpu_seconds() - c1;
   int64_t aligned = 0;
   for (int32_t s : al.senones) aligned += s >= 0;
+  if (alignment) *alignment = al;
   return aligned;
 }
 
@@ -212,7 +213,10 @@ RecognitionResult AdaptiveRedecoder::finish(int64_t silence_start) {
       speech_from = static_cast<int64_t>(learnt - trace_.learned.begin()) - kSpeechOnsetGraceFrames;
       report_.leading_words_dropped = static_cast<int64_t>(drop_words_before(first.best, speech_from));
     }
-    report_.frames_aligned = accumulate_words(first.best.words);
+    // The first pass's alignment, kept while a VTLN choice may need it.
+    FrameAlignment first_alignment;
+    const bool may_warp = vtln_ != nullptr && !first_estimated_;
+    report_.frames_aligned = accumulate_words(first.best.words, may_warp ? &first_alignment : nullptr);
     FmllrStats total = stream_;
     total.add(utterance_.stats());
     // The prior in effect: the fixed one, or the channel the stream's own
@@ -254,7 +258,15 @@ RecognitionResult AdaptiveRedecoder::finish(int64_t silence_start) {
     FmllrEstimate est;
     double new_warp_log_det = 0.0;
     if (vtln) {
-      const VtlnChoice c = choose_vtln_warp(total, *vtln_, options_.vtln);
+      // The utterance's frames as the first pass aligned them (raw_, the
+      // features before any transform), the stream's earlier utterances as
+      // their statistics.
+      std::vector<AlignedFrames> speech;
+      if (!first_alignment.senones.empty())
+        speech.push_back({raw_.data() + first_alignment.first_frame * dim_,
+                          static_cast<int64_t>(first_alignment.senones.size()), first_alignment.senones.data()});
+      const VtlnChoice c = choose_vtln_warp_on_alignment(speech, rec_.acoustic_model().mixtures(), *vtln_,
+                                                         &stream_, options_.vtln);
       est.transform = c.transform;
       const double jacobian_left_out = options_.vtln.warp_jacobian ? 0.0 : transform_warp_log_det_;
       est.objective = {fmllr_objective(total, start) / total.beta - jacobian_left_out, c.objective};

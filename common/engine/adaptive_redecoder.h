@@ -193,8 +193,11 @@ struct AdaptiveRedecoderOptions {
   double young_below_frames = 1500.0;
   FmllrUpdateType young_update = FmllrUpdateType::kBlock;
   // A young stream's first estimate a VTLN warp done on the cepstra with
-  // a diagonal transform (vtln_choice.h), chosen by the objective on the
-  // stream's statistics; the estimates after it young_update's form from
+  // a diagonal transform (vtln_choice.h), chosen by the objective with
+  // each warp's own posteriors along the utterance's first-pass alignment
+  // (choose_vtln_warp_on_alignment; the stream's earlier utterances, too
+  // short for an estimate, as their statistics); the estimates after it
+  // young_update's form from
   // the statistics of the decodings under it. Why: a stream's first
   // sentence is aligned by a first pass that is often wrong on hard audio,
   // and one warp factor cannot learn those errors as a transform of
@@ -325,8 +328,9 @@ class AdaptiveRedecoder {
  private:
   // Aligns `words` on the features the recognizer holds (the utterance
   // as decoded), and puts their statistics in utterance_ (reset first);
-  // returns the frames aligned.
-  int64_t accumulate_words(const std::vector<HypothesisWord>& words);
+  // returns the frames aligned. The alignment goes to `alignment` when
+  // non-null (left as it was when no word could be aligned).
+  int64_t accumulate_words(const std::vector<HypothesisWord>& words, FrameAlignment* alignment = nullptr);
   void push_transformed(const float* raw, int64_t n);
 
   Recognizer& rec_;

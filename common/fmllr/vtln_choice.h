@@ -33,12 +33,14 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <string>
 #include <vector>
 
 #include "common/features/feature_options.h"
 #include "common/fmllr/fmllr_stats.h"
 #include "common/fmllr/fmllr_transform.h"
+#include "common/model/gaussian_mixtures.h"
 
 namespace gpuspeech {
 
@@ -84,11 +86,53 @@ struct VtlnChoice {
   // 1); without the warp's Jacobian unless VtlnChoiceOptions asks for it.
   double objective = 0.0;
   double unwarped_objective = 0.0;
+  // Every candidate's, in the candidates' order (objective is the largest).
+  std::vector<double> objectives;
 };
 
-// Throws std::invalid_argument when the statistics' dimension is not the
-// candidates' or they hold no frames (beta <= 0).
+// The choice from statistics alone: every warp is scored on the same
+// statistics, whose posteriors came from the features decoded (the first
+// pass's, unwarped). Throws std::invalid_argument when the statistics'
+// dimension is not the candidates' or they hold no frames (beta <= 0).
 VtlnChoice choose_vtln_warp(const FmllrStats& stats, const LinearVtlnCandidates& candidates,
                             const VtlnChoiceOptions& options = {});
+
+// A stretch of a speaker's speech with its alignment: `frames` rows of the
+// features as the decoder takes them unadapted (the candidates' dimension)
+// and the senone each frame was aligned to (-1: not aligned, left out).
+struct AlignedFrames {
+  const float* features = nullptr;
+  int64_t frames = 0;
+  const int32_t* senones = nullptr;
+};
+
+// The choice with each warp's own posteriors: for each candidate the
+// speech is warped (y = A_w x), each aligned frame's posteriors over its
+// senone's Gaussians are recomputed on y, and the warp with its best
+// diagonal transform is scored on those statistics. `earlier` (may be
+// null or empty): statistics of the speaker's speech whose frames are
+// gone, added to every warp's as choose_vtln_warp sees them.
+//
+// Why. Statistics from one pass carry the posteriors the unwarped features
+// gave: each warp is scored by how well its features fit the Gaussians the
+// unwarped ones picked, which favours warps near 1. On the degraded
+// 24-sentence set the live decoder chose 0.96-1.02 for every voice from
+// such statistics, where decodings at each warp pointed to 0.88-0.92 for
+// one voice and 1.04-1.08 for the others; with each warp's own posteriors
+// the choice moved the way the decodings did (docs/benchmarks.md, "VTLN
+// on the cepstra"). The alignment (which senone each frame belongs to)
+// stays the first pass's: only the Gaussians within each senone move.
+//
+// Cost: per candidate, the warp (d·b multiply-adds a frame) and the
+// supervised posteriors (a senone's Gaussians, density·d a frame) of every
+// aligned frame; for en-us (128 Gaussians a codebook, d = 39) and 21
+// candidates about 30 Mflop a second of speech, on the host.
+//
+// Throws std::invalid_argument when the model's or the earlier
+// statistics' dimension is not the candidates', a stretch lacks its
+// pointers, a senone is out of range, or nothing is aligned.
+VtlnChoice choose_vtln_warp_on_alignment(const std::vector<AlignedFrames>& speech, const GaussianMixtures& mixtures,
+                                         const LinearVtlnCandidates& candidates, const FmllrStats* earlier = nullptr,
+                                         const VtlnChoiceOptions& options = {});
 
 }  // namespace gpuspeech
