@@ -1121,8 +1121,9 @@ gst_gpu_decoder_class_init (GstGpuDecoderClass * klass)
       g_param_spec_boolean ("adapt-young-vtln", "Young stream's VTLN warp",
           "With adapt: below adapt-young-frames (and with no prior), the "
           "transform is a vocal tract length warp (0.80-1.20, done on the "
-          "cepstra) with a diagonal scaling, the warp the stream's "
-          "statistics favour, instead of adapt-young-update's form: one "
+          "cepstra) with a diagonal scaling, the warp its first "
+          "sentence's alignment favours (each warp scored on its own "
+          "features), instead of adapt-young-update's form: one "
           "value that a first pass's errors cannot teach much "
           "(docs/gpudecoder.md). MFCC models only; others keep "
           "adapt-young-update. Read when a stream starts (READY to PAUSED)",

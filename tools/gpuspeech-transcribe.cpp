@@ -177,8 +177,9 @@ Speaker adaptation (feature-space MLLR, docs/transcribe.md):
   --fmllr-vtln          for a speaker with under 1 500 frames (15 s) of
                         aligned speech, the first estimate is a VTLN warp
                         (0.80-1.20, done on the cepstra) with a diagonal
-                        transform, chosen by the fMLLR objective on pass 1's
-                        statistics; the re-decode under it (--fmllr-redecode)
+                        transform, chosen by the fMLLR objective along pass
+                        1's alignment, each warp with posteriors on its own
+                        features; the re-decode under it (--fmllr-redecode)
                         gives the alignment the full estimate learns from
                         (docs/transcribe.md)
   --fmllr-prior-frames X
