@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <memory>
 #include <stdexcept>
 #include <string>
@@ -20,6 +21,7 @@
 #include "common/features/stream_extractor.h"
 #include "common/features/wav_reader.h"
 #include "common/fmllr/fmllr_estimate.h"
+#include "common/fmllr/fmllr_stats.h"
 #include "common/fmllr/fmllr_transform.h"
 #include "common/fmllr/online_fmllr.h"
 #include "common/fmllr/vtln_choice.h"
@@ -65,6 +67,22 @@ std::vector<float> transformed(const FmllrTransform& t, const std::vector<float>
   std::vector<float> y(f.size());
   apply_fmllr_reference(t, f.data(), static_cast<int64_t>(f.size()) / t.dim, y.data());
   return y;
+}
+
+// The largest difference between two speakers' statistics, each sum
+// relative to the largest magnitude of its kind in `b` (beta, the k rows,
+// the G matrices).
+double stats_distance(const FmllrStats& a, const FmllrStats& b) {
+  if (a.dim != b.dim) return std::numeric_limits<double>::infinity();
+  auto relative = [](const std::vector<double>& u, const std::vector<double>& v) {
+    double scale = 0.0, d = 0.0;
+    for (size_t i = 0; i < v.size(); ++i) {
+      scale = std::max(scale, std::fabs(v[i]));
+      d = std::max(d, std::fabs(u[i] - v[i]));
+    }
+    return scale > 0.0 ? d / scale : d;
+  };
+  return std::max({std::fabs(a.beta - b.beta) / std::max(b.beta, 1.0), relative(a.k, b.k), relative(a.g, b.g)});
 }
 
 void expect_same_words(const RecognitionResult& a, const RecognitionResult& b) {
@@ -343,6 +361,24 @@ TEST(AdaptiveRedecoder, AYoungStreamsFirstEstimateIsTheWarpItsAlignmentChooses) 
   EXPECT_EQ(a.last_report().warp, expected.warp);
   EXPECT_LT(transform_distance(a.transform(), expected.transform), 1e-9);
   expect_same_words(r1, decode_plain(plain, transformed(expected.transform, f)));
+  // The statistics kept: the warped decoding's alignment, with posteriors
+  // on the unadapted features, not on the warped ones it was decoded from.
+  {
+    const std::vector<float> warped = transformed(expected.transform, f);
+    const RecognitionResult second = decode_plain(rec, warped);
+    const FrameAlignment al2 = rec.align(second.best.words);
+    const int64_t n = static_cast<int64_t>(al2.senones.size());
+    ASSERT_GT(n, 50);
+    const GaussianMixtures& gm = rec.acoustic_model().mixtures();
+    const float* x = f.data() + al2.first_frame * dim;
+    const FmllrStats unadapted =
+        accumulate_fmllr_reference(gm, x, n, supervised_posteriors(gm, x, n, al2.senones.data()));
+    const FmllrStats under_warp = accumulate_fmllr_reference(
+        gm, x, n, supervised_posteriors(gm, warped.data() + al2.first_frame * dim, n, al2.senones.data()));
+    const double apart = stats_distance(under_warp, unadapted);
+    EXPECT_GT(apart, 1e-2);  // so the check below tells the two apart
+    EXPECT_LT(stats_distance(a.stats(), unadapted), 0.05 * apart);
+  }
 
   a.reset();
   push_chunked(a, f, dim);

@@ -197,8 +197,9 @@ struct AdaptiveRedecoderOptions {
   // each warp's own posteriors along the utterance's first-pass alignment
   // (choose_vtln_warp_on_alignment; the stream's earlier utterances, too
   // short for an estimate, as their statistics); the estimates after it
-  // young_update's form from
-  // the statistics of the decodings under it. Why: a stream's first
+  // young_update's form from the statistics of the decodings under it
+  // (the warped utterance's with posteriors on its unadapted features,
+  // so that the warp does not bias the estimates that follow). Why: a stream's first
   // sentence is aligned by a first pass that is often wrong on hard audio,
   // and one warp factor cannot learn those errors as a transform of
   // hundreds of values does. (The warp as the whole young form lost to
@@ -329,8 +330,11 @@ class AdaptiveRedecoder {
   // Aligns `words` on the features the recognizer holds (the utterance
   // as decoded), and puts their statistics in utterance_ (reset first);
   // returns the frames aligned. The alignment goes to `alignment` when
-  // non-null (left as it was when no word could be aligned).
-  int64_t accumulate_words(const std::vector<HypothesisWord>& words, FrameAlignment* alignment = nullptr);
+  // non-null (left as it was when no word could be aligned). The
+  // Gaussian posteriors are taken on the features as decoded (transform_
+  // applied), or on the raw ones with posteriors_unadapted.
+  int64_t accumulate_words(const std::vector<HypothesisWord>& words, FrameAlignment* alignment = nullptr,
+                           bool posteriors_unadapted = false);
   void push_transformed(const float* raw, int64_t n);
 
   Recognizer& rec_;
