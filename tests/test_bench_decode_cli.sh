@@ -125,7 +125,7 @@ for g in 0 1000; do
     if [ $g = 0 ] && [ "${again% *}" -ge 1 ] 2>/dev/null && [ "${again#* }" = 0 ]; then
       pass "--redecode-min-gain 0: $again"
     elif [ $g = 1000 ] && [ "$again" = "0 1000" ] && awk -v e="$est" 'BEGIN { exit !(e > 0) }' &&
-         [[ $line == *"young form below 250 frames" ]]; then
+         [[ $line == *"young form below 250 frames; VTLN warps 0 (off)" ]]; then
       pass "--redecode-min-gain 1000: no second decoding, estimates $est s; --adapt-young-frames 250 reported"
     else
       fail "--redecode-min-gain $g: $line"
@@ -134,6 +134,22 @@ for g in 0 1000; do
     fail "--redecode-min-gain $g: status $?: $(cat "$T/err")"
   fi
 done
+
+# --adapt-young-vtln: the stream's first estimate is a VTLN warp, the
+# line counts it; without the flag no estimate is one (the run above).
+if "$TOOL" decode --backend cpu --search cpu --hmm "$MODEL/en-us" --dict "$MODEL/cmudict-en-us.dict" \
+     --lm "$DATA/turtle.lm.bin" --lattice-lw 0 --cache "$T/cache" --streams 1 --repeat 4 --adapt \
+     --redecode-min-gain 0 --adapt-young-vtln "$DATA/goforward.raw" >"$T/out" 2>"$T/err"; then
+  line=$(grep '^adaptation, core-seconds: ' "$T/out")
+  warps=$(echo "$line" | sed -nE 's/.*; VTLN warps ([0-9]+)$/\1/p')
+  if [ "$warps" = 1 ]; then
+    pass "--adapt-young-vtln: one warp, the stream's first estimate: $line"
+  else
+    fail "--adapt-young-vtln: expected one warp: $line"
+  fi
+else
+  fail "--adapt-young-vtln: status $?: $(cat "$T/err")"
+fi
 
 # --live-features: the live chain's front end with live CMN's trace, which
 # --adapt uses as gpudecoder does (utterance-cmn): a stream's first
@@ -197,8 +213,10 @@ expect_error "--redecode-min-gain without --adapt" 2 "--redecode-min-gain applie
   --redecode-min-gain 0.1 "$DATA/goforward.raw"
 expect_error "--adapt-young-frames x" 2 "--adapt-young-frames needs a number >= 0, got 'x'" \
   --adapt --adapt-young-frames x "$DATA/goforward.raw"
-expect_error "--adapt-young-frames without --adapt" 2 "--adapt-young-frames applies to --adapt only" \
+expect_error "--adapt-young-frames without --adapt" 2 "--adapt-young-frames and --adapt-young-vtln apply to --adapt only" \
   --adapt-young-frames 0 "$DATA/goforward.raw"
+expect_error "--adapt-young-vtln without --adapt" 2 "--adapt-young-frames and --adapt-young-vtln apply to --adapt only" \
+  --adapt-young-vtln "$DATA/goforward.raw"
 expect_error "--spread-starts without --live" 2 "--spread-starts applies to --live only" \
   --spread-starts "$DATA/goforward.raw"
 expect_error "unknown option" 2 "unknown option --fast" --fast "$DATA/goforward.raw"

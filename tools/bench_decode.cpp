@@ -64,6 +64,10 @@
 // (AdaptiveRedecoderOptions::young_below_frames, default the element's;
 // 0: the full form from the first estimate, as before 2026-12-03), so a
 // device run can weigh the young form's host time against its absence.
+// --adapt-young-vtln: a young stream's first estimate is a VTLN warp
+// (AdaptiveRedecoderOptions::young_vtln, gpudecoder adapt-young-vtln), its
+// choice's host time counted in the estimates; the line reports how many
+// estimates were warps.
 // --live-features computes each file's features as the live chain's
 // gpufeatures does by default in front of gpudecoder (the model's front
 // end with live CMN from its -cmninit, noise subtraction, clipped peaks
@@ -136,7 +140,7 @@ struct DecodeBenchOptions {
                "gpuspeech-bench decode: %s\n"
                "usage: gpuspeech-bench decode [--streams N] [--backend B] [--search S] "
                "[--device-id N] [--batched-search on|off|auto] [--maxactive N] [--topn N]\n"
-               "       [--lattice-lw X] [--adapt [--redecode-min-gain X] [--adapt-young-frames X]]\n"
+               "       [--lattice-lw X] [--adapt [--redecode-min-gain X] [--adapt-young-frames X] [--adapt-young-vtln]]\n"
                "       [--live-features]\n"
                "       [--hmm DIR] [--dict FILE] [--lm FILE | --jsgf FILE] [--cache DIR]\n"
                "       [--live] [--seconds S] [--block-ms MS] [--partial-ms MS] [--spread-starts]\n"
@@ -191,6 +195,9 @@ DecodeBenchOptions parse_decode_args(int argc, char** argv) {
     } else if (a == "--adapt-young-frames") {
       o.adaptation.young_below_frames = nonnegative_arg(a, value());
       young_given = true;
+    } else if (a == "--adapt-young-vtln") {
+      o.adaptation.young_vtln = true;
+      young_given = true;
     }
     else if (a == "--hmm") o.config.model_dir = value();
     else if (a == "--dict") o.config.dictionary = value();
@@ -225,7 +232,7 @@ DecodeBenchOptions parse_decode_args(int argc, char** argv) {
   if (!o.words_out.empty() && o.adapt)
     decode_usage("--words and --adapt exclude each other (an adapting stream's words depend on what it decoded before)");
   if (redecode_given && !o.adapt) decode_usage("--redecode-min-gain applies to --adapt only");
-  if (young_given && !o.adapt) decode_usage("--adapt-young-frames applies to --adapt only");
+  if (young_given && !o.adapt) decode_usage("--adapt-young-frames and --adapt-young-vtln apply to --adapt only");
   if (o.adapt) {
     if (o.config.grammar_kind != GrammarKind::kNgram) decode_usage("--adapt needs an n-gram LM (--lm)");
     o.config.keep_features_for_alignment = true;
@@ -669,11 +676,12 @@ int bench_decode(int argc, char** argv) {
       std::printf("adaptation, core-seconds: first result %.3f, alignments %.3f, statistics %.3f, "
                   "estimates %.3f, second decodings %.3f (in scoring and search above), final "
                   "results %.3f; utterances %lld, decoded again %lld (min gain %g); young form "
-                  "below %g frames\n",
+                  "below %g frames; VTLN warps %lld%s\n",
                   at.first_result, at.align, at.statistics, at.estimate, at.redecode,
                   at.final_result, static_cast<long long>(at.utterances),
                   static_cast<long long>(at.redecoded), o.adaptation.min_redecode_gain,
-                  o.adaptation.young_below_frames);
+                  o.adaptation.young_below_frames, static_cast<long long>(at.warped),
+                  o.adaptation.young_vtln ? "" : " (off)");
     }
     if (parts.rounds > 0)
       std::printf("search rounds: %lld for %lld frames searched (%lld only pruning a frame); "

@@ -360,6 +360,7 @@ RecognitionResult AdaptiveRedecoder::finish(int64_t silence_start) {
   report_.log_abs_det = transform_.log_abs_det();
   ++timings_.utterances;
   timings_.redecoded += report_.redecoded;
+  timings_.warped += report_.warp != 0.0;
   return result;
 }
 

@@ -92,10 +92,12 @@ struct AdaptationTimings {
   double final_result = 0.0;  // the final finish() (the lattice pass)
   int64_t utterances = 0;     // finish() calls
   int64_t redecoded = 0;      // of them, those decoded again
+  int64_t warped = 0;         // of them, those whose estimate was a VTLN warp (young_vtln)
   // Sums another stream's (a benchmark's report over its streams).
   void add(const AdaptationTimings& o) {
     utterances += o.utterances;
     redecoded += o.redecoded;
+    warped += o.warped;
     first_result += o.first_result;
     align += o.align;
     statistics += o.statistics;
