@@ -38,7 +38,10 @@ degraded_die() { echo "$(basename "$0"): $*" >&2; exit 1; }
 # make_clean_set N VOICE...: the first N sentences of
 # tests/data/fmllr_dev/sentences.txt, sentence i spoken by voice i mod the
 # number of voices, as $W/clean/uttII-VOICE.wav; their ids in $W/fileids and
-# the sclite reference in $W/ref.trn.
+# the sclite reference in $W/ref.trn. A VOICE is a flite voice (slt, rms,
+# awb, kal16, ...) or espeak-NAME, espeak-ng's voice NAME (espeak-en-us+f2:
+# en-us with the female variant f2): flite has one female voice, espeak-ng
+# many, of a formant synthesiser further from the model's speakers.
 make_clean_set() {
   local n=$1 i=0 s v id
   shift
@@ -49,9 +52,12 @@ make_clean_set() {
     v=${voices[$((i % ${#voices[@]}))]}
     i=$((i + 1)); id=$(printf 'utt%02d-%s' $i "$v")
     if [ ! -f "$W/clean/$id.wav" ]; then
-      flite -voice "$v" -t "$s" -o "$W/tmp.wav" &&
+      case $v in
+        espeak-*) espeak-ng -v "${v#espeak-}" -w "$W/tmp.wav" "$s" ;;
+        *) flite -voice "$v" -t "$s" -o "$W/tmp.wav" ;;
+      esac &&
         sox -R -D "$W/tmp.wav" -r 16000 -b 16 -c 1 "$W/clean/$id.wav" ||
-        degraded_die "flite/sox failed for $id"
+        degraded_die "synthesis (flite or espeak-ng) or sox failed for $id"
     fi
     echo "$id" >>"$W/fileids"
     echo "$s ($id)" >>"$W/ref.trn"

@@ -14,6 +14,8 @@
 # side), its words joined per recording the same way.
 #
 # Usage: live_wer.sh WORKDIR N "VOICE..." [NAME=FEATURE_PROPS/DECODER_PROPS[/BETWEEN]]...
+#   VOICE: a flite voice, or espeak-NAME for espeak-ng's voice NAME
+#   (degraded_set.sh's make_clean_set).
 #   Each NAME=... is a column of ours: gpufeatures and gpudecoder (backend
 #   cpu) with those extra properties (space-separated, either side may be
 #   empty), and BETWEEN, if given, a pipeline fragment put between the two

@@ -5,7 +5,8 @@
 # this machine.
 #
 # The set: the first N sentences of tests/data/fmllr_dev/sentences.txt,
-# spoken by the flite VOICES in turn, under each condition of
+# spoken by the VOICES in turn (flite voices, or espeak-NAME for
+# espeak-ng's: degraded_set.sh's make_clean_set), under each condition of
 # tests/bench/degraded_set.sh (clean, far field, pink, white and brown
 # noise at 20 and 10 dB, a telephone band), each utterance with 0.4 s of
 # digital silence before it.
