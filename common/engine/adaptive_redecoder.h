@@ -194,20 +194,19 @@ struct AdaptiveRedecoderOptions {
   // speech (4.7 -> 5.9 % at 600).
   double young_below_frames = 1500.0;
   FmllrUpdateType young_update = FmllrUpdateType::kBlock;
-  // A young stream's first estimate a VTLN warp done on the cepstra with
-  // a diagonal transform (vtln_choice.h), chosen by the objective with
-  // each warp's own posteriors along the utterance's first-pass alignment
-  // (choose_vtln_warp_on_alignment; the stream's earlier utterances, too
-  // short for an estimate, as their statistics); the estimates after it
-  // young_update's form from the statistics of the decodings under it
-  // (the warped utterance's with posteriors on its unadapted features,
-  // so that the warp does not bias the estimates that follow). Why: a stream's first
-  // sentence is aligned by a first pass that is often wrong on hard audio,
-  // and one warp factor cannot learn those errors as a transform of
-  // hundreds of values does. (The warp as the whole young form lost to
-  // three blocks on later sentences: docs/benchmarks.md, "VTLN on the
-  // cepstra".) A front end linear VTLN does not apply to (not MFCC, or
-  // s2_4x) keeps young_update.
+  // A young stream's first estimate a VTLN warp done on the cepstra with a
+  // diagonal transform (vtln_choice.h), chosen by the objective with each
+  // warp's own posteriors along the utterance's first-pass alignment
+  // (choose_vtln_warp_on_alignment; the stream's earlier utterances, too short
+  // for an estimate, as their statistics); the estimates after it
+  // young_update's form from the statistics of the decodings under it (the
+  // warped utterance's with posteriors on its unadapted features, so that the
+  // warp does not bias the estimates that follow). Why: a stream's first
+  // sentence is aligned by a first pass that is often wrong on hard audio, and
+  // one warp factor cannot learn those errors as a transform of hundreds of
+  // values does. (The warp as the whole young form lost to three blocks on
+  // later sentences: docs/benchmarks.md, "VTLN on the cepstra".) A front end
+  // linear VTLN does not apply to (not MFCC, or s2_4x) keeps young_update.
   bool young_vtln = false;
   VtlnChoiceOptions vtln;
 
