@@ -198,15 +198,18 @@ struct AdaptiveRedecoderOptions {
   // diagonal transform (vtln_choice.h), chosen by the objective with each
   // warp's own posteriors along the utterance's first-pass alignment
   // (choose_vtln_warp_on_alignment; the stream's earlier utterances, too short
-  // for an estimate, as their statistics); the estimates after it
-  // young_update's form from the statistics of the decodings under it (the
-  // warped utterance's with posteriors on its unadapted features, so that the
-  // warp does not bias the estimates that follow). Why: a stream's first
-  // sentence is aligned by a first pass that is often wrong on hard audio, and
-  // one warp factor cannot learn those errors as a transform of hundreds of
-  // values does. (The warp as the whole young form lost to three blocks on
-  // later sentences: docs/benchmarks.md, "VTLN on the cepstra".) A front end
-  // linear VTLN does not apply to (not MFCC, or s2_4x) keeps young_update.
+  // for an estimate, as their statistics). The warp serves its own sentence:
+  // the sentence is decoded again under it, its statistics taken from that
+  // decoding's alignment with posteriors on its unadapted features (so that
+  // the warp does not bias the estimates that follow), and the next utterance
+  // starts under young_update's form estimated from the stream's statistics
+  // then; later estimates as without the warp. Why: a stream's first sentence
+  // is aligned by a first pass that is often wrong on hard audio, and one warp
+  // factor cannot learn those errors as a transform of hundreds of values
+  // does; kept as the stream's transform, the warp lost on later sentences and
+  // on the next speaker of a stream whose speakers take turns
+  // (docs/benchmarks.md, "The warp for its own sentence"). A front end linear
+  // VTLN does not apply to (not MFCC, or s2_4x) keeps young_update.
   bool young_vtln = false;
   VtlnChoiceOptions vtln;
 
