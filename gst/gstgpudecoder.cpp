@@ -1124,7 +1124,9 @@ gst_gpu_decoder_class_init (GstGpuDecoderClass * klass)
           "cepstra) with a diagonal scaling, the warp its first "
           "sentence's alignment favours (each warp scored on its own "
           "features), instead of adapt-young-update's form: one "
-          "value that a first pass's errors cannot teach much "
+          "value that a first pass's errors cannot teach much. The "
+          "warp serves that sentence's second decoding; the next "
+          "utterance starts under adapt-young-update's form "
           "(docs/gpudecoder.md). MFCC models only; others keep "
           "adapt-young-update. Read when a stream starts (READY to PAUSED)",
           gs::AdaptiveRedecoderOptions ().young_vtln, rw));
