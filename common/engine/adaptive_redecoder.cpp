@@ -257,7 +257,6 @@ RecognitionResult AdaptiveRedecoder::finish(int64_t silence_start) {
     // (the warp matrices' own ln|det| left out unless the options count it).
     const bool vtln = young && vtln_ != nullptr && !first_estimated_ && total.beta >= estimation.min_frames;
     FmllrEstimate est;
-    double new_warp_log_det = 0.0;
     if (vtln) {
       // The utterance's frames as the first pass aligned them (raw_, the
       // features before any transform), the stream's earlier utterances as
@@ -269,9 +268,10 @@ RecognitionResult AdaptiveRedecoder::finish(int64_t silence_start) {
       const VtlnChoice c = choose_vtln_warp_on_alignment(speech, rec_.acoustic_model().mixtures(), *vtln_,
                                                          &stream_, options_.vtln);
       est.transform = c.transform;
-      const double jacobian_left_out = options_.vtln.warp_jacobian ? 0.0 : transform_warp_log_det_;
-      est.objective = {fmllr_objective(total, start) / total.beta - jacobian_left_out, c.objective};
-      if (!options_.vtln.warp_jacobian) new_warp_log_det = vtln_->transform(c.index).log_abs_det();
+      // The transform in use is never a warp here (a warp is only a
+      // speaker's first estimate), so no warp ln|det| is left out of its
+      // objective either.
+      est.objective = {fmllr_objective(total, start) / total.beta, c.objective};
       report_.warp = c.warp;
     } else {
       est = estimate_fmllr(total, estimation, &start);
@@ -293,12 +293,10 @@ RecognitionResult AdaptiveRedecoder::finish(int64_t silence_start) {
       // first pass's statistics (posteriors under the transform it was
       // decoded with) are the utterance's.
       transform_ = est.transform;
-      transform_warp_log_det_ = new_warp_log_det;
       applier_.set_transform(transform_);
     } else if (updated || own_mean_alone) {
       if (updated) {
         transform_ = est.transform;
-        transform_warp_log_det_ = new_warp_log_det;
         applier_.set_transform(transform_);
       }
       holds_first = false;
@@ -354,7 +352,6 @@ RecognitionResult AdaptiveRedecoder::finish(int64_t silence_start) {
       timings_.estimate += thread_cpu_seconds() - c0;
       if (young_est.outcome == FmllrOutcome::kUpdated && young_est.transform.all_finite()) {
         transform_ = young_est.transform;
-        transform_warp_log_det_ = 0.0;
         applier_.set_transform(transform_);
       }
     }
@@ -403,7 +400,6 @@ void AdaptiveRedecoder::new_speaker() {
   stream_cmn_ = CmnSums{};
   channel_ = -1;
   transform_ = start_transform_;
-  transform_warp_log_det_ = 0.0;
   first_estimated_ = false;
   applier_.set_transform(transform_);
 }

@@ -349,11 +349,8 @@ class AdaptiveRedecoder {
   FmllrApplier applier_;
   FmllrTransform transform_;
   // With young_vtln: the candidates (null when linear VTLN does not apply
-  // to the front end), and ln|det| of the warp matrix inside transform_
-  // when that is a VTLN form (0 otherwise): the objective the choice
-  // compares leaves it out (VtlnChoiceOptions::warp_jacobian).
+  // to the front end).
   std::unique_ptr<LinearVtlnCandidates> vtln_;
-  double transform_warp_log_det_ = 0.0;
   // The speaker has had an estimate (its first is the VTLN form).
   bool first_estimated_ = false;
   // The transform of the prior alone: a new speaker's first.
